@@ -1,0 +1,23 @@
+# rankscope_warnings: strict warnings for rankscope's own targets (not third-party code).
+add_library(rankscope_warnings INTERFACE)
+target_compile_options(rankscope_warnings INTERFACE -Wall -Wextra -Wpedantic -Wshadow
+                       -Wnon-virtual-dtor -Wcast-align -Wunused -Wimplicit-fallthrough)
+if(RANKSCOPE_WERROR)
+  target_compile_options(rankscope_warnings INTERFACE -Werror)
+endif()
+
+if(RANKSCOPE_SANITIZE)
+  add_compile_options(-fsanitize=address,undefined -fno-omit-frame-pointer
+                      -fno-sanitize-recover=undefined)
+  add_link_options(-fsanitize=address,undefined)
+endif()
+
+# rankscope_add_test(NAME SOURCES... LIBS ...): a GoogleTest binary registered with CTest.
+function(rankscope_add_test name)
+  cmake_parse_arguments(ARG "" "" "SOURCES;LIBS" ${ARGN})
+  add_executable(${name} ${ARG_SOURCES})
+  target_link_libraries(${name} PRIVATE ${ARG_LIBS} GTest::gtest GTest::gmock GTest::gtest_main
+                        rankscope_warnings)
+  set_target_properties(${name} PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests)
+  gtest_discover_tests(${name} DISCOVERY_TIMEOUT 60 PROPERTIES LABELS unit)
+endfunction()

@@ -1,0 +1,38 @@
+#include "coordinator/aligner.h"
+
+#include <utility>
+
+namespace rankscope {
+
+Session AlignSession(Session session) {
+  if (session.aligned) return session;
+  for (RankData& rank : session.ranks) {
+    Result<ClockModel> fit = FitClockModel(rank.clock_samples);
+    if (fit.ok()) {
+      rank.clock = fit.value();
+      rank.clock_fitted = true;
+    } else {
+      rank.clock = ClockModel::Identity();
+      rank.clock_fitted = false;
+      rank.clock_error = fit.status().message();
+    }
+    const ClockModel& m = rank.clock;
+    for (CollectiveRecord& c : rank.collectives) {
+      c.enter = m.ToCoordinator(c.enter);
+      c.exit = m.ToCoordinator(c.exit);
+    }
+    for (P2PRecord& p : rank.p2p) {
+      p.enter = m.ToCoordinator(p.enter);
+      p.exit = m.ToCoordinator(p.exit);
+    }
+    for (RangeRecord& r : rank.ranges) {
+      r.start = m.ToCoordinator(r.start);
+      r.end = m.ToCoordinator(r.end);
+    }
+    for (MarkRecord& k : rank.marks) k.time = m.ToCoordinator(k.time);
+  }
+  session.aligned = true;
+  return session;
+}
+
+}  // namespace rankscope

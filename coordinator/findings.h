@@ -1,0 +1,42 @@
+// Findings: what the analyses conclude. Each says what is wrong, where (ranks, nodes), how sure
+// (confidence 0..1), the numbers behind it (evidence), and what to run next.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace rankscope {
+
+// One concrete next command: the tool, the exact command line, and what to look for in it.
+struct NextStep {
+  std::string tool;
+  std::string command;
+  std::string look_for;
+};
+
+enum class Severity { kInfo, kWarning, kCritical };
+inline const char* SeverityName(Severity s) {
+  switch (s) {
+    case Severity::kInfo: return "info";
+    case Severity::kWarning: return "warning";
+    case Severity::kCritical: return "critical";
+  }
+  return "info";
+}
+
+struct Finding {
+  std::string kind;  // straggler | dataloader_skew | imbalanced_ring | pcie_bound
+  Severity severity = Severity::kWarning;
+  std::vector<int> ranks;
+  std::vector<std::string> nodes;
+  std::string summary;     // one or two sentences a person reads first
+  nlohmann::json evidence = nlohmann::json::object();  // numbers, in named units (_ns, _ms, ...)
+  double confidence = 0.0;
+  std::vector<NextStep> next_steps;
+  // How much job time this costs (ns summed over the ranks that waited); orders findings.
+  int64_t cost_ns = 0;
+};
+
+}  // namespace rankscope

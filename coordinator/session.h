@@ -1,0 +1,79 @@
+// The session model: everything the coordinator knows about one profiled job, per rank.
+// Filled by the gRPC service (coordinator/service) as agents report, aligned onto the
+// coordinator's clock by AlignSession (aligner.h), then read by the analyses and writers.
+// Plain data; no locking here (the service guards its own copy).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/clock_model.h"
+#include "core/records.h"
+#include "core/time.h"
+
+namespace rankscope {
+
+struct RankIdentity {
+  int rank = -1;
+  int local_rank = -1;
+  int world_size = 0;
+  std::string node;  // SLURMD_NODENAME or host name
+  std::string host;
+  std::string launcher;
+  std::string job_id;
+  int agent_pid = 0;
+  int program_pid = 0;
+  int restart_count = 0;
+  std::vector<std::string> program;
+};
+
+struct RankData {
+  RankIdentity id;
+  std::vector<ClockSample> clock_samples;
+  ClockModel clock;           // valid when clock_fitted
+  bool clock_fitted = false;
+  std::string clock_error;    // why the fit failed, if it did
+
+  // Records, in the rank's local clock until the session is aligned, then in coordinator time.
+  std::vector<CollectiveRecord> collectives;
+  std::vector<P2PRecord> p2p;
+  std::vector<RangeRecord> ranges;
+  std::vector<MarkRecord> marks;
+
+  std::vector<std::string> notices;  // from the agent / inject library, shown in the report
+  uint64_t dropped_records = 0;
+  std::optional<int> exit_code;      // as the launcher sees it (128+signal when killed)
+  int term_signal = 0;
+  bool finished = false;             // the agent's final batch arrived
+};
+
+struct Session {
+  std::string session_id;
+  std::string job_id;
+  std::string launcher;              // "mpirun", "slurm", "none", ...
+  std::vector<std::string> command;  // what the user asked rankscope to run
+  int world_size = 0;
+  TimeNs start = 0;                  // coordinator clock
+  TimeNs end = 0;
+  std::optional<int> launcher_exit_code;
+
+  // A partial session lacks data: a rank that never registered or never sent its final batch,
+  // a crashed rank, a launcher that failed. The reasons are written into the report.
+  bool partial = false;
+  std::vector<std::string> partial_reasons;
+
+  std::vector<RankData> ranks;       // sorted by rank
+  bool aligned = false;              // records are in coordinator time
+
+  // The rank's data, or nullptr.
+  const RankData* FindRank(int rank) const {
+    for (const RankData& r : ranks) {
+      if (r.id.rank == rank) return &r;
+    }
+    return nullptr;
+  }
+};
+
+}  // namespace rankscope

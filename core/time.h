@@ -1,0 +1,33 @@
+// Time types shared by every layer. All host timestamps in rankscope come from one clock,
+// CLOCK_MONOTONIC, read on the host that produced them; the coordinator's clock model maps
+// them onto the coordinator's own CLOCK_MONOTONIC (the session's single time axis).
+#pragma once
+
+#include <cstdint>
+#include <ctime>
+
+namespace rankscope {
+
+// A point on some host's CLOCK_MONOTONIC, in nanoseconds. Which host's clock is a matter of
+// context: records from an agent are in its local clock until the aligner converts them.
+using TimeNs = int64_t;
+// A difference of two TimeNs.
+using DurationNs = int64_t;
+// A byte count.
+using Bytes = int64_t;
+
+inline constexpr DurationNs kNsPerUs = 1'000;
+inline constexpr DurationNs kNsPerMs = 1'000'000;
+inline constexpr DurationNs kNsPerSec = 1'000'000'000;
+
+// Reads CLOCK_MONOTONIC. Cheap (vDSO) and async-signal-safe.
+inline TimeNs MonotonicNow() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<TimeNs>(ts.tv_sec) * kNsPerSec + ts.tv_nsec;
+}
+
+inline double NsToMs(DurationNs d) { return static_cast<double>(d) / 1e6; }
+inline double NsToUs(DurationNs d) { return static_cast<double>(d) / 1e3; }
+
+}  // namespace rankscope
