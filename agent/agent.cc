@@ -1,0 +1,207 @@
+#include "agent/agent.h"
+
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+
+#include "agent/identity.h"
+#include "agent/ipc_server.h"
+#include "agent/uplink.h"
+
+namespace rankscope {
+namespace {
+
+// The program's pid for the signal handler (0 = no child yet).
+volatile sig_atomic_t g_child_pid = 0;
+
+void ForwardSignal(int sig) {
+  if (g_child_pid > 0) kill(g_child_pid, sig);
+}
+
+constexpr int kForwardedSignals[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2,
+                                     SIGCONT, SIGWINCH};
+
+void InstallForwarders() {
+  struct sigaction sa{};
+  sa.sa_handler = ForwardSignal;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = SA_RESTART;
+  for (int sig : kForwardedSignals) sigaction(sig, &sa, nullptr);
+}
+
+std::string HostName() {
+  char buf[256] = {};
+  gethostname(buf, sizeof(buf) - 1);
+  return buf;
+}
+
+// The program's environment: ours, minus the session secret, plus the inject settings.
+std::vector<std::string> ChildEnvironment(const AgentOptions& options, const std::string& ipc) {
+  std::vector<std::string> env;
+  EnvMap current = CurrentEnvironment();
+  for (const auto& [key, value] : current) {
+    if (key == "RANKSCOPE_TOKEN") continue;
+    if (!options.inject_library.empty() &&
+        (key == "LD_PRELOAD" || key == "NVTX_INJECTION64_PATH" || key == "RANKSCOPE_IPC_SOCKET")) {
+      continue;
+    }
+    env.push_back(key + "=" + value);
+  }
+  if (!options.inject_library.empty() && !ipc.empty()) {
+    std::string preload = options.inject_library;
+    if (auto it = current.find("LD_PRELOAD"); it != current.end() && !it->second.empty()) {
+      preload += ":" + it->second;
+    }
+    env.push_back("LD_PRELOAD=" + preload);
+    env.push_back("NVTX_INJECTION64_PATH=" + options.inject_library);
+    env.push_back("RANKSCOPE_IPC_SOCKET=" + ipc);
+  }
+  return env;
+}
+
+std::vector<char*> CStrings(std::vector<std::string>& v) {
+  std::vector<char*> out;
+  for (std::string& s : v) out.push_back(s.data());
+  out.push_back(nullptr);
+  return out;
+}
+
+v1::Identity ToProtoIdentity(const AgentIdentity& id, const AgentOptions& options) {
+  v1::Identity out;
+  out.set_session_id(options.session_id);
+  out.set_job_id(id.job_id.empty() ? options.session_id : id.job_id);
+  out.set_launcher(id.launcher);
+  out.set_rank(id.rank);
+  out.set_local_rank(id.local_rank);
+  out.set_world_size(id.world_size);
+  out.set_node_name(id.node_name);
+  out.set_host(id.host);
+  out.set_agent_pid(static_cast<int32_t>(getpid()));
+  out.set_restart_count(id.restart_count);
+  for (const std::string& arg : options.program) out.add_program(arg);
+  return out;
+}
+
+}  // namespace
+
+void FillAgentOptionsFromEnvironment(const std::string& self_exe, AgentOptions* options) {
+  auto get = [](const char* name) {
+    const char* v = std::getenv(name);
+    return v ? std::string(v) : std::string();
+  };
+  if (options->coordinator.empty()) options->coordinator = get("RANKSCOPE_COORDINATOR");
+  if (options->token.empty()) options->token = get("RANKSCOPE_TOKEN");
+  if (options->session_id.empty()) options->session_id = get("RANKSCOPE_SESSION");
+  if (options->inject_library.empty()) options->inject_library = get("RANKSCOPE_INJECT_LIB");
+  if (options->inject_library.empty()) {
+    std::string dir = self_exe.substr(0, self_exe.rfind('/'));
+    std::string candidate = dir + "/../lib/librankscope_inject.so";
+    if (access(candidate.c_str(), R_OK) == 0) options->inject_library = candidate;
+  }
+  if (std::string tmp = get("TMPDIR"); !tmp.empty()) options->tmp_dir = tmp;
+}
+
+ChildExit RunAgent(const AgentOptions& options) {
+  const bool profiled = !options.coordinator.empty();
+  if (!profiled) {
+    std::fprintf(stderr,
+                 "rankscope agent: RANKSCOPE_COORDINATOR is not set; running the program "
+                 "unprofiled.\n");
+  }
+  AgentIdentity identity = DetectIdentity(CurrentEnvironment(), HostName());
+
+  std::unique_ptr<Uplink> uplink;
+  std::unique_ptr<IpcServer> ipc;
+  if (profiled) {
+    UplinkOptions up;
+    up.address = options.coordinator;
+    up.token = options.token;
+    up.final_timeout = options.final_timeout;
+    uplink = std::make_unique<Uplink>(up, ToProtoIdentity(identity, options));
+    Uplink* sink = uplink.get();
+    ipc = std::make_unique<IpcServer>([sink](wire::Batch&& b) { sink->AddBatch(std::move(b)); },
+                                      [sink](const std::string& e) { sink->AddNotice(e); });
+    if (Status s = ipc->Start(options.tmp_dir); !s.ok()) {
+      std::fprintf(stderr, "rankscope agent (rank %d): %s; the program runs without capture.\n",
+                   identity.rank, s.message().c_str());
+      uplink->AddNotice(s.message());
+      ipc.reset();
+    }
+  }
+
+  std::vector<std::string> env = ChildEnvironment(options, ipc ? ipc->path() : std::string());
+  std::vector<std::string> argv = options.program;
+  std::vector<char*> c_env = CStrings(env);
+  std::vector<char*> c_argv = CStrings(argv);
+
+  // Block forwarded signals until the child's pid is known, so none is lost in between.
+  sigset_t block, old;
+  sigemptyset(&block);
+  for (int sig : kForwardedSignals) sigaddset(&block, sig);
+  sigprocmask(SIG_BLOCK, &block, &old);
+  pid_t pid = fork();
+  if (pid == 0) {
+    sigprocmask(SIG_SETMASK, &old, nullptr);
+    execvpe(c_argv[0], c_argv.data(), c_env.data());
+    std::fprintf(stderr, "rankscope agent: cannot run %s: %s\n", c_argv[0], std::strerror(errno));
+    _exit(errno == ENOENT ? 127 : 126);
+  }
+  ChildExit result;
+  if (pid < 0) {
+    sigprocmask(SIG_SETMASK, &old, nullptr);
+    std::fprintf(stderr, "rankscope agent: fork failed: %s\n", std::strerror(errno));
+    result.exit_code = 126;
+  } else {
+    g_child_pid = pid;
+    InstallForwarders();
+    sigprocmask(SIG_SETMASK, &old, nullptr);
+    if (uplink) {
+      uplink->SetProgramPid(pid);
+      uplink->Start();
+    }
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    if (WIFSIGNALED(status)) {
+      result.term_signal = WTERMSIG(status);
+      result.exit_code = 128 + result.term_signal;
+    } else {
+      result.exit_code = WEXITSTATUS(status);
+    }
+  }
+
+  if (uplink) {
+    if (ipc) ipc->Stop();  // reads the program's last batches
+    if (result.term_signal != 0) {
+      uplink->AddNotice("program killed by signal " + std::to_string(result.term_signal) + " (" +
+                        strsignal(result.term_signal) + ")");
+    }
+    uplink->Finish(result.exit_code, result.term_signal);
+  }
+  return result;
+}
+
+void ExitLikeChild(const ChildExit& exit) {
+  std::fflush(nullptr);
+  if (exit.term_signal != 0) {
+    signal(exit.term_signal, SIG_DFL);
+    // No core file from the agent: the program already left one if it was meant to.
+    struct rlimit no_core = {0, 0};
+    setrlimit(RLIMIT_CORE, &no_core);
+    sigset_t unblock;
+    sigemptyset(&unblock);
+    sigaddset(&unblock, exit.term_signal);
+    sigprocmask(SIG_UNBLOCK, &unblock, nullptr);
+    raise(exit.term_signal);
+  }
+  std::_Exit(exit.exit_code);
+}
+
+}  // namespace rankscope

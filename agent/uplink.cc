@@ -1,0 +1,261 @@
+#include "agent/uplink.h"
+
+#include <chrono>
+#include <cstdio>
+
+#include "proto/convert.h"
+
+namespace rankscope {
+namespace {
+
+std::chrono::system_clock::time_point DeadlineIn(DurationNs timeout) {
+  return std::chrono::system_clock::now() + std::chrono::nanoseconds(timeout);
+}
+
+size_t RecordCount(const v1::UploadBatch& b) {
+  return static_cast<size_t>(b.collectives_size() + b.p2p_size() + b.ranges_size() +
+                             b.marks_size() + b.clock_samples_size() + b.notices_size());
+}
+
+bool IsRefusal(const grpc::Status& s) {
+  return s.error_code() == grpc::StatusCode::UNAUTHENTICATED ||
+         s.error_code() == grpc::StatusCode::FAILED_PRECONDITION ||
+         s.error_code() == grpc::StatusCode::PERMISSION_DENIED;
+}
+
+}  // namespace
+
+Uplink::Uplink(UplinkOptions options, v1::Identity identity)
+    : options_(std::move(options)), identity_(std::move(identity)) {
+  grpc::ChannelArguments args;
+  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
+  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
+  args.SetMaxSendMessageSize(64 << 20);
+  channel_ = grpc::CreateCustomChannel(options_.address, grpc::InsecureChannelCredentials(), args);
+  stub_ = v1::Coordinator::NewStub(channel_);
+}
+
+Uplink::~Uplink() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    finishing_ = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+  {
+    std::lock_guard<std::mutex> lock(control_mu_);
+    control_stopping_ = true;
+    if (control_context_) control_context_->TryCancel();
+  }
+  if (control_thread_.joinable()) control_thread_.join();
+}
+
+void Uplink::Start() { thread_ = std::thread([this] { Loop(); }); }
+
+std::unique_ptr<grpc::ClientContext> Uplink::NewContext(DurationNs timeout) const {
+  auto ctx = std::make_unique<grpc::ClientContext>();
+  ctx->AddMetadata(kTokenMetadataKey, options_.token);
+  ctx->set_deadline(DeadlineIn(timeout));
+  return ctx;
+}
+
+size_t Uplink::PendingRecordsLocked() const {
+  return RecordCount(pending_) + (unacked_ ? RecordCount(*unacked_) : 0);
+}
+
+void Uplink::AddBatch(wire::Batch&& batch) {
+  dropped_ += batch.dropped;
+  size_t n = batch.collectives.size() + batch.p2p.size() + batch.ranges.size() +
+             batch.marks.size();
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const std::string& notice : batch.notices) {
+    v1::Notice* out = pending_.add_notices();
+    out->set_time(batch.flush_time);
+    out->set_text("pid " + std::to_string(batch.pid) + ": " + notice);
+  }
+  if (!capture_enabled_.load()) return;
+  if (PendingRecordsLocked() + n > options_.max_buffered_records) {
+    dropped_ += n;
+    return;
+  }
+  for (const auto& r : batch.collectives) ToProto(r, pending_.add_collectives());
+  for (const auto& r : batch.p2p) ToProto(r, pending_.add_p2p());
+  for (const auto& r : batch.ranges) ToProto(r, pending_.add_ranges());
+  for (const auto& r : batch.marks) ToProto(r, pending_.add_marks());
+}
+
+void Uplink::AddNotice(const std::string& text) {
+  std::lock_guard<std::mutex> lock(mu_);
+  v1::Notice* out = pending_.add_notices();
+  out->set_time(MonotonicNow());
+  out->set_text(text);
+}
+
+bool Uplink::TryRegister() {
+  if (refused_.load()) return false;
+  v1::RegisterRequest req;
+  req.set_protocol_version(kProtocolVersion);
+  req.set_agent_version(kRankscopeVersion);
+  *req.mutable_identity() = identity_;
+  v1::RegisterResponse resp;
+  auto ctx = NewContext(options_.rpc_timeout);
+  grpc::Status s = stub_->Register(ctx.get(), req, &resp);
+  if (!s.ok()) {
+    if (IsRefusal(s)) {
+      refused_.store(true);
+      std::fprintf(stderr,
+                   "rankscope agent (rank %d): the coordinator at %s refused this agent: %s. "
+                   "The program runs on, unprofiled.\n",
+                   identity_.rank(), options_.address.c_str(), s.error_message().c_str());
+    }
+    return false;
+  }
+  agent_id_ = resp.agent_id();
+  registered_.store(true);
+  control_thread_ = std::thread([this] { ControlLoop(); });
+  return true;
+}
+
+void Uplink::SyncClock(int samples) {
+  std::vector<ClockSample> got;
+  for (int i = 0; i < samples; ++i) {
+    v1::ClockRequest req;
+    req.set_agent_id(agent_id_);
+    v1::ClockResponse resp;
+    auto ctx = NewContext(options_.rpc_timeout);
+    ClockSample sample;
+    sample.t1 = MonotonicNow();
+    req.set_t1(sample.t1);
+    grpc::Status s = stub_->SyncClock(ctx.get(), req, &resp);
+    sample.t4 = MonotonicNow();
+    if (!s.ok()) break;
+    sample.t2 = resp.t2();
+    sample.t3 = resp.t3();
+    got.push_back(sample);
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const ClockSample& s : got) ToProto(s, pending_.add_clock_samples());
+}
+
+bool Uplink::SendPending(bool final_batch) {
+  if (!unacked_) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (RecordCount(pending_) == 0 && !final_batch && !pending_.has_exit()) return true;
+    unacked_.emplace();
+    unacked_->Swap(&pending_);
+    unacked_->set_agent_id(agent_id_);
+    unacked_->set_batch_seq(next_seq_++);
+  }
+  unacked_->set_dropped_records(dropped_.load());
+  if (final_batch) unacked_->set_final(true);
+  v1::UploadAck ack;
+  auto ctx = NewContext(options_.rpc_timeout);
+  grpc::Status s = stub_->Upload(ctx.get(), *unacked_, &ack);
+  if (!s.ok()) {
+    if (IsRefusal(s)) refused_.store(true);
+    return false;
+  }
+  unacked_.reset();
+  return true;
+}
+
+void Uplink::Loop() {
+  for (;;) {
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      cv_.wait_for(lock, std::chrono::nanoseconds(options_.upload_period),
+                   [this] { return finishing_; });
+      if (finishing_) return;
+    }
+    if (refused_.load()) continue;
+    TimeNs now = MonotonicNow();
+    if (!registered_.load()) {
+      if (now < next_register_try_) continue;
+      if (!TryRegister()) {
+        next_register_try_ = now + register_backoff_;
+        register_backoff_ = std::min<DurationNs>(register_backoff_ * 2, 2 * kNsPerSec);
+        continue;
+      }
+      SyncClock(options_.initial_clock_samples);
+      next_clock_sync_ = MonotonicNow() + options_.clock_period;
+    } else if (now >= next_clock_sync_) {
+      SyncClock(options_.periodic_clock_samples);
+      next_clock_sync_ = now + options_.clock_period;
+    }
+    // Send until the queue is empty or the coordinator stops answering.
+    while (SendPending(false)) {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (RecordCount(pending_) == 0) break;
+    }
+  }
+}
+
+void Uplink::ControlLoop() {
+  auto ctx = std::make_unique<grpc::ClientContext>();
+  ctx->AddMetadata(kTokenMetadataKey, options_.token);
+  {
+    std::lock_guard<std::mutex> lock(control_mu_);
+    if (control_stopping_) return;
+    control_context_ = std::move(ctx);
+  }
+  v1::ControlRequest req;
+  req.set_agent_id(agent_id_);
+  auto reader = stub_->Control(control_context_.get(), req);
+  v1::ControlCommand cmd;
+  while (reader->Read(&cmd)) {
+    switch (cmd.kind()) {
+      case v1::ControlCommand::START_CAPTURE:
+        capture_enabled_.store(true);
+        AddNotice("capture started by the coordinator");
+        break;
+      case v1::ControlCommand::STOP_CAPTURE:
+        capture_enabled_.store(false);
+        AddNotice("capture stopped by the coordinator");
+        break;
+      default:
+        break;
+    }
+  }
+  (void)reader->Finish();
+}
+
+void Uplink::Finish(int exit_code, int term_signal) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    finishing_ = true;
+    v1::ProcessExit* exit = pending_.mutable_exit();
+    exit->set_exit_code(exit_code);
+    exit->set_term_signal(term_signal);
+    exit->set_time(MonotonicNow());
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+
+  const TimeNs deadline = MonotonicNow() + options_.final_timeout;
+  bool sent = false;
+  while (!refused_.load() && MonotonicNow() < deadline) {
+    if (!registered_.load() && !TryRegister()) {
+      // A coordinator that is not there at all fails fast; do not spin on it.
+      if (channel_->GetState(false) == GRPC_CHANNEL_TRANSIENT_FAILURE) break;
+      continue;
+    }
+    SyncClock(options_.final_clock_samples);
+    if (SendPending(true)) {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (RecordCount(pending_) == 0 && !pending_.has_exit()) {
+        sent = true;
+        break;
+      }
+    } else if (channel_->GetState(false) == GRPC_CHANNEL_TRANSIENT_FAILURE) {
+      break;
+    }
+  }
+  if (!sent && !refused_.load()) {
+    std::fprintf(stderr,
+                 "rankscope agent (rank %d): could not deliver the final report to the "
+                 "coordinator at %s; this rank's last records are lost.\n",
+                 identity_.rank(), options_.address.c_str());
+  }
+}
+
+}  // namespace rankscope

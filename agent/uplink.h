@@ -1,0 +1,100 @@
+// The agent's connection to the coordinator: registration, clock sync, the ordered stream of
+// upload batches, and the control channel. Everything runs on background threads with
+// deadlines, so a slow, dead or refusing coordinator never blocks or kills the rank: records
+// are buffered (bounded; what does not fit is counted as dropped) and sent after a reconnect.
+#pragma once
+
+#include <grpcpp/grpcpp.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+
+#include "core/time.h"
+#include "core/wire.h"
+#include "proto/protocol.h"
+#include "rankscope/v1/rankscope.grpc.pb.h"
+
+namespace rankscope {
+
+struct UplinkOptions {
+  std::string address;     // host:port of the coordinator
+  std::string token;       // the session secret
+  int initial_clock_samples = 64;
+  int periodic_clock_samples = 8;
+  int final_clock_samples = 16;
+  DurationNs clock_period = 2 * kNsPerSec;
+  DurationNs upload_period = 200 * kNsPerMs;
+  DurationNs rpc_timeout = 2 * kNsPerSec;
+  DurationNs final_timeout = 5 * kNsPerSec;  // the most Finish() waits for a coordinator
+  size_t max_buffered_records = 1'000'000;
+};
+
+class Uplink {
+ public:
+  Uplink(UplinkOptions options, v1::Identity identity);
+  ~Uplink();  // stops the threads without sending anything more
+
+  Uplink(const Uplink&) = delete;
+  Uplink& operator=(const Uplink&) = delete;
+
+  // Names the program's pid in the identity; call before Start().
+  void SetProgramPid(int pid) { identity_.set_program_pid(pid); }
+  // Starts registering and streaming in the background.
+  void Start();
+
+  // Queues a decoded inject batch (thread-safe). Records over the buffer bound are dropped
+  // and counted. Ignored while capture is stopped by the coordinator.
+  void AddBatch(wire::Batch&& batch);
+  // Queues a message for the report (errors seen by the agent).
+  void AddNotice(const std::string& text);
+
+  // Sends the exit status with everything still queued and a final clock sync; returns when
+  // the coordinator acknowledged it or options.final_timeout passed. Call once.
+  void Finish(int exit_code, int term_signal);
+
+  bool registered() const { return registered_.load(); }
+  uint64_t dropped() const { return dropped_.load(); }
+
+ private:
+  std::unique_ptr<grpc::ClientContext> NewContext(DurationNs timeout) const;
+  bool TryRegister();
+  void SyncClock(int samples);
+  bool SendPending(bool final_batch);
+  void Loop();
+  void ControlLoop();
+  size_t PendingRecordsLocked() const;
+
+  const UplinkOptions options_;
+  v1::Identity identity_;
+  std::shared_ptr<grpc::Channel> channel_;
+  std::unique_ptr<v1::Coordinator::Stub> stub_;
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  v1::UploadBatch pending_;                   // guarded by mu_
+  std::optional<v1::UploadBatch> unacked_;    // owned by the sending thread
+  uint64_t next_seq_ = 0;
+  bool finishing_ = false;                    // guarded by mu_
+  std::string agent_id_;                      // set once registered
+
+  std::atomic<bool> registered_{false};
+  std::atomic<bool> refused_{false};          // the coordinator said no: stop trying
+  std::atomic<bool> capture_enabled_{true};
+  std::atomic<uint64_t> dropped_{0};
+  TimeNs next_clock_sync_ = 0;
+  TimeNs next_register_try_ = 0;
+  DurationNs register_backoff_ = 100 * kNsPerMs;
+
+  std::thread thread_;
+  std::thread control_thread_;
+  std::mutex control_mu_;
+  std::unique_ptr<grpc::ClientContext> control_context_;  // guarded by control_mu_
+  bool control_stopping_ = false;                         // guarded by control_mu_
+};
+
+}  // namespace rankscope

@@ -1,0 +1,288 @@
+#include "coordinator/service.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+
+#include "core/time.h"
+#include "proto/convert.h"
+#include "proto/protocol.h"
+
+namespace rankscope {
+namespace {
+
+// Constant-time comparison, so the token cannot be guessed byte by byte from timing.
+bool SameSecret(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  unsigned char diff = 0;
+  for (size_t i = 0; i < a.size(); ++i) diff |= static_cast<unsigned char>(a[i] ^ b[i]);
+  return diff == 0;
+}
+
+RankIdentity FromProto(const v1::Identity& p) {
+  RankIdentity id;
+  id.rank = p.rank();
+  id.local_rank = p.local_rank();
+  id.world_size = p.world_size();
+  id.node = p.node_name();
+  id.host = p.host();
+  id.launcher = p.launcher();
+  id.job_id = p.job_id();
+  id.agent_pid = p.agent_pid();
+  id.program_pid = p.program_pid();
+  id.restart_count = p.restart_count();
+  id.program.assign(p.program().begin(), p.program().end());
+  return id;
+}
+
+}  // namespace
+
+CoordinatorService::CoordinatorService(CoordinatorConfig config) : config_(std::move(config)) {
+  session_.session_id = config_.session_id;
+  session_.job_id = config_.session_id;
+  session_.start = MonotonicNow();
+}
+
+void CoordinatorService::NoteProblemLocked(std::string text) {
+  // Bounded: a flood of bad RPCs must not grow memory; the count keeps the total.
+  if (problems_.size() < 50) problems_.push_back(std::move(text));
+}
+
+grpc::Status CoordinatorService::Authenticate(const grpc::ServerContext* ctx, const char* rpc) {
+  const auto& md = ctx->client_metadata();
+  auto it = md.find(kTokenMetadataKey);
+  if (it != md.end() && SameSecret(std::string_view(it->second.data(), it->second.size()),
+                                   config_.token)) {
+    return grpc::Status::OK;
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  ++rejected_rpcs_;
+  NoteProblemLocked(std::string("rejected ") + rpc + " from " + ctx->peer() +
+                    (it == md.end() ? ": no session token" : ": wrong session token"));
+  return grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
+                      "rankscope coordinator: missing or wrong session token (is this agent "
+                      "from another rankscope session?)");
+}
+
+grpc::Status CoordinatorService::Register(grpc::ServerContext* ctx,
+                                          const v1::RegisterRequest* req,
+                                          v1::RegisterResponse* resp) {
+  if (grpc::Status s = Authenticate(ctx, "Register"); !s.ok()) return s;
+  if (req->protocol_version() != kProtocolVersion) {
+    return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
+                        "rankscope coordinator speaks protocol v" +
+                            std::to_string(kProtocolVersion) + ", this agent (" +
+                            req->agent_version() + ") speaks v" +
+                            std::to_string(req->protocol_version()) +
+                            ": use the agent and coordinator of one rankscope release");
+  }
+  const v1::Identity& id = req->identity();
+  if (id.session_id() != config_.session_id) {
+    std::lock_guard<std::mutex> lock(mu_);
+    NoteProblemLocked("refused an agent of session '" + id.session_id() + "' (rank " +
+                      std::to_string(id.rank()) + " on " + id.node_name() + ")");
+    return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
+                        "agent belongs to session '" + id.session_id() +
+                            "', this coordinator runs session '" + config_.session_id + "'");
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  std::string agent_id = "rank" + std::to_string(id.rank()) + "-pid" +
+                         std::to_string(id.agent_pid()) + "-r" +
+                         std::to_string(id.restart_count());
+  auto existing = agent_index_.find(agent_id);
+  if (existing == agent_index_.end()) {
+    RankData rank;
+    rank.id = FromProto(id);
+    session_.ranks.push_back(std::move(rank));
+    agent_index_[agent_id] = session_.ranks.size() - 1;
+    next_seq_[agent_id] = 0;
+  }
+  if (session_.launcher.empty() || session_.launcher == "none") session_.launcher = id.launcher();
+  if (!id.job_id().empty()) session_.job_id = id.job_id();
+  session_.world_size = std::max(session_.world_size, id.world_size());
+  resp->set_agent_id(agent_id);
+  resp->set_protocol_version(kProtocolVersion);
+  cv_.notify_all();
+  return grpc::Status::OK;
+}
+
+grpc::Status CoordinatorService::SyncClock(grpc::ServerContext* ctx, const v1::ClockRequest*,
+                                           v1::ClockResponse* resp) {
+  TimeNs t2 = MonotonicNow();
+  if (grpc::Status s = Authenticate(ctx, "SyncClock"); !s.ok()) return s;
+  resp->set_t2(t2);
+  resp->set_t3(MonotonicNow());
+  return grpc::Status::OK;
+}
+
+grpc::Status CoordinatorService::Upload(grpc::ServerContext* ctx, const v1::UploadBatch* req,
+                                        v1::UploadAck* resp) {
+  if (grpc::Status s = Authenticate(ctx, "Upload"); !s.ok()) return s;
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = agent_index_.find(req->agent_id());
+  if (it == agent_index_.end()) {
+    NoteProblemLocked("upload from unregistered agent '" + req->agent_id() + "'");
+    return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
+                        "unknown agent id '" + req->agent_id() + "': register first");
+  }
+  uint64_t& expected = next_seq_[req->agent_id()];
+  if (req->batch_seq() < expected) {  // a resend whose ack was lost: already stored
+    resp->set_acked_through(expected - 1);
+    return grpc::Status::OK;
+  }
+  RankData& rank = session_.ranks[it->second];
+  if (req->batch_seq() > expected) {
+    rank.notices.push_back("upload batches " + std::to_string(expected) + ".." +
+                           std::to_string(req->batch_seq() - 1) + " never arrived");
+  }
+  expected = req->batch_seq() + 1;
+
+  int unknown = 0;
+  for (const auto& s : req->clock_samples()) rank.clock_samples.push_back(FromProto(s));
+  for (const auto& c : req->collectives()) {
+    CollectiveRecord r;
+    if (FromProto(c, &r)) {
+      rank.collectives.push_back(r);
+    } else {
+      ++unknown;
+    }
+  }
+  for (const auto& p : req->p2p()) {
+    P2PRecord r;
+    if (FromProto(p, &r)) {
+      rank.p2p.push_back(r);
+    } else {
+      ++unknown;
+    }
+  }
+  for (const auto& r : req->ranges()) rank.ranges.push_back(FromProto(r));
+  for (const auto& m : req->marks()) rank.marks.push_back(FromProto(m));
+  for (const auto& n : req->notices()) rank.notices.push_back(n.text());
+  if (unknown > 0) {
+    rank.notices.push_back(std::to_string(unknown) +
+                           " records with an operation this coordinator does not know (skipped)");
+  }
+  rank.dropped_records = std::max(rank.dropped_records, req->dropped_records());
+  if (req->has_exit()) {
+    rank.exit_code = req->exit().exit_code();
+    rank.term_signal = req->exit().term_signal();
+  }
+  if (req->final()) rank.finished = true;
+  resp->set_acked_through(req->batch_seq());
+  cv_.notify_all();
+  return grpc::Status::OK;
+}
+
+grpc::Status CoordinatorService::Control(grpc::ServerContext* ctx, const v1::ControlRequest* req,
+                                         grpc::ServerWriter<v1::ControlCommand>* writer) {
+  if (grpc::Status s = Authenticate(ctx, "Control"); !s.ok()) return s;
+  std::unique_lock<std::mutex> lock(mu_);
+  if (!agent_index_.count(req->agent_id())) {
+    return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
+                        "unknown agent id '" + req->agent_id() + "': register first");
+  }
+  while (!closed_ && !ctx->IsCancelled()) {
+    auto& queue = commands_[req->agent_id()];
+    while (!queue.empty()) {
+      v1::ControlCommand cmd;
+      cmd.set_kind(queue.front());
+      queue.erase(queue.begin());
+      lock.unlock();
+      bool ok = writer->Write(cmd);
+      lock.lock();
+      if (!ok) return grpc::Status::OK;
+    }
+    cv_.wait_for(lock, std::chrono::milliseconds(200));
+  }
+  return grpc::Status::OK;
+}
+
+Session CoordinatorService::Snapshot() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  Session copy = session_;
+  std::sort(copy.ranks.begin(), copy.ranks.end(),
+            [](const RankData& a, const RankData& b) { return a.id.rank < b.id.rank; });
+  return copy;
+}
+
+bool CoordinatorService::WaitForFinal(int ranks, DurationNs timeout) const {
+  std::unique_lock<std::mutex> lock(mu_);
+  return cv_.wait_for(lock, std::chrono::nanoseconds(timeout), [&] {
+    if (static_cast<int>(session_.ranks.size()) < ranks) return false;
+    return std::all_of(session_.ranks.begin(), session_.ranks.end(),
+                       [](const RankData& r) { return r.finished; });
+  });
+}
+
+void CoordinatorService::Broadcast(v1::ControlCommand::Kind kind) {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const auto& [agent, index] : agent_index_) commands_[agent].push_back(kind);
+  cv_.notify_all();
+}
+
+void CoordinatorService::Close() {
+  std::lock_guard<std::mutex> lock(mu_);
+  closed_ = true;
+  cv_.notify_all();
+}
+
+std::vector<std::string> CoordinatorService::Problems() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::vector<std::string> out = problems_;
+  if (rejected_rpcs_ > 0) {
+    out.push_back(std::to_string(rejected_rpcs_) + " RPCs rejected for a missing/wrong token");
+  }
+  return out;
+}
+
+CoordinatorServer::CoordinatorServer(CoordinatorConfig config)
+    : config_(config), service_(std::move(config)) {}
+
+CoordinatorServer::~CoordinatorServer() { Shutdown(); }
+
+Status CoordinatorServer::Start() {
+  grpc::ServerBuilder builder;
+  std::string listen = config_.bind_address + ":" + std::to_string(config_.port);
+  builder.AddListeningPort(listen, grpc::InsecureServerCredentials(), &port_);
+  builder.RegisterService(&service_);
+  builder.SetMaxReceiveMessageSize(64 << 20);
+  server_ = builder.BuildAndStart();
+  if (!server_ || port_ == 0) {
+    server_.reset();
+    return Status::Error("coordinator: cannot listen on " + listen +
+                         " (address not on this host, or port in use?)");
+  }
+  return Status::Ok();
+}
+
+std::string CoordinatorServer::address() const {
+  std::string host = config_.bind_address;
+  if (host == "0.0.0.0" || host == "::" || host == "[::]") host = "127.0.0.1";
+  return host + ":" + std::to_string(port_);
+}
+
+void CoordinatorServer::Shutdown() {
+  if (!server_) return;
+  service_.Close();
+  server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
+  server_->Wait();
+  server_.reset();
+}
+
+Result<std::string> NewSessionToken() {
+  std::ifstream urandom("/dev/urandom", std::ios::binary);
+  unsigned char bytes[24];
+  if (!urandom.read(reinterpret_cast<char*>(bytes), sizeof(bytes))) {
+    return Result<std::string>::Error("cannot read /dev/urandom for a session token");
+  }
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string token;
+  for (unsigned char b : bytes) {
+    token.push_back(kHex[b >> 4]);
+    token.push_back(kHex[b & 15]);
+  }
+  return token;
+}
+
+}  // namespace rankscope

@@ -1,0 +1,96 @@
+// The coordinator's gRPC service and session registry. Agents register, sync clocks, upload
+// batches and listen for control commands; every RPC must carry the session token. The
+// service keeps the raw (unaligned) session; Snapshot() copies it out for analysis.
+#pragma once
+
+#include <grpcpp/grpcpp.h>
+
+#include <condition_variable>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "coordinator/session.h"
+#include "core/status.h"
+#include "rankscope/v1/rankscope.grpc.pb.h"
+
+namespace rankscope {
+
+struct CoordinatorConfig {
+  std::string session_id;
+  std::string token;
+  std::string bind_address = "127.0.0.1";
+  int port = 0;  // 0 = pick a free port
+};
+
+class CoordinatorService final : public v1::Coordinator::Service {
+ public:
+  explicit CoordinatorService(CoordinatorConfig config);
+
+  grpc::Status Register(grpc::ServerContext* ctx, const v1::RegisterRequest* req,
+                        v1::RegisterResponse* resp) override;
+  grpc::Status SyncClock(grpc::ServerContext* ctx, const v1::ClockRequest* req,
+                         v1::ClockResponse* resp) override;
+  grpc::Status Upload(grpc::ServerContext* ctx, const v1::UploadBatch* req,
+                      v1::UploadAck* resp) override;
+  grpc::Status Control(grpc::ServerContext* ctx, const v1::ControlRequest* req,
+                       grpc::ServerWriter<v1::ControlCommand>* writer) override;
+
+  // A copy of the session as received so far (records in each rank's local clock).
+  Session Snapshot() const;
+  // Waits until `ranks` agents have registered and all registered agents sent their final
+  // batch, or until `timeout` passes. Returns true if everything arrived.
+  bool WaitForFinal(int ranks, DurationNs timeout) const;
+  // Queues a command for every registered agent.
+  void Broadcast(v1::ControlCommand::Kind kind);
+  // Ends open Control streams (call before shutting the server down).
+  void Close();
+
+  // Problems seen with RPCs (bad token, wrong session, malformed batches), for the report.
+  std::vector<std::string> Problems() const;
+
+ private:
+  grpc::Status Authenticate(const grpc::ServerContext* ctx, const char* rpc);
+  void NoteProblemLocked(std::string text);
+
+  const CoordinatorConfig config_;
+  mutable std::mutex mu_;
+  mutable std::condition_variable cv_;
+  Session session_;                           // guarded by mu_
+  std::map<std::string, size_t> agent_index_;  // agent id -> index in session_.ranks
+  std::map<std::string, uint64_t> next_seq_;   // agent id -> next expected batch seq
+  std::map<std::string, std::vector<v1::ControlCommand::Kind>> commands_;
+  std::vector<std::string> problems_;
+  int rejected_rpcs_ = 0;
+  bool closed_ = false;
+};
+
+// Owns the gRPC server around a CoordinatorService.
+class CoordinatorServer {
+ public:
+  explicit CoordinatorServer(CoordinatorConfig config);
+  ~CoordinatorServer();
+
+  CoordinatorServer(const CoordinatorServer&) = delete;
+  CoordinatorServer& operator=(const CoordinatorServer&) = delete;
+
+  // Binds bind_address:port (one port, nothing else) and starts serving.
+  Status Start();
+  // "host:port" agents should dial.
+  std::string address() const;
+  int port() const { return port_; }
+  CoordinatorService& service() { return service_; }
+  void Shutdown();
+
+ private:
+  CoordinatorConfig config_;
+  CoordinatorService service_;
+  std::unique_ptr<grpc::Server> server_;
+  int port_ = 0;
+};
+
+// A fresh random secret (hex), read from /dev/urandom.
+Result<std::string> NewSessionToken();
+
+}  // namespace rankscope

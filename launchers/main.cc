@@ -1,0 +1,81 @@
+// rankscope: the command-line entry point. Subcommands:
+//   run          wrap a launch (mpirun/srun/plain program) and write a session report
+//   agent        the per-rank agent (inserted by `run`; rarely typed by hand)
+//   coordinator  a stand-alone coordinator
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <climits>
+#include <string>
+#include <vector>
+
+#include "agent/agent.h"
+#include "launchers/run.h"
+
+namespace {
+
+std::string SelfExe() {
+  char buf[PATH_MAX] = {};
+  ssize_t n = readlink("/proc/self/exe", buf, sizeof(buf) - 1);
+  return n > 0 ? std::string(buf, static_cast<size_t>(n)) : std::string("rankscope");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"rankscope: which rank made your distributed job slow, and why"};
+  app.require_subcommand(1);
+
+  rankscope::RunOptions run;
+  double drain_s = 15;
+  CLI::App* run_cmd = app.add_subcommand("run", "Profile a launch: rankscope run -- mpirun ...");
+  run_cmd->add_option("-o,--output", run.out_dir, "Session folder (default rankscope-<job>)");
+  run_cmd->add_option("--bind", run.bind_address,
+                      "Address the coordinator listens on (reachable from every node)");
+  run_cmd->add_option("--port", run.port, "Coordinator port (default: any free port)");
+  run_cmd->add_option("--drain-timeout", drain_s,
+                      "Seconds to wait for agents' last records after the job ends");
+  run_cmd->add_flag("-q,--quiet", run.quiet, "Do not print the report");
+  run_cmd->add_option("command", run.command, "Launch command (after --)")->required();
+
+  rankscope::AgentOptions agent;
+  double final_timeout_s = 5;
+  CLI::App* agent_cmd = app.add_subcommand("agent", "Per-rank agent: rankscope agent -- PROG");
+  agent_cmd->add_option("--coordinator", agent.coordinator,
+                        "Coordinator host:port (default $RANKSCOPE_COORDINATOR)");
+  agent_cmd->add_option("--session", agent.session_id, "Session id (default $RANKSCOPE_SESSION)");
+  agent_cmd->add_option("--inject-lib", agent.inject_library, "Path of librankscope_inject.so");
+  agent_cmd->add_option("--final-timeout", final_timeout_s,
+                        "Seconds to try delivering the last records after the program exits");
+  agent_cmd->add_option("program", agent.program, "Program and arguments (after --)")->required();
+
+  rankscope::CoordinatorOptions coord;
+  double timeout_s = 0;
+  CLI::App* coord_cmd = app.add_subcommand("coordinator", "Stand-alone coordinator");
+  coord_cmd->add_option("--bind", coord.bind_address, "Listen address");
+  coord_cmd->add_option("--port", coord.port, "Listen port (0 = any)");
+  coord_cmd->add_option("--session", coord.session_id, "Session id agents must present");
+  coord_cmd->add_option("--token-file", coord.token_file,
+                        "Session secret file (created 0600 if missing)")->required();
+  coord_cmd->add_option("-o,--output", coord.out_dir, "Session folder");
+  coord_cmd->add_option("--ranks", coord.ranks, "Finish when this many agents are done");
+  coord_cmd->add_option("--timeout", timeout_s, "Finish after this many seconds");
+
+  CLI11_PARSE(app, argc, argv);
+
+  if (*run_cmd) {
+    run.self_exe = SelfExe();
+    run.drain_timeout = static_cast<rankscope::DurationNs>(drain_s * 1e9);
+    return rankscope::RunJob(run);
+  }
+  if (*agent_cmd) {
+    rankscope::FillAgentOptionsFromEnvironment(SelfExe(), &agent);
+    agent.final_timeout = static_cast<rankscope::DurationNs>(final_timeout_s * 1e9);
+    rankscope::ExitLikeChild(rankscope::RunAgent(agent));
+  }
+  if (*coord_cmd) {
+    coord.timeout = static_cast<rankscope::DurationNs>(timeout_s * 1e9);
+    return rankscope::RunCoordinator(coord);
+  }
+  return 2;
+}

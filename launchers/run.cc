@@ -1,0 +1,210 @@
+#include "launchers/run.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <algorithm>
+#include <fstream>
+#include <sstream>
+
+#include "coordinator/pipeline.h"
+#include "coordinator/service.h"
+#include "launchers/launch_plan.h"
+
+namespace rankscope {
+namespace {
+
+volatile sig_atomic_t g_launcher_pid = 0;
+volatile sig_atomic_t g_stop_requested = 0;
+
+void ForwardToLauncher(int sig) {
+  g_stop_requested = 1;
+  // SIGINT from a terminal already reached the launcher (same process group); other signals
+  // sent to rankscope alone are passed on so the job winds down and the report is written.
+  if (sig != SIGINT && g_launcher_pid > 0) kill(g_launcher_pid, sig);
+}
+
+std::string NewSessionId() {
+  char stamp[32];
+  std::time_t now = std::time(nullptr);
+  std::strftime(stamp, sizeof(stamp), "%Y%m%d-%H%M%S", std::localtime(&now));
+  return std::string("rs-") + stamp + "-" + std::to_string(getpid());
+}
+
+bool IsTty(int fd) { return isatty(fd) == 1; }
+
+void PrintReport(const PipelineOutput& out, const std::string& dir) {
+  bool color = IsTty(STDERR_FILENO) && std::getenv("NO_COLOR") == nullptr;
+  std::fprintf(stderr, "\n%s", color ? out.report_text_color.c_str() : out.report_text.c_str());
+  std::fprintf(stderr, "rankscope: session written to %s/ (report.txt .json .html, trace.json, "
+                       "session.sqlite)\n", dir.c_str());
+}
+
+int Finalize(CoordinatorService& service, Session extra, const std::string& out_dir, bool quiet) {
+  Session session = service.Snapshot();
+  session.command = extra.command;
+  session.launcher_exit_code = extra.launcher_exit_code;
+  if (session.launcher.empty() || session.launcher == "none") session.launcher = extra.launcher;
+  session.end = MonotonicNow();
+  for (const std::string& p : service.Problems()) session.partial_reasons.push_back(p);
+  session.partial = !session.partial_reasons.empty();
+  Result<PipelineOutput> out = AnalyzeAndWrite(std::move(session), out_dir);
+  if (!out.ok()) {
+    std::fprintf(stderr, "rankscope: could not write the session to %s: %s\n", out_dir.c_str(),
+                 out.status().message().c_str());
+    return 1;
+  }
+  if (!quiet) PrintReport(out.value(), out_dir);
+  return 0;
+}
+
+}  // namespace
+
+int RunJob(const RunOptions& options) {
+  Result<std::string> token = NewSessionToken();
+  if (!token.ok()) {
+    std::fprintf(stderr, "rankscope: %s\n", token.status().message().c_str());
+    return 1;
+  }
+  CoordinatorConfig config;
+  config.session_id = NewSessionId();
+  config.token = token.value();
+  config.bind_address = options.bind_address;
+  config.port = options.port;
+  CoordinatorServer server(config);
+  if (Status s = server.Start(); !s.ok()) {
+    std::fprintf(stderr, "rankscope: %s\n", s.message().c_str());
+    return 1;
+  }
+
+  const std::vector<std::string> forwarded = {"RANKSCOPE_COORDINATOR", "RANKSCOPE_TOKEN",
+                                              "RANKSCOPE_SESSION"};
+  Result<LaunchPlan> plan = PlanLaunch(options.command, {options.self_exe, "agent", "--"},
+                                       forwarded);
+  if (!plan.ok()) {
+    std::fprintf(stderr, "rankscope: %s\n", plan.status().message().c_str());
+    return 2;
+  }
+  setenv("RANKSCOPE_COORDINATOR", server.address().c_str(), 1);
+  setenv("RANKSCOPE_TOKEN", config.token.c_str(), 1);
+  setenv("RANKSCOPE_SESSION", config.session_id.c_str(), 1);
+
+  std::vector<char*> argv;
+  for (const std::string& a : plan->argv) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+
+  struct sigaction sa{};
+  sa.sa_handler = ForwardToLauncher;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = SA_RESTART;
+  for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGUSR1, SIGUSR2}) sigaction(sig, &sa, nullptr);
+
+  TimeNs launch_time = MonotonicNow();
+  pid_t pid = fork();
+  if (pid == 0) {
+    for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGUSR1, SIGUSR2}) signal(sig, SIG_DFL);
+    execvp(argv[0], argv.data());
+    std::fprintf(stderr, "rankscope: cannot run %s: %s\n", argv[0], std::strerror(errno));
+    _exit(errno == ENOENT ? 127 : 126);
+  }
+  if (pid < 0) {
+    std::fprintf(stderr, "rankscope: fork: %s\n", std::strerror(errno));
+    return 1;
+  }
+  g_launcher_pid = pid;
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  int exit_code = WIFSIGNALED(status) ? 128 + WTERMSIG(status) : WEXITSTATUS(status);
+
+  // Agents send their final batch right after their rank exits; wait for it, but not long
+  // when the launcher failed (ranks killed with SIGKILL never send one).
+  CoordinatorService& service = server.service();
+  int expected = std::max(1, service.Snapshot().world_size);
+  DurationNs drain = exit_code == 0 ? options.drain_timeout : options.drain_timeout / 3;
+  service.WaitForFinal(expected, drain);
+
+  Session extra;
+  extra.command = options.command;
+  extra.launcher = plan->launcher;
+  extra.launcher_exit_code = exit_code;
+  std::string out_dir = options.out_dir;
+  if (out_dir.empty()) {
+    Session s = service.Snapshot();
+    out_dir = "rankscope-" + (s.job_id.empty() ? config.session_id : s.job_id);
+  }
+  Finalize(service, std::move(extra), out_dir, options.quiet);
+  (void)launch_time;
+  server.Shutdown();
+  return exit_code;
+}
+
+int RunCoordinator(const CoordinatorOptions& options) {
+  CoordinatorConfig config;
+  config.session_id = options.session_id.empty() ? NewSessionId() : options.session_id;
+  config.bind_address = options.bind_address;
+  config.port = options.port;
+  if (options.token_file.empty()) {
+    std::fprintf(stderr, "rankscope coordinator: --token-file is required (the session secret "
+                         "is read from it, or written to it if it does not exist)\n");
+    return 2;
+  }
+  std::ifstream in(options.token_file);
+  if (in) {
+    std::getline(in, config.token);
+  } else {
+    Result<std::string> token = NewSessionToken();
+    if (!token.ok()) {
+      std::fprintf(stderr, "rankscope coordinator: %s\n", token.status().message().c_str());
+      return 1;
+    }
+    config.token = token.value();
+    int fd = open(options.token_file.c_str(), O_WRONLY | O_CREAT | O_EXCL, 0600);
+    if (fd < 0 || write(fd, config.token.data(), config.token.size()) !=
+                      static_cast<ssize_t>(config.token.size())) {
+      std::fprintf(stderr, "rankscope coordinator: cannot write %s: %s\n",
+                   options.token_file.c_str(), std::strerror(errno));
+      return 1;
+    }
+    close(fd);
+  }
+  if (config.token.empty()) {
+    std::fprintf(stderr, "rankscope coordinator: %s is empty\n", options.token_file.c_str());
+    return 2;
+  }
+  CoordinatorServer server(config);
+  if (Status s = server.Start(); !s.ok()) {
+    std::fprintf(stderr, "rankscope coordinator: %s\n", s.message().c_str());
+    return 1;
+  }
+  std::printf("rankscope coordinator: session %s listening on %s\n", config.session_id.c_str(),
+              server.address().c_str());
+  std::fflush(stdout);
+
+  struct sigaction sa{};
+  sa.sa_handler = ForwardToLauncher;  // only sets g_stop_requested: no launcher here
+  sigemptyset(&sa.sa_mask);
+  for (int sig : {SIGINT, SIGTERM}) sigaction(sig, &sa, nullptr);
+  const TimeNs deadline = options.timeout > 0 ? MonotonicNow() + options.timeout : 0;
+  CoordinatorService& service = server.service();
+  while (!g_stop_requested && (deadline == 0 || MonotonicNow() < deadline)) {
+    if (options.ranks > 0 && service.WaitForFinal(options.ranks, 200 * kNsPerMs)) break;
+    if (options.ranks <= 0) usleep(200'000);
+  }
+  Session extra;
+  std::string out_dir = options.out_dir.empty() ? "rankscope-" + config.session_id
+                                                : options.out_dir;
+  int rc = Finalize(service, std::move(extra), out_dir, /*quiet=*/false);
+  server.Shutdown();
+  return rc;
+}
+
+}  // namespace rankscope

@@ -1,0 +1,38 @@
+// `rankscope run [opts] -- COMMAND...`: starts an embedded coordinator, runs the launch command
+// with an agent in front of every rank, waits for the job, writes the session folder and
+// prints the report. Returns the launcher's exit code unchanged.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "core/time.h"
+
+namespace rankscope {
+
+struct RunOptions {
+  std::vector<std::string> command;
+  std::string out_dir;             // empty = rankscope-<job id>
+  std::string bind_address = "127.0.0.1";
+  int port = 0;
+  std::string self_exe;            // absolute path of this rankscope binary
+  DurationNs drain_timeout = 15 * kNsPerSec;  // wait for agents' final batches after the job
+  bool quiet = false;              // no report on stderr
+};
+
+int RunJob(const RunOptions& options);
+
+struct CoordinatorOptions {
+  std::string bind_address = "127.0.0.1";
+  int port = 0;
+  std::string session_id;
+  std::string token_file;   // read the token from here, or write a new one here (0600)
+  std::string out_dir;
+  int ranks = 0;            // write the report when this many agents have finished
+  DurationNs timeout = 0;   // 0 = no limit
+};
+
+// `rankscope coordinator`: a stand-alone coordinator; prints "listening on HOST:PORT".
+int RunCoordinator(const CoordinatorOptions& options);
+
+}  // namespace rankscope

@@ -1,0 +1,25 @@
+// Conversions between the core event model (core/records.h) and its protobuf form
+// (rankscope/v1). Used by the agent (records -> proto) and the coordinator (proto -> records).
+#pragma once
+
+#include "core/clock_model.h"
+#include "core/records.h"
+#include "rankscope/v1/rankscope.pb.h"
+
+namespace rankscope {
+
+void ToProto(const CollectiveRecord& r, v1::Collective* out);
+void ToProto(const P2PRecord& r, v1::P2P* out);
+void ToProto(const RangeRecord& r, v1::Range* out);
+void ToProto(const MarkRecord& r, v1::Mark* out);
+void ToProto(const ClockSample& s, v1::ClockSample* out);
+
+// Fields out of range (an op or kind this build does not know) become kUnknown / kSend and
+// are reported by returning false; the record is still filled.
+bool FromProto(const v1::Collective& p, CollectiveRecord* out);
+bool FromProto(const v1::P2P& p, P2PRecord* out);
+RangeRecord FromProto(const v1::Range& p);
+MarkRecord FromProto(const v1::Mark& p);
+ClockSample FromProto(const v1::ClockSample& p);
+
+}  // namespace rankscope
