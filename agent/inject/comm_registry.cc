@@ -1,0 +1,177 @@
+#include "agent/inject/comm_registry.h"
+
+#include <pthread.h>
+
+#include <algorithm>
+#include <new>
+#include <unordered_map>
+#include <vector>
+
+#include "agent/inject/pmpi_common.h"
+
+namespace rankscope::inject {
+namespace {
+
+// Every communicator described so far, by handle. Leaked on purpose (outlives static
+// destructors); CommInfo objects are never freed because per-thread caches may point at them.
+struct Registry {
+  pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+  std::unordered_map<MPI_Comm, CommInfo*> by_handle;
+};
+Registry& registry() {
+  static Registry* r = new Registry;
+  return *r;
+}
+
+// Bumped by ForgetComm so every thread drops its cache before trusting a handle again.
+std::atomic<uint64_t> g_generation{0};
+
+// A small per-thread cache in front of the registry, so a hit takes no lock.
+constexpr int kCacheEntries = 8;
+struct CacheEntry {
+  MPI_Comm comm;
+  CommInfo* info;
+};
+thread_local CacheEntry t_cache[kCacheEntries];
+thread_local uint64_t t_cache_generation = 0;
+thread_local unsigned t_cache_next = 0;
+
+constexpr uint64_t kFnvOffset = 0xcbf29ce484222325ULL;
+constexpr uint64_t kFnvPrime = 0x100000001b3ULL;
+
+uint64_t Mix(uint64_t h, uint64_t v) {
+  for (int i = 0; i < 8; ++i) {
+    h ^= (v >> (8 * i)) & 0xff;
+    h *= kFnvPrime;
+  }
+  return h;
+}
+
+// World ranks of `group`'s members in group order; empty on failure.
+std::vector<int> WorldRanksOf(MPI_Group group, MPI_Group world) {
+  int n = 0;
+  if (PMPI_Group_size(group, &n) != MPI_SUCCESS || n <= 0) return {};
+  std::vector<int> local(static_cast<size_t>(n));
+  std::vector<int> global(static_cast<size_t>(n));
+  for (int i = 0; i < n; ++i) local[static_cast<size_t>(i)] = i;
+  if (PMPI_Group_translate_ranks(group, n, local.data(), world, global.data()) != MPI_SUCCESS) {
+    return {};
+  }
+  return global;
+}
+
+// Describes `comm` with local (non-communicating) PMPI calls. nullptr if MPI cannot.
+CommInfo* Describe(MPI_Comm comm) {
+  int initialized = 0;
+  int finalized = 0;
+  if (PMPI_Initialized(&initialized) != MPI_SUCCESS || !initialized) return nullptr;
+  if (PMPI_Finalized(&finalized) != MPI_SUCCESS || finalized) return nullptr;
+
+  int size = 0;
+  int rank = 0;
+  int is_inter = 0;
+  if (PMPI_Comm_size(comm, &size) != MPI_SUCCESS || PMPI_Comm_rank(comm, &rank) != MPI_SUCCESS ||
+      PMPI_Comm_test_inter(comm, &is_inter) != MPI_SUCCESS) {
+    return nullptr;
+  }
+  MPI_Group world = MPI_GROUP_NULL;
+  MPI_Group group = MPI_GROUP_NULL;
+  if (PMPI_Comm_group(WorldComm(), &world) != MPI_SUCCESS) return nullptr;
+  if (PMPI_Comm_group(comm, &group) != MPI_SUCCESS) {
+    PMPI_Group_free(&world);
+    return nullptr;
+  }
+  std::vector<int> members = WorldRanksOf(group, world);
+  if (is_inter) {
+    // The two sides see local and remote swapped; the sorted union reads the same on both.
+    MPI_Group remote = MPI_GROUP_NULL;
+    if (PMPI_Comm_remote_group(comm, &remote) == MPI_SUCCESS) {
+      std::vector<int> other = WorldRanksOf(remote, world);
+      members.insert(members.end(), other.begin(), other.end());
+      PMPI_Group_free(&remote);
+    }
+    std::sort(members.begin(), members.end());
+    members.push_back(-1);  // keep apart from an intracommunicator over the same processes
+  }
+  PMPI_Group_free(&group);
+  PMPI_Group_free(&world);
+  if (members.empty()) return nullptr;
+
+  auto* info = new (std::nothrow) CommInfo;
+  if (info == nullptr) return nullptr;
+  info->id = CommIdOf(members);
+  info->size = size;
+  info->rank = rank;
+  return info;
+}
+
+CommInfo* LookupSlow(MPI_Comm comm) {
+  Registry& reg = registry();
+  pthread_mutex_lock(&reg.mu);
+  auto it = reg.by_handle.find(comm);
+  CommInfo* found = it == reg.by_handle.end() ? nullptr : it->second;
+  pthread_mutex_unlock(&reg.mu);
+  if (found != nullptr) return found;
+
+  // Describe outside the lock: it calls into MPI.
+  CommInfo* fresh = Describe(comm);
+  if (fresh == nullptr) return nullptr;
+  CommInfo* result = nullptr;
+  pthread_mutex_lock(&reg.mu);
+  try {
+    auto [pos, inserted] = reg.by_handle.emplace(comm, fresh);
+    result = pos->second;
+    if (inserted) fresh = nullptr;
+  } catch (...) {
+    // Out of memory: describe this communicator again next time.
+    result = fresh;
+    fresh = nullptr;
+  }
+  pthread_mutex_unlock(&reg.mu);
+  delete fresh;  // another thread described it first
+  return result;
+}
+
+void AtForkPrepare() { pthread_mutex_lock(&registry().mu); }
+void AtForkRelease() { pthread_mutex_unlock(&registry().mu); }
+
+__attribute__((constructor)) void RegisterForkHandlers() {
+  registry();
+  pthread_atfork(AtForkPrepare, AtForkRelease, AtForkRelease);
+}
+
+}  // namespace
+
+uint64_t CommIdOf(std::span<const int> world_ranks) {
+  uint64_t h = Mix(kFnvOffset, world_ranks.size());
+  for (int r : world_ranks) h = Mix(h, static_cast<uint32_t>(r));
+  return h;
+}
+
+CommInfo* LookupComm(MPI_Comm comm) {
+  if (comm == MPI_COMM_NULL) return nullptr;
+  uint64_t generation = g_generation.load(std::memory_order_acquire);
+  if (generation != t_cache_generation) {
+    for (CacheEntry& e : t_cache) e.info = nullptr;
+    t_cache_generation = generation;
+  }
+  for (const CacheEntry& e : t_cache) {
+    if (e.info != nullptr && e.comm == comm) return e.info;
+  }
+  CommInfo* info = LookupSlow(comm);
+  if (info != nullptr) {
+    t_cache[t_cache_next % kCacheEntries] = CacheEntry{comm, info};
+    ++t_cache_next;
+  }
+  return info;
+}
+
+void ForgetComm(MPI_Comm comm) {
+  Registry& reg = registry();
+  pthread_mutex_lock(&reg.mu);
+  reg.by_handle.erase(comm);  // the CommInfo itself stays: caches may still point at it
+  pthread_mutex_unlock(&reg.mu);
+  g_generation.fetch_add(1, std::memory_order_acq_rel);
+}
+
+}  // namespace rankscope::inject

@@ -1,0 +1,71 @@
+#include "agent/inject/pmpi_common.h"
+
+#include <dlfcn.h>
+
+#include <cstring>
+
+#include "agent/inject/record_sink.h"
+
+namespace rankscope::inject {
+namespace {
+
+constinit PendingTable g_pending;
+
+// Looks up `name` in the global scope once; for handles bound to null at load time.
+void* LateSymbol(const char* name) { return dlsym(RTLD_DEFAULT, name); }
+
+}  // namespace
+
+MPI_Comm WorldComm() {
+#if defined(OPEN_MPI)
+  if (&ompi_mpi_comm_world == nullptr) {
+    static void* late = LateSymbol("ompi_mpi_comm_world");
+    return static_cast<MPI_Comm>(late);
+  }
+#endif
+  return MPI_COMM_WORLD;
+}
+
+MPI_Datatype ByteType() {
+#if defined(OPEN_MPI)
+  if (&ompi_mpi_byte == nullptr) {
+    static void* late = LateSymbol("ompi_mpi_byte");
+    return static_cast<MPI_Datatype>(late);
+  }
+#endif
+  return MPI_BYTE;
+}
+
+Bytes TypeBytes(int64_t count, MPI_Datatype type) {
+  if (count <= 0 || type == MPI_DATATYPE_NULL) return 0;
+  int size = 0;
+  if (PMPI_Type_size(type, &size) != MPI_SUCCESS || size < 0) return 0;
+  return count * size;
+}
+
+int64_t SumCounts(const int counts[], int n) {
+  if (counts == nullptr) return 0;
+  int64_t sum = 0;
+  for (int i = 0; i < n; ++i) sum += counts[i];
+  return sum;
+}
+
+uint64_t RequestKey(MPI_Request request) {
+  static_assert(sizeof(MPI_Request) <= sizeof(uint64_t));
+  uint64_t key = 0;
+  std::memcpy(&key, &request, sizeof(request));
+  return key;
+}
+
+PendingTable& Pending() { return g_pending; }
+
+void TrackRequest(MPI_Request request, const PendingOp& op) {
+  if (request == MPI_REQUEST_NULL) return;
+  if (g_pending.Insert(RequestKey(request), op)) return;
+  CountDropped(1);
+  static std::atomic<bool> said{false};
+  NoticeOnce(said,
+             "too many non-blocking MPI operations in flight; some completions are not recorded");
+}
+
+}  // namespace rankscope::inject

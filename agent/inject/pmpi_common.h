@@ -1,0 +1,40 @@
+// Pieces shared by the PMPI wrapper files (pmpi_collectives.cc, pmpi_p2p.cc,
+// pmpi_completion.cc): payload sizes, request handles as keys, and the table of posted
+// non-blocking operations.
+#pragma once
+
+#include <mpi.h>
+
+#include <cstdint>
+
+#include "agent/inject/pending_requests.h"
+#include "agent/inject/pmpi_weak.h"
+#include "core/time.h"
+
+namespace rankscope::inject {
+
+// MPI_COMM_WORLD and MPI_BYTE. In Open MPI these are addresses of data symbols, which the
+// dynamic linker binds when this library loads; if libmpi arrives later (dlopen'd with
+// RTLD_GLOBAL, as mpi4py does) they are looked up again here. Valid after MPI_Init.
+MPI_Comm WorldComm();
+MPI_Datatype ByteType();
+
+// Bytes in `count` elements of `type`: 0 for MPI_DATATYPE_NULL, a non-positive count, or a type
+// MPI cannot size. Callers pass only types that are significant at this rank, so the check
+// MPI makes on them is one the program's own call makes anyway.
+Bytes TypeBytes(int64_t count, MPI_Datatype type);
+
+// counts[0] + ... + counts[n-1]; 0 if counts is null.
+int64_t SumCounts(const int counts[], int n);
+
+// A request handle as a table key (Open MPI handles are pointers, MPICH's are integers).
+uint64_t RequestKey(MPI_Request request);
+
+// The posted non-blocking operations awaiting completion, shared by all threads.
+PendingTable& Pending();
+
+// Remembers `op` until `request` completes. When the table is full the operation is counted as
+// dropped and the agent is told once.
+void TrackRequest(MPI_Request request, const PendingOp& op);
+
+}  // namespace rankscope::inject

@@ -1,0 +1,265 @@
+// PMPI wrappers for the calls that complete non-blocking operations: MPI_Wait{,all,any,some},
+// MPI_Test{,all,any,some}, and MPI_Request_free.
+//
+// Before the call, the pending operations of the requests it may complete are taken out of the
+// table (after it, a completed request's handle is already MPI_REQUEST_NULL, and another thread
+// may have been handed the same handle value). After the call, a request whose handle changed
+// has completed: its record is emitted with this call's exit time. The others go back.
+#include <new>
+
+#include "agent/inject/pmpi_common.h"
+#include "agent/inject/record_sink.h"
+
+namespace rankscope::inject {
+namespace {
+
+// Statuses we lend MPI when the caller passes MPI_STATUSES_IGNORE, so completed receives can
+// still report their source; beyond this many requests such receives report the posted peer.
+constexpr int kLentStatuses = 16;
+
+void EmitCompleted(const PendingOp& op, const MPI_Status* status, TimeNs enter, TimeNs exit) {
+  if (op.kind == PendingOp::Kind::kCollective) {
+    CollectiveRecord r = op.collective;
+    r.exit = exit;
+    EmitCollective(r);
+    return;
+  }
+  P2PRecord r = op.p2p;
+  r.enter = enter;
+  r.exit = exit;
+  r.tid = ThreadId();
+  if (r.completed == P2PKind::kIrecv && status != nullptr) {
+    r.peer = status->MPI_SOURCE;
+    r.tag = status->MPI_TAG;
+    int received = 0;
+    if (PMPI_Get_count(status, ByteType(), &received) == MPI_SUCCESS && received != MPI_UNDEFINED) {
+      r.bytes = received;
+    }
+  }
+  EmitP2P(r);
+}
+
+// The pending operations taken for one Wait/Test call. Storage for a few is inline (left
+// uninitialised: this runs on every Wait); more are allocated only for large request arrays.
+class Claims {
+ public:
+  explicit Claims(int max_requests) : max_(max_requests) {}
+  ~Claims() { delete[] heap_; }
+  Claims(const Claims&) = delete;
+  Claims& operator=(const Claims&) = delete;
+
+  // Takes the pending operation of requests[0..n) that are tracked.
+  void TakeAll(const MPI_Request* requests, int n) {
+    if (requests == nullptr) return;
+    for (int i = 0; i < n; ++i) Take(i, requests[i]);
+  }
+
+  void Take(int index, MPI_Request request) {
+    if (request == MPI_REQUEST_NULL) return;
+    Claim* slot = NextSlot();
+    if (slot == nullptr) return;  // cannot hold it: leave it in the table, untouched
+    if (!Pending().Take(RequestKey(request), &slot->op)) return;
+    slot->index = index;
+    slot->request = request;
+    if (slot->op.kind == PendingOp::Kind::kP2P && slot->op.p2p.completed == P2PKind::kIrecv) {
+      has_receive_ = true;
+    }
+    ++size_;
+  }
+
+  bool empty() const { return size_ == 0; }
+  bool has_receive() const { return has_receive_; }
+
+  // Emits the completed operations and returns the others to the table. `after[i]` is request
+  // i's handle after the call; status_of(i) its status, or nullptr when unknown.
+  template <typename StatusOf>
+  void Settle(const MPI_Request* after, TimeNs enter, TimeNs exit, StatusOf status_of) {
+    Claim* claims = data();
+    for (int k = 0; k < size_; ++k) {
+      const Claim& c = claims[k];
+      if (after[c.index] != c.request) {
+        EmitCompleted(c.op, status_of(c.index), enter, exit);
+      } else if (!Pending().Insert(RequestKey(c.request), c.op)) {
+        CountDropped(1);
+      }
+    }
+    size_ = 0;
+  }
+
+ private:
+  struct Claim {
+    int index;
+    MPI_Request request;
+    PendingOp op;
+  };
+  static constexpr int kInline = 4;
+
+  Claim* data() { return heap_ != nullptr ? heap_ : reinterpret_cast<Claim*>(inline_); }
+
+  Claim* NextSlot() {
+    if (size_ < kInline) return data() + size_;
+    if (heap_ == nullptr) {
+      heap_ = new (std::nothrow) Claim[static_cast<size_t>(max_)];
+      if (heap_ == nullptr) return nullptr;
+      Claim* inl = reinterpret_cast<Claim*>(inline_);
+      for (int k = 0; k < size_; ++k) heap_[k] = inl[k];
+    }
+    return size_ < max_ ? heap_ + size_ : nullptr;
+  }
+
+  int max_;
+  int size_ = 0;
+  bool has_receive_ = false;
+  Claim* heap_ = nullptr;
+  alignas(Claim) unsigned char inline_[kInline * sizeof(Claim)];
+};
+
+// True when a Wait/Test call needs no bookkeeping at all.
+bool NothingToTrack() { return !Active() || Pending().empty(); }
+
+}  // namespace
+}  // namespace rankscope::inject
+
+namespace ri = rankscope::inject;
+using rankscope::MonotonicNow;
+using rankscope::TimeNs;
+
+extern "C" int MPI_Wait(MPI_Request* request, MPI_Status* status) {
+  if (ri::NothingToTrack() || request == nullptr) return PMPI_Wait(request, status);
+  ri::Claims claims(1);
+  claims.Take(0, *request);
+  if (claims.empty()) return PMPI_Wait(request, status);
+  MPI_Status own;
+  MPI_Status* st = status == MPI_STATUS_IGNORE ? &own : status;
+  TimeNs enter = MonotonicNow();
+  int rc = PMPI_Wait(request, st);
+  claims.Settle(request, enter, MonotonicNow(), [&](int) { return st; });
+  return rc;
+}
+
+extern "C" int MPI_Test(MPI_Request* request, int* flag, MPI_Status* status) {
+  if (ri::NothingToTrack() || request == nullptr) return PMPI_Test(request, flag, status);
+  ri::Claims claims(1);
+  claims.Take(0, *request);
+  if (claims.empty()) return PMPI_Test(request, flag, status);
+  MPI_Status own;
+  MPI_Status* st = status == MPI_STATUS_IGNORE ? &own : status;
+  TimeNs enter = MonotonicNow();
+  int rc = PMPI_Test(request, flag, st);
+  claims.Settle(request, enter, MonotonicNow(), [&](int) { return st; });
+  return rc;
+}
+
+extern "C" int MPI_Waitany(int count, MPI_Request array_of_requests[], int* index,
+                           MPI_Status* status) {
+  if (ri::NothingToTrack()) return PMPI_Waitany(count, array_of_requests, index, status);
+  ri::Claims claims(count);
+  claims.TakeAll(array_of_requests, count);
+  if (claims.empty()) return PMPI_Waitany(count, array_of_requests, index, status);
+  MPI_Status own;
+  MPI_Status* st = status == MPI_STATUS_IGNORE ? &own : status;
+  TimeNs enter = MonotonicNow();
+  int rc = PMPI_Waitany(count, array_of_requests, index, st);
+  claims.Settle(array_of_requests, enter, MonotonicNow(), [&](int) { return st; });
+  return rc;
+}
+
+extern "C" int MPI_Testany(int count, MPI_Request array_of_requests[], int* index, int* flag,
+                           MPI_Status* status) {
+  if (ri::NothingToTrack()) return PMPI_Testany(count, array_of_requests, index, flag, status);
+  ri::Claims claims(count);
+  claims.TakeAll(array_of_requests, count);
+  if (claims.empty()) return PMPI_Testany(count, array_of_requests, index, flag, status);
+  MPI_Status own;
+  MPI_Status* st = status == MPI_STATUS_IGNORE ? &own : status;
+  TimeNs enter = MonotonicNow();
+  int rc = PMPI_Testany(count, array_of_requests, index, flag, st);
+  claims.Settle(array_of_requests, enter, MonotonicNow(), [&](int) { return st; });
+  return rc;
+}
+
+namespace rankscope::inject {
+namespace {
+
+// Runs an all-or-some completion `call(statuses)` over `count` requests, lending statuses when
+// the caller ignores them and a receive needs its source. `status_index(i)` maps request i to
+// its position in the status array (or -1).
+template <typename CallFn, typename StatusIndexFn>
+int CompleteMany(int count, MPI_Request requests[], MPI_Status statuses[], CallFn call,
+                 StatusIndexFn status_index) {
+  if (NothingToTrack()) return call(statuses);
+  Claims claims(count);
+  claims.TakeAll(requests, count);
+  if (claims.empty()) return call(statuses);
+  MPI_Status lent[kLentStatuses];
+  MPI_Status* st = statuses;
+  if (statuses == MPI_STATUSES_IGNORE && claims.has_receive() && count <= kLentStatuses) {
+    st = lent;
+  }
+  TimeNs enter = MonotonicNow();
+  int rc = call(st);
+  TimeNs exit = MonotonicNow();
+  claims.Settle(requests, enter, exit, [&](int i) -> const MPI_Status* {
+    if (st == MPI_STATUSES_IGNORE) return nullptr;
+    int k = status_index(i);
+    return k < 0 ? nullptr : &st[k];
+  });
+  return rc;
+}
+
+}  // namespace
+}  // namespace rankscope::inject
+
+extern "C" int MPI_Waitall(int count, MPI_Request array_of_requests[],
+                           MPI_Status* array_of_statuses) {
+  return ri::CompleteMany(
+      count, array_of_requests, array_of_statuses,
+      [&](MPI_Status* st) { return PMPI_Waitall(count, array_of_requests, st); },
+      [](int i) { return i; });
+}
+
+extern "C" int MPI_Testall(int count, MPI_Request array_of_requests[], int* flag,
+                           MPI_Status array_of_statuses[]) {
+  return ri::CompleteMany(
+      count, array_of_requests, array_of_statuses,
+      [&](MPI_Status* st) { return PMPI_Testall(count, array_of_requests, flag, st); },
+      [](int i) { return i; });
+}
+
+extern "C" int MPI_Waitsome(int incount, MPI_Request array_of_requests[], int* outcount,
+                            int array_of_indices[], MPI_Status array_of_statuses[]) {
+  return ri::CompleteMany(
+      incount, array_of_requests, array_of_statuses,
+      [&](MPI_Status* st) {
+        return PMPI_Waitsome(incount, array_of_requests, outcount, array_of_indices, st);
+      },
+      [&](int i) {
+        for (int k = 0; k < *outcount && *outcount != MPI_UNDEFINED; ++k) {
+          if (array_of_indices[k] == i) return k;
+        }
+        return -1;
+      });
+}
+
+extern "C" int MPI_Testsome(int incount, MPI_Request array_of_requests[], int* outcount,
+                            int array_of_indices[], MPI_Status array_of_statuses[]) {
+  return ri::CompleteMany(
+      incount, array_of_requests, array_of_statuses,
+      [&](MPI_Status* st) {
+        return PMPI_Testsome(incount, array_of_requests, outcount, array_of_indices, st);
+      },
+      [&](int i) {
+        for (int k = 0; k < *outcount && *outcount != MPI_UNDEFINED; ++k) {
+          if (array_of_indices[k] == i) return k;
+        }
+        return -1;
+      });
+}
+
+extern "C" int MPI_Request_free(MPI_Request* request) {
+  if (!ri::NothingToTrack() && request != nullptr && *request != MPI_REQUEST_NULL) {
+    rankscope::inject::PendingOp dropped;
+    ri::Pending().Take(ri::RequestKey(*request), &dropped);  // it will never be waited for
+  }
+  return PMPI_Request_free(request);
+}

@@ -1,0 +1,78 @@
+// The inject library is preloaded into programs that may not use MPI at all (a CUDA program
+// traced through NVTX only). It does not link libmpi, so every MPI symbol it references is
+// declared weak here: in a program without MPI they resolve to null instead of failing the load
+// (which would happen under LD_BIND_NOW or for data symbols), and the MPI wrappers that use them
+// are never called there. Include this instead of, or after, <mpi.h>.
+#pragma once
+
+#include <mpi.h>
+
+// Every PMPI function the wrappers and the communicator registry call.
+#pragma weak PMPI_Allgather
+#pragma weak PMPI_Allgatherv
+#pragma weak PMPI_Allreduce
+#pragma weak PMPI_Alltoall
+#pragma weak PMPI_Alltoallv
+#pragma weak PMPI_Barrier
+#pragma weak PMPI_Bcast
+#pragma weak PMPI_Comm_free
+#pragma weak PMPI_Comm_group
+#pragma weak PMPI_Comm_rank
+#pragma weak PMPI_Comm_remote_group
+#pragma weak PMPI_Comm_size
+#pragma weak PMPI_Comm_test_inter
+#pragma weak PMPI_Finalize
+#pragma weak PMPI_Finalized
+#pragma weak PMPI_Gather
+#pragma weak PMPI_Gatherv
+#pragma weak PMPI_Get_count
+#pragma weak PMPI_Group_free
+#pragma weak PMPI_Group_size
+#pragma weak PMPI_Group_translate_ranks
+#pragma weak PMPI_Iallgather
+#pragma weak PMPI_Iallgatherv
+#pragma weak PMPI_Iallreduce
+#pragma weak PMPI_Ialltoall
+#pragma weak PMPI_Ialltoallv
+#pragma weak PMPI_Ibarrier
+#pragma weak PMPI_Ibcast
+#pragma weak PMPI_Igather
+#pragma weak PMPI_Igatherv
+#pragma weak PMPI_Init
+#pragma weak PMPI_Init_thread
+#pragma weak PMPI_Initialized
+#pragma weak PMPI_Irecv
+#pragma weak PMPI_Ireduce
+#pragma weak PMPI_Ireduce_scatter
+#pragma weak PMPI_Ireduce_scatter_block
+#pragma weak PMPI_Iscatter
+#pragma weak PMPI_Iscatterv
+#pragma weak PMPI_Isend
+#pragma weak PMPI_Recv
+#pragma weak PMPI_Reduce
+#pragma weak PMPI_Reduce_scatter
+#pragma weak PMPI_Reduce_scatter_block
+#pragma weak PMPI_Request_free
+#pragma weak PMPI_Scatter
+#pragma weak PMPI_Scatterv
+#pragma weak PMPI_Send
+#pragma weak PMPI_Test
+#pragma weak PMPI_Testall
+#pragma weak PMPI_Testany
+#pragma weak PMPI_Testsome
+#pragma weak PMPI_Type_size
+#pragma weak PMPI_Wait
+#pragma weak PMPI_Waitall
+#pragma weak PMPI_Waitany
+#pragma weak PMPI_Waitsome
+
+// Open MPI's predefined handles (MPI_COMM_WORLD, MPI_BYTE, ...) are addresses of these objects;
+// as data they are bound at load time even under lazy binding.
+#if defined(OPEN_MPI)
+#pragma weak ompi_mpi_byte
+#pragma weak ompi_mpi_comm_null
+#pragma weak ompi_mpi_comm_world
+#pragma weak ompi_mpi_datatype_null
+#pragma weak ompi_mpi_group_null
+#pragma weak ompi_request_null
+#endif

@@ -1,0 +1,388 @@
+#include "agent/inject/record_sink.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <new>
+#include <vector>
+
+#include "core/wire.h"
+
+namespace rankscope::inject {
+namespace {
+
+// A batch waits at most this long (measured at the next record) before it is sent.
+constexpr DurationNs kFlushInterval = 100 * kNsPerMs;
+// How long anyone waits for a busy buffer before giving up (FlushAll skips it, a record is
+// dropped). FlushAll holds a buffer for one non-blocking send; the bound only matters when an
+// NVTX call in a signal handler interrupts the same thread's Emit, which must not hang.
+constexpr int kBusySpins = 100000;
+
+std::atomic<bool> g_active{false};
+std::atomic<bool> g_said_disabled{false};
+std::atomic<uint32_t> g_pid{0};
+std::atomic<uint32_t> g_dropped{0};
+char g_socket_path[sizeof(sockaddr_un::sun_path)];
+
+// The process-wide connection to the agent. Datagrams on SOCK_SEQPACKET are sent whole, so all
+// threads share one socket. g_fd is published after g_fd_dev/g_fd_ino are written.
+pthread_mutex_t g_connect_mu = PTHREAD_MUTEX_INITIALIZER;
+std::atomic<int> g_fd{-1};
+dev_t g_fd_dev = 0;
+ino_t g_fd_ino = 0;
+
+// One thread's batch. `busy` is held by whoever is writing or sending it: almost always the
+// owner (uncontended), occasionally FlushAll from another thread.
+struct ThreadBuffer {
+  std::atomic<bool> busy{false};
+  TimeNs last_flush = 0;
+  alignas(8) std::byte storage[wire::kMaxBatchBytes];
+  wire::BatchBuilder builder{storage, sizeof(storage)};
+};
+
+// Every live thread's buffer, so FlushAll can reach them. Leaked on purpose: it must outlive
+// static destructors and thread-local destructors that run during exit.
+struct Registry {
+  pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+  std::vector<ThreadBuffer*> live;
+};
+Registry& registry() {
+  static Registry* r = new Registry;
+  return *r;
+}
+
+// Per-thread state. The pointers are trivially destructible, so they stay readable even after
+// the retirer below has run at thread exit.
+thread_local ThreadBuffer* t_buffer = nullptr;
+thread_local bool t_retired = false;
+thread_local uint32_t t_tid = 0;
+
+// Flushes and frees the thread's buffer when the thread exits.
+struct ThreadRetirer {
+  bool armed = false;
+  ~ThreadRetirer();
+};
+thread_local ThreadRetirer t_retirer;
+
+void Say(std::string_view text) {
+  char line[512];
+  int n = std::snprintf(line, sizeof(line), "rankscope-inject: %.*s\n",
+                        static_cast<int>(text.size()), text.data());
+  if (n <= 0) return;
+  size_t len = std::min(static_cast<size_t>(n), sizeof(line) - 1);
+  // write(2) rather than stdio: no locks to inherit across fork, nothing buffered at exit.
+  ssize_t ignored = write(STDERR_FILENO, line, len);
+  (void)ignored;
+}
+
+bool TryLock(ThreadBuffer* b, int spins) {
+  for (int i = 0; i < spins; ++i) {
+    if (!b->busy.exchange(true, std::memory_order_acquire)) return true;
+  }
+  return false;
+}
+void Unlock(ThreadBuffer* b) { b->busy.store(false, std::memory_order_release); }
+
+bool AgentGoneErrno(int err) {
+  return err == EPIPE || err == ECONNREFUSED || err == ENOENT || err == ECONNRESET ||
+         err == ENOTCONN;
+}
+
+void AgentGone(const char* during, int err) {
+  char why[300];
+  std::snprintf(why, sizeof(why), "agent socket %s unusable (%s: %s); capture off", g_socket_path,
+                during, std::strerror(err));
+  g_active.store(false, std::memory_order_relaxed);
+  if (!g_said_disabled.exchange(true)) Say(why);
+}
+
+// Returns the connected socket, connecting on first use; -1 if there is none right now (the
+// caller drops its batch). Sets capture off when the agent is clearly gone.
+int ConnectedFd() {
+  int fd = g_fd.load(std::memory_order_acquire);
+  if (fd >= 0) return fd;
+  pthread_mutex_lock(&g_connect_mu);
+  fd = g_fd.load(std::memory_order_acquire);
+  if (fd < 0 && g_active.load(std::memory_order_relaxed)) {
+    // Non-blocking, so a full listen backlog is EAGAIN (drop and retry later), never a hang.
+    int s = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    if (s < 0) {
+      char why[160];
+      std::snprintf(why, sizeof(why), "socket(AF_UNIX, SOCK_SEQPACKET) failed: %s; capture off",
+                    std::strerror(errno));
+      Disable(why);
+      pthread_mutex_unlock(&g_connect_mu);
+      return -1;
+    }
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    std::memcpy(addr.sun_path, g_socket_path, sizeof(addr.sun_path));
+    struct stat st {};
+    if (connect(s, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0 && fstat(s, &st) == 0) {
+      g_fd_dev = st.st_dev;
+      g_fd_ino = st.st_ino;
+      g_fd.store(s, std::memory_order_release);
+      fd = s;
+    } else {
+      int err = errno;
+      close(s);
+      if (AgentGoneErrno(err)) {
+        AgentGone("connect", err);
+      } else if (err != EAGAIN && err != EWOULDBLOCK && err != EINTR) {
+        char why[300];
+        std::snprintf(why, sizeof(why), "connect to agent socket %s failed: %s; capture off",
+                      g_socket_path, std::strerror(err));
+        Disable(why);
+      }
+    }
+  }
+  pthread_mutex_unlock(&g_connect_mu);
+  return fd;
+}
+
+// Sends one datagram on `fd` if `fd` is still our socket. Returns 0 or an errno value.
+int SendOn(int fd, std::span<const std::byte> batch) {
+  // A program that closes descriptors it does not own could have closed ours and reused the
+  // number; never write our bytes into its file. One fstat per batch is cheap.
+  struct stat st {};
+  if (fstat(fd, &st) != 0 || st.st_dev != g_fd_dev || st.st_ino != g_fd_ino) {
+    int expected = fd;
+    g_fd.compare_exchange_strong(expected, -1);  // reconnect next time; the fd is not ours
+    return EBADF;
+  }
+  ssize_t n = send(fd, batch.data(), batch.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
+  if (n == static_cast<ssize_t>(batch.size())) return 0;
+  return n < 0 ? errno : EMSGSIZE;
+}
+
+// Sends one datagram, connecting first if needed; true if the agent got it. A full socket
+// buffer loses the batch (the caller counts it); a vanished agent switches capture off.
+bool SendDatagram(std::span<const std::byte> batch) {
+  int fd = ConnectedFd();
+  if (fd < 0) return false;
+  int err = SendOn(fd, batch);
+  if (err == 0) return true;
+  if (err == EAGAIN || err == EWOULDBLOCK || err == EINTR || err == ENOBUFS || err == EBADF) {
+    return false;
+  }
+  if (AgentGoneErrno(err)) {
+    AgentGone("send", err);
+    return false;
+  }
+  char why[160];
+  std::snprintf(why, sizeof(why), "send to agent failed: %s; capture off", std::strerror(err));
+  Disable(why);
+  return false;
+}
+
+// Sends `b`'s batch, if any, and empties it. The caller holds b->busy (or owns b exclusively).
+void SendLocked(ThreadBuffer* b, TimeNs now) {
+  b->last_flush = now;
+  if (b->builder.empty()) return;
+  uint32_t count = b->builder.record_count();
+  if (!g_active.load(std::memory_order_relaxed)) {
+    b->builder.Reset();
+    return;
+  }
+  uint32_t dropped = g_dropped.exchange(0, std::memory_order_relaxed);
+  std::span<const std::byte> batch =
+      b->builder.Finish(g_pid.load(std::memory_order_relaxed), dropped, now);
+  if (!SendDatagram(batch)) g_dropped.fetch_add(dropped + count, std::memory_order_relaxed);
+  b->builder.Reset();
+}
+
+ThreadBuffer* CreateThreadBuffer() {
+  auto* b = new (std::nothrow) ThreadBuffer;
+  if (b == nullptr) return nullptr;
+  b->last_flush = MonotonicNow();
+  Registry& reg = registry();
+  pthread_mutex_lock(&reg.mu);
+  bool registered = true;
+  try {
+    reg.live.push_back(b);
+  } catch (...) {
+    registered = false;
+  }
+  pthread_mutex_unlock(&reg.mu);
+  if (!registered) {
+    delete b;
+    return nullptr;
+  }
+  t_buffer = b;
+  t_retirer.armed = true;  // first touch registers the thread-exit destructor
+  return b;
+}
+
+ThreadBuffer* ThisThreadBuffer() {
+  ThreadBuffer* b = t_buffer;
+  if (b != nullptr) return b;
+  if (t_retired) return nullptr;  // a record from a thread-local destructor after ours ran
+  return CreateThreadBuffer();
+}
+
+ThreadRetirer::~ThreadRetirer() {
+  ThreadBuffer* b = t_buffer;
+  if (b == nullptr) return;
+  t_buffer = nullptr;
+  t_retired = true;
+  Registry& reg = registry();
+  pthread_mutex_lock(&reg.mu);
+  reg.live.erase(std::remove(reg.live.begin(), reg.live.end(), b), reg.live.end());
+  pthread_mutex_unlock(&reg.mu);
+  // Unreachable by FlushAll now (it walks the registry under the same mutex), so no lock needed.
+  SendLocked(b, MonotonicNow());
+  delete b;
+}
+
+// Appends one record with `append(builder)`, sending the batch first if it is full.
+template <typename AppendFn>
+void Emit(TimeNs now, AppendFn append) {
+  ThreadBuffer* b = ThisThreadBuffer();
+  if (b == nullptr) {
+    g_dropped.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  if (!TryLock(b, kBusySpins)) {
+    g_dropped.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  if (!append(b->builder)) {
+    SendLocked(b, now);
+    if (!append(b->builder)) g_dropped.fetch_add(1, std::memory_order_relaxed);
+  }
+  if (now - b->last_flush > kFlushInterval) SendLocked(b, now);
+  Unlock(b);
+}
+
+// fork(): the child keeps only the forking thread; it must not share the parent's connection
+// or resend the parent's records, and it reports with its own pid.
+void AtForkPrepare() {
+  pthread_mutex_lock(&g_connect_mu);
+  pthread_mutex_lock(&registry().mu);
+}
+void AtForkParent() {
+  pthread_mutex_unlock(&registry().mu);
+  pthread_mutex_unlock(&g_connect_mu);
+}
+void AtForkChild() {
+  Registry& reg = registry();
+  for (ThreadBuffer* b : reg.live) {
+    if (b != t_buffer) delete b;  // their threads do not exist in the child
+  }
+  reg.live.clear();
+  if (t_buffer != nullptr) {
+    reg.live.push_back(t_buffer);  // capacity is there: the vector held at least this one
+    t_buffer->builder.Reset();
+    t_buffer->busy.store(false, std::memory_order_relaxed);
+    t_buffer->last_flush = MonotonicNow();
+  }
+  int fd = g_fd.exchange(-1);
+  if (fd >= 0) close(fd);  // the parent's connection; the child reconnects lazily
+  g_dropped.store(0, std::memory_order_relaxed);
+  g_pid.store(static_cast<uint32_t>(getpid()), std::memory_order_relaxed);
+  t_tid = 0;
+  pthread_mutex_unlock(&reg.mu);
+  pthread_mutex_unlock(&g_connect_mu);
+}
+
+// Reads the configuration once, when the library is loaded (LD_PRELOAD or NVTX's dlopen).
+__attribute__((constructor)) void Configure() {
+  const char* path = std::getenv("RANKSCOPE_IPC_SOCKET");
+  if (path == nullptr || path[0] == '\0') return;  // inert: no agent asked for us
+  if (std::strlen(path) >= sizeof(g_socket_path)) {
+    Say("RANKSCOPE_IPC_SOCKET is longer than an AF_UNIX path may be (107 bytes); capture off");
+    g_said_disabled.store(true);
+    return;
+  }
+  std::strncpy(g_socket_path, path, sizeof(g_socket_path) - 1);
+  g_pid.store(static_cast<uint32_t>(getpid()), std::memory_order_relaxed);
+  registry();
+  if (pthread_atfork(AtForkPrepare, AtForkParent, AtForkChild) != 0) {
+    Say("pthread_atfork failed; capture off");
+    g_said_disabled.store(true);
+    return;
+  }
+  g_active.store(true, std::memory_order_release);
+}
+
+// Runs after main's thread-local destructors and the program's atexit handlers.
+__attribute__((destructor)) void FlushAtExit() { FlushAll(); }
+
+}  // namespace
+
+bool Active() { return g_active.load(std::memory_order_relaxed); }
+
+uint32_t ThreadId() {
+  uint32_t tid = t_tid;
+  if (tid == 0) {
+    tid = static_cast<uint32_t>(gettid());
+    t_tid = tid;
+  }
+  return tid;
+}
+
+void EmitCollective(const CollectiveRecord& r) {
+  Emit(r.exit, [&](wire::BatchBuilder& bb) { return bb.AppendCollective(r); });
+}
+
+void EmitP2P(const P2PRecord& r) {
+  Emit(r.exit, [&](wire::BatchBuilder& bb) { return bb.AppendP2P(r); });
+}
+
+void EmitRange(std::string_view domain, std::string_view name, TimeNs start, TimeNs end,
+               uint32_t tid, uint32_t depth) {
+  Emit(end, [&](wire::BatchBuilder& bb) {
+    return bb.AppendRange(domain, name, start, end, tid, depth);
+  });
+}
+
+void EmitMark(std::string_view domain, std::string_view name, TimeNs time, uint32_t tid) {
+  Emit(time, [&](wire::BatchBuilder& bb) { return bb.AppendMark(domain, name, time, tid); });
+}
+
+void CountDropped(uint32_t n) { g_dropped.fetch_add(n, std::memory_order_relaxed); }
+
+void NoticeOnce(std::atomic<bool>& said, std::string_view text) {
+  if (!Active() || said.exchange(true)) return;
+  Emit(MonotonicNow(), [&](wire::BatchBuilder& bb) { return bb.AppendNotice(text); });
+}
+
+void Disable(std::string_view why) {
+  bool was_active = g_active.exchange(false, std::memory_order_relaxed);
+  if (!g_said_disabled.exchange(true)) Say(why);
+  if (!was_active) return;
+  // Tell the agent on a one-record batch of our own (the thread's buffer may be the one whose
+  // failure brought us here), and only on an existing connection. Failure here says nothing.
+  int fd = g_fd.load(std::memory_order_acquire);
+  if (fd < 0) return;
+  alignas(8) std::byte storage[wire::kHeaderSize + wire::kRecordHeaderSize + 320];
+  wire::BatchBuilder notice(storage, sizeof(storage));
+  char text[300];
+  std::snprintf(text, sizeof(text), "disabled: %.*s", static_cast<int>(why.size()), why.data());
+  if (notice.AppendNotice(text)) {
+    SendOn(fd, notice.Finish(g_pid.load(std::memory_order_relaxed), 0, MonotonicNow()));
+  }
+}
+
+void FlushAll() {
+  if (!Active()) return;
+  TimeNs now = MonotonicNow();
+  Registry& reg = registry();
+  pthread_mutex_lock(&reg.mu);
+  for (ThreadBuffer* b : reg.live) {
+    if (!TryLock(b, kBusySpins)) continue;
+    SendLocked(b, now);
+    Unlock(b);
+  }
+  pthread_mutex_unlock(&reg.mu);
+}
+
+}  // namespace rankscope::inject

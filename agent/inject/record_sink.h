@@ -1,0 +1,54 @@
+// The inject library's only way out. Records go into a per-thread batch (wire::BatchBuilder over
+// a fixed buffer); batches go to the agent as datagrams on the AF_UNIX SOCK_SEQPACKET socket
+// named by RANKSCOPE_IPC_SOCKET. Without that variable the library is inert.
+//
+// The sink never blocks the program for long, never allocates after a thread's first record,
+// and never throws. When the agent is gone or something internal fails it disables capture for
+// the rest of the process and says so once on stderr ("rankscope-inject: ...").
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <string_view>
+
+#include "core/records.h"
+#include "core/time.h"
+
+namespace rankscope::inject {
+
+// True while the library captures: RANKSCOPE_IPC_SOCKET was set and nothing has disabled it
+// since. One relaxed atomic load, so every entry point checks it first and an inert library
+// costs a branch.
+bool Active();
+
+// The calling thread's OS thread id (gettid), cached per thread (and refreshed after fork).
+uint32_t ThreadId();
+
+// Each Emit appends one record to the calling thread's batch, then sends the batch if it was
+// full or if more than 100 ms passed since it was last sent, judged by the record's own
+// timestamp (so the hot path reads no extra clock). Callers check Active() first. Thread-safe;
+// records that cannot be delivered are counted and reported to the agent as dropped.
+void EmitCollective(const CollectiveRecord& r);
+void EmitP2P(const P2PRecord& r);
+void EmitRange(std::string_view domain, std::string_view name, TimeNs start, TimeNs end,
+               uint32_t tid, uint32_t depth);
+void EmitMark(std::string_view domain, std::string_view name, TimeNs time, uint32_t tid);
+
+// Counts records lost before they reached a batch (a full table, an overflowing stack). The
+// count rides in the next batch header.
+void CountDropped(uint32_t n);
+
+// Sends `text` to the agent as a notice, at most once per `said` flag (a static the caller
+// owns), for problems that lose data but do not warrant switching capture off.
+void NoticeOnce(std::atomic<bool>& said, std::string_view text);
+
+// Switches capture off for the rest of the process. Prints "rankscope-inject: <why>" on stderr
+// the first time only, and sends it to the agent as a notice when the channel still works.
+// Safe from any thread, including from inside the sink.
+void Disable(std::string_view why);
+
+// Sends every live thread's pending batch now. Called from MPI_Finalize and at process exit;
+// safe from any thread at any time (a buffer its owner is writing is skipped after a short wait).
+void FlushAll();
+
+}  // namespace rankscope::inject
