@@ -1,0 +1,295 @@
+#include "coordinator/analysis/dataloader_analysis.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <optional>
+#include <string>
+#include <utility>
+
+#include "coordinator/analysis/describe.h"
+#include "coordinator/analysis/next_steps.h"
+#include "coordinator/analysis/range_timeline.h"
+#include "coordinator/analysis/robust_stats.h"
+
+namespace rankscope {
+namespace {
+
+// One rank's data time, step by step.
+struct RankSteps {
+  int rank = -1;
+  bool from_step_ranges = false;
+  std::vector<DurationNs> data;               // per step: time covered by data ranges
+  std::vector<DurationNs> step_time;          // per step: the window's length (step ranges only)
+  std::map<std::string, DurationNs> by_name;  // data time per range name, over all steps
+};
+
+DurationNs UnionLength(std::vector<std::pair<TimeNs, TimeNs>> intervals) {
+  std::sort(intervals.begin(), intervals.end());
+  DurationNs total = 0;
+  TimeNs reach = std::numeric_limits<TimeNs>::min();
+  for (const auto& [s, e] : intervals) {
+    const TimeNs from = std::max(s, reach);
+    if (e > from) {
+      total += e - from;
+      reach = e;
+    }
+  }
+  return total;
+}
+
+RankSteps StepsOf(const RankData& rank, const DataloaderOptions& options) {
+  RankSteps out;
+  out.rank = rank.id.rank;
+  // Names repeat every step; match each distinct one once.
+  std::map<std::string, std::pair<bool, bool>> kind_by_name;  // name -> (is step, is data)
+  std::vector<size_t> steps, data;
+  for (size_t i = 0; i < rank.ranges.size(); ++i) {
+    const std::string& name = rank.ranges[i].name;
+    auto it = kind_by_name.find(name);
+    if (it == kind_by_name.end()) {
+      const bool is_step = std::regex_search(name, options.step_pattern);
+      const bool is_data = !is_step && std::regex_search(name, options.data_pattern);
+      it = kind_by_name.emplace(name, std::make_pair(is_step, is_data)).first;
+    }
+    if (it->second.first) steps.push_back(i);
+    if (it->second.second) data.push_back(i);
+  }
+  if (data.empty()) return out;
+  auto by_start = [&](size_t a, size_t b) {
+    const RangeRecord& ra = rank.ranges[a];
+    const RangeRecord& rb = rank.ranges[b];
+    return ra.start != rb.start ? ra.start < rb.start : ra.end > rb.end;
+  };
+  std::sort(steps.begin(), steps.end(), by_start);
+  std::sort(data.begin(), data.end(), by_start);
+
+  if (steps.empty()) {
+    // Each stretch of overlapping data ranges is one step's loading.
+    std::vector<std::pair<TimeNs, TimeNs>> group;
+    TimeNs reach = std::numeric_limits<TimeNs>::min();
+    auto flush = [&] {
+      if (!group.empty()) out.data.push_back(UnionLength(group));
+      group.clear();
+    };
+    for (size_t i : data) {
+      const RangeRecord& r = rank.ranges[i];
+      if (r.start >= reach) flush();
+      group.emplace_back(r.start, r.end);
+      out.by_name[r.name] += r.end - r.start;
+      reach = std::max(reach, r.end);
+    }
+    flush();
+    return out;
+  }
+
+  out.from_step_ranges = true;
+  std::vector<size_t> outer;
+  for (size_t i : steps) {
+    const RangeRecord& r = rank.ranges[i];
+    if (!outer.empty() && r.end <= rank.ranges[outer.back()].end) continue;  // nested
+    outer.push_back(i);
+  }
+  // Loading often happens between step ranges (`for batch in loader:` outside the annotated
+  // step), so a step owns the time since the previous step ended.
+  const RangeTimeline timeline(&rank.ranges);
+  const bool data_on_step_threads = std::any_of(data.begin(), data.end(), [&](size_t i) {
+    return std::any_of(outer.begin(), outer.end(),
+                       [&](size_t s) { return rank.ranges[s].tid == rank.ranges[i].tid; });
+  });
+  for (size_t k = 0; k < outer.size(); ++k) {
+    const RangeRecord& step = rank.ranges[outer[k]];
+    const TimeNs begin = k == 0 ? step.start : rank.ranges[outer[k - 1]].end;
+    const TimeNs end = step.end;
+    std::optional<uint32_t> tid;
+    if (data_on_step_threads) tid = step.tid;
+    std::vector<std::pair<TimeNs, TimeNs>> clipped;
+    for (size_t i : timeline.Overlapping(begin, end, tid)) {
+      const RangeRecord& r = rank.ranges[i];
+      if (!kind_by_name.at(r.name).second) continue;
+      const TimeNs s = std::max(r.start, begin);
+      const TimeNs e = std::min(r.end, end);
+      if (e <= s) continue;
+      clipped.emplace_back(s, e);
+      out.by_name[r.name] += e - s;
+    }
+    out.data.push_back(UnionLength(std::move(clipped)));
+    out.step_time.push_back(std::max<DurationNs>(end - begin, 0));
+  }
+  return out;
+}
+
+// The verdict on one rank.
+struct Verdict {
+  int steps = 0;
+  int steps_skewed = 0;
+  DurationNs median_data = 0;
+  DurationNs others_median_data = 0;
+  DurationNs median_excess = 0;
+  DurationNs total_excess = 0;
+  DurationNs noise = 0;
+  DurationNs threshold = 0;
+};
+
+std::string NamesLabel(const std::vector<std::pair<DurationNs, std::string>>& names) {
+  std::string out = "'" + names[0].second + "'";
+  // A second name is worth showing only when it carries a real share of the time.
+  if (names.size() > 1 && names[1].first * 4 >= names[0].first)
+    out += " and '" + names[1].second + "'";
+  return out;
+}
+
+Finding MakeFinding(const Session& session, const RankSteps& rank, const Verdict& v,
+                    const DataloaderOptions& options) {
+  Finding f;
+  f.kind = "dataloader_skew";
+  f.ranks = {rank.rank};
+  const std::string node = NodeOf(session, rank.rank);
+  if (!node.empty()) f.nodes = {node};
+  f.cost_ns = v.total_excess;
+  const DurationNs median_step = MedianNs(rank.step_time);
+  f.severity =
+      rank.from_step_ranges && static_cast<double>(v.median_excess) >
+                                   options.critical_step_fraction * static_cast<double>(median_step)
+          ? Severity::kCritical
+          : Severity::kWarning;
+  const double frac = static_cast<double>(v.steps_skewed) / v.steps;
+  const double margin = std::clamp(1.0 - 0.5 * static_cast<double>(v.threshold) /
+                                             std::max(static_cast<double>(v.median_excess), 1.0),
+                                   0.0, 1.0);
+  f.confidence = std::clamp(frac * margin, 0.0, 1.0);
+
+  std::vector<std::pair<DurationNs, std::string>> names;
+  for (const auto& [name, ns] : rank.by_name) names.emplace_back(ns, name);
+  std::sort(names.begin(), names.end(),
+            [](const auto& a, const auto& b) { return a.first > b.first; });
+  std::vector<std::string> name_list;
+  for (const auto& n : names) name_list.push_back(n.second);
+
+  nlohmann::json& e = f.evidence;
+  e["steps"] = v.steps;
+  e["steps_skewed"] = v.steps_skewed;
+  e["frac_skewed"] = frac;
+  e["step_source"] = rank.from_step_ranges ? "step_ranges" : "data_ranges";
+  e["median_data_ns"] = v.median_data;
+  e["others_median_data_ns"] = v.others_median_data;
+  e["median_excess_ns"] = v.median_excess;
+  e["total_excess_ns"] = v.total_excess;
+  e["noise_ns"] = v.noise;
+  e["excess_threshold_ns"] = v.threshold;
+  if (rank.from_step_ranges) e["median_step_ns"] = median_step;
+  e["range_names"] = name_list;
+
+  const std::string label = NamesLabel(names);
+  f.summary = RankLabel(session, rank.rank) + " spends " + FormatDuration(v.median_data) +
+              " per step in " + label + " vs " + FormatDuration(v.others_median_data) +
+              " on the other ranks (in " + std::to_string(v.steps_skewed) + "/" +
+              std::to_string(v.steps) + " steps).";
+
+  const std::string r = std::to_string(rank.rank);
+  if (std::optional<NextStep> cpu = CpuProfileStepForRank(
+          session, rank.rank,
+          "the stacks of rank " + r + " inside " + label +
+              ": decoding/augmentation (CPU), file reads (I/O) or waiting for worker processes")) {
+    f.next_steps.push_back(std::move(*cpu));
+  }
+  const RankData* data = session.FindRank(rank.rank);
+  if (data != nullptr && data->id.program_pid > 0) {
+    f.next_steps.push_back(
+        {"pidstat",
+         OnRankNode(session, rank.rank,
+                    {"pidstat", "-d", "-p", std::to_string(data->id.program_pid), "1", "30"}),
+         "kB_rd/s and iodelay of rank " + r +
+             "'s process: high iodelay means it waits for "
+             "storage; compare with a rank on another node"});
+  }
+  f.next_steps.push_back({"iostat", OnRankNode(session, rank.rank, {"iostat", "-x", "1", "30"}),
+                          "%util and r_await of the device the data is read from" +
+                              (node.empty() ? std::string() : " on node " + node) +
+                              ", compared with another node"});
+  f.next_steps.push_back(NsysStepForRank(
+      session, rank.rank,
+      "OS runtime calls (read, pread, open, futex) inside " + label + " on rank " + r));
+  return f;
+}
+
+}  // namespace
+
+std::vector<Finding> FindDataloaderSkew(const Session& session, const DataloaderOptions& options) {
+  std::vector<RankSteps> ranks;
+  for (const RankData& r : session.ranks) {
+    RankSteps steps = StepsOf(r, options);
+    if (!steps.data.empty()) ranks.push_back(std::move(steps));
+  }
+  if (ranks.size() < 2) return {};
+
+  // Per step k, the other ranks' median data time, for every rank that has step k.
+  size_t max_steps = 0;
+  for (const RankSteps& r : ranks) max_steps = std::max(max_steps, r.data.size());
+  std::vector<std::vector<std::optional<double>>> others_median(
+      ranks.size(), std::vector<std::optional<double>>(max_steps));
+  for (size_t k = 0; k < max_steps; ++k) {
+    std::vector<std::pair<double, size_t>> values;  // (data time, index in ranks)
+    for (size_t i = 0; i < ranks.size(); ++i) {
+      if (k < ranks[i].data.size()) values.emplace_back(static_cast<double>(ranks[i].data[k]), i);
+    }
+    if (values.size() < 2) continue;
+    std::sort(values.begin(), values.end());
+    std::vector<double> sorted;
+    for (const auto& v : values) sorted.push_back(v.first);
+    for (size_t pos = 0; pos < values.size(); ++pos) {
+      others_median[values[pos].second][k] = MedianWithout(sorted, pos);
+    }
+  }
+
+  // Each rank's step-to-step variation around its own median: the noise a healthy rank shows.
+  // (Deviations from the other ranks' median would vanish with two ranks.)
+  std::vector<std::vector<double>> deviations(ranks.size());
+  std::vector<DurationNs> median_data(ranks.size());
+  for (size_t i = 0; i < ranks.size(); ++i) {
+    median_data[i] = MedianNs(ranks[i].data);
+    for (DurationNs d : ranks[i].data) {
+      deviations[i].push_back(static_cast<double>(d - median_data[i]));
+    }
+  }
+
+  std::vector<Finding> findings;
+  for (size_t i = 0; i < ranks.size(); ++i) {
+    std::vector<double> excess, reference;
+    for (size_t k = 0; k < ranks[i].data.size(); ++k) {
+      if (!others_median[i][k].has_value()) continue;
+      reference.push_back(*others_median[i][k]);
+      excess.push_back(static_cast<double>(ranks[i].data[k]) - *others_median[i][k]);
+    }
+    Verdict v;
+    v.steps = static_cast<int>(excess.size());
+    if (v.steps < options.min_steps) continue;
+    auto count_above = [&](double threshold) {
+      return static_cast<int>(
+          std::count_if(excess.begin(), excess.end(), [&](double x) { return x > threshold; }));
+    };
+    const auto min_excess = static_cast<double>(options.min_excess);
+    // Cheap pre-check before pooling the other ranks' deviations.
+    if (count_above(min_excess) < options.min_frac_steps * v.steps) continue;
+    std::vector<double> pooled;
+    for (size_t o = 0; o < ranks.size(); ++o) {
+      if (o != i) pooled.insert(pooled.end(), deviations[o].begin(), deviations[o].end());
+    }
+    v.noise = static_cast<DurationNs>(std::llround(RobustSigma(std::move(pooled))));
+    const double threshold = std::max(min_excess, options.noise_k * static_cast<double>(v.noise));
+    v.threshold = static_cast<DurationNs>(std::llround(threshold));
+    v.steps_skewed = count_above(threshold);
+    if (v.steps_skewed < options.min_frac_steps * v.steps || v.steps_skewed == 0) continue;
+    v.median_data = median_data[i];
+    v.others_median_data = static_cast<DurationNs>(std::llround(Median(reference)));
+    v.median_excess = static_cast<DurationNs>(std::llround(Median(excess)));
+    double total = 0;
+    for (double x : excess) total += std::max(x, 0.0);
+    v.total_excess = static_cast<DurationNs>(std::llround(total));
+    findings.push_back(MakeFinding(session, ranks[i], v, options));
+  }
+  return findings;
+}
+
+}  // namespace rankscope

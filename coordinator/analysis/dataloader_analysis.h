@@ -1,0 +1,38 @@
+// Dataloader skew: ranks that spend consistently more time in data loading (NVTX ranges whose
+// name looks like data/load/batch/input) per training step than the other ranks do. In a
+// synchronous data-parallel job that time is paid by everyone at the next collective. Pure
+// function over a session (durations only, so clock alignment does not matter).
+#pragma once
+
+#include <regex>
+#include <vector>
+
+#include "coordinator/findings.h"
+#include "coordinator/session.h"
+#include "core/time.h"
+
+namespace rankscope {
+
+struct DataloaderOptions {
+  // Outermost ranges matching step_pattern are the steps, counted in order per rank (step k of
+  // one rank is step k of every rank). A rank without step ranges uses its successive data ranges.
+  std::regex step_pattern{"^step", std::regex::icase};
+  // Data-loading ranges (a step range never counts as one).
+  std::regex data_pattern{"data|load|batch|input", std::regex::icase};
+
+  // A step is skewed when the rank's data time exceeds the other ranks' median in that step by
+  // more than max(min_excess, noise_k * robust sigma of the other ranks' step-to-step variation);
+  // the rank is reported when at least min_frac_steps of its steps are skewed.
+  DurationNs min_excess = 1 * kNsPerMs;
+  double noise_k = 5.0;
+  double min_frac_steps = 0.5;
+  int min_steps = 3;  // fewer shared steps than this: no judgement
+  // Critical when the median excess is above this fraction of the rank's median step time.
+  double critical_step_fraction = 0.20;
+};
+
+// Findings of kind "dataloader_skew", at most one per rank; a clean run gives none. cost_ns is the
+// rank's total excess data time (a lower bound on what the job loses to it).
+std::vector<Finding> FindDataloaderSkew(const Session& session, const DataloaderOptions& options);
+
+}  // namespace rankscope

@@ -1,0 +1,21 @@
+// Wording shared by the analyses' summaries: durations a person reads at a glance and the
+// "rank 2 (node n3)" label.
+#pragma once
+
+#include <string>
+
+#include "coordinator/session.h"
+#include "core/time.h"
+
+namespace rankscope {
+
+// "850 us", "31.8 ms", "4.46 s" (three significant digits at most; negative values keep a sign).
+std::string FormatDuration(DurationNs d);
+
+// "rank 2 (node n3)", or "rank 2" when the session does not know the rank's node.
+std::string RankLabel(const Session& session, int rank);
+
+// The rank's node name, empty when unknown.
+std::string NodeOf(const Session& session, int rank);
+
+}  // namespace rankscope

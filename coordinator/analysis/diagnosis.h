@@ -1,0 +1,30 @@
+// Runs every analysis over an aligned session and merges what they say about the same problem
+// into one finding, ordered by what it costs the job. The coordinator's single entry point into
+// coordinator/analysis/.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "coordinator/analysis/dataloader_analysis.h"
+#include "coordinator/analysis/straggler_analysis.h"
+#include "coordinator/findings.h"
+#include "coordinator/session.h"
+
+namespace rankscope {
+
+struct AnalysisOptions {
+  StragglerOptions straggler;
+  DataloaderOptions dataloader;
+};
+
+// Matches the collectives of `aligned` (which should have gone through AlignSession) and runs the
+// straggler and dataloader analyses. A straggler whose cause is a data range of a rank that the
+// dataloader analysis also flagged becomes part of that rank's dataloader_skew finding (with the
+// wait it causes at the collectives as evidence) instead of a second finding. Findings are sorted
+// by cost_ns, then severity, highest first. Remarks that are not findings (a straggler hidden by
+// clock uncertainty) are appended to *notes when it is not nullptr.
+std::vector<Finding> Diagnose(const Session& aligned, const AnalysisOptions& options,
+                              std::vector<std::string>* notes = nullptr);
+
+}  // namespace rankscope

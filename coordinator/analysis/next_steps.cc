@@ -1,0 +1,203 @@
+#include "coordinator/analysis/next_steps.h"
+
+#include <algorithm>
+#include <utility>
+
+namespace rankscope {
+namespace {
+
+std::string_view Basename(std::string_view path) {
+  const size_t slash = path.rfind('/');
+  return slash == std::string_view::npos ? path : path.substr(slash + 1);
+}
+
+enum class Launcher { kNone, kMpirun, kSrun, kTorchrun };
+
+Launcher LauncherFromWord(std::string_view word) {
+  const std::string_view base = Basename(word);
+  if (base == "mpirun" || base == "mpiexec" || base == "orterun" || base == "prterun") {
+    return Launcher::kMpirun;
+  }
+  if (base == "srun" || base == "slurm") return Launcher::kSrun;
+  if (base == "torchrun" || base == "torch.distributed.run") return Launcher::kTorchrun;
+  return Launcher::kNone;
+}
+
+// The variable holding the world rank in the program's environment under that launcher.
+std::string RankVariable(Launcher launcher) {
+  switch (launcher) {
+    case Launcher::kMpirun:
+      return "${OMPI_COMM_WORLD_RANK:-$PMI_RANK}";
+    case Launcher::kSrun:
+      return "$SLURM_PROCID";
+    case Launcher::kTorchrun:
+      return "$RANK";
+    case Launcher::kNone:
+      break;
+  }
+  return "";
+}
+
+std::vector<std::string> ProgramOf(const Session& session, int rank) {
+  const RankData* data = session.FindRank(rank);
+  if (data != nullptr && !data->id.program.empty()) return data->id.program;
+  for (const RankData& other : session.ranks) {
+    if (!other.id.program.empty()) return other.id.program;
+  }
+  return {};
+}
+
+// The launcher part of the user's command: the words before the program. The program's first
+// word may have been resolved to a full path and a Python script may run under an interpreter the
+// command does not name, so a tail of the command matches a tail of the program when the words
+// agree, the first compared by basename.
+std::vector<std::string> LauncherPrefix(const std::vector<std::string>& command,
+                                        const std::vector<std::string>& program) {
+  for (size_t i = 1; i < command.size(); ++i) {
+    const size_t tail = command.size() - i;
+    if (tail > program.size()) continue;
+    const size_t j = program.size() - tail;
+    if (Basename(command[i]) != Basename(program[j])) continue;
+    if (!std::equal(command.begin() + static_cast<std::ptrdiff_t>(i) + 1, command.end(),
+                    program.begin() + static_cast<std::ptrdiff_t>(j) + 1)) {
+      continue;
+    }
+    std::vector<std::string> prefix(command.begin(),
+                                    command.begin() + static_cast<std::ptrdiff_t>(i));
+    // `rankscope run LAUNCHER... -- PROGRAM...` separates the two with a `--` of its own.
+    if (!prefix.empty() && prefix.back() == "--") prefix.pop_back();
+    return prefix;
+  }
+  return {};
+}
+
+std::vector<std::string> DefaultPrefix(Launcher launcher, int world_size) {
+  const std::string n = std::to_string(std::max(world_size, 1));
+  switch (launcher) {
+    case Launcher::kMpirun:
+      return {"mpirun", "-np", n};
+    case Launcher::kSrun:
+      return {"srun", "-n", n};
+    case Launcher::kTorchrun:
+      return {"torchrun", "--nproc-per-node", n};
+    case Launcher::kNone:
+      break;
+  }
+  return {};
+}
+
+}  // namespace
+
+std::string ShellQuote(std::string_view word) {
+  if (word.empty()) return "''";
+  const bool safe = std::all_of(word.begin(), word.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+           c == '-' || c == '.' || c == '/' || c == ':' || c == '=' || c == ',' || c == '+' ||
+           c == '@' || c == '%';
+  });
+  if (safe) return std::string(word);
+  std::string out = "'";
+  for (char c : word) {
+    if (c == '\'') {
+      out += "'\\''";
+    } else {
+      out += c;
+    }
+  }
+  out += "'";
+  return out;
+}
+
+std::string ShellJoin(const std::vector<std::string>& words) {
+  std::string out;
+  for (const std::string& w : words) {
+    if (!out.empty()) out += ' ';
+    out += ShellQuote(w);
+  }
+  return out;
+}
+
+std::string RelaunchWithToolOnRank(const Session& session, int rank,
+                                   const std::vector<std::string>& tool_argv) {
+  const std::vector<std::string> program = ProgramOf(session, rank);
+  std::vector<std::string> prefix = LauncherPrefix(session.command, program);
+  Launcher launcher =
+      prefix.empty() ? LauncherFromWord(session.launcher) : LauncherFromWord(prefix.front());
+  if (prefix.empty()) prefix = DefaultPrefix(launcher, session.world_size);
+  if (launcher == Launcher::kNone || prefix.empty()) {
+    std::vector<std::string> words = tool_argv;
+    words.insert(words.end(), program.begin(), program.end());
+    return ShellJoin(words);
+  }
+  std::vector<std::string> words = prefix;
+  // torchrun treats its first argument as a Python script unless told otherwise.
+  if (launcher == Launcher::kTorchrun &&
+      std::find_if(prefix.begin(), prefix.end(), [](const std::string& w) {
+        return w == "--no-python" || w == "--no_python";
+      }) == prefix.end()) {
+    words.push_back("--no-python");
+  }
+  const std::string script = "if [ \"" + RankVariable(launcher) + "\" = " + std::to_string(rank) +
+                             " ]; then exec " + ShellJoin(tool_argv) +
+                             " \"$@\"; else exec \"$@\"; fi";
+  words.insert(words.end(), {"bash", "-c", script, "_"});
+  words.insert(words.end(), program.begin(), program.end());
+  return ShellJoin(words);
+}
+
+std::string OnRankNode(const Session& session, int rank, const std::vector<std::string>& argv) {
+  const RankData* data = session.FindRank(rank);
+  const std::string node =
+      data == nullptr ? "" : (data->id.node.empty() ? data->id.host : data->id.node);
+  if (node.empty()) return ShellJoin(argv);
+  const std::string job_id = !session.job_id.empty() ? session.job_id
+                             : data != nullptr       ? data->id.job_id
+                                                     : "";
+  if (LauncherFromWord(session.launcher) == Launcher::kSrun && !job_id.empty()) {
+    std::vector<std::string> words = {"srun", "--jobid=" + job_id, "--overlap", "-w", node, "-N1",
+                                      "-n1"};
+    words.insert(words.end(), argv.begin(), argv.end());
+    return ShellJoin(words);
+  }
+  // ssh hands its arguments to the remote shell as one string: quote the command once more.
+  return "ssh " + ShellQuote(node) + " " + ShellQuote(ShellJoin(argv));
+}
+
+bool IsPythonProgram(const Session& session, int rank) {
+  const std::vector<std::string> program = ProgramOf(session, rank);
+  return !program.empty() && Basename(program.front()).starts_with("python");
+}
+
+NextStep NsysStepForRank(const Session& session, int rank, std::string look_for) {
+  const std::string name = "rank" + std::to_string(rank);
+  NextStep step;
+  step.tool = "nsys";
+  step.command = RelaunchWithToolOnRank(
+      session, rank, {"nsys", "profile", "--trace=mpi,nvtx,osrt", "--output=" + name + ".%p"});
+  step.look_for = std::move(look_for);
+  return step;
+}
+
+std::optional<NextStep> CpuProfileStepForRank(const Session& session, int rank,
+                                              std::string look_for) {
+  const RankData* data = session.FindRank(rank);
+  if (data == nullptr || data->id.program_pid <= 0) return std::nullopt;
+  const std::string pid = std::to_string(data->id.program_pid);
+  const std::string name = "rank" + std::to_string(rank);
+  NextStep step;
+  step.look_for = std::move(look_for);
+  if (IsPythonProgram(session, rank)) {
+    step.tool = "py-spy";
+    step.command = OnRankNode(session, rank,
+                              {"py-spy", "record", "--native", "--pid", pid, "--duration", "30",
+                               "--output", name + ".svg"});
+  } else {
+    step.tool = "perf";
+    step.command = OnRankNode(
+        session, rank,
+        {"perf", "record", "-g", "-p", pid, "-o", name + ".perf.data", "--", "sleep", "30"});
+  }
+  return step;
+}
+
+}  // namespace rankscope

@@ -1,0 +1,45 @@
+// Builds the concrete commands a finding recommends, from what the session knows about the job:
+// the user's launch command, each rank's program argv, pid and node. Every command is a single
+// line for a POSIX shell with its words quoted, so it can be pasted as is.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "coordinator/findings.h"
+#include "coordinator/session.h"
+
+namespace rankscope {
+
+// Quotes one word for a POSIX shell: returned unchanged when it holds only characters no shell
+// treats specially, otherwise wrapped in single quotes (an embedded ' becomes '\'').
+std::string ShellQuote(std::string_view word);
+
+// The words quoted and joined by single spaces.
+std::string ShellJoin(const std::vector<std::string>& words);
+
+// A command that relaunches the job the way the user launched it, but with tool_argv put in front
+// of rank `rank`'s program only (the other ranks run unchanged). For mpirun, srun and torchrun the
+// program is wrapped in `bash -c 'if [ "$<rank variable>" = N ]; then exec TOOL "$@"; else exec
+// "$@"; fi' _ PROGRAM...`; without a launcher the tool simply precedes the program.
+std::string RelaunchWithToolOnRank(const Session& session, int rank,
+                                   const std::vector<std::string>& tool_argv);
+
+// A command that runs argv on the node of rank `rank`: `srun --jobid=J --overlap -w NODE ...`
+// inside a SLURM job, `ssh NODE '...'` otherwise, argv alone when the node is unknown.
+std::string OnRankNode(const Session& session, int rank, const std::vector<std::string>& argv);
+
+// The rank's program is a Python interpreter (py-spy then sees its Python stacks).
+bool IsPythonProgram(const Session& session, int rank);
+
+// An nsys profile of that rank alone (MPI, NVTX and OS runtime traced), output rankR.<pid>.
+NextStep NsysStepForRank(const Session& session, int rank, std::string look_for);
+
+// Samples the running rank's stacks on its node: py-spy for Python programs, perf otherwise.
+// nullopt when the session does not know the program's pid.
+std::optional<NextStep> CpuProfileStepForRank(const Session& session, int rank,
+                                              std::string look_for);
+
+}  // namespace rankscope

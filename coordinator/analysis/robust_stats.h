@@ -1,0 +1,29 @@
+// Order statistics used by the analyses to tell a real effect from noise: medians, quantiles and
+// the MAD-based robust standard deviation, which a few outliers (the very stragglers we look
+// for) cannot inflate the way they inflate a mean or a standard deviation.
+#pragma once
+
+#include <vector>
+
+#include "core/time.h"
+
+namespace rankscope {
+
+// The median of values (mean of the two middle ones for an even count); 0 when empty.
+// Takes a copy because it reorders.
+double Median(std::vector<double> values);
+DurationNs MedianNs(std::vector<DurationNs> values);
+
+// The q-quantile (0 <= q <= 1) with linear interpolation between order statistics; 0 when empty.
+double Quantile(std::vector<double> values, double q);
+DurationNs QuantileNs(std::vector<DurationNs> values, double q);
+
+// 1.4826 * median(|x - median(x)|): estimates the standard deviation of the normal part of the
+// data. 0 for fewer than two values.
+double RobustSigma(std::vector<double> values);
+
+// The median of sorted_values with the element at index skip left out (the "others" of one
+// member). sorted_values must be sorted and hold at least two elements.
+double MedianWithout(const std::vector<double>& sorted_values, size_t skip);
+
+}  // namespace rankscope

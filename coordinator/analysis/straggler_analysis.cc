@@ -1,0 +1,646 @@
+#include "coordinator/analysis/straggler_analysis.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <optional>
+#include <set>
+#include <utility>
+
+#include "coordinator/analysis/describe.h"
+#include "coordinator/analysis/next_steps.h"
+#include "coordinator/analysis/range_timeline.h"
+#include "coordinator/analysis/robust_stats.h"
+
+namespace rankscope {
+namespace {
+
+// Who waited for whom in one complete instance.
+struct InstanceWaits {
+  int culprit = -1;                  // member index the others waited for, -1 when nobody did
+  DurationNs caused = 0;             // waits attributed to the culprit, summed over the others
+  std::vector<DurationNs> waits;     // per member: time spent waiting inside the collective
+  std::vector<DurationNs> lateness;  // per member: enter minus the members' median enter
+};
+
+int RootIndex(const CollectiveInstance& inst) {
+  for (size_t i = 0; i < inst.members.size(); ++i) {
+    if (inst.members[i].comm_rank == inst.root_comm_rank) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+// A member cannot have waited longer than it spent inside the call.
+DurationNs Wait(const CollectiveParticipant& m, TimeNs until) {
+  return std::clamp<DurationNs>(until - m.enter, 0, std::max<DurationNs>(m.exit - m.enter, 0));
+}
+
+InstanceWaits ComputeWaits(const CollectiveInstance& inst) {
+  const size_t n = inst.members.size();
+  InstanceWaits out;
+  out.waits.assign(n, 0);
+  out.lateness.assign(n, 0);
+  std::vector<double> enters;
+  size_t last = 0;
+  for (size_t i = 0; i < n; ++i) {
+    enters.push_back(static_cast<double>(inst.members[i].enter));
+    if (inst.members[i].enter > inst.members[last].enter) last = i;
+  }
+  const double median = Median(enters);
+  for (size_t i = 0; i < n; ++i) {
+    out.lateness[i] = static_cast<DurationNs>(std::llround(enters[i] - median));
+  }
+  const TimeNs last_enter = inst.members[last].enter;
+  switch (WaitPatternOf(inst.op)) {
+    case WaitPattern::kAllToAll:
+      out.culprit = static_cast<int>(last);
+      for (size_t i = 0; i < n; ++i) {
+        if (i != last) out.waits[i] = Wait(inst.members[i], last_enter);
+      }
+      break;
+    case WaitPattern::kRootToAll: {
+      // Late Broadcast: members that came before the root wait for it. Only a root that came
+      // last is the culprit, so that "last" means the same for every operation and a rank's share
+      // of culprit instances is 1/n by chance in a clean run.
+      const int root = RootIndex(inst);
+      if (root < 0) break;
+      const CollectiveParticipant& r = inst.members[static_cast<size_t>(root)];
+      for (size_t i = 0; i < n; ++i) {
+        if (static_cast<int>(i) != root) out.waits[i] = Wait(inst.members[i], r.enter);
+      }
+      if (r.enter == last_enter) out.culprit = root;
+      break;
+    }
+    case WaitPattern::kAllToRoot: {
+      // Early Reduce: the root waits for the last sender; senders need not wait for anyone.
+      const int root = RootIndex(inst);
+      if (root < 0 || static_cast<int>(last) == root) break;
+      out.waits[static_cast<size_t>(root)] =
+          Wait(inst.members[static_cast<size_t>(root)], last_enter);
+      if (out.waits[static_cast<size_t>(root)] > 0) out.culprit = static_cast<int>(last);
+      break;
+    }
+  }
+  if (out.culprit >= 0) {
+    for (size_t i = 0; i < n; ++i) out.caused += out.waits[i];
+  }
+  return out;
+}
+
+bool Usable(const CollectiveInstance& inst) {
+  return inst.complete && !inst.mismatched && !inst.members.empty();
+}
+
+// One rank's view of the complete instances it belongs to, in time order.
+struct RankArrivals {
+  std::vector<size_t> instances;     // indices into the instance list
+  std::vector<size_t> member_index;  // its position among each instance's members
+  std::vector<bool> culprit;
+  std::vector<DurationNs> lateness;
+  DurationNs wait_caused = 0;
+  DurationNs wait_suffered = 0;
+};
+
+struct ArrivalTable {
+  std::vector<InstanceWaits> waits;  // per instance (empty entries for unusable ones)
+  std::map<int, RankArrivals> ranks;
+  TimeNs span_begin = std::numeric_limits<TimeNs>::max();
+  TimeNs span_end = std::numeric_limits<TimeNs>::min();
+  DurationNs span() const { return span_end > span_begin ? span_end - span_begin : 0; }
+};
+
+ArrivalTable BuildArrivalTable(const std::vector<CollectiveInstance>& instances) {
+  ArrivalTable table;
+  table.waits.resize(instances.size());
+  for (size_t k = 0; k < instances.size(); ++k) {
+    const CollectiveInstance& inst = instances[k];
+    if (!Usable(inst)) continue;
+    InstanceWaits& w = table.waits[k];
+    w = ComputeWaits(inst);
+    for (size_t i = 0; i < inst.members.size(); ++i) {
+      const CollectiveParticipant& m = inst.members[i];
+      table.span_begin = std::min(table.span_begin, m.enter);
+      table.span_end = std::max(table.span_end, m.exit);
+      RankArrivals& r = table.ranks[m.rank];
+      r.instances.push_back(k);
+      r.member_index.push_back(i);
+      const bool is_culprit = w.culprit == static_cast<int>(i);
+      r.culprit.push_back(is_culprit);
+      r.lateness.push_back(w.lateness[i]);
+      r.wait_suffered += w.waits[i];
+      if (is_culprit) r.wait_caused += w.caused;
+    }
+  }
+  return table;
+}
+
+// Per-rank indexes answering "what did this rank do between its previous collective and this
+// one".
+struct RankContext {
+  explicit RankContext(const RankData* rank_data) : data(rank_data), timeline(&rank_data->ranges) {
+    for (const CollectiveRecord& c : data->collectives) {
+      by_key[{c.comm_id, c.seq}] = &c;
+      exits.push_back(c.exit);
+    }
+    std::sort(exits.begin(), exits.end());
+    std::vector<std::pair<TimeNs, TimeNs>> calls;
+    for (const P2PRecord& p : data->p2p) calls.emplace_back(p.enter, p.exit);
+    std::sort(calls.begin(), calls.end());
+    for (const auto& [s, e] : calls) {
+      if (!mpi.empty() && s <= mpi.back().second) {
+        mpi.back().second = std::max(mpi.back().second, e);
+      } else {
+        mpi.emplace_back(s, e);
+      }
+    }
+  }
+
+  // Time in point-to-point MPI calls within [begin, end).
+  DurationNs MpiTimeIn(TimeNs begin, TimeNs end) const {
+    DurationNs total = 0;
+    auto it = std::partition_point(mpi.begin(), mpi.end(),
+                                   [&](const auto& iv) { return iv.second <= begin; });
+    for (; it != mpi.end() && it->first < end; ++it) {
+      total += std::min(it->second, end) - std::max(it->first, begin);
+    }
+    return total;
+  }
+
+  const RankData* data;
+  RangeTimeline timeline;
+  std::map<std::pair<uint64_t, uint64_t>, const CollectiveRecord*> by_key;
+  std::vector<TimeNs> exits;                   // of all its collectives, sorted
+  std::vector<std::pair<TimeNs, TimeNs>> mpi;  // merged point-to-point call intervals
+};
+
+// What one rank did in the gap before one collective call.
+struct GapTime {
+  WindowTime ranges;
+  DurationNs mpi = 0;
+};
+
+// The gap runs from the rank's latest collective exit before this call (on any communicator: the
+// tightest "since it last synchronised") to the call's enter. Ranges are taken from the calling
+// thread when that thread has any, else from all threads. nullopt for a rank's first call.
+std::optional<GapTime> GapBefore(const RankContext& ctx, const CollectiveInstance& inst,
+                                 const CollectiveParticipant& member) {
+  auto it = std::lower_bound(ctx.exits.begin(), ctx.exits.end(), member.enter);
+  if (it == ctx.exits.begin()) return std::nullopt;
+  const TimeNs begin = *std::prev(it);
+  std::optional<uint32_t> tid;
+  auto rec = ctx.by_key.find({inst.comm_id, inst.seq});
+  if (rec != ctx.by_key.end() && ctx.timeline.HasThread(rec->second->tid)) {
+    tid = rec->second->tid;
+  }
+  GapTime gap;
+  gap.ranges = ctx.timeline.TimeIn(begin, member.enter, tid);
+  gap.mpi = ctx.MpiTimeIn(begin, member.enter);
+  return gap;
+}
+
+// Gap statistics of a culprit rank against the median of the other members, summed over the
+// instances where both sides had a gap.
+struct CauseStats {
+  int instances = 0;
+  std::map<std::string, double> late_by_range;    // ns summed over instances
+  std::map<std::string, double> others_by_range;  // per instance the others' median, summed
+  double late_gap = 0, others_gap = 0;
+  double late_untracked = 0, others_untracked = 0;
+  double late_mpi = 0, others_mpi = 0;
+};
+
+CauseStats CollectCause(const std::vector<CollectiveInstance>& instances,
+                        const RankArrivals& arrivals, const std::vector<bool>& late, int rank,
+                        const std::map<int, RankContext>& contexts) {
+  CauseStats stats;
+  for (size_t j = 0; j < arrivals.instances.size(); ++j) {
+    if (!late[j]) continue;
+    const CollectiveInstance& inst = instances[arrivals.instances[j]];
+    const CollectiveParticipant& me = inst.members[arrivals.member_index[j]];
+    const auto my_ctx = contexts.find(rank);
+    if (my_ctx == contexts.end()) continue;
+    const std::optional<GapTime> mine = GapBefore(my_ctx->second, inst, me);
+    if (!mine.has_value()) continue;
+    std::vector<GapTime> theirs;
+    for (const CollectiveParticipant& m : inst.members) {
+      if (m.rank == rank) continue;
+      const auto ctx = contexts.find(m.rank);
+      if (ctx == contexts.end()) continue;
+      std::optional<GapTime> gap = GapBefore(ctx->second, inst, m);
+      if (gap.has_value()) theirs.push_back(std::move(*gap));
+    }
+    if (theirs.empty()) continue;
+    ++stats.instances;
+    std::set<std::string> names;
+    for (const auto& [name, ns] : mine->ranges.by_range) names.insert(name);
+    for (const GapTime& g : theirs) {
+      for (const auto& [name, ns] : g.ranges.by_range) names.insert(name);
+    }
+    auto median_of_others = [&](auto field) {
+      std::vector<double> v;
+      for (const GapTime& g : theirs) v.push_back(static_cast<double>(field(g)));
+      return Median(std::move(v));
+    };
+    for (const std::string& name : names) {
+      const auto found = mine->ranges.by_range.find(name);
+      stats.late_by_range[name] +=
+          found == mine->ranges.by_range.end() ? 0.0 : static_cast<double>(found->second);
+      stats.others_by_range[name] += median_of_others([&](const GapTime& g) {
+        const auto f = g.ranges.by_range.find(name);
+        return f == g.ranges.by_range.end() ? DurationNs{0} : f->second;
+      });
+    }
+    stats.late_gap += static_cast<double>(mine->ranges.window);
+    stats.others_gap += median_of_others([](const GapTime& g) { return g.ranges.window; });
+    stats.late_untracked += static_cast<double>(mine->ranges.untracked());
+    stats.others_untracked +=
+        median_of_others([](const GapTime& g) { return g.ranges.untracked(); });
+    stats.late_mpi += static_cast<double>(mine->mpi);
+    stats.others_mpi += median_of_others([](const GapTime& g) { return g.mpi; });
+  }
+  return stats;
+}
+
+DurationNs PerInstance(double total, int count) {
+  return count > 0 ? static_cast<DurationNs>(std::llround(total / count)) : 0;
+}
+
+// The verdict on one rank, with the numbers behind it.
+struct Verdict {
+  int rank = -1;
+  int instances = 0;
+  int instances_last = 0;  // it was the culprit (the last arrival others waited for)
+  int instances_late = 0;  // ... or, at N-to-N ops, came later than the threshold allows
+  std::vector<bool> late;  // per entry of RankArrivals: one of the above
+  double frac_late = 0;
+  double frac_late_needed = 0;
+  double frac_first_half = 0;
+  double frac_second_half = 0;
+  DurationNs median_lateness = 0;
+  DurationNs p90_lateness = 0;
+  DurationNs noise = 0;
+  DurationNs noise_threshold = 0;
+  DurationNs clock_uncertainty = 0;
+  DurationNs others_wait = 0;
+  int waiters = 0;      // distinct ranks that waited for it
+  int other_ranks = 0;  // distinct ranks sharing instances with it
+  double cost_fraction = 0;
+  std::map<std::string, int> ops;
+  bool passes_frac = false, passes_noise = false, passes_clock = false, passes_cost = false;
+};
+
+// Marks the instances where the rank held the others up: it was the culprit, or (N-to-N ops) it
+// came more than `threshold` after the median. The second case lets two stragglers that take
+// turns at being last both be found, while in a clean run it almost never fires, so the chance
+// share stays ~1/n.
+int MarkLate(const std::vector<CollectiveInstance>& instances, const RankArrivals& arrivals,
+             double threshold, std::vector<bool>* late) {
+  late->assign(arrivals.instances.size(), false);
+  int count = 0;
+  for (size_t j = 0; j < arrivals.instances.size(); ++j) {
+    const bool n_to_n =
+        WaitPatternOf(instances[arrivals.instances[j]].op) == WaitPattern::kAllToAll;
+    (*late)[j] =
+        arrivals.culprit[j] || (n_to_n && static_cast<double>(arrivals.lateness[j]) > threshold);
+    count += (*late)[j] ? 1 : 0;
+  }
+  return count;
+}
+
+Verdict Judge(const Session& session, const std::vector<CollectiveInstance>& instances,
+              const ArrivalTable& table, int rank, const RankArrivals& arrivals,
+              const StragglerOptions& options) {
+  Verdict v;
+  v.rank = rank;
+  v.instances = static_cast<int>(arrivals.instances.size());
+  if (v.instances < std::max(options.min_instances, 1)) return v;
+  const double n = v.instances;
+
+  // A clean rank is the culprit with probability ~1/size per instance; ask for a share well
+  // above that, by frac_last_sigmas binomial standard deviations.
+  double chance = 0;
+  for (size_t k : arrivals.instances)
+    chance += 1.0 / static_cast<double>(instances[k].members.size());
+  const double p = chance / n;
+  v.frac_late_needed =
+      std::max(options.min_frac_last, p + options.frac_last_sigmas * std::sqrt(p * (1 - p) / n));
+
+  // Cheap screen with the smallest possible threshold before the per-rank noise is computed.
+  const auto min_lateness = static_cast<double>(options.min_lateness);
+  if (MarkLate(instances, arrivals, min_lateness, &v.late) < v.frac_late_needed * n) return v;
+
+  // Noise: how far the other ranks' arrivals scatter around the instance medians.
+  std::vector<double> other_lateness;
+  for (size_t j = 0; j < arrivals.instances.size(); ++j) {
+    const InstanceWaits& w = table.waits[arrivals.instances[j]];
+    for (size_t i = 0; i < w.lateness.size(); ++i) {
+      if (i != arrivals.member_index[j]) {
+        other_lateness.push_back(static_cast<double>(w.lateness[i]));
+      }
+    }
+  }
+  v.noise = static_cast<DurationNs>(std::llround(RobustSigma(std::move(other_lateness))));
+  const double threshold = std::max(min_lateness, options.noise_k * static_cast<double>(v.noise));
+  v.noise_threshold = static_cast<DurationNs>(std::llround(threshold));
+  v.instances_late = MarkLate(instances, arrivals, threshold, &v.late);
+  v.frac_late = v.instances_late / n;
+  v.passes_frac = v.frac_late >= v.frac_late_needed;
+
+  std::vector<DurationNs> lateness;
+  std::set<int> others, waiters;
+  for (size_t j = 0; j < arrivals.instances.size(); ++j) {
+    const CollectiveInstance& inst = instances[arrivals.instances[j]];
+    for (const CollectiveParticipant& m : inst.members) {
+      if (m.rank != rank) others.insert(m.rank);
+    }
+    if (!v.late[j]) continue;
+    lateness.push_back(arrivals.lateness[j]);
+    ++v.ops[std::string(CollectiveOpName(inst.op))];
+    const InstanceWaits& w = table.waits[arrivals.instances[j]];
+    if (arrivals.culprit[j]) {
+      ++v.instances_last;
+      v.others_wait += w.caused;
+      for (size_t i = 0; i < inst.members.size(); ++i) {
+        if (w.waits[i] > 0) waiters.insert(inst.members[i].rank);
+      }
+    } else {
+      // Late but not last: the others' waiting up to its arrival is on it.
+      const TimeNs arrival = inst.members[arrivals.member_index[j]].enter;
+      for (const CollectiveParticipant& m : inst.members) {
+        if (m.rank == rank) continue;
+        const DurationNs wait = Wait(m, arrival);
+        v.others_wait += wait;
+        if (wait > 0) waiters.insert(m.rank);
+      }
+    }
+  }
+  v.other_ranks = static_cast<int>(others.size());
+  v.waiters = static_cast<int>(waiters.size());
+
+  const size_t half = arrivals.instances.size() / 2;
+  int first = 0, second = 0;
+  for (size_t j = 0; j < arrivals.instances.size(); ++j) {
+    if (v.late[j]) (j < half ? first : second) += 1;
+  }
+  v.frac_first_half = half > 0 ? first / static_cast<double>(half) : 0;
+  v.frac_second_half = second / static_cast<double>(arrivals.instances.size() - half);
+
+  v.median_lateness = MedianNs(lateness);
+  v.p90_lateness = QuantileNs(lateness, 0.9);
+
+  // Lateness compares this rank's clock with the others', so either side's alignment error can
+  // fake it: take the larger of its uncertainty and the others' typical one.
+  std::vector<DurationNs> other_uncertainty;
+  for (int o : others) {
+    if (const RankData* d = session.FindRank(o)) {
+      other_uncertainty.push_back(d->clock.uncertainty_ns);
+    }
+  }
+  const RankData* self = session.FindRank(rank);
+  v.clock_uncertainty =
+      std::max(self != nullptr ? self->clock.uncertainty_ns : 0, MedianNs(other_uncertainty));
+
+  v.passes_noise = !lateness.empty() && static_cast<double>(v.median_lateness) > threshold;
+  v.passes_clock = static_cast<double>(v.median_lateness) >
+                   options.clock_k * static_cast<double>(v.clock_uncertainty);
+
+  // The others' loss relative to their time: a wait summed over many ranks is compared with
+  // that many spans.
+  const double budget = static_cast<double>(table.span()) * std::max(v.other_ranks, 1);
+  v.cost_fraction = budget > 0 ? static_cast<double>(v.others_wait) / budget : 0;
+  v.passes_cost = v.cost_fraction >= options.min_cost_fraction;
+  return v;
+}
+
+// Whether the rank is late all through the run or mainly in one half of it (it started late in
+// the run, or recovered).
+std::string Persistence(const Verdict& v) {
+  const double high = std::max(v.frac_first_half, v.frac_second_half);
+  if (std::min(v.frac_first_half, v.frac_second_half) >= 0.75 * high) return "throughout";
+  return v.frac_first_half > v.frac_second_half ? "first_half" : "second_half";
+}
+
+// 1 - 0.5/margin: 0.5 at the threshold, approaching 1 as the margin grows.
+double MarginFactor(double value, double threshold) {
+  if (threshold <= 0) return 1.0;
+  return std::clamp(1.0 - 0.5 * threshold / std::max(value, 1.0), 0.0, 1.0);
+}
+
+std::string OpsLabel(const std::map<std::string, int>& ops) {
+  if (ops.size() == 1) return ops.begin()->first;
+  std::string detail;
+  for (const auto& [op, count] : ops) {
+    if (!detail.empty()) detail += ", ";
+    detail += op + " " + std::to_string(count);
+  }
+  return "collective (" + detail + ")";
+}
+
+Finding MakeFinding(const Session& session, const Verdict& v, const CauseStats& cause,
+                    const StragglerOptions& options) {
+  Finding f;
+  f.kind = "straggler";
+  f.ranks = {v.rank};
+  const std::string node = NodeOf(session, v.rank);
+  if (!node.empty()) f.nodes = {node};
+  f.cost_ns = v.others_wait;
+  f.severity =
+      v.cost_fraction > options.critical_cost_fraction ? Severity::kCritical : Severity::kWarning;
+
+  const DurationNs noise_threshold = v.noise_threshold;
+  const auto clock_threshold =
+      static_cast<DurationNs>(options.clock_k * static_cast<double>(v.clock_uncertainty));
+  f.confidence = std::clamp(v.frac_late *
+                                MarginFactor(static_cast<double>(v.median_lateness),
+                                             static_cast<double>(noise_threshold)) *
+                                MarginFactor(static_cast<double>(v.median_lateness),
+                                             static_cast<double>(clock_threshold)),
+                            0.0, 1.0);
+
+  // The cause: the range whose time before the call exceeds the other ranks' most, unless time
+  // outside every range grew more. Below a quarter of the lateness neither explains it.
+  const int ci = cause.instances;
+  std::vector<std::pair<double, std::string>> excess;
+  for (const auto& [name, late] : cause.late_by_range) {
+    const double diff = late - cause.others_by_range.at(name);
+    if (diff > 0) excess.emplace_back(diff, name);
+  }
+  std::sort(excess.rbegin(), excess.rend());
+  const double range_excess = excess.empty() ? 0.0 : excess.front().first;
+  const double untracked_excess = cause.late_untracked - cause.others_untracked;
+  const double mpi_excess = cause.late_mpi - cause.others_mpi;
+  const double explains = 0.25 * static_cast<double>(v.median_lateness) * ci;
+  std::string cause_kind = "unexplained";
+  if (ci > 0 && std::max({range_excess, untracked_excess, mpi_excess}) >= std::max(explains, 1.0)) {
+    // On a tie the more specific account wins: a named range, then MPI calls (which may sit
+    // inside a range or outside all of them), then untracked time.
+    if (range_excess >= mpi_excess && range_excess >= untracked_excess) {
+      cause_kind = "nvtx_range";
+    } else if (mpi_excess >= untracked_excess) {
+      cause_kind = "mpi_p2p";
+    } else {
+      cause_kind = "untracked_host_time";
+    }
+  }
+
+  nlohmann::json& e = f.evidence;
+  e["instances_last"] = v.instances_last;
+  e["instances_late"] = v.instances_late;
+  e["instances_total"] = v.instances;
+  e["frac_last"] = static_cast<double>(v.instances_last) / v.instances;
+  e["frac_late"] = v.frac_late;
+  e["frac_late_needed"] = v.frac_late_needed;
+  e["frac_late_first_half"] = v.frac_first_half;
+  e["frac_late_second_half"] = v.frac_second_half;
+  e["persistence"] = Persistence(v);
+  e["median_lateness_ns"] = v.median_lateness;
+  e["p90_lateness_ns"] = v.p90_lateness;
+  e["noise_ns"] = v.noise;
+  e["lateness_threshold_ns"] = std::max(noise_threshold, clock_threshold);
+  e["others_wait_ns"] = v.others_wait;
+  e["others_waiting"] = v.waiters;
+  e["others_wait_fraction"] = v.cost_fraction;
+  e["clock_uncertainty_ns"] = v.clock_uncertainty;
+  e["ops"] = v.ops;
+  e["cause_kind"] = cause_kind;
+  e["cause_instances"] = ci;
+  if (cause_kind == "nvtx_range") {
+    const std::string& name = excess.front().second;
+    e["cause"] = {{"range", name},
+                  {"late_rank_ns_per_instance", PerInstance(cause.late_by_range.at(name), ci)},
+                  {"others_ns_per_instance", PerInstance(cause.others_by_range.at(name), ci)}};
+  } else {
+    e["cause"] = nullptr;
+  }
+  nlohmann::json ranges = nlohmann::json::array();
+  for (size_t i = 0; i < excess.size() && i < 3; ++i) {
+    const std::string& name = excess[i].second;
+    ranges.push_back({{"range", name},
+                      {"late_rank_ns_per_instance", PerInstance(cause.late_by_range.at(name), ci)},
+                      {"others_ns_per_instance", PerInstance(cause.others_by_range.at(name), ci)}});
+  }
+  e["ranges"] = ranges;
+  e["gap_ns_per_instance"] = PerInstance(cause.late_gap, ci);
+  e["others_gap_ns_per_instance"] = PerInstance(cause.others_gap, ci);
+  e["untracked_ns_per_instance"] = PerInstance(cause.late_untracked, ci);
+  e["others_untracked_ns_per_instance"] = PerInstance(cause.others_untracked, ci);
+  e["mpi_ns_per_instance"] = PerInstance(cause.late_mpi, ci);
+  e["others_mpi_ns_per_instance"] = PerInstance(cause.others_mpi, ci);
+
+  const std::string label = RankLabel(session, v.rank);
+  const std::string ops = OpsLabel(v.ops);
+  std::string summary = label + " arrived last at " + std::to_string(v.instances_last) + "/" +
+                        std::to_string(v.instances) + " " + ops + " calls";
+  if (v.instances_late > v.instances_last) {
+    // Another straggler came even later in those: this one still held everyone else up.
+    summary += " (and late at " + std::to_string(v.instances_late - v.instances_last) + " more)";
+  }
+  summary += std::string(", median ") + FormatDuration(v.median_lateness) + " late; the other " +
+             std::to_string(v.waiters) + (v.waiters == 1 ? " rank" : " ranks") + " lost " +
+             FormatDuration(v.others_wait) + " waiting.";
+  std::string look_for;
+  if (cause_kind == "nvtx_range") {
+    const std::string& name = excess.front().second;
+    const DurationNs late = PerInstance(cause.late_by_range.at(name), ci);
+    const DurationNs others = PerInstance(cause.others_by_range.at(name), ci);
+    summary += " Before those calls it spent " + FormatDuration(late) +
+               " per call in NVTX range '" + name + "' (other ranks: " + FormatDuration(others) +
+               ").";
+    look_for = "what rank " + std::to_string(v.rank) + " does inside NVTX range '" + name +
+               "' before each " + ops + " call (" + FormatDuration(late) + " vs " +
+               FormatDuration(others) + " on the other ranks): CPU work, OS runtime calls, waits";
+  } else if (cause_kind == "mpi_p2p") {
+    summary += " Before those calls it spent " + FormatDuration(PerInstance(cause.late_mpi, ci)) +
+               " per call in MPI point-to-point calls (other ranks: " +
+               FormatDuration(PerInstance(cause.others_mpi, ci)) +
+               "): it may itself be waiting for a peer.";
+    look_for = "which peer rank " + std::to_string(v.rank) +
+               " waits for in MPI point-to-point calls before each " + ops +
+               " call: the root cause may be that peer (a wait chain)";
+  } else if (cause_kind == "untracked_host_time") {
+    summary += " Before those calls it spent " +
+               FormatDuration(PerInstance(cause.late_untracked, ci)) +
+               " per call outside any NVTX range (other ranks: " +
+               FormatDuration(PerInstance(cause.others_untracked, ci)) + ").";
+    look_for = "what rank " + std::to_string(v.rank) + " runs between its collectives outside " +
+               "any NVTX range (host code, OS runtime calls, page faults)";
+  } else {
+    summary +=
+        " Its time before those calls looks like the other ranks'; no NVTX range "
+        "explains the delay.";
+    look_for = "where rank " + std::to_string(v.rank) + " loses time before each " + ops +
+               " call compared with the other ranks";
+  }
+  const std::string persistence = Persistence(v);
+  if (persistence == "first_half") summary += " It happens mainly in the first half of the run.";
+  if (persistence == "second_half") summary += " It happens mainly in the second half of the run.";
+  f.summary = summary;
+
+  f.next_steps.push_back(NsysStepForRank(session, v.rank, look_for));
+  // Host work shows up in a CPU profile; time blocked in MPI or unexplained time does not.
+  if (cause_kind == "nvtx_range" || cause_kind == "untracked_host_time") {
+    if (std::optional<NextStep> cpu =
+            CpuProfileStepForRank(session, v.rank,
+                                  "the hottest stacks of rank " + std::to_string(v.rank) +
+                                      " while it runs (profile while the job is slow)")) {
+      f.next_steps.push_back(std::move(*cpu));
+    }
+  }
+  return f;
+}
+
+}  // namespace
+
+std::vector<RankArrivalStats> DescribeArrivals(const std::vector<CollectiveInstance>& instances) {
+  const ArrivalTable table = BuildArrivalTable(instances);
+  std::vector<RankArrivalStats> out;
+  for (const auto& [rank, arrivals] : table.ranks) {
+    RankArrivalStats s;
+    s.rank = rank;
+    s.instances = static_cast<int>(arrivals.instances.size());
+    s.instances_last =
+        static_cast<int>(std::count(arrivals.culprit.begin(), arrivals.culprit.end(), true));
+    s.median_lateness_ns = MedianNs(arrivals.lateness);
+    s.wait_caused_ns = arrivals.wait_caused;
+    s.wait_suffered_ns = arrivals.wait_suffered;
+    out.push_back(s);
+  }
+  return out;
+}
+
+std::vector<Finding> FindStragglers(const Session& session,
+                                    const std::vector<CollectiveInstance>& instances,
+                                    const StragglerOptions& options,
+                                    std::vector<std::string>* notes) {
+  const ArrivalTable table = BuildArrivalTable(instances);
+  std::vector<Verdict> flagged;
+  for (const auto& [rank, arrivals] : table.ranks) {
+    const Verdict v = Judge(session, instances, table, rank, arrivals, options);
+    if (!v.passes_frac || !v.passes_noise || !v.passes_cost) continue;
+    if (v.passes_clock) {
+      flagged.push_back(v);
+    } else if (notes != nullptr) {
+      notes->push_back(RankLabel(session, rank) + " was late at " +
+                       std::to_string(v.instances_late) + "/" + std::to_string(v.instances) +
+                       " collective calls, median " + FormatDuration(v.median_lateness) +
+                       " late, but clock alignment is only good to " +
+                       FormatDuration(v.clock_uncertainty) +
+                       ", so it is not reported as a straggler; a tighter clock sync (lower "
+                       "round-trip time to the coordinator) would decide it.");
+    }
+  }
+  if (flagged.empty()) return {};
+
+  std::map<int, RankContext> contexts;
+  for (const RankData& r : session.ranks) contexts.emplace(r.id.rank, &r);
+  std::vector<Finding> findings;
+  for (const Verdict& v : flagged) {
+    const CauseStats cause =
+        CollectCause(instances, table.ranks.at(v.rank), v.late, v.rank, contexts);
+    findings.push_back(MakeFinding(session, v, cause, options));
+  }
+  return findings;
+}
+
+}  // namespace rankscope

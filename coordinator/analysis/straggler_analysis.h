@@ -1,0 +1,69 @@
+// Straggler analysis: which rank arrives last at collectives, how late, what the others lose
+// waiting for it, and what it was doing instead (NVTX ranges, untracked host time, MPI calls).
+// Waiting follows Scalasca's wait-state patterns (WaitPatternOf in core/records.h): at N-to-N
+// operations everyone waits for the last arrival (Wait at NxN), at one-to-all operations the
+// others wait only for a late root (Late Broadcast), at all-to-one operations only the root waits,
+// for the last sender (Early Reduce). Pure functions over an aligned session.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "coordinator/collective_matcher.h"
+#include "coordinator/findings.h"
+#include "coordinator/session.h"
+#include "core/time.h"
+
+namespace rankscope {
+
+struct StragglerOptions {
+  // A straggler holds the others up in at least this fraction of its complete collective
+  // instances. Holding up means being the culprit (the last arrival the others waited for) or, at
+  // N-to-N operations, arriving later than the lateness threshold below even when another
+  // straggler came later still: two slow ranks that take turns at being last are both found.
+  double min_frac_last = 0.5;
+  // ... and that fraction also lies this many binomial standard deviations above 1/n, the share
+  // of culprit instances a rank gets by chance in a clean run (matters for small n and few
+  // instances: with n = 2 and 50 instances it asks for 0.71).
+  double frac_last_sigmas = 3.0;
+  int min_instances = 3;  // fewer complete instances than this: no judgement
+
+  // Its median lateness (arrival minus the instance's median arrival, over the instances where it
+  // held the others up) must exceed all of: min_lateness, noise_k * the robust sigma (1.4826 MAD)
+  // of the other ranks' lateness, and clock_k * the clock uncertainty of the comparison (the
+  // larger of its own and the other ranks' median uncertainty).
+  DurationNs min_lateness = 1 * kNsPerMs;
+  double noise_k = 5.0;
+  double clock_k = 3.0;
+
+  // The other ranks must lose at least this fraction of their time waiting for it: their summed
+  // wait over (number of other ranks x the job's collective-covered span, first enter to last
+  // exit of any complete instance). Above critical_cost_fraction the finding is critical.
+  double min_cost_fraction = 0.01;
+  double critical_cost_fraction = 0.20;
+};
+
+// What one rank's arrivals look like over the complete instances it belongs to.
+struct RankArrivalStats {
+  int rank = -1;
+  int instances = 0;                  // complete instances it was a member of
+  int instances_last = 0;             // ... where it was the culprit others waited for
+  DurationNs median_lateness_ns = 0;  // over all its instances (negative: usually early)
+  DurationNs wait_caused_ns = 0;      // time others waited for it, summed over them
+  DurationNs wait_suffered_ns = 0;    // time it waited for others
+};
+
+// Per-rank arrival statistics over the complete instances, ordered by rank; for the report's rank
+// table. Incomplete and mismatched instances are ignored.
+std::vector<RankArrivalStats> DescribeArrivals(const std::vector<CollectiveInstance>& instances);
+
+// Findings of kind "straggler", at most one per rank, for the ranks that pass every threshold in
+// options; a clean run gives none. `instances` is MatchCollectives(session) of the same, aligned,
+// session. When only the clock uncertainty stands between a rank and a finding, a sentence saying
+// so is appended to *notes (may be nullptr) instead.
+std::vector<Finding> FindStragglers(const Session& session,
+                                    const std::vector<CollectiveInstance>& instances,
+                                    const StragglerOptions& options,
+                                    std::vector<std::string>* notes = nullptr);
+
+}  // namespace rankscope

@@ -1,0 +1,208 @@
+#include "coordinator/analysis/straggler_analysis.h"
+
+#include <gtest/gtest.h>
+
+#include "coordinator/analysis/analysis_test_util.h"
+#include "coordinator/collective_matcher.h"
+
+namespace rankscope {
+namespace {
+
+using testing::Simulate;
+using testing::TrainingSim;
+
+std::vector<Finding> Stragglers(const Session& s, std::vector<std::string>* notes = nullptr) {
+  return FindStragglers(s, MatchCollectives(s), StragglerOptions{}, notes);
+}
+
+TEST(StragglerAnalysisTest, SlowComputeOnOneRank) {
+  TrainingSim sim;
+  sim.slow_compute[2] = 30 * kNsPerMs;
+  const Session s = Simulate(sim);
+  const std::vector<Finding> findings = Stragglers(s);
+  ASSERT_EQ(findings.size(), 1u);
+  const Finding& f = findings[0];
+  EXPECT_EQ(f.kind, "straggler");
+  EXPECT_EQ(f.ranks, std::vector<int>{2});
+  EXPECT_EQ(f.nodes, std::vector<std::string>{"n2"});
+  EXPECT_EQ(f.evidence["instances_last"], 50);
+  EXPECT_EQ(f.evidence["instances_total"], 50);
+  EXPECT_EQ(f.evidence["cause"]["range"], "compute");
+  EXPECT_EQ(f.evidence["persistence"], "throughout");
+  EXPECT_EQ(f.evidence["ops"]["allreduce"], 50);
+  const double planted = 30.0 * kNsPerMs * 50 * 3;
+  EXPECT_NEAR(f.evidence["others_wait_ns"].get<double>(), planted, 0.05 * planted);
+  EXPECT_EQ(f.cost_ns, f.evidence["others_wait_ns"].get<int64_t>());
+  EXPECT_NEAR(f.evidence["median_lateness_ns"].get<double>(), 30.0 * kNsPerMs, 1.0 * kNsPerMs);
+  const int64_t late = f.evidence["cause"]["late_rank_ns_per_instance"];
+  const int64_t others = f.evidence["cause"]["others_ns_per_instance"];
+  EXPECT_NEAR(late - others, 30 * kNsPerMs, 1 * kNsPerMs);
+  EXPECT_EQ(f.severity, Severity::kCritical);  // the others wait ~half their time
+  EXPECT_GT(f.confidence, 0.9);
+  EXPECT_NE(f.summary.find("rank 2 (node n2) arrived last at 50/50 allreduce calls"),
+            std::string::npos)
+      << f.summary;
+  EXPECT_NE(f.summary.find("NVTX range 'compute'"), std::string::npos) << f.summary;
+  ASSERT_FALSE(f.next_steps.empty());
+  EXPECT_EQ(f.next_steps[0].tool, "nsys");
+  EXPECT_NE(f.next_steps[0].command.find("= 2 ]; then exec nsys profile"), std::string::npos);
+  EXPECT_NE(f.next_steps[0].command.find("_ ./train --steps 50"), std::string::npos);
+}
+
+TEST(StragglerAnalysisTest, UntrackedHostTimeIsNamedWhenNoRangeCoversIt) {
+  TrainingSim sim;
+  sim.ranks = 3;
+  sim.step_ranges = false;  // an enclosing step range would own the untracked time
+  sim.slow_compute[1] = 20 * kNsPerMs;
+  Session s = Simulate(sim);
+  // Rank 1's extra 20 ms per step falls outside its "compute" range.
+  for (RangeRecord& r : s.ranks[1].ranges) {
+    if (r.name == "compute") r.end -= 20 * kNsPerMs;
+  }
+  const std::vector<Finding> findings = Stragglers(s);
+  ASSERT_EQ(findings.size(), 1u);
+  EXPECT_EQ(findings[0].evidence["cause_kind"], "untracked_host_time");
+  EXPECT_NEAR(findings[0].evidence["untracked_ns_per_instance"].get<double>(), 20.0 * kNsPerMs,
+              1.0 * kNsPerMs);
+  EXPECT_NE(findings[0].summary.find("outside any NVTX range"), std::string::npos);
+}
+
+TEST(StragglerAnalysisTest, PersistenceSaysWhenItStarted) {
+  TrainingSim sim;
+  sim.steps = 60;
+  sim.slow_from_step = 20;
+  sim.slow_compute[1] = 30 * kNsPerMs;
+  const std::vector<Finding> findings = Stragglers(Simulate(sim));
+  ASSERT_EQ(findings.size(), 1u);
+  EXPECT_EQ(findings[0].evidence["persistence"], "second_half");
+  // 40 planted, plus the early steps where it happened to be last by chance.
+  EXPECT_GE(findings[0].evidence["instances_late"].get<int>(), 40);
+  EXPECT_NE(findings[0].summary.find("second half of the run"), std::string::npos);
+}
+
+TEST(StragglerAnalysisTest, TimeInPointToPointCallsIsNamed) {
+  TrainingSim sim;
+  sim.ranks = 3;
+  sim.step_ranges = false;
+  sim.slow_compute[1] = 20 * kNsPerMs;
+  Session s = Simulate(sim);
+  // Rank 1's extra 20 ms per step is an MPI_Recv after its "compute" range.
+  for (RangeRecord& r : s.ranks[1].ranges) {
+    if (r.name != "compute") continue;
+    r.end -= 20 * kNsPerMs;
+    P2PRecord recv;
+    recv.kind = P2PKind::kRecv;
+    recv.peer = 0;
+    recv.enter = r.end;
+    recv.exit = r.end + 20 * kNsPerMs;
+    s.ranks[1].p2p.push_back(recv);
+  }
+  const std::vector<Finding> findings = Stragglers(s);
+  ASSERT_EQ(findings.size(), 1u);
+  EXPECT_EQ(findings[0].evidence["cause_kind"], "mpi_p2p");
+  EXPECT_NEAR(findings[0].evidence["mpi_ns_per_instance"].get<double>(), 20.0 * kNsPerMs,
+              0.1 * kNsPerMs);
+  EXPECT_NE(findings[0].summary.find("MPI point-to-point"), std::string::npos);
+}
+
+TEST(StragglerAnalysisTest, TwoStragglersAreBothReported) {
+  TrainingSim sim;
+  sim.ranks = 8;
+  sim.slow_compute[1] = 20 * kNsPerMs;
+  sim.slow_compute[6] = 20 * kNsPerMs;
+  sim.jitter = 2 * kNsPerMs;
+  const std::vector<Finding> findings = Stragglers(Simulate(sim));
+  // Each is last in about half the instances; both are flagged.
+  ASSERT_EQ(findings.size(), 2u);
+  EXPECT_EQ(findings[0].ranks, std::vector<int>{1});
+  EXPECT_EQ(findings[1].ranks, std::vector<int>{6});
+}
+
+TEST(StragglerAnalysisTest, LatenessWithinClockUncertaintyIsOnlyNoted) {
+  TrainingSim sim;
+  sim.jitter = 100 * kNsPerUs;
+  sim.slow_compute[2] = 2 * kNsPerMs;
+  sim.clock_uncertainty = 1 * kNsPerMs;  // 3x = 3 ms > 2 ms lateness
+  std::vector<std::string> notes;
+  EXPECT_TRUE(Stragglers(Simulate(sim), &notes).empty());
+  ASSERT_EQ(notes.size(), 1u);
+  EXPECT_NE(notes[0].find("rank 2 (node n2)"), std::string::npos) << notes[0];
+  EXPECT_NE(notes[0].find("clock alignment"), std::string::npos) << notes[0];
+
+  sim.clock_uncertainty = 100 * kNsPerUs;  // with a tight clock the same delay is a straggler
+  EXPECT_EQ(Stragglers(Simulate(sim)).size(), 1u);
+}
+
+TEST(StragglerAnalysisTest, LateBroadcastRootMakesOthersWait) {
+  TrainingSim sim;
+  sim.op = CollectiveOp::kBcast;
+  sim.root = 0;
+  sim.slow_compute[0] = 20 * kNsPerMs;
+  const Session s = Simulate(sim);
+  const std::vector<Finding> findings = Stragglers(s);
+  ASSERT_EQ(findings.size(), 1u);
+  EXPECT_EQ(findings[0].ranks, std::vector<int>{0});
+  EXPECT_EQ(findings[0].evidence["ops"]["bcast"], 50);
+}
+
+TEST(StragglerAnalysisTest, LateNonRootAtBroadcastMakesNobodyWait) {
+  TrainingSim sim;
+  sim.op = CollectiveOp::kBcast;
+  sim.root = 0;
+  sim.slow_compute[3] = 20 * kNsPerMs;
+  const Session s = Simulate(sim);
+  const std::vector<CollectiveInstance> instances = MatchCollectives(s);
+  EXPECT_TRUE(FindStragglers(s, instances, StragglerOptions{}).empty());
+  for (const RankArrivalStats& r : DescribeArrivals(instances)) {
+    EXPECT_EQ(r.instances, 50);
+    if (r.rank == 3) {
+      EXPECT_EQ(r.instances_last, 0);
+      EXPECT_EQ(r.wait_caused_ns, 0);
+    }
+  }
+}
+
+TEST(StragglerAnalysisTest, EarlyReduceRootWaitsForTheLastSender) {
+  TrainingSim sim;
+  sim.op = CollectiveOp::kReduce;
+  sim.root = 0;
+  sim.slow_compute[2] = 20 * kNsPerMs;
+  const Session s = Simulate(sim);
+  const std::vector<CollectiveInstance> instances = MatchCollectives(s);
+  for (const RankArrivalStats& r : DescribeArrivals(instances)) {
+    if (r.rank == 0) {
+      EXPECT_NEAR(r.wait_suffered_ns, 50.0 * 20 * kNsPerMs, 50.0 * kNsPerMs);
+    } else if (r.rank == 1) {
+      EXPECT_EQ(r.wait_suffered_ns, 0);  // senders do not wait
+    } else if (r.rank == 2) {
+      EXPECT_EQ(r.instances_last, 50);
+    }
+  }
+}
+
+TEST(StragglerAnalysisTest, IncompleteInstancesAreIgnored) {
+  TrainingSim sim;
+  sim.slow_compute[2] = 30 * kNsPerMs;
+  Session s = Simulate(sim);
+  // Rank 3 lost every fifth collective record: those 10 instances are incomplete.
+  std::vector<CollectiveRecord>& c = s.ranks[3].collectives;
+  std::erase_if(c, [](const CollectiveRecord& r) { return r.seq % 5 == 0; });
+  std::vector<Finding> findings = Stragglers(s);
+  ASSERT_EQ(findings.size(), 1u);
+  EXPECT_EQ(findings[0].evidence["instances_total"], 40);
+
+  // A rank that reported no collectives at all leaves nothing complete.
+  s.ranks[1].collectives.clear();
+  EXPECT_TRUE(Stragglers(s).empty());
+}
+
+TEST(StragglerAnalysisTest, EmptyInputs) {
+  EXPECT_TRUE(Stragglers(Session{}).empty());
+  EXPECT_TRUE(DescribeArrivals({}).empty());
+  Session no_records;
+  no_records.ranks.resize(3);
+  EXPECT_TRUE(Stragglers(no_records).empty());
+}
+
+}  // namespace
+}  // namespace rankscope
