@@ -6,11 +6,10 @@
 
 #include "coordinator/session.h"
 #include "core/time.h"
+#include "core/time_format.h"
 
 namespace rankscope {
 
-// "850 us", "31.8 ms", "4.46 s" (three significant digits at most; negative values keep a sign).
-std::string FormatDuration(DurationNs d);
 
 // "rank 2 (node n3)", or "rank 2" when the session does not know the rank's node.
 std::string RankLabel(const Session& session, int rank);

@@ -1,0 +1,48 @@
+#include "coordinator/completeness.h"
+
+#include <gtest/gtest.h>
+
+namespace rankscope {
+namespace {
+
+RankData Finished(int rank, int exit_code = 0, int signal = 0) {
+  RankData r;
+  r.id.rank = rank;
+  r.id.node = "n" + std::to_string(rank);
+  r.finished = true;
+  r.exit_code = exit_code;
+  r.term_signal = signal;
+  return r;
+}
+
+TEST(Completeness, AllRanksFinishedIsComplete) {
+  Session s;
+  s.world_size = 2;
+  s.launcher_exit_code = 0;
+  s.ranks = {Finished(0), Finished(1)};
+  AssessCompleteness(&s);
+  EXPECT_FALSE(s.partial);
+  EXPECT_TRUE(s.partial_reasons.empty());
+}
+
+TEST(Completeness, NamesMissingCrashedAndUnfinishedRanks) {
+  Session s;
+  s.world_size = 6;
+  s.launcher_exit_code = 134;
+  RankData unfinished = Finished(1);
+  unfinished.finished = false;
+  s.ranks = {Finished(0), unfinished, Finished(2, 134, 6)};
+  AssessCompleteness(&s);
+  AssessCompleteness(&s);  // idempotent
+  ASSERT_TRUE(s.partial);
+  std::string all;
+  for (const auto& r : s.partial_reasons) all += r + "|";
+  EXPECT_NE(all.find("rank 2 (n2) was killed by signal 6"), std::string::npos) << all;
+  EXPECT_NE(all.find("no data from rank(s) 3-5"), std::string::npos) << all;
+  EXPECT_NE(all.find("rank(s) 1 never sent"), std::string::npos) << all;
+  EXPECT_NE(all.find("launcher exited with code 134"), std::string::npos) << all;
+  EXPECT_EQ(s.partial_reasons.size(), 4u);
+}
+
+}  // namespace
+}  // namespace rankscope

@@ -1,0 +1,238 @@
+#include "coordinator/report/report_format.h"
+
+#include <algorithm>
+#include <cmath>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <set>
+
+namespace rankscope {
+
+namespace {
+
+std::string Printf(const char* format, double value) {
+  char buffer[64];
+  std::snprintf(buffer, sizeof(buffer), format, value);
+  return buffer;
+}
+
+// "3-7, 9, 12-13".
+std::string RankRanges(const std::vector<int>& sorted_ranks) {
+  std::string out;
+  for (size_t i = 0; i < sorted_ranks.size();) {
+    size_t j = i;
+    while (j + 1 < sorted_ranks.size() && sorted_ranks[j + 1] == sorted_ranks[j] + 1) ++j;
+    if (!out.empty()) out += ", ";
+    out += std::to_string(sorted_ranks[i]);
+    if (j > i) out += "-" + std::to_string(sorted_ranks[j]);
+    i = j + 1;
+  }
+  return out;
+}
+
+bool EndsWith(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() &&
+         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+std::string ReadableValue(const std::string& key, const nlohmann::json& value) {
+  if (value.is_number() && EndsWith(key, "_ns")) {
+    return FormatDuration(static_cast<DurationNs>(std::llround(value.get<double>())));
+  }
+  if (value.is_number_float()) return Printf("%.4g", value.get<double>());
+  if (value.is_string()) return value.get<std::string>();
+  if (value.is_array()) {
+    std::string out;
+    size_t shown = 0;
+    for (const nlohmann::json& item : value) {
+      if (shown == 8) {
+        out += ", ... (" + std::to_string(value.size()) + " in all)";
+        break;
+      }
+      if (shown++ > 0) out += ", ";
+      out += ReadableValue(key, item);
+    }
+    return out;
+  }
+  std::string dumped = value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  if (dumped.size() > 80) dumped = dumped.substr(0, 77) + "...";
+  return dumped;
+}
+
+}  // namespace
+
+std::string FormatSignedDuration(DurationNs d) {
+  return d > 0 ? "+" + FormatDuration(d) : FormatDuration(d);
+}
+
+std::vector<const Finding*> FindingsWorstFirst(const std::vector<Finding>& findings) {
+  std::vector<const Finding*> out;
+  out.reserve(findings.size());
+  for (const Finding& f : findings) out.push_back(&f);
+  std::stable_sort(out.begin(), out.end(), [](const Finding* a, const Finding* b) {
+    if (a->severity != b->severity) return a->severity > b->severity;
+    if (a->cost_ns != b->cost_ns) return a->cost_ns > b->cost_ns;
+    return a->confidence > b->confidence;
+  });
+  return out;
+}
+
+int CountNodes(const Session& session) {
+  std::set<std::string> nodes;
+  for (const RankData& r : session.ranks) nodes.insert(r.id.node);
+  return static_cast<int>(nodes.size());
+}
+
+std::string SignalName(int signal) {
+  switch (signal) {
+    case SIGHUP:
+      return "SIGHUP";
+    case SIGINT:
+      return "SIGINT";
+    case SIGQUIT:
+      return "SIGQUIT";
+    case SIGILL:
+      return "SIGILL";
+    case SIGTRAP:
+      return "SIGTRAP";
+    case SIGABRT:
+      return "SIGABRT";
+    case SIGBUS:
+      return "SIGBUS";
+    case SIGFPE:
+      return "SIGFPE";
+    case SIGKILL:
+      return "SIGKILL";
+    case SIGUSR1:
+      return "SIGUSR1";
+    case SIGSEGV:
+      return "SIGSEGV";
+    case SIGUSR2:
+      return "SIGUSR2";
+    case SIGPIPE:
+      return "SIGPIPE";
+    case SIGALRM:
+      return "SIGALRM";
+    case SIGTERM:
+      return "SIGTERM";
+    case SIGXCPU:
+      return "SIGXCPU";
+    default:
+      return "signal " + std::to_string(signal);
+  }
+}
+
+std::string DescribeExit(const RankData& rank) {
+  if (rank.term_signal != 0) {
+    std::string out = "killed by " + SignalName(rank.term_signal);
+    if (rank.exit_code.has_value()) out += " (exit code " + std::to_string(*rank.exit_code) + ")";
+    return out;
+  }
+  if (rank.exit_code.has_value() && *rank.exit_code != 0) {
+    return "exited with code " + std::to_string(*rank.exit_code);
+  }
+  return "";
+}
+
+std::vector<RankNotice> CollectNotices(const Session& session) {
+  std::vector<RankNotice> out;
+  std::set<int> present;
+  for (const RankData& r : session.ranks) present.insert(r.id.rank);
+  std::vector<int> missing;
+  for (int rank = 0; rank < session.world_size; ++rank) {
+    if (present.count(rank) == 0) missing.push_back(rank);
+  }
+  if (!missing.empty()) {
+    out.push_back({-1, "",
+                   (missing.size() == 1 ? "rank " : "ranks ") + RankRanges(missing) +
+                       " never registered: no data from them",
+                   true});
+  }
+
+  for (const RankData& r : session.ranks) {
+    std::string exit = DescribeExit(r);
+    if (!exit.empty()) out.push_back({r.id.rank, r.id.node, exit, true});
+    if (!r.finished) {
+      out.push_back({r.id.rank, r.id.node,
+                     "its final batch never arrived: the data from its last moments is missing",
+                     true});
+    }
+    if (r.dropped_records > 0) {
+      out.push_back({r.id.rank, r.id.node,
+                     std::to_string(r.dropped_records) +
+                         " records dropped (buffers full): counts and times are incomplete",
+                     true});
+    }
+    if (!r.clock_fitted && !r.clock_error.empty()) {
+      out.push_back({r.id.rank, r.id.node, "clock not fitted: " + r.clock_error, false});
+    }
+    for (const std::string& notice : r.notices) {
+      out.push_back({r.id.rank, r.id.node, notice, false});
+    }
+  }
+  return out;
+}
+
+std::string DescribeWhatWasChecked(const Session& session, const CollectiveOverview& overview) {
+  std::string ranks =
+      std::to_string(session.ranks.size()) + (session.ranks.size() == 1 ? " rank" : " ranks");
+  if (overview.instances == 0) {
+    size_t ranges = 0;
+    for (const RankData& r : session.ranks) ranges += r.ranges.size();
+    return "no MPI collectives recorded; " + std::to_string(ranges) + " NVTX ranges across " +
+           ranks;
+  }
+  // Most frequent ops first, so the sentence leads with what dominated the run.
+  std::vector<std::pair<std::string, int64_t>> ops(overview.by_op.begin(), overview.by_op.end());
+  std::stable_sort(ops.begin(), ops.end(),
+                   [](const auto& a, const auto& b) { return a.second > b.second; });
+  std::string out;
+  for (size_t i = 0; i < ops.size() && i < 3; ++i) {
+    if (i > 0) out += (i + 1 == std::min<size_t>(ops.size(), 3)) ? " and " : ", ";
+    out += std::to_string(ops[i].second) + " " + ops[i].first;
+  }
+  if (ops.size() > 3) out += " (+" + std::to_string(ops.size() - 3) + " more ops)";
+  out += overview.instances == 1 ? " instance" : " instances";
+  out += " across " + ranks;
+  if (overview.complete < overview.instances) {
+    out += " (" + std::to_string(overview.complete) + " complete)";
+  }
+  if (overview.max_median_lateness_rank >= 0) {
+    out += "; max median lateness " + FormatDuration(overview.max_median_lateness) + " (rank " +
+           std::to_string(overview.max_median_lateness_rank) + ")";
+  }
+  return out;
+}
+
+namespace {
+
+// Nested objects read as dotted keys ("cause.range"), a few levels deep.
+void Flatten(const std::string& prefix, const nlohmann::json& object, int depth,
+             std::vector<std::pair<std::string, std::string>>& out) {
+  for (auto it = object.begin(); it != object.end(); ++it) {
+    std::string key = prefix.empty() ? it.key() : prefix + "." + it.key();
+    if (it.value().is_object() && depth < 3) {
+      Flatten(key, it.value(), depth + 1, out);
+    } else {
+      out.emplace_back(key, ReadableValue(it.key(), it.value()));
+    }
+  }
+}
+
+}  // namespace
+
+std::vector<std::pair<std::string, std::string>> ReadableEvidence(const nlohmann::json& evidence,
+                                                                  size_t max_entries) {
+  std::vector<std::pair<std::string, std::string>> out;
+  if (evidence.is_object()) {
+    Flatten("", evidence, 0, out);
+  } else if (!evidence.is_null()) {
+    out.emplace_back("evidence", ReadableValue("", evidence));
+  }
+  if (max_entries != 0 && out.size() > max_entries) out.resize(max_entries);
+  return out;
+}
+
+}  // namespace rankscope

@@ -1,0 +1,389 @@
+#include "coordinator/report/report_html.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <unordered_map>
+
+#include "coordinator/report/collective_waits.h"
+#include "coordinator/report/report_format.h"
+#include "coordinator/report/report_json.h"
+#include "core/records.h"
+
+#ifndef RANKSCOPE_VERSION
+#define RANKSCOPE_VERSION "0.0.0"
+#endif
+
+namespace rankscope {
+
+namespace {
+
+// The heatmap stays readable and the file small: beyond this many cells, consecutive
+// instances are binned into one column showing their largest wait.
+constexpr size_t kMaxHeatmapCells = 100'000;
+constexpr size_t kMaxHeatmapColumns = 400;
+
+constexpr char kStyle[] = R"css(
+body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;margin:24px auto;max-width:1200px;
+ padding:0 16px;color:#1d2330;background:#fafbfc}
+h1{font-size:22px;margin:0 0 4px}h2{font-size:17px;margin:28px 0 10px;border-bottom:1px solid #dde1e6;
+ padding-bottom:4px}
+.meta{color:#555}.badge{display:inline-block;padding:1px 8px;border-radius:10px;font-weight:600;
+ font-size:12px;color:#fff;vertical-align:middle}
+.complete{background:#2e7d32}.partial{background:#c62828}.critical{background:#c62828}
+.warning{background:#ef8f00}.info{background:#1e6fb8}
+.card{background:#fff;border:1px solid #dde1e6;border-left:5px solid #999;border-radius:6px;
+ padding:10px 14px;margin:10px 0}
+.card.critical{border-left-color:#c62828;background:#fff}.card.warning{border-left-color:#ef8f00;
+ background:#fff}.card.info{border-left-color:#1e6fb8;background:#fff}
+.card h3{margin:0 0 6px;font-size:15px}.where{color:#555;font-weight:normal}
+.ok{background:#e8f5e9;border:1px solid #a5d6a7;border-radius:6px;padding:10px 14px}
+table{border-collapse:collapse;background:#fff;font-size:13px}
+th,td{border:1px solid #dde1e6;padding:3px 8px;text-align:left;vertical-align:top}
+th{background:#f0f2f5}td.num{text-align:right;font-variant-numeric:tabular-nums}
+code{background:#f0f2f5;padding:1px 4px;border-radius:3px;font-size:12.5px;word-break:break-all}
+.bad{color:#c62828;font-weight:600}.warn{color:#b26a00}.dim{color:#777}
+ul.notices li.severe{color:#c62828}
+.scroll{overflow-x:auto}svg text{font-size:10px;fill:#333}
+)css";
+
+std::string Num(int64_t v) { return std::to_string(v); }
+
+std::string Printf(const char* format, double value) {
+  char buffer[64];
+  std::snprintf(buffer, sizeof(buffer), format, value);
+  return buffer;
+}
+
+const char* SeverityClass(Severity s) { return SeverityName(s); }
+
+std::string Header(const Session& session) {
+  std::string job = session.job_id.empty() ? session.session_id : session.job_id;
+  int nodes = CountNodes(session);
+  std::string out = "<header><h1>rankscope report &mdash; job " + HtmlEscape(job) + " ";
+  out += session.partial ? "<span class=\"badge partial\">PARTIAL</span>"
+                         : "<span class=\"badge complete\">COMPLETE</span>";
+  out += "</h1>\n<p class=\"meta\">";
+  if (!session.launcher.empty())
+    out += "launcher <b>" + HtmlEscape(session.launcher) + "</b> &middot; ";
+  out += Num(static_cast<int64_t>(session.ranks.size()));
+  if (session.world_size > 0 && static_cast<size_t>(session.world_size) != session.ranks.size()) {
+    out += " of " + Num(session.world_size);
+  }
+  out += " ranks on " + Num(nodes) + (nodes == 1 ? " node" : " nodes") + " &middot; " +
+         HtmlEscape(FormatDuration(std::max<DurationNs>(0, session.end - session.start)));
+  if (session.launcher_exit_code.has_value()) {
+    out += " &middot; launcher exit code " + Num(*session.launcher_exit_code);
+  }
+  if (!session.session_id.empty()) out += " &middot; session " + HtmlEscape(session.session_id);
+  out += "</p>\n";
+  if (!session.command.empty()) {
+    std::string command;
+    for (const std::string& word : session.command) {
+      if (!command.empty()) command += ' ';
+      command += word;
+    }
+    out += "<p class=\"meta\">command: <code>" + HtmlEscape(command) + "</code></p>\n";
+  }
+  if (session.partial && !session.partial_reasons.empty()) {
+    out += "<p class=\"bad\">Partial session:</p><ul>";
+    for (const std::string& reason : session.partial_reasons) {
+      out += "<li>" + HtmlEscape(reason) + "</li>";
+    }
+    out += "</ul>\n";
+  }
+  return out + "</header>\n";
+}
+
+std::string FindingCard(const Finding& f) {
+  const char* severity = SeverityClass(f.severity);
+  std::string where;
+  if (!f.ranks.empty()) {
+    where += f.ranks.size() == 1 ? "rank " : "ranks ";
+    for (size_t i = 0; i < f.ranks.size(); ++i) where += (i ? "," : "") + Num(f.ranks[i]);
+  }
+  if (!f.nodes.empty()) {
+    where += where.empty() ? "on " : " on ";
+    for (size_t i = 0; i < f.nodes.size(); ++i) where += (i ? "," : "") + f.nodes[i];
+  }
+  std::string out = std::string("<div class=\"card ") + severity + "\"><h3><span class=\"badge " +
+                    severity + "\">" + severity + "</span> " + HtmlEscape(f.kind) +
+                    " <span class=\"where\">" + HtmlEscape(where) + "</span></h3>\n";
+  out += "<p>" + HtmlEscape(f.summary) + "</p>\n";
+  out += "<p class=\"meta\">confidence " + Printf("%.2f", f.confidence) + " &middot; cost " +
+         HtmlEscape(FormatDuration(f.cost_ns)) + "</p>\n";
+  auto evidence = ReadableEvidence(f.evidence, 0);
+  if (!evidence.empty()) {
+    out += "<details><summary>evidence</summary><table>";
+    for (const auto& [key, value] : evidence) {
+      out += "<tr><th>" + HtmlEscape(key) + "</th><td>" + HtmlEscape(value) + "</td></tr>";
+    }
+    out += "</table></details>\n";
+  }
+  if (!f.next_steps.empty()) {
+    out += "<p><b>Next steps</b></p><ol>";
+    for (const NextStep& step : f.next_steps) {
+      out += "<li>" + HtmlEscape(step.tool) + ": <code>" + HtmlEscape(step.command) + "</code>";
+      if (!step.look_for.empty())
+        out += "<br><span class=\"dim\">look for: " + HtmlEscape(step.look_for) + "</span>";
+      out += "</li>";
+    }
+    out += "</ol>\n";
+  }
+  return out + "</div>\n";
+}
+
+std::string FindingsSection(const Session& session, const CollectiveOverview& overview,
+                            const std::vector<Finding>& findings) {
+  std::string out = "<section id=\"findings\"><h2>Findings</h2>\n";
+  if (findings.empty()) {
+    out += "<div class=\"ok\"><b>No problems found:</b> " +
+           HtmlEscape(DescribeWhatWasChecked(session, overview)) + ".</div>\n";
+  }
+  for (const Finding* f : FindingsWorstFirst(findings)) out += FindingCard(*f);
+  return out + "</section>\n";
+}
+
+// White (no wait) to dark red (the largest wait in the map).
+std::string HeatColor(double fraction) {
+  fraction = std::clamp(fraction, 0.0, 1.0);
+  auto channel = [&](int from, int to) {
+    return static_cast<int>(std::lround(from + (to - from) * fraction));
+  };
+  char buffer[16];
+  std::snprintf(buffer, sizeof(buffer), "#%02x%02x%02x", channel(255, 165), channel(247, 15),
+                channel(240, 21));
+  return buffer;
+}
+
+std::string Heatmap(const Session& session, const std::vector<CollectiveInstance>& instances) {
+  std::string out =
+      "<section id=\"heatmap\"><h2>Wait inside each collective, per rank</h2>\n"
+      "<p class=\"meta\">One row per rank, one column per collective instance in start order. "
+      "The colour is how long the rank waited in that call for the others to arrive "
+      "(Scalasca wait states); a rank whose row stays white while the others turn red is the "
+      "one they wait for. Hover a cell for numbers.</p>\n";
+  if (instances.empty() || session.ranks.empty()) {
+    return out + "<p class=\"dim\">No MPI collectives recorded.</p></section>\n";
+  }
+  std::vector<int> ranks;
+  for (const RankData& r : session.ranks) ranks.push_back(r.id.rank);
+  std::unordered_map<int, size_t> row_of;
+  for (size_t i = 0; i < ranks.size(); ++i) row_of.emplace(ranks[i], i);
+
+  size_t max_columns = std::clamp<size_t>(kMaxHeatmapCells / ranks.size(), 50, kMaxHeatmapColumns);
+  size_t per_column = (instances.size() + max_columns - 1) / max_columns;
+  size_t columns = (instances.size() + per_column - 1) / per_column;
+
+  // cell = largest wait of that rank in that column's instances; -1 = not a member of any.
+  std::vector<DurationNs> cells(ranks.size() * columns, -1);
+  std::vector<std::string> column_label(columns);
+  DurationNs max_wait = 0;
+  for (size_t i = 0; i < instances.size(); ++i) {
+    const CollectiveInstance& inst = instances[i];
+    size_t column = i / per_column;
+    if (i % per_column == 0) {
+      column_label[column] = std::string(CollectiveOpName(inst.op)) + " seq " + Num(inst.seq);
+      if (per_column > 1) column_label[column] += " (+" + Num(per_column - 1) + " following)";
+    }
+    std::vector<DurationNs> waits = MemberWaits(inst);
+    for (size_t m = 0; m < inst.members.size(); ++m) {
+      auto row = row_of.find(inst.members[m].rank);
+      if (row == row_of.end()) continue;
+      DurationNs& cell = cells[row->second * columns + column];
+      cell = std::max(cell, waits[m]);
+      max_wait = std::max(max_wait, waits[m]);
+    }
+  }
+
+  const int label_width = 150;
+  const int cell_w = static_cast<int>(std::clamp<size_t>(900 / columns, 2, 16));
+  const int cell_h = ranks.size() <= 32 ? 14 : (ranks.size() <= 128 ? 6 : 3);
+  const int width = label_width + cell_w * static_cast<int>(columns) + 10;
+  const int map_height = cell_h * static_cast<int>(ranks.size());
+  const int height = map_height + 56;
+
+  out += "<div class=\"scroll\"><svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + Num(width) +
+         "\" height=\"" + Num(height) + "\" role=\"img\" aria-label=\"wait heatmap\">\n";
+  out += "<defs><linearGradient id=\"heat\"><stop offset=\"0\" stop-color=\"" + HeatColor(0) +
+         "\"/><stop offset=\"1\" stop-color=\"" + HeatColor(1) + "\"/></linearGradient></defs>\n";
+  for (size_t r = 0; r < ranks.size(); ++r) {
+    const RankData& rank = session.ranks[r];
+    int y = static_cast<int>(r) * cell_h;
+    if (cell_h >= 10) {
+      out += "<text x=\"0\" y=\"" + Num(y + cell_h - 3) + "\">rank " + Num(rank.id.rank) + " " +
+             HtmlEscape(rank.id.node.substr(0, 18)) + "</text>";
+    }
+    for (size_t c = 0; c < columns; ++c) {
+      DurationNs wait = cells[r * columns + c];
+      std::string fill =
+          wait < 0
+              ? "#e4e6ea"
+              : HeatColor(max_wait > 0 ? static_cast<double>(wait) / static_cast<double>(max_wait)
+                                       : 0.0);
+      out += "<rect x=\"" + Num(label_width + static_cast<int64_t>(c) * cell_w) + "\" y=\"" +
+             Num(y) + "\" width=\"" + Num(cell_w) + "\" height=\"" + Num(cell_h) + "\" fill=\"" +
+             fill + "\"><title>rank " + Num(rank.id.rank) + ", " + HtmlEscape(column_label[c]) +
+             ": " + (wait < 0 ? std::string("not a member") : "waited " + FormatDuration(wait)) +
+             "</title></rect>";
+    }
+    out += "\n";
+  }
+  int legend_y = map_height + 14;
+  out += "<text x=\"" + Num(label_width) + "\" y=\"" + Num(legend_y) +
+         "\">instances in start order &#8594; (" + Num(static_cast<int64_t>(instances.size())) +
+         (per_column > 1 ? ", " + Num(per_column) + " per column" : std::string()) + ")</text>\n";
+  out += "<rect x=\"" + Num(label_width) + "\" y=\"" + Num(legend_y + 10) +
+         "\" width=\"160\" height=\"10\" fill=\"url(#heat)\"/>";
+  out += "<text x=\"" + Num(label_width) + "\" y=\"" + Num(legend_y + 32) + "\">0</text>";
+  out += "<text x=\"" + Num(label_width + 130) + "\" y=\"" + Num(legend_y + 32) + "\">" +
+         HtmlEscape(FormatDuration(max_wait)) + "</text>\n";
+  return out + "</svg></div></section>\n";
+}
+
+std::string RanksTable(const Session& session) {
+  std::string out =
+      "<section id=\"ranks\"><h2>Ranks and clocks</h2>\n"
+      "<p class=\"meta\">coordinator time = local time + offset; a converted time may be off by "
+      "the uncertainty.</p>\n<div class=\"scroll\"><table><tr><th>rank</th><th>node</th>"
+      "<th>host</th><th>local rank</th><th>pid</th><th>exit</th><th>finished</th>"
+      "<th>offset</th><th>&#177; uncertainty</th><th>drift</th><th>samples used/total</th>"
+      "<th>clock</th></tr>\n";
+  for (const RankData& r : session.ranks) {
+    std::string exit = DescribeExit(r);
+    if (exit.empty()) exit = r.exit_code.has_value() ? "0" : "unknown";
+    bool crashed = r.term_signal != 0 || (r.exit_code.has_value() && *r.exit_code != 0);
+    out +=
+        "<tr><td class=\"num\">" + Num(r.id.rank) + "</td><td>" + HtmlEscape(r.id.node) +
+        "</td><td>" + HtmlEscape(r.id.host) + "</td><td class=\"num\">" + Num(r.id.local_rank) +
+        "</td><td class=\"num\">" + Num(r.id.program_pid) + "</td><td" +
+        (crashed ? " class=\"bad\"" : "") + ">" + HtmlEscape(exit) + "</td><td" +
+        (r.finished ? ">yes" : " class=\"bad\">no") + "</td><td class=\"num\">" +
+        HtmlEscape(FormatSignedDuration(r.clock.offset_ns)) + "</td><td class=\"num\">" +
+        HtmlEscape(FormatDuration(r.clock.uncertainty_ns)) + "</td><td class=\"num\">" +
+        Printf("%+.2f ppm", r.clock.drift_ppm) + "</td><td class=\"num\">" +
+        Num(r.clock.samples_used) + "/" + Num(r.clock.samples_total) + "</td><td>" +
+        (r.clock_fitted ? std::string("fitted")
+                        : "<span class=\"warn\">not fitted</span> " + HtmlEscape(r.clock_error)) +
+        "</td></tr>\n";
+  }
+  return out + "</table></div></section>\n";
+}
+
+// The NVTX range name with the most total time on this rank, and that time.
+std::pair<std::string, DurationNs> TopRange(const RankData& rank) {
+  std::map<std::string, DurationNs> total;
+  for (const RangeRecord& r : rank.ranges)
+    total[r.name] += std::max<DurationNs>(0, r.end - r.start);
+  std::pair<std::string, DurationNs> top{"", 0};
+  for (const auto& [name, time] : total) {
+    if (time > top.second) top = {name, time};
+  }
+  return top;
+}
+
+std::string ActivityTable(const Session& session, const CollectiveOverview& overview) {
+  std::unordered_map<int, const RankCollectiveStats*> stats;
+  for (const RankCollectiveStats& s : overview.ranks) stats.emplace(s.rank, &s);
+  std::string out =
+      "<section id=\"activity\"><h2>Per-rank summary</h2>\n<div class=\"scroll\"><table><tr>"
+      "<th>rank</th><th>node</th><th>collective calls</th><th>time in complete collectives</th>"
+      "<th>waiting in them</th><th>arrived last</th><th>median lateness</th>"
+      "<th>p2p calls</th><th>NVTX ranges</th><th>top NVTX range</th><th>marks</th>"
+      "<th>dropped records</th></tr>\n";
+  for (const RankData& r : session.ranks) {
+    auto it = stats.find(r.id.rank);
+    RankCollectiveStats s = it != stats.end() ? *it->second : RankCollectiveStats{};
+    auto [top_name, top_time] = TopRange(r);
+    out += "<tr><td class=\"num\">" + Num(r.id.rank) + "</td><td>" + HtmlEscape(r.id.node) +
+           "</td><td class=\"num\">" + Num(static_cast<int64_t>(r.collectives.size())) +
+           "</td><td class=\"num\">" + HtmlEscape(FormatDuration(s.time_in_calls)) +
+           "</td><td class=\"num\">" + HtmlEscape(FormatDuration(s.wait)) +
+           "</td><td class=\"num\">" + Num(s.times_last) + "</td><td class=\"num\">" +
+           HtmlEscape(FormatDuration(s.median_lateness)) + "</td><td class=\"num\">" +
+           Num(static_cast<int64_t>(r.p2p.size())) + "</td><td class=\"num\">" +
+           Num(static_cast<int64_t>(r.ranges.size())) + "</td><td>" +
+           (top_name.empty() ? std::string()
+                             : HtmlEscape(top_name) + " <span class=\"dim\">(" +
+                                   HtmlEscape(FormatDuration(top_time)) + ")</span>") +
+           "</td><td class=\"num\">" + Num(static_cast<int64_t>(r.marks.size())) + "</td><td" +
+           (r.dropped_records > 0 ? " class=\"num bad\">" : " class=\"num\">") +
+           std::to_string(r.dropped_records) + "</td></tr>\n";
+  }
+  return out + "</table></div></section>\n";
+}
+
+std::string NoticesSection(const Session& session) {
+  std::vector<RankNotice> notices = CollectNotices(session);
+  if (notices.empty()) return "";
+  std::string out = "<section id=\"notices\"><h2>Notices</h2><ul class=\"notices\">\n";
+  for (const RankNotice& n : notices) {
+    out += n.severe ? "<li class=\"severe\">" : "<li>";
+    if (n.rank >= 0) {
+      out += "rank " + Num(n.rank);
+      if (!n.node.empty()) out += " (" + HtmlEscape(n.node) + ")";
+      out += ": ";
+    }
+    out += HtmlEscape(n.text) + "</li>\n";
+  }
+  return out + "</ul></section>\n";
+}
+
+}  // namespace
+
+std::string HtmlEscape(const std::string& text) {
+  std::string out;
+  out.reserve(text.size() + text.size() / 8);
+  for (char c : text) {
+    switch (c) {
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      case '\'':
+        out += "&#39;";
+        break;
+      default:
+        out += c;
+    }
+  }
+  return out;
+}
+
+std::string BuildReportHtml(const Session& session,
+                            const std::vector<CollectiveInstance>& instances,
+                            const std::vector<Finding>& findings) {
+  CollectiveOverview overview = SummarizeCollectives(instances);
+  std::string job = session.job_id.empty() ? session.session_id : session.job_id;
+  std::string out =
+      "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
+      // The page needs nothing from outside and runs no script: say so to the browser, so that
+      // even an escaping bug could not load or execute anything.
+      "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; "
+      "style-src 'unsafe-inline'\">\n"
+      "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
+      "<title>rankscope &mdash; job " +
+      HtmlEscape(job) + "</title>\n<style>" + kStyle + "</style></head>\n<body>\n";
+  out += Header(session);
+  out += FindingsSection(session, overview, findings);
+  out += Heatmap(session, instances);
+  out += RanksTable(session);
+  out += ActivityTable(session, overview);
+  out += NoticesSection(session);
+  out += "<footer><p class=\"dim\">rankscope " RANKSCOPE_VERSION
+         " &middot; machine-readable: "
+         "report.json (" +
+         std::string(kReportSchemaId) + "), timeline: trace.json (ui.perfetto.dev)</p></footer>\n";
+  return out + "</body></html>\n";
+}
+
+}  // namespace rankscope

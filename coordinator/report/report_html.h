@@ -1,0 +1,27 @@
+// report.html: the report of one session as a single self-contained page (inline CSS and SVG,
+// no scripts, no network), for a browser or a CI artifact viewer.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "coordinator/collective_matcher.h"
+#include "coordinator/findings.h"
+#include "coordinator/session.h"
+
+namespace rankscope {
+
+// The page for an aligned session and its matched collectives (from MatchCollectives on the
+// same session): job header, finding cards worst first, a rank x collective-instance heatmap
+// of wait time, the ranks with their clocks, a per-rank activity summary and the notices.
+// Every string from the session or the findings is HTML-escaped, and a Content-Security-Policy
+// forbids scripts and network access, so a hostile NVTX name cannot run code in the viewer.
+std::string BuildReportHtml(const Session& session,
+                            const std::vector<CollectiveInstance>& instances,
+                            const std::vector<Finding>& findings);
+
+// `text` with &, <, >, " and ' replaced by entities: safe in element content and in quoted
+// attribute values.
+std::string HtmlEscape(const std::string& text);
+
+}  // namespace rankscope

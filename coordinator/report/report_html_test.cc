@@ -1,0 +1,98 @@
+#include "coordinator/report/report_html.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cctype>
+
+#include "coordinator/collective_matcher.h"
+#include "coordinator/report/test_session.h"
+
+namespace rankscope {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+std::string Lower(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return s;
+}
+
+size_t Count(const std::string& haystack, const std::string& needle) {
+  size_t n = 0;
+  for (size_t at = haystack.find(needle); at != std::string::npos;
+       at = haystack.find(needle, at + 1)) {
+    ++n;
+  }
+  return n;
+}
+
+TEST(ReportHtml, EscapesEverythingFromTheSession) {
+  Session s = report_test::MakeHostileSession();
+  std::string html =
+      Lower(BuildReportHtml(s, MatchCollectives(s), report_test::MakeHostileFindings()));
+  EXPECT_THAT(html, Not(HasSubstr("<script")));
+  EXPECT_THAT(html, Not(HasSubstr("<img")));
+  EXPECT_THAT(html, HasSubstr("&lt;script&gt;alert(1)&lt;/script&gt;"));
+}
+
+TEST(ReportHtml, SelfContained) {
+  Session s = report_test::MakeSession();
+  std::string html = Lower(BuildReportHtml(s, MatchCollectives(s), report_test::MakeFindings()));
+  EXPECT_THAT(html, HasSubstr("<!doctype html>"));
+  EXPECT_THAT(html, HasSubstr("content-security-policy"));
+  EXPECT_THAT(html, Not(HasSubstr("<link")));
+  EXPECT_THAT(html, Not(HasSubstr("src=")));
+  EXPECT_THAT(html, Not(HasSubstr("@import")));
+  EXPECT_THAT(html, Not(HasSubstr("url(http")));
+  EXPECT_THAT(html, Not(HasSubstr("href=\"http")));
+  EXPECT_THAT(html, HasSubstr("</html>"));
+}
+
+TEST(ReportHtml, FindingsRanksHeatmapAndSummary) {
+  Session s = report_test::MakeSession();
+  std::vector<CollectiveInstance> instances = MatchCollectives(s);
+  std::string html = BuildReportHtml(s, instances, report_test::MakeFindings());
+  EXPECT_THAT(html, HasSubstr("PARTIAL"));
+  EXPECT_THAT(html, HasSubstr("Rank 2 on node-b arrives last"));
+  EXPECT_THAT(html, HasSubstr("nsys profile -t nvtx,mpi -o rank2 ./train --steps 4"));
+  EXPECT_LT(html.find("card critical"), html.find("card info"));
+  EXPECT_THAT(html, HasSubstr("id=\"ranks\""));
+  EXPECT_THAT(html, HasSubstr("killed by SIGKILL (exit code 137)"));
+  EXPECT_THAT(html, HasSubstr("-1.23 ms"));
+  EXPECT_THAT(html, HasSubstr("id=\"activity\""));
+  // The heatmap: one cell per rank and instance, and rank 0 waited 2 ms in allreduce 0.
+  EXPECT_THAT(html, HasSubstr("<svg"));
+  EXPECT_EQ(Count(html, "<rect x="), s.ranks.size() * instances.size() + 1);  // + legend
+  EXPECT_THAT(html, HasSubstr("rank 0, allreduce seq 0: waited 2.00 ms"));
+  EXPECT_THAT(html, HasSubstr("rank 2, allreduce seq 3: not a member"));
+}
+
+TEST(ReportHtml, BinsLongRunsIntoBoundedColumns) {
+  Session s = report_test::MakeCleanSession();
+  for (RankData& r : s.ranks) {
+    std::vector<CollectiveRecord> more;
+    for (int k = 0; k < 2000; ++k) {
+      CollectiveRecord c = r.collectives[static_cast<size_t>(k % 50)];
+      c.seq = static_cast<uint64_t>(k);
+      c.enter += (k / 50) * 50 * kNsPerMs;
+      c.exit += (k / 50) * 50 * kNsPerMs;
+      more.push_back(c);
+    }
+    r.collectives = more;
+  }
+  std::string html = BuildReportHtml(s, MatchCollectives(s), {});
+  EXPECT_LE(Count(html, "<rect x="), 4u * 400u + 1u);
+  EXPECT_THAT(html, HasSubstr("per column"));
+  EXPECT_THAT(html, HasSubstr("No problems found"));
+}
+
+TEST(HtmlEscape, ReplacesMarkupCharacters) {
+  EXPECT_EQ(HtmlEscape("a<b>&\"c'"), "a&lt;b&gt;&amp;&quot;c&#39;");
+}
+
+}  // namespace
+}  // namespace rankscope

@@ -1,0 +1,158 @@
+#include "coordinator/report/report_json.h"
+
+#include <algorithm>
+#include <string>
+
+#include "coordinator/collective_matcher.h"
+#include "coordinator/report/collective_waits.h"
+#include "coordinator/report/report_format.h"
+
+#ifndef RANKSCOPE_VERSION
+#define RANKSCOPE_VERSION "0.0.0"
+#endif
+
+namespace rankscope {
+
+namespace {
+
+using nlohmann::json;
+
+json OptionalInt(const std::optional<int>& value) {
+  return value.has_value() ? json(*value) : json(nullptr);
+}
+
+json JobJson(const Session& session) {
+  json job;
+  job["id"] = session.job_id;
+  job["session_id"] = session.session_id;
+  job["launcher"] = session.launcher;
+  job["command"] = session.command;
+  job["world_size"] = session.world_size;
+  job["nodes"] = CountNodes(session);
+  job["status"] = session.partial ? "partial" : "complete";
+  job["partial_reasons"] = session.partial_reasons;
+  job["exit_code"] = OptionalInt(session.launcher_exit_code);
+  job["start_ns"] = session.start;
+  job["end_ns"] = session.end;
+  job["duration_ns"] = std::max<DurationNs>(0, session.end - session.start);
+  job["aligned"] = session.aligned;
+  return job;
+}
+
+json RankJson(const RankData& r) {
+  json rank;
+  rank["rank"] = r.id.rank;
+  rank["node"] = r.id.node;
+  rank["host"] = r.id.host;
+  rank["pid"] = r.id.program_pid;
+  rank["agent_pid"] = r.id.agent_pid;
+  rank["local_rank"] = r.id.local_rank;
+  rank["restart_count"] = r.id.restart_count;
+  rank["exit_code"] = OptionalInt(r.exit_code);
+  rank["term_signal"] = r.term_signal;
+  rank["finished"] = r.finished;
+  rank["dropped_records"] = r.dropped_records;
+  rank["notices"] = r.notices;
+  rank["clock"] = {
+      {"offset_ns", r.clock.offset_ns},
+      {"drift_ppm", r.clock.drift_ppm},
+      {"uncertainty_ns", r.clock.uncertainty_ns},
+      {"samples", r.clock.samples_used},
+      {"samples_total", r.clock.samples_total},
+      {"fitted", r.clock_fitted},
+      {"error", r.clock_error.empty() ? json(nullptr) : json(r.clock_error)},
+  };
+  rank["counts"] = {
+      {"collectives", r.collectives.size()},
+      {"p2p", r.p2p.size()},
+      {"ranges", r.ranges.size()},
+      {"marks", r.marks.size()},
+  };
+  return rank;
+}
+
+json CollectivesJson(const Session& session) {
+  CollectiveOverview overview = SummarizeCollectives(MatchCollectives(session));
+  json by_op = json::object();
+  for (const auto& [op, count] : overview.by_op) by_op[op] = count;
+  return {
+      {"instances", overview.instances},
+      {"complete", overview.complete},
+      {"mismatched", overview.mismatched},
+      {"by_op", by_op},
+  };
+}
+
+Status FieldError(const std::string& field, const std::string& what) {
+  return Status::Error("finding field '" + field + "' " + what);
+}
+
+}  // namespace
+
+json FindingToJson(const Finding& finding) {
+  json steps = json::array();
+  for (const NextStep& step : finding.next_steps) {
+    steps.push_back({{"tool", step.tool}, {"command", step.command}, {"look_for", step.look_for}});
+  }
+  return {
+      {"kind", finding.kind},
+      {"severity", SeverityName(finding.severity)},
+      {"ranks", finding.ranks},
+      {"nodes", finding.nodes},
+      {"summary", finding.summary},
+      {"evidence", finding.evidence.is_null() ? json::object() : finding.evidence},
+      {"confidence", finding.confidence},
+      {"cost_ns", finding.cost_ns},
+      {"next_steps", steps},
+  };
+}
+
+Result<Finding> FindingFromJson(const json& j) {
+  if (!j.is_object()) return FieldError("(finding)", "is not an object");
+  Finding f;
+  // nlohmann throws on type mismatches; this boundary turns that into a Status.
+  try {
+    f.kind = j.at("kind").get<std::string>();
+    std::string severity = j.at("severity").get<std::string>();
+    if (severity == "info") {
+      f.severity = Severity::kInfo;
+    } else if (severity == "warning") {
+      f.severity = Severity::kWarning;
+    } else if (severity == "critical") {
+      f.severity = Severity::kCritical;
+    } else {
+      return FieldError("severity", "has unknown value '" + severity + "'");
+    }
+    f.ranks = j.at("ranks").get<std::vector<int>>();
+    f.nodes = j.at("nodes").get<std::vector<std::string>>();
+    f.summary = j.at("summary").get<std::string>();
+    f.evidence = j.at("evidence");
+    f.confidence = j.at("confidence").get<double>();
+    f.cost_ns = j.at("cost_ns").get<int64_t>();
+    for (const json& step : j.at("next_steps")) {
+      f.next_steps.push_back({step.at("tool").get<std::string>(),
+                              step.at("command").get<std::string>(),
+                              step.at("look_for").get<std::string>()});
+    }
+  } catch (const json::exception& e) {
+    return Status::Error(std::string("finding is malformed: ") + e.what());
+  }
+  return f;
+}
+
+json BuildReportJson(const Session& session, const std::vector<Finding>& findings) {
+  json report;
+  report["schema"] = kReportSchemaId;
+  report["generated_by"] = {{"name", "rankscope"}, {"version", RANKSCOPE_VERSION}};
+  report["job"] = JobJson(session);
+  json ranks = json::array();
+  for (const RankData& r : session.ranks) ranks.push_back(RankJson(r));
+  report["ranks"] = std::move(ranks);
+  json findings_json = json::array();
+  for (const Finding* f : FindingsWorstFirst(findings)) findings_json.push_back(FindingToJson(*f));
+  report["findings"] = std::move(findings_json);
+  report["collectives"] = CollectivesJson(session);
+  return report;
+}
+
+}  // namespace rankscope

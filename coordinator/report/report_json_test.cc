@@ -1,0 +1,199 @@
+#include "coordinator/report/report_json.h"
+
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+#include <functional>
+
+#include "coordinator/report/test_session.h"
+
+namespace rankscope {
+namespace {
+
+using nlohmann::json;
+
+TEST(ReportJson, HasEveryRequiredFieldWithTheRightType) {
+  json r = BuildReportJson(report_test::MakeSession(), report_test::MakeFindings());
+  EXPECT_EQ(r["schema"], "rankscope.report/v1");
+  EXPECT_EQ(r["generated_by"]["name"], "rankscope");
+  EXPECT_TRUE(r["generated_by"]["version"].is_string());
+
+  const json& job = r["job"];
+  EXPECT_EQ(job["id"], "4711");
+  EXPECT_EQ(job["launcher"], "mpirun");
+  ASSERT_TRUE(job["command"].is_array());
+  EXPECT_EQ(job["command"][0], "mpirun");
+  EXPECT_EQ(job["world_size"], 3);
+  EXPECT_EQ(job["status"], "partial");
+  ASSERT_EQ(job["partial_reasons"].size(), 1u);
+  EXPECT_EQ(job["exit_code"], 137);
+  EXPECT_TRUE(job["start_ns"].is_number_integer());
+  EXPECT_EQ(job["end_ns"].get<int64_t>() - job["start_ns"].get<int64_t>(),
+            job["duration_ns"].get<int64_t>());
+  EXPECT_EQ(job["duration_ns"], 50'000'000);
+
+  ASSERT_EQ(r["ranks"].size(), 3u);
+  const json& r2 = r["ranks"][2];
+  EXPECT_EQ(r2["rank"], 2);
+  EXPECT_EQ(r2["node"], "node-b");
+  EXPECT_EQ(r2["host"], "node-b.cluster");
+  EXPECT_EQ(r2["pid"], 1002);
+  EXPECT_EQ(r2["local_rank"], 0);
+  EXPECT_EQ(r2["exit_code"], 137);
+  EXPECT_EQ(r2["term_signal"], 9);
+  EXPECT_EQ(r2["finished"], false);
+  EXPECT_EQ(r2["dropped_records"], 17);
+  EXPECT_EQ(r2["notices"].size(), 1u);
+  EXPECT_EQ(r2["clock"]["offset_ns"], -1'234'567);
+  EXPECT_EQ(r2["clock"]["drift_ppm"], 3.5);
+  EXPECT_EQ(r2["clock"]["uncertainty_ns"], 12'000);
+  EXPECT_EQ(r2["clock"]["samples"], 40);
+  EXPECT_EQ(r2["clock"]["samples_total"], 160);
+  EXPECT_EQ(r2["clock"]["fitted"], true);
+  EXPECT_TRUE(r2["clock"]["error"].is_null());
+  EXPECT_EQ(r2["counts"]["collectives"], 3);
+  EXPECT_EQ(r2["counts"]["p2p"], 0);
+  EXPECT_EQ(r2["counts"]["ranges"], 6);
+  EXPECT_EQ(r2["counts"]["marks"], 1);
+  EXPECT_TRUE(r["ranks"][0]["exit_code"].is_number_integer());
+
+  ASSERT_EQ(r["findings"].size(), 2u);
+  const json& f = r["findings"][0];  // worst first, although given second
+  EXPECT_EQ(f["kind"], "straggler");
+  EXPECT_EQ(f["severity"], "critical");
+  EXPECT_EQ(f["ranks"], json::array({2}));
+  EXPECT_EQ(f["nodes"], json::array({"node-b"}));
+  EXPECT_TRUE(f["summary"].is_string());
+  EXPECT_EQ(f["evidence"]["times_last"], 3);
+  EXPECT_EQ(f["confidence"], 0.9);
+  EXPECT_EQ(f["cost_ns"], 12'000'000);
+  ASSERT_EQ(f["next_steps"].size(), 2u);
+  EXPECT_EQ(f["next_steps"][0]["tool"], "nsys");
+  EXPECT_TRUE(f["next_steps"][0]["command"].is_string());
+  EXPECT_TRUE(f["next_steps"][0]["look_for"].is_string());
+  EXPECT_EQ(r["findings"][1]["kind"], "dataloader_skew");
+
+  EXPECT_EQ(r["collectives"]["instances"], 5);
+  EXPECT_EQ(r["collectives"]["complete"], 3);
+  EXPECT_EQ(r["collectives"]["by_op"], json({{"allreduce", 4}, {"bcast", 1}}));
+}
+
+TEST(ReportJson, UnknownExitCodesAreNull) {
+  Session s = report_test::MakeSession();
+  s.launcher_exit_code.reset();
+  s.ranks[0].exit_code.reset();
+  s.partial = false;
+  s.partial_reasons.clear();
+  json r = BuildReportJson(s, {});
+  EXPECT_TRUE(r["job"]["exit_code"].is_null());
+  EXPECT_TRUE(r["ranks"][0]["exit_code"].is_null());
+  EXPECT_EQ(r["job"]["status"], "complete");
+  EXPECT_TRUE(r["findings"].is_array());
+  EXPECT_TRUE(r["findings"].empty());
+}
+
+TEST(FindingJson, RoundTrips) {
+  for (const Finding& f : report_test::MakeFindings()) {
+    Result<Finding> back = FindingFromJson(FindingToJson(f));
+    ASSERT_TRUE(back.ok()) << back.status().message();
+    EXPECT_EQ(FindingToJson(back.value()), FindingToJson(f));
+  }
+  EXPECT_FALSE(FindingFromJson(json{{"kind", "straggler"}}).ok());
+  json bad = FindingToJson(report_test::MakeFindings()[0]);
+  bad["severity"] = "apocalyptic";
+  EXPECT_NE(FindingFromJson(bad).status().message().find("severity"), std::string::npos);
+}
+
+// ---- JSON Schema validation through Python's jsonschema --------------------------------------
+
+constexpr char kValidator[] = R"py(
+import json, sys
+try:
+    import jsonschema
+except ImportError:
+    sys.exit(77)
+schema = json.load(open(sys.argv[1]))
+document = json.load(open(sys.argv[2]))
+validator_class = jsonschema.Draft202012Validator
+validator_class.check_schema(schema)
+errors = list(validator_class(schema).iter_errors(document))
+for e in errors:
+    print("/".join(str(p) for p in e.absolute_path) + ": " + e.message)
+sys.exit(1 if errors else 0)
+)py";
+
+struct Validation {
+  bool available = false;
+  bool valid = false;
+  std::string output;
+};
+
+// Validates `document` against report.schema.json with Python jsonschema's
+// Draft 2020-12 validator; available=false when Python or the module is missing.
+Validation ValidateAgainstSchema(const json& document) {
+  Validation v;
+  if (access("/usr/bin/python3", X_OK) != 0) return v;
+  std::string dir = report_test::MakeTempDir("schema");
+  std::string script = dir + "/validate.py";
+  std::string instance = dir + "/report.json";
+  std::ofstream(script) << kValidator;
+  std::ofstream(instance) << document.dump(2);
+  std::string command =
+      "/usr/bin/python3 " + script + " " RANKSCOPE_REPORT_SCHEMA " " + instance + " 2>&1";
+  FILE* pipe = popen(command.c_str(), "r");
+  if (pipe == nullptr) return v;
+  char buffer[512];
+  while (fgets(buffer, sizeof(buffer), pipe) != nullptr) v.output += buffer;
+  int status = pclose(pipe);
+  int code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  v.available = code != 77;
+  v.valid = code == 0;
+  return v;
+}
+
+TEST(ReportSchema, ReportValidates) {
+  Validation v = ValidateAgainstSchema(
+      BuildReportJson(report_test::MakeSession(), report_test::MakeFindings()));
+  if (!v.available) GTEST_SKIP() << "needs /usr/bin/python3 with jsonschema (python3-jsonschema)";
+  EXPECT_TRUE(v.valid) << v.output;
+
+  v = ValidateAgainstSchema(BuildReportJson(report_test::MakeCleanSession(), {}));
+  EXPECT_TRUE(v.valid) << v.output;
+  v = ValidateAgainstSchema(BuildReportJson(Session{}, {}));
+  EXPECT_TRUE(v.valid) << v.output;
+}
+
+TEST(ReportSchema, RejectsBrokenReports) {
+  const json good = BuildReportJson(report_test::MakeSession(), report_test::MakeFindings());
+  if (!ValidateAgainstSchema(good).available) {
+    GTEST_SKIP() << "needs /usr/bin/python3 with jsonschema (python3-jsonschema)";
+  }
+  std::vector<std::pair<const char*, std::function<void(json&)>>> breakages = {
+      {"missing job.status", [](json& r) { r["job"].erase("status"); }},
+      {"unknown status", [](json& r) { r["job"]["status"] = "done"; }},
+      {"unknown severity", [](json& r) { r["findings"][0]["severity"] = "fatal"; }},
+      {"unknown kind", [](json& r) { r["findings"][0]["kind"] = "gremlins"; }},
+      {"fitted not a bool", [](json& r) { r["ranks"][0]["clock"]["fitted"] = "yes"; }},
+      {"command not strings",
+       [](json& r) {
+         r["job"]["command"] = json::array({1, 2});
+       }},
+      {"extra top-level key", [](json& r) { r["surprise"] = 1; }},
+      {"wrong schema id", [](json& r) { r["schema"] = "rankscope.report/v2"; }},
+      {"confidence above 1", [](json& r) { r["findings"][0]["confidence"] = 1.5; }},
+      {"missing clock", [](json& r) { r["ranks"][1].erase("clock"); }},
+      {"unknown op", [](json& r) { r["collectives"]["by_op"]["allsmash"] = 1; }},
+      {"complete with reasons", [](json& r) { r["job"]["status"] = "complete"; }},
+  };
+  for (const auto& [what, breakage] : breakages) {
+    json broken = good;
+    breakage(broken);
+    EXPECT_FALSE(ValidateAgainstSchema(broken).valid) << what << " was accepted";
+  }
+}
+
+}  // namespace
+}  // namespace rankscope

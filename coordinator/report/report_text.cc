@@ -1,0 +1,265 @@
+#include "coordinator/report/report_text.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+
+#include "coordinator/collective_matcher.h"
+#include "coordinator/report/collective_waits.h"
+#include "coordinator/report/report_format.h"
+
+namespace rankscope {
+
+namespace {
+
+// What fits on one screen; the rest is in report.html / report.json.
+constexpr size_t kMaxFindings = 6;
+constexpr size_t kEvidenceWidth = 90;  // characters
+constexpr size_t kMaxClockRows = 12;
+constexpr size_t kMaxNotices = 10;
+
+// Replaces C0/C1 control characters and DEL: session strings come from the profiled program
+// (NVTX names, notices) and must not be able to move the cursor or recolour the terminal.
+std::string Clean(const std::string& s) {
+  std::string out;
+  out.reserve(s.size());
+  for (size_t i = 0; i < s.size(); ++i) {
+    auto c = static_cast<unsigned char>(s[i]);
+    if (c < 0x20 || c == 0x7f) {
+      out += '?';
+    } else if (c == 0xc2 && i + 1 < s.size() && static_cast<unsigned char>(s[i + 1]) >= 0x80 &&
+               static_cast<unsigned char>(s[i + 1]) <= 0x9f) {
+      out += '?';
+      ++i;
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out;
+}
+
+class Painter {
+ public:
+  explicit Painter(bool color) : color_(color) {}
+  std::string Bold(const std::string& s) const { return Wrap("1", s); }
+  std::string Dim(const std::string& s) const { return Wrap("2", s); }
+  std::string Red(const std::string& s) const { return Wrap("1;31", s); }
+  std::string Yellow(const std::string& s) const { return Wrap("1;33", s); }
+  std::string Green(const std::string& s) const { return Wrap("1;32", s); }
+  std::string Cyan(const std::string& s) const { return Wrap("36", s); }
+
+ private:
+  std::string Wrap(const char* code, const std::string& s) const {
+    if (!color_) return s;
+    return std::string("\x1b[") + code + "m" + s + "\x1b[0m";
+  }
+  bool color_;
+};
+
+std::string Pad(std::string s, size_t width) {
+  if (s.size() < width) s.append(width - s.size(), ' ');
+  return s;
+}
+
+std::string Join(const std::vector<std::string>& parts, const char* separator) {
+  std::string out;
+  for (const std::string& p : parts) {
+    if (!out.empty()) out += separator;
+    out += p;
+  }
+  return out;
+}
+
+std::string Header(const Session& session, const Painter& paint) {
+  std::string line = paint.Bold("rankscope") + "  job " +
+                     Clean(session.job_id.empty() ? session.session_id : session.job_id);
+  if (!session.launcher.empty()) line += " (" + Clean(session.launcher) + ")";
+  int nodes = CountNodes(session);
+  line += "  " + std::to_string(session.ranks.size());
+  if (session.world_size > 0 && static_cast<size_t>(session.world_size) != session.ranks.size()) {
+    line += "/" + std::to_string(session.world_size);
+  }
+  line += session.ranks.size() == 1 ? " rank" : " ranks";
+  line += " on " + std::to_string(nodes) + (nodes == 1 ? " node" : " nodes");
+  line += "  " + FormatDuration(std::max<DurationNs>(0, session.end - session.start));
+  line += "  " + (session.partial ? paint.Red("PARTIAL") : paint.Green("COMPLETE"));
+  if (session.launcher_exit_code.has_value() && *session.launcher_exit_code != 0) {
+    line += "  launcher exit " + std::to_string(*session.launcher_exit_code);
+  }
+  line += "\n";
+  if (session.partial && !session.partial_reasons.empty()) {
+    std::vector<std::string> reasons;
+    for (const std::string& r : session.partial_reasons) reasons.push_back(Clean(r));
+    line += "  partial: " + Join(reasons, "; ") + "\n";
+  }
+  if (!session.command.empty()) {
+    std::vector<std::string> words;
+    for (const std::string& w : session.command) words.push_back(Clean(w));
+    std::string command = Join(words, " ");
+    if (command.size() > 90) command = command.substr(0, 87) + "...";
+    line += paint.Dim("  command: " + command) + "\n";
+  }
+  return line;
+}
+
+std::string SeverityTag(Severity severity, const Painter& paint) {
+  switch (severity) {
+    case Severity::kCritical:
+      return paint.Red("CRITICAL");
+    case Severity::kWarning:
+      return paint.Yellow("WARNING ");
+    case Severity::kInfo:
+      return paint.Cyan("INFO    ");
+  }
+  return "INFO    ";
+}
+
+std::string Where(const Finding& f) {
+  std::vector<std::string> parts;
+  if (!f.ranks.empty()) {
+    std::vector<std::string> ranks;
+    for (size_t i = 0; i < f.ranks.size() && i < 8; ++i)
+      ranks.push_back(std::to_string(f.ranks[i]));
+    if (f.ranks.size() > 8) ranks.push_back("...");
+    parts.push_back((f.ranks.size() == 1 ? "rank " : "ranks ") + Join(ranks, ","));
+  }
+  if (!f.nodes.empty()) {
+    std::vector<std::string> nodes;
+    for (size_t i = 0; i < f.nodes.size() && i < 4; ++i) nodes.push_back(Clean(f.nodes[i]));
+    if (f.nodes.size() > 4) nodes.push_back("...");
+    parts.push_back("on " + Join(nodes, ","));
+  }
+  return Join(parts, " ");
+}
+
+std::string FindingsSection(const Session& session, const std::vector<Finding>& findings,
+                            const Painter& paint) {
+  if (findings.empty()) {
+    CollectiveOverview overview = SummarizeCollectives(MatchCollectives(session));
+    return paint.Green("No problems found") + ": " + DescribeWhatWasChecked(session, overview) +
+           ".\n";
+  }
+  std::string out =
+      paint.Bold("Findings") + " (" + std::to_string(findings.size()) + ", worst first)\n";
+  std::vector<const Finding*> ordered = FindingsWorstFirst(findings);
+  for (size_t i = 0; i < ordered.size() && i < kMaxFindings; ++i) {
+    const Finding& f = *ordered[i];
+    char confidence[32];
+    std::snprintf(confidence, sizeof(confidence), "confidence %.2f", f.confidence);
+    out += "  " + SeverityTag(f.severity, paint) + " " + Clean(f.kind);
+    std::string where = Where(f);
+    if (!where.empty()) out += "  " + where;
+    out += paint.Dim(std::string("  ") + confidence + "  cost " + FormatDuration(f.cost_ns)) + "\n";
+    out += "    " + Clean(f.summary) + "\n";
+    // As much evidence as fits on one line; the rest is in report.json and report.html.
+    std::string evidence;
+    auto entries = ReadableEvidence(f.evidence, 0);
+    size_t shown = 0;
+    for (; shown < entries.size(); ++shown) {
+      std::string entry = Clean(entries[shown].first) + "=" + Clean(entries[shown].second);
+      if (shown > 0 && evidence.size() + entry.size() + 2 > kEvidenceWidth) break;
+      evidence += (shown > 0 ? ", " : "") + entry;
+    }
+    if (shown < entries.size()) evidence += " (+" + std::to_string(entries.size() - shown) + ")";
+    if (!evidence.empty()) out += paint.Dim("    evidence: " + evidence) + "\n";
+    if (!f.next_steps.empty()) {
+      out += "    next: " + paint.Bold(Clean(f.next_steps.front().command)) + "\n";
+    }
+  }
+  if (ordered.size() > kMaxFindings) {
+    out += paint.Dim("  ... " + std::to_string(ordered.size() - kMaxFindings) +
+                     " more findings in report.html") +
+           "\n";
+  }
+  return out;
+}
+
+std::string ClockSection(const Session& session, const Painter& paint) {
+  if (session.ranks.empty()) return "";
+  // With many ranks, show the ones whose clocks are least trustworthy: unfitted first, then
+  // the largest uncertainty, since those are what limit cross-rank comparisons.
+  std::vector<const RankData*> rows;
+  for (const RankData& r : session.ranks) rows.push_back(&r);
+  size_t hidden = 0;
+  DurationNs hidden_max_uncertainty = 0;
+  if (rows.size() > kMaxClockRows) {
+    std::stable_sort(rows.begin(), rows.end(), [](const RankData* a, const RankData* b) {
+      if (a->clock_fitted != b->clock_fitted) return !a->clock_fitted;
+      return a->clock.uncertainty_ns > b->clock.uncertainty_ns;
+    });
+    hidden = rows.size() - kMaxClockRows;
+    for (size_t i = kMaxClockRows; i < rows.size(); ++i) {
+      hidden_max_uncertainty = std::max(hidden_max_uncertainty, rows[i]->clock.uncertainty_ns);
+    }
+    rows.resize(kMaxClockRows);
+    std::sort(rows.begin(), rows.end(),
+              [](const RankData* a, const RankData* b) { return a->id.rank < b->id.rank; });
+  }
+  size_t node_width = 4;
+  for (const RankData* r : rows) node_width = std::max(node_width, Clean(r->id.node).size());
+  node_width = std::min<size_t>(node_width, 24);
+
+  std::string out = paint.Bold("Clocks") + paint.Dim(" (coordinator time = local + offset)") + "\n";
+  out += paint.Dim("  " + Pad("rank", 6) + Pad("node", node_width + 2) + Pad("offset", 13) +
+                   Pad("uncertainty", 14) + "drift") +
+         "\n";
+  for (const RankData* r : rows) {
+    char drift[32];
+    std::snprintf(drift, sizeof(drift), "%+.2f ppm", r->clock.drift_ppm);
+    std::string node = Clean(r->id.node);
+    if (node.size() > node_width) node = node.substr(0, node_width);
+    out += "  " + Pad(std::to_string(r->id.rank), 6) + Pad(node, node_width + 2) +
+           Pad(FormatSignedDuration(r->clock.offset_ns), 13) +
+           Pad("±" + FormatDuration(r->clock.uncertainty_ns), 15);  // '±' is two bytes
+    out += r->clock_fitted ? std::string(drift) : paint.Yellow("not fitted");
+    out += "\n";
+  }
+  if (hidden > 0) {
+    out += paint.Dim("  ... " + std::to_string(hidden) + " more ranks, uncertainty at most ±" +
+                     FormatDuration(hidden_max_uncertainty) + " (see report.html)") +
+           "\n";
+  }
+  return out;
+}
+
+std::string NoticeSection(const Session& session, const Painter& paint) {
+  std::vector<RankNotice> notices = CollectNotices(session);
+  if (notices.empty()) return "";
+  // Severe notices (crashes, lost data) first: they change how far the findings can be trusted.
+  std::stable_sort(notices.begin(), notices.end(),
+                   [](const RankNotice& a, const RankNotice& b) { return a.severe > b.severe; });
+  std::string out = paint.Bold("Notices") + "\n";
+  for (size_t i = 0; i < notices.size() && i < kMaxNotices; ++i) {
+    const RankNotice& n = notices[i];
+    std::string who;
+    if (n.rank >= 0) {
+      who = "rank " + std::to_string(n.rank);
+      if (!n.node.empty()) who += " (" + Clean(n.node) + ")";
+      who += ": ";
+    }
+    std::string text = who + Clean(n.text);
+    out += n.severe ? "  " + paint.Red("!") + " " + text + "\n" : "  - " + text + "\n";
+  }
+  if (notices.size() > kMaxNotices) {
+    out += paint.Dim("  ... " + std::to_string(notices.size() - kMaxNotices) +
+                     " more notices in report.json") +
+           "\n";
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string BuildReportText(const Session& session, const std::vector<Finding>& findings,
+                            bool color) {
+  Painter paint(color);
+  std::string out = Header(session, paint);
+  out += "\n" + FindingsSection(session, findings, paint);
+  std::string clocks = ClockSection(session, paint);
+  if (!clocks.empty()) out += "\n" + clocks;
+  std::string notices = NoticeSection(session, paint);
+  if (!notices.empty()) out += "\n" + notices;
+  return out;
+}
+
+}  // namespace rankscope

@@ -1,0 +1,20 @@
+// report.txt: the one-screen terminal report printed at the end of `rankscope run`.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "coordinator/findings.h"
+#include "coordinator/session.h"
+
+namespace rankscope {
+
+// The report of an aligned session, for a terminal: a header (job, ranks, nodes, duration,
+// COMPLETE/PARTIAL and why), the findings worst first with their key evidence and first next
+// command (or what was checked when nothing was found), a compact clock table and the notices.
+// ANSI colour only when `color` is true (the caller decides, e.g. from isatty). Control
+// characters in strings from the session are replaced, so a program cannot drive the terminal.
+std::string BuildReportText(const Session& session, const std::vector<Finding>& findings,
+                            bool color);
+
+}  // namespace rankscope

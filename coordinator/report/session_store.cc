@@ -1,0 +1,622 @@
+#include "coordinator/report/session_store.h"
+
+#include <sqlite3.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <charconv>
+#include <concepts>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <utility>
+
+#include "coordinator/report/report_json.h"
+#include "core/records.h"
+
+#ifndef RANKSCOPE_VERSION
+#define RANKSCOPE_VERSION "0.0.0"
+#endif
+
+namespace rankscope {
+
+namespace {
+
+using nlohmann::json;
+
+// ---- RAII over the sqlite3 C API ----------------------------------------------------------
+
+// Owns one connection. Its errors are SQLite's words only; callers add the file and context.
+class Connection {
+ public:
+  explicit Connection(std::string path) : path_(std::move(path)) {}
+  ~Connection() { Close(); }
+  Connection(const Connection&) = delete;
+  Connection& operator=(const Connection&) = delete;
+
+  // `flags` as for sqlite3_open_v2.
+  Status Open(int flags) {
+    int rc = sqlite3_open_v2(path_.c_str(), &db_, flags, nullptr);
+    if (rc != SQLITE_OK) {
+      Status s = Status::Error(Error(rc));
+      Close();
+      return s;
+    }
+    sqlite3_extended_result_codes(db_, 1);
+    return Status::Ok();
+  }
+
+  // Runs statements without results (schema, pragmas, transactions).
+  Status Exec(const char* sql) {
+    char* message = nullptr;
+    int rc = sqlite3_exec(db_, sql, nullptr, nullptr, &message);
+    if (rc == SQLITE_OK) return Status::Ok();
+    std::string text = message != nullptr ? message : sqlite3_errstr(rc);
+    sqlite3_free(message);
+    return Status::Error(text);
+  }
+
+  // Closes now, reporting what a deferred close would have hidden.
+  Status Close() {
+    if (db_ == nullptr) return Status::Ok();
+    int rc = sqlite3_close_v2(db_);
+    db_ = nullptr;
+    if (rc != SQLITE_OK) {
+      return Status::Error(std::string("close failed: ") + sqlite3_errstr(rc));
+    }
+    return Status::Ok();
+  }
+
+  // SQLite's description of the last failure, which returned `rc`.
+  std::string Error(int rc) const {
+    return db_ != nullptr ? sqlite3_errmsg(db_) : sqlite3_errstr(rc);
+  }
+
+  sqlite3* get() const { return db_; }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+  sqlite3* db_ = nullptr;
+};
+
+// Owns one prepared statement. Values are bound left to right (Int, Real, Text, Null) and the
+// bind position restarts after each Run(); the first failure sticks in status().
+class Statement {
+ public:
+  Statement(const Connection& db, const char* sql) : db_(db) {
+    int rc = sqlite3_prepare_v2(db.get(), sql, -1, &stmt_, nullptr);
+    if (rc != SQLITE_OK) {
+      prepare_code_ = rc;
+      status_ = Status::Error(db.Error(rc));
+    }
+  }
+  ~Statement() { sqlite3_finalize(stmt_); }
+  Statement(const Statement&) = delete;
+  Statement& operator=(const Statement&) = delete;
+
+  const Status& status() const { return status_; }
+  // The SQLite result code of a failed prepare (SQLITE_NOTADB, ...), else SQLITE_OK.
+  int prepare_code() const { return prepare_code_; }
+
+  template <std::integral T>
+  Statement& Int(T value) {
+    // uint64_t ids wrap to int64_t and back exactly (two's complement, C++20).
+    return Check(sqlite3_bind_int64(stmt_, ++position_, static_cast<sqlite3_int64>(value)));
+  }
+  Statement& Real(double value) { return Check(sqlite3_bind_double(stmt_, ++position_, value)); }
+  Statement& Text(const std::string& value) {
+    return Check(sqlite3_bind_text64(stmt_, ++position_, value.data(), value.size(),
+                                     SQLITE_TRANSIENT, SQLITE_UTF8));
+  }
+  Statement& Null() { return Check(sqlite3_bind_null(stmt_, ++position_)); }
+  template <std::integral T>
+  Statement& OptionalInt(const std::optional<T>& value) {
+    return value.has_value() ? Int(*value) : Null();
+  }
+
+  // Executes an INSERT with the bound values, then readies the statement for the next row.
+  Status Run() {
+    if (status_.ok()) {
+      int rc = sqlite3_step(stmt_);
+      if (rc != SQLITE_DONE) status_ = Status::Error(db_.Error(rc));
+    }
+    sqlite3_reset(stmt_);
+    position_ = 0;
+    return status_;
+  }
+
+  // Steps a query: true while a row is available; false at the end or on an error (status()).
+  bool Next() {
+    if (!status_.ok()) return false;
+    int rc = sqlite3_step(stmt_);
+    if (rc == SQLITE_ROW) return true;
+    if (rc != SQLITE_DONE) status_ = Status::Error(db_.Error(rc));
+    return false;
+  }
+
+  int64_t ColumnInt(int column) const { return sqlite3_column_int64(stmt_, column); }
+  double ColumnReal(int column) const { return sqlite3_column_double(stmt_, column); }
+  bool ColumnIsNull(int column) const { return sqlite3_column_type(stmt_, column) == SQLITE_NULL; }
+  std::string ColumnText(int column) const {
+    const auto* text = reinterpret_cast<const char*>(sqlite3_column_text(stmt_, column));
+    int size = sqlite3_column_bytes(stmt_, column);  // after column_text, as SQLite requires
+    return text != nullptr ? std::string(text, static_cast<size_t>(size)) : std::string();
+  }
+
+ private:
+  Statement& Check(int rc) {
+    if (rc != SQLITE_OK && status_.ok()) status_ = Status::Error(db_.Error(rc));
+    return *this;
+  }
+
+  const Connection& db_;
+  sqlite3_stmt* stmt_ = nullptr;
+  int position_ = 0;
+  int prepare_code_ = SQLITE_OK;
+  Status status_;
+};
+
+#define RETURN_IF_ERROR(expr)                            \
+  do {                                                   \
+    Status return_if_error_ = (expr);                    \
+    if (!return_if_error_.ok()) return return_if_error_; \
+  } while (0)
+
+// ---- Layout --------------------------------------------------------------------------------
+
+// No indexes: offline readers scan by rank, and rows are written in rank order already.
+constexpr char kSchema[] = R"sql(
+CREATE TABLE meta (key TEXT PRIMARY KEY, value);
+CREATE TABLE ranks (
+  idx INTEGER PRIMARY KEY, rank INTEGER, local_rank INTEGER, world_size INTEGER, node TEXT,
+  host TEXT, launcher TEXT, job_id TEXT, agent_pid INTEGER, program_pid INTEGER,
+  restart_count INTEGER, program TEXT, clock_ref_local INTEGER, clock_offset_ns INTEGER,
+  clock_drift_ppm REAL, clock_uncertainty_ns INTEGER, clock_samples_used INTEGER,
+  clock_samples_total INTEGER, clock_fitted INTEGER, clock_error TEXT, notices TEXT,
+  dropped_records INTEGER, exit_code INTEGER, term_signal INTEGER, finished INTEGER);
+CREATE TABLE clock_samples (rank_idx INTEGER, t1 INTEGER, t2 INTEGER, t3 INTEGER, t4 INTEGER);
+CREATE TABLE collectives (
+  rank_idx INTEGER, comm_id INTEGER, seq INTEGER, op INTEGER, op_name TEXT, nonblocking INTEGER,
+  root INTEGER, comm_size INTEGER, comm_rank INTEGER, bytes INTEGER, enter_ns INTEGER,
+  exit_ns INTEGER, tid INTEGER);
+CREATE TABLE p2p (
+  rank_idx INTEGER, kind INTEGER, completed INTEGER, peer INTEGER, tag INTEGER, comm_id INTEGER,
+  bytes INTEGER, enter_ns INTEGER, exit_ns INTEGER, tid INTEGER);
+CREATE TABLE ranges (
+  rank_idx INTEGER, domain TEXT, name TEXT, start_ns INTEGER, end_ns INTEGER, tid INTEGER,
+  depth INTEGER);
+CREATE TABLE marks (rank_idx INTEGER, domain TEXT, name TEXT, time_ns INTEGER, tid INTEGER);
+CREATE TABLE findings (idx INTEGER PRIMARY KEY, kind TEXT, severity TEXT, finding TEXT);
+)sql";
+
+std::string Dump(const json& value) {
+  return value.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+Status WriteMeta(const Connection& db, const Session& s) {
+  Statement insert(db, "INSERT INTO meta (key, value) VALUES (?, ?)");
+  auto put = [&](const char* key, const std::string& value) {
+    return insert.Text(key).Text(value).Run();
+  };
+  RETURN_IF_ERROR(put("schema_version", std::to_string(kSessionStoreSchemaVersion)));
+  RETURN_IF_ERROR(put("created_by", "rankscope " RANKSCOPE_VERSION));
+  RETURN_IF_ERROR(put("session_id", s.session_id));
+  RETURN_IF_ERROR(put("job_id", s.job_id));
+  RETURN_IF_ERROR(put("launcher", s.launcher));
+  RETURN_IF_ERROR(put("command", Dump(s.command)));
+  RETURN_IF_ERROR(put("world_size", std::to_string(s.world_size)));
+  RETURN_IF_ERROR(put("start_ns", std::to_string(s.start)));
+  RETURN_IF_ERROR(put("end_ns", std::to_string(s.end)));
+  if (s.launcher_exit_code.has_value()) {
+    RETURN_IF_ERROR(put("launcher_exit_code", std::to_string(*s.launcher_exit_code)));
+  } else {
+    RETURN_IF_ERROR(insert.Text("launcher_exit_code").Null().Run());
+  }
+  RETURN_IF_ERROR(put("partial", s.partial ? "1" : "0"));
+  RETURN_IF_ERROR(put("partial_reasons", Dump(s.partial_reasons)));
+  return put("aligned", s.aligned ? "1" : "0");
+}
+
+Status WriteRanks(const Connection& db, const Session& s) {
+  Statement rank_row(db,
+                     "INSERT INTO ranks VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
+                     "?, ?, ?, ?, ?, ?, ?, ?)");
+  Statement sample(db, "INSERT INTO clock_samples VALUES (?, ?, ?, ?, ?)");
+  Statement collective(db,
+                       "INSERT INTO collectives VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+  Statement p2p(db, "INSERT INTO p2p VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+  Statement range(db, "INSERT INTO ranges VALUES (?, ?, ?, ?, ?, ?, ?)");
+  Statement mark(db, "INSERT INTO marks VALUES (?, ?, ?, ?, ?)");
+  for (const Statement* st : {&rank_row, &sample, &collective, &p2p, &range, &mark}) {
+    RETURN_IF_ERROR(st->status());
+  }
+
+  for (size_t idx = 0; idx < s.ranks.size(); ++idx) {
+    const RankData& r = s.ranks[idx];
+    const ClockModel& c = r.clock;
+    rank_row.Int(idx).Int(r.id.rank).Int(r.id.local_rank).Int(r.id.world_size).Text(r.id.node);
+    rank_row.Text(r.id.host).Text(r.id.launcher).Text(r.id.job_id).Int(r.id.agent_pid);
+    rank_row.Int(r.id.program_pid).Int(r.id.restart_count).Text(Dump(r.id.program));
+    rank_row.Int(c.ref_local).Int(c.offset_ns).Real(c.drift_ppm).Int(c.uncertainty_ns);
+    rank_row.Int(c.samples_used).Int(c.samples_total).Int(r.clock_fitted ? 1 : 0);
+    rank_row.Text(r.clock_error).Text(Dump(r.notices)).Int(r.dropped_records);
+    rank_row.OptionalInt(r.exit_code).Int(r.term_signal).Int(r.finished ? 1 : 0);
+    RETURN_IF_ERROR(rank_row.Run());
+
+    for (const ClockSample& x : r.clock_samples) {
+      RETURN_IF_ERROR(sample.Int(idx).Int(x.t1).Int(x.t2).Int(x.t3).Int(x.t4).Run());
+    }
+    for (const CollectiveRecord& x : r.collectives) {
+      collective.Int(idx).Int(x.comm_id).Int(x.seq).Int(static_cast<int>(x.op));
+      collective.Text(std::string(CollectiveOpName(x.op))).Int(x.nonblocking ? 1 : 0);
+      collective.Int(x.root).Int(x.comm_size).Int(x.comm_rank).Int(x.bytes).Int(x.enter);
+      RETURN_IF_ERROR(collective.Int(x.exit).Int(x.tid).Run());
+    }
+    for (const P2PRecord& x : r.p2p) {
+      p2p.Int(idx).Int(static_cast<int>(x.kind)).Int(static_cast<int>(x.completed)).Int(x.peer);
+      p2p.Int(x.tag).Int(x.comm_id).Int(x.bytes).Int(x.enter).Int(x.exit).Int(x.tid);
+      RETURN_IF_ERROR(p2p.Run());
+    }
+    for (const RangeRecord& x : r.ranges) {
+      range.Int(idx).Text(x.domain).Text(x.name).Int(x.start).Int(x.end).Int(x.tid);
+      RETURN_IF_ERROR(range.Int(x.depth).Run());
+    }
+    for (const MarkRecord& x : r.marks) {
+      RETURN_IF_ERROR(mark.Int(idx).Text(x.domain).Text(x.name).Int(x.time).Int(x.tid).Run());
+    }
+  }
+  return Status::Ok();
+}
+
+Status WriteFindings(const Connection& db, const std::vector<Finding>& findings) {
+  Statement insert(db, "INSERT INTO findings VALUES (?, ?, ?, ?)");
+  for (size_t i = 0; i < findings.size(); ++i) {
+    const Finding& f = findings[i];
+    insert.Int(i).Text(f.kind).Text(SeverityName(f.severity)).Text(Dump(FindingToJson(f)));
+    RETURN_IF_ERROR(insert.Run());
+  }
+  return insert.status();
+}
+
+Status WriteDatabase(const std::string& path, const Session& session,
+                     const std::vector<Finding>& findings) {
+  Connection db(path);
+  RETURN_IF_ERROR(db.Open(SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE));
+  // The file is private until renamed, so no on-disk journal is needed; FULL sync makes the
+  // commit durable before the rename publishes it.
+  RETURN_IF_ERROR(db.Exec("PRAGMA journal_mode=MEMORY; PRAGMA synchronous=FULL;"));
+  RETURN_IF_ERROR(db.Exec(kSchema));
+  RETURN_IF_ERROR(db.Exec("BEGIN"));
+  RETURN_IF_ERROR(WriteMeta(db, session));
+  RETURN_IF_ERROR(WriteRanks(db, session));
+  RETURN_IF_ERROR(WriteFindings(db, findings));
+  RETURN_IF_ERROR(db.Exec("COMMIT"));
+  return db.Close();
+}
+
+// ---- Reading -------------------------------------------------------------------------------
+
+Status Corrupt(const std::string& path, const std::string& what) {
+  return Status::Error("session database " + path + " is corrupt: " + what);
+}
+
+// Opens `path` read-only and checks that it is a rankscope session database of our version.
+Status OpenForReading(Connection& db, std::map<std::string, std::optional<std::string>>& meta) {
+  const std::string& path = db.path();
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) {
+    return Status::Error("cannot open session database " + path +
+                         ": no such file (pass the session.sqlite of a rankscope session folder)");
+  }
+  Status opened = db.Open(SQLITE_OPEN_READONLY);
+  if (!opened.ok()) {
+    return Status::Error("cannot open session database " + path + ": " + opened.message());
+  }
+  Statement query(db, "SELECT key, value FROM meta");
+  if (!query.status().ok()) {
+    std::string why = (query.prepare_code() & 0xff) == SQLITE_NOTADB
+                          ? "it is not an SQLite file"
+                          : std::string(sqlite3_errmsg(db.get()));
+    return Status::Error(path + " is not a rankscope session database (" + why + ")");
+  }
+  while (query.Next()) {
+    meta[query.ColumnText(0)] =
+        query.ColumnIsNull(1) ? std::nullopt : std::optional<std::string>(query.ColumnText(1));
+  }
+  if (!query.status().ok()) return Corrupt(path, query.status().message());
+  auto version = meta.find("schema_version");
+  if (version == meta.end() || !version->second.has_value()) {
+    return Status::Error(path + " is not a rankscope session database (no schema_version)");
+  }
+  if (*version->second != std::to_string(kSessionStoreSchemaVersion)) {
+    return Status::Error("session database " + path + " has schema version " + *version->second +
+                         "; this rankscope reads version " +
+                         std::to_string(kSessionStoreSchemaVersion) +
+                         " (open it with the rankscope that wrote it)");
+  }
+  return Status::Ok();
+}
+
+class MetaReader {
+ public:
+  MetaReader(const std::string& path, const std::map<std::string, std::optional<std::string>>& meta)
+      : path_(path), meta_(meta) {}
+
+  Status Text(const char* key, std::string* out) const {
+    auto it = meta_.find(key);
+    if (it == meta_.end() || !it->second.has_value()) return Missing(key);
+    *out = *it->second;
+    return Status::Ok();
+  }
+
+  template <typename T>
+  Status Int(const char* key, T* out) const {
+    auto it = meta_.find(key);
+    if (it == meta_.end() || !it->second.has_value()) return Missing(key);
+    return ParseInt(*it->second, key, out);
+  }
+
+  template <typename T>
+  Status OptionalInt(const char* key, std::optional<T>* out) const {
+    auto it = meta_.find(key);
+    if (it == meta_.end()) return Missing(key);
+    if (!it->second.has_value()) {
+      out->reset();
+      return Status::Ok();
+    }
+    T value{};
+    RETURN_IF_ERROR(ParseInt(*it->second, key, &value));
+    *out = value;
+    return Status::Ok();
+  }
+
+  Status Bool(const char* key, bool* out) const {
+    int value = 0;
+    RETURN_IF_ERROR(Int(key, &value));
+    *out = value != 0;
+    return Status::Ok();
+  }
+
+ private:
+  template <typename T>
+  Status ParseInt(const std::string& text, const char* key, T* out) const {
+    auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), *out);
+    if (ec != std::errc() || end != text.data() + text.size()) {
+      return Corrupt(path_, std::string("meta '") + key + "' is not an integer: '" + text + "'");
+    }
+    return Status::Ok();
+  }
+  Status Missing(const char* key) const {
+    return Corrupt(path_, std::string("meta '") + key + "' is missing");
+  }
+
+  const std::string& path_;
+  const std::map<std::string, std::optional<std::string>>& meta_;
+};
+
+Status ParseStringList(const std::string& path, const std::string& text, const char* what,
+                       std::vector<std::string>* out) {
+  json parsed = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (!parsed.is_array()) return Corrupt(path, std::string(what) + " is not a JSON array");
+  out->clear();
+  for (const json& item : parsed) {
+    if (!item.is_string()) return Corrupt(path, std::string(what) + " holds a non-string");
+    out->push_back(item.get<std::string>());
+  }
+  return Status::Ok();
+}
+
+Status ReadMeta(const std::string& path,
+                const std::map<std::string, std::optional<std::string>>& meta, Session* s) {
+  MetaReader m(path, meta);
+  std::string command, reasons;
+  RETURN_IF_ERROR(m.Text("session_id", &s->session_id));
+  RETURN_IF_ERROR(m.Text("job_id", &s->job_id));
+  RETURN_IF_ERROR(m.Text("launcher", &s->launcher));
+  RETURN_IF_ERROR(m.Text("command", &command));
+  RETURN_IF_ERROR(ParseStringList(path, command, "meta 'command'", &s->command));
+  RETURN_IF_ERROR(m.Int("world_size", &s->world_size));
+  RETURN_IF_ERROR(m.Int("start_ns", &s->start));
+  RETURN_IF_ERROR(m.Int("end_ns", &s->end));
+  RETURN_IF_ERROR(m.OptionalInt("launcher_exit_code", &s->launcher_exit_code));
+  RETURN_IF_ERROR(m.Bool("partial", &s->partial));
+  RETURN_IF_ERROR(m.Text("partial_reasons", &reasons));
+  RETURN_IF_ERROR(ParseStringList(path, reasons, "meta 'partial_reasons'", &s->partial_reasons));
+  return m.Bool("aligned", &s->aligned);
+}
+
+Status ReadRanks(const Connection& db, Session* s) {
+  const std::string& path = db.path();
+  Statement q(db,
+              "SELECT idx, rank, local_rank, world_size, node, host, launcher, job_id, agent_pid, "
+              "program_pid, restart_count, program, clock_ref_local, clock_offset_ns, "
+              "clock_drift_ppm, clock_uncertainty_ns, clock_samples_used, clock_samples_total, "
+              "clock_fitted, clock_error, notices, dropped_records, exit_code, term_signal, "
+              "finished FROM ranks ORDER BY idx");
+  while (q.Next()) {
+    if (q.ColumnInt(0) != static_cast<int64_t>(s->ranks.size())) {
+      return Corrupt(path, "ranks.idx " + std::to_string(q.ColumnInt(0)) + " is out of sequence");
+    }
+    RankData r;
+    int col = 1;
+    auto next_int = [&] { return q.ColumnInt(col++); };
+    r.id.rank = static_cast<int>(next_int());
+    r.id.local_rank = static_cast<int>(next_int());
+    r.id.world_size = static_cast<int>(next_int());
+    r.id.node = q.ColumnText(col++);
+    r.id.host = q.ColumnText(col++);
+    r.id.launcher = q.ColumnText(col++);
+    r.id.job_id = q.ColumnText(col++);
+    r.id.agent_pid = static_cast<int>(next_int());
+    r.id.program_pid = static_cast<int>(next_int());
+    r.id.restart_count = static_cast<int>(next_int());
+    RETURN_IF_ERROR(ParseStringList(path, q.ColumnText(col++), "ranks.program", &r.id.program));
+    r.clock.ref_local = next_int();
+    r.clock.offset_ns = next_int();
+    r.clock.drift_ppm = q.ColumnReal(col++);
+    r.clock.uncertainty_ns = next_int();
+    r.clock.samples_used = static_cast<int>(next_int());
+    r.clock.samples_total = static_cast<int>(next_int());
+    r.clock_fitted = next_int() != 0;
+    r.clock_error = q.ColumnText(col++);
+    RETURN_IF_ERROR(ParseStringList(path, q.ColumnText(col++), "ranks.notices", &r.notices));
+    r.dropped_records = static_cast<uint64_t>(next_int());
+    if (q.ColumnIsNull(col)) {
+      ++col;
+    } else {
+      r.exit_code = static_cast<int>(next_int());
+    }
+    r.term_signal = static_cast<int>(next_int());
+    r.finished = next_int() != 0;
+    s->ranks.push_back(std::move(r));
+  }
+  if (!q.status().ok()) return Corrupt(path, q.status().message());
+  return Status::Ok();
+}
+
+// Runs `sql` (whose first column is rank_idx) and hands each row to `read_row` with the rank
+// it belongs to.
+template <typename ReadRow>
+Status ReadRecords(const Connection& db, Session* s, const char* table, const char* sql,
+                   ReadRow read_row) {
+  Statement q(db, sql);
+  while (q.Next()) {
+    int64_t idx = q.ColumnInt(0);
+    if (idx < 0 || idx >= static_cast<int64_t>(s->ranks.size())) {
+      return Corrupt(db.path(), std::string(table) + " row names rank_idx " + std::to_string(idx) +
+                                    ", which is not in table ranks");
+    }
+    RETURN_IF_ERROR(read_row(q, s->ranks[static_cast<size_t>(idx)]));
+  }
+  if (!q.status().ok()) return Corrupt(db.path(), q.status().message());
+  return Status::Ok();
+}
+
+Status ReadAllRecords(const Connection& db, Session* s) {
+  const std::string& path = db.path();
+  // rowid order is insertion order, which is each rank's record order.
+  RETURN_IF_ERROR(ReadRecords(
+      db, s, "clock_samples", "SELECT rank_idx, t1, t2, t3, t4 FROM clock_samples ORDER BY rowid",
+      [](const Statement& q, RankData& r) {
+        r.clock_samples.push_back({q.ColumnInt(1), q.ColumnInt(2), q.ColumnInt(3), q.ColumnInt(4)});
+        return Status::Ok();
+      }));
+  RETURN_IF_ERROR(ReadRecords(
+      db, s, "collectives",
+      "SELECT rank_idx, comm_id, seq, op, nonblocking, root, comm_size, comm_rank, bytes, "
+      "enter_ns, exit_ns, tid FROM collectives ORDER BY rowid",
+      [&](const Statement& q, RankData& r) {
+        int64_t op = q.ColumnInt(3);
+        if (op < 0 || op > kMaxCollectiveOp) {
+          return Corrupt(path, "collectives.op " + std::to_string(op) + " is not an operation");
+        }
+        CollectiveRecord c;
+        c.comm_id = static_cast<uint64_t>(q.ColumnInt(1));
+        c.seq = static_cast<uint64_t>(q.ColumnInt(2));
+        c.op = static_cast<CollectiveOp>(op);
+        c.nonblocking = q.ColumnInt(4) != 0;
+        c.root = static_cast<int32_t>(q.ColumnInt(5));
+        c.comm_size = static_cast<int32_t>(q.ColumnInt(6));
+        c.comm_rank = static_cast<int32_t>(q.ColumnInt(7));
+        c.bytes = q.ColumnInt(8);
+        c.enter = q.ColumnInt(9);
+        c.exit = q.ColumnInt(10);
+        c.tid = static_cast<uint32_t>(q.ColumnInt(11));
+        r.collectives.push_back(c);
+        return Status::Ok();
+      }));
+  RETURN_IF_ERROR(ReadRecords(
+      db, s, "p2p",
+      "SELECT rank_idx, kind, completed, peer, tag, comm_id, bytes, enter_ns, exit_ns, tid "
+      "FROM p2p ORDER BY rowid",
+      [&](const Statement& q, RankData& r) {
+        int64_t kind = q.ColumnInt(1);
+        int64_t completed = q.ColumnInt(2);
+        auto valid = [](int64_t k) {
+          return k >= static_cast<int>(P2PKind::kSend) && k <= static_cast<int>(P2PKind::kWait);
+        };
+        if (!valid(kind) || !valid(completed)) {
+          return Corrupt(path, "p2p.kind " + std::to_string(kind) + "/" +
+                                   std::to_string(completed) + " is not a p2p kind");
+        }
+        P2PRecord p;
+        p.kind = static_cast<P2PKind>(kind);
+        p.completed = static_cast<P2PKind>(completed);
+        p.peer = static_cast<int32_t>(q.ColumnInt(3));
+        p.tag = static_cast<int32_t>(q.ColumnInt(4));
+        p.comm_id = static_cast<uint64_t>(q.ColumnInt(5));
+        p.bytes = q.ColumnInt(6);
+        p.enter = q.ColumnInt(7);
+        p.exit = q.ColumnInt(8);
+        p.tid = static_cast<uint32_t>(q.ColumnInt(9));
+        r.p2p.push_back(p);
+        return Status::Ok();
+      }));
+  RETURN_IF_ERROR(ReadRecords(
+      db, s, "ranges",
+      "SELECT rank_idx, domain, name, start_ns, end_ns, tid, depth FROM ranges ORDER BY rowid",
+      [](const Statement& q, RankData& r) {
+        r.ranges.push_back({q.ColumnText(1), q.ColumnText(2), q.ColumnInt(3), q.ColumnInt(4),
+                            static_cast<uint32_t>(q.ColumnInt(5)),
+                            static_cast<uint32_t>(q.ColumnInt(6))});
+        return Status::Ok();
+      }));
+  return ReadRecords(db, s, "marks",
+                     "SELECT rank_idx, domain, name, time_ns, tid FROM marks ORDER BY rowid",
+                     [](const Statement& q, RankData& r) {
+                       r.marks.push_back({q.ColumnText(1), q.ColumnText(2), q.ColumnInt(3),
+                                          static_cast<uint32_t>(q.ColumnInt(4))});
+                       return Status::Ok();
+                     });
+}
+
+}  // namespace
+
+Status SaveSession(const std::string& path, const Session& session,
+                   const std::vector<Finding>& findings) {
+  const std::string temp = path + ".tmp." + std::to_string(::getpid());
+  std::remove(temp.c_str());  // a leftover from a crashed run of this same pid
+  Status status = WriteDatabase(temp, session, findings);
+  if (status.ok() && std::rename(temp.c_str(), path.c_str()) != 0) {
+    status = Status::Error("rename from " + temp + " failed: " + std::strerror(errno));
+  }
+  if (status.ok()) return status;
+  std::remove(temp.c_str());
+  return Status::Error("cannot write session database " + path + ": " + status.message());
+}
+
+Result<Session> LoadSession(const std::string& path) {
+  Connection db(path);
+  std::map<std::string, std::optional<std::string>> meta;
+  RETURN_IF_ERROR(OpenForReading(db, meta));
+  Session session;
+  RETURN_IF_ERROR(ReadMeta(path, meta, &session));
+  RETURN_IF_ERROR(ReadRanks(db, &session));
+  RETURN_IF_ERROR(ReadAllRecords(db, &session));
+  return session;
+}
+
+Result<std::vector<Finding>> LoadFindings(const std::string& path) {
+  Connection db(path);
+  std::map<std::string, std::optional<std::string>> meta;
+  RETURN_IF_ERROR(OpenForReading(db, meta));
+  std::vector<Finding> findings;
+  Statement q(db, "SELECT idx, finding FROM findings ORDER BY idx");
+  while (q.Next()) {
+    json parsed = json::parse(q.ColumnText(1), nullptr, /*allow_exceptions=*/false);
+    Result<Finding> finding = FindingFromJson(parsed);
+    if (!finding.ok()) {
+      return Corrupt(path, "findings row " + std::to_string(q.ColumnInt(0)) + ": " +
+                               finding.status().message());
+    }
+    findings.push_back(std::move(finding.value()));
+  }
+  if (!q.status().ok()) return Corrupt(path, q.status().message());
+  return findings;
+}
+
+}  // namespace rankscope

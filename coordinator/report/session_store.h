@@ -1,0 +1,38 @@
+// session.sqlite: a session's raw data (identities, clock samples and models, every record,
+// exits, notices) and its findings, in SQLite, so it can be re-analysed or queried offline
+// (`sqlite3 session.sqlite 'select ...'`). Tables: meta(key, value), ranks, clock_samples,
+// collectives, p2p, ranges, marks, findings; records point at their rank by ranks.idx. Times
+// are stored exactly as in the saved session; meta 'aligned' says whether that is coordinator
+// time or each rank's local clock.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "coordinator/findings.h"
+#include "coordinator/session.h"
+#include "core/status.h"
+
+namespace rankscope {
+
+// The layout version written to meta 'schema_version'; LoadSession reads only this one.
+inline constexpr int kSessionStoreSchemaVersion = 1;
+
+// Writes `session` and `findings` to a new database at `path`, replacing any file there. The
+// database is built under a temporary name beside `path` and renamed into place once complete,
+// so `path` is either the old file or the whole new one, never half written. One transaction
+// with prepared statements: a million records take a few seconds. The error names the file.
+// Strings stored as JSON (command, program, notices, findings) must be UTF-8; invalid bytes
+// there come back as U+FFFD. Everything else comes back byte for byte.
+Status SaveSession(const std::string& path, const Session& session,
+                   const std::vector<Finding>& findings);
+
+// Reads back what SaveSession wrote: LoadSession(p) equals the saved session field by field.
+// Fails with a message naming the file when it is missing, is not a rankscope session database
+// (another SQLite file, or no SQLite file at all), has another schema version, or is corrupt.
+Result<Session> LoadSession(const std::string& path);
+
+// The findings saved with the session, in the order they were given to SaveSession.
+Result<std::vector<Finding>> LoadFindings(const std::string& path);
+
+}  // namespace rankscope

@@ -1,0 +1,180 @@
+#include "coordinator/report/session_store.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <sqlite3.h>
+
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+#include "coordinator/report/report_json.h"
+#include "coordinator/report/test_session.h"
+
+namespace rankscope {
+namespace {
+
+using ::testing::HasSubstr;
+
+TEST(SessionStore, RoundTripsEveryField) {
+  std::string path = report_test::MakeTempDir("db") + "/session.sqlite";
+  Session saved = report_test::MakeSession();
+  saved.ranks[1].clock_fitted = false;
+  saved.ranks[1].clock_error = "no usable samples (12 with negative delay)";
+  saved.ranks[1].exit_code.reset();
+  saved.ranks[1].id.restart_count = 2;
+  saved.ranks[0].ranges[0].name = std::string("bytes \0\xff kept", 13);  // not UTF-8, has NUL
+  saved.ranks[2].collectives[0].nonblocking = true;
+  saved.ranks[2].collectives[0].comm_id = UINT64_MAX;
+  saved.ranks[2].collectives[0].seq = UINT64_MAX - 1;
+  saved.ranks[2].dropped_records = UINT64_MAX;
+  saved.ranks[2].clock.drift_ppm = -0.1 + 1e-13;  // survives only if stored as a double
+  saved.launcher_exit_code.reset();
+  std::vector<Finding> findings = report_test::MakeFindings();
+  ASSERT_TRUE(SaveSession(path, saved, findings).ok());
+
+  Result<Session> loaded = LoadSession(path);
+  ASSERT_TRUE(loaded.ok()) << loaded.status().message();
+  report_test::ExpectSessionsEqual(saved, loaded.value());
+
+  Result<std::vector<Finding>> loaded_findings = LoadFindings(path);
+  ASSERT_TRUE(loaded_findings.ok()) << loaded_findings.status().message();
+  ASSERT_EQ(loaded_findings->size(), findings.size());
+  for (size_t i = 0; i < findings.size(); ++i) {
+    EXPECT_EQ(FindingToJson(loaded_findings.value()[i]), FindingToJson(findings[i]));
+  }
+}
+
+TEST(SessionStore, RoundTripsAnUnalignedEmptySession) {
+  std::string path = report_test::MakeTempDir("db") + "/empty.sqlite";
+  Session saved;
+  ASSERT_TRUE(SaveSession(path, saved, {}).ok());
+  Result<Session> loaded = LoadSession(path);
+  ASSERT_TRUE(loaded.ok()) << loaded.status().message();
+  report_test::ExpectSessionsEqual(saved, loaded.value());
+  EXPECT_FALSE(loaded->aligned);
+}
+
+TEST(SessionStore, ReplacesAnExistingFileAndLeavesNoTemporaries) {
+  std::string dir = report_test::MakeTempDir("db");
+  std::string path = dir + "/session.sqlite";
+  std::ofstream(path) << "old content";
+  ASSERT_TRUE(SaveSession(path, report_test::MakeSession(), {}).ok());
+  ASSERT_TRUE(SaveSession(path, report_test::MakeCleanSession(), {}).ok());
+  Result<Session> loaded = LoadSession(path);
+  ASSERT_TRUE(loaded.ok()) << loaded.status().message();
+  EXPECT_EQ(loaded->session_id, "s-clean");
+  size_t files = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    ++files;
+    EXPECT_EQ(entry.path().filename(), "session.sqlite");
+  }
+  EXPECT_EQ(files, 1u);
+}
+
+TEST(SessionStore, MissingFileIsAClearError) {
+  std::string path = report_test::MakeTempDir("db") + "/nope.sqlite";
+  Result<Session> loaded = LoadSession(path);
+  ASSERT_FALSE(loaded.ok());
+  EXPECT_THAT(loaded.status().message(), HasSubstr(path));
+  EXPECT_THAT(loaded.status().message(), HasSubstr("no such file"));
+  EXPECT_FALSE(std::filesystem::exists(path));  // reading never creates one
+}
+
+TEST(SessionStore, NonSqliteFileIsNotASessionDatabase) {
+  std::string path = report_test::MakeTempDir("db") + "/report.json";
+  std::ofstream(path) << "{\"schema\": \"rankscope.report/v1\", \"padding\": \""
+                      << std::string(5000, 'x') << "\"}\n";
+  Result<Session> loaded = LoadSession(path);
+  ASSERT_FALSE(loaded.ok());
+  EXPECT_THAT(loaded.status().message(), HasSubstr(path));
+  EXPECT_THAT(loaded.status().message(), HasSubstr("not a rankscope session database"));
+  EXPECT_FALSE(LoadFindings(path).ok());
+}
+
+TEST(SessionStore, OtherSqliteDatabaseIsNotASessionDatabase) {
+  std::string path = report_test::MakeTempDir("db") + "/other.sqlite";
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+  ASSERT_EQ(
+      sqlite3_exec(db, "CREATE TABLE t (x); INSERT INTO t VALUES (1);", nullptr, nullptr, nullptr),
+      SQLITE_OK);
+  sqlite3_close(db);
+  Result<Session> loaded = LoadSession(path);
+  ASSERT_FALSE(loaded.ok());
+  EXPECT_THAT(loaded.status().message(), HasSubstr("not a rankscope session database"));
+  EXPECT_THAT(loaded.status().message(), HasSubstr(path));
+}
+
+TEST(SessionStore, NewerSchemaVersionIsRefused) {
+  std::string path = report_test::MakeTempDir("db") + "/session.sqlite";
+  ASSERT_TRUE(SaveSession(path, report_test::MakeSession(), {}).ok());
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(db, "UPDATE meta SET value = '99' WHERE key = 'schema_version'", nullptr,
+                         nullptr, nullptr),
+            SQLITE_OK);
+  sqlite3_close(db);
+  Result<Session> loaded = LoadSession(path);
+  ASSERT_FALSE(loaded.ok());
+  EXPECT_THAT(loaded.status().message(), HasSubstr("schema version 99"));
+}
+
+TEST(SessionStore, DamagedDatabaseIsAnErrorNotACrash) {
+  std::string path = report_test::MakeTempDir("db") + "/session.sqlite";
+  Session big = report_test::MakeSession();
+  for (int i = 0; i < 20'000; ++i) big.ranks[0].marks.push_back({"d", "m", i, 1});
+  ASSERT_TRUE(SaveSession(path, big, {}).ok());
+  // Overwrite the middle of the file: pages of the marks table become garbage.
+  auto size = std::filesystem::file_size(path);
+  {
+    std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(static_cast<std::streamoff>(size / 2));
+    std::string junk(16384, '\x5a');
+    f.write(junk.data(), static_cast<std::streamsize>(junk.size()));
+  }
+  Result<Session> loaded = LoadSession(path);
+  ASSERT_FALSE(loaded.ok());
+  EXPECT_THAT(loaded.status().message(), HasSubstr(path));
+
+  // A file cut short is damaged too.
+  std::filesystem::resize_file(path, size / 3);
+  loaded = LoadSession(path);
+  ASSERT_FALSE(loaded.ok());
+  EXPECT_THAT(loaded.status().message(), HasSubstr(path));
+}
+
+TEST(SessionStore, SavesAMillionRecordsInSeconds) {
+  std::string path = report_test::MakeTempDir("db") + "/big.sqlite";
+  Session s = report_test::MakeCleanSession();
+  for (RankData& r : s.ranks) {
+    CollectiveRecord c = r.collectives[0];
+    r.collectives.clear();
+    r.collectives.reserve(250'000);
+    for (int k = 0; k < 250'000; ++k) {
+      c.seq = static_cast<uint64_t>(k);
+      c.enter += 1000;
+      c.exit += 1000;
+      r.collectives.push_back(c);
+    }
+  }
+  auto t0 = std::chrono::steady_clock::now();
+  ASSERT_TRUE(SaveSession(path, s, {}).ok());
+  double save_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  t0 = std::chrono::steady_clock::now();
+  Result<Session> loaded = LoadSession(path);
+  double load_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  ASSERT_TRUE(loaded.ok()) << loaded.status().message();
+  EXPECT_EQ(loaded->ranks[3].collectives.size(), 250'000u);
+  EXPECT_EQ(loaded->ranks[3].collectives.back().enter, s.ranks[3].collectives.back().enter);
+  RecordProperty("save_seconds", std::to_string(save_s));
+  std::printf("1e6 collectives: save %.2f s, load %.2f s, %.1f MB\n", save_s, load_s,
+              static_cast<double>(std::filesystem::file_size(path)) / 1e6);
+  // Generous: a shared CI machine, maybe with sanitizers. The point is "seconds, not minutes".
+  EXPECT_LT(save_s, 30.0);
+}
+
+}  // namespace
+}  // namespace rankscope

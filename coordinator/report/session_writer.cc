@@ -1,0 +1,99 @@
+#include "coordinator/report/session_writer.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <string_view>
+#include <utility>
+
+#include "coordinator/report/report_html.h"
+#include "coordinator/report/report_json.h"
+#include "coordinator/report/report_text.h"
+#include "coordinator/report/session_store.h"
+#include "coordinator/report/trace_json.h"
+
+namespace rankscope {
+
+namespace {
+
+std::string Errno(const std::string& what, const std::string& path) {
+  return what + " " + path + ": " + std::strerror(errno);
+}
+
+// Writes all of `content` to `fd`, retrying short writes and EINTR.
+bool WriteAll(int fd, std::string_view content) {
+  while (!content.empty()) {
+    ssize_t n = ::write(fd, content.data(), content.size());
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return false;
+    }
+    content.remove_prefix(static_cast<size_t>(n));
+  }
+  return true;
+}
+
+// Publishes `content` as `path` atomically: temp file, fsync, rename. The fsync makes the
+// rename publish data that is on disk, so even a power cut cannot leave a short file under the
+// final name.
+Status WriteFileAtomically(const std::string& path, std::string_view content) {
+  const std::string temp = path + ".tmp." + std::to_string(::getpid());
+  int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return Status::Error(Errno("cannot create", temp));
+  bool ok = WriteAll(fd, content) && ::fsync(fd) == 0;
+  std::string error = ok ? "" : Errno("cannot write", temp);
+  if (::close(fd) != 0 && ok) {
+    ok = false;
+    error = Errno("cannot write", temp);
+  }
+  if (ok && std::rename(temp.c_str(), path.c_str()) != 0) {
+    ok = false;
+    error = Errno("cannot rename " + temp + " to", path);
+  }
+  if (!ok) {
+    std::remove(temp.c_str());
+    return Status::Error(error);
+  }
+  return Status::Ok();
+}
+
+// Strings from the profiled program may not be valid UTF-8; a report must still be written.
+std::string Dump(const nlohmann::json& value, int indent) {
+  return value.dump(indent, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+}  // namespace
+
+Status WriteSessionFolder(const std::string& dir, const Session& session,
+                          const std::vector<CollectiveInstance>& instances,
+                          const std::vector<Finding>& findings, std::string* report_text_out) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) return Status::Error("cannot create session folder " + dir + ": " + ec.message());
+  const std::filesystem::path folder(dir);
+
+  // The machine-readable files first: if a later step fails, the data is already safe.
+  Status s = SaveSession((folder / "session.sqlite").string(), session, findings);
+  if (!s.ok()) return s;
+  s = WriteFileAtomically((folder / "report.json").string(),
+                          Dump(BuildReportJson(session, findings), 2) + "\n");
+  if (!s.ok()) return s;
+  s = WriteFileAtomically((folder / "trace.json").string(),
+                          Dump(BuildChromeTrace(session, instances), -1));
+  if (!s.ok()) return s;
+  s = WriteFileAtomically((folder / "report.html").string(),
+                          BuildReportHtml(session, instances, findings));
+  if (!s.ok()) return s;
+  std::string text = BuildReportText(session, findings, /*color=*/false);
+  s = WriteFileAtomically((folder / "report.txt").string(), text);
+  if (!s.ok()) return s;
+  if (report_text_out != nullptr) *report_text_out = std::move(text);
+  return Status::Ok();
+}
+
+}  // namespace rankscope

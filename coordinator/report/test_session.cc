@@ -1,0 +1,340 @@
+#include "coordinator/report/test_session.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+
+namespace rankscope::report_test {
+
+namespace {
+
+constexpr TimeNs kStart = 1'000 * kNsPerSec;
+constexpr uint64_t kWorld = 0xf00dcafe12345678ULL;  // above INT64_MAX: tests the uint64 path
+constexpr DurationNs kStep = 10 * kNsPerMs;
+
+RankData MakeRank(int rank, int local_rank, const std::string& node) {
+  RankData r;
+  r.id.rank = rank;
+  r.id.local_rank = local_rank;
+  r.id.world_size = 3;
+  r.id.node = node;
+  r.id.host = node + ".cluster";
+  r.id.launcher = "mpirun";
+  r.id.job_id = "4711";
+  r.id.agent_pid = 900 + rank;
+  r.id.program_pid = 1000 + rank;
+  r.id.program = {"./train", "--steps", "4"};
+  for (int i = 0; i < 3; ++i) {
+    TimeNs t = kStart + i * kNsPerMs;
+    r.clock_samples.push_back({t, t + 20'000 + rank, t + 25'000, t + 50'000});
+  }
+  r.clock.ref_local = kStart;
+  r.clock.offset_ns = rank == 2 ? -1'234'567 : 0;
+  r.clock.drift_ppm = rank == 2 ? 3.5 : 0.0;
+  r.clock.uncertainty_ns = rank == 2 ? 12'000 : 4'000;
+  r.clock.samples_used = 40;
+  r.clock.samples_total = 160;
+  r.clock_fitted = true;
+  r.exit_code = 0;
+  r.finished = true;
+  return r;
+}
+
+}  // namespace
+
+Session MakeSession() {
+  Session s;
+  s.session_id = "s-20240101-4711";
+  s.job_id = "4711";
+  s.launcher = "mpirun";
+  s.command = {"mpirun", "-np", "3", "./train", "--steps", "4"};
+  s.world_size = 3;
+  s.start = kStart;
+  s.end = kStart + 5 * kStep;
+  s.launcher_exit_code = 137;
+  s.partial = true;
+  s.partial_reasons = {"rank 2 was killed by SIGKILL before sending its final batch"};
+  s.aligned = true;
+  s.ranks = {MakeRank(0, 0, "node-a"), MakeRank(1, 1, "node-a"), MakeRank(2, 0, "node-b")};
+
+  for (RankData& r : s.ranks) {
+    const int rank = r.id.rank;
+    const DurationNs late = rank == 2 ? 2 * kNsPerMs : 0;
+    const int steps = rank == 2 ? 3 : 4;  // rank 2 dies during step 3
+    for (int k = 0; k < steps; ++k) {
+      TimeNs t0 = kStart + k * kStep;
+      r.ranges.push_back({"", "step", t0, t0 + 9 * kNsPerMs, 100, 0});
+      r.ranges.push_back({"", "forward", t0 + 100 * kNsPerUs, t0 + 5 * kNsPerMs + late, 100, 1});
+      CollectiveRecord c;
+      c.comm_id = kWorld;
+      c.seq = static_cast<uint64_t>(k);
+      c.op = CollectiveOp::kAllreduce;
+      c.comm_size = 3;
+      c.comm_rank = rank;
+      c.bytes = 4 << 20;
+      c.enter = t0 + 5 * kNsPerMs + late;
+      c.exit = t0 + 7 * kNsPerMs + 200 * kNsPerUs;
+      c.tid = 100;
+      r.collectives.push_back(c);
+    }
+    if (rank != 2) {
+      CollectiveRecord b;
+      b.comm_id = kWorld;
+      b.seq = 4;
+      b.op = CollectiveOp::kBcast;
+      b.root = 0;
+      b.comm_size = 3;
+      b.comm_rank = rank;
+      b.bytes = 1024;
+      b.enter = kStart + 4 * kStep + rank * 10 * kNsPerUs;
+      b.exit = kStart + 4 * kStep + 500 * kNsPerUs;
+      b.tid = 100;
+      r.collectives.push_back(b);
+    }
+    r.marks.push_back({"train", "epoch 0", kStart + kNsPerMs, 100});
+  }
+
+  // Rank 0: a start/end range across the first allreduce (partial overlap on tid 100), a send
+  // to rank 1 and a second thread with a dataloader range.
+  RankData& r0 = s.ranks[0];
+  r0.ranges.push_back({"io", "io", kStart + 6 * kNsPerMs, kStart + 8500 * kNsPerUs, 100, 0});
+  r0.ranges.push_back({"", "dataloader", kStart, kStart + 3 * kNsPerMs, 101, 0});
+  r0.p2p.push_back({P2PKind::kSend, P2PKind::kSend, 1, 7, kWorld, 4096, kStart + 8 * kNsPerMs,
+                    kStart + 8100 * kNsPerUs, 100});
+  RankData& r1 = s.ranks[1];
+  r1.p2p.push_back({P2PKind::kIrecv, P2PKind::kIrecv, 0, 7, kWorld, 4096, kStart + 7900 * kNsPerUs,
+                    kStart + 7910 * kNsPerUs, 100});
+  r1.p2p.push_back({P2PKind::kWait, P2PKind::kIrecv, 0, 7, kWorld, 4096, kStart + 8 * kNsPerMs,
+                    kStart + 8150 * kNsPerUs, 100});
+
+  RankData& r2 = s.ranks[2];
+  r2.exit_code = 137;
+  r2.term_signal = 9;
+  r2.finished = false;
+  r2.dropped_records = 17;
+  r2.notices = {"NCCL_DEBUG_FILE not set: ring analysis limited"};
+  return s;
+}
+
+std::vector<Finding> MakeFindings() {
+  Finding skew;
+  skew.kind = "dataloader_skew";
+  skew.severity = Severity::kInfo;
+  skew.ranks = {0};
+  skew.nodes = {"node-a"};
+  skew.summary = "Rank 0 starts compute 0.2 ms after the others in 2 of 4 steps.";
+  skew.evidence = {{"median_shift_ns", 200'000}, {"steps", 4}};
+  skew.confidence = 0.4;
+  skew.cost_ns = 400'000;
+  skew.next_steps = {{"rankscope", "rankscope attach 4711 --ranks 0", "read bytes per step"}};
+
+  Finding straggler;
+  straggler.kind = "straggler";
+  straggler.severity = Severity::kCritical;
+  straggler.ranks = {2};
+  straggler.nodes = {"node-b"};
+  straggler.summary =
+      "Rank 2 on node-b arrives last at 3 of 3 allreduce calls, 2.00 ms late (median); the "
+      "other ranks wait for it.";
+  straggler.evidence = {{"median_late_ns", 2'000'000},
+                        {"times_last", 3},
+                        {"instances", 3},
+                        {"last_fraction", 1.0},
+                        {"gap_top_range", "forward"}};
+  straggler.confidence = 0.9;
+  straggler.cost_ns = 12'000'000;
+  straggler.next_steps = {{"nsys", "nsys profile -t nvtx,mpi -o rank2 ./train --steps 4",
+                           "what rank 2 does in the 2 ms before MPI_Allreduce"},
+                          {"rankscope", "rankscope sweep --nodes node-b", "a slow node"}};
+  return {skew, straggler};
+}
+
+Session MakeHostileSession() {
+  Session s = MakeSession();
+  s.job_id = std::string("\"><img src=x onerror=alert(1)>") + kInjected;
+  s.launcher = kInjected;
+  s.command.push_back(kInjected);
+  s.partial_reasons.push_back(kInjected);
+  for (RankData& r : s.ranks) {
+    r.id.node = std::string(kInjected) + "-" + std::to_string(r.id.rank);
+    r.id.host = kInjected;
+    r.notices.push_back(kInjected);
+    r.clock_error = kInjected;
+    for (RangeRecord& range : r.ranges) range.name = kInjected;
+  }
+  s.ranks[1].clock_fitted = false;
+  return s;
+}
+
+std::vector<Finding> MakeHostileFindings() {
+  std::vector<Finding> findings = MakeFindings();
+  for (Finding& f : findings) {
+    f.summary += kInjected;
+    f.nodes.push_back(kInjected);
+    f.evidence[kInjected] = kInjected;
+    f.next_steps.push_back({kInjected, kInjected, kInjected});
+  }
+  return findings;
+}
+
+Session MakeCleanSession() {
+  Session s;
+  s.session_id = "s-clean";
+  s.job_id = "42";
+  s.launcher = "slurm";
+  s.command = {"srun", "-n", "4", "./app"};
+  s.world_size = 4;
+  s.start = kStart;
+  s.end = kStart + 50 * kNsPerMs + kNsPerSec;
+  s.launcher_exit_code = 0;
+  s.aligned = true;
+  for (int rank = 0; rank < 4; ++rank) {
+    RankData r = MakeRank(rank, rank % 2, rank < 2 ? "n1" : "n2");
+    r.id.world_size = 4;
+    for (int k = 0; k < 50; ++k) {
+      CollectiveRecord c;
+      c.comm_id = 7;
+      c.seq = static_cast<uint64_t>(k);
+      c.op = CollectiveOp::kAllreduce;
+      c.comm_size = 4;
+      c.comm_rank = rank;
+      c.enter = kStart + k * kNsPerMs + rank * 10 * kNsPerUs;  // at most 30 us apart
+      c.exit = kStart + k * kNsPerMs + 300 * kNsPerUs;
+      c.tid = 1;
+      r.collectives.push_back(c);
+    }
+    s.ranks.push_back(std::move(r));
+  }
+  return s;
+}
+
+void ExpectSessionsEqual(const Session& e, const Session& a) {
+  EXPECT_EQ(e.session_id, a.session_id);
+  EXPECT_EQ(e.job_id, a.job_id);
+  EXPECT_EQ(e.launcher, a.launcher);
+  EXPECT_EQ(e.command, a.command);
+  EXPECT_EQ(e.world_size, a.world_size);
+  EXPECT_EQ(e.start, a.start);
+  EXPECT_EQ(e.end, a.end);
+  EXPECT_EQ(e.launcher_exit_code, a.launcher_exit_code);
+  EXPECT_EQ(e.partial, a.partial);
+  EXPECT_EQ(e.partial_reasons, a.partial_reasons);
+  EXPECT_EQ(e.aligned, a.aligned);
+  ASSERT_EQ(e.ranks.size(), a.ranks.size());
+  for (size_t i = 0; i < e.ranks.size(); ++i) {
+    SCOPED_TRACE("rank index " + std::to_string(i));
+    const RankData& x = e.ranks[i];
+    const RankData& y = a.ranks[i];
+    EXPECT_EQ(x.id.rank, y.id.rank);
+    EXPECT_EQ(x.id.local_rank, y.id.local_rank);
+    EXPECT_EQ(x.id.world_size, y.id.world_size);
+    EXPECT_EQ(x.id.node, y.id.node);
+    EXPECT_EQ(x.id.host, y.id.host);
+    EXPECT_EQ(x.id.launcher, y.id.launcher);
+    EXPECT_EQ(x.id.job_id, y.id.job_id);
+    EXPECT_EQ(x.id.agent_pid, y.id.agent_pid);
+    EXPECT_EQ(x.id.program_pid, y.id.program_pid);
+    EXPECT_EQ(x.id.restart_count, y.id.restart_count);
+    EXPECT_EQ(x.id.program, y.id.program);
+    ASSERT_EQ(x.clock_samples.size(), y.clock_samples.size());
+    for (size_t k = 0; k < x.clock_samples.size(); ++k) {
+      EXPECT_EQ(x.clock_samples[k].t1, y.clock_samples[k].t1);
+      EXPECT_EQ(x.clock_samples[k].t2, y.clock_samples[k].t2);
+      EXPECT_EQ(x.clock_samples[k].t3, y.clock_samples[k].t3);
+      EXPECT_EQ(x.clock_samples[k].t4, y.clock_samples[k].t4);
+    }
+    EXPECT_EQ(x.clock.ref_local, y.clock.ref_local);
+    EXPECT_EQ(x.clock.offset_ns, y.clock.offset_ns);
+    EXPECT_EQ(x.clock.drift_ppm, y.clock.drift_ppm);  // exact: REAL is an IEEE double
+    EXPECT_EQ(x.clock.uncertainty_ns, y.clock.uncertainty_ns);
+    EXPECT_EQ(x.clock.samples_used, y.clock.samples_used);
+    EXPECT_EQ(x.clock.samples_total, y.clock.samples_total);
+    EXPECT_EQ(x.clock_fitted, y.clock_fitted);
+    EXPECT_EQ(x.clock_error, y.clock_error);
+    ASSERT_EQ(x.collectives.size(), y.collectives.size());
+    for (size_t k = 0; k < x.collectives.size(); ++k) {
+      const CollectiveRecord& p = x.collectives[k];
+      const CollectiveRecord& q = y.collectives[k];
+      EXPECT_EQ(p.comm_id, q.comm_id);
+      EXPECT_EQ(p.seq, q.seq);
+      EXPECT_EQ(p.op, q.op);
+      EXPECT_EQ(p.nonblocking, q.nonblocking);
+      EXPECT_EQ(p.root, q.root);
+      EXPECT_EQ(p.comm_size, q.comm_size);
+      EXPECT_EQ(p.comm_rank, q.comm_rank);
+      EXPECT_EQ(p.bytes, q.bytes);
+      EXPECT_EQ(p.enter, q.enter);
+      EXPECT_EQ(p.exit, q.exit);
+      EXPECT_EQ(p.tid, q.tid);
+    }
+    ASSERT_EQ(x.p2p.size(), y.p2p.size());
+    for (size_t k = 0; k < x.p2p.size(); ++k) {
+      const P2PRecord& p = x.p2p[k];
+      const P2PRecord& q = y.p2p[k];
+      EXPECT_EQ(p.kind, q.kind);
+      EXPECT_EQ(p.completed, q.completed);
+      EXPECT_EQ(p.peer, q.peer);
+      EXPECT_EQ(p.tag, q.tag);
+      EXPECT_EQ(p.comm_id, q.comm_id);
+      EXPECT_EQ(p.bytes, q.bytes);
+      EXPECT_EQ(p.enter, q.enter);
+      EXPECT_EQ(p.exit, q.exit);
+      EXPECT_EQ(p.tid, q.tid);
+    }
+    ASSERT_EQ(x.ranges.size(), y.ranges.size());
+    for (size_t k = 0; k < x.ranges.size(); ++k) {
+      EXPECT_EQ(x.ranges[k].domain, y.ranges[k].domain);
+      EXPECT_EQ(x.ranges[k].name, y.ranges[k].name);
+      EXPECT_EQ(x.ranges[k].start, y.ranges[k].start);
+      EXPECT_EQ(x.ranges[k].end, y.ranges[k].end);
+      EXPECT_EQ(x.ranges[k].tid, y.ranges[k].tid);
+      EXPECT_EQ(x.ranges[k].depth, y.ranges[k].depth);
+    }
+    ASSERT_EQ(x.marks.size(), y.marks.size());
+    for (size_t k = 0; k < x.marks.size(); ++k) {
+      EXPECT_EQ(x.marks[k].domain, y.marks[k].domain);
+      EXPECT_EQ(x.marks[k].name, y.marks[k].name);
+      EXPECT_EQ(x.marks[k].time, y.marks[k].time);
+      EXPECT_EQ(x.marks[k].tid, y.marks[k].tid);
+    }
+    EXPECT_EQ(x.notices, y.notices);
+    EXPECT_EQ(x.dropped_records, y.dropped_records);
+    EXPECT_EQ(x.exit_code, y.exit_code);
+    EXPECT_EQ(x.term_signal, y.term_signal);
+    EXPECT_EQ(x.finished, y.finished);
+  }
+}
+
+namespace {
+
+std::filesystem::path TempRoot() {
+  return std::filesystem::path(::testing::TempDir()) /
+         ("rankscope_report_" + std::to_string(::getpid()));
+}
+
+// Removes this run's files when every test passed; a failed run keeps them for a look.
+class TempRootCleaner : public ::testing::Environment {
+ public:
+  void TearDown() override {
+    if (::testing::UnitTest::GetInstance()->Passed()) {
+      std::error_code ec;
+      std::filesystem::remove_all(TempRoot(), ec);
+    }
+  }
+};
+[[maybe_unused]] ::testing::Environment* const kCleaner =
+    ::testing::AddGlobalTestEnvironment(new TempRootCleaner);
+
+}  // namespace
+
+std::string MakeTempDir(const std::string& name) {
+  const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+  std::filesystem::path dir =
+      TempRoot() / (std::string(info->test_suite_name()) + "." + info->name() + "." + name);
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  return dir.string();
+}
+
+}  // namespace rankscope::report_test

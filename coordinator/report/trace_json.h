@@ -1,0 +1,30 @@
+// trace.json: the session as a Chrome / Perfetto trace (the JSON "Trace Event Format"), for
+// ui.perfetto.dev or chrome://tracing. One process per rank, one track per thread, NVTX ranges
+// and MPI calls as slices, NVTX marks as instants, and flow arrows joining the ranks' halves of
+// each collective instance.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <vector>
+
+#include "coordinator/collective_matcher.h"
+#include "coordinator/session.h"
+
+namespace rankscope {
+
+// The trace of an aligned session and its matched collectives (from MatchCollectives on the
+// same session). Timestamps are microseconds (doubles) since session.start.
+//
+// Slices on one track always nest properly, as Perfetto requires: when a slice partially
+// overlaps an earlier one on its thread (e.g. a start/end NVTX range across an MPI call), it
+// moves to a synthetic track of the same process named "<thread> (overlap N)". Each complete
+// instance gets one flow chain with a unique id: "s" on the first rank to arrive, "t" on the
+// ones in between, "f" (binding to the enclosing slice) on the last; all bind to that rank's
+// MPI slice.
+nlohmann::json BuildChromeTrace(const Session& session,
+                                const std::vector<CollectiveInstance>& instances);
+
+// The MPI function name of a collective: "MPI_Allreduce", "MPI_Ireduce_scatter_block", ...
+std::string MpiFunctionName(CollectiveOp op, bool nonblocking);
+
+}  // namespace rankscope

@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# The whole test suite: installs dependencies, builds, runs every unit and integration test
+# (real mpirun, gRPC, time namespaces), then the unit tests again under ASan + UBSan.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/install-deps.sh
+scripts/build.sh
+(cd build && ctest --output-on-failure --timeout 300)
+
+# Sanitizer pass over the pure logic and the agent's parsers (no MPI processes under ASan).
+BUILD_DIR=build-asan scripts/build.sh -DRANKSCOPE_SANITIZE=ON -DRANKSCOPE_BUILD_BENCH=OFF \
+  >/dev/null
+(cd build-asan && ctest --output-on-failure --timeout 300 -L unit)

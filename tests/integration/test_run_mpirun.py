@@ -1,0 +1,91 @@
+"""`rankscope run -- mpirun ...` end to end: real mpirun, agents, gRPC, analyses, writers."""
+import os
+import re
+import sys
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from harness import MPI_TRAIN, RankscopeTest, Session, mpirun  # noqa: E402
+
+STEPS = "30"
+OUTPUT_FILES = ("report.txt", "report.json", "report.html", "trace.json", "session.sqlite")
+
+
+def checksum_line(text):
+    m = re.search(r"^mpi_train: .*checksum \S+", text, re.M)
+    return m.group(0) if m else None
+
+
+class RunMpirun(RankscopeTest):
+    def test_straggler_found_and_only_it(self):
+        proc, out = self.run_rankscope(
+            mpirun(4, MPI_TRAIN, "--steps", STEPS, "--slow-rank", "2", "--slow-ms", "30"))
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        for name in OUTPUT_FILES:
+            self.assertFile(os.path.join(out, name))
+        s = Session(out)
+        self.assertEqual(s.report["job"]["status"], "complete", s.report["job"])
+        self.assertEqual(s.report["job"]["world_size"], 4)
+        self.assertEqual(sorted(r["rank"] for r in s.report["ranks"]), [0, 1, 2, 3])
+        kinds = [(f["kind"], f["ranks"]) for f in s.findings]
+        self.assertEqual(kinds, [("straggler", [2])], s.findings)
+        f = s.findings[0]
+        # The others waited about 30 ms per step for rank 2: 3 ranks x 30 steps x 30 ms = 2.7 s.
+        waited_s = f["evidence"]["others_wait_ns"] / 1e9
+        self.assertGreater(waited_s, 1.5)
+        self.assertLess(waited_s, 5.0)
+        self.assertIn("compute", f["summary"])
+        self.assertTrue(f["next_steps"], "a finding names what to run next")
+        self.assertIn("rank 2", proc.stderr)  # the printed report
+
+    def test_dataloader_rank_found_and_only_it(self):
+        proc, out = self.run_rankscope(
+            mpirun(4, MPI_TRAIN, "--steps", STEPS, "--slow-loader-rank", "1", "--loader-ms", "25"))
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        s = Session(out)
+        kinds = [(f["kind"], f["ranks"]) for f in s.findings]
+        self.assertEqual(kinds, [("dataloader_skew", [1])], s.findings)
+
+    def test_clean_run_reports_nothing_and_output_is_unchanged(self):
+        plain = self.run_plain(mpirun(4, MPI_TRAIN, "--steps", STEPS))
+        self.assertEqual(plain.returncode, 0, plain.stderr)
+        proc, out = self.run_rankscope(mpirun(4, MPI_TRAIN, "--steps", STEPS))
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        # Same program output (the checksum depends on every allreduce).
+        self.assertIsNotNone(checksum_line(plain.stdout))
+        self.assertEqual(checksum_line(proc.stdout), checksum_line(plain.stdout))
+        s = Session(out)
+        self.assertEqual(s.findings, [])
+        self.assertEqual(s.report["job"]["status"], "complete")
+        for r in s.report["ranks"]:
+            self.assertEqual(r["exit_code"], 0)
+            self.assertGreater(r["counts"]["collectives"], int(STEPS) - 1)
+            self.assertGreater(r["counts"]["ranges"], 3 * int(STEPS) - 1)
+
+    def test_crashing_rank_gives_launcher_exit_code_and_partial_report(self):
+        plain = self.run_plain(mpirun(4, MPI_TRAIN, "--steps", STEPS, "--crash-rank", "2"))
+        self.assertNotEqual(plain.returncode, 0)
+        proc, out = self.run_rankscope(mpirun(4, MPI_TRAIN, "--steps", STEPS, "--crash-rank", "2"))
+        self.assertEqual(proc.returncode, plain.returncode, proc.stderr)
+        s = Session(out)
+        self.assertEqual(s.report["job"]["status"], "partial")
+        reasons = " ".join(s.report["job"]["partial_reasons"])
+        self.assertIn("rank 2", reasons)
+        self.assertEqual(s.rank(2)["term_signal"], 6)  # abort()
+
+    def test_exit_code_passes_through(self):
+        proc, out = self.run_rankscope(["sh", "-c", "echo hello; exit 7"])
+        self.assertEqual(proc.returncode, 7)
+        self.assertEqual(proc.stdout, "hello\n")
+        proc, out = self.run_rankscope(mpirun(2, "sh", "-c", "exit 3"), out="o2")
+        self.assertEqual(proc.returncode, self.run_plain(mpirun(2, "sh", "-c", "exit 3")).returncode)
+
+    def test_launcher_not_installed(self):
+        proc, out = self.run_rankscope(["no-such-launcher-xyz", "prog"])
+        self.assertEqual(proc.returncode, 127)
+        self.assertIn("no-such-launcher-xyz", proc.stderr)
+        self.assertEqual(Session(out).report["job"]["status"], "partial")
+
+
+if __name__ == "__main__":
+    unittest.main()
