@@ -15,21 +15,21 @@ void AddReason(Session* s, std::string reason) {
   s->partial_reasons.push_back(std::move(reason));
 }
 
-// "0-3,5" style list of ranks.
-std::string RankList(const std::vector<int>& ranks) {
+
+}  // namespace
+
+std::string FormatRankList(const std::vector<int>& sorted_ranks) {
   std::string out;
-  for (size_t i = 0; i < ranks.size();) {
+  for (size_t i = 0; i < sorted_ranks.size();) {
     size_t j = i;
-    while (j + 1 < ranks.size() && ranks[j + 1] == ranks[j] + 1) ++j;
-    if (!out.empty()) out += ",";
-    out += std::to_string(ranks[i]);
-    if (j > i) out += "-" + std::to_string(ranks[j]);
+    while (j + 1 < sorted_ranks.size() && sorted_ranks[j + 1] == sorted_ranks[j] + 1) ++j;
+    if (!out.empty()) out += ", ";
+    out += std::to_string(sorted_ranks[i]);
+    if (j > i) out += "-" + std::to_string(sorted_ranks[j]);
     i = j + 1;
   }
   return out;
 }
-
-}  // namespace
 
 void AssessCompleteness(Session* session) {
   std::set<int> present;
@@ -56,9 +56,9 @@ void AssessCompleteness(Session* session) {
   if (session->ranks.empty()) {
     AddReason(session, "no agent registered with the coordinator (did the launcher start?)");
   }
-  if (!missing.empty()) AddReason(session, "no data from rank(s) " + RankList(missing));
+  if (!missing.empty()) AddReason(session, "no data from rank(s) " + FormatRankList(missing));
   if (!unfinished.empty()) {
-    AddReason(session, "rank(s) " + RankList(unfinished) +
+    AddReason(session, "rank(s) " + FormatRankList(unfinished) +
                            " never sent their final records (agent killed or unreachable)");
   }
   if (session->launcher_exit_code && *session->launcher_exit_code != 0) {

@@ -12,7 +12,7 @@ namespace rankscope {
 Result<PipelineOutput> AnalyzeAndWrite(Session raw, const std::string& out_dir) {
   AssessCompleteness(&raw);
   Session aligned = AlignSession(std::move(raw));
-  std::vector<Finding> findings = Diagnose(aligned, AnalysisOptions{});
+  std::vector<Finding> findings = Diagnose(aligned, AnalysisOptions{}, &aligned.analysis_notes);
   std::vector<CollectiveInstance> instances = MatchCollectives(aligned);
   PipelineOutput out;
   if (Status s = WriteSessionFolder(out_dir, aligned, instances, findings, &out.report_text);

@@ -64,6 +64,10 @@ struct Session {
   bool partial = false;
   std::vector<std::string> partial_reasons;
 
+  // What the analyses could not decide and want a person to know (e.g. a rank whose lateness
+  // is within its clock uncertainty). Filled by the pipeline, shown in every report.
+  std::vector<std::string> analysis_notes;
+
   std::vector<RankData> ranks;       // sorted by rank
   bool aligned = false;              // records are in coordinator time
 

@@ -194,16 +194,12 @@ Finding MakeFinding(const Session& session, const RankSteps& rank, const Verdict
               ": decoding/augmentation (CPU), file reads (I/O) or waiting for worker processes")) {
     f.next_steps.push_back(std::move(*cpu));
   }
-  const RankData* data = session.FindRank(rank.rank);
-  if (data != nullptr && data->id.program_pid > 0) {
-    f.next_steps.push_back(
-        {"pidstat",
-         OnRankNode(session, rank.rank,
-                    {"pidstat", "-d", "-p", std::to_string(data->id.program_pid), "1", "30"}),
-         "kB_rd/s and iodelay of rank " + r +
-             "'s process: high iodelay means it waits for "
-             "storage; compare with a rank on another node"});
-  }
+  f.next_steps.push_back(
+      {"pidstat",
+       RelaunchWithToolOnRank(session, rank.rank, {"pidstat", "-d", "1", "-e"}),
+       "kB_rd/s and iodelay of rank " + r +
+           "'s process while it runs: high iodelay means it waits for storage; compare with "
+           "a rank on another node"});
   f.next_steps.push_back({"iostat", OnRankNode(session, rank.rank, {"iostat", "-x", "1", "30"}),
                           "%util and r_await of the device the data is read from" +
                               (node.empty() ? std::string() : " on node " + node) +

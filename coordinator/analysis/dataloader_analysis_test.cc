@@ -33,7 +33,9 @@ TEST(DataloaderAnalysisTest, SlowDataOnOneRank) {
   for (const NextStep& step : f.next_steps) {
     if (step.tool == "pidstat") {
       has_pidstat = true;
-      EXPECT_EQ(step.command, "ssh n1 'pidstat -d -p 1001 1 30'");
+      EXPECT_EQ(step.command,
+                "mpirun -np 4 bash -c 'if [ \"${OMPI_COMM_WORLD_RANK:-$PMI_RANK}\" = 1 ]; then "
+                "exec pidstat -d 1 -e \"$@\"; else exec \"$@\"; fi' _ ./train --steps 50");
     }
   }
   EXPECT_TRUE(has_pidstat);

@@ -180,22 +180,20 @@ NextStep NsysStepForRank(const Session& session, int rank, std::string look_for)
 
 std::optional<NextStep> CpuProfileStepForRank(const Session& session, int rank,
                                               std::string look_for) {
-  const RankData* data = session.FindRank(rank);
-  if (data == nullptr || data->id.program_pid <= 0) return std::nullopt;
-  const std::string pid = std::to_string(data->id.program_pid);
+  // The job is over when the report is read, so attaching to its pid is useless: relaunch
+  // with the profiler wrapped around that one rank.
+  if (session.FindRank(rank) == nullptr) return std::nullopt;
   const std::string name = "rank" + std::to_string(rank);
   NextStep step;
   step.look_for = std::move(look_for);
   if (IsPythonProgram(session, rank)) {
     step.tool = "py-spy";
-    step.command = OnRankNode(session, rank,
-                              {"py-spy", "record", "--native", "--pid", pid, "--duration", "30",
-                               "--output", name + ".svg"});
+    step.command = RelaunchWithToolOnRank(
+        session, rank, {"py-spy", "record", "--native", "--output", name + ".svg", "--"});
   } else {
     step.tool = "perf";
-    step.command = OnRankNode(
-        session, rank,
-        {"perf", "record", "-g", "-p", pid, "-o", name + ".perf.data", "--", "sleep", "30"});
+    step.command = RelaunchWithToolOnRank(
+        session, rank, {"perf", "record", "-g", "--output", name + ".perf.data", "--"});
   }
   return step;
 }

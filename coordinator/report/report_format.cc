@@ -8,6 +8,8 @@
 #include <map>
 #include <set>
 
+#include "coordinator/completeness.h"
+
 namespace rankscope {
 
 namespace {
@@ -19,18 +21,6 @@ std::string Printf(const char* format, double value) {
 }
 
 // "3-7, 9, 12-13".
-std::string RankRanges(const std::vector<int>& sorted_ranks) {
-  std::string out;
-  for (size_t i = 0; i < sorted_ranks.size();) {
-    size_t j = i;
-    while (j + 1 < sorted_ranks.size() && sorted_ranks[j + 1] == sorted_ranks[j] + 1) ++j;
-    if (!out.empty()) out += ", ";
-    out += std::to_string(sorted_ranks[i]);
-    if (j > i) out += "-" + std::to_string(sorted_ranks[j]);
-    i = j + 1;
-  }
-  return out;
-}
 
 bool EndsWith(const std::string& s, const std::string& suffix) {
   return s.size() >= suffix.size() &&
@@ -146,7 +136,7 @@ std::vector<RankNotice> CollectNotices(const Session& session) {
   }
   if (!missing.empty()) {
     out.push_back({-1, "",
-                   (missing.size() == 1 ? "rank " : "ranks ") + RankRanges(missing) +
+                   (missing.size() == 1 ? "rank " : "ranks ") + FormatRankList(missing) +
                        " never registered: no data from them",
                    true});
   }
@@ -172,6 +162,7 @@ std::vector<RankNotice> CollectNotices(const Session& session) {
       out.push_back({r.id.rank, r.id.node, notice, false});
     }
   }
+  for (const std::string& note : session.analysis_notes) out.push_back({-1, "", note, false});
   return out;
 }
 

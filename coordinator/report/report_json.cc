@@ -31,6 +31,7 @@ json JobJson(const Session& session) {
   job["nodes"] = CountNodes(session);
   job["status"] = session.partial ? "partial" : "complete";
   job["partial_reasons"] = session.partial_reasons;
+  job["notes"] = session.analysis_notes;
   job["exit_code"] = OptionalInt(session.launcher_exit_code);
   job["start_ns"] = session.start;
   job["end_ns"] = session.end;

@@ -218,6 +218,7 @@ Status WriteMeta(const Connection& db, const Session& s) {
   }
   RETURN_IF_ERROR(put("partial", s.partial ? "1" : "0"));
   RETURN_IF_ERROR(put("partial_reasons", Dump(s.partial_reasons)));
+  RETURN_IF_ERROR(put("analysis_notes", Dump(s.analysis_notes)));
   return put("aligned", s.aligned ? "1" : "0");
 }
 
@@ -426,6 +427,9 @@ Status ReadMeta(const std::string& path,
   RETURN_IF_ERROR(m.Bool("partial", &s->partial));
   RETURN_IF_ERROR(m.Text("partial_reasons", &reasons));
   RETURN_IF_ERROR(ParseStringList(path, reasons, "meta 'partial_reasons'", &s->partial_reasons));
+  std::string notes;
+  RETURN_IF_ERROR(m.Text("analysis_notes", &notes));
+  RETURN_IF_ERROR(ParseStringList(path, notes, "meta 'analysis_notes'", &s->analysis_notes));
   return m.Bool("aligned", &s->aligned);
 }
 

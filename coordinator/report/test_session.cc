@@ -55,6 +55,7 @@ Session MakeSession() {
   s.launcher_exit_code = 137;
   s.partial = true;
   s.partial_reasons = {"rank 2 was killed by SIGKILL before sending its final batch"};
+  s.analysis_notes = {"rank 1 is 0.4 ms late on average, within its clock uncertainty"};
   s.aligned = true;
   s.ranks = {MakeRank(0, 0, "node-a"), MakeRank(1, 1, "node-a"), MakeRank(2, 0, "node-b")};
 
@@ -220,6 +221,7 @@ void ExpectSessionsEqual(const Session& e, const Session& a) {
   EXPECT_EQ(e.launcher_exit_code, a.launcher_exit_code);
   EXPECT_EQ(e.partial, a.partial);
   EXPECT_EQ(e.partial_reasons, a.partial_reasons);
+  EXPECT_EQ(e.analysis_notes, a.analysis_notes);
   EXPECT_EQ(e.aligned, a.aligned);
   ASSERT_EQ(e.ranks.size(), a.ranks.size());
   for (size_t i = 0; i < e.ranks.size(); ++i) {
