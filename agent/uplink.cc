@@ -79,7 +79,17 @@ void Uplink::AddBatch(wire::Batch&& batch) {
     return;
   }
   for (const auto& r : batch.collectives) ToProto(r, pending_.add_collectives());
-  for (const auto& r : batch.p2p) ToProto(r, pending_.add_p2p());
+  if (hold_p2p_) {
+    for (const auto& r : batch.p2p) {
+      if (held_p2p_.size() >= options_.max_held_p2p_records) {
+        held_p2p_.pop_front();  // the oldest detail matters least for a later look
+        ++dropped_;
+      }
+      held_p2p_.push_back(r);
+    }
+  } else {
+    for (const auto& r : batch.p2p) ToProto(r, pending_.add_p2p());
+  }
   for (const auto& r : batch.ranges) ToProto(r, pending_.add_ranges());
   for (const auto& r : batch.marks) ToProto(r, pending_.add_marks());
 }
@@ -111,6 +121,10 @@ bool Uplink::TryRegister() {
     return false;
   }
   agent_id_ = resp.agent_id();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    hold_p2p_ = resp.hold_point_to_point();
+  }
   registered_.store(true);
   control_thread_ = std::thread([this] { ControlLoop(); });
   return true;
@@ -212,6 +226,12 @@ void Uplink::ControlLoop() {
         capture_enabled_.store(false);
         AddNotice("capture stopped by the coordinator");
         break;
+      case v1::ControlCommand::SEND_FULL_TRACE: {
+        std::lock_guard<std::mutex> lock(mu_);
+        for (const P2PRecord& r : held_p2p_) ToProto(r, pending_.add_p2p());
+        held_p2p_.clear();
+        break;
+      }
       default:
         break;
     }

@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <deque>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -32,6 +33,7 @@ struct UplinkOptions {
   DurationNs rpc_timeout = 2 * kNsPerSec;
   DurationNs final_timeout = 5 * kNsPerSec;  // the most Finish() waits for a coordinator
   size_t max_buffered_records = 1'000'000;
+  size_t max_held_p2p_records = 1'000'000;  // when the coordinator asks to hold p2p back
 };
 
 class Uplink {
@@ -58,6 +60,12 @@ class Uplink {
   void Finish(int exit_code, int term_signal);
 
   bool registered() const { return registered_.load(); }
+  bool capture_enabled() const { return capture_enabled_.load(); }
+  // Point-to-point records kept on the agent until the coordinator asks for the full trace.
+  size_t held_p2p() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return held_p2p_.size();
+  }
   uint64_t dropped() const { return dropped_.load(); }
 
  private:
@@ -74,9 +82,11 @@ class Uplink {
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<v1::Coordinator::Stub> stub_;
 
-  std::mutex mu_;
+  mutable std::mutex mu_;
   std::condition_variable cv_;
   v1::UploadBatch pending_;                   // guarded by mu_
+  std::deque<P2PRecord> held_p2p_;            // guarded by mu_
+  bool hold_p2p_ = false;                     // guarded by mu_; set by Register's answer
   std::optional<v1::UploadBatch> unacked_;    // owned by the sending thread
   uint64_t next_seq_ = 0;
   bool finishing_ = false;                    // guarded by mu_

@@ -103,6 +103,7 @@ grpc::Status CoordinatorService::Register(grpc::ServerContext* ctx,
   session_.world_size = std::max(session_.world_size, id.world_size());
   resp->set_agent_id(agent_id);
   resp->set_protocol_version(kProtocolVersion);
+  resp->set_hold_point_to_point(config_.hold_point_to_point);
   cv_.notify_all();
   return grpc::Status::OK;
 }

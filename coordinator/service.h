@@ -22,6 +22,7 @@ struct CoordinatorConfig {
   std::string token;
   std::string bind_address = "127.0.0.1";
   int port = 0;  // 0 = pick a free port
+  bool hold_point_to_point = false;  // agents keep p2p records until SEND_FULL_TRACE
 };
 
 class CoordinatorService final : public v1::Coordinator::Service {

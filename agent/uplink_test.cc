@@ -1,0 +1,214 @@
+// The agent's uplink against a real in-process coordinator over gRPC on loopback: registration,
+// clock samples, upload dedup, the control channel, refusals.
+#include "agent/uplink.h"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <thread>
+
+#include "coordinator/service.h"
+#include "proto/protocol.h"
+
+namespace rankscope {
+namespace {
+
+using namespace std::chrono_literals;
+
+v1::Identity Ident(const std::string& session, int rank) {
+  v1::Identity id;
+  id.set_session_id(session);
+  id.set_rank(rank);
+  id.set_world_size(1);
+  id.set_node_name("n1");
+  id.set_agent_pid(1000 + rank);
+  return id;
+}
+
+wire::Batch BatchWith(int collectives, int p2p) {
+  wire::Batch b;
+  for (int i = 0; i < collectives; ++i) {
+    b.collectives.push_back({.comm_id = 1, .seq = static_cast<uint64_t>(i),
+                             .op = CollectiveOp::kAllreduce, .comm_size = 1, .enter = i,
+                             .exit = i + 1});
+  }
+  for (int i = 0; i < p2p; ++i) b.p2p.push_back({.peer = 0, .enter = i, .exit = i + 1});
+  return b;
+}
+
+template <typename Pred>
+bool WaitFor(Pred pred, std::chrono::milliseconds limit = 5000ms) {
+  auto until = std::chrono::steady_clock::now() + limit;
+  while (std::chrono::steady_clock::now() < until) {
+    if (pred()) return true;
+    std::this_thread::sleep_for(10ms);
+  }
+  return pred();
+}
+
+class UplinkTest : public ::testing::Test {
+ protected:
+  void StartServer(bool hold_p2p = false) {
+    CoordinatorConfig config;
+    config.session_id = "s1";
+    config.token = "secret";
+    config.hold_point_to_point = hold_p2p;
+    server_ = std::make_unique<CoordinatorServer>(config);
+    ASSERT_TRUE(server_->Start().ok());
+  }
+  UplinkOptions Options(const std::string& token = "secret") {
+    UplinkOptions o;
+    o.address = server_->address();
+    o.token = token;
+    o.upload_period = 20 * kNsPerMs;
+    o.initial_clock_samples = 8;
+    return o;
+  }
+  std::unique_ptr<CoordinatorServer> server_;
+};
+
+TEST_F(UplinkTest, DeliversRecordsClockSamplesAndExit) {
+  StartServer();
+  Uplink up(Options(), Ident("s1", 0));
+  up.AddBatch(BatchWith(3, 2));
+  up.Start();
+  ASSERT_TRUE(WaitFor([&] { return up.registered(); }));
+  up.Finish(7, 0);
+  Session s = server_->service().Snapshot();
+  ASSERT_EQ(s.ranks.size(), 1u);
+  const RankData& r = s.ranks[0];
+  EXPECT_EQ(r.collectives.size(), 3u);
+  EXPECT_EQ(r.p2p.size(), 2u);
+  EXPECT_GE(r.clock_samples.size(), 8u + 16u);  // initial + final sync
+  EXPECT_TRUE(r.finished);
+  EXPECT_EQ(r.exit_code, 7);
+  EXPECT_TRUE(server_->service().WaitForFinal(1, 0));
+}
+
+TEST_F(UplinkTest, ControlChannelStopsStartsAndFetchesHeldDetail) {
+  StartServer(/*hold_p2p=*/true);
+  Uplink up(Options(), Ident("s1", 0));
+  up.Start();
+  ASSERT_TRUE(WaitFor([&] { return up.registered(); }));
+  up.AddBatch(BatchWith(1, 5));
+  ASSERT_TRUE(WaitFor([&] { return server_->service().Snapshot().ranks[0].collectives.size() == 1; }));
+  EXPECT_EQ(up.held_p2p(), 5u);  // held on the agent, not streamed
+  EXPECT_TRUE(server_->service().Snapshot().ranks[0].p2p.empty());
+
+  server_->service().Broadcast(v1::ControlCommand::SEND_FULL_TRACE);
+  ASSERT_TRUE(WaitFor([&] { return server_->service().Snapshot().ranks[0].p2p.size() == 5; }));
+  EXPECT_EQ(up.held_p2p(), 0u);
+
+  server_->service().Broadcast(v1::ControlCommand::STOP_CAPTURE);
+  ASSERT_TRUE(WaitFor([&] { return !up.capture_enabled(); }));
+  up.AddBatch(BatchWith(4, 0));  // ignored while stopped
+  server_->service().Broadcast(v1::ControlCommand::START_CAPTURE);
+  ASSERT_TRUE(WaitFor([&] { return up.capture_enabled(); }));
+  up.AddBatch(BatchWith(2, 0));
+  up.Finish(0, 0);
+  Session s = server_->service().Snapshot();
+  EXPECT_EQ(s.ranks[0].collectives.size(), 3u);  // 1 before, 0 while stopped, 2 after
+  bool said_stopped = false;
+  for (const auto& n : s.ranks[0].notices) said_stopped |= n.find("capture stopped") != std::string::npos;
+  EXPECT_TRUE(said_stopped);
+}
+
+TEST_F(UplinkTest, WrongTokenIsRefusedAndNothingIsStored) {
+  StartServer();
+  Uplink up(Options("wrong"), Ident("s1", 0));
+  up.AddBatch(BatchWith(1, 0));
+  up.Start();
+  up.Finish(0, 0);
+  EXPECT_FALSE(up.registered());
+  EXPECT_TRUE(server_->service().Snapshot().ranks.empty());
+  auto problems = server_->service().Problems();
+  ASSERT_FALSE(problems.empty());
+  EXPECT_NE(problems[0].find("wrong session token"), std::string::npos);
+}
+
+TEST_F(UplinkTest, CoordinatorAbsentFinishReturnsQuickly) {
+  StartServer();
+  UplinkOptions o = Options();
+  server_->Shutdown();
+  Uplink up(o, Ident("s1", 0));
+  up.AddBatch(BatchWith(10, 0));
+  up.Start();
+  auto start = std::chrono::steady_clock::now();
+  up.Finish(0, 0);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 6s);  // bounded by final_timeout (5 s)
+}
+
+// Calls the service directly with a hand-made request: an agent of an older protocol, a
+// resent batch, an unknown agent.
+class ServiceTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    CoordinatorConfig config;
+    config.session_id = "s1";
+    config.token = "secret";
+    server_ = std::make_unique<CoordinatorServer>(config);
+    ASSERT_TRUE(server_->Start().ok());
+    channel_ = grpc::CreateChannel(server_->address(), grpc::InsecureChannelCredentials());
+    stub_ = v1::Coordinator::NewStub(channel_);
+  }
+  std::unique_ptr<grpc::ClientContext> Ctx() {
+    auto ctx = std::make_unique<grpc::ClientContext>();
+    ctx->AddMetadata(kTokenMetadataKey, "secret");
+    return ctx;
+  }
+  std::unique_ptr<CoordinatorServer> server_;
+  std::shared_ptr<grpc::Channel> channel_;
+  std::unique_ptr<v1::Coordinator::Stub> stub_;
+};
+
+TEST_F(ServiceTest, RefusesAnOlderProtocolWithAClearMessage) {
+  v1::RegisterRequest req;
+  req.set_protocol_version(0);
+  req.set_agent_version("0.0.1");
+  *req.mutable_identity() = Ident("s1", 0);
+  v1::RegisterResponse resp;
+  grpc::Status s = stub_->Register(Ctx().get(), req, &resp);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+  EXPECT_NE(s.error_message().find("speaks protocol v1, this agent (0.0.1) speaks v0"),
+            std::string::npos)
+      << s.error_message();
+}
+
+TEST_F(ServiceTest, ResentBatchIsStoredOnceAndUnknownAgentRefused) {
+  v1::RegisterRequest req;
+  req.set_protocol_version(kProtocolVersion);
+  *req.mutable_identity() = Ident("s1", 3);
+  v1::RegisterResponse reg;
+  ASSERT_TRUE(stub_->Register(Ctx().get(), req, &reg).ok());
+  v1::UploadBatch batch;
+  batch.set_agent_id(reg.agent_id());
+  batch.set_batch_seq(0);
+  batch.add_ranges()->set_name("step");
+  v1::UploadAck ack;
+  ASSERT_TRUE(stub_->Upload(Ctx().get(), batch, &ack).ok());
+  ASSERT_TRUE(stub_->Upload(Ctx().get(), batch, &ack).ok());  // ack lost, agent resends
+  EXPECT_EQ(server_->service().Snapshot().ranks[0].ranges.size(), 1u);
+
+  batch.set_agent_id("rank9-pid1-r0");
+  grpc::Status s = stub_->Upload(Ctx().get(), batch, &ack);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+  EXPECT_NE(s.error_message().find("register first"), std::string::npos);
+}
+
+TEST_F(ServiceTest, EveryRpcWithoutTokenIsUnauthenticated) {
+  grpc::ClientContext c1, c2, c3;
+  v1::ClockRequest creq;
+  v1::ClockResponse cresp;
+  EXPECT_EQ(stub_->SyncClock(&c1, creq, &cresp).error_code(), grpc::StatusCode::UNAUTHENTICATED);
+  v1::UploadBatch b;
+  v1::UploadAck a;
+  EXPECT_EQ(stub_->Upload(&c2, b, &a).error_code(), grpc::StatusCode::UNAUTHENTICATED);
+  v1::ControlRequest ctl;
+  auto reader = stub_->Control(&c3, ctl);
+  v1::ControlCommand cmd;
+  EXPECT_FALSE(reader->Read(&cmd));
+  EXPECT_EQ(reader->Finish().error_code(), grpc::StatusCode::UNAUTHENTICATED);
+}
+
+}  // namespace
+}  // namespace rankscope
