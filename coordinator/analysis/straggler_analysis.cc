@@ -275,6 +275,7 @@ struct Verdict {
   std::vector<bool> late;  // per entry of RankArrivals: one of the above
   double frac_late = 0;
   double frac_late_needed = 0;
+  double chance_probability = 1;  // of this many late instances for a clean rank
   double frac_first_half = 0;
   double frac_second_half = 0;
   DurationNs median_lateness = 0;
@@ -289,6 +290,20 @@ struct Verdict {
   std::map<std::string, int> ops;
   bool passes_frac = false, passes_noise = false, passes_clock = false, passes_cost = false;
 };
+
+// P(X >= k) for X ~ Binomial(n, p), summed in log space so large n does not underflow.
+double BinomialUpperTail(int k, int n, double p) {
+  if (k <= 0) return 1.0;
+  if (k > n || p <= 0.0) return 0.0;
+  if (p >= 1.0) return 1.0;
+  double total = 0.0;
+  for (int i = k; i <= n; ++i) {
+    double log_term = std::lgamma(n + 1.0) - std::lgamma(i + 1.0) - std::lgamma(n - i + 1.0) +
+                      i * std::log(p) + (n - i) * std::log1p(-p);
+    total += std::exp(log_term);
+  }
+  return std::min(total, 1.0);
+}
 
 // Marks the instances where the rank held the others up: it was the culprit, or (N-to-N ops) it
 // came more than `threshold` after the median. The second case lets two stragglers that take
@@ -345,7 +360,9 @@ Verdict Judge(const Session& session, const std::vector<CollectiveInstance>& ins
   v.noise_threshold = static_cast<DurationNs>(std::llround(threshold));
   v.instances_late = MarkLate(instances, arrivals, threshold, &v.late);
   v.frac_late = v.instances_late / n;
-  v.passes_frac = v.frac_late >= v.frac_late_needed;
+  v.chance_probability = BinomialUpperTail(v.instances_late, v.instances, p);
+  v.passes_frac = v.frac_late >= v.frac_late_needed &&
+                  v.chance_probability <= options.max_chance_probability;
 
   std::vector<DurationNs> lateness;
   std::set<int> others, waiters;
@@ -401,7 +418,17 @@ Verdict Judge(const Session& session, const std::vector<CollectiveInstance>& ins
   v.clock_uncertainty =
       std::max(self != nullptr ? self->clock.uncertainty_ns : 0, MedianNs(other_uncertainty));
 
-  v.passes_noise = !lateness.empty() && static_cast<double>(v.median_lateness) > threshold;
+  // Which instances count as late is a per-instance call, judged against the per-instance
+  // noise (threshold). Whether the rank stands out overall is asked of its median lateness over
+  // *all* its instances (not only the late ones, whose lateness is positive by selection): a
+  // median of N instances has a standard error ~sigma/sqrt(N). Under CPU contention the others
+  // scatter by milliseconds, yet a rank whose median over 52 calls is 14 ms late is no accident.
+  std::vector<DurationNs> all_lateness(arrivals.lateness.begin(), arrivals.lateness.end());
+  const double overall_median = static_cast<double>(MedianNs(all_lateness));
+  const double median_threshold =
+      std::max(min_lateness, options.noise_k * static_cast<double>(v.noise) /
+                                 std::sqrt(static_cast<double>(all_lateness.size())));
+  v.passes_noise = !lateness.empty() && overall_median > median_threshold;
   v.passes_clock = static_cast<double>(v.median_lateness) >
                    options.clock_k * static_cast<double>(v.clock_uncertainty);
 
@@ -491,6 +518,7 @@ Finding MakeFinding(const Session& session, const Verdict& v, const CauseStats& 
   e["frac_last"] = static_cast<double>(v.instances_last) / v.instances;
   e["frac_late"] = v.frac_late;
   e["frac_late_needed"] = v.frac_late_needed;
+  e["chance_probability"] = v.chance_probability;
   e["frac_late_first_half"] = v.frac_first_half;
   e["frac_late_second_half"] = v.frac_second_half;
   e["persistence"] = Persistence(v);

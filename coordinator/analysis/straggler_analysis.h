@@ -26,11 +26,17 @@ struct StragglerOptions {
   // of culprit instances a rank gets by chance in a clean run (matters for small n and few
   // instances: with n = 2 and 50 instances it asks for 0.71).
   double frac_last_sigmas = 3.0;
+  // ... and a clean rank would reach that many late instances by chance with probability at
+  // most this (binomial upper tail at the chance share). Stops "10 of 16" flukes that a normal
+  // approximation lets through; "51 of 52" passes however noisy the arrivals are.
+  double max_chance_probability = 1e-6;
   int min_instances = 3;  // fewer complete instances than this: no judgement
 
   // Its median lateness (arrival minus the instance's median arrival, over the instances where it
   // held the others up) must exceed all of: min_lateness, noise_k * the robust sigma (1.4826 MAD)
-  // of the other ranks' lateness, and clock_k * the clock uncertainty of the comparison (the
+  // of the other ranks' lateness divided by sqrt(number of instances) (the standard error of
+  // its median lateness over all instances; a single instance counts as late only past
+  // noise_k * sigma), and clock_k * the clock uncertainty of the comparison (the
   // larger of its own and the other ranks' median uncertainty).
   DurationNs min_lateness = 1 * kNsPerMs;
   double noise_k = 5.0;
