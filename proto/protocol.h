@@ -3,13 +3,13 @@
 
 #include <cstdint>
 
+#include "core/version.h"
+
 namespace rankscope {
 
 // The protocol version this build speaks (proto/rankscope/v1, ProtocolVersion).
 inline constexpr uint32_t kProtocolVersion = 1;
 // Metadata key carrying the session secret on every RPC.
 inline constexpr char kTokenMetadataKey[] = "x-rankscope-token";
-// Version string of this build, sent by agents and written into reports.
-inline constexpr char kRankscopeVersion[] = "0.1.0";
 
 }  // namespace rankscope

@@ -10,10 +10,8 @@
 #include "coordinator/report/report_format.h"
 #include "coordinator/report/report_json.h"
 #include "core/records.h"
+#include "core/version.h"
 
-#ifndef RANKSCOPE_VERSION
-#define RANKSCOPE_VERSION "0.0.0"
-#endif
 
 namespace rankscope {
 
@@ -379,7 +377,7 @@ std::string BuildReportHtml(const Session& session,
   out += RanksTable(session);
   out += ActivityTable(session, overview);
   out += NoticesSection(session);
-  out += "<footer><p class=\"dim\">rankscope " RANKSCOPE_VERSION
+  out += "<footer><p class=\"dim\">rankscope " + std::string(kRankscopeVersion) +
          " &middot; machine-readable: "
          "report.json (" +
          std::string(kReportSchemaId) + "), timeline: trace.json (ui.perfetto.dev)</p></footer>\n";

@@ -6,10 +6,8 @@
 #include "coordinator/collective_matcher.h"
 #include "coordinator/report/collective_waits.h"
 #include "coordinator/report/report_format.h"
+#include "core/version.h"
 
-#ifndef RANKSCOPE_VERSION
-#define RANKSCOPE_VERSION "0.0.0"
-#endif
 
 namespace rankscope {
 
@@ -144,7 +142,7 @@ Result<Finding> FindingFromJson(const json& j) {
 json BuildReportJson(const Session& session, const std::vector<Finding>& findings) {
   json report;
   report["schema"] = kReportSchemaId;
-  report["generated_by"] = {{"name", "rankscope"}, {"version", RANKSCOPE_VERSION}};
+  report["generated_by"] = {{"name", "rankscope"}, {"version", kRankscopeVersion}};
   report["job"] = JobJson(session);
   json ranks = json::array();
   for (const RankData& r : session.ranks) ranks.push_back(RankJson(r));

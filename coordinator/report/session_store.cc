@@ -16,10 +16,8 @@
 
 #include "coordinator/report/report_json.h"
 #include "core/records.h"
+#include "core/version.h"
 
-#ifndef RANKSCOPE_VERSION
-#define RANKSCOPE_VERSION "0.0.0"
-#endif
 
 namespace rankscope {
 
@@ -203,7 +201,7 @@ Status WriteMeta(const Connection& db, const Session& s) {
     return insert.Text(key).Text(value).Run();
   };
   RETURN_IF_ERROR(put("schema_version", std::to_string(kSessionStoreSchemaVersion)));
-  RETURN_IF_ERROR(put("created_by", "rankscope " RANKSCOPE_VERSION));
+  RETURN_IF_ERROR(put("created_by", std::string("rankscope ") + kRankscopeVersion));
   RETURN_IF_ERROR(put("session_id", s.session_id));
   RETURN_IF_ERROR(put("job_id", s.job_id));
   RETURN_IF_ERROR(put("launcher", s.launcher));
