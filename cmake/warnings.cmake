@@ -12,12 +12,17 @@ if(RANKSCOPE_SANITIZE)
   add_link_options(-fsanitize=address,undefined)
 endif()
 
-# rankscope_add_test(NAME SOURCES... LIBS ...): a GoogleTest binary registered with CTest.
+# rankscope_add_test(NAME SOURCES... LIBS ... [LABEL unit|integration]): a GoogleTest binary
+# registered with CTest. "integration" tests start other processes (mpirun, preloading our
+# library into programs not built with sanitizers), so the sanitizer pass (-L unit) skips them.
 function(rankscope_add_test name)
-  cmake_parse_arguments(ARG "" "" "SOURCES;LIBS" ${ARGN})
+  cmake_parse_arguments(ARG "" "LABEL" "SOURCES;LIBS" ${ARGN})
+  if(NOT ARG_LABEL)
+    set(ARG_LABEL unit)
+  endif()
   add_executable(${name} ${ARG_SOURCES})
   target_link_libraries(${name} PRIVATE ${ARG_LIBS} GTest::gtest GTest::gmock GTest::gtest_main
                         rankscope_warnings)
   set_target_properties(${name} PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests)
-  gtest_discover_tests(${name} DISCOVERY_TIMEOUT 60 PROPERTIES LABELS unit)
+  gtest_discover_tests(${name} DISCOVERY_TIMEOUT 60 PROPERTIES LABELS ${ARG_LABEL})
 endfunction()
