@@ -25,11 +25,11 @@ void ForwardSignal(int sig) {
   if (g_child_pid > 0) kill(g_child_pid, sig);
 }
 
-constexpr int kForwardedSignals[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2,
-                                     SIGCONT, SIGWINCH};
+constexpr int kForwardedSignals[] = {SIGINT,  SIGTERM, SIGHUP,  SIGQUIT,
+                                     SIGUSR1, SIGUSR2, SIGCONT, SIGWINCH};
 
 void InstallForwarders() {
-  struct sigaction sa{};
+  struct sigaction sa {};
   sa.sa_handler = ForwardSignal;
   sigemptyset(&sa.sa_mask);
   sa.sa_flags = SA_RESTART;

@@ -50,7 +50,9 @@ Uplink::~Uplink() {
   if (control_thread_.joinable()) control_thread_.join();
 }
 
-void Uplink::Start() { thread_ = std::thread([this] { Loop(); }); }
+void Uplink::Start() {
+  thread_ = std::thread([this] { Loop(); });
+}
 
 std::unique_ptr<grpc::ClientContext> Uplink::NewContext(DurationNs timeout) const {
   auto ctx = std::make_unique<grpc::ClientContext>();
@@ -65,8 +67,7 @@ size_t Uplink::PendingRecordsLocked() const {
 
 void Uplink::AddBatch(wire::Batch&& batch) {
   dropped_ += batch.dropped;
-  size_t n = batch.collectives.size() + batch.p2p.size() + batch.ranges.size() +
-             batch.marks.size();
+  size_t n = batch.collectives.size() + batch.p2p.size() + batch.ranges.size() + batch.marks.size();
   std::lock_guard<std::mutex> lock(mu_);
   for (const std::string& notice : batch.notices) {
     v1::Notice* out = pending_.add_notices();

@@ -23,8 +23,8 @@
 namespace rankscope {
 
 struct UplinkOptions {
-  std::string address;     // host:port of the coordinator
-  std::string token;       // the session secret
+  std::string address;  // host:port of the coordinator
+  std::string token;    // the session secret
   int initial_clock_samples = 64;
   int periodic_clock_samples = 8;
   int final_clock_samples = 16;
@@ -84,16 +84,16 @@ class Uplink {
 
   mutable std::mutex mu_;
   std::condition_variable cv_;
-  v1::UploadBatch pending_;                   // guarded by mu_
-  std::deque<P2PRecord> held_p2p_;            // guarded by mu_
-  bool hold_p2p_ = false;                     // guarded by mu_; set by Register's answer
-  std::optional<v1::UploadBatch> unacked_;    // owned by the sending thread
+  v1::UploadBatch pending_;                 // guarded by mu_
+  std::deque<P2PRecord> held_p2p_;          // guarded by mu_
+  bool hold_p2p_ = false;                   // guarded by mu_; set by Register's answer
+  std::optional<v1::UploadBatch> unacked_;  // owned by the sending thread
   uint64_t next_seq_ = 0;
-  bool finishing_ = false;                    // guarded by mu_
-  std::string agent_id_;                      // set once registered
+  bool finishing_ = false;  // guarded by mu_
+  std::string agent_id_;    // set once registered
 
   std::atomic<bool> registered_{false};
-  std::atomic<bool> refused_{false};          // the coordinator said no: stop trying
+  std::atomic<bool> refused_{false};  // the coordinator said no: stop trying
   std::atomic<bool> capture_enabled_{true};
   std::atomic<uint64_t> dropped_{0};
   TimeNs next_clock_sync_ = 0;

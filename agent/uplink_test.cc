@@ -28,8 +28,11 @@ v1::Identity Ident(const std::string& session, int rank) {
 wire::Batch BatchWith(int collectives, int p2p) {
   wire::Batch b;
   for (int i = 0; i < collectives; ++i) {
-    b.collectives.push_back({.comm_id = 1, .seq = static_cast<uint64_t>(i),
-                             .op = CollectiveOp::kAllreduce, .comm_size = 1, .enter = i,
+    b.collectives.push_back({.comm_id = 1,
+                             .seq = static_cast<uint64_t>(i),
+                             .op = CollectiveOp::kAllreduce,
+                             .comm_size = 1,
+                             .enter = i,
                              .exit = i + 1});
   }
   for (int i = 0; i < p2p; ++i) b.p2p.push_back({.peer = 0, .enter = i, .exit = i + 1});
@@ -91,7 +94,8 @@ TEST_F(UplinkTest, ControlChannelStopsStartsAndFetchesHeldDetail) {
   up.Start();
   ASSERT_TRUE(WaitFor([&] { return up.registered(); }));
   up.AddBatch(BatchWith(1, 5));
-  ASSERT_TRUE(WaitFor([&] { return server_->service().Snapshot().ranks[0].collectives.size() == 1; }));
+  ASSERT_TRUE(
+      WaitFor([&] { return server_->service().Snapshot().ranks[0].collectives.size() == 1; }));
   EXPECT_EQ(up.held_p2p(), 5u);  // held on the agent, not streamed
   EXPECT_TRUE(server_->service().Snapshot().ranks[0].p2p.empty());
 
@@ -109,7 +113,8 @@ TEST_F(UplinkTest, ControlChannelStopsStartsAndFetchesHeldDetail) {
   Session s = server_->service().Snapshot();
   EXPECT_EQ(s.ranks[0].collectives.size(), 3u);  // 1 before, 0 while stopped, 2 after
   bool said_stopped = false;
-  for (const auto& n : s.ranks[0].notices) said_stopped |= n.find("capture stopped") != std::string::npos;
+  for (const auto& n : s.ranks[0].notices)
+    said_stopped |= n.find("capture stopped") != std::string::npos;
   EXPECT_TRUE(said_stopped);
 }
 

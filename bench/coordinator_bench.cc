@@ -105,10 +105,15 @@ Session MakeSession(int ranks, int steps) {
       TimeNs exit = step_start + 12 * kNsPerMs;
       d.ranges.push_back({"", "data", step_start, data_end, 1, 1});
       d.ranges.push_back({"", "compute", data_end, compute_end, 1, 1});
-      d.collectives.push_back({.comm_id = 1, .seq = static_cast<uint64_t>(step),
-                               .op = CollectiveOp::kAllreduce, .comm_size = ranks,
-                               .comm_rank = r, .bytes = 1 << 20, .enter = compute_end,
-                               .exit = exit, .tid = 1});
+      d.collectives.push_back({.comm_id = 1,
+                               .seq = static_cast<uint64_t>(step),
+                               .op = CollectiveOp::kAllreduce,
+                               .comm_size = ranks,
+                               .comm_rank = r,
+                               .bytes = 1 << 20,
+                               .enter = compute_end,
+                               .exit = exit,
+                               .tid = 1});
       d.ranges.push_back({"", "step", step_start, exit, 1, 0});
       t = exit;
     }
@@ -131,7 +136,10 @@ void BM_AnalyzeSession(benchmark::State& state) {
   state.counters["findings"] = static_cast<double>(findings);
   state.SetItemsProcessed(state.iterations() * ranks * steps);
 }
-BENCHMARK(BM_AnalyzeSession)->Args({8, 1000})->Args({64, 1000})->Args({256, 200})
+BENCHMARK(BM_AnalyzeSession)
+    ->Args({8, 1000})
+    ->Args({64, 1000})
+    ->Args({256, 200})
     ->Unit(benchmark::kMillisecond);
 
 }  // namespace

@@ -17,7 +17,8 @@ std::vector<CollectiveInstance> MatchCollectives(const Session& session) {
         inst.op = c.op;
         inst.comm_size = c.comm_size;
         inst.root_comm_rank = c.root;
-      } else if (inst.op != c.op || inst.comm_size != c.comm_size || inst.root_comm_rank != c.root) {
+      } else if (inst.op != c.op || inst.comm_size != c.comm_size ||
+                 inst.root_comm_rank != c.root) {
         inst.mismatched = true;
       }
       inst.members.push_back({rank.id.rank, c.comm_rank, c.enter, c.exit, c.bytes});
@@ -36,9 +37,8 @@ std::vector<CollectiveInstance> MatchCollectives(const Session& session) {
     for (const auto& m : i.members) t = std::min(t, m.enter);
     return t;
   };
-  std::stable_sort(out.begin(), out.end(), [&](const auto& a, const auto& b) {
-    return first_enter(a) < first_enter(b);
-  });
+  std::stable_sort(out.begin(), out.end(),
+                   [&](const auto& a, const auto& b) { return first_enter(a) < first_enter(b); });
   return out;
 }
 

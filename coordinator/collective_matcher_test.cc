@@ -14,8 +14,15 @@ RankData Rank(int rank, std::vector<CollectiveRecord> colls) {
 
 CollectiveRecord Coll(uint64_t comm, uint64_t seq, int size, int comm_rank, TimeNs enter,
                       CollectiveOp op = CollectiveOp::kAllreduce, int root = -1) {
-  return {.comm_id = comm, .seq = seq, .op = op, .root = root, .comm_size = size,
-          .comm_rank = comm_rank, .bytes = 8, .enter = enter, .exit = enter + 10};
+  return {.comm_id = comm,
+          .seq = seq,
+          .op = op,
+          .root = root,
+          .comm_size = size,
+          .comm_rank = comm_rank,
+          .bytes = 8,
+          .enter = enter,
+          .exit = enter + 10};
 }
 
 TEST(CollectiveMatcher, GroupsByCommAndSequence) {

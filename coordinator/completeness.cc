@@ -15,7 +15,6 @@ void AddReason(Session* s, std::string reason) {
   s->partial_reasons.push_back(std::move(reason));
 }
 
-
 }  // namespace
 
 std::string FormatRankList(const std::vector<int>& sorted_ranks) {
@@ -62,8 +61,7 @@ void AssessCompleteness(Session* session) {
                            " never sent their final records (agent killed or unreachable)");
   }
   if (session->launcher_exit_code && *session->launcher_exit_code != 0) {
-    AddReason(session,
-              "launcher exited with code " + std::to_string(*session->launcher_exit_code));
+    AddReason(session, "launcher exited with code " + std::to_string(*session->launcher_exit_code));
   }
 }
 

@@ -2,10 +2,9 @@
 // (confidence 0..1), the numbers behind it (evidence), and what to run next.
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 namespace rankscope {
 
@@ -19,9 +18,12 @@ struct NextStep {
 enum class Severity { kInfo, kWarning, kCritical };
 inline const char* SeverityName(Severity s) {
   switch (s) {
-    case Severity::kInfo: return "info";
-    case Severity::kWarning: return "warning";
-    case Severity::kCritical: return "critical";
+    case Severity::kInfo:
+      return "info";
+    case Severity::kWarning:
+      return "warning";
+    case Severity::kCritical:
+      return "critical";
   }
   return "info";
 }
@@ -31,7 +33,7 @@ struct Finding {
   Severity severity = Severity::kWarning;
   std::vector<int> ranks;
   std::vector<std::string> nodes;
-  std::string summary;     // one or two sentences a person reads first
+  std::string summary;                                 // one or two sentences a person reads first
   nlohmann::json evidence = nlohmann::json::object();  // numbers, in named units (_ns, _ms, ...)
   double confidence = 0.0;
   std::vector<NextStep> next_steps;

@@ -52,8 +52,8 @@ void CoordinatorService::NoteProblemLocked(std::string text) {
 grpc::Status CoordinatorService::Authenticate(const grpc::ServerContext* ctx, const char* rpc) {
   const auto& md = ctx->client_metadata();
   auto it = md.find(kTokenMetadataKey);
-  if (it != md.end() && SameSecret(std::string_view(it->second.data(), it->second.size()),
-                                   config_.token)) {
+  if (it != md.end() &&
+      SameSecret(std::string_view(it->second.data(), it->second.size()), config_.token)) {
     return grpc::Status::OK;
   }
   std::lock_guard<std::mutex> lock(mu_);
@@ -65,8 +65,7 @@ grpc::Status CoordinatorService::Authenticate(const grpc::ServerContext* ctx, co
                       "from another rankscope session?)");
 }
 
-grpc::Status CoordinatorService::Register(grpc::ServerContext* ctx,
-                                          const v1::RegisterRequest* req,
+grpc::Status CoordinatorService::Register(grpc::ServerContext* ctx, const v1::RegisterRequest* req,
                                           v1::RegisterResponse* resp) {
   if (grpc::Status s = Authenticate(ctx, "Register"); !s.ok()) return s;
   if (req->protocol_version() != kProtocolVersion) {
@@ -88,8 +87,7 @@ grpc::Status CoordinatorService::Register(grpc::ServerContext* ctx,
   }
   std::lock_guard<std::mutex> lock(mu_);
   std::string agent_id = "rank" + std::to_string(id.rank()) + "-pid" +
-                         std::to_string(id.agent_pid()) + "-r" +
-                         std::to_string(id.restart_count());
+                         std::to_string(id.agent_pid()) + "-r" + std::to_string(id.restart_count());
   auto existing = agent_index_.find(agent_id);
   if (existing == agent_index_.end()) {
     RankData rank;

@@ -21,7 +21,7 @@ struct CoordinatorConfig {
   std::string session_id;
   std::string token;
   std::string bind_address = "127.0.0.1";
-  int port = 0;  // 0 = pick a free port
+  int port = 0;                      // 0 = pick a free port
   bool hold_point_to_point = false;  // agents keep p2p records until SEND_FULL_TRACE
 };
 
@@ -58,7 +58,7 @@ class CoordinatorService final : public v1::Coordinator::Service {
   const CoordinatorConfig config_;
   mutable std::mutex mu_;
   mutable std::condition_variable cv_;
-  Session session_;                           // guarded by mu_
+  Session session_;                            // guarded by mu_
   std::map<std::string, size_t> agent_index_;  // agent id -> index in session_.ranks
   std::map<std::string, uint64_t> next_seq_;   // agent id -> next expected batch seq
   std::map<std::string, std::vector<v1::ControlCommand::Kind>> commands_;

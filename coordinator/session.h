@@ -32,9 +32,9 @@ struct RankIdentity {
 struct RankData {
   RankIdentity id;
   std::vector<ClockSample> clock_samples;
-  ClockModel clock;           // valid when clock_fitted
+  ClockModel clock;  // valid when clock_fitted
   bool clock_fitted = false;
-  std::string clock_error;    // why the fit failed, if it did
+  std::string clock_error;  // why the fit failed, if it did
 
   // Records, in the rank's local clock until the session is aligned, then in coordinator time.
   std::vector<CollectiveRecord> collectives;
@@ -44,9 +44,9 @@ struct RankData {
 
   std::vector<std::string> notices;  // from the agent / inject library, shown in the report
   uint64_t dropped_records = 0;
-  std::optional<int> exit_code;      // as the launcher sees it (128+signal when killed)
+  std::optional<int> exit_code;  // as the launcher sees it (128+signal when killed)
   int term_signal = 0;
-  bool finished = false;             // the agent's final batch arrived
+  bool finished = false;  // the agent's final batch arrived
 };
 
 struct Session {
@@ -55,7 +55,7 @@ struct Session {
   std::string launcher;              // "mpirun", "slurm", "none", ...
   std::vector<std::string> command;  // what the user asked rankscope to run
   int world_size = 0;
-  TimeNs start = 0;                  // coordinator clock
+  TimeNs start = 0;  // coordinator clock
   TimeNs end = 0;
   std::optional<int> launcher_exit_code;
 
@@ -68,8 +68,8 @@ struct Session {
   // is within its clock uncertainty). Filled by the pipeline, shown in every report.
   std::vector<std::string> analysis_notes;
 
-  std::vector<RankData> ranks;       // sorted by rank
-  bool aligned = false;              // records are in coordinator time
+  std::vector<RankData> ranks;  // sorted by rank
+  bool aligned = false;         // records are in coordinator time
 
   // The rank's data, or nullptr.
   const RankData* FindRank(int rank) const {

@@ -50,11 +50,11 @@ Result<ClockModel> FitClockModel(std::span<const ClockSample> samples,
   for (const ClockSample& s : valid) windows[(s.t1 - first) / options.window].push_back(s);
   std::vector<ClockSample> kept;
   for (auto& [index, group] : windows) {
-    std::sort(group.begin(), group.end(), [](const ClockSample& a, const ClockSample& b) {
-      return a.Delay() < b.Delay();
-    });
+    std::sort(group.begin(), group.end(),
+              [](const ClockSample& a, const ClockSample& b) { return a.Delay() < b.Delay(); });
     size_t keep = std::max<size_t>(
-        1, static_cast<size_t>(std::ceil(options.keep_fraction * static_cast<double>(group.size()))));
+        1,
+        static_cast<size_t>(std::ceil(options.keep_fraction * static_cast<double>(group.size()))));
     kept.insert(kept.end(), group.begin(), group.begin() + static_cast<std::ptrdiff_t>(keep));
   }
 

@@ -41,7 +41,7 @@ struct ClockFitOptions {
 // offset(local) = offset_ns + drift_ppm * 1e-6 * (local - ref_local).
 struct ClockModel {
   TimeNs ref_local = 0;
-  DurationNs offset_ns = 0;     // at ref_local: added to a local reading gives coordinator time
+  DurationNs offset_ns = 0;  // at ref_local: added to a local reading gives coordinator time
   double drift_ppm = 0.0;
   DurationNs uncertainty_ns = 0;  // how far off a converted time may be (≈ best delay / 2)
   int samples_used = 0;

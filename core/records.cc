@@ -6,9 +6,20 @@ namespace rankscope {
 
 std::string_view CollectiveOpName(CollectiveOp op) {
   static constexpr std::array<std::string_view, kMaxCollectiveOp + 1> kNames = {
-      "unknown",   "allreduce",  "reduce",  "bcast",          "barrier",
-      "allgather", "allgatherv", "alltoall", "alltoallv",     "reduce_scatter",
-      "reduce_scatter_block",    "gather",  "gatherv",        "scatter",
+      "unknown",
+      "allreduce",
+      "reduce",
+      "bcast",
+      "barrier",
+      "allgather",
+      "allgatherv",
+      "alltoall",
+      "alltoallv",
+      "reduce_scatter",
+      "reduce_scatter_block",
+      "gather",
+      "gatherv",
+      "scatter",
       "scatterv"};
   auto index = static_cast<size_t>(op);
   return index < kNames.size() ? kNames[index] : kNames[0];
@@ -31,11 +42,16 @@ WaitPattern WaitPatternOf(CollectiveOp op) {
 
 std::string_view P2PKindName(P2PKind kind) {
   switch (kind) {
-    case P2PKind::kSend: return "send";
-    case P2PKind::kRecv: return "recv";
-    case P2PKind::kIsend: return "isend";
-    case P2PKind::kIrecv: return "irecv";
-    case P2PKind::kWait: return "wait";
+    case P2PKind::kSend:
+      return "send";
+    case P2PKind::kRecv:
+      return "recv";
+    case P2PKind::kIsend:
+      return "isend";
+    case P2PKind::kIrecv:
+      return "irecv";
+    case P2PKind::kWait:
+      return "wait";
   }
   return "unknown";
 }

@@ -52,11 +52,11 @@ struct CollectiveRecord {
   bool nonblocking = false;  // I-variant: enter = post time, exit = completion seen by Wait/Test
   int32_t root = -1;         // rank of the root in comm, -1 for unrooted ops
   int32_t comm_size = 0;
-  int32_t comm_rank = 0;     // this process's rank in comm
-  Bytes bytes = 0;           // payload this rank contributes (send side; recv side for gathers)
+  int32_t comm_rank = 0;  // this process's rank in comm
+  Bytes bytes = 0;        // payload this rank contributes (send side; recv side for gathers)
   TimeNs enter = 0;
   TimeNs exit = 0;
-  uint32_t tid = 0;          // OS thread id of the caller
+  uint32_t tid = 0;  // OS thread id of the caller
 };
 
 // Point-to-point operations. Values are part of the wire format.

@@ -29,8 +29,8 @@ class Status {
 template <typename T>
 class Result {
  public:
-  Result(T value) : value_(std::move(value)) {}                          // NOLINT: implicit
-  Result(Status status) : status_(std::move(status)) {}                   // NOLINT: implicit
+  Result(T value) : value_(std::move(value)) {}          // NOLINT: implicit
+  Result(Status status) : status_(std::move(status)) {}  // NOLINT: implicit
   static Result Error(std::string message) { return Result(Status::Error(std::move(message))); }
 
   bool ok() const { return value_.has_value(); }

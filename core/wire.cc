@@ -8,9 +8,9 @@ namespace {
 
 // Fixed body sizes of the fixed-layout records.
 constexpr size_t kCollectiveBody = 8 + 8 + 1 + 1 + 2 + 4 + 4 + 4 + 8 + 8 + 8 + 4;  // 60
-constexpr size_t kP2PBody = 1 + 1 + 2 + 4 + 4 + 8 + 8 + 8 + 8 + 4;                  // 48
-constexpr size_t kRangeFixed = 8 + 8 + 4 + 4 + 1 + 1;                               // 26
-constexpr size_t kMarkFixed = 8 + 4 + 1 + 1;                                        // 14
+constexpr size_t kP2PBody = 1 + 1 + 2 + 4 + 4 + 8 + 8 + 8 + 8 + 4;                 // 48
+constexpr size_t kRangeFixed = 8 + 8 + 4 + 4 + 1 + 1;                              // 26
+constexpr size_t kMarkFixed = 8 + 4 + 1 + 1;                                       // 14
 
 class Writer {
  public:
@@ -158,8 +158,7 @@ bool BatchBuilder::AppendNotice(std::string_view text) {
   return true;
 }
 
-std::span<const std::byte> BatchBuilder::Finish(uint32_t pid, uint32_t dropped,
-                                                TimeNs flush_time) {
+std::span<const std::byte> BatchBuilder::Finish(uint32_t pid, uint32_t dropped, TimeNs flush_time) {
   Writer w(buffer_);
   w.Put<uint32_t>(kMagic);
   w.Put<uint16_t>(kVersion);
@@ -203,8 +202,8 @@ Result<Batch> DecodeBatch(std::span<const std::byte> data) {
   size_t offset = kHeaderSize;
   for (uint32_t i = 0; i < count; ++i) {
     if (data.size() - offset < kRecordHeaderSize) {
-      return Result<Batch>::Error(At(offset, "record " + std::to_string(i) + " of " +
-                                                 std::to_string(count) + " missing"));
+      return Result<Batch>::Error(
+          At(offset, "record " + std::to_string(i) + " of " + std::to_string(count) + " missing"));
     }
     Reader rh(data.data() + offset, kRecordHeaderSize);
     auto type = static_cast<RecordType>(rh.Get<uint8_t>());
@@ -212,8 +211,8 @@ Result<Batch> DecodeBatch(std::span<const std::byte> data) {
     size_t len = rh.Get<uint16_t>();
     size_t body_offset = offset + kRecordHeaderSize;
     if (data.size() - body_offset < len) {
-      return Result<Batch>::Error(At(offset, "record body of " + std::to_string(len) +
-                                                 " bytes overruns the datagram"));
+      return Result<Batch>::Error(
+          At(offset, "record body of " + std::to_string(len) + " bytes overruns the datagram"));
     }
     Reader r(data.data() + body_offset, len);
     switch (type) {
@@ -300,8 +299,8 @@ Result<Batch> DecodeBatch(std::span<const std::byte> data) {
     offset = body_offset + len;
   }
   if (offset != data.size()) {
-    return Result<Batch>::Error(At(offset, "trailing bytes after " + std::to_string(count) +
-                                               " records"));
+    return Result<Batch>::Error(
+        At(offset, "trailing bytes after " + std::to_string(count) + " records"));
   }
   return batch;
 }

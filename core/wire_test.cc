@@ -14,12 +14,27 @@ std::vector<std::byte> Copy(std::span<const std::byte> s) { return {s.begin(), s
 TEST(Wire, RoundTripsEveryRecordType) {
   std::array<std::byte, kMaxBatchBytes> buf;
   BatchBuilder b(buf.data(), buf.size());
-  CollectiveRecord c{.comm_id = 0xabcdef, .seq = 7, .op = CollectiveOp::kAllreduce,
-                     .nonblocking = true, .root = -1, .comm_size = 4, .comm_rank = 2,
-                     .bytes = 4096, .enter = 100, .exit = 250, .tid = 42};
+  CollectiveRecord c{.comm_id = 0xabcdef,
+                     .seq = 7,
+                     .op = CollectiveOp::kAllreduce,
+                     .nonblocking = true,
+                     .root = -1,
+                     .comm_size = 4,
+                     .comm_rank = 2,
+                     .bytes = 4096,
+                     .enter = 100,
+                     .exit = 250,
+                     .tid = 42};
   ASSERT_TRUE(b.AppendCollective(c));
-  P2PRecord p{.kind = P2PKind::kWait, .completed = P2PKind::kIrecv, .peer = 3, .tag = 9,
-              .comm_id = 1, .bytes = 8, .enter = 5, .exit = 6, .tid = 43};
+  P2PRecord p{.kind = P2PKind::kWait,
+              .completed = P2PKind::kIrecv,
+              .peer = 3,
+              .tag = 9,
+              .comm_id = 1,
+              .bytes = 8,
+              .enter = 5,
+              .exit = 6,
+              .tid = 43};
   ASSERT_TRUE(b.AppendP2P(p));
   ASSERT_TRUE(b.AppendRange("dom", "step 3", 10, 20, 44, 1));
   ASSERT_TRUE(b.AppendMark("", "epoch", 30, 45));

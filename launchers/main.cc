@@ -55,8 +55,10 @@ int main(int argc, char** argv) {
   coord_cmd->add_option("--bind", coord.bind_address, "Listen address");
   coord_cmd->add_option("--port", coord.port, "Listen port (0 = any)");
   coord_cmd->add_option("--session", coord.session_id, "Session id agents must present");
-  coord_cmd->add_option("--token-file", coord.token_file,
-                        "Session secret file (created 0600 if missing)")->required();
+  coord_cmd
+      ->add_option("--token-file", coord.token_file,
+                   "Session secret file (created 0600 if missing)")
+      ->required();
   coord_cmd->add_option("-o,--output", coord.out_dir, "Session folder");
   coord_cmd->add_option("--ranks", coord.ranks, "Finish when this many agents are done");
   coord_cmd->add_option("--timeout", timeout_s, "Finish after this many seconds");

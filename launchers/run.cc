@@ -6,12 +6,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
-#include <algorithm>
 #include <fstream>
 #include <sstream>
 
@@ -44,8 +44,10 @@ bool IsTty(int fd) { return isatty(fd) == 1; }
 void PrintReport(const PipelineOutput& out, const std::string& dir) {
   bool color = IsTty(STDERR_FILENO) && std::getenv("NO_COLOR") == nullptr;
   std::fprintf(stderr, "\n%s", color ? out.report_text_color.c_str() : out.report_text.c_str());
-  std::fprintf(stderr, "rankscope: session written to %s/ (report.txt .json .html, trace.json, "
-                       "session.sqlite)\n", dir.c_str());
+  std::fprintf(stderr,
+               "rankscope: session written to %s/ (report.txt .json .html, trace.json, "
+               "session.sqlite)\n",
+               dir.c_str());
 }
 
 int Finalize(CoordinatorService& service, Session extra, const std::string& out_dir, bool quiet) {
@@ -87,8 +89,8 @@ int RunJob(const RunOptions& options) {
 
   const std::vector<std::string> forwarded = {"RANKSCOPE_COORDINATOR", "RANKSCOPE_TOKEN",
                                               "RANKSCOPE_SESSION"};
-  Result<LaunchPlan> plan = PlanLaunch(options.command, {options.self_exe, "agent", "--"},
-                                       forwarded);
+  Result<LaunchPlan> plan =
+      PlanLaunch(options.command, {options.self_exe, "agent", "--"}, forwarded);
   if (!plan.ok()) {
     std::fprintf(stderr, "rankscope: %s\n", plan.status().message().c_str());
     return 2;
@@ -101,7 +103,7 @@ int RunJob(const RunOptions& options) {
   for (const std::string& a : plan->argv) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
 
-  struct sigaction sa{};
+  struct sigaction sa {};
   sa.sa_handler = ForwardToLauncher;
   sigemptyset(&sa.sa_mask);
   sa.sa_flags = SA_RESTART;
@@ -153,8 +155,9 @@ int RunCoordinator(const CoordinatorOptions& options) {
   config.bind_address = options.bind_address;
   config.port = options.port;
   if (options.token_file.empty()) {
-    std::fprintf(stderr, "rankscope coordinator: --token-file is required (the session secret "
-                         "is read from it, or written to it if it does not exist)\n");
+    std::fprintf(stderr,
+                 "rankscope coordinator: --token-file is required (the session secret "
+                 "is read from it, or written to it if it does not exist)\n");
     return 2;
   }
   std::ifstream in(options.token_file);
@@ -189,7 +192,7 @@ int RunCoordinator(const CoordinatorOptions& options) {
               server.address().c_str());
   std::fflush(stdout);
 
-  struct sigaction sa{};
+  struct sigaction sa {};
   sa.sa_handler = ForwardToLauncher;  // only sets g_stop_requested: no launcher here
   sigemptyset(&sa.sa_mask);
   for (int sig : {SIGINT, SIGTERM}) sigaction(sig, &sa, nullptr);
@@ -200,8 +203,8 @@ int RunCoordinator(const CoordinatorOptions& options) {
     if (options.ranks <= 0) usleep(200'000);
   }
   Session extra;
-  std::string out_dir = options.out_dir.empty() ? "rankscope-" + config.session_id
-                                                : options.out_dir;
+  std::string out_dir =
+      options.out_dir.empty() ? "rankscope-" + config.session_id : options.out_dir;
   int rc = Finalize(service, std::move(extra), out_dir, /*quiet=*/false);
   server.Shutdown();
   return rc;

@@ -12,12 +12,12 @@ namespace rankscope {
 
 struct RunOptions {
   std::vector<std::string> command;
-  std::string out_dir;             // empty = rankscope-<job id>
+  std::string out_dir;  // empty = rankscope-<job id>
   std::string bind_address = "127.0.0.1";
   int port = 0;
-  std::string self_exe;            // absolute path of this rankscope binary
+  std::string self_exe;                       // absolute path of this rankscope binary
   DurationNs drain_timeout = 15 * kNsPerSec;  // wait for agents' final batches after the job
-  bool quiet = false;              // no report on stderr
+  bool quiet = false;                         // no report on stderr
 };
 
 int RunJob(const RunOptions& options);
@@ -26,10 +26,10 @@ struct CoordinatorOptions {
   std::string bind_address = "127.0.0.1";
   int port = 0;
   std::string session_id;
-  std::string token_file;   // read the token from here, or write a new one here (0600)
+  std::string token_file;  // read the token from here, or write a new one here (0600)
   std::string out_dir;
-  int ranks = 0;            // write the report when this many agents have finished
-  DurationNs timeout = 0;   // 0 = no limit
+  int ranks = 0;           // write the report when this many agents have finished
+  DurationNs timeout = 0;  // 0 = no limit
 };
 
 // `rankscope coordinator`: a stand-alone coordinator; prints "listening on HOST:PORT".

@@ -195,8 +195,7 @@ Finding MakeFinding(const Session& session, const RankSteps& rank, const Verdict
     f.next_steps.push_back(std::move(*cpu));
   }
   f.next_steps.push_back(
-      {"pidstat",
-       RelaunchWithToolOnRank(session, rank.rank, {"pidstat", "-d", "1", "-e"}),
+      {"pidstat", RelaunchWithToolOnRank(session, rank.rank, {"pidstat", "-d", "1", "-e"}),
        "kB_rd/s and iodelay of rank " + r +
            "'s process while it runs: high iodelay means it waits for storage; compare with "
            "a rank on another node"});

@@ -10,7 +10,6 @@
 
 namespace rankscope {
 
-
 // "rank 2 (node n3)", or "rank 2" when the session does not know the rank's node.
 std::string RankLabel(const Session& session, int rank);
 

@@ -361,8 +361,8 @@ Verdict Judge(const Session& session, const std::vector<CollectiveInstance>& ins
   v.instances_late = MarkLate(instances, arrivals, threshold, &v.late);
   v.frac_late = v.instances_late / n;
   v.chance_probability = BinomialUpperTail(v.instances_late, v.instances, p);
-  v.passes_frac = v.frac_late >= v.frac_late_needed &&
-                  v.chance_probability <= options.max_chance_probability;
+  v.passes_frac =
+      v.frac_late >= v.frac_late_needed && v.chance_probability <= options.max_chance_probability;
 
   std::vector<DurationNs> lateness;
   std::set<int> others, waiters;

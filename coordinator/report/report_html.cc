@@ -12,7 +12,6 @@
 #include "core/records.h"
 #include "core/version.h"
 
-
 namespace rankscope {
 
 namespace {

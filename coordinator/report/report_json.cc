@@ -8,7 +8,6 @@
 #include "coordinator/report/report_format.h"
 #include "core/version.h"
 
-
 namespace rankscope {
 
 namespace {

@@ -18,7 +18,6 @@
 #include "core/records.h"
 #include "core/version.h"
 
-
 namespace rankscope {
 
 namespace {
