@@ -9,6 +9,5 @@ scripts/build.sh
 (cd build && ctest --output-on-failure --timeout 300)
 
 # Sanitizer pass over the pure logic and the agent's parsers (no MPI processes under ASan).
-BUILD_DIR=build-asan scripts/build.sh -DRANKSCOPE_SANITIZE=ON -DRANKSCOPE_BUILD_BENCH=OFF \
-  >/dev/null
+BUILD_DIR=build-asan scripts/build.sh -DRANKSCOPE_SANITIZE=ON -DRANKSCOPE_BUILD_BENCH=OFF
 (cd build-asan && ctest --output-on-failure --timeout 300 -L unit)

@@ -28,7 +28,8 @@ bool EndsWith(const std::string& s, const std::string& suffix) {
 }
 
 std::string ReadableValue(const std::string& key, const nlohmann::json& value) {
-  if (value.is_number() && EndsWith(key, "_ns")) {
+  // Durations: "..._ns", and rates of them such as "..._ns_per_instance".
+  if (value.is_number() && (EndsWith(key, "_ns") || key.find("_ns_per_") != std::string::npos)) {
     return FormatDuration(static_cast<DurationNs>(std::llround(value.get<double>())));
   }
   if (value.is_number_float()) return Printf("%.4g", value.get<double>());
@@ -55,6 +56,13 @@ std::string ReadableValue(const std::string& key, const nlohmann::json& value) {
 
 std::string FormatSignedDuration(DurationNs d) {
   return d > 0 ? "+" + FormatDuration(d) : FormatDuration(d);
+}
+
+std::string FormatClockOffset(DurationNs d) {
+  if (d > -kNsPerSec && d < kNsPerSec) return FormatSignedDuration(d);
+  char buffer[48];
+  std::snprintf(buffer, sizeof(buffer), "%+.6f s", static_cast<double>(d) / 1e9);
+  return buffer;
 }
 
 std::vector<const Finding*> FindingsWorstFirst(const std::vector<Finding>& findings) {

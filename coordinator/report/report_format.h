@@ -19,6 +19,9 @@ namespace rankscope {
 
 // FormatDuration with an explicit sign for non-zero values: "+1.23 ms", "-40 ns", "0 ns".
 std::string FormatSignedDuration(DurationNs d);
+// A clock offset keeps microseconds however large it is ("+3016.999990 s"): the point of the
+// clock table is comparing offsets against uncertainties of tens of microseconds.
+std::string FormatClockOffset(DurationNs d);
 
 // Findings worst first: severity, then cost_ns, then confidence, ties in input order. The
 // pointers point into `findings`, which must outlive the result.

@@ -9,6 +9,11 @@ namespace {
 
 using Entries = std::vector<std::pair<std::string, std::string>>;
 
+TEST(FormatClockOffset, KeepsMicrosecondsForLargeOffsets) {
+  EXPECT_EQ(FormatClockOffset(-1'016'999'987'000), "-1016.999987 s");
+  EXPECT_EQ(FormatClockOffset(15'700), "+15.7 us");
+}
+
 TEST(FormatDuration, PicksAReadableUnit) {
   EXPECT_EQ(FormatDuration(0), "0 ns");
   EXPECT_EQ(FormatDuration(850), "850 ns");

@@ -257,7 +257,7 @@ std::string RanksTable(const Session& session) {
         "</td><td class=\"num\">" + Num(r.id.program_pid) + "</td><td" +
         (crashed ? " class=\"bad\"" : "") + ">" + HtmlEscape(exit) + "</td><td" +
         (r.finished ? ">yes" : " class=\"bad\">no") + "</td><td class=\"num\">" +
-        HtmlEscape(FormatSignedDuration(r.clock.offset_ns)) + "</td><td class=\"num\">" +
+        HtmlEscape(FormatClockOffset(r.clock.offset_ns)) + "</td><td class=\"num\">" +
         HtmlEscape(FormatDuration(r.clock.uncertainty_ns)) + "</td><td class=\"num\">" +
         Printf("%+.2f ppm", r.clock.drift_ppm) + "</td><td class=\"num\">" +
         Num(r.clock.samples_used) + "/" + Num(r.clock.samples_total) + "</td><td>" +

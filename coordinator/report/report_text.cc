@@ -200,7 +200,7 @@ std::string ClockSection(const Session& session, const Painter& paint) {
   node_width = std::min<size_t>(node_width, 24);
 
   std::string out = paint.Bold("Clocks") + paint.Dim(" (coordinator time = local + offset)") + "\n";
-  out += paint.Dim("  " + Pad("rank", 6) + Pad("node", node_width + 2) + Pad("offset", 13) +
+  out += paint.Dim("  " + Pad("rank", 6) + Pad("node", node_width + 2) + Pad("offset", 17) +
                    Pad("uncertainty", 14) + "drift") +
          "\n";
   for (const RankData* r : rows) {
@@ -209,7 +209,7 @@ std::string ClockSection(const Session& session, const Painter& paint) {
     std::string node = Clean(r->id.node);
     if (node.size() > node_width) node = node.substr(0, node_width);
     out += "  " + Pad(std::to_string(r->id.rank), 6) + Pad(node, node_width + 2) +
-           Pad(FormatSignedDuration(r->clock.offset_ns), 13) +
+           Pad(FormatClockOffset(r->clock.offset_ns), 17) +
            Pad("±" + FormatDuration(r->clock.uncertainty_ns), 15);  // '±' is two bytes
     out += r->clock_fitted ? std::string(drift) : paint.Yellow("not fitted");
     out += "\n";
