@@ -131,6 +131,34 @@ TEST_F(UplinkTest, WrongTokenIsRefusedAndNothingIsStored) {
   EXPECT_NE(problems[0].find("wrong session token"), std::string::npos);
 }
 
+TEST_F(UplinkTest, BuffersUntilTheCoordinatorAppearsThenDelivers) {
+  // Learn a free port, free it, and let the agent start before anything listens there.
+  StartServer();
+  const int port = server_->port();
+  server_->Shutdown();
+  UplinkOptions o = Options();
+  o.address = "127.0.0.1:" + std::to_string(port);
+  Uplink up(o, Ident("s1", 0));
+  up.AddBatch(BatchWith(5, 0));
+  up.Start();
+  std::this_thread::sleep_for(300ms);
+  EXPECT_FALSE(up.registered());
+  up.AddBatch(BatchWith(2, 0));
+
+  CoordinatorConfig config;
+  config.session_id = "s1";
+  config.token = "secret";
+  config.port = port;
+  server_ = std::make_unique<CoordinatorServer>(config);
+  ASSERT_TRUE(server_->Start().ok());
+  ASSERT_TRUE(WaitFor([&] { return up.registered(); }));
+  up.Finish(0, 0);
+  Session s = server_->service().Snapshot();
+  ASSERT_EQ(s.ranks.size(), 1u);
+  EXPECT_EQ(s.ranks[0].collectives.size(), 7u);
+  EXPECT_TRUE(s.ranks[0].finished);
+}
+
 TEST_F(UplinkTest, CoordinatorAbsentFinishReturnsQuickly) {
   StartServer();
   UplinkOptions o = Options();
