@@ -21,6 +21,7 @@ class Writer {
     p_ += sizeof(T);
   }
   void PutBytes(std::string_view s) {
+    if (s.empty()) return;  // an empty view may hold a null data(): memcpy(.., nullptr, 0) is UB
     std::memcpy(p_, s.data(), s.size());
     p_ += s.size();
   }

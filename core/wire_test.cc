@@ -76,6 +76,16 @@ TEST(Wire, BuilderRefusesRecordsThatDoNotFit) {
   EXPECT_TRUE(DecodeBatch(b.Finish(1, 0, 0)).ok());
 }
 
+TEST(Wire, EmptyViewsWithNullDataAreFine) {
+  std::array<std::byte, kMaxBatchBytes> buf;
+  BatchBuilder b(buf.data(), buf.size());
+  ASSERT_TRUE(b.AppendRange(std::string_view(), std::string_view(), 1, 2, 3, 0));
+  ASSERT_TRUE(b.AppendNotice(std::string_view()));
+  auto d = DecodeBatch(b.Finish(1, 0, 0));
+  ASSERT_TRUE(d.ok());
+  EXPECT_EQ(d->ranges[0].name, "");
+}
+
 TEST(Wire, TruncatesLongNames) {
   std::array<std::byte, kMaxBatchBytes> buf;
   BatchBuilder b(buf.data(), buf.size());
