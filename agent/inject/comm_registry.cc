@@ -60,8 +60,9 @@ std::vector<int> WorldRanksOf(MPI_Group group, MPI_Group world) {
   return global;
 }
 
-// Describes `comm` with local (non-communicating) PMPI calls. nullptr if MPI cannot.
-CommInfo* Describe(MPI_Comm comm) {
+// Describes `comm` with local (non-communicating) PMPI calls; `salt` (0 = none) is mixed into
+// the id. nullptr if MPI cannot.
+CommInfo* Describe(MPI_Comm comm, uint64_t salt) {
   int initialized = 0;
   int finalized = 0;
   if (PMPI_Initialized(&initialized) != MPI_SUCCESS || !initialized) return nullptr;
@@ -99,7 +100,7 @@ CommInfo* Describe(MPI_Comm comm) {
 
   auto* info = new (std::nothrow) CommInfo;
   if (info == nullptr) return nullptr;
-  info->id = CommIdOf(members);
+  info->id = salt == 0 ? CommIdOf(members) : Mix(CommIdOf(members), salt);
   info->size = size;
   info->rank = rank;
   return info;
@@ -114,7 +115,7 @@ CommInfo* LookupSlow(MPI_Comm comm) {
   if (found != nullptr) return found;
 
   // Describe outside the lock: it calls into MPI.
-  CommInfo* fresh = Describe(comm);
+  CommInfo* fresh = Describe(comm, 0);
   if (fresh == nullptr) return nullptr;
   CommInfo* result = nullptr;
   pthread_mutex_lock(&reg.mu);
@@ -130,6 +131,23 @@ CommInfo* LookupSlow(MPI_Comm comm) {
   pthread_mutex_unlock(&reg.mu);
   delete fresh;  // another thread described it first
   return result;
+}
+
+// Describes a newly made communicator with its salt and replaces whatever the registry held for
+// that handle value (MPI may reuse a freed handle).
+void RegisterSalted(MPI_Comm child, uint64_t salt) {
+  CommInfo* fresh = Describe(child, salt);
+  if (fresh == nullptr) return;
+  Registry& reg = registry();
+  pthread_mutex_lock(&reg.mu);
+  try {
+    reg.by_handle[child] = fresh;  // an old CommInfo stays allocated: caches may point at it
+    fresh = nullptr;
+  } catch (...) {
+  }
+  pthread_mutex_unlock(&reg.mu);
+  delete fresh;
+  g_generation.fetch_add(1, std::memory_order_acq_rel);
 }
 
 void AtForkPrepare() { pthread_mutex_lock(&registry().mu); }
@@ -164,6 +182,20 @@ CommInfo* LookupComm(MPI_Comm comm) {
     ++t_cache_next;
   }
   return info;
+}
+
+void NoteCommCreated(MPI_Comm parent, MPI_Comm child) {
+  CommInfo* p = LookupComm(parent);
+  if (p == nullptr) return;
+  const uint64_t index = p->children.fetch_add(1, std::memory_order_relaxed);
+  if (child == MPI_COMM_NULL) return;
+  RegisterSalted(child, Mix(Mix(p->id, 0x636f6d6dULL /* "comm" */), index + 1));
+}
+
+void NoteCommCreatedFromGroup(MPI_Comm parent, MPI_Comm child, int tag) {
+  CommInfo* p = LookupComm(parent);
+  if (p == nullptr || child == MPI_COMM_NULL) return;
+  RegisterSalted(child, Mix(Mix(p->id, 0x67726f75ULL /* "grou" */), static_cast<uint32_t>(tag)));
 }
 
 void ForgetComm(MPI_Comm comm) {

@@ -3,9 +3,11 @@
 // per-communicator collective sequence counter. Together (id, seq) name one collective instance
 // across ranks.
 //
-// The id hashes the MPI_COMM_WORLD ranks of the members in communicator-rank order. Two
-// communicators over the same members in the same order (MPI_Comm_dup of one another) get the
-// same id; their instances then share ids and the agent sees one sequence. Acceptable for now.
+// The id hashes the MPI_COMM_WORLD ranks of the members in communicator-rank order, salted for
+// communicators made by a constructor we wrap (dup, split, create, cartesian/graph, merge) with
+// the parent's id and how many communicators the parent had made before: constructors are
+// collective over the parent, so every member counts the same. MPI_Comm_dup(MPI_COMM_WORLD)
+// therefore gets its own id, as libraries that dup the world communicator need.
 #pragma once
 
 #include <mpi.h>
@@ -23,6 +25,8 @@ struct CommInfo {
   // Collective calls this process has made on the communicator (blocking and non-blocking share
   // it; incremented at call or post time).
   std::atomic<uint64_t> next_seq{0};
+  // Communicators made from this one so far (the salt of the next child's id).
+  std::atomic<uint64_t> children{0};
 };
 
 // Returns the cached description of `comm`, computing it with local PMPI calls on first use.
@@ -30,6 +34,13 @@ struct CommInfo {
 // MPI_Finalize); the caller then records nothing. Thread-safe; a repeat lookup on the same
 // thread is a probe of a small per-thread cache, with no lock. The result lives until exit.
 CommInfo* LookupComm(MPI_Comm comm);
+
+// Records that a collective constructor over `parent` produced `child` (MPI_COMM_NULL on ranks
+// that got none, e.g. MPI_UNDEFINED in a split: they still count the construction).
+// MPI_Comm_create_group is collective over its group only, so it is salted by the parent's id
+// and its tag instead of the parent's counter.
+void NoteCommCreated(MPI_Comm parent, MPI_Comm child);
+void NoteCommCreatedFromGroup(MPI_Comm parent, MPI_Comm child, int tag);
 
 // Drops the cached entry for `comm`. Call before MPI frees the handle: MPI may hand the same
 // handle value to a later communicator.

@@ -204,7 +204,7 @@ TEST_F(MpiInjectTest, SplitCommunicatorHasItsOwnIdAndSequence) {
     for (const auto& c : r.collectives) {
       if (c.comm_id == world) {
         world_rank = c.comm_rank;
-      } else {
+      } else if (c.comm_size < 3) {  // size 3 is the duplicate of world
         half.push_back(c);
       }
     }
@@ -224,6 +224,22 @@ TEST_F(MpiInjectTest, SplitCommunicatorHasItsOwnIdAndSequence) {
   EXPECT_NE(half_id_by_world_rank[0], half_id_by_world_rank[1]);
   EXPECT_NE(half_id_by_world_rank[0], world);
   EXPECT_NE(half_id_by_world_rank[1], world);
+}
+
+TEST_F(MpiInjectTest, DuplicateOfWorldHasItsOwnId) {
+  uint64_t world = WorldId();
+  std::set<uint64_t> dup_ids;
+  for (auto& [pid, r] : *ranks_) {
+    std::vector<CollectiveRecord> dup;
+    for (const auto& c : r.collectives) {
+      if (c.comm_id != world && c.comm_size == 3) dup.push_back(c);
+    }
+    ASSERT_EQ(dup.size(), 1u) << "pid " << pid;
+    EXPECT_EQ(dup[0].op, CollectiveOp::kBarrier);
+    EXPECT_EQ(dup[0].seq, 0u);
+    dup_ids.insert(dup[0].comm_id);
+  }
+  EXPECT_EQ(dup_ids.size(), 1u);  // every member computed the same id
 }
 
 TEST_F(MpiInjectTest, PointToPointRecords) {

@@ -16,6 +16,17 @@
 #pragma weak PMPI_Barrier
 #pragma weak PMPI_Bcast
 #pragma weak PMPI_Comm_free
+#pragma weak PMPI_Comm_dup
+#pragma weak PMPI_Comm_dup_with_info
+#pragma weak PMPI_Comm_split
+#pragma weak PMPI_Comm_split_type
+#pragma weak PMPI_Comm_create
+#pragma weak PMPI_Comm_create_group
+#pragma weak PMPI_Cart_create
+#pragma weak PMPI_Cart_sub
+#pragma weak PMPI_Graph_create
+#pragma weak PMPI_Dist_graph_create_adjacent
+#pragma weak PMPI_Intercomm_merge
 #pragma weak PMPI_Comm_group
 #pragma weak PMPI_Comm_rank
 #pragma weak PMPI_Comm_remote_group
