@@ -2,6 +2,7 @@
 //   run          wrap a launch (mpirun/srun/plain program) and write a session report
 //   agent        the per-rank agent (inserted by `run`; rarely typed by hand)
 //   coordinator  a stand-alone coordinator
+//   inspect      offline views of NCCL logs and topology dumps
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -10,6 +11,7 @@
 #include <vector>
 
 #include "agent/agent.h"
+#include "launchers/inspect.h"
 #include "launchers/run.h"
 
 namespace {
@@ -63,7 +65,22 @@ int main(int argc, char** argv) {
   coord_cmd->add_option("--ranks", coord.ranks, "Finish when this many agents are done");
   coord_cmd->add_option("--timeout", timeout_s, "Finish after this many seconds");
 
+  std::vector<std::string> nccl_logs;
+  std::string topo_file;
+  bool inspect_json = false;
+  CLI::App* inspect_cmd = app.add_subcommand("inspect", "Offline: NCCL logs and topology dumps");
+  inspect_cmd->require_subcommand(1);
+  CLI::App* nccl_cmd = inspect_cmd->add_subcommand("nccl-log", "NCCL_DEBUG=INFO log file(s)");
+  nccl_cmd->add_option("files", nccl_logs, "Log files (one per rank)")->required();
+  nccl_cmd->add_flag("--json", inspect_json, "Machine-readable output");
+  CLI::App* topo_cmd = inspect_cmd->add_subcommand("topo", "NCCL_TOPO_DUMP_FILE XML");
+  topo_cmd->add_option("file", topo_file, "Topology dump")->required();
+  topo_cmd->add_flag("--json", inspect_json, "Machine-readable output");
+
   CLI11_PARSE(app, argc, argv);
+
+  if (*nccl_cmd) return rankscope::InspectNcclLogs(nccl_logs, inspect_json);
+  if (*topo_cmd) return rankscope::InspectTopology(topo_file, inspect_json);
 
   if (*run_cmd) {
     run.self_exe = SelfExe();

@@ -1,0 +1,93 @@
+"""`rankscope inspect nccl-log|topo` on the real NCCL logs and topology dump from 2xH200."""
+import json
+import os
+import subprocess
+import sys
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from harness import RANKSCOPE, RankscopeTest  # noqa: E402
+
+FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fixtures",
+                        "h200x2-torch-allreduce")
+RANK0 = os.path.join(FIXTURES, "nccl.vm.747.log")
+RANK1 = os.path.join(FIXTURES, "nccl.vm.748.log")
+TOPO = os.path.join(FIXTURES, "topo.xml")
+
+
+def inspect(*args):
+    return subprocess.run([RANKSCOPE, "inspect", *args], capture_output=True, text=True,
+                          timeout=60)
+
+
+class Inspect(RankscopeTest):
+    def test_nccl_logs_json_contract(self):
+        proc = inspect("nccl-log", "--json", RANK0, RANK1)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        out = json.loads(proc.stdout)
+        self.assertGreater(out["skipped_lines"], 0)
+        comms = out["communicators"]
+        self.assertEqual([(c["comm_id"], c["rank"], c["nranks"]) for c in comms],
+                         [("0x1e900aa5c8e42401", 0, 2), ("0x1e900aa5c8e42401", 1, 2)])
+        for c in comms:
+            self.assertEqual(c["nnodes"], 1)
+            self.assertEqual(c["channels"], 24)
+            self.assertEqual({t["kind"] for t in c["transports"]}, {"P2P/CUMEM"})
+            self.assertEqual({t["peer"] for t in c["transports"]}, {1 - c["rank"]})
+        colls = out["collectives"]
+        self.assertEqual(len(colls), 10)
+        for c in colls:
+            self.assertEqual((c["op"], c["count"], c["datatype"], c["bytes"]),
+                             ("AllReduce", 67108864, "ncclFloat32", 268435456))
+            # Rank 1's log has no tuning lines: taken from rank 0's same (comm_id, seq).
+            self.assertEqual((c["algo"], c["proto"]), ("RING", "SIMPLE"))
+        self.assertEqual(sorted(c["seq"] for c in colls), [0, 0, 1, 1, 2, 2, 3, 3, 4, 4])
+        self.assertEqual({c.get("tuning_from") for c in colls if c["file"] == RANK1}, {RANK0})
+
+    def test_nccl_log_text_and_bad_files(self):
+        proc = inspect("nccl-log", RANK0, RANK1)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        self.assertIn("5 x AllReduce 256.0 MiB ncclFloat32", proc.stdout)
+        self.assertIn("5 call(s) seen on every rank", proc.stdout)
+        missing = os.path.join(self.tmp, "nope.log")
+        proc = inspect("nccl-log", missing, RANK0)
+        self.assertEqual(proc.returncode, 1)
+        self.assertIn(missing, proc.stderr)
+        self.assertIn("AllReduce", proc.stdout)  # the readable file is still shown
+        # A log cut mid-line and garbage lines: parsed as far as it goes, never fatal.
+        cut = os.path.join(self.tmp, "cut.log")
+        with open(RANK0, "rb") as f:
+            data = f.read()
+        with open(cut, "wb") as f:
+            f.write(b"\x00\xffgarbage line\n" + data[: len(data) * 2 // 3])
+        proc = inspect("nccl-log", "--json", cut)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        out = json.loads(proc.stdout)
+        self.assertTrue(out["files"][0]["truncated_last_line"])
+        self.assertEqual(out["communicators"][0]["comm_id"], "0x1e900aa5c8e42401")
+
+    def test_topology(self):
+        proc = inspect("topo", "--json", TOPO)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        topo = json.loads(proc.stdout)
+        self.assertEqual(len(topo["gpus"]), 2)
+        self.assertTrue(topo["all_gpus_nvlink_connected"])
+        self.assertEqual([g["sm"] for g in topo["gpus"]], [90, 90])
+        self.assertEqual(topo["gpus"][0]["nvlinks"][0]["count"], 18)
+        self.assertIsNone(topo["gpus"][0]["pcie_link"]["width"])  # not in the dump: unknown, not 0
+        self.assertEqual(topo["nics"][0]["name"], "eth0")
+        text = inspect("topo", TOPO)
+        self.assertIn("18 to NVSwitch", text.stdout)
+        cut = os.path.join(self.tmp, "cut.xml")
+        with open(TOPO) as f:
+            xml = f.read()
+        with open(cut, "w") as f:
+            f.write(xml[: len(xml) // 2])
+        proc = inspect("topo", cut)
+        self.assertEqual(proc.returncode, 1)
+        self.assertIn("cut.xml", proc.stderr)
+        self.assertIn("truncated", proc.stderr)
+
+
+if __name__ == "__main__":
+    unittest.main()
