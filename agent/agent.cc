@@ -1,5 +1,6 @@
 #include "agent/agent.h"
 
+#include <glob.h>
 #include <signal.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -13,6 +14,7 @@
 
 #include "agent/identity.h"
 #include "agent/ipc_server.h"
+#include "agent/nccl_collector.h"
 #include "agent/uplink.h"
 
 namespace rankscope {
@@ -42,8 +44,10 @@ std::string HostName() {
   return buf;
 }
 
-// The program's environment: ours, minus the session secret, plus the inject settings.
-std::vector<std::string> ChildEnvironment(const AgentOptions& options, const std::string& ipc) {
+// The program's environment: ours, minus the session secret, plus the inject settings and
+// `extra` ("NAME=value", e.g. the NCCL debug settings).
+std::vector<std::string> ChildEnvironment(const AgentOptions& options, const std::string& ipc,
+                                          const std::vector<std::string>& extra) {
   std::vector<std::string> env;
   EnvMap current = CurrentEnvironment();
   for (const auto& [key, value] : current) {
@@ -63,7 +67,18 @@ std::vector<std::string> ChildEnvironment(const AgentOptions& options, const std
     env.push_back("NVTX_INJECTION64_PATH=" + options.inject_library);
     env.push_back("RANKSCOPE_IPC_SOCKET=" + ipc);
   }
+  env.insert(env.end(), extra.begin(), extra.end());
   return env;
+}
+
+// Removes the files of a flat private directory, then the directory.
+void RemoveTree(const std::string& dir) {
+  glob_t files{};
+  if (glob((dir + "/*").c_str(), 0, nullptr, &files) == 0) {
+    for (size_t i = 0; i < files.gl_pathc; ++i) unlink(files.gl_pathv[i]);
+  }
+  globfree(&files);
+  rmdir(dir.c_str());
 }
 
 std::vector<char*> CStrings(std::vector<std::string>& v) {
@@ -136,7 +151,22 @@ ChildExit RunAgent(const AgentOptions& options) {
     }
   }
 
-  std::vector<std::string> env = ChildEnvironment(options, ipc ? ipc->path() : std::string());
+  // NCCL's own log and topology dump, in a private directory removed at the end.
+  std::unique_ptr<NcclCollector> nccl;
+  std::string nccl_dir;
+  std::vector<std::string> nccl_env;
+  if (profiled) {
+    std::string templ = options.tmp_dir + "/rankscope-nccl.XXXXXX";
+    if (mkdtemp(templ.data()) != nullptr) {
+      nccl_dir = templ;
+      NcclPlan plan = PlanNcclEnvironment(CurrentEnvironment(), identity, nccl_dir);
+      if (!plan.note.empty()) uplink->AddNotice(plan.note);
+      nccl_env = plan.set_env;
+      nccl = std::make_unique<NcclCollector>(std::move(plan));
+    }
+  }
+  std::vector<std::string> env =
+      ChildEnvironment(options, ipc ? ipc->path() : std::string(), nccl_env);
   std::vector<std::string> argv = options.program;
   std::vector<char*> c_env = CStrings(env);
   std::vector<char*> c_argv = CStrings(argv);
@@ -166,6 +196,7 @@ ChildExit RunAgent(const AgentOptions& options) {
       uplink->SetProgramPid(pid);
       uplink->Start();
     }
+    if (nccl) nccl->Start();
     int status = 0;
     while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
     }
@@ -179,6 +210,11 @@ ChildExit RunAgent(const AgentOptions& options) {
 
   if (uplink) {
     if (ipc) ipc->Stop();  // reads the program's last batches
+    if (nccl) {
+      if (std::optional<v1::NcclSummary> summary = nccl->Finish()) uplink->SetNccl(*summary);
+      if (std::optional<v1::TopologyDump> topo = nccl->Topology()) uplink->SetTopology(*topo);
+      RemoveTree(nccl_dir);
+    }
     if (result.term_signal != 0) {
       uplink->AddNotice("program killed by signal " + std::to_string(result.term_signal) + " (" +
                         strsignal(result.term_signal) + ")");

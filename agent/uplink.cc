@@ -102,6 +102,16 @@ void Uplink::AddNotice(const std::string& text) {
   out->set_text(text);
 }
 
+void Uplink::SetNccl(v1::NcclSummary summary) {
+  std::lock_guard<std::mutex> lock(mu_);
+  *pending_.mutable_nccl() = std::move(summary);
+}
+
+void Uplink::SetTopology(v1::TopologyDump dump) {
+  std::lock_guard<std::mutex> lock(mu_);
+  *pending_.mutable_topology() = std::move(dump);
+}
+
 bool Uplink::TryRegister() {
   if (refused_.load()) return false;
   v1::RegisterRequest req;
@@ -155,7 +165,10 @@ void Uplink::SyncClock(int samples) {
 bool Uplink::SendPending(bool final_batch) {
   if (!unacked_) {
     std::lock_guard<std::mutex> lock(mu_);
-    if (RecordCount(pending_) == 0 && !final_batch && !pending_.has_exit()) return true;
+    if (RecordCount(pending_) == 0 && !final_batch && !pending_.has_exit() &&
+        !pending_.has_nccl() && !pending_.has_topology()) {
+      return true;
+    }
     unacked_.emplace();
     unacked_->Swap(&pending_);
     unacked_->set_agent_id(agent_id_);

@@ -54,6 +54,10 @@ class Uplink {
   void AddBatch(wire::Batch&& batch);
   // Queues a message for the report (errors seen by the agent).
   void AddNotice(const std::string& text);
+  // Attaches what the agent read from NCCL's log and topology dump; sent with the next batch
+  // (call before Finish, so it rides in the final one).
+  void SetNccl(v1::NcclSummary summary);
+  void SetTopology(v1::TopologyDump dump);
 
   // Sends the exit status with everything still queued and a final clock sync; returns when
   // the coordinator acknowledged it or options.final_timeout passed. Call once.

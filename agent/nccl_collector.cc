@@ -1,0 +1,197 @@
+#include "agent/nccl_collector.h"
+
+#include <fcntl.h>
+#include <glob.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <fstream>
+#include <sstream>
+
+#include "agent/nccl/nccl_types.h"
+
+namespace rankscope {
+namespace {
+
+std::string Get(const EnvMap& env, const char* name) {
+  auto it = env.find(name);
+  return it == env.end() ? std::string() : it->second;
+}
+
+// NCCL expands %h (host) and %p (pid) in NCCL_DEBUG_FILE; a glob finds whatever it made.
+std::string GlobOf(const std::string& pattern) {
+  std::string out;
+  for (size_t i = 0; i < pattern.size(); ++i) {
+    if (pattern[i] == '%' && i + 1 < pattern.size() &&
+        (pattern[i + 1] == 'h' || pattern[i + 1] == 'p')) {
+      out += '*';
+      ++i;
+    } else {
+      out += pattern[i];
+    }
+  }
+  return out;
+}
+
+void AppendSummary(const NcclLog& log, const std::string& file, v1::NcclSummary* out) {
+  if (out->nccl_version().empty()) out->set_nccl_version(log.nccl_version);
+  if (!out->log_file().empty()) out->set_log_file(out->log_file() + ",");
+  out->set_log_file(out->log_file() + file);
+  out->set_skipped_lines(out->skipped_lines() + log.skipped_lines);
+  for (const NcclCommunicator& c : log.communicators) {
+    v1::NcclCommunicator* p = out->add_communicators();
+    p->set_comm_id(c.comm_id.empty() ? c.comm : c.comm_id);
+    p->set_rank(c.rank);
+    p->set_nranks(c.nranks);
+    p->set_nnodes(c.nnodes);
+    p->set_channels(c.nchannels);
+    p->set_bus_id(c.bus_id);
+    p->set_cuda_dev(c.cuda_dev);
+    for (const NcclTransport& t : c.transports) {
+      v1::NcclTransport* pt = p->add_transports();
+      pt->set_channel(t.channel);
+      pt->set_peer(t.peer_rank);
+      pt->set_kind(std::string(NcclTransportKindName(t.kind)));
+      pt->set_via(t.via);
+      pt->set_gdrdma(t.gdrdma);
+    }
+    if (!c.rings.empty()) {
+      for (int32_t r : c.rings.front().order) p->add_ring_order(r);
+    }
+  }
+  for (const NcclCollective& c : log.collectives) {
+    v1::NcclCall* p = out->add_calls();
+    p->set_comm_id(c.comm_id.empty() ? c.comm : c.comm_id);
+    p->set_seq(c.seq);
+    p->set_op(c.op == NcclOp::kUnknown ? c.op_name : std::string(NcclOpName(c.op)));
+    p->set_count(c.count);
+    p->set_datatype(std::string(NcclDataTypeName(c.datatype)));
+    p->set_bytes(c.bytes);
+    p->set_root(c.root);
+    if (c.tuned) {
+      p->set_algo(std::string(NcclAlgoName(c.algo)));
+      p->set_proto(std::string(NcclProtoName(c.proto)));
+    }
+    p->set_channels(c.nchannels);
+  }
+  for (const NcclLogProblem& e : log.errors) {
+    out->add_problems(file + ":" + std::to_string(e.line) + ": " + e.message);
+  }
+  for (const NcclLogProblem& w : log.warnings) {
+    out->add_problems(file + ":" + std::to_string(w.line) + ": NCCL WARN " + w.message);
+  }
+}
+
+}  // namespace
+
+NcclPlan PlanNcclEnvironment(const EnvMap& env, const AgentIdentity& id, const std::string& dir) {
+  NcclPlan plan;
+  const std::string user_debug = Get(env, "NCCL_DEBUG");
+  const std::string user_file = Get(env, "NCCL_DEBUG_FILE");
+  if (user_debug.empty()) {
+    plan.set_env.push_back("NCCL_DEBUG=INFO");
+    if (Get(env, "NCCL_DEBUG_SUBSYS").empty()) {
+      plan.set_env.push_back("NCCL_DEBUG_SUBSYS=INIT,COLL,GRAPH,TUNING,ENV");
+    }
+  }
+  if (!user_file.empty()) {
+    plan.log_glob = GlobOf(user_file);
+  } else if (user_debug.empty()) {
+    plan.set_env.push_back("NCCL_DEBUG_FILE=" + dir + "/nccl.%p.log");
+    plan.log_glob = dir + "/nccl.*.log";
+  } else {
+    // The user asked for NCCL's log on the program's output; moving it would change that.
+    plan.note =
+        "NCCL_DEBUG is set without NCCL_DEBUG_FILE, so NCCL logs to the program's "
+        "output and rankscope cannot read it; set NCCL_DEBUG_FILE (e.g. "
+        "/tmp/nccl.%h.%p.log) to have communicators and calls in the report";
+  }
+  const std::string user_topo = Get(env, "NCCL_TOPO_DUMP_FILE");
+  if (!user_topo.empty()) {
+    plan.topology_file = user_topo;
+  } else if (id.local_rank == 0) {
+    // NCCL writes the dump only from the rank NCCL_TOPO_DUMP_FILE_RANK names (default 0); one
+    // per node is enough, and this rank is on this node.
+    plan.topology_file = dir + "/topo.xml";
+    plan.set_env.push_back("NCCL_TOPO_DUMP_FILE=" + plan.topology_file);
+    plan.set_env.push_back("NCCL_TOPO_DUMP_FILE_RANK=" + std::to_string(id.rank));
+  }
+  return plan;
+}
+
+NcclCollector::NcclCollector(NcclPlan plan) : plan_(std::move(plan)) {}
+
+NcclCollector::~NcclCollector() {
+  stopping_.store(true);
+  if (thread_.joinable()) thread_.join();
+}
+
+void NcclCollector::Start() {
+  if (plan_.log_glob.empty()) return;
+  thread_ = std::thread([this] {
+    while (!stopping_.load()) {
+      Poll();
+      for (int i = 0; i < 10 && !stopping_.load(); ++i) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      }
+    }
+  });
+}
+
+void NcclCollector::Poll() {
+  if (plan_.log_glob.empty()) return;
+  glob_t matches{};
+  if (glob(plan_.log_glob.c_str(), 0, nullptr, &matches) != 0) {
+    globfree(&matches);
+    return;
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  for (size_t i = 0; i < matches.gl_pathc; ++i) {
+    const std::string path = matches.gl_pathv[i];
+    TailedFile& f = files_[path];
+    if (!f.parser) {
+      f.path = path;
+      f.parser = std::make_unique<NcclLogParser>();
+    }
+    int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) continue;
+    char buf[64 * 1024];
+    for (;;) {
+      ssize_t n = pread(fd, buf, sizeof(buf), f.offset);
+      if (n <= 0) break;
+      f.parser->Feed(std::string_view(buf, static_cast<size_t>(n)));
+      f.offset += n;
+    }
+    close(fd);
+  }
+  globfree(&matches);
+}
+
+std::optional<v1::NcclSummary> NcclCollector::Finish() {
+  stopping_.store(true);
+  if (thread_.joinable()) thread_.join();
+  Poll();
+  std::lock_guard<std::mutex> lock(mu_);
+  if (files_.empty()) return std::nullopt;
+  v1::NcclSummary summary;
+  for (auto& [path, f] : files_) {
+    f.parser->Finish();
+    AppendSummary(f.parser->log(), path, &summary);
+  }
+  return summary;
+}
+
+std::optional<v1::TopologyDump> NcclCollector::Topology() const {
+  if (plan_.topology_file.empty()) return std::nullopt;
+  std::ifstream in(plan_.topology_file);
+  if (!in) return std::nullopt;
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (text.str().empty()) return std::nullopt;
+  v1::TopologyDump dump;
+  dump.set_source(plan_.topology_file);
+  dump.set_xml(text.str().substr(0, 4 << 20));  // dumps are kilobytes; cap a runaway file
+  return dump;
+}
+
+}  // namespace rankscope

@@ -1,0 +1,62 @@
+// The agent's view of NCCL in its rank: decides the NCCL debug environment for the program
+// (NCCL_DEBUG=INFO with the subsystems we parse, a per-rank NCCL_DEBUG_FILE, and on local rank
+// 0 a topology dump), tails the log files while the rank runs, and at the end turns them into a
+// protobuf summary. Variables the user already set are left alone; then their files are read.
+#pragma once
+
+#include <atomic>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "agent/identity.h"
+#include "agent/nccl/nccl_log_parser.h"
+#include "rankscope/v1/rankscope.pb.h"
+
+namespace rankscope {
+
+struct NcclPlan {
+  std::vector<std::string> set_env;  // "NAME=value" entries to add to the program's environment
+  std::string log_glob;              // files to read ('*' where NCCL substitutes %h / %p)
+  std::string topology_file;         // where the topology dump lands (empty = none expected)
+  std::string note;                  // why rankscope cannot see NCCL's log, if it cannot
+};
+
+// Pure: what to set, given the rank's environment, identity and a private directory.
+NcclPlan PlanNcclEnvironment(const EnvMap& env, const AgentIdentity& id, const std::string& dir);
+
+class NcclCollector {
+ public:
+  explicit NcclCollector(NcclPlan plan);
+  ~NcclCollector();  // stops the tail thread
+
+  NcclCollector(const NcclCollector&) = delete;
+  NcclCollector& operator=(const NcclCollector&) = delete;
+
+  // Starts reading the log files as they grow (every 500 ms).
+  void Start();
+  // Reads what is left, stops, and returns the summary (nullopt if no NCCL log appeared).
+  std::optional<v1::NcclSummary> Finish();
+  // The topology dump's contents, if NCCL wrote one.
+  std::optional<v1::TopologyDump> Topology() const;
+
+ private:
+  struct TailedFile {
+    std::string path;
+    off_t offset = 0;
+    std::unique_ptr<NcclLogParser> parser;
+  };
+  void Poll();
+
+  const NcclPlan plan_;
+  std::mutex mu_;
+  std::map<std::string, TailedFile> files_;  // guarded by mu_
+  std::thread thread_;
+  std::atomic<bool> stopping_{false};
+};
+
+}  // namespace rankscope

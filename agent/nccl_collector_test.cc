@@ -1,0 +1,83 @@
+#include "agent/nccl_collector.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+namespace rankscope {
+namespace {
+
+bool Has(const std::vector<std::string>& v, const std::string& entry) {
+  return std::find(v.begin(), v.end(), entry) != v.end();
+}
+
+TEST(NcclPlan, SetsDebugFileAndTopologyDumpOnLocalRankZero) {
+  AgentIdentity id;
+  id.rank = 4;
+  id.local_rank = 0;
+  NcclPlan plan = PlanNcclEnvironment({}, id, "/d");
+  EXPECT_TRUE(Has(plan.set_env, "NCCL_DEBUG=INFO"));
+  EXPECT_TRUE(Has(plan.set_env, "NCCL_DEBUG_SUBSYS=INIT,COLL,GRAPH,TUNING,ENV"));
+  EXPECT_TRUE(Has(plan.set_env, "NCCL_DEBUG_FILE=/d/nccl.%p.log"));
+  EXPECT_TRUE(Has(plan.set_env, "NCCL_TOPO_DUMP_FILE=/d/topo.xml"));
+  EXPECT_TRUE(Has(plan.set_env, "NCCL_TOPO_DUMP_FILE_RANK=4"));
+  EXPECT_EQ(plan.log_glob, "/d/nccl.*.log");
+  id.local_rank = 1;
+  plan = PlanNcclEnvironment({}, id, "/d");
+  EXPECT_TRUE(plan.topology_file.empty());  // one dump per node is enough
+}
+
+TEST(NcclPlan, LeavesTheUsersSettingsAndReadsTheirFiles) {
+  AgentIdentity id;
+  NcclPlan plan = PlanNcclEnvironment(
+      {{"NCCL_DEBUG", "INFO"}, {"NCCL_DEBUG_FILE", "/logs/nccl.%h.%p"}}, id, "/d");
+  EXPECT_FALSE(Has(plan.set_env, "NCCL_DEBUG=INFO"));
+  EXPECT_EQ(plan.log_glob, "/logs/nccl.*.*");
+  EXPECT_TRUE(plan.note.empty());
+  plan = PlanNcclEnvironment({{"NCCL_DEBUG", "WARN"}}, id, "/d");
+  EXPECT_TRUE(plan.log_glob.empty());
+  EXPECT_NE(plan.note.find("set NCCL_DEBUG_FILE"), std::string::npos);
+}
+
+TEST(NcclCollector, TailsAGrowingLogAndSummarisesIt) {
+  char dir[] = "/tmp/rankscope-nccl-test.XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  NcclPlan plan = PlanNcclEnvironment({}, AgentIdentity{}, dir);
+  NcclCollector collector(plan);
+  collector.Start();
+  std::ifstream fixture(std::string(RANKSCOPE_FIXTURES_DIR) +
+                        "/h200x2-torch-allreduce/nccl.vm.747.log");
+  std::stringstream all;
+  all << fixture.rdbuf();
+  const std::string text = all.str();
+  const std::string log = std::string(dir) + "/nccl.747.log";
+  {
+    std::ofstream out(log);
+    out << text.substr(0, text.size() / 2);  // NCCL is still writing
+  }
+  usleep(700'000);
+  {
+    std::ofstream out(log, std::ios::app);
+    out << text.substr(text.size() / 2);
+  }
+  std::optional<v1::NcclSummary> summary = collector.Finish();
+  ASSERT_TRUE(summary.has_value());
+  EXPECT_EQ(summary->nccl_version(), "2.28.9+cuda13.0");
+  ASSERT_EQ(summary->communicators_size(), 1);
+  EXPECT_EQ(summary->communicators(0).comm_id(), "0x1e900aa5c8e42401");
+  EXPECT_EQ(summary->communicators(0).channels(), 24);
+  EXPECT_EQ(summary->communicators(0).transports(0).kind(), "P2P/CUMEM");
+  ASSERT_EQ(summary->calls_size(), 5);
+  EXPECT_EQ(summary->calls(4).seq(), 4u);
+  EXPECT_EQ(summary->calls(0).bytes(), 268435456);
+  EXPECT_EQ(summary->calls(0).algo(), "RING");
+  EXPECT_FALSE(collector.Topology().has_value());  // NCCL wrote none here
+  unlink(log.c_str());
+  rmdir(dir);
+}
+
+}  // namespace
+}  // namespace rankscope
