@@ -7,11 +7,12 @@
 #include <tuple>
 
 #include "agent/nccl/nccl_log_file.h"
+#include "agent/nccl/nccl_log_json.h"
 #include "agent/nccl/nccl_types.h"
 #include "agent/topology/topology_file.h"
+#include "agent/topology/topology_json.h"
 #include "agent/topology/topology_text.h"
 #include "core/time_format.h"
-#include "launchers/inspect_json.h"
 
 namespace rankscope {
 namespace {
