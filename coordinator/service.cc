@@ -36,6 +36,28 @@ RankIdentity FromProto(const v1::Identity& p) {
   return id;
 }
 
+RankNccl FromProto(const v1::NcclSummary& p) {
+  RankNccl n;
+  n.version = p.nccl_version();
+  n.log_file = p.log_file();
+  n.skipped_lines = p.skipped_lines();
+  n.problems.assign(p.problems().begin(), p.problems().end());
+  for (const v1::NcclCommunicator& c : p.communicators()) {
+    NcclCommInfo info{c.comm_id(), c.rank(),     c.nranks(), c.nnodes(), c.channels(),
+                      c.bus_id(),  c.cuda_dev(), {},         {}};
+    for (const v1::NcclTransport& t : c.transports()) {
+      info.transports.push_back({t.channel(), t.peer(), t.kind(), t.via(), t.gdrdma()});
+    }
+    info.ring_order.assign(c.ring_order().begin(), c.ring_order().end());
+    n.communicators.push_back(std::move(info));
+  }
+  for (const v1::NcclCall& c : p.calls()) {
+    n.calls.push_back({c.comm_id(), c.seq(), c.op(), c.count(), c.datatype(), c.bytes(), c.root(),
+                       c.algo(), c.proto(), c.channels()});
+  }
+  return n;
+}
+
 }  // namespace
 
 CoordinatorService::CoordinatorService(CoordinatorConfig config) : config_(std::move(config)) {
@@ -166,6 +188,11 @@ grpc::Status CoordinatorService::Upload(grpc::ServerContext* ctx, const v1::Uplo
   if (req->has_exit()) {
     rank.exit_code = req->exit().exit_code();
     rank.term_signal = req->exit().term_signal();
+  }
+  if (req->has_nccl()) rank.nccl = FromProto(req->nccl());
+  if (req->has_topology()) {
+    rank.topology_source = req->topology().source();
+    rank.topology_xml = req->topology().xml();
   }
   if (req->final()) rank.finished = true;
   resp->set_acked_through(req->batch_seq());

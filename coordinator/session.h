@@ -29,6 +29,49 @@ struct RankIdentity {
   std::vector<std::string> program;
 };
 
+// NCCL as one rank's debug log describes it (read by the agent; no timestamps in it).
+struct NcclTransportInfo {
+  int channel = -1;
+  int peer = -1;
+  std::string kind;  // "P2P/CUMEM", "SHM", "NET/IB", ...
+  std::string via;   // as NCCL printed it
+  bool gdrdma = false;
+};
+
+struct NcclCommInfo {
+  std::string comm_id;  // as NCCL prints it
+  int rank = -1;
+  int nranks = -1;
+  int nnodes = -1;
+  int channels = -1;
+  std::string bus_id;
+  int cuda_dev = -1;
+  std::vector<NcclTransportInfo> transports;
+  std::vector<int> ring_order;  // channel 0, where this rank's log printed it
+};
+
+struct NcclCallInfo {
+  std::string comm_id;
+  uint64_t seq = 0;  // per communicator, in call order
+  std::string op;
+  uint64_t count = 0;
+  std::string datatype;
+  Bytes bytes = 0;
+  int root = -1;
+  std::string algo;  // empty when this rank's log had no tuning line
+  std::string proto;
+  int channels = -1;
+};
+
+struct RankNccl {
+  std::string version;
+  std::string log_file;
+  int64_t skipped_lines = 0;
+  std::vector<std::string> problems;
+  std::vector<NcclCommInfo> communicators;
+  std::vector<NcclCallInfo> calls;
+};
+
 struct RankData {
   RankIdentity id;
   std::vector<ClockSample> clock_samples;
@@ -41,6 +84,10 @@ struct RankData {
   std::vector<P2PRecord> p2p;
   std::vector<RangeRecord> ranges;
   std::vector<MarkRecord> marks;
+
+  std::optional<RankNccl> nccl;  // when the rank used NCCL and its log was readable
+  std::string topology_source;   // the NCCL topology dump this rank's agent read, if any
+  std::string topology_xml;
 
   std::vector<std::string> notices;  // from the agent / inject library, shown in the report
   uint64_t dropped_records = 0;

@@ -12,23 +12,10 @@
 #include "agent/topology/topology_file.h"
 #include "agent/topology/topology_json.h"
 #include "agent/topology/topology_text.h"
-#include "core/time_format.h"
+#include "core/format.h"
 
 namespace rankscope {
 namespace {
-
-std::string HumanBytes(Bytes b) {
-  static const char* kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  double v = static_cast<double>(b);
-  int unit = 0;
-  while (v >= 1024 && unit < 4) {
-    v /= 1024;
-    ++unit;
-  }
-  char buf[32];
-  std::snprintf(buf, sizeof(buf), unit == 0 ? "%.0f %s" : "%.1f %s", v, kUnits[unit]);
-  return buf;
-}
 
 // One file's summary for a person: communicators, transports, calls grouped by shape.
 std::string DescribeLog(const std::string& path, const NcclLog& log) {
@@ -62,7 +49,7 @@ std::string DescribeLog(const std::string& path, const NcclLog& log) {
   }
   for (const auto& [shape, n] : shapes) {
     const auto& [comm, op, bytes, type, tuning] = shape;
-    out += "  " + std::to_string(n) + " x " + op + " " + HumanBytes(bytes) + " " + type + " on " +
+    out += "  " + std::to_string(n) + " x " + op + " " + FormatBytes(bytes) + " " + type + " on " +
            comm + "  " + tuning + "\n";
   }
   for (const NcclLogProblem& p : log.errors) {

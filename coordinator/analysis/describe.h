@@ -5,8 +5,8 @@
 #include <string>
 
 #include "coordinator/session.h"
+#include "core/format.h"
 #include "core/time.h"
-#include "core/time_format.h"
 
 namespace rankscope {
 

@@ -12,8 +12,8 @@
 #include "coordinator/findings.h"
 #include "coordinator/report/collective_waits.h"
 #include "coordinator/session.h"
+#include "core/format.h"
 #include "core/time.h"
-#include "core/time_format.h"
 
 namespace rankscope {
 

@@ -5,6 +5,7 @@
 
 #include "coordinator/collective_matcher.h"
 #include "coordinator/report/collective_waits.h"
+#include "coordinator/report/gpu_json.h"
 #include "coordinator/report/report_format.h"
 #include "core/version.h"
 
@@ -150,6 +151,8 @@ json BuildReportJson(const Session& session, const std::vector<Finding>& finding
   for (const Finding* f : FindingsWorstFirst(findings)) findings_json.push_back(FindingToJson(*f));
   report["findings"] = std::move(findings_json);
   report["collectives"] = CollectivesJson(session);
+  if (json nccl = NcclReportJson(session); !nccl.is_null()) report["nccl"] = std::move(nccl);
+  if (json topo = TopologyReportJson(session); !topo.empty()) report["topology"] = std::move(topo);
   return report;
 }
 

@@ -195,5 +195,23 @@ TEST(ReportSchema, RejectsBrokenReports) {
   }
 }
 
+TEST(ReportJson, NcclCommunicatorsAreMergedAcrossRanksAndTopologyParsed) {
+  json report = BuildReportJson(report_test::MakeSession(), report_test::MakeFindings());
+  ASSERT_TRUE(report.contains("nccl"));
+  const json& comm = report["nccl"]["communicators"][0];
+  EXPECT_EQ(comm["comm_id"], "0x1e900aa5c8e42401");
+  EXPECT_EQ(comm["ranks_reporting"], json::array({0, 1}));
+  EXPECT_EQ(comm["calls"], 3);
+  EXPECT_EQ(comm["calls_on_every_rank"], 3);
+  // Rank 1's log has no tuning lines; the merged shape takes rank 0's.
+  ASSERT_EQ(comm["shapes"].size(), 1u);
+  EXPECT_EQ(comm["shapes"][0]["algo"], "RING");
+  EXPECT_EQ(comm["transports"]["P2P/CUMEM"], 2);
+  ASSERT_EQ(report["topology"].size(), 1u);
+  EXPECT_EQ(report["topology"][0]["node"], "node-a");
+  EXPECT_EQ(report["topology"][0]["topology"]["gpus"].size(), 2u);
+  EXPECT_TRUE(report["topology"][0]["topology"]["all_gpus_nvlink_connected"].get<bool>());
+}
+
 }  // namespace
 }  // namespace rankscope

@@ -6,6 +6,7 @@
 
 #include "coordinator/collective_matcher.h"
 #include "coordinator/report/collective_waits.h"
+#include "coordinator/report/gpu_json.h"
 #include "coordinator/report/report_format.h"
 
 namespace rankscope {
@@ -248,6 +249,59 @@ std::string NoticeSection(const Session& session, const Painter& paint) {
   return out;
 }
 
+// NCCL communicators (from the ranks' logs) and each node's topology, a line each.
+std::string GpuSection(const Session& session, const Painter& paint) {
+  std::string out;
+  nlohmann::json nccl = NcclReportJson(session);
+  if (!nccl.is_null()) {
+    out += paint.Bold("NCCL") + paint.Dim(" " + nccl["version"].get<std::string>()) + "\n";
+    for (const auto& c : nccl["communicators"]) {
+      std::string transports;
+      for (const auto& [kind, n] : c["transports"].items()) {
+        transports += (transports.empty() ? "" : ", ") + kind;
+      }
+      std::string line = "  comm " + Clean(c["comm_id"].get<std::string>()) + "  " +
+                         std::to_string(c["nranks"].get<int>()) + " ranks";
+      if (c["nnodes"].is_number())
+        line += " on " + std::to_string(c["nnodes"].get<int>()) + " node(s)";
+      if (c["channels"].is_number())
+        line += ", " + std::to_string(c["channels"].get<int>()) + " channels";
+      line += ", " + (transports.empty() ? std::string("no transports logged") : transports);
+      out += line + "\n";
+      for (const auto& shape : c["shapes"]) {
+        std::string tuning = shape["algo"].is_string() ? shape["algo"].get<std::string>() + "/" +
+                                                             shape["proto"].get<std::string>()
+                                                       : "untuned";
+        out += paint.Dim("    " + std::to_string(shape["calls"].get<int>()) + " x " +
+                         shape["op"].get<std::string>() + " " +
+                         FormatBytes(shape["bytes"].get<int64_t>()) + " " +
+                         shape["datatype"].get<std::string>() + "  " + tuning) +
+               "\n";
+      }
+    }
+  }
+  for (const auto& entry : TopologyReportJson(session)) {
+    std::string node = Clean(entry["node"].get<std::string>());
+    if (entry.contains("error")) {
+      out += "  topology of " + node + ": " +
+             paint.Yellow(Clean(entry["error"].get<std::string>())) + "\n";
+      continue;
+    }
+    const auto& t = entry["topology"];
+    std::string line = "  node " + node + ": " + std::to_string(t["gpus"].size()) + " GPU(s), ";
+    line += t["all_gpus_nvlink_connected"].get<bool>() ? "all pairs on NVLink"
+                                                       : "some GPU pairs share only PCIe";
+    line += ", " + std::to_string(t["nics"].size()) + " NIC(s)";
+    if (!t["slow_pcie_links"].empty()) {
+      line += ", " + paint.Yellow(std::to_string(t["slow_pcie_links"].size()) +
+                                  " PCIe link(s) below their peers");
+    }
+    out += line + "\n";
+  }
+  if (!out.empty() && out.find("NCCL") != 0) out = paint.Bold("GPU topology") + "\n" + out;
+  return out;
+}
+
 }  // namespace
 
 std::string BuildReportText(const Session& session, const std::vector<Finding>& findings,
@@ -255,6 +309,8 @@ std::string BuildReportText(const Session& session, const std::vector<Finding>& 
   Painter paint(color);
   std::string out = Header(session, paint);
   out += "\n" + FindingsSection(session, findings, paint);
+  std::string gpu = GpuSection(session, paint);
+  if (!gpu.empty()) out += "\n" + gpu;
   std::string clocks = ClockSection(session, paint);
   if (!clocks.empty()) out += "\n" + clocks;
   std::string notices = NoticeSection(session, paint);

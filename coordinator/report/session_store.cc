@@ -14,6 +14,7 @@
 #include <optional>
 #include <utility>
 
+#include "coordinator/report/gpu_json.h"
 #include "coordinator/report/report_json.h"
 #include "core/records.h"
 #include "core/version.h"
@@ -188,6 +189,7 @@ CREATE TABLE ranges (
   depth INTEGER);
 CREATE TABLE marks (rank_idx INTEGER, domain TEXT, name TEXT, time_ns INTEGER, tid INTEGER);
 CREATE TABLE findings (idx INTEGER PRIMARY KEY, kind TEXT, severity TEXT, finding TEXT);
+CREATE TABLE rank_gpu (rank_idx INTEGER, nccl TEXT, topology_source TEXT, topology_xml TEXT);
 )sql";
 
 std::string Dump(const json& value) {
@@ -229,7 +231,8 @@ Status WriteRanks(const Connection& db, const Session& s) {
   Statement p2p(db, "INSERT INTO p2p VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
   Statement range(db, "INSERT INTO ranges VALUES (?, ?, ?, ?, ?, ?, ?)");
   Statement mark(db, "INSERT INTO marks VALUES (?, ?, ?, ?, ?)");
-  for (const Statement* st : {&rank_row, &sample, &collective, &p2p, &range, &mark}) {
+  Statement gpu(db, "INSERT INTO rank_gpu VALUES (?, ?, ?, ?)");
+  for (const Statement* st : {&rank_row, &sample, &collective, &p2p, &range, &mark, &gpu}) {
     RETURN_IF_ERROR(st->status());
   }
 
@@ -265,6 +268,15 @@ Status WriteRanks(const Connection& db, const Session& s) {
     }
     for (const MarkRecord& x : r.marks) {
       RETURN_IF_ERROR(mark.Int(idx).Text(x.domain).Text(x.name).Int(x.time).Int(x.tid).Run());
+    }
+    if (r.nccl || !r.topology_xml.empty()) {
+      gpu.Int(idx);
+      if (r.nccl) {
+        gpu.Text(Dump(RankNcclToJson(*r.nccl)));
+      } else {
+        gpu.Null();
+      }
+      RETURN_IF_ERROR(gpu.Text(r.topology_source).Text(r.topology_xml).Run());
     }
   }
   return Status::Ok();
@@ -566,13 +578,27 @@ Status ReadAllRecords(const Connection& db, Session* s) {
                             static_cast<uint32_t>(q.ColumnInt(6))});
         return Status::Ok();
       }));
-  return ReadRecords(db, s, "marks",
-                     "SELECT rank_idx, domain, name, time_ns, tid FROM marks ORDER BY rowid",
-                     [](const Statement& q, RankData& r) {
-                       r.marks.push_back({q.ColumnText(1), q.ColumnText(2), q.ColumnInt(3),
-                                          static_cast<uint32_t>(q.ColumnInt(4))});
-                       return Status::Ok();
-                     });
+  RETURN_IF_ERROR(ReadRecords(
+      db, s, "marks", "SELECT rank_idx, domain, name, time_ns, tid FROM marks ORDER BY rowid",
+      [](const Statement& q, RankData& r) {
+        r.marks.push_back({q.ColumnText(1), q.ColumnText(2), q.ColumnInt(3),
+                           static_cast<uint32_t>(q.ColumnInt(4))});
+        return Status::Ok();
+      }));
+  return ReadRecords(
+      db, s, "rank_gpu",
+      "SELECT rank_idx, nccl, topology_source, topology_xml FROM rank_gpu ORDER BY rowid",
+      [&](const Statement& q, RankData& r) {
+        if (!q.ColumnIsNull(1)) {
+          json parsed = json::parse(q.ColumnText(1), nullptr, /*allow_exceptions=*/false);
+          Result<RankNccl> nccl = RankNcclFromJson(parsed);
+          if (!nccl.ok()) return Corrupt(path, "rank_gpu.nccl: " + nccl.status().message());
+          r.nccl = std::move(nccl).value();
+        }
+        r.topology_source = q.ColumnText(2);
+        r.topology_xml = q.ColumnText(3);
+        return Status::Ok();
+      });
 }
 
 }  // namespace

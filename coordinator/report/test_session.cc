@@ -5,6 +5,8 @@
 
 #include <filesystem>
 
+#include "coordinator/report/gpu_json.h"
+
 namespace rankscope::report_test {
 
 namespace {
@@ -115,6 +117,39 @@ Session MakeSession() {
   r2.finished = false;
   r2.dropped_records = 17;
   r2.notices = {"NCCL_DEBUG_FILE not set: ring analysis limited"};
+
+  // Ranks 0 and 1 used NCCL; rank 0 dumped node-a's topology (the real 2xH200 dump).
+  for (int rank : {0, 1}) {
+    RankNccl n;
+    n.version = "2.28.9+cuda13.0";
+    n.log_file = "/tmp/nccl." + std::to_string(rank) + ".log";
+    n.skipped_lines = 100 + rank;
+    NcclCommInfo comm{"0x1e900aa5c8e42401", rank, 2, 1, 24, rank == 0 ? "60" : "70", rank, {}, {}};
+    comm.transports.push_back({0, 1 - rank, "P2P/CUMEM", "P2P/CUMEM", false});
+    if (rank == 0) comm.ring_order = {0, 1};
+    n.communicators.push_back(comm);
+    for (uint64_t seq = 0; seq < 3; ++seq) {
+      n.calls.push_back({"0x1e900aa5c8e42401", seq, "AllReduce", 67108864, "ncclFloat32", 268435456,
+                         -1, rank == 0 ? "RING" : "", rank == 0 ? "SIMPLE" : "", 24});
+    }
+    s.ranks[static_cast<size_t>(rank)].nccl = n;
+  }
+  s.ranks[0].topology_source = "/tmp/topo.xml";
+  s.ranks[0].topology_xml = R"(<system version="1">
+  <cpu numaid="-1" arch="x86_64" vendor="GenuineIntel" familyid="6" modelid="207">
+    <pci busid="0000:00:06.0" class="0x030200" vendor="0x10de" device="0x2335" subsystem_vendor="0x10de" subsystem_device="0x18be" link_speed="32.0 GT/s PCIe" link_width="16">
+      <gpu dev="0" sm="90" rank="0" gdr="1">
+        <nvlink target="0000:00:07.0" count="18" tclass="0x030200"/>
+      </gpu>
+    </pci>
+    <pci busid="0000:00:07.0" class="0x030200" vendor="0x10de" device="0x2335" subsystem_vendor="0x10de" subsystem_device="0x18be" link_speed="32.0 GT/s PCIe" link_width="16">
+      <gpu dev="1" sm="90" rank="1" gdr="1">
+        <nvlink target="0000:00:06.0" count="18" tclass="0x030200"/>
+      </gpu>
+    </pci>
+  </cpu>
+</system>
+)";
   return s;
 }
 
@@ -301,6 +336,12 @@ void ExpectSessionsEqual(const Session& e, const Session& a) {
       EXPECT_EQ(x.marks[k].tid, y.marks[k].tid);
     }
     EXPECT_EQ(x.notices, y.notices);
+    EXPECT_EQ(x.topology_source, y.topology_source);
+    EXPECT_EQ(x.topology_xml, y.topology_xml);
+    ASSERT_EQ(x.nccl.has_value(), y.nccl.has_value());
+    if (x.nccl) {
+      EXPECT_EQ(RankNcclToJson(*x.nccl), RankNcclToJson(*y.nccl));  // every field, both ways
+    }
     EXPECT_EQ(x.dropped_records, y.dropped_records);
     EXPECT_EQ(x.exit_code, y.exit_code);
     EXPECT_EQ(x.term_signal, y.term_signal);

@@ -36,7 +36,10 @@ class Clocks(RankscopeTest):
             clock = s.rank(r)["clock"]
             error_ns = clock["offset_ns"] + offset_s * 10**9
             self.assertLess(abs(error_ns), 100_000, f"rank {r}: {clock}")
-            self.assertLess(clock["uncertainty_ns"], 100_000, clock)
+            # The stated uncertainty is honest (covers the real error) and useful (well under
+            # a millisecond even on 2 loaded cores).
+            self.assertLessEqual(abs(error_ns), clock["uncertainty_ns"], clock)
+            self.assertLess(clock["uncertainty_ns"], 1_000_000, clock)
         # Aligned, the job looks normal: no straggler invented by the clock offsets.
         self.assertEqual(s.findings, [])
 

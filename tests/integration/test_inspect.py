@@ -89,5 +89,40 @@ class Inspect(RankscopeTest):
         self.assertIn("truncated", proc.stderr)
 
 
+class NcclReplay(RankscopeTest):
+    """The agent's NCCL path end to end on CPU, fed by real logs recorded on 2xH200."""
+
+    def test_agents_read_nccl_logs_and_topology_into_the_report(self):
+        replay = os.path.join(os.path.dirname(os.path.abspath(__file__)), "replay_nccl.py")
+        proc, out = self.run_rankscope(
+            ["mpirun", "--allow-run-as-root", "--oversubscribe", "-np", "2", "python3", replay])
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        with open(os.path.join(out, "report.json")) as f:
+            report = json.load(f)
+        comm = report["nccl"]["communicators"][0]
+        self.assertEqual(report["nccl"]["version"], "2.28.9+cuda13.0")
+        self.assertEqual(comm["comm_id"], "0x1e900aa5c8e42401")
+        self.assertEqual(comm["ranks_reporting"], [0, 1])
+        self.assertEqual((comm["calls"], comm["calls_on_every_rank"]), (5, 5))
+        self.assertEqual(comm["transports"], {"P2P/CUMEM": 48})
+        self.assertEqual([(s["op"], s["bytes"], s["algo"], s["proto"], s["calls"])
+                          for s in comm["shapes"]],
+                         [("AllReduce", 268435456, "RING", "SIMPLE", 5)])
+        # Local rank 0 was asked for the topology dump; one node, two NVLinked H200s.
+        self.assertEqual(len(report["topology"]), 1)
+        topo = report["topology"][0]["topology"]
+        self.assertEqual([g["sm"] for g in topo["gpus"]], [90, 90])
+        self.assertTrue(topo["all_gpus_nvlink_connected"])
+        self.assertIn("comm 0x1e900aa5c8e42401", proc.stderr)
+        # The agents removed their private NCCL files.
+        self.assertEqual([d for d in os.listdir("/tmp") if d.startswith("rankscope-nccl.")
+                          and os.path.getmtime(os.path.join("/tmp", d)) > self.started], [])
+
+    def setUp(self):
+        super().setUp()
+        import time
+        self.started = time.time()
+
+
 if __name__ == "__main__":
     unittest.main()

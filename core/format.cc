@@ -1,4 +1,4 @@
-#include "core/time_format.h"
+#include "core/format.h"
 
 #include <cstdint>
 #include <cstdio>
@@ -25,6 +25,19 @@ std::string FormatDuration(DurationNs d) {
   std::snprintf(buffer, sizeof(buffer), "%lldm %02llds", static_cast<long long>(seconds / 60),
                 static_cast<long long>(seconds % 60));
   return buffer;
+}
+
+std::string FormatBytes(Bytes b) {
+  static const char* kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  double v = static_cast<double>(b);
+  int unit = 0;
+  while ((v >= 1024 || v <= -1024) && unit < 4) {
+    v /= 1024;
+    ++unit;
+  }
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), unit == 0 ? "%.0f %s" : "%.1f %s", v, kUnits[unit]);
+  return buf;
 }
 
 }  // namespace rankscope

@@ -1,0 +1,170 @@
+#include "coordinator/report/gpu_json.h"
+
+#include <map>
+#include <set>
+#include <tuple>
+
+#include "agent/topology/topology.h"
+#include "agent/topology/topology_json.h"
+
+namespace rankscope {
+namespace {
+
+using nlohmann::json;
+
+struct CommSummary {
+  int nranks = -1;
+  int nnodes = -1;
+  int channels = -1;
+  std::set<int> ranks_reporting;
+  std::map<std::string, int> transports;
+  bool gdrdma = false;
+  std::vector<int> ring_order;
+  std::map<uint64_t, std::set<int>> ranks_per_seq;
+  // Per seq: the call's shape, with algorithm/protocol from whichever rank's log had them.
+  std::map<uint64_t, const NcclCallInfo*> call_per_seq;
+};
+
+}  // namespace
+
+json NcclReportJson(const Session& session) {
+  std::map<std::string, CommSummary> comms;
+  std::string version;
+  for (const RankData& r : session.ranks) {
+    if (!r.nccl) continue;
+    if (version.empty()) version = r.nccl->version;
+    for (const NcclCommInfo& c : r.nccl->communicators) {
+      CommSummary& s = comms[c.comm_id];
+      s.nranks = std::max(s.nranks, c.nranks);
+      s.nnodes = std::max(s.nnodes, c.nnodes);
+      s.channels = std::max(s.channels, c.channels);
+      s.ranks_reporting.insert(r.id.rank);
+      for (const NcclTransportInfo& t : c.transports) {
+        ++s.transports[t.kind];
+        s.gdrdma |= t.gdrdma;
+      }
+      if (s.ring_order.empty()) s.ring_order = c.ring_order;
+    }
+    for (const NcclCallInfo& call : r.nccl->calls) {
+      CommSummary& s = comms[call.comm_id];
+      s.ranks_per_seq[call.seq].insert(r.id.rank);
+      const NcclCallInfo*& known = s.call_per_seq[call.seq];
+      if (known == nullptr || (known->algo.empty() && !call.algo.empty())) known = &call;
+    }
+  }
+  if (comms.empty()) return nullptr;
+
+  json out_comms = json::array();
+  for (const auto& [id, s] : comms) {
+    std::map<std::tuple<std::string, std::string, Bytes, std::string, std::string>, int> shapes;
+    int on_every_rank = 0;
+    for (const auto& [seq, call] : s.call_per_seq) {
+      ++shapes[{call->op, call->datatype, call->bytes, call->algo, call->proto}];
+      if (static_cast<int>(s.ranks_per_seq.at(seq).size()) == s.nranks) ++on_every_rank;
+    }
+    json shapes_json = json::array();
+    for (const auto& [shape, n] : shapes) {
+      const auto& [op, datatype, bytes, algo, proto] = shape;
+      shapes_json.push_back({{"op", op},
+                             {"datatype", datatype},
+                             {"bytes", bytes},
+                             {"algo", algo.empty() ? json(nullptr) : json(algo)},
+                             {"proto", proto.empty() ? json(nullptr) : json(proto)},
+                             {"calls", n}});
+    }
+    out_comms.push_back({{"comm_id", id},
+                         {"nranks", s.nranks},
+                         {"nnodes", s.nnodes < 0 ? json(nullptr) : json(s.nnodes)},
+                         {"channels", s.channels < 0 ? json(nullptr) : json(s.channels)},
+                         {"ranks_reporting", s.ranks_reporting},
+                         {"transports", s.transports},
+                         {"gdrdma", s.gdrdma},
+                         {"ring_order_channel0", s.ring_order},
+                         {"calls", s.call_per_seq.size()},
+                         {"calls_on_every_rank", on_every_rank},
+                         {"shapes", shapes_json}});
+  }
+  return {{"version", version}, {"communicators", out_comms}};
+}
+
+json TopologyReportJson(const Session& session) {
+  json out = json::array();
+  for (const RankData& r : session.ranks) {
+    if (r.topology_xml.empty()) continue;
+    json entry = {{"node", r.id.node}, {"rank", r.id.rank}, {"source", r.topology_source}};
+    Result<NodeTopology> topo = ParseNcclTopology(r.topology_xml, r.topology_source);
+    if (topo.ok()) {
+      // ordered_json -> json: the report is one document type.
+      entry["topology"] = json::parse(TopologyToJson(topo.value()).dump());
+    } else {
+      entry["error"] = topo.status().message();
+    }
+    out.push_back(std::move(entry));
+  }
+  return out;
+}
+
+json RankNcclToJson(const RankNccl& n) {
+  json comms = json::array();
+  for (const NcclCommInfo& c : n.communicators) {
+    json transports = json::array();
+    for (const NcclTransportInfo& t : c.transports) {
+      transports.push_back({t.channel, t.peer, t.kind, t.via, t.gdrdma});
+    }
+    comms.push_back({{"comm_id", c.comm_id},
+                     {"rank", c.rank},
+                     {"nranks", c.nranks},
+                     {"nnodes", c.nnodes},
+                     {"channels", c.channels},
+                     {"bus_id", c.bus_id},
+                     {"cuda_dev", c.cuda_dev},
+                     {"transports", transports},
+                     {"ring_order", c.ring_order}});
+  }
+  json calls = json::array();
+  for (const NcclCallInfo& c : n.calls) {
+    calls.push_back({c.comm_id, c.seq, c.op, c.count, c.datatype, c.bytes, c.root, c.algo, c.proto,
+                     c.channels});
+  }
+  return {{"version", n.version},   {"log_file", n.log_file}, {"skipped_lines", n.skipped_lines},
+          {"problems", n.problems}, {"communicators", comms}, {"calls", calls}};
+}
+
+Result<RankNccl> RankNcclFromJson(const json& j) {
+  try {
+    RankNccl n;
+    n.version = j.at("version").get<std::string>();
+    n.log_file = j.at("log_file").get<std::string>();
+    n.skipped_lines = j.at("skipped_lines").get<int64_t>();
+    n.problems = j.at("problems").get<std::vector<std::string>>();
+    for (const json& c : j.at("communicators")) {
+      NcclCommInfo info;
+      info.comm_id = c.at("comm_id").get<std::string>();
+      info.rank = c.at("rank").get<int>();
+      info.nranks = c.at("nranks").get<int>();
+      info.nnodes = c.at("nnodes").get<int>();
+      info.channels = c.at("channels").get<int>();
+      info.bus_id = c.at("bus_id").get<std::string>();
+      info.cuda_dev = c.at("cuda_dev").get<int>();
+      for (const json& t : c.at("transports")) {
+        info.transports.push_back({t.at(0).get<int>(), t.at(1).get<int>(),
+                                   t.at(2).get<std::string>(), t.at(3).get<std::string>(),
+                                   t.at(4).get<bool>()});
+      }
+      info.ring_order = c.at("ring_order").get<std::vector<int>>();
+      n.communicators.push_back(std::move(info));
+    }
+    for (const json& c : j.at("calls")) {
+      n.calls.push_back({c.at(0).get<std::string>(), c.at(1).get<uint64_t>(),
+                         c.at(2).get<std::string>(), c.at(3).get<uint64_t>(),
+                         c.at(4).get<std::string>(), c.at(5).get<Bytes>(), c.at(6).get<int>(),
+                         c.at(7).get<std::string>(), c.at(8).get<std::string>(),
+                         c.at(9).get<int>()});
+    }
+    return n;
+  } catch (const json::exception& e) {
+    return Result<RankNccl>::Error(std::string("NCCL summary: ") + e.what());
+  }
+}
+
+}  // namespace rankscope

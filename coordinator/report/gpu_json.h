@@ -1,0 +1,26 @@
+// The GPU side of a session in report form: NCCL communicators and calls merged across the
+// ranks' logs, each node's topology dump parsed, and the (de)serialisation of one rank's NCCL
+// summary for the session store.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include "coordinator/session.h"
+#include "core/status.h"
+
+namespace rankscope {
+
+// {"version", "communicators": [{comm_id, nranks, nnodes, channels, ranks_reporting[],
+// transports{kind: connections}, gdrdma, ring_order_channel0[], calls, calls_on_every_rank,
+// shapes[{op, datatype, bytes, algo, proto, calls}]}]}; null when no rank reported NCCL.
+nlohmann::json NcclReportJson(const Session& session);
+
+// One entry per topology dump: {node, rank, source, topology{...}} or {node, rank, source,
+// error} when the dump does not parse.
+nlohmann::json TopologyReportJson(const Session& session);
+
+nlohmann::json RankNcclToJson(const RankNccl& nccl);
+// Fails, naming what is wrong, on JSON that RankNcclToJson did not write.
+Result<RankNccl> RankNcclFromJson(const nlohmann::json& json);
+
+}  // namespace rankscope
