@@ -2,11 +2,15 @@
 // load librankscope_inject.so without a real agent. It listens on an AF_UNIX SOCK_SEQPACKET
 // socket, accepts every connection, reads and decodes every datagram (core/wire.h), and when
 // stopped (SIGTERM / SIGINT) prints one summary line to stdout:
-//   ipc_sink: C connections, B batches, R records (ranges, marks, collectives, p2p), D dropped, E
-//   bad
+//   ipc_sink: C connections, B batches, R records (ranges, marks, collectives, p2p, gpu), D
+//   dropped, E bad
 // plus any notices the library sent (e.g. that it disabled itself).
 //
-// usage: bench_ipc_sink SOCKET_PATH     (prints "ipc_sink: listening on PATH" once ready)
+// usage: bench_ipc_sink SOCKET_PATH [--gpu-tsv FILE]
+//   prints "ipc_sink: listening on PATH" once ready. With --gpu-tsv, every GPU activity record
+//   is also written to FILE, one line each, tab-separated (tests/gpu/run_cupti_check.sh reads it):
+//   pid kind device context stream correlation_id start end bytes copy_kind sync_kind tid
+//   grid_x grid_y grid_z block_x block_y block_z name
 #include <poll.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -34,12 +38,26 @@ struct Totals {
   uint64_t marks = 0;
   uint64_t collectives = 0;
   uint64_t p2p = 0;
+  uint64_t gpu = 0;
   uint64_t dropped = 0;
   uint64_t bad = 0;
   std::vector<std::string> notices;
 };
 
-void Consume(std::span<const std::byte> datagram, Totals* totals) {
+void WriteGpuRecords(const rankscope::wire::Batch& batch, std::FILE* out) {
+  for (const rankscope::GpuActivityRecord& g : batch.gpu) {
+    std::fprintf(out,
+                 "%" PRIu32 "\t%.*s\t%" PRIu32 "\t%" PRIu32 "\t%" PRIu32 "\t%" PRIu32 "\t%" PRId64
+                 "\t%" PRId64 "\t%" PRId64 "\t%u\t%u\t%" PRIu32 "\t%d\t%d\t%d\t%d\t%d\t%d\t%s\n",
+                 batch.pid, static_cast<int>(rankscope::GpuActivityKindName(g.kind).size()),
+                 rankscope::GpuActivityKindName(g.kind).data(), g.device, g.context, g.stream,
+                 g.correlation_id, g.start, g.end, g.bytes, g.copy_kind, g.sync_kind, g.tid,
+                 g.grid[0], g.grid[1], g.grid[2], g.block[0], g.block[1], g.block[2],
+                 g.name.c_str());
+  }
+}
+
+void Consume(std::span<const std::byte> datagram, Totals* totals, std::FILE* gpu_tsv) {
   rankscope::Result<rankscope::wire::Batch> batch = rankscope::wire::DecodeBatch(datagram);
   if (!batch.ok()) {
     if (totals->bad++ == 0) {
@@ -52,6 +70,8 @@ void Consume(std::span<const std::byte> datagram, Totals* totals) {
   totals->marks += batch->marks.size();
   totals->collectives += batch->collectives.size();
   totals->p2p += batch->p2p.size();
+  totals->gpu += batch->gpu.size();
+  if (gpu_tsv != nullptr) WriteGpuRecords(batch.value(), gpu_tsv);
   totals->dropped += batch->dropped;
   for (std::string& notice : batch->notices) totals->notices.push_back(std::move(notice));
 }
@@ -59,11 +79,17 @@ void Consume(std::span<const std::byte> datagram, Totals* totals) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 2) {
-    std::fprintf(stderr, "usage: bench_ipc_sink SOCKET_PATH\n");
+  const bool with_tsv = argc == 4 && std::strcmp(argv[2], "--gpu-tsv") == 0;
+  if (argc != 2 && !with_tsv) {
+    std::fprintf(stderr, "usage: bench_ipc_sink SOCKET_PATH [--gpu-tsv FILE]\n");
     return 2;
   }
   const std::string path = argv[1];
+  std::FILE* gpu_tsv = nullptr;
+  if (with_tsv && (gpu_tsv = std::fopen(argv[3], "w")) == nullptr) {
+    std::fprintf(stderr, "ipc_sink: cannot write %s: %s\n", argv[3], std::strerror(errno));
+    return 2;
+  }
   sockaddr_un address{};
   address.sun_family = AF_UNIX;
   if (path.size() >= sizeof(address.sun_path)) {
@@ -109,7 +135,8 @@ int main(int argc, char** argv) {
       if (fds[i].revents == 0) continue;
       const ssize_t n = recv(fds[i].fd, buffer.data(), buffer.size(), 0);
       if (n > 0) {
-        Consume(std::span<const std::byte>(buffer.data(), static_cast<size_t>(n)), &totals);
+        Consume(std::span<const std::byte>(buffer.data(), static_cast<size_t>(n)), &totals,
+                gpu_tsv);
       } else if (n == 0 || (errno != EINTR && errno != EAGAIN)) {
         close(fds[i].fd);  // Peer closed (its process exited).
         fds[i].fd = -1;    // poll() ignores negative descriptors; keep indexes stable.
@@ -117,13 +144,15 @@ int main(int argc, char** argv) {
     }
   }
   unlink(path.c_str());
+  if (gpu_tsv != nullptr) std::fclose(gpu_tsv);
 
-  const uint64_t records = totals.ranges + totals.marks + totals.collectives + totals.p2p;
+  const uint64_t records =
+      totals.ranges + totals.marks + totals.collectives + totals.p2p + totals.gpu;
   std::printf("ipc_sink: %" PRIu64 " connections, %" PRIu64 " batches, %" PRIu64
               " records (%" PRIu64 " ranges, %" PRIu64 " marks, %" PRIu64 " collectives, %" PRIu64
-              " p2p), %" PRIu64 " dropped, %" PRIu64 " bad\n",
+              " p2p, %" PRIu64 " gpu), %" PRIu64 " dropped, %" PRIu64 " bad\n",
               totals.connections, totals.batches, records, totals.ranges, totals.marks,
-              totals.collectives, totals.p2p, totals.dropped, totals.bad);
+              totals.collectives, totals.p2p, totals.gpu, totals.dropped, totals.bad);
   for (const std::string& notice : totals.notices) {
     std::printf("ipc_sink: notice: %s\n", notice.c_str());
   }

@@ -102,4 +102,61 @@ struct MarkRecord {
   uint32_t tid = 0;
 };
 
+// GPU activity kinds captured through CUPTI. Values are part of the wire format.
+enum class GpuActivityKind : uint8_t {
+  kKernel = 1,   // a kernel execution (CUPTI CONCURRENT_KERNEL)
+  kMemcpy = 2,   // a memory copy (CUPTI MEMCPY)
+  kMemset = 3,   // a memset (CUPTI MEMSET)
+  kSync = 4,     // a host wait on the GPU: stream/context/event synchronize (CUPTI SYNCHRONIZATION)
+  kRuntime = 5,  // a CUDA runtime API call on a host thread (CUPTI RUNTIME)
+};
+inline constexpr int kMaxGpuActivityKind = 5;
+
+// Stable lower-case name ("kernel", "memcpy", "memset", "sync", "runtime"); "unknown" otherwise.
+constexpr std::string_view GpuActivityKindName(GpuActivityKind kind) {
+  switch (kind) {
+    case GpuActivityKind::kKernel:
+      return "kernel";
+    case GpuActivityKind::kMemcpy:
+      return "memcpy";
+    case GpuActivityKind::kMemset:
+      return "memset";
+    case GpuActivityKind::kSync:
+      return "sync";
+    case GpuActivityKind::kRuntime:
+      return "runtime";
+  }
+  return "unknown";
+}
+
+// Marks `device` as not known: CUPTI ties synchronization and runtime records to no device.
+inline constexpr uint32_t kNoDevice = UINT32_MAX;
+
+// One GPU activity on one rank, as CUPTI reports it. start/end are on the host's
+// CLOCK_MONOTONIC (the inject library points CUPTI's timestamp callback at it), so kernels line
+// up with NVTX ranges and MPI calls from the same process. correlation_id joins a kernel, copy or
+// memset with the runtime call that launched it (launch latency = kernel start - call end).
+struct GpuActivityRecord {
+  GpuActivityKind kind = GpuActivityKind::kKernel;
+  uint32_t device = kNoDevice;  // CUDA device ordinal
+  uint32_t context = 0;         // CUPTI context id (0 for kRuntime)
+  uint32_t stream = 0;          // CUPTI stream id (0 for kRuntime and context-wide syncs)
+  uint32_t correlation_id = 0;
+  TimeNs start = 0;
+  TimeNs end = 0;
+  Bytes bytes = 0;        // kMemcpy, kMemset
+  uint8_t copy_kind = 0;  // kMemcpy: CUPTI's CUpti_ActivityMemcpyKind (1 HtoD, 2 DtoH, 8 DtoD...)
+  uint8_t sync_kind = 0;  // kSync: CUPTI's CUpti_ActivitySynchronizationType (3 stream, 4 ctx)
+  // kRuntime: the calling thread's OS id (gettid), as NVTX and MPI records name threads, when
+  // CUPTI supports cuptiSetThreadIdType; else CUPTI's default id (pthread_self() cut to 32 bits).
+  // 0 for the other kinds.
+  uint32_t tid = 0;
+  int32_t grid[3] = {0, 0, 0};   // kKernel
+  int32_t block[3] = {0, 0, 0};  // kKernel
+  // kKernel: the kernel's name as CUPTI gives it (mangled, e.g. "_Z10probe_axpyifPKfPf");
+  // kRuntime: the runtime function without CUPTI's version suffix ("cudaLaunchKernel").
+  // Empty for the other kinds.
+  std::string name;
+};
+
 }  // namespace rankscope

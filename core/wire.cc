@@ -11,6 +11,10 @@ constexpr size_t kCollectiveBody = 8 + 8 + 1 + 1 + 2 + 4 + 4 + 4 + 8 + 8 + 8 + 4
 constexpr size_t kP2PBody = 1 + 1 + 2 + 4 + 4 + 8 + 8 + 8 + 8 + 4;                 // 48
 constexpr size_t kRangeFixed = 8 + 8 + 4 + 4 + 1 + 1;                              // 26
 constexpr size_t kMarkFixed = 8 + 4 + 1 + 1;                                       // 14
+// kind u8 | copy_kind u8 | sync_kind u8 | reserved u8 | device u32 | context u32 | stream u32 |
+// correlation_id u32 | tid u32 | start i64 | end i64 | bytes i64 | grid 3 x i32 | block 3 x i32 |
+// name_len u16 | name
+constexpr size_t kGpuFixed = 4 + 4 * 5 + 8 * 3 + 4 * 6 + 2;  // 74
 
 class Writer {
  public:
@@ -159,6 +163,30 @@ bool BatchBuilder::AppendNotice(std::string_view text) {
   return true;
 }
 
+bool BatchBuilder::AppendGpuActivity(const GpuActivityRecord& r) {
+  std::string_view name = std::string_view(r.name).substr(0, kMaxGpuNameBytes);
+  std::byte* body = Reserve(RecordType::kGpuActivity, kGpuFixed + name.size());
+  if (body == nullptr) return false;
+  Writer w(body);
+  w.Put<uint8_t>(static_cast<uint8_t>(r.kind));
+  w.Put<uint8_t>(r.copy_kind);
+  w.Put<uint8_t>(r.sync_kind);
+  w.Put<uint8_t>(0);
+  w.Put<uint32_t>(r.device);
+  w.Put<uint32_t>(r.context);
+  w.Put<uint32_t>(r.stream);
+  w.Put<uint32_t>(r.correlation_id);
+  w.Put<uint32_t>(r.tid);
+  w.Put<int64_t>(r.start);
+  w.Put<int64_t>(r.end);
+  w.Put<int64_t>(r.bytes);
+  for (int32_t g : r.grid) w.Put<int32_t>(g);
+  for (int32_t b : r.block) w.Put<int32_t>(b);
+  w.Put<uint16_t>(static_cast<uint16_t>(name.size()));
+  w.PutBytes(name);
+  return true;
+}
+
 std::span<const std::byte> BatchBuilder::Finish(uint32_t pid, uint32_t dropped, TimeNs flush_time) {
   Writer w(buffer_);
   w.Put<uint32_t>(kMagic);
@@ -293,6 +321,36 @@ Result<Batch> DecodeBatch(std::span<const std::byte> data) {
       case RecordType::kNotice:
         batch.notices.push_back(r.GetString(len));
         break;
+      case RecordType::kGpuActivity: {
+        if (len < kGpuFixed) return Result<Batch>::Error(At(offset, "short gpu activity record"));
+        GpuActivityRecord g;
+        uint8_t kind = r.Get<uint8_t>();
+        if (kind < 1 || kind > kMaxGpuActivityKind) {
+          return Result<Batch>::Error(At(offset, "unknown gpu activity kind"));
+        }
+        g.kind = static_cast<GpuActivityKind>(kind);
+        g.copy_kind = r.Get<uint8_t>();
+        g.sync_kind = r.Get<uint8_t>();
+        r.Get<uint8_t>();
+        g.device = r.Get<uint32_t>();
+        g.context = r.Get<uint32_t>();
+        g.stream = r.Get<uint32_t>();
+        g.correlation_id = r.Get<uint32_t>();
+        g.tid = r.Get<uint32_t>();
+        g.start = r.Get<int64_t>();
+        g.end = r.Get<int64_t>();
+        g.bytes = r.Get<int64_t>();
+        for (int32_t& v : g.grid) v = r.Get<int32_t>();
+        for (int32_t& v : g.block) v = r.Get<int32_t>();
+        size_t nlen = r.Get<uint16_t>();
+        if (kGpuFixed + nlen != len) {
+          return Result<Batch>::Error(
+              At(offset, "gpu activity name length does not match record size"));
+        }
+        g.name = r.GetString(nlen);
+        batch.gpu.push_back(std::move(g));
+        break;
+      }
       default:
         return Result<Batch>::Error(
             At(offset, "unknown record type " + std::to_string(static_cast<int>(type))));

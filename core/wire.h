@@ -30,6 +30,10 @@ inline constexpr size_t kRecordHeaderSize = 4;
 inline constexpr size_t kMaxBatchBytes = 64 * 1024;
 // Longest domain or range name kept; longer names are truncated.
 inline constexpr size_t kMaxNameBytes = 255;
+// Longest GPU activity name kept. Mangled C++ kernel names (templates, NCCL's device kernels)
+// often exceed kMaxNameBytes; 1024 keeps nearly all of them whole and a batch still holds
+// dozens of records. Longer names are truncated.
+inline constexpr size_t kMaxGpuNameBytes = 1024;
 
 enum class RecordType : uint8_t {
   kCollective = 1,
@@ -37,6 +41,7 @@ enum class RecordType : uint8_t {
   kRange = 3,
   kMark = 4,
   kNotice = 5,  // a one-line message from the inject library (e.g. "disabled: ...")
+  kGpuActivity = 6,
 };
 
 // Builds one batch in a fixed buffer. Not thread-safe; one builder per thread.
@@ -55,6 +60,8 @@ class BatchBuilder {
                    uint32_t tid, uint32_t depth);
   bool AppendMark(std::string_view domain, std::string_view name, TimeNs time, uint32_t tid);
   bool AppendNotice(std::string_view text);
+  // Writes r.name truncated to kMaxGpuNameBytes.
+  bool AppendGpuActivity(const GpuActivityRecord& r);
 
   // Writes the header and returns the finished batch. The builder stays usable after Reset().
   std::span<const std::byte> Finish(uint32_t pid, uint32_t dropped, TimeNs flush_time);
@@ -83,6 +90,7 @@ struct Batch {
   std::vector<RangeRecord> ranges;
   std::vector<MarkRecord> marks;
   std::vector<std::string> notices;
+  std::vector<GpuActivityRecord> gpu;
 };
 
 // Decodes one datagram. Unknown record types are an error (a newer producer must bump the

@@ -115,6 +115,121 @@ TEST(Wire, RejectsGarbageWithAMessage) {
   EXPECT_NE(d.status().message().find("bad magic"), std::string::npos);
 }
 
+GpuActivityRecord KernelRecord() {
+  GpuActivityRecord g;
+  g.kind = GpuActivityKind::kKernel;
+  g.device = 1;
+  g.context = 2;
+  g.stream = 13;
+  g.correlation_id = 77;
+  g.start = 1'000'000'123;
+  g.end = 1'000'004'567;
+  g.grid[0] = 256;
+  g.grid[1] = 2;
+  g.grid[2] = 1;
+  g.block[0] = 128;
+  g.block[1] = 1;
+  g.block[2] = 1;
+  g.name = "_Z10probe_axpyifPKfPf";
+  return g;
+}
+
+TEST(Wire, RoundTripsGpuActivity) {
+  std::array<std::byte, kMaxBatchBytes> buf;
+  BatchBuilder b(buf.data(), buf.size());
+  GpuActivityRecord kernel = KernelRecord();
+  GpuActivityRecord copy;
+  copy.kind = GpuActivityKind::kMemcpy;
+  copy.device = 0;
+  copy.stream = 7;
+  copy.correlation_id = 78;
+  copy.start = 5;
+  copy.end = 9;
+  copy.bytes = int64_t{3} << 33;  // more than 32 bits
+  copy.copy_kind = 1;
+  GpuActivityRecord sync;
+  sync.kind = GpuActivityKind::kSync;
+  sync.sync_kind = 3;
+  GpuActivityRecord call;
+  call.kind = GpuActivityKind::kRuntime;
+  call.tid = 4242;
+  call.correlation_id = 77;
+  call.name = "cudaLaunchKernel";
+  ASSERT_TRUE(b.AppendGpuActivity(kernel));
+  ASSERT_TRUE(b.AppendGpuActivity(copy));
+  ASSERT_TRUE(b.AppendGpuActivity(sync));
+  ASSERT_TRUE(b.AppendNotice("between"));
+  ASSERT_TRUE(b.AppendGpuActivity(call));
+  auto d = DecodeBatch(b.Finish(1, 0, 0));
+  ASSERT_TRUE(d.ok()) << d.status().message();
+  ASSERT_EQ(d->gpu.size(), 4u);
+  ASSERT_EQ(d->notices.size(), 1u);
+  const GpuActivityRecord& k = d->gpu[0];
+  EXPECT_EQ(k.kind, GpuActivityKind::kKernel);
+  EXPECT_EQ(k.device, 1u);
+  EXPECT_EQ(k.context, 2u);
+  EXPECT_EQ(k.stream, 13u);
+  EXPECT_EQ(k.correlation_id, 77u);
+  EXPECT_EQ(k.start, 1'000'000'123);
+  EXPECT_EQ(k.end, 1'000'004'567);
+  EXPECT_EQ(k.grid[0], 256);
+  EXPECT_EQ(k.grid[1], 2);
+  EXPECT_EQ(k.block[0], 128);
+  EXPECT_EQ(k.block[2], 1);
+  EXPECT_EQ(k.name, "_Z10probe_axpyifPKfPf");
+  EXPECT_EQ(d->gpu[1].kind, GpuActivityKind::kMemcpy);
+  EXPECT_EQ(d->gpu[1].bytes, int64_t{3} << 33);
+  EXPECT_EQ(d->gpu[1].copy_kind, 1);
+  EXPECT_EQ(d->gpu[1].device, 0u);
+  EXPECT_EQ(d->gpu[1].name, "");
+  EXPECT_EQ(d->gpu[2].kind, GpuActivityKind::kSync);
+  EXPECT_EQ(d->gpu[2].sync_kind, 3);
+  EXPECT_EQ(d->gpu[2].device, kNoDevice);
+  EXPECT_EQ(d->gpu[3].kind, GpuActivityKind::kRuntime);
+  EXPECT_EQ(d->gpu[3].tid, 4242u);
+  EXPECT_EQ(d->gpu[3].name, "cudaLaunchKernel");
+  EXPECT_EQ(GpuActivityKindName(d->gpu[3].kind), "runtime");
+}
+
+TEST(Wire, KeepsLongKernelNamesUpTo1024Bytes) {
+  std::array<std::byte, kMaxBatchBytes> buf;
+  BatchBuilder b(buf.data(), buf.size());
+  GpuActivityRecord kernel = KernelRecord();
+  kernel.name = std::string(900, 'k');
+  ASSERT_TRUE(b.AppendGpuActivity(kernel));
+  kernel.name = std::string(5000, 'x');
+  ASSERT_TRUE(b.AppendGpuActivity(kernel));
+  auto d = DecodeBatch(b.Finish(1, 0, 0));
+  ASSERT_TRUE(d.ok()) << d.status().message();
+  EXPECT_EQ(d->gpu[0].name.size(), 900u);
+  EXPECT_EQ(d->gpu[1].name, std::string(kMaxGpuNameBytes, 'x'));
+}
+
+TEST(Wire, RejectsBadGpuActivityRecords) {
+  std::array<std::byte, kMaxBatchBytes> buf;
+  BatchBuilder b(buf.data(), buf.size());
+  ASSERT_TRUE(b.AppendGpuActivity(KernelRecord()));
+  auto bytes = Copy(b.Finish(1, 0, 0));
+  for (size_t n = 0; n < bytes.size(); ++n) {
+    EXPECT_FALSE(DecodeBatch(std::span(bytes).first(n)).ok()) << "prefix of " << n << " bytes";
+  }
+  for (size_t i = 0; i < bytes.size(); ++i) {
+    auto corrupt = bytes;
+    corrupt[i] ^= std::byte{0xff};
+    (void)DecodeBatch(corrupt);  // an error or a valid batch, never out of bounds (ASan)
+  }
+  auto bad_kind = bytes;
+  bad_kind[kHeaderSize + kRecordHeaderSize] = std::byte{9};
+  auto d = DecodeBatch(bad_kind);
+  ASSERT_FALSE(d.ok());
+  EXPECT_NE(d.status().message().find("unknown gpu activity kind"), std::string::npos);
+  auto bad_name_len = bytes;
+  bad_name_len[bytes.size() - KernelRecord().name.size() - 2] = std::byte{0};
+  d = DecodeBatch(bad_name_len);
+  ASSERT_FALSE(d.ok());
+  EXPECT_NE(d.status().message().find("name length"), std::string::npos);
+}
+
 TEST(Wire, RejectsCorruptedLengthsAndTypes) {
   std::array<std::byte, kMaxBatchBytes> buf;
   BatchBuilder b(buf.data(), buf.size());

@@ -1,6 +1,7 @@
 #include "agent/inject/record_sink.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <pthread.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -30,7 +31,13 @@ std::atomic<bool> g_active{false};
 std::atomic<bool> g_said_disabled{false};
 std::atomic<uint32_t> g_pid{0};
 std::atomic<uint32_t> g_dropped{0};
+
 char g_socket_path[sizeof(sockaddr_un::sun_path)];
+
+// Pre-flush hooks (AddPreFlushHook): a fixed table, so registering never allocates.
+constexpr int kMaxPreFlushHooks = 4;
+std::atomic<void (*)()> g_hooks[kMaxPreFlushHooks] = {};
+std::atomic<int> g_hook_count{0};
 
 // The process-wide connection to the agent. Datagrams on SOCK_SEQPACKET are sent whole, so all
 // threads share one socket. g_fd is published after g_fd_dev/g_fd_ino are written.
@@ -64,6 +71,8 @@ Registry& registry() {
 thread_local ThreadBuffer* t_buffer = nullptr;
 thread_local bool t_retired = false;
 thread_local uint32_t t_tid = 0;
+// Until when this thread's sends may wait for socket space (SendWaitScope); 0: never wait.
+thread_local TimeNs t_send_deadline = 0;
 
 // Flushes and frees the thread's buffer when the thread exits.
 struct ThreadRetirer {
@@ -163,12 +172,26 @@ int SendOn(int fd, std::span<const std::byte> batch) {
   return n < 0 ? errno : EMSGSIZE;
 }
 
+// Waits until `fd` can take a datagram or the thread's send deadline passes; false on timeout.
+bool WaitForRoom(int fd) {
+  TimeNs left = t_send_deadline - MonotonicNow();
+  if (left <= 0) return false;
+  pollfd p{fd, POLLOUT, 0};
+  int ms = static_cast<int>(std::min<TimeNs>(left / kNsPerMs + 1, 1000));
+  return poll(&p, 1, ms) > 0 && (p.revents & POLLOUT) != 0;
+}
+
 // Sends one datagram, connecting first if needed; true if the agent got it. A full socket
-// buffer loses the batch (the caller counts it); a vanished agent switches capture off.
+// buffer loses the batch (the caller counts it) unless the thread is in a SendWaitScope; a
+// vanished agent switches capture off.
 bool SendDatagram(std::span<const std::byte> batch) {
   int fd = ConnectedFd();
   if (fd < 0) return false;
   int err = SendOn(fd, batch);
+  while ((err == EAGAIN || err == EWOULDBLOCK || err == ENOBUFS) && t_send_deadline != 0 &&
+         WaitForRoom(fd)) {
+    err = SendOn(fd, batch);
+  }
   if (err == 0) return true;
   if (err == EAGAIN || err == EWOULDBLOCK || err == EINTR || err == ENOBUFS || err == EBADF) {
     return false;
@@ -348,6 +371,10 @@ void EmitMark(std::string_view domain, std::string_view name, TimeNs time, uint3
   Emit(time, [&](wire::BatchBuilder& bb) { return bb.AppendMark(domain, name, time, tid); });
 }
 
+void EmitGpuActivity(const GpuActivityRecord& r) {
+  Emit(MonotonicNow(), [&](wire::BatchBuilder& bb) { return bb.AppendGpuActivity(r); });
+}
+
 void CountDropped(uint32_t n) { g_dropped.fetch_add(n, std::memory_order_relaxed); }
 
 void NoticeOnce(std::atomic<bool>& said, std::string_view text) {
@@ -374,6 +401,10 @@ void Disable(std::string_view why) {
 
 void FlushAll() {
   if (!Active()) return;
+  int hooks = g_hook_count.load(std::memory_order_acquire);
+  for (int i = 0; i < hooks; ++i) {
+    if (auto* hook = g_hooks[i].load(std::memory_order_acquire); hook != nullptr) hook();
+  }
   TimeNs now = MonotonicNow();
   Registry& reg = registry();
   pthread_mutex_lock(&reg.mu);
@@ -383,6 +414,26 @@ void FlushAll() {
     Unlock(b);
   }
   pthread_mutex_unlock(&reg.mu);
+}
+
+SendWaitScope::SendWaitScope(TimeNs deadline) { t_send_deadline = deadline; }
+SendWaitScope::~SendWaitScope() { t_send_deadline = 0; }
+
+void FlushThisThread() {
+  ThreadBuffer* b = t_buffer;
+  if (b == nullptr || !TryLock(b, kBusySpins)) return;
+  SendLocked(b, MonotonicNow());
+  Unlock(b);
+}
+
+bool AddPreFlushHook(void (*hook)()) {
+  int slot = g_hook_count.load(std::memory_order_relaxed);
+  do {
+    if (slot >= kMaxPreFlushHooks) return false;
+  } while (!g_hook_count.compare_exchange_weak(slot, slot + 1, std::memory_order_acq_rel));
+  // A FlushAll that sees the new count before the store finds nullptr and skips the slot.
+  g_hooks[slot].store(hook, std::memory_order_release);
+  return true;
 }
 
 }  // namespace rankscope::inject

@@ -33,6 +33,9 @@ void EmitP2P(const P2PRecord& r);
 void EmitRange(std::string_view domain, std::string_view name, TimeNs start, TimeNs end,
                uint32_t tid, uint32_t depth);
 void EmitMark(std::string_view domain, std::string_view name, TimeNs time, uint32_t tid);
+// GPU activity arrives in bulk on CUPTI's thread, long after it happened, so the 100 ms rule is
+// judged by the current time rather than the record's.
+void EmitGpuActivity(const GpuActivityRecord& r);
 
 // Counts records lost before they reached a batch (a full table, an overflowing stack). The
 // count rides in the next batch header.
@@ -49,6 +52,28 @@ void Disable(std::string_view why);
 
 // Sends every live thread's pending batch now. Called from MPI_Finalize and at process exit;
 // safe from any thread at any time (a buffer its owner is writing is skipped after a short wait).
+// Runs the pre-flush hooks first.
 void FlushAll();
+
+// While one of these lives, the calling thread's sends wait for room on the agent socket (until
+// `deadline` on CLOCK_MONOTONIC) instead of dropping the batch when the socket is full. For
+// producers off the program's hot path that emit in bursts: one completed CUPTI buffer becomes
+// dozens of batches at once, far more than the socket holds. Not nestable; one thread only.
+class SendWaitScope {
+ public:
+  explicit SendWaitScope(TimeNs deadline);
+  ~SendWaitScope();
+  SendWaitScope(const SendWaitScope&) = delete;
+  SendWaitScope& operator=(const SendWaitScope&) = delete;
+};
+
+// Sends the calling thread's pending batch now (a producer that just emitted a burst, like
+// CUPTI's buffer-completed callback, so the agent need not wait for the next record).
+void FlushThisThread();
+
+// Registers `hook` to run at the start of every FlushAll, so a source that holds records
+// outside the sink (CUPTI's activity buffers) can hand them over first. The hook must not call
+// FlushAll. At most 4 hooks; returns false when full. Safe from any thread.
+bool AddPreFlushHook(void (*hook)());
 
 }  // namespace rankscope::inject

@@ -1,0 +1,49 @@
+// How the CUPTI activity capture is configured: one struct, built once from the environment the
+// agent gives the rank, then passed to the capture (cupti_injection.cc). Pure: the environment
+// is read through a lookup function, so tests pass their own.
+//
+//   RANKSCOPE_CUPTI_MODE     kernels | gpu | all (default all)
+//       kernels: CONCURRENT_KERNEL only; gpu: + MEMCPY, MEMSET, SYNCHRONIZATION;
+//       all: + RUNTIME (launch calls with correlation ids, for launch latency). Measured on a
+//       launch-bound PyTorch loop (TESTBED.md): kernel+copy activity costs about +6% step time,
+//       adding RUNTIME about +10%. Pick kernels or gpu for kernel-heavy jobs.
+//   RANKSCOPE_CUPTI_PATH     the libcupti to dlopen; when set, nothing else is tried
+//   RANKSCOPE_CUPTI_BUFFERS  activity buffers in the pool (default 8, 2..64)
+//   RANKSCOPE_CUPTI_BUFFER_KB  size of one buffer (default 4096, 256..65536)
+//   RANKSCOPE_CUPTI_FLUSH_MS period of the background flush (default 500, 10..60000)
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "core/time.h"
+
+namespace rankscope::inject {
+
+enum class CuptiMode { kKernels, kGpu, kAll };
+
+struct CuptiConfig {
+  CuptiMode mode = CuptiMode::kAll;
+  std::string library_path;  // empty: search (see CuptiLibraryCandidates)
+  size_t buffer_count = 8;
+  size_t buffer_bytes = size_t{4} << 20;
+  DurationNs flush_period = 500 * kNsPerMs;
+  // One line per variable that was set but unusable (its default was kept instead).
+  std::vector<std::string> problems;
+};
+
+// Looks a variable up like std::getenv: nullptr when unset.
+using EnvLookup = const char* (*)(const char* name);
+
+// Reads the variables above. Never fails: a bad value keeps the default and adds a line to
+// `problems` naming the variable, the value and what is accepted.
+CuptiConfig CuptiConfigFromEnv(EnvLookup lookup);
+
+// The libraries to try, in order: RANKSCOPE_CUPTI_PATH alone when set; otherwise the sonames
+// libcupti.so.13, libcupti.so.12, libcupti.so (the loader's search path, and a libcupti the
+// process already loaded, e.g. PyTorch's), then the same names under $CUDA_HOME and
+// /usr/local/cuda (lib64, extras/CUPTI/lib64), where toolkits install it off the search path.
+std::vector<std::string> CuptiLibraryCandidates(const CuptiConfig& config, EnvLookup lookup);
+
+}  // namespace rankscope::inject

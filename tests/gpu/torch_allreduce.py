@@ -1,0 +1,59 @@
+"""A small PyTorch training-like loop for the GPU machine: per step an NVTX 'data' range (host
+work, optionally slowed on one rank), a 'compute' range (matmuls on the GPU) and an all-reduce
+through NCCL. Launch with torchrun (one process per GPU):
+  torchrun --nproc_per_node=2 --no-python python3 tests/gpu/torch_allreduce.py --steps 40
+Options: --steps N, --sleep-rank R --sleep-ms M (host sleep before compute on rank R),
+--mib M (all-reduce size), --print-step-times (rank 0 prints the median step time).
+"""
+import argparse
+import os
+import statistics
+import time
+
+import torch
+import torch.distributed as dist
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--steps", type=int, default=40)
+    p.add_argument("--sleep-rank", type=int, default=-1)
+    p.add_argument("--sleep-ms", type=float, default=20.0)
+    p.add_argument("--mib", type=float, default=64.0)
+    p.add_argument("--print-step-times", action="store_true")
+    args = p.parse_args()
+
+    local_rank = int(os.environ.get("LOCAL_RANK", "0"))
+    torch.cuda.set_device(local_rank)
+    dist.init_process_group("nccl")
+    rank = dist.get_rank()
+    a = torch.randn(4096, 4096, device="cuda")
+    grad = torch.ones(int(args.mib * (1 << 20) // 4), device="cuda")
+    times = []
+    for step in range(args.steps):
+        t0 = time.perf_counter()
+        torch.cuda.nvtx.range_push("step")
+        torch.cuda.nvtx.range_push("data")
+        batch = torch.randn(4096, 4096, device="cuda")
+        torch.cuda.nvtx.range_pop()
+        if rank == args.sleep_rank:
+            time.sleep(args.sleep_ms / 1000.0)
+        torch.cuda.nvtx.range_push("compute")
+        for _ in range(4):
+            batch = torch.mm(a, batch)
+        torch.cuda.nvtx.range_pop()
+        torch.cuda.nvtx.range_push("allreduce")
+        dist.all_reduce(grad)
+        torch.cuda.synchronize()
+        torch.cuda.nvtx.range_pop()
+        torch.cuda.nvtx.range_pop()
+        times.append(time.perf_counter() - t0)
+    if rank == 0:
+        steady = times[len(times) // 4:]
+        print(f"torch_allreduce: {args.steps} steps, world {dist.get_world_size()}, "
+              f"median step {statistics.median(steady) * 1e3:.3f} ms", flush=True)
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main()
