@@ -14,7 +14,8 @@ std::chrono::system_clock::time_point DeadlineIn(DurationNs timeout) {
 
 size_t RecordCount(const v1::UploadBatch& b) {
   return static_cast<size_t>(b.collectives_size() + b.p2p_size() + b.ranges_size() +
-                             b.marks_size() + b.clock_samples_size() + b.notices_size());
+                             b.marks_size() + b.clock_samples_size() + b.notices_size() +
+                             b.gpu_size());
 }
 
 bool IsRefusal(const grpc::Status& s) {
@@ -92,6 +93,7 @@ void Uplink::AddBatch(wire::Batch&& batch) {
     for (const auto& r : batch.p2p) ToProto(r, pending_.add_p2p());
   }
   for (const auto& r : batch.ranges) ToProto(r, pending_.add_ranges());
+  for (const auto& r : batch.gpu) ToProto(r, pending_.add_gpu());
   for (const auto& r : batch.marks) ToProto(r, pending_.add_marks());
 }
 

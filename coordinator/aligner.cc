@@ -30,6 +30,10 @@ Session AlignSession(Session session) {
       r.end = m.ToCoordinator(r.end);
     }
     for (MarkRecord& k : rank.marks) k.time = m.ToCoordinator(k.time);
+    for (GpuActivityRecord& g : rank.gpu) {
+      g.start = m.ToCoordinator(g.start);
+      g.end = m.ToCoordinator(g.end);
+    }
   }
   session.aligned = true;
   return session;

@@ -4,6 +4,7 @@
 #include "coordinator/analysis/diagnosis.h"
 #include "coordinator/collective_matcher.h"
 #include "coordinator/completeness.h"
+#include "coordinator/nccl_instances.h"
 #include "coordinator/report/report_text.h"
 #include "coordinator/report/session_writer.h"
 
@@ -12,6 +13,14 @@ namespace rankscope {
 Result<PipelineOutput> AnalyzeAndWrite(Session raw, const std::string& out_dir) {
   AssessCompleteness(&raw);
   Session aligned = AlignSession(std::move(raw));
+  const NcclJoinStats nccl = AddNcclCollectives(&aligned);
+  if (nccl.calls_without_kernel > 0 || nccl.kernels_without_call > 0) {
+    aligned.analysis_notes.push_back(
+        "NCCL: " + std::to_string(nccl.joined) + " calls joined with their GPU kernels; " +
+        std::to_string(nccl.calls_without_kernel) + " calls had no kernel and " +
+        std::to_string(nccl.kernels_without_call) +
+        " NCCL kernels no call (capture window, or a log line NCCL did not write)");
+  }
   std::vector<Finding> findings = Diagnose(aligned, AnalysisOptions{}, &aligned.analysis_notes);
   std::vector<CollectiveInstance> instances = MatchCollectives(aligned);
   PipelineOutput out;

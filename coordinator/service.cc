@@ -179,6 +179,14 @@ grpc::Status CoordinatorService::Upload(grpc::ServerContext* ctx, const v1::Uplo
   }
   for (const auto& r : req->ranges()) rank.ranges.push_back(FromProto(r));
   for (const auto& m : req->marks()) rank.marks.push_back(FromProto(m));
+  for (const auto& g : req->gpu()) {
+    GpuActivityRecord r;
+    if (FromProto(g, &r)) {
+      rank.gpu.push_back(std::move(r));
+    } else {
+      ++unknown;
+    }
+  }
   for (const auto& n : req->notices()) rank.notices.push_back(n.text());
   if (unknown > 0) {
     rank.notices.push_back(std::to_string(unknown) +

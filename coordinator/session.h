@@ -84,6 +84,7 @@ struct RankData {
   std::vector<P2PRecord> p2p;
   std::vector<RangeRecord> ranges;
   std::vector<MarkRecord> marks;
+  std::vector<GpuActivityRecord> gpu;  // CUPTI activity (kernels, copies, syncs, runtime calls)
 
   std::optional<RankNccl> nccl;  // when the rank used NCCL and its log was readable
   std::string topology_source;   // the NCCL topology dump this rank's agent read, if any

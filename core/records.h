@@ -56,7 +56,11 @@ struct CollectiveRecord {
   Bytes bytes = 0;        // payload this rank contributes (send side; recv side for gathers)
   TimeNs enter = 0;
   TimeNs exit = 0;
-  uint32_t tid = 0;  // OS thread id of the caller
+  uint32_t tid = 0;  // OS thread id of the caller (for NCCL: the CUPTI stream id)
+  // Where the record came from: the PMPI wrappers, or an NCCL call joined with its GPU kernel
+  // by the coordinator (then enter/exit are the kernel's GPU start/end). Not on the wire.
+  enum class Source : uint8_t { kMpi, kNccl };
+  Source source = Source::kMpi;
 };
 
 // Point-to-point operations. Values are part of the wire format.

@@ -98,4 +98,42 @@ ClockSample FromProto(const v1::ClockSample& p) {
   return ClockSample{p.t1(), p.t2(), p.t3(), p.t4()};
 }
 
+void ToProto(const GpuActivityRecord& r, v1::GpuActivity* out) {
+  out->set_kind(static_cast<uint32_t>(r.kind));
+  out->set_device(r.device);
+  out->set_context(r.context);
+  out->set_stream(r.stream);
+  out->set_correlation_id(r.correlation_id);
+  out->set_start(r.start);
+  out->set_end(r.end);
+  out->set_bytes(r.bytes);
+  out->set_copy_kind(r.copy_kind);
+  out->set_sync_kind(r.sync_kind);
+  out->set_tid(r.tid);
+  if (r.kind == GpuActivityKind::kKernel) {
+    for (int v : r.grid) out->add_grid(v);
+    for (int v : r.block) out->add_block(v);
+  }
+  out->set_name(r.name);
+}
+
+bool FromProto(const v1::GpuActivity& p, GpuActivityRecord* out) {
+  if (p.kind() < 1 || p.kind() > 5) return false;
+  out->kind = static_cast<GpuActivityKind>(p.kind());
+  out->device = p.device();
+  out->context = p.context();
+  out->stream = p.stream();
+  out->correlation_id = p.correlation_id();
+  out->start = p.start();
+  out->end = p.end();
+  out->bytes = p.bytes();
+  out->copy_kind = static_cast<uint8_t>(p.copy_kind());
+  out->sync_kind = static_cast<uint8_t>(p.sync_kind());
+  out->tid = p.tid();
+  for (int i = 0; i < 3 && i < p.grid_size(); ++i) out->grid[i] = p.grid(i);
+  for (int i = 0; i < 3 && i < p.block_size(); ++i) out->block[i] = p.block(i);
+  out->name = p.name();
+  return true;
+}
+
 }  // namespace rankscope

@@ -13,6 +13,7 @@ void ToProto(const P2PRecord& r, v1::P2P* out);
 void ToProto(const RangeRecord& r, v1::Range* out);
 void ToProto(const MarkRecord& r, v1::Mark* out);
 void ToProto(const ClockSample& s, v1::ClockSample* out);
+void ToProto(const GpuActivityRecord& r, v1::GpuActivity* out);
 
 // Fields out of range (an op or kind this build does not know) become kUnknown / kSend and
 // are reported by returning false; the record is still filled.
@@ -21,5 +22,6 @@ bool FromProto(const v1::P2P& p, P2PRecord* out);
 RangeRecord FromProto(const v1::Range& p);
 MarkRecord FromProto(const v1::Mark& p);
 ClockSample FromProto(const v1::ClockSample& p);
+bool FromProto(const v1::GpuActivity& p, GpuActivityRecord* out);
 
 }  // namespace rankscope

@@ -95,9 +95,11 @@ Slice CollectiveSlice(const CollectiveRecord& c, TimeNs origin) {
   json args = {{"comm_id", Hex(c.comm_id)}, {"seq", c.seq},
                {"bytes", c.bytes},          {"root", c.root},
                {"comm_size", c.comm_size},  {"comm_rank", c.comm_rank}};
+  const bool nccl = c.source == CollectiveRecord::Source::kNccl;
+  // NCCL records are GPU kernels (their tid is the CUDA stream): named as NCCL names them.
   s.event = {{"ph", "X"},
-             {"cat", "mpi"},
-             {"name", MpiFunctionName(c.op, c.nonblocking)},
+             {"cat", nccl ? "nccl" : "mpi"},
+             {"name", nccl ? NcclFunctionName(c.op) : MpiFunctionName(c.op, c.nonblocking)},
              {"ts", Micros(s.start, origin)},
              {"dur", Micros(s.end - s.start)},
              {"args", std::move(args)}};
@@ -215,6 +217,29 @@ void EmitRank(const RankData& rank, TimeNs origin, json& events,
 }
 
 }  // namespace
+
+std::string NcclFunctionName(CollectiveOp op) {
+  switch (op) {
+    case CollectiveOp::kAllreduce:
+      return "ncclAllReduce";
+    case CollectiveOp::kAllgather:
+      return "ncclAllGather";
+    case CollectiveOp::kReduceScatter:
+      return "ncclReduceScatter";
+    case CollectiveOp::kBcast:
+      return "ncclBroadcast";
+    case CollectiveOp::kReduce:
+      return "ncclReduce";
+    case CollectiveOp::kAlltoall:
+      return "ncclAllToAll";
+    case CollectiveOp::kGather:
+      return "ncclGather";
+    case CollectiveOp::kScatter:
+      return "ncclScatter";
+    default:
+      return "nccl" + std::string(CollectiveOpName(op));
+  }
+}
 
 std::string MpiFunctionName(CollectiveOp op, bool nonblocking) {
   std::string name(CollectiveOpName(op));

@@ -25,6 +25,8 @@ nlohmann::json BuildChromeTrace(const Session& session,
                                 const std::vector<CollectiveInstance>& instances);
 
 // The MPI function name of a collective: "MPI_Allreduce", "MPI_Ireduce_scatter_block", ...
+// "ncclAllReduce" etc., for collectives joined from NCCL logs and kernels.
+std::string NcclFunctionName(CollectiveOp op);
 std::string MpiFunctionName(CollectiveOp op, bool nonblocking);
 
 }  // namespace rankscope
