@@ -53,8 +53,7 @@ std::vector<std::string> ChildEnvironment(const AgentOptions& options, const std
   for (const auto& [key, value] : current) {
     if (key == "RANKSCOPE_TOKEN") continue;
     if (!options.inject_library.empty() &&
-        (key == "LD_PRELOAD" || key == "NVTX_INJECTION64_PATH" || key == "RANKSCOPE_IPC_SOCKET" ||
-         key == "CUDA_INJECTION64_PATH")) {
+        (key == "LD_PRELOAD" || key == "NVTX_INJECTION64_PATH" || key == "RANKSCOPE_IPC_SOCKET")) {
       continue;
     }
     env.push_back(key + "=" + value);
@@ -67,7 +66,10 @@ std::vector<std::string> ChildEnvironment(const AgentOptions& options, const std
     env.push_back("LD_PRELOAD=" + preload);
     env.push_back("NVTX_INJECTION64_PATH=" + options.inject_library);
     // The CUDA driver loads it at CUDA init and calls InitializeInjection (CUPTI activity).
-    env.push_back("CUDA_INJECTION64_PATH=" + options.inject_library);
+    // A CUDA injection the user chose (another tool) stays: only one can be loaded.
+    if (current.count("CUDA_INJECTION64_PATH") == 0) {
+      env.push_back("CUDA_INJECTION64_PATH=" + options.inject_library);
+    }
     env.push_back("RANKSCOPE_IPC_SOCKET=" + ipc);
   }
   env.insert(env.end(), extra.begin(), extra.end());
