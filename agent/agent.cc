@@ -164,7 +164,8 @@ ChildExit RunAgent(const AgentOptions& options) {
     std::string templ = options.tmp_dir + "/rankscope-nccl.XXXXXX";
     if (mkdtemp(templ.data()) != nullptr) {
       nccl_dir = templ;
-      NcclPlan plan = PlanNcclEnvironment(CurrentEnvironment(), identity, nccl_dir);
+      NcclPlan plan = PlanNcclEnvironment(CurrentEnvironment(), identity, nccl_dir,
+                                          options.session_id, options.tmp_dir);
       if (!plan.note.empty()) uplink->AddNotice(plan.note);
       nccl_env = plan.set_env;
       nccl = std::make_unique<NcclCollector>(std::move(plan));
@@ -217,7 +218,10 @@ ChildExit RunAgent(const AgentOptions& options) {
     if (ipc) ipc->Stop();  // reads the program's last batches
     if (nccl) {
       if (std::optional<v1::NcclSummary> summary = nccl->Finish()) uplink->SetNccl(*summary);
-      if (std::optional<v1::TopologyDump> topo = nccl->Topology()) uplink->SetTopology(*topo);
+      if (std::optional<v1::TopologyDump> topo = nccl->Topology()) {
+        uplink->SetTopology(*topo);
+        if (topo->source().find("/rankscope-") != std::string::npos) unlink(topo->source().c_str());
+      }
       RemoveTree(nccl_dir);
     }
     if (result.term_signal != 0) {

@@ -84,7 +84,8 @@ void AppendSummary(const NcclLog& log, const std::string& file, v1::NcclSummary*
 
 }  // namespace
 
-NcclPlan PlanNcclEnvironment(const EnvMap& env, const AgentIdentity& id, const std::string& dir) {
+NcclPlan PlanNcclEnvironment(const EnvMap& env, const AgentIdentity& id, const std::string& dir,
+                             const std::string& session_id, const std::string& tmp_dir) {
   NcclPlan plan;
   const std::string user_debug = Get(env, "NCCL_DEBUG");
   const std::string user_file = Get(env, "NCCL_DEBUG_FILE");
@@ -108,13 +109,15 @@ NcclPlan PlanNcclEnvironment(const EnvMap& env, const AgentIdentity& id, const s
   }
   const std::string user_topo = Get(env, "NCCL_TOPO_DUMP_FILE");
   if (!user_topo.empty()) {
-    plan.topology_file = user_topo;
-  } else if (id.local_rank == 0) {
-    // NCCL writes the dump only from the rank NCCL_TOPO_DUMP_FILE_RANK names (default 0); one
-    // per node is enough, and this rank is on this node.
-    plan.topology_file = dir + "/topo.xml";
-    plan.set_env.push_back("NCCL_TOPO_DUMP_FILE=" + plan.topology_file);
-    plan.set_env.push_back("NCCL_TOPO_DUMP_FILE_RANK=" + std::to_string(id.rank));
+    if (id.rank == 0) plan.topology_file = user_topo;
+  } else {
+    // Every rank must see the same NCCL_TOPO_DUMP_FILE: NCCL 2.28 hangs in the first
+    // collective when only some ranks have it set (seen on 2xH200). So all ranks get the same
+    // path and NCCL's default dump rank (0) writes it; rank 0's agent reads it. One node's
+    // topology per job, for now.
+    const std::string path = tmp_dir + "/rankscope-" + session_id + ".topo.xml";
+    plan.set_env.push_back("NCCL_TOPO_DUMP_FILE=" + path);
+    if (id.rank == 0) plan.topology_file = path;
   }
   return plan;
 }

@@ -26,8 +26,10 @@ struct NcclPlan {
   std::string note;                  // why rankscope cannot see NCCL's log, if it cannot
 };
 
-// Pure: what to set, given the rank's environment, identity and a private directory.
-NcclPlan PlanNcclEnvironment(const EnvMap& env, const AgentIdentity& id, const std::string& dir);
+// Pure: what to set, given the rank's environment, identity, a private directory and the
+// session id (which names the topology dump file identically on every rank).
+NcclPlan PlanNcclEnvironment(const EnvMap& env, const AgentIdentity& id, const std::string& dir,
+                             const std::string& session_id, const std::string& tmp_dir);
 
 class NcclCollector {
  public:

@@ -14,30 +14,31 @@ bool Has(const std::vector<std::string>& v, const std::string& entry) {
   return std::find(v.begin(), v.end(), entry) != v.end();
 }
 
-TEST(NcclPlan, SetsDebugFileAndTopologyDumpOnLocalRankZero) {
+TEST(NcclPlan, SetsDebugFileAndTheSameTopologyDumpFileOnEveryRank) {
   AgentIdentity id;
-  id.rank = 4;
-  id.local_rank = 0;
-  NcclPlan plan = PlanNcclEnvironment({}, id, "/d");
+  id.rank = 0;
+  NcclPlan plan = PlanNcclEnvironment({}, id, "/d", "s1", "/tmp");
   EXPECT_TRUE(Has(plan.set_env, "NCCL_DEBUG=INFO"));
   EXPECT_TRUE(Has(plan.set_env, "NCCL_DEBUG_SUBSYS=INIT,COLL,GRAPH,TUNING,ENV"));
   EXPECT_TRUE(Has(plan.set_env, "NCCL_DEBUG_FILE=/d/nccl.%p.log"));
-  EXPECT_TRUE(Has(plan.set_env, "NCCL_TOPO_DUMP_FILE=/d/topo.xml"));
-  EXPECT_TRUE(Has(plan.set_env, "NCCL_TOPO_DUMP_FILE_RANK=4"));
+  // NCCL 2.28 hangs when only some ranks set NCCL_TOPO_DUMP_FILE: every rank gets the same.
+  EXPECT_TRUE(Has(plan.set_env, "NCCL_TOPO_DUMP_FILE=/tmp/rankscope-s1.topo.xml"));
+  EXPECT_EQ(plan.topology_file, "/tmp/rankscope-s1.topo.xml");
   EXPECT_EQ(plan.log_glob, "/d/nccl.*.log");
-  id.local_rank = 1;
-  plan = PlanNcclEnvironment({}, id, "/d");
-  EXPECT_TRUE(plan.topology_file.empty());  // one dump per node is enough
+  id.rank = 3;
+  plan = PlanNcclEnvironment({}, id, "/d", "s1", "/tmp");
+  EXPECT_TRUE(Has(plan.set_env, "NCCL_TOPO_DUMP_FILE=/tmp/rankscope-s1.topo.xml"));
+  EXPECT_TRUE(plan.topology_file.empty());  // NCCL's rank 0 writes it; rank 0's agent reads it
 }
 
 TEST(NcclPlan, LeavesTheUsersSettingsAndReadsTheirFiles) {
   AgentIdentity id;
   NcclPlan plan = PlanNcclEnvironment(
-      {{"NCCL_DEBUG", "INFO"}, {"NCCL_DEBUG_FILE", "/logs/nccl.%h.%p"}}, id, "/d");
+      {{"NCCL_DEBUG", "INFO"}, {"NCCL_DEBUG_FILE", "/logs/nccl.%h.%p"}}, id, "/d", "s", "/t");
   EXPECT_FALSE(Has(plan.set_env, "NCCL_DEBUG=INFO"));
   EXPECT_EQ(plan.log_glob, "/logs/nccl.*.*");
   EXPECT_TRUE(plan.note.empty());
-  plan = PlanNcclEnvironment({{"NCCL_DEBUG", "WARN"}}, id, "/d");
+  plan = PlanNcclEnvironment({{"NCCL_DEBUG", "WARN"}}, id, "/d", "s", "/t");
   EXPECT_TRUE(plan.log_glob.empty());
   EXPECT_NE(plan.note.find("set NCCL_DEBUG_FILE"), std::string::npos);
 }
@@ -45,7 +46,7 @@ TEST(NcclPlan, LeavesTheUsersSettingsAndReadsTheirFiles) {
 TEST(NcclCollector, TailsAGrowingLogAndSummarisesIt) {
   char dir[] = "/tmp/rankscope-nccl-test.XXXXXX";
   ASSERT_NE(mkdtemp(dir), nullptr);
-  NcclPlan plan = PlanNcclEnvironment({}, AgentIdentity{}, dir);
+  NcclPlan plan = PlanNcclEnvironment({}, AgentIdentity{}, dir, "s", dir);
   NcclCollector collector(plan);
   collector.Start();
   std::ifstream fixture(std::string(RANKSCOPE_FIXTURES_DIR) +
