@@ -202,7 +202,7 @@ ChildExit RunAgent(const AgentOptions& options) {
       uplink->SetProgramPid(pid);
       uplink->Start();
     }
-    if (nccl) nccl->Start();
+    if (nccl) nccl->Start(pid);
     int status = 0;
     while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
     }

@@ -97,6 +97,7 @@ NcclPlan PlanNcclEnvironment(const EnvMap& env, const AgentIdentity& id, const s
   }
   if (!user_file.empty()) {
     plan.log_glob = GlobOf(user_file);
+    if (user_file.find("%p") != std::string::npos) plan.user_pattern = user_file;
   } else if (user_debug.empty()) {
     plan.set_env.push_back("NCCL_DEBUG_FILE=" + dir + "/nccl.%p.log");
     plan.log_glob = dir + "/nccl.*.log";
@@ -129,7 +130,14 @@ NcclCollector::~NcclCollector() {
   if (thread_.joinable()) thread_.join();
 }
 
-void NcclCollector::Start() {
+void NcclCollector::Start(int program_pid) {
+  if (!plan_.user_pattern.empty()) {
+    std::string pattern = plan_.user_pattern;
+    for (size_t at = pattern.find("%p"); at != std::string::npos; at = pattern.find("%p")) {
+      pattern.replace(at, 2, std::to_string(program_pid));
+    }
+    plan_.log_glob = GlobOf(pattern);
+  }
   if (plan_.log_glob.empty()) return;
   thread_ = std::thread([this] {
     while (!stopping_.load()) {

@@ -22,8 +22,11 @@ namespace rankscope {
 struct NcclPlan {
   std::vector<std::string> set_env;  // "NAME=value" entries to add to the program's environment
   std::string log_glob;              // files to read ('*' where NCCL substitutes %h / %p)
-  std::string topology_file;         // where the topology dump lands (empty = none expected)
-  std::string note;                  // why rankscope cannot see NCCL's log, if it cannot
+  // The user's NCCL_DEBUG_FILE when it names the pid (%p): ranks may share its directory, so
+  // each agent reads only its own program's file (Start narrows log_glob with the pid).
+  std::string user_pattern;
+  std::string topology_file;  // where the topology dump lands (empty = none expected)
+  std::string note;           // why rankscope cannot see NCCL's log, if it cannot
 };
 
 // Pure: what to set, given the rank's environment, identity, a private directory and the
@@ -39,8 +42,8 @@ class NcclCollector {
   NcclCollector(const NcclCollector&) = delete;
   NcclCollector& operator=(const NcclCollector&) = delete;
 
-  // Starts reading the log files as they grow (every 500 ms).
-  void Start();
+  // Starts reading the log files of `program_pid` as they grow (every 500 ms).
+  void Start(int program_pid);
   // Reads what is left, stops, and returns the summary (nullopt if no NCCL log appeared).
   std::optional<v1::NcclSummary> Finish();
   // The topology dump's contents, if NCCL wrote one.
@@ -54,7 +57,7 @@ class NcclCollector {
   };
   void Poll();
 
-  const NcclPlan plan_;
+  NcclPlan plan_;
   std::mutex mu_;
   std::map<std::string, TailedFile> files_;  // guarded by mu_
   std::thread thread_;

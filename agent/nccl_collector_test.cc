@@ -37,6 +37,7 @@ TEST(NcclPlan, LeavesTheUsersSettingsAndReadsTheirFiles) {
       {{"NCCL_DEBUG", "INFO"}, {"NCCL_DEBUG_FILE", "/logs/nccl.%h.%p"}}, id, "/d", "s", "/t");
   EXPECT_FALSE(Has(plan.set_env, "NCCL_DEBUG=INFO"));
   EXPECT_EQ(plan.log_glob, "/logs/nccl.*.*");
+  EXPECT_EQ(plan.user_pattern, "/logs/nccl.%h.%p");  // narrowed to the program's pid at Start
   EXPECT_TRUE(plan.note.empty());
   plan = PlanNcclEnvironment({{"NCCL_DEBUG", "WARN"}}, id, "/d", "s", "/t");
   EXPECT_TRUE(plan.log_glob.empty());
@@ -46,15 +47,22 @@ TEST(NcclPlan, LeavesTheUsersSettingsAndReadsTheirFiles) {
 TEST(NcclCollector, TailsAGrowingLogAndSummarisesIt) {
   char dir[] = "/tmp/rankscope-nccl-test.XXXXXX";
   ASSERT_NE(mkdtemp(dir), nullptr);
-  NcclPlan plan = PlanNcclEnvironment({}, AgentIdentity{}, dir, "s", dir);
+  NcclPlan plan = PlanNcclEnvironment(
+      {{"NCCL_DEBUG", "INFO"}, {"NCCL_DEBUG_FILE", std::string(dir) + "/nccl.%p.log"}},
+      AgentIdentity{}, dir, "s", dir);
   NcclCollector collector(plan);
-  collector.Start();
+  collector.Start(747);
   std::ifstream fixture(std::string(RANKSCOPE_FIXTURES_DIR) +
                         "/h200x2-torch-allreduce/nccl.vm.747.log");
   std::stringstream all;
   all << fixture.rdbuf();
   const std::string text = all.str();
   const std::string log = std::string(dir) + "/nccl.747.log";
+  {
+    // Another rank's log in the same directory, as with a user's shared NCCL_DEBUG_FILE.
+    std::ofstream other(std::string(dir) + "/nccl.999.log");
+    other << text;
+  }
   {
     std::ofstream out(log);
     out << text.substr(0, text.size() / 2);  // NCCL is still writing
@@ -77,6 +85,7 @@ TEST(NcclCollector, TailsAGrowingLogAndSummarisesIt) {
   EXPECT_EQ(summary->calls(0).algo(), "RING");
   EXPECT_FALSE(collector.Topology().has_value());  // NCCL wrote none here
   unlink(log.c_str());
+  unlink((std::string(dir) + "/nccl.999.log").c_str());
   rmdir(dir);
 }
 

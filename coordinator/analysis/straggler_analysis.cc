@@ -21,7 +21,7 @@ struct InstanceWaits {
   int culprit = -1;                  // member index the others waited for, -1 when nobody did
   DurationNs caused = 0;             // waits attributed to the culprit, summed over the others
   std::vector<DurationNs> waits;     // per member: time spent waiting inside the collective
-  std::vector<DurationNs> lateness;  // per member: enter minus the members' median enter
+  std::vector<DurationNs> lateness;  // per member: enter minus the other members' median enter
 };
 
 int RootIndex(const CollectiveInstance& inst) {
@@ -47,9 +47,15 @@ InstanceWaits ComputeWaits(const CollectiveInstance& inst) {
     enters.push_back(static_cast<double>(inst.members[i].enter));
     if (inst.members[i].enter > inst.members[last].enter) last = i;
   }
-  const double median = Median(enters);
+  // Lateness against the *other* members' median arrival: with two ranks, the median of all
+  // would sit halfway and halve a 20 ms delay (seen with torchrun on 2xH200).
+  std::vector<double> sorted = enters;
+  std::sort(sorted.begin(), sorted.end());
   for (size_t i = 0; i < n; ++i) {
-    out.lateness[i] = static_cast<DurationNs>(std::llround(enters[i] - median));
+    const size_t at = static_cast<size_t>(
+        std::lower_bound(sorted.begin(), sorted.end(), enters[i]) - sorted.begin());
+    const double others = n > 1 ? MedianWithout(sorted, at) : enters[i];
+    out.lateness[i] = static_cast<DurationNs>(std::llround(enters[i] - others));
   }
   const TimeNs last_enter = inst.members[last].enter;
   switch (WaitPatternOf(inst.op)) {
@@ -429,8 +435,9 @@ Verdict Judge(const Session& session, const std::vector<CollectiveInstance>& ins
       std::max(min_lateness, options.noise_k * static_cast<double>(v.noise) /
                                  std::sqrt(static_cast<double>(all_lateness.size())));
   v.passes_noise = !lateness.empty() && overall_median > median_threshold;
-  v.passes_clock = static_cast<double>(v.median_lateness) >
-                   options.clock_k * static_cast<double>(v.clock_uncertainty);
+  // A clock error shifts every arrival of the rank alike, so it is weighed against the median
+  // over all its calls (the late-only median is inflated by selection).
+  v.passes_clock = overall_median > options.clock_k * static_cast<double>(v.clock_uncertainty);
 
   // The others' loss relative to their time: a wait summed over many ranks is compared with
   // that many spans.
