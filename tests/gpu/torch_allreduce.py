@@ -6,6 +6,7 @@ Options: --steps N, --sleep-rank R --sleep-ms M (host sleep before compute on ra
 --mib M (all-reduce size), --print-step-times (rank 0 prints the median step time).
 """
 import argparse
+import faulthandler
 import os
 import statistics
 import time
@@ -21,7 +22,13 @@ def main():
     p.add_argument("--sleep-ms", type=float, default=20.0)
     p.add_argument("--mib", type=float, default=64.0)
     p.add_argument("--print-step-times", action="store_true")
+    p.add_argument("--torch-profiler", action="store_true",
+                   help="run the loop under torch.profiler with CUDA activities (for comparison)")
+    p.add_argument("--hang-dump-s", type=float, default=0,
+                   help="dump every thread's Python stack and exit if still running after this")
     args = p.parse_args()
+    if args.hang_dump_s > 0:
+        faulthandler.dump_traceback_later(args.hang_dump_s, exit=True)
 
     local_rank = int(os.environ.get("LOCAL_RANK", "0"))
     torch.cuda.set_device(local_rank)
@@ -30,6 +37,10 @@ def main():
     a = torch.randn(4096, 4096, device="cuda")
     grad = torch.ones(int(args.mib * (1 << 20) // 4), device="cuda")
     times = []
+    profiler = None
+    if args.torch_profiler:
+        profiler = torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA])
+        profiler.__enter__()
     for step in range(args.steps):
         t0 = time.perf_counter()
         torch.cuda.nvtx.range_push("step")
@@ -48,6 +59,8 @@ def main():
         torch.cuda.nvtx.range_pop()
         torch.cuda.nvtx.range_pop()
         times.append(time.perf_counter() - t0)
+    if profiler is not None:
+        profiler.__exit__(None, None, None)
     if rank == 0:
         steady = times[len(times) // 4:]
         print(f"torch_allreduce: {args.steps} steps, world {dist.get_world_size()}, "

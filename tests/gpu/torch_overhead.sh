@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Steady-state step time of tests/gpu/torch_allreduce.py on 2 GPUs: bare, under rankscope, and
+# under torch.profiler (CUDA activities), alternating, in one run. Prints the medians and ratios.
+# Usage: torch_overhead.sh PREFIX [REPEATS]
+set -uo pipefail
+prefix=$(cd "${1:-device-prefix}" && pwd)
+repeats=${2:-3}
+here=$(cd "$(dirname "$0")" && pwd)
+export LD_LIBRARY_PATH="$prefix/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 NO_COLOR=1
+d=$(mktemp -d)
+args=(--steps 200 --mib 16)
+for ((i = 0; i < repeats; i++)); do
+  for mode in bare rankscope torch_profiler; do
+    case $mode in
+      bare) torchrun --nproc_per_node=2 "$here/torch_allreduce.py" "${args[@]}" ;;
+      rankscope) (cd "$d" && "$prefix/bin/rankscope" run -q -o "s$i" -- torchrun \
+          --nproc_per_node=2 --no-python -- python3 "$here/torch_allreduce.py" "${args[@]}") ;;
+      torch_profiler) torchrun --nproc_per_node=2 "$here/torch_allreduce.py" "${args[@]}" \
+          --torch-profiler ;;
+    esac 2>/dev/null | sed -n "s/^torch_allreduce: .*median step \([0-9.]*\) ms/$mode \1/p" \
+      >> "$d/steps.txt"
+  done
+done
+python3 - "$d/steps.txt" <<'PY'
+import statistics, sys
+rows = [l.split() for l in open(sys.argv[1])]
+by = {}
+for mode, ms in rows:
+    by.setdefault(mode, []).append(float(ms))
+bare = statistics.median(by.get("bare", [float("nan")]))
+for mode in ("bare", "rankscope", "torch_profiler"):
+    v = by.get(mode, [])
+    if v:
+        m = statistics.median(v)
+        print(f"{mode:15s} median step {m:8.3f} ms  x{m / bare:.3f}  runs {v}")
+PY
