@@ -126,7 +126,11 @@ NcclPlan PlanNcclEnvironment(const EnvMap& env, const AgentIdentity& id, const s
 NcclCollector::NcclCollector(NcclPlan plan) : plan_(std::move(plan)) {}
 
 NcclCollector::~NcclCollector() {
-  stopping_.store(true);
+  {
+    std::lock_guard<std::mutex> lock(stop_mu_);
+    stopping_ = true;
+  }
+  stop_cv_.notify_all();
   if (thread_.joinable()) thread_.join();
 }
 
@@ -140,11 +144,12 @@ void NcclCollector::Start(int program_pid) {
   }
   if (plan_.log_glob.empty()) return;
   thread_ = std::thread([this] {
-    while (!stopping_.load()) {
+    std::unique_lock<std::mutex> lock(stop_mu_);
+    while (!stopping_) {
+      lock.unlock();
       Poll();
-      for (int i = 0; i < 10 && !stopping_.load(); ++i) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(50));
-      }
+      lock.lock();
+      stop_cv_.wait_for(lock, std::chrono::milliseconds(500), [this] { return stopping_; });
     }
   });
 }
@@ -179,7 +184,11 @@ void NcclCollector::Poll() {
 }
 
 std::optional<v1::NcclSummary> NcclCollector::Finish() {
-  stopping_.store(true);
+  {
+    std::lock_guard<std::mutex> lock(stop_mu_);
+    stopping_ = true;
+  }
+  stop_cv_.notify_all();
   if (thread_.joinable()) thread_.join();
   Poll();
   std::lock_guard<std::mutex> lock(mu_);

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <atomic>
+#include <condition_variable>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -61,7 +62,9 @@ class NcclCollector {
   std::mutex mu_;
   std::map<std::string, TailedFile> files_;  // guarded by mu_
   std::thread thread_;
-  std::atomic<bool> stopping_{false};
+  std::mutex stop_mu_;
+  std::condition_variable stop_cv_;
+  bool stopping_ = false;  // guarded by stop_mu_; Finish wakes the tail thread at once
 };
 
 }  // namespace rankscope

@@ -190,8 +190,9 @@ bool Uplink::SendPending(bool final_batch) {
 }
 
 void Uplink::Loop() {
-  for (;;) {
-    {
+  // Work first, then wait: the agent registers and syncs its clock as soon as it starts.
+  for (bool first = true;; first = false) {
+    if (!first) {
       std::unique_lock<std::mutex> lock(mu_);
       cv_.wait_for(lock, std::chrono::nanoseconds(options_.upload_period),
                    [this] { return finishing_; });

@@ -281,6 +281,10 @@ Status CoordinatorServer::Start() {
   builder.AddListeningPort(listen, grpc::InsecureServerCredentials(), &port_);
   builder.RegisterService(&service_);
   builder.SetMaxReceiveMessageSize(64 << 20);
+  // gRPC sets SO_REUSEPORT by default: with port 0 the kernel may then hand out a port that
+  // another gRPC server (another rankscope session) already holds, and connections get split
+  // between the two (seen: an agent refused for a "wrong token" by a neighbour's coordinator).
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   server_ = builder.BuildAndStart();
   if (!server_ || port_ == 0) {
     server_.reset();
