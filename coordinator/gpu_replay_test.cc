@@ -2,7 +2,10 @@
 // analyses: the GPU path's result, checked on every CI run without a GPU.
 #include <gtest/gtest.h>
 
+#include <cstdio>
+
 #include "coordinator/analysis/diagnosis.h"
+#include "coordinator/report/report_json.h"
 #include "coordinator/report/session_store.h"
 
 namespace rankscope {
@@ -26,6 +29,20 @@ TEST(GpuReplay, InjectedSleepOnRankOneIsAStragglerWithTheRightLateness) {
   // 20 ms of host sleep before compute: rank 1's NCCL kernels start ~20 ms after rank 0's.
   const double lateness_ms = findings[0].evidence["median_lateness_ns"].get<double>() / 1e6;
   EXPECT_NEAR(lateness_ms, 20.0, 2.0);
+}
+
+TEST(GpuReplay, BusBandwidthFromKernelTimesIsThatOfNvLink) {
+  Session s = Load("clean");
+  nlohmann::json report = BuildReportJson(s, {});
+  const auto& shape = report["nccl"]["communicators"][0]["shapes"][0];
+  EXPECT_EQ(shape["op"], "AllReduce");
+  EXPECT_EQ(shape["bytes"], 64 << 20);
+  EXPECT_EQ(shape["timed_instances"], 40);
+  // Two H200s over NVLink (NV18): far above PCIe gen5 x16 (~55 GB/s), below NVLink's 450 GB/s.
+  const double busbw = shape["busbw_gbps"].get<double>();
+  EXPECT_GT(busbw, 100.0);
+  EXPECT_LT(busbw, 450.0);
+  std::printf("recorded 2xH200 all-reduce 64 MiB: busbw %.1f GB/s\n", busbw);
 }
 
 TEST(GpuReplay, CleanRunHasNoFinding) {

@@ -4,13 +4,45 @@
 #include <set>
 #include <tuple>
 
+#include "agent/nccl/bus_bandwidth.h"
+#include "agent/nccl/nccl_types.h"
 #include "agent/topology/topology.h"
 #include "agent/topology/topology_json.h"
+#include "coordinator/nccl_instances.h"
 
 namespace rankscope {
 namespace {
 
 using nlohmann::json;
+
+// Per (comm key, seq): the last arrival and the last completion over the ranks whose NCCL
+// call was joined with its kernel. max(exit) - max(enter) is the transfer once everyone is in,
+// which is what nccl-tests' timing measures (it syncs the ranks first).
+struct InstanceSpan {
+  TimeNs last_enter = 0;
+  TimeNs last_exit = 0;
+  int members = 0;
+};
+
+std::map<std::pair<uint64_t, uint64_t>, InstanceSpan> NcclInstanceSpans(const Session& session) {
+  std::map<std::pair<uint64_t, uint64_t>, InstanceSpan> spans;
+  for (const RankData& r : session.ranks) {
+    for (const CollectiveRecord& c : r.collectives) {
+      if (c.source != CollectiveRecord::Source::kNccl) continue;
+      InstanceSpan& s = spans[{c.comm_id, c.seq}];
+      s.last_enter = s.members == 0 ? c.enter : std::max(s.last_enter, c.enter);
+      s.last_exit = s.members == 0 ? c.exit : std::max(s.last_exit, c.exit);
+      ++s.members;
+    }
+  }
+  return spans;
+}
+
+double MedianOf(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2.0;
+}
 
 struct CommSummary {
   int nranks = -1;
@@ -54,23 +86,42 @@ json NcclReportJson(const Session& session) {
   }
   if (comms.empty()) return nullptr;
 
+  const auto spans = NcclInstanceSpans(session);
   json out_comms = json::array();
   for (const auto& [id, s] : comms) {
-    std::map<std::tuple<std::string, std::string, Bytes, std::string, std::string>, int> shapes;
+    using Shape = std::tuple<std::string, std::string, Bytes, std::string, std::string>;
+    std::map<Shape, int> shapes;
+    std::map<Shape, std::vector<double>> busbw;  // GB/s of the instances timed on every rank
     int on_every_rank = 0;
+    const uint64_t key = NcclCommKey(id);
     for (const auto& [seq, call] : s.call_per_seq) {
-      ++shapes[{call->op, call->datatype, call->bytes, call->algo, call->proto}];
+      const Shape shape{call->op, call->datatype, call->bytes, call->algo, call->proto};
+      ++shapes[shape];
       if (static_cast<int>(s.ranks_per_seq.at(seq).size()) == s.nranks) ++on_every_rank;
+      auto span = spans.find({key, seq});
+      if (span != spans.end() && span->second.members == s.nranks && s.nranks > 0 &&
+          span->second.last_exit > span->second.last_enter) {
+        const NcclOp op = ParseNcclOp(call->op);
+        busbw[shape].push_back(BusBandwidthGBps(op, NcclTestsSizeBytes(op, call->bytes, s.nranks),
+                                                span->second.last_exit - span->second.last_enter,
+                                                s.nranks));
+      }
     }
     json shapes_json = json::array();
     for (const auto& [shape, n] : shapes) {
       const auto& [op, datatype, bytes, algo, proto] = shape;
-      shapes_json.push_back({{"op", op},
-                             {"datatype", datatype},
-                             {"bytes", bytes},
-                             {"algo", algo.empty() ? json(nullptr) : json(algo)},
-                             {"proto", proto.empty() ? json(nullptr) : json(proto)},
-                             {"calls", n}});
+      auto bw = busbw.find(shape);
+      shapes_json.push_back(
+          {{"op", op},
+           {"datatype", datatype},
+           {"bytes", bytes},
+           {"algo", algo.empty() ? json(nullptr) : json(algo)},
+           {"proto", proto.empty() ? json(nullptr) : json(proto)},
+           {"calls", n},
+           // nccl-tests' bus bandwidth, median over instances timed on every rank (GPU kernel
+           // times, from the last rank's arrival to the last completion); null without CUPTI.
+           {"busbw_gbps", bw == busbw.end() ? json(nullptr) : json(MedianOf(bw->second))},
+           {"timed_instances", bw == busbw.end() ? 0 : static_cast<int>(bw->second.size())}});
     }
     out_comms.push_back({{"comm_id", id},
                          {"nranks", s.nranks},

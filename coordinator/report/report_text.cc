@@ -272,10 +272,16 @@ std::string GpuSection(const Session& session, const Painter& paint) {
         std::string tuning = shape["algo"].is_string() ? shape["algo"].get<std::string>() + "/" +
                                                              shape["proto"].get<std::string>()
                                                        : "untuned";
+        std::string busbw;
+        if (shape["busbw_gbps"].is_number()) {
+          char buf[48];
+          std::snprintf(buf, sizeof(buf), "  busbw %.1f GB/s", shape["busbw_gbps"].get<double>());
+          busbw = buf;
+        }
         out += paint.Dim("    " + std::to_string(shape["calls"].get<int>()) + " x " +
                          shape["op"].get<std::string>() + " " +
                          FormatBytes(shape["bytes"].get<int64_t>()) + " " +
-                         shape["datatype"].get<std::string>() + "  " + tuning) +
+                         shape["datatype"].get<std::string>() + "  " + tuning + busbw) +
                "\n";
       }
     }

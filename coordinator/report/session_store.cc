@@ -12,8 +12,10 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <set>
 #include <utility>
 
+#include "coordinator/nccl_instances.h"
 #include "coordinator/report/gpu_json.h"
 #include "coordinator/report/report_json.h"
 #include "core/records.h"
@@ -624,6 +626,16 @@ Result<Session> LoadSession(const std::string& path) {
   RETURN_IF_ERROR(ReadMeta(path, meta, &session));
   RETURN_IF_ERROR(ReadRanks(db, &session));
   RETURN_IF_ERROR(ReadAllRecords(db, &session));
+  // The collectives table has no source column: records joined from NCCL are recognised by
+  // their communicator key, which is a hash of an NCCL comm id this rank's log printed.
+  for (RankData& r : session.ranks) {
+    if (!r.nccl) continue;
+    std::set<uint64_t> nccl_keys;
+    for (const NcclCommInfo& c : r.nccl->communicators) nccl_keys.insert(NcclCommKey(c.comm_id));
+    for (CollectiveRecord& c : r.collectives) {
+      if (nccl_keys.count(c.comm_id)) c.source = CollectiveRecord::Source::kNccl;
+    }
+  }
   return session;
 }
 
