@@ -21,8 +21,9 @@ Result<PipelineOutput> AnalyzeAndWrite(Session raw, const std::string& out_dir) 
         std::to_string(nccl.kernels_without_call) +
         " NCCL kernels no call (capture window, or a log line NCCL did not write)");
   }
-  std::vector<Finding> findings = Diagnose(aligned, AnalysisOptions{}, &aligned.analysis_notes);
-  std::vector<CollectiveInstance> instances = MatchCollectives(aligned);
+  const std::vector<CollectiveInstance> instances = MatchCollectives(aligned);
+  std::vector<Finding> findings =
+      Diagnose(aligned, instances, AnalysisOptions{}, &aligned.analysis_notes);
   PipelineOutput out;
   if (Status s = WriteSessionFolder(out_dir, aligned, instances, findings, &out.report_text);
       !s.ok()) {

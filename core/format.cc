@@ -4,22 +4,19 @@
 #include <cstdio>
 
 namespace rankscope {
-namespace {
 
-std::string Printf(const char* format, double value) {
+std::string FormatDouble(const char* format, double value) {
   char buffer[64];
   std::snprintf(buffer, sizeof(buffer), format, value);
   return buffer;
 }
 
-}  // namespace
-
 std::string FormatDuration(DurationNs d) {
   if (d < 0) return "-" + FormatDuration(d == INT64_MIN ? INT64_MAX : -d);
   if (d < kNsPerUs) return std::to_string(d) + " ns";
-  if (d < kNsPerMs) return Printf("%.1f us", NsToUs(d));
-  if (d < kNsPerSec) return Printf("%.2f ms", NsToMs(d));
-  if (d < 120 * kNsPerSec) return Printf("%.2f s", static_cast<double>(d) / 1e9);
+  if (d < kNsPerMs) return FormatDouble("%.1f us", NsToUs(d));
+  if (d < kNsPerSec) return FormatDouble("%.2f ms", NsToMs(d));
+  if (d < 120 * kNsPerSec) return FormatDouble("%.2f s", static_cast<double>(d) / 1e9);
   int64_t seconds = d / kNsPerSec;
   char buffer[64];
   std::snprintf(buffer, sizeof(buffer), "%lldm %02llds", static_cast<long long>(seconds / 60),

@@ -10,6 +10,9 @@ namespace rankscope {
 // "850 ns", "12.3 us", "1.23 ms", "4.56 s", "3m 07s"; negative values get a leading '-'.
 std::string FormatDuration(DurationNs d);
 
+// `value` through a printf format with one double conversion ("%.2f ms"); at most 63 chars.
+std::string FormatDouble(const char* format, double value);
+
 // "512 B", "64.0 KiB", "256.0 MiB" (binary units, as NCCL and nccl-tests sizes are).
 std::string FormatBytes(Bytes b);
 

@@ -57,7 +57,12 @@ void Merge(const Finding& straggler, Finding* dataloader) {
 
 std::vector<Finding> Diagnose(const Session& aligned, const AnalysisOptions& options,
                               std::vector<std::string>* notes) {
-  const std::vector<CollectiveInstance> instances = MatchCollectives(aligned);
+  return Diagnose(aligned, MatchCollectives(aligned), options, notes);
+}
+
+std::vector<Finding> Diagnose(const Session& aligned,
+                              const std::vector<CollectiveInstance>& instances,
+                              const AnalysisOptions& options, std::vector<std::string>* notes) {
   std::vector<Finding> stragglers = FindStragglers(aligned, instances, options.straggler, notes);
   std::vector<Finding> findings = FindDataloaderSkew(aligned, options.dataloader);
 

@@ -27,4 +27,11 @@ struct AnalysisOptions {
 std::vector<Finding> Diagnose(const Session& aligned, const AnalysisOptions& options,
                               std::vector<std::string>* notes = nullptr);
 
+// The same with the session's instances already matched (MatchCollectives(aligned)), for
+// callers that need them too and should not match twice.
+std::vector<Finding> Diagnose(const Session& aligned,
+                              const std::vector<CollectiveInstance>& instances,
+                              const AnalysisOptions& options,
+                              std::vector<std::string>* notes = nullptr);
+
 }  // namespace rankscope

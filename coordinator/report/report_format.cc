@@ -14,12 +14,6 @@ namespace rankscope {
 
 namespace {
 
-std::string Printf(const char* format, double value) {
-  char buffer[64];
-  std::snprintf(buffer, sizeof(buffer), format, value);
-  return buffer;
-}
-
 // "3-7, 9, 12-13".
 
 bool EndsWith(const std::string& s, const std::string& suffix) {
@@ -32,7 +26,7 @@ std::string ReadableValue(const std::string& key, const nlohmann::json& value) {
   if (value.is_number() && (EndsWith(key, "_ns") || key.find("_ns_per_") != std::string::npos)) {
     return FormatDuration(static_cast<DurationNs>(std::llround(value.get<double>())));
   }
-  if (value.is_number_float()) return Printf("%.4g", value.get<double>());
+  if (value.is_number_float()) return FormatDouble("%.4g", value.get<double>());
   if (value.is_string()) return value.get<std::string>();
   if (value.is_array()) {
     std::string out;

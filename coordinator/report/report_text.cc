@@ -274,9 +274,7 @@ std::string GpuSection(const Session& session, const Painter& paint) {
                                                        : "untuned";
         std::string busbw;
         if (shape["busbw_gbps"].is_number()) {
-          char buf[48];
-          std::snprintf(buf, sizeof(buf), "  busbw %.1f GB/s", shape["busbw_gbps"].get<double>());
-          busbw = buf;
+          busbw = FormatDouble("  busbw %.1f GB/s", shape["busbw_gbps"].get<double>());
         }
         out += paint.Dim("    " + std::to_string(shape["calls"].get<int>()) + " x " +
                          shape["op"].get<std::string>() + " " +
