@@ -1,15 +1,25 @@
 // Coordinator throughput, measured through the real gRPC service on loopback:
 //   BM_UploadIngest       collective records/s one agent (or N agent threads) can push
 //   BM_AnalyzeSession     align + match + diagnose of a synthetic R-rank x S-step session
+//   BM_WriteSessionFolder the five session files of such a session (what the user waits for
+//                         after the job), BM_ChromeTrace / BM_SaveSession the two big ones
 // Run: build/bin/bench_coordinator [--benchmark_filter=...]
 #include <benchmark/benchmark.h>
 #include <grpcpp/grpcpp.h>
+#include <unistd.h>
 
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
 #include <memory>
 #include <random>
 
 #include "coordinator/aligner.h"
 #include "coordinator/analysis/diagnosis.h"
+#include "coordinator/collective_matcher.h"
+#include "coordinator/report/session_store.h"
+#include "coordinator/report/session_writer.h"
+#include "coordinator/report/trace_json.h"
 #include "coordinator/service.h"
 #include "proto/protocol.h"
 
@@ -141,6 +151,54 @@ BENCHMARK(BM_AnalyzeSession)
     ->Args({64, 1000})
     ->Args({256, 200})
     ->Unit(benchmark::kMillisecond);
+
+// What the user waits for after the job: the five session files (database, report.json,
+// trace.json, report.html, report.txt), and the two big ones alone.
+void BM_WriteSessionFolder(benchmark::State& state) {
+  const int ranks = static_cast<int>(state.range(0));
+  const int steps = static_cast<int>(state.range(1));
+  const Session aligned = AlignSession(MakeSession(ranks, steps));
+  const std::vector<CollectiveInstance> instances = MatchCollectives(aligned);
+  const std::vector<Finding> findings = Diagnose(aligned, instances, AnalysisOptions{}, nullptr);
+  char dir[] = "/tmp/rankscope-bench-session.XXXXXX";
+  if (mkdtemp(dir) == nullptr) {
+    state.SkipWithError("mkdtemp failed");
+    return;
+  }
+  for (auto _ : state) {
+    Status s = WriteSessionFolder(dir, aligned, instances, findings, nullptr);
+    if (!s.ok()) state.SkipWithError(s.message().c_str());
+  }
+  std::filesystem::remove_all(dir);
+  state.counters["records"] = static_cast<double>(ranks) * steps * 4;
+  state.SetItemsProcessed(state.iterations() * ranks * steps * 4);
+}
+BENCHMARK(BM_WriteSessionFolder)
+    ->Args({4, 300})
+    ->Args({64, 1000})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+
+void BM_ChromeTrace(benchmark::State& state) {
+  const Session aligned = AlignSession(MakeSession(64, 1000));
+  const std::vector<CollectiveInstance> instances = MatchCollectives(aligned);
+  size_t bytes = 0;
+  for (auto _ : state) bytes = BuildChromeTrace(aligned, instances).size();
+  state.counters["MB"] = static_cast<double>(bytes) / 1e6;
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * bytes));
+}
+BENCHMARK(BM_ChromeTrace)->Unit(benchmark::kMillisecond);
+
+void BM_SaveSession(benchmark::State& state) {
+  const Session aligned = AlignSession(MakeSession(64, 1000));
+  const std::string path = "/tmp/rankscope-bench-" + std::to_string(getpid()) + ".sqlite";
+  for (auto _ : state) {
+    Status s = SaveSession(path, aligned, {});
+    if (!s.ok()) state.SkipWithError(s.message().c_str());
+  }
+  std::remove(path.c_str());
+}
+BENCHMARK(BM_SaveSession)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 }  // namespace
 }  // namespace rankscope

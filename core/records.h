@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <iterator>
 #include <string>
 #include <string_view>
 
@@ -131,6 +132,29 @@ constexpr std::string_view GpuActivityKindName(GpuActivityKind kind) {
       return "runtime";
   }
   return "unknown";
+}
+
+// CUPTI's CUpti_ActivityMemcpyKind as Nsight Systems names it ("HtoD", "DtoH", "DtoD", "PtoP",
+// ...); "copy" for a value CUPTI may add later.
+constexpr std::string_view MemcpyKindName(uint8_t copy_kind) {
+  constexpr std::string_view kNames[] = {"copy", "HtoD", "DtoH", "HtoA", "AtoH", "AtoA",
+                                         "AtoD", "DtoA", "DtoD", "HtoH", "PtoP"};
+  return copy_kind < std::size(kNames) ? kNames[copy_kind] : kNames[0];
+}
+
+// CUPTI's CUpti_ActivitySynchronizationType as the host call that waited.
+constexpr std::string_view SyncKindName(uint8_t sync_kind) {
+  switch (sync_kind) {
+    case 1:
+      return "cudaEventSynchronize";
+    case 2:
+      return "cudaStreamWaitEvent";
+    case 3:
+      return "cudaStreamSynchronize";
+    case 4:
+      return "cudaDeviceSynchronize";
+  }
+  return "synchronize";
 }
 
 // Marks `device` as not known: CUPTI ties synchronization and runtime records to no device.

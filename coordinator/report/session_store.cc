@@ -182,7 +182,7 @@ CREATE TABLE clock_samples (rank_idx INTEGER, t1 INTEGER, t2 INTEGER, t3 INTEGER
 CREATE TABLE collectives (
   rank_idx INTEGER, comm_id INTEGER, seq INTEGER, op INTEGER, op_name TEXT, nonblocking INTEGER,
   root INTEGER, comm_size INTEGER, comm_rank INTEGER, bytes INTEGER, enter_ns INTEGER,
-  exit_ns INTEGER, tid INTEGER);
+  exit_ns INTEGER, tid INTEGER, source INTEGER);
 CREATE TABLE p2p (
   rank_idx INTEGER, kind INTEGER, completed INTEGER, peer INTEGER, tag INTEGER, comm_id INTEGER,
   bytes INTEGER, enter_ns INTEGER, exit_ns INTEGER, tid INTEGER);
@@ -192,6 +192,12 @@ CREATE TABLE ranges (
 CREATE TABLE marks (rank_idx INTEGER, domain TEXT, name TEXT, time_ns INTEGER, tid INTEGER);
 CREATE TABLE findings (idx INTEGER PRIMARY KEY, kind TEXT, severity TEXT, finding TEXT);
 CREATE TABLE rank_gpu (rank_idx INTEGER, nccl TEXT, topology_source TEXT, topology_xml TEXT);
+CREATE TABLE gpu_names (id INTEGER PRIMARY KEY, name TEXT);
+CREATE TABLE gpu_activity (
+  rank_idx INTEGER, kind INTEGER, device INTEGER, context INTEGER, stream INTEGER,
+  correlation_id INTEGER, start_ns INTEGER, end_ns INTEGER, bytes INTEGER, copy_kind INTEGER,
+  sync_kind INTEGER, tid INTEGER, grid_x INTEGER, grid_y INTEGER, grid_z INTEGER,
+  block_x INTEGER, block_y INTEGER, block_z INTEGER, name_id INTEGER);
 )sql";
 
 std::string Dump(const json& value) {
@@ -229,15 +235,22 @@ Status WriteRanks(const Connection& db, const Session& s) {
                      "?, ?, ?, ?, ?, ?, ?, ?)");
   Statement sample(db, "INSERT INTO clock_samples VALUES (?, ?, ?, ?, ?)");
   Statement collective(db,
-                       "INSERT INTO collectives VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+                       "INSERT INTO collectives VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
   Statement p2p(db, "INSERT INTO p2p VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
   Statement range(db, "INSERT INTO ranges VALUES (?, ?, ?, ?, ?, ?, ?)");
   Statement mark(db, "INSERT INTO marks VALUES (?, ?, ?, ?, ?)");
   Statement gpu(db, "INSERT INTO rank_gpu VALUES (?, ?, ?, ?)");
-  for (const Statement* st : {&rank_row, &sample, &collective, &p2p, &range, &mark, &gpu}) {
+  Statement activity(db,
+                     "INSERT INTO gpu_activity VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
+                     "?, ?, ?, ?, ?)");
+  Statement name_row(db, "INSERT INTO gpu_names VALUES (?, ?)");
+  for (const Statement* st :
+       {&rank_row, &sample, &collective, &p2p, &range, &mark, &gpu, &activity, &name_row}) {
     RETURN_IF_ERROR(st->status());
   }
 
+  // Kernel and API names repeat millions of times: stored once each, by id.
+  std::unordered_map<std::string_view, int64_t> name_ids;
   for (size_t idx = 0; idx < s.ranks.size(); ++idx) {
     const RankData& r = s.ranks[idx];
     const ClockModel& c = r.clock;
@@ -257,7 +270,7 @@ Status WriteRanks(const Connection& db, const Session& s) {
       collective.Int(idx).Int(x.comm_id).Int(x.seq).Int(static_cast<int>(x.op));
       collective.Text(std::string(CollectiveOpName(x.op))).Int(x.nonblocking ? 1 : 0);
       collective.Int(x.root).Int(x.comm_size).Int(x.comm_rank).Int(x.bytes).Int(x.enter);
-      RETURN_IF_ERROR(collective.Int(x.exit).Int(x.tid).Run());
+      RETURN_IF_ERROR(collective.Int(x.exit).Int(x.tid).Int(static_cast<int>(x.source)).Run());
     }
     for (const P2PRecord& x : r.p2p) {
       p2p.Int(idx).Int(static_cast<int>(x.kind)).Int(static_cast<int>(x.completed)).Int(x.peer);
@@ -270,6 +283,15 @@ Status WriteRanks(const Connection& db, const Session& s) {
     }
     for (const MarkRecord& x : r.marks) {
       RETURN_IF_ERROR(mark.Int(idx).Text(x.domain).Text(x.name).Int(x.time).Int(x.tid).Run());
+    }
+    for (const GpuActivityRecord& x : r.gpu) {
+      auto [it, inserted] = name_ids.try_emplace(x.name, static_cast<int64_t>(name_ids.size()));
+      if (inserted) RETURN_IF_ERROR(name_row.Int(it->second).Text(x.name).Run());
+      activity.Int(idx).Int(static_cast<int>(x.kind)).Int(x.device).Int(x.context).Int(x.stream);
+      activity.Int(x.correlation_id).Int(x.start).Int(x.end).Int(x.bytes).Int(x.copy_kind);
+      activity.Int(x.sync_kind).Int(x.tid).Int(x.grid[0]).Int(x.grid[1]).Int(x.grid[2]);
+      activity.Int(x.block[0]).Int(x.block[1]).Int(x.block[2]);
+      RETURN_IF_ERROR(activity.Int(it->second).Run());
     }
     if (r.nccl || !r.topology_xml.empty()) {
       gpu.Int(idx);
@@ -298,9 +320,9 @@ Status WriteDatabase(const std::string& path, const Session& session,
                      const std::vector<Finding>& findings) {
   Connection db(path);
   RETURN_IF_ERROR(db.Open(SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE));
-  // The file is private until renamed, so no on-disk journal is needed; FULL sync makes the
-  // commit durable before the rename publishes it.
-  RETURN_IF_ERROR(db.Exec("PRAGMA journal_mode=MEMORY; PRAGMA synchronous=FULL;"));
+  // The file is private until renamed: no journal is needed (a failure discards the file), and
+  // no sync either, as for the other session files (see WriteFileAtomically).
+  RETURN_IF_ERROR(db.Exec("PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF;"));
   RETURN_IF_ERROR(db.Exec(kSchema));
   RETURN_IF_ERROR(db.Exec("BEGIN"));
   RETURN_IF_ERROR(WriteMeta(db, session));
@@ -344,11 +366,15 @@ Status OpenForReading(Connection& db, std::map<std::string, std::optional<std::s
   if (version == meta.end() || !version->second.has_value()) {
     return Status::Error(path + " is not a rankscope session database (no schema_version)");
   }
-  if (*version->second != std::to_string(kSessionStoreSchemaVersion)) {
-    return Status::Error("session database " + path + " has schema version " + *version->second +
-                         "; this rankscope reads version " +
-                         std::to_string(kSessionStoreSchemaVersion) +
-                         " (open it with the rankscope that wrote it)");
+  bool readable = false;
+  for (int v = kOldestReadableSchemaVersion; v <= kSessionStoreSchemaVersion; ++v) {
+    if (*version->second == std::to_string(v)) readable = true;
+  }
+  if (!readable) {
+    return Status::Error(
+        "session database " + path + " has schema version " + *version->second +
+        "; this rankscope reads versions " + std::to_string(kOldestReadableSchemaVersion) + " to " +
+        std::to_string(kSessionStoreSchemaVersion) + " (open it with the rankscope that wrote it)");
   }
   return Status::Ok();
 }
@@ -511,7 +537,55 @@ Status ReadRecords(const Connection& db, Session* s, const char* table, const ch
   return Status::Ok();
 }
 
-Status ReadAllRecords(const Connection& db, Session* s) {
+Status ReadGpuActivity(const Connection& db, Session* s) {
+  const std::string& path = db.path();
+  std::vector<std::string> names;
+  Statement q(db, "SELECT id, name FROM gpu_names ORDER BY id");
+  while (q.Next()) {
+    if (q.ColumnInt(0) != static_cast<int64_t>(names.size())) {
+      return Corrupt(path, "gpu_names ids are not 0, 1, 2, ...");
+    }
+    names.push_back(q.ColumnText(1));
+  }
+  if (!q.status().ok()) return Corrupt(path, q.status().message());
+  return ReadRecords(
+      db, s, "gpu_activity",
+      "SELECT rank_idx, kind, device, context, stream, correlation_id, start_ns, end_ns, bytes, "
+      "copy_kind, sync_kind, tid, grid_x, grid_y, grid_z, block_x, block_y, block_z, name_id "
+      "FROM gpu_activity ORDER BY rowid",
+      [&](const Statement& row, RankData& r) {
+        const int64_t kind = row.ColumnInt(1);
+        const int64_t name_id = row.ColumnInt(18);
+        if (kind < 1 || kind > kMaxGpuActivityKind) {
+          return Corrupt(path, "gpu_activity.kind " + std::to_string(kind) + " is not a kind");
+        }
+        if (name_id < 0 || name_id >= static_cast<int64_t>(names.size())) {
+          return Corrupt(path, "gpu_activity.name_id " + std::to_string(name_id) +
+                                   " is not in table gpu_names");
+        }
+        GpuActivityRecord g;
+        g.kind = static_cast<GpuActivityKind>(kind);
+        g.device = static_cast<uint32_t>(row.ColumnInt(2));
+        g.context = static_cast<uint32_t>(row.ColumnInt(3));
+        g.stream = static_cast<uint32_t>(row.ColumnInt(4));
+        g.correlation_id = static_cast<uint32_t>(row.ColumnInt(5));
+        g.start = row.ColumnInt(6);
+        g.end = row.ColumnInt(7);
+        g.bytes = row.ColumnInt(8);
+        g.copy_kind = static_cast<uint8_t>(row.ColumnInt(9));
+        g.sync_kind = static_cast<uint8_t>(row.ColumnInt(10));
+        g.tid = static_cast<uint32_t>(row.ColumnInt(11));
+        for (int i = 0; i < 3; ++i) {
+          g.grid[i] = static_cast<int32_t>(row.ColumnInt(12 + i));
+          g.block[i] = static_cast<int32_t>(row.ColumnInt(15 + i));
+        }
+        g.name = names[static_cast<size_t>(name_id)];
+        r.gpu.push_back(std::move(g));
+        return Status::Ok();
+      });
+}
+
+Status ReadAllRecords(const Connection& db, Session* s, int version) {
   const std::string& path = db.path();
   // rowid order is insertion order, which is each rank's record order.
   RETURN_IF_ERROR(ReadRecords(
@@ -522,8 +596,11 @@ Status ReadAllRecords(const Connection& db, Session* s) {
       }));
   RETURN_IF_ERROR(ReadRecords(
       db, s, "collectives",
-      "SELECT rank_idx, comm_id, seq, op, nonblocking, root, comm_size, comm_rank, bytes, "
-      "enter_ns, exit_ns, tid FROM collectives ORDER BY rowid",
+      version >= 2 ? "SELECT rank_idx, comm_id, seq, op, nonblocking, root, comm_size, "
+                     "comm_rank, bytes, enter_ns, exit_ns, tid, source FROM collectives "
+                     "ORDER BY rowid"
+                   : "SELECT rank_idx, comm_id, seq, op, nonblocking, root, comm_size, "
+                     "comm_rank, bytes, enter_ns, exit_ns, tid, 0 FROM collectives ORDER BY rowid",
       [&](const Statement& q, RankData& r) {
         int64_t op = q.ColumnInt(3);
         if (op < 0 || op > kMaxCollectiveOp) {
@@ -541,6 +618,11 @@ Status ReadAllRecords(const Connection& db, Session* s) {
         c.enter = q.ColumnInt(9);
         c.exit = q.ColumnInt(10);
         c.tid = static_cast<uint32_t>(q.ColumnInt(11));
+        const int64_t source = q.ColumnInt(12);
+        if (source != 0 && source != 1) {
+          return Corrupt(path, "collectives.source " + std::to_string(source) + " is not 0 or 1");
+        }
+        c.source = static_cast<CollectiveRecord::Source>(source);
         r.collectives.push_back(c);
         return Status::Ok();
       }));
@@ -587,7 +669,7 @@ Status ReadAllRecords(const Connection& db, Session* s) {
                            static_cast<uint32_t>(q.ColumnInt(4))});
         return Status::Ok();
       }));
-  return ReadRecords(
+  RETURN_IF_ERROR(ReadRecords(
       db, s, "rank_gpu",
       "SELECT rank_idx, nccl, topology_source, topology_xml FROM rank_gpu ORDER BY rowid",
       [&](const Statement& q, RankData& r) {
@@ -600,7 +682,8 @@ Status ReadAllRecords(const Connection& db, Session* s) {
         r.topology_source = q.ColumnText(2);
         r.topology_xml = q.ColumnText(3);
         return Status::Ok();
-      });
+      }));
+  return version >= 2 ? ReadGpuActivity(db, s) : Status::Ok();
 }
 
 }  // namespace
@@ -625,11 +708,12 @@ Result<Session> LoadSession(const std::string& path) {
   Session session;
   RETURN_IF_ERROR(ReadMeta(path, meta, &session));
   RETURN_IF_ERROR(ReadRanks(db, &session));
-  RETURN_IF_ERROR(ReadAllRecords(db, &session));
-  // The collectives table has no source column: records joined from NCCL are recognised by
-  // their communicator key, which is a hash of an NCCL comm id this rank's log printed.
+  const int version = std::stoi(*meta["schema_version"]);
+  RETURN_IF_ERROR(ReadAllRecords(db, &session, version));
+  // Version 1 has no source column: records joined from NCCL are recognised by their
+  // communicator key, which is a hash of an NCCL comm id this rank's log printed.
   for (RankData& r : session.ranks) {
-    if (!r.nccl) continue;
+    if (version >= 2 || !r.nccl) continue;
     std::set<uint64_t> nccl_keys;
     for (const NcclCommInfo& c : r.nccl->communicators) nccl_keys.insert(NcclCommKey(c.comm_id));
     for (CollectiveRecord& c : r.collectives) {

@@ -15,8 +15,12 @@
 
 namespace rankscope {
 
-// The layout version written to meta 'schema_version'; LoadSession reads only this one.
-inline constexpr int kSessionStoreSchemaVersion = 1;
+// The layout version written to meta 'schema_version'. LoadSession reads this one and the
+// older ones listed below it.
+//   2: collectives.source (0 MPI, 1 NCCL); CUPTI activity in gpu_activity + gpu_names
+//   1: the first layout (NCCL collectives recognised by their communicator key)
+inline constexpr int kSessionStoreSchemaVersion = 2;
+inline constexpr int kOldestReadableSchemaVersion = 1;
 
 // Writes `session` and `findings` to a new database at `path`, replacing any file there. The
 // database is built under a temporary name beside `path` and renamed into place once complete,

@@ -7,8 +7,10 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <future>
 #include <nlohmann/json.hpp>
 #include <string_view>
+#include <system_error>
 #include <utility>
 
 #include "coordinator/report/report_html.h"
@@ -38,14 +40,15 @@ bool WriteAll(int fd, std::string_view content) {
   return true;
 }
 
-// Publishes `content` as `path` atomically: temp file, fsync, rename. The fsync makes the
-// rename publish data that is on disk, so even a power cut cannot leave a short file under the
-// final name.
+// Publishes `content` as `path` atomically: temp file, then rename, so a reader never sees a
+// half-written file. No fsync: the files are written once, after the job, while the user waits
+// (five fsyncs cost tens of ms on a busy disk); what a power cut in that moment could cost is
+// a session folder, never the job's own results.
 Status WriteFileAtomically(const std::string& path, std::string_view content) {
   const std::string temp = path + ".tmp." + std::to_string(::getpid());
   int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) return Status::Error(Errno("cannot create", temp));
-  bool ok = WriteAll(fd, content) && ::fsync(fd) == 0;
+  bool ok = WriteAll(fd, content);
   std::string error = ok ? "" : Errno("cannot write", temp);
   if (::close(fd) != 0 && ok) {
     ok = false;
@@ -67,6 +70,25 @@ std::string Dump(const nlohmann::json& value, int indent) {
   return value.dump(indent, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
+// The report and trace files (all but the database), in the order a reader wants them.
+Status WriteFiles(const std::filesystem::path& folder, const Session& session,
+                  const std::vector<CollectiveInstance>& instances,
+                  const std::vector<Finding>& findings, std::string* report_text_out) {
+  Status s = WriteFileAtomically((folder / "report.json").string(),
+                                 Dump(BuildReportJson(session, findings), 2) + "\n");
+  if (!s.ok()) return s;
+  s = WriteFileAtomically((folder / "trace.json").string(), BuildChromeTrace(session, instances));
+  if (!s.ok()) return s;
+  s = WriteFileAtomically((folder / "report.html").string(),
+                          BuildReportHtml(session, instances, findings));
+  if (!s.ok()) return s;
+  std::string text = BuildReportText(session, findings, /*color=*/false);
+  s = WriteFileAtomically((folder / "report.txt").string(), text);
+  if (!s.ok()) return s;
+  if (report_text_out != nullptr) *report_text_out = std::move(text);
+  return Status::Ok();
+}
+
 }  // namespace
 
 Status WriteSessionFolder(const std::string& dir, const Session& session,
@@ -77,23 +99,17 @@ Status WriteSessionFolder(const std::string& dir, const Session& session,
   if (ec) return Status::Error("cannot create session folder " + dir + ": " + ec.message());
   const std::filesystem::path folder(dir);
 
-  // The machine-readable files first: if a later step fails, the data is already safe.
-  Status s = SaveSession((folder / "session.sqlite").string(), session, findings);
-  if (!s.ok()) return s;
-  s = WriteFileAtomically((folder / "report.json").string(),
-                          Dump(BuildReportJson(session, findings), 2) + "\n");
-  if (!s.ok()) return s;
-  s = WriteFileAtomically((folder / "trace.json").string(),
-                          Dump(BuildChromeTrace(session, instances), -1));
-  if (!s.ok()) return s;
-  s = WriteFileAtomically((folder / "report.html").string(),
-                          BuildReportHtml(session, instances, findings));
-  if (!s.ok()) return s;
-  std::string text = BuildReportText(session, findings, /*color=*/false);
-  s = WriteFileAtomically((folder / "report.txt").string(), text);
-  if (!s.ok()) return s;
-  if (report_text_out != nullptr) *report_text_out = std::move(text);
-  return Status::Ok();
+  // The database on a second thread: it and trace.json are the two slow writers, and both only
+  // read the session. Without a thread to spare, one after the other.
+  auto save = [&] { return SaveSession((folder / "session.sqlite").string(), session, findings); };
+  std::future<Status> saved;
+  try {
+    saved = std::async(std::launch::async, save);
+  } catch (const std::system_error&) {
+  }
+  Status s = WriteFiles(folder, session, instances, findings, report_text_out);
+  Status db = saved.valid() ? saved.get() : save();
+  return db.ok() ? s : db;
 }
 
 }  // namespace rankscope

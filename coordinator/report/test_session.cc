@@ -134,6 +134,33 @@ Session MakeSession() {
     }
     s.ranks[static_cast<size_t>(rank)].nccl = n;
   }
+  // Rank 0's CUPTI activity: a launch and its kernel, a copy, a context sync.
+  auto gpu = [&](GpuActivityKind kind, uint32_t correlation, TimeNs start, TimeNs end,
+                 std::string name) -> GpuActivityRecord& {
+    GpuActivityRecord g;
+    g.kind = kind;
+    g.device = kind == GpuActivityKind::kRuntime || kind == GpuActivityKind::kSync ? kNoDevice : 1;
+    g.context = kind == GpuActivityKind::kRuntime ? 0 : 1;
+    g.stream = kind == GpuActivityKind::kRuntime || kind == GpuActivityKind::kSync ? 0 : 13;
+    g.tid = kind == GpuActivityKind::kRuntime ? 100 : 0;
+    g.correlation_id = correlation;
+    g.start = start;
+    g.end = end;
+    g.name = std::move(name);
+    return s.ranks[0].gpu.emplace_back(std::move(g));
+  };
+  gpu(GpuActivityKind::kRuntime, 11, 1000'001'000'000, 1000'001'004'000, "cudaLaunchKernel");
+  GpuActivityRecord& kernel =
+      gpu(GpuActivityKind::kKernel, 11, 1000'001'010'000, 1000'001'900'000, "_Z4stepPf");
+  kernel.grid[0] = 1024;
+  kernel.block[0] = 256;
+  kernel.block[1] = 2;
+  GpuActivityRecord& copy =
+      gpu(GpuActivityKind::kMemcpy, 12, 1000'002'000'000, 1000'002'100'000, "");
+  copy.copy_kind = 2;
+  copy.bytes = 1 << 20;
+  gpu(GpuActivityKind::kSync, 0, 1000'002'000'000, 1000'002'100'000, "").sync_kind = 4;
+
   s.ranks[0].topology_source = "/tmp/topo.xml";
   s.ranks[0].topology_xml = R"(<system version="1">
   <cpu numaid="-1" arch="x86_64" vendor="GenuineIntel" familyid="6" modelid="207">
@@ -304,6 +331,28 @@ void ExpectSessionsEqual(const Session& e, const Session& a) {
       EXPECT_EQ(p.enter, q.enter);
       EXPECT_EQ(p.exit, q.exit);
       EXPECT_EQ(p.tid, q.tid);
+      EXPECT_EQ(p.source, q.source);
+    }
+    ASSERT_EQ(x.gpu.size(), y.gpu.size());
+    for (size_t k = 0; k < x.gpu.size(); ++k) {
+      const GpuActivityRecord& p = x.gpu[k];
+      const GpuActivityRecord& q = y.gpu[k];
+      EXPECT_EQ(p.kind, q.kind);
+      EXPECT_EQ(p.device, q.device);
+      EXPECT_EQ(p.context, q.context);
+      EXPECT_EQ(p.stream, q.stream);
+      EXPECT_EQ(p.correlation_id, q.correlation_id);
+      EXPECT_EQ(p.start, q.start);
+      EXPECT_EQ(p.end, q.end);
+      EXPECT_EQ(p.bytes, q.bytes);
+      EXPECT_EQ(p.copy_kind, q.copy_kind);
+      EXPECT_EQ(p.sync_kind, q.sync_kind);
+      EXPECT_EQ(p.tid, q.tid);
+      for (int d = 0; d < 3; ++d) {
+        EXPECT_EQ(p.grid[d], q.grid[d]);
+        EXPECT_EQ(p.block[d], q.block[d]);
+      }
+      EXPECT_EQ(p.name, q.name);
     }
     ASSERT_EQ(x.p2p.size(), y.p2p.size());
     for (size_t k = 0; k < x.p2p.size(); ++k) {

@@ -1,28 +1,30 @@
 #include "coordinator/report/trace_json.h"
 
+#include <cxxabi.h>
+
 #include <algorithm>
 #include <cctype>
 #include <cstdio>
+#include <cstdlib>
 #include <map>
+#include <memory>
 #include <string>
 #include <tuple>
+#include <unordered_map>
 #include <utility>
 
+#include "coordinator/report/json_writer.h"
 #include "core/records.h"
 
 namespace rankscope {
 
 namespace {
 
-using nlohmann::json;
-
 // Synthetic tracks (for slices that would overlap improperly) get tids far above any Linux
-// tid (pid_max is at most 2^22), so they never collide with a real thread.
+// tid (pid_max is at most 2^22), so they never collide with a real thread. GPU streams get
+// their own range above those.
 constexpr int64_t kSyntheticTidBase = 1'000'000'000;
-
-// Chrome's format counts in microseconds; we keep nanosecond resolution in the fraction.
-double Micros(TimeNs t, TimeNs origin) { return static_cast<double>(t - origin) / 1e3; }
-double Micros(DurationNs d) { return static_cast<double>(d) / 1e3; }
+constexpr int64_t kGpuTidBase = 1'500'000'000;
 
 std::string Hex(uint64_t value) {
   char buffer[24];
@@ -46,23 +48,47 @@ std::string P2PFunctionName(P2PKind kind) {
   return "MPI_p2p";
 }
 
-// One "X" slice before it is placed on a track. Sorting puts parents before their children:
-// earlier start first, then longer first, then NVTX before MPI, since an NVTX range that starts
-// and ends with an MPI call is the user's label around it.
+// "probe_axpy(int, float const*, float*)" for "_Z10probe_axpyiPKfPf"; names that do not
+// demangle (C kernels, already readable names) stay as they are. Cached: a GPU job launches
+// the same few hundred kernels millions of times.
+class Demangler {
+ public:
+  const std::string& operator()(const std::string& mangled) {
+    auto [it, inserted] = cache_.try_emplace(mangled);
+    if (inserted) {
+      int status = 0;
+      std::unique_ptr<char, decltype(&std::free)> out(
+          abi::__cxa_demangle(mangled.c_str(), nullptr, nullptr, &status), &std::free);
+      it->second = status == 0 && out != nullptr ? std::string(out.get()) : mangled;
+    }
+    return it->second;
+  }
+
+ private:
+  std::unordered_map<std::string, std::string> cache_;
+};
+
+enum class SliceType : uint8_t { kRange, kCollective, kP2P, kGpu };
+
+// One "X" slice before it is placed on a track: where it comes from (a record of the rank,
+// by type and index) and the keys that order it. Sorting puts parents before their children:
+// earlier start first, then longer first, then by kind_order, since an NVTX range that starts
+// and ends with an MPI call is the user's label around it, and an MPI or NCCL call encloses the
+// CUDA calls and kernels it makes.
 struct Slice {
   TimeNs start = 0;
   TimeNs end = 0;      // >= start
-  int kind_order = 0;  // 0 NVTX range, 1 MPI
+  int kind_order = 0;  // 0 NVTX range, 1 MPI/NCCL call, 2 CUDA API call or GPU activity
   size_t input_order = 0;
-  int collective_index = -1;  // index into the rank's collectives, for flow binding
-  json event;                 // everything except pid/tid
+  SliceType type = SliceType::kRange;
+  size_t index = 0;  // into the rank's vector for `type`
 
   auto SortKey() const { return std::make_tuple(start, -(end - start), kind_order, input_order); }
 };
 
-// Places slices of one thread on the fewest tracks such that slices on each track nest
-// properly. Lane 0 is the thread itself. Returns the lane of each slice (same order as
-// `slices`, which must already be sorted by SortKey).
+// Places slices of one track on the fewest lanes such that slices on each lane nest properly.
+// Lane 0 is the track itself. Returns the lane of each slice (same order as `slices`, which
+// must already be sorted by SortKey).
 std::vector<int> AssignLanes(const std::vector<Slice>& slices) {
   std::vector<std::vector<TimeNs>> open_ends;  // per lane: ends of the open slices, a stack
   std::vector<int> lanes(slices.size(), 0);
@@ -81,140 +107,313 @@ std::vector<int> AssignLanes(const std::vector<Slice>& slices) {
   return lanes;
 }
 
-json Metadata(const char* name, int pid, int64_t tid, json args) {
-  json event = {{"ph", "M"}, {"name", name}, {"pid", pid}, {"args", std::move(args)}};
-  if (tid >= 0) event["tid"] = tid;
-  return event;
-}
-
-Slice CollectiveSlice(const CollectiveRecord& c, TimeNs origin) {
-  Slice s;
-  s.start = c.enter;
-  s.end = std::max(c.enter, c.exit);
-  s.kind_order = 1;
-  json args = {{"comm_id", Hex(c.comm_id)}, {"seq", c.seq},
-               {"bytes", c.bytes},          {"root", c.root},
-               {"comm_size", c.comm_size},  {"comm_rank", c.comm_rank}};
-  const bool nccl = c.source == CollectiveRecord::Source::kNccl;
-  // NCCL records are GPU kernels (their tid is the CUDA stream): named as NCCL names them.
-  s.event = {{"ph", "X"},
-             {"cat", nccl ? "nccl" : "mpi"},
-             {"name", nccl ? NcclFunctionName(c.op) : MpiFunctionName(c.op, c.nonblocking)},
-             {"ts", Micros(s.start, origin)},
-             {"dur", Micros(s.end - s.start)},
-             {"args", std::move(args)}};
-  return s;
-}
-
-Slice P2PSlice(const P2PRecord& p, TimeNs origin) {
-  Slice s;
-  s.start = p.enter;
-  s.end = std::max(p.enter, p.exit);
-  s.kind_order = 1;
-  json args = {{"peer", p.peer}, {"tag", p.tag}, {"bytes", p.bytes}, {"comm_id", Hex(p.comm_id)}};
-  if (p.kind == P2PKind::kWait) args["completed"] = std::string(P2PKindName(p.completed));
-  s.event = {{"ph", "X"},
-             {"cat", "mpi"},
-             {"name", P2PFunctionName(p.kind)},
-             {"ts", Micros(s.start, origin)},
-             {"dur", Micros(s.end - s.start)},
-             {"args", std::move(args)}};
-  return s;
-}
-
-Slice RangeSlice(const RangeRecord& r, TimeNs origin) {
-  Slice s;
-  s.start = r.start;
-  s.end = std::max(r.start, r.end);
-  s.kind_order = 0;
-  s.event = {{"ph", "X"},
-             {"cat", "nvtx"},
-             {"name", r.name},
-             {"ts", Micros(s.start, origin)},
-             {"dur", Micros(s.end - s.start)},
-             {"args", {{"domain", r.domain}, {"depth", r.depth}}}};
-  return s;
-}
-
-// Where each collective record of one rank ended up: its track and its slice.
-struct PlacedCollective {
+// Where a slice ended up: its track and extent (for flow arrows that bind to it).
+struct Placed {
   int64_t tid = 0;
   TimeNs start = 0;
   TimeNs end = 0;
+  bool valid = false;
 };
 
-// Emits one rank's process: metadata, slices on nesting-safe tracks, marks. Fills `placed`
-// (indexed like rank.collectives) for the flow events.
-void EmitRank(const RankData& rank, TimeNs origin, json& events,
-              std::vector<PlacedCollective>& placed) {
-  const int pid = rank.id.rank;
-  std::string process = "rank " + std::to_string(rank.id.rank);
-  if (!rank.id.node.empty()) process += " (" + rank.id.node + ")";
-  events.push_back(Metadata("process_name", pid, -1, {{"name", process}}));
-  events.push_back(Metadata("process_sort_index", pid, -1, {{"sort_index", rank.id.rank}}));
+// A host thread (gpu == false, id = OS tid) or a GPU stream (gpu == true, id = CUPTI stream id;
+// 0 holds context-wide synchronizations).
+struct TrackKey {
+  bool gpu = false;
+  uint32_t id = 0;
+  bool operator<(const TrackKey& o) const { return std::tie(gpu, id) < std::tie(o.gpu, o.id); }
+};
 
-  std::map<uint32_t, std::vector<Slice>> by_thread;
-  size_t order = 0;
-  for (size_t i = 0; i < rank.ranges.size(); ++i) {
-    Slice s = RangeSlice(rank.ranges[i], origin);
-    s.input_order = order++;
-    by_thread[rank.ranges[i].tid].push_back(std::move(s));
-  }
-  for (size_t i = 0; i < rank.collectives.size(); ++i) {
-    Slice s = CollectiveSlice(rank.collectives[i], origin);
-    s.input_order = order++;
-    s.collective_index = static_cast<int>(i);
-    by_thread[rank.collectives[i].tid].push_back(std::move(s));
-  }
-  for (const P2PRecord& p : rank.p2p) {
-    Slice s = P2PSlice(p, origin);
-    s.input_order = order++;
-    by_thread[p.tid].push_back(std::move(s));
-  }
-  for (const MarkRecord& m : rank.marks) by_thread[m.tid];  // marks alone still get a track
+class TraceBuilder {
+ public:
+  TraceBuilder(const Session& session, std::string* out)
+      : session_(session), origin_(session.start), w_(out) {}
 
-  placed.assign(rank.collectives.size(), PlacedCollective{});
-  int64_t next_synthetic = kSyntheticTidBase;
-  int thread_index = 0;
-  for (auto& [tid, slices] : by_thread) {
-    std::sort(slices.begin(), slices.end(),
-              [](const Slice& a, const Slice& b) { return a.SortKey() < b.SortKey(); });
-    std::vector<int> lanes = AssignLanes(slices);
-    int lane_count = slices.empty() ? 1 : *std::max_element(lanes.begin(), lanes.end()) + 1;
-    std::vector<int64_t> lane_tid(static_cast<size_t>(lane_count));
-    std::string thread = "thread " + std::to_string(tid);
-    for (int lane = 0; lane < lane_count; ++lane) {
-      lane_tid[lane] = lane == 0 ? static_cast<int64_t>(tid) : next_synthetic++;
-      std::string name = lane == 0 ? thread : thread + " (overlap " + std::to_string(lane) + ")";
-      events.push_back(Metadata("thread_name", pid, lane_tid[lane], {{"name", name}}));
-      // Keep a thread's overlap tracks right below it.
-      events.push_back(Metadata("thread_sort_index", pid, lane_tid[lane],
-                                {{"sort_index", thread_index * 1000 + lane}}));
-    }
-    ++thread_index;
-    for (size_t i = 0; i < slices.size(); ++i) {
-      Slice& s = slices[i];
-      int64_t track = lane_tid[static_cast<size_t>(lanes[i])];
-      if (s.collective_index >= 0) {
-        placed[static_cast<size_t>(s.collective_index)] = {track, s.start, s.end};
+  void Build(const std::vector<CollectiveInstance>& instances) {
+    w_.BeginObject().Key("traceEvents").BeginArray();
+    std::map<int, const RankData*> ranks;  // a duplicated rank: its first copy wins
+    for (const RankData& rank : session_.ranks) ranks.emplace(rank.id.rank, &rank);
+    for (const auto& [id, rank] : ranks) EmitRank(*rank);
+    EmitCollectiveFlows(ranks, instances);
+    w_.EndArray();
+    w_.Member("displayTimeUnit", "ns");
+    w_.Key("metadata").BeginObject();
+    w_.Member("rankscope_session", session_.session_id).Member("job_id", session_.job_id);
+    w_.Member("start_ns", static_cast<int64_t>(session_.start)).Member("aligned", session_.aligned);
+    w_.EndObject().EndObject();
+  }
+
+ private:
+  // Per rank: where each collective and each GPU record was placed, for the flows.
+  struct RankPlacement {
+    std::vector<Placed> collectives;
+    std::vector<Placed> gpu;
+  };
+
+  JsonWriter& Ts(TimeNs t) { return w_.Key("ts").Micros(t - origin_); }
+
+  void Metadata(const char* name, int pid, int64_t tid, const char* arg, const std::string& text) {
+    w_.BeginObject().Member("ph", "M").Member("name", name).Member("pid", pid);
+    if (tid >= 0) w_.Member("tid", tid);
+    w_.Key("args").BeginObject().Member(arg, text).EndObject().EndObject();
+  }
+  void Metadata(const char* name, int pid, int64_t tid, const char* arg, int64_t value) {
+    w_.BeginObject().Member("ph", "M").Member("name", name).Member("pid", pid);
+    if (tid >= 0) w_.Member("tid", tid);
+    w_.Key("args").BeginObject().Member(arg, value).EndObject().EndObject();
+  }
+
+  void EmitRank(const RankData& rank) {
+    const int pid = rank.id.rank;
+    std::string process = "rank " + std::to_string(rank.id.rank);
+    if (!rank.id.node.empty()) process += " (" + rank.id.node + ")";
+    Metadata("process_name", pid, -1, "name", process);
+    Metadata("process_sort_index", pid, -1, "sort_index", rank.id.rank);
+
+    // Which device each stream belongs to, for the GPU track names and for NCCL collectives
+    // (whose tid is their kernel's stream).
+    std::map<uint32_t, uint32_t> stream_device;
+    for (const GpuActivityRecord& g : rank.gpu) {
+      if (g.kind != GpuActivityKind::kRuntime && g.device != kNoDevice) {
+        stream_device.emplace(g.stream, g.device);
       }
-      s.event["pid"] = pid;
-      s.event["tid"] = track;
-      events.push_back(std::move(s.event));
+    }
+
+    std::map<TrackKey, std::vector<Slice>> tracks;
+    size_t order = 0;
+    auto add = [&](TrackKey key, SliceType type, size_t index, TimeNs start, TimeNs end,
+                   int kind_order) {
+      tracks[key].push_back({start, std::max(start, end), kind_order, order++, type, index});
+    };
+    for (size_t i = 0; i < rank.ranges.size(); ++i) {
+      const RangeRecord& r = rank.ranges[i];
+      add({false, r.tid}, SliceType::kRange, i, r.start, r.end, 0);
+    }
+    for (size_t i = 0; i < rank.collectives.size(); ++i) {
+      const CollectiveRecord& c = rank.collectives[i];
+      const bool on_gpu = c.source == CollectiveRecord::Source::kNccl;
+      add({on_gpu, c.tid}, SliceType::kCollective, i, c.enter, c.exit, 1);
+    }
+    for (size_t i = 0; i < rank.p2p.size(); ++i) {
+      const P2PRecord& p = rank.p2p[i];
+      add({false, p.tid}, SliceType::kP2P, i, p.enter, p.exit, 1);
+    }
+    for (size_t i = 0; i < rank.gpu.size(); ++i) {
+      const GpuActivityRecord& g = rank.gpu[i];
+      const bool host = g.kind == GpuActivityKind::kRuntime;
+      add({!host, host ? g.tid : g.stream}, SliceType::kGpu, i, g.start, g.end, 2);
+    }
+    for (const MarkRecord& m : rank.marks) tracks[{false, m.tid}];  // marks alone get a track
+
+    RankPlacement& placement = placements_[rank.id.rank];
+    placement.collectives.assign(rank.collectives.size(), Placed{});
+    placement.gpu.assign(rank.gpu.size(), Placed{});
+    int host_index = 0;
+    int gpu_index = 0;
+    for (auto& [key, slices] : tracks) {
+      std::sort(slices.begin(), slices.end(),
+                [](const Slice& a, const Slice& b) { return a.SortKey() < b.SortKey(); });
+      std::vector<int> lanes = AssignLanes(slices);
+      const int lane_count = slices.empty() ? 1 : *std::max_element(lanes.begin(), lanes.end()) + 1;
+      std::vector<int64_t> lane_tid(static_cast<size_t>(lane_count));
+      std::string name;
+      int sort_base = 0;
+      if (key.gpu) {
+        auto dev = stream_device.find(key.id);
+        name = dev == stream_device.end() ? "GPU" : "GPU " + std::to_string(dev->second);
+        name += key.id == 0 ? " (context)" : " stream " + std::to_string(key.id);
+        sort_base = (1000 + gpu_index++) * 1000;  // GPU tracks below every host thread
+      } else {
+        name = "thread " + std::to_string(key.id);
+        sort_base = host_index++ * 1000;
+      }
+      for (int lane = 0; lane < lane_count; ++lane) {
+        const int64_t base = key.gpu ? kGpuTidBase + key.id : static_cast<int64_t>(key.id);
+        lane_tid[lane] = lane == 0 ? base : next_synthetic_++;
+        Metadata("thread_name", pid, lane_tid[lane], "name",
+                 lane == 0 ? name : name + " (overlap " + std::to_string(lane) + ")");
+        // Keep a track's overlap lanes right below it.
+        Metadata("thread_sort_index", pid, lane_tid[lane], "sort_index", sort_base + lane);
+      }
+      for (size_t i = 0; i < slices.size(); ++i) {
+        const Slice& s = slices[i];
+        const int64_t track = lane_tid[static_cast<size_t>(lanes[i])];
+        const Placed placed{track, s.start, s.end, true};
+        if (s.type == SliceType::kCollective) placement.collectives[s.index] = placed;
+        if (s.type == SliceType::kGpu) placement.gpu[s.index] = placed;
+        EmitSlice(rank, s, pid, track);
+      }
+    }
+
+    for (const MarkRecord& m : rank.marks) {
+      w_.BeginObject().Member("ph", "i").Member("s", "t").Member("cat", "nvtx");
+      w_.Member("name", m.name);
+      Ts(m.time).Member("pid", pid).Member("tid", static_cast<int64_t>(m.tid));
+      w_.Key("args").BeginObject().Member("domain", m.domain).EndObject().EndObject();
+    }
+    EmitLaunchFlows(rank, placement);
+  }
+
+  void BeginSlice(const char* cat, std::string_view name, const Slice& s, int pid, int64_t tid) {
+    w_.BeginObject().Member("ph", "X").Member("cat", cat).Member("name", name);
+    Ts(s.start).Key("dur").Micros(s.end - s.start);
+    w_.Member("pid", pid).Member("tid", tid).Key("args").BeginObject();
+  }
+
+  void EmitSlice(const RankData& rank, const Slice& s, int pid, int64_t tid) {
+    switch (s.type) {
+      case SliceType::kRange: {
+        const RangeRecord& r = rank.ranges[s.index];
+        BeginSlice("nvtx", r.name, s, pid, tid);
+        w_.Member("domain", r.domain).Member("depth", r.depth);
+        break;
+      }
+      case SliceType::kCollective: {
+        const CollectiveRecord& c = rank.collectives[s.index];
+        // NCCL records are GPU kernels on their stream: named as NCCL names them.
+        const bool nccl = c.source == CollectiveRecord::Source::kNccl;
+        BeginSlice(nccl ? "nccl" : "mpi",
+                   nccl ? NcclFunctionName(c.op) : MpiFunctionName(c.op, c.nonblocking), s, pid,
+                   tid);
+        w_.Member("comm_id", Hex(c.comm_id)).Member("seq", c.seq).Member("bytes", c.bytes);
+        w_.Member("root", c.root).Member("comm_size", c.comm_size);
+        w_.Member("comm_rank", c.comm_rank);
+        break;
+      }
+      case SliceType::kP2P: {
+        const P2PRecord& p = rank.p2p[s.index];
+        BeginSlice("mpi", P2PFunctionName(p.kind), s, pid, tid);
+        w_.Member("peer", p.peer).Member("tag", p.tag).Member("bytes", p.bytes);
+        w_.Member("comm_id", Hex(p.comm_id));
+        if (p.kind == P2PKind::kWait) w_.Member("completed", P2PKindName(p.completed));
+        break;
+      }
+      case SliceType::kGpu:
+        EmitGpuSlice(rank.gpu[s.index], s, pid, tid);
+        break;
+    }
+    w_.EndObject().EndObject();  // args, event
+  }
+
+  void EmitGpuSlice(const GpuActivityRecord& g, const Slice& s, int pid, int64_t tid) {
+    switch (g.kind) {
+      case GpuActivityKind::kKernel:
+        BeginSlice("cuda_kernel", demangle_(g.name), s, pid, tid);
+        w_.Key("grid").BeginArray().Int(g.grid[0]).Int(g.grid[1]).Int(g.grid[2]).EndArray();
+        w_.Key("block").BeginArray().Int(g.block[0]).Int(g.block[1]).Int(g.block[2]).EndArray();
+        w_.Member("mangled", g.name);
+        break;
+      case GpuActivityKind::kMemcpy:
+        BeginSlice("cuda_memcpy", "Memcpy " + std::string(MemcpyKindName(g.copy_kind)), s, pid,
+                   tid);
+        w_.Member("bytes", g.bytes);
+        break;
+      case GpuActivityKind::kMemset:
+        BeginSlice("cuda_memset", "Memset", s, pid, tid);
+        w_.Member("bytes", g.bytes);
+        break;
+      case GpuActivityKind::kSync:
+        BeginSlice("cuda_sync", SyncKindName(g.sync_kind), s, pid, tid);
+        break;
+      case GpuActivityKind::kRuntime:
+        BeginSlice("cuda_api", g.name, s, pid, tid);
+        break;
+    }
+    if (g.device != kNoDevice) w_.Member("device", g.device);
+    if (g.kind != GpuActivityKind::kRuntime) w_.Member("stream", g.stream);
+    w_.Member("correlation_id", g.correlation_id);
+  }
+
+  // One flow event at the middle of a placed slice (strictly inside it, so it binds there).
+  void FlowStep(const char* phase, const char* cat, std::string_view name, uint64_t id, int pid,
+                const Placed& p, TimeNs at) {
+    w_.BeginObject().Member("ph", phase).Member("cat", cat).Member("name", name);
+    w_.Member("id", id).Member("pid", pid).Member("tid", p.tid);
+    Ts(at);
+    if (phase[0] == 'f') w_.Member("bp", "e");
+    w_.EndObject();
+  }
+
+  // An arrow from each CUDA API call to the kernel, copy or memset it launched (by CUPTI's
+  // correlation id), as Nsight Systems draws them.
+  void EmitLaunchFlows(const RankData& rank, const RankPlacement& placement) {
+    std::unordered_map<uint32_t, size_t> call_of;  // correlation id -> runtime record index
+    for (size_t i = 0; i < rank.gpu.size(); ++i) {
+      const GpuActivityRecord& g = rank.gpu[i];
+      if (g.kind == GpuActivityKind::kRuntime && g.correlation_id != 0) {
+        call_of.emplace(g.correlation_id, i);
+      }
+    }
+    if (call_of.empty()) return;
+    for (size_t i = 0; i < rank.gpu.size(); ++i) {
+      const GpuActivityRecord& g = rank.gpu[i];
+      if (g.kind == GpuActivityKind::kRuntime || g.kind == GpuActivityKind::kSync) continue;
+      auto call = call_of.find(g.correlation_id);
+      if (call == call_of.end()) continue;
+      const Placed& from = placement.gpu[call->second];
+      const Placed& to = placement.gpu[i];
+      if (!from.valid || !to.valid) continue;
+      ++flow_id_;
+      FlowStep("s", "cuda_launch", "launch", flow_id_, rank.id.rank, from,
+               from.start + (from.end - from.start) / 2);
+      FlowStep("f", "cuda_launch", "launch", flow_id_, rank.id.rank, to,
+               to.start + (to.end - to.start) / 2);
     }
   }
 
-  for (const MarkRecord& m : rank.marks) {
-    events.push_back({{"ph", "i"},
-                      {"s", "t"},
-                      {"cat", "nvtx"},
-                      {"name", m.name},
-                      {"ts", Micros(m.time, origin)},
-                      {"pid", pid},
-                      {"tid", m.tid},
-                      {"args", {{"domain", m.domain}}}});
+  // One flow chain per complete instance, in arrival order. Every step sits at the same offset
+  // into its member's slice (half the shortest member's duration), so each step is strictly
+  // inside the slice it binds to and the steps stay in arrival order.
+  void EmitCollectiveFlows(const std::map<int, const RankData*>& ranks,
+                           const std::vector<CollectiveInstance>& instances) {
+    // (rank, comm, seq) -> index of that rank's collective record.
+    std::map<std::tuple<int, uint64_t, uint64_t>, size_t> index_of;
+    for (const auto& [id, rank] : ranks) {
+      for (size_t i = 0; i < rank->collectives.size(); ++i) {
+        const CollectiveRecord& c = rank->collectives[i];
+        index_of.emplace(std::make_tuple(id, c.comm_id, c.seq), i);
+      }
+    }
+    for (const CollectiveInstance& inst : instances) {
+      if (!inst.complete || inst.members.size() < 2) continue;
+      std::vector<const Placed*> chain;
+      std::vector<int> pids;
+      bool nccl = false;
+      for (const CollectiveParticipant& m : inst.members) {
+        auto it = index_of.find(std::make_tuple(m.rank, inst.comm_id, inst.seq));
+        if (it == index_of.end()) continue;  // instances from another session: nothing to bind
+        const Placed& p = placements_[m.rank].collectives[it->second];
+        if (!p.valid) continue;
+        nccl = ranks.at(m.rank)->collectives[it->second].source == CollectiveRecord::Source::kNccl;
+        chain.push_back(&p);
+        pids.push_back(m.rank);
+      }
+      if (chain.size() < 2) continue;
+      std::vector<size_t> order(chain.size());
+      for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+      std::stable_sort(order.begin(), order.end(),
+                       [&](size_t a, size_t b) { return chain[a]->start < chain[b]->start; });
+      DurationNs shortest = chain.front()->end - chain.front()->start;
+      for (const Placed* p : chain) shortest = std::min(shortest, p->end - p->start);
+      const DurationNs offset = shortest / 2;
+
+      ++flow_id_;
+      const std::string name = nccl ? NcclFunctionName(inst.op) : MpiFunctionName(inst.op, false);
+      for (size_t k = 0; k < order.size(); ++k) {
+        const Placed& p = *chain[order[k]];
+        const char* phase = k == 0 ? "s" : (k + 1 == order.size() ? "f" : "t");
+        FlowStep(phase, "mpi_flow", name, flow_id_, pids[order[k]], p, p.start + offset);
+      }
+    }
   }
-}
+
+  const Session& session_;
+  const TimeNs origin_;
+  JsonWriter w_;
+  Demangler demangle_;
+  std::map<int, RankPlacement> placements_;
+  int64_t next_synthetic_ = kSyntheticTidBase;
+  uint64_t flow_id_ = 0;
+};
 
 }  // namespace
 
@@ -253,70 +452,11 @@ std::string MpiFunctionName(CollectiveOp op, bool nonblocking) {
   return "MPI_" + name;
 }
 
-json BuildChromeTrace(const Session& session, const std::vector<CollectiveInstance>& instances) {
-  const TimeNs origin = session.start;
-  json events = json::array();
-
-  // placed[rank][collective index], and a lookup from (rank, comm, seq) to that index.
-  std::map<int, std::vector<PlacedCollective>> placed;
-  std::map<std::tuple<int, uint64_t, uint64_t>, size_t> index_of;
-  for (const RankData& rank : session.ranks) {
-    std::vector<PlacedCollective>& rank_placed = placed[rank.id.rank];
-    if (!rank_placed.empty()) continue;  // a duplicated rank: its first copy wins
-    EmitRank(rank, origin, events, rank_placed);
-    for (size_t i = 0; i < rank.collectives.size(); ++i) {
-      const CollectiveRecord& c = rank.collectives[i];
-      index_of.emplace(std::make_tuple(rank.id.rank, c.comm_id, c.seq), i);
-    }
-  }
-
-  // One flow chain per complete instance, in arrival order. Every step sits at the same offset
-  // into its member's slice (half the shortest member's duration), so each step is strictly
-  // inside the slice it binds to and the steps stay in arrival order.
-  uint64_t flow_id = 0;
-  for (const CollectiveInstance& inst : instances) {
-    if (!inst.complete || inst.members.size() < 2) continue;
-    ++flow_id;
-    std::vector<const PlacedCollective*> chain;
-    std::vector<int> pids;
-    for (const CollectiveParticipant& m : inst.members) {
-      auto it = index_of.find(std::make_tuple(m.rank, inst.comm_id, inst.seq));
-      if (it == index_of.end()) continue;  // instances from another session: nothing to bind
-      chain.push_back(&placed[m.rank][it->second]);
-      pids.push_back(m.rank);
-    }
-    if (chain.size() < 2) continue;
-    std::vector<size_t> order(chain.size());
-    for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-    std::stable_sort(order.begin(), order.end(),
-                     [&](size_t a, size_t b) { return chain[a]->start < chain[b]->start; });
-    DurationNs shortest = chain.front()->end - chain.front()->start;
-    for (const PlacedCollective* p : chain) shortest = std::min(shortest, p->end - p->start);
-    const DurationNs offset = shortest / 2;
-
-    std::string name = MpiFunctionName(inst.op, false);
-    for (size_t k = 0; k < order.size(); ++k) {
-      const PlacedCollective& p = *chain[order[k]];
-      const char* phase = k == 0 ? "s" : (k + 1 == order.size() ? "f" : "t");
-      json event = {{"ph", phase},
-                    {"cat", "mpi_flow"},
-                    {"name", name},
-                    {"id", flow_id},
-                    {"pid", pids[order[k]]},
-                    {"tid", p.tid},
-                    {"ts", Micros(p.start + offset, origin)}};
-      if (k + 1 == order.size()) event["bp"] = "e";
-      events.push_back(std::move(event));
-    }
-  }
-
-  return {{"traceEvents", std::move(events)},
-          {"displayTimeUnit", "ns"},
-          {"metadata",
-           {{"rankscope_session", session.session_id},
-            {"job_id", session.job_id},
-            {"start_ns", session.start},
-            {"aligned", session.aligned}}}};
+std::string BuildChromeTrace(const Session& session,
+                             const std::vector<CollectiveInstance>& instances) {
+  std::string out;
+  TraceBuilder(session, &out).Build(instances);
+  return out;
 }
 
 }  // namespace rankscope

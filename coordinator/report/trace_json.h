@@ -1,10 +1,12 @@
 // trace.json: the session as a Chrome / Perfetto trace (the JSON "Trace Event Format"), for
 // ui.perfetto.dev or chrome://tracing. One process per rank, one track per thread, NVTX ranges
 // and MPI calls as slices, NVTX marks as instants, and flow arrows joining the ranks' halves of
-// each collective instance.
+// each collective instance. GPU activity from CUPTI gets a track per CUDA stream below the
+// rank's threads (kernels, copies, memsets; NCCL collectives on their kernel's stream), CUDA API
+// calls sit on their host thread, and an arrow joins each launch to what it launched.
 #pragma once
 
-#include <nlohmann/json.hpp>
+#include <string>
 #include <vector>
 
 #include "coordinator/collective_matcher.h"
@@ -13,7 +15,8 @@
 namespace rankscope {
 
 // The trace of an aligned session and its matched collectives (from MatchCollectives on the
-// same session). Timestamps are microseconds (doubles) since session.start.
+// same session), as JSON text. Timestamps are microseconds since session.start, printed with
+// three decimals so nanoseconds survive exactly.
 //
 // Slices on one track always nest properly, as Perfetto requires: when a slice partially
 // overlaps an earlier one on its thread (e.g. a start/end NVTX range across an MPI call), it
@@ -21,8 +24,8 @@ namespace rankscope {
 // instance gets one flow chain with a unique id: "s" on the first rank to arrive, "t" on the
 // ones in between, "f" (binding to the enclosing slice) on the last; all bind to that rank's
 // MPI slice.
-nlohmann::json BuildChromeTrace(const Session& session,
-                                const std::vector<CollectiveInstance>& instances);
+std::string BuildChromeTrace(const Session& session,
+                             const std::vector<CollectiveInstance>& instances);
 
 // The MPI function name of a collective: "MPI_Allreduce", "MPI_Ireduce_scatter_block", ...
 // "ncclAllReduce" etc., for collectives joined from NCCL logs and kernels.

@@ -31,7 +31,7 @@ struct Trace {
 Trace Build(const Session& s) {
   Trace t;
   // Through text and back, as a viewer would read it.
-  t.doc = json::parse(BuildChromeTrace(s, MatchCollectives(s)).dump());
+  t.doc = json::parse(BuildChromeTrace(s, MatchCollectives(s)));
   for (const json& e : t.doc["traceEvents"]) t.events.push_back(e);
   return t;
 }
@@ -147,7 +147,7 @@ TEST(ChromeTrace, OneFlowChainPerCompleteInstance) {
   Trace t = Build(s);
   std::map<uint64_t, std::vector<json>> chains;
   for (const json& e : t.events) {
-    if (e["ph"] == "s" || e["ph"] == "t" || e["ph"] == "f") {
+    if ((e["ph"] == "s" || e["ph"] == "t" || e["ph"] == "f") && e["cat"] == "mpi_flow") {
       chains[e["id"].get<uint64_t>()].push_back(e);
     }
   }
@@ -175,6 +175,108 @@ TEST(ChromeTrace, OneFlowChainPerCompleteInstance) {
       }
       EXPECT_TRUE(enclosed) << step;
     }
+  }
+}
+
+// One rank with CUPTI activity: a launch on thread 100 and the kernel it launched on stream 13
+// of GPU 0, a copy, and an NCCL all-reduce whose kernel runs on stream 14.
+Session MakeGpuSession() {
+  Session s;
+  s.session_id = "gpu";
+  s.start = 1'000'000;
+  s.aligned = true;
+  RankData r;
+  r.id.rank = 0;
+  r.id.node = "gpu-node";
+  auto gpu = [&](GpuActivityKind kind, uint32_t stream, uint32_t correlation, TimeNs start,
+                 TimeNs end, std::string name) {
+    GpuActivityRecord g;
+    g.kind = kind;
+    g.device = kind == GpuActivityKind::kRuntime ? kNoDevice : 0;
+    g.stream = kind == GpuActivityKind::kRuntime ? 0 : stream;
+    g.tid = kind == GpuActivityKind::kRuntime ? 100 : 0;
+    g.correlation_id = correlation;
+    g.start = start;
+    g.end = end;
+    g.name = std::move(name);
+    r.gpu.push_back(g);
+    return &r.gpu.back();
+  };
+  gpu(GpuActivityKind::kRuntime, 0, 7, 2'000'000, 2'004'000, "cudaLaunchKernel");
+  GpuActivityRecord* k =
+      gpu(GpuActivityKind::kKernel, 13, 7, 2'010'000, 2'050'000, "_Z10probe_axpyiPKfPf");
+  k->grid[0] = 128;
+  k->block[0] = 256;
+  gpu(GpuActivityKind::kRuntime, 0, 8, 2'060'000, 2'070'000, "cudaMemcpyAsync");
+  GpuActivityRecord* copy = gpu(GpuActivityKind::kMemcpy, 13, 8, 2'080'000, 2'090'000, "");
+  copy->copy_kind = 1;
+  copy->bytes = 4096;
+  gpu(GpuActivityKind::kKernel, 14, 9, 3'000'000, 3'500'000,
+      "_Z39ncclDevKernel_AllReduce_Sum_f32_RING_LLP24ncclDevKernelArgsStorageILm4096EE");
+  CollectiveRecord c;
+  c.source = CollectiveRecord::Source::kNccl;
+  c.op = CollectiveOp::kAllreduce;
+  c.tid = 14;
+  c.enter = 3'000'000;
+  c.exit = 3'500'000;
+  c.bytes = 1 << 20;
+  r.collectives.push_back(c);
+  s.ranks.push_back(r);
+  return s;
+}
+
+TEST(ChromeTrace, GpuActivityOnStreamTracksWithLaunchArrows) {
+  Trace t = Build(MakeGpuSession());
+  std::map<int64_t, std::string> track_names;
+  for (const json& e : t.Where("M")) {
+    if (e["name"] == "thread_name") track_names[e["tid"].get<int64_t>()] = e["args"]["name"];
+  }
+  std::map<std::string, json> by_name;
+  for (const json& e : t.Where("X")) by_name[e["name"]] = e;
+
+  ASSERT_TRUE(by_name.count("probe_axpy(int, float const*, float*)")) << t.doc.dump();
+  const json& kernel = by_name["probe_axpy(int, float const*, float*)"];
+  EXPECT_EQ(kernel["cat"], "cuda_kernel");
+  EXPECT_EQ(track_names[kernel["tid"].get<int64_t>()], "GPU 0 stream 13");
+  EXPECT_EQ(kernel["args"]["grid"], json::array({128, 0, 0}));
+  EXPECT_EQ(kernel["args"]["mangled"], "_Z10probe_axpyiPKfPf");
+  EXPECT_EQ(Ns(kernel["ts"]), 1'010'000);
+  EXPECT_EQ(Ns(kernel["dur"]), 40'000);
+
+  const json& launch = by_name["cudaLaunchKernel"];
+  EXPECT_EQ(launch["cat"], "cuda_api");
+  EXPECT_EQ(launch["tid"], 100);  // on the host thread that called it
+  EXPECT_EQ(by_name["Memcpy HtoD"]["args"]["bytes"], 4096);
+  EXPECT_EQ(by_name["Memcpy HtoD"]["tid"], kernel["tid"]);
+
+  // The NCCL call sits on its kernel's stream, above the kernel.
+  const json& nccl = by_name["ncclAllReduce"];
+  EXPECT_EQ(nccl["cat"], "nccl");
+  EXPECT_EQ(track_names[nccl["tid"].get<int64_t>()], "GPU 0 stream 14");
+  EXPECT_EQ(
+      by_name["ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>*)"]["tid"],
+      nccl["tid"]);
+
+  // GPU tracks sort below the host thread.
+  std::map<int64_t, int> sort_index;
+  for (const json& e : t.Where("M")) {
+    if (e["name"] == "thread_sort_index") sort_index[e["tid"]] = e["args"]["sort_index"];
+  }
+  EXPECT_LT(sort_index[100], sort_index[kernel["tid"].get<int64_t>()]);
+
+  // One arrow per launch: from the API call to the kernel, and to the copy.
+  std::map<uint64_t, std::vector<json>> flows;
+  for (const json& e : t.events) {
+    if ((e["ph"] == "s" || e["ph"] == "f") && e["cat"] == "cuda_launch") {
+      flows[e["id"].get<uint64_t>()].push_back(e);
+    }
+  }
+  ASSERT_EQ(flows.size(), 2u);
+  for (const auto& [id, steps] : flows) {
+    ASSERT_EQ(steps.size(), 2u);
+    EXPECT_EQ(steps[0]["tid"], 100);
+    EXPECT_EQ(steps[1]["tid"], kernel["tid"]);
+    EXPECT_EQ(steps[1]["bp"], "e");
   }
 }
 
