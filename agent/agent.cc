@@ -15,6 +15,7 @@
 #include "agent/identity.h"
 #include "agent/ipc_server.h"
 #include "agent/nccl_collector.h"
+#include "agent/nvml_sampler.h"
 #include "agent/uplink.h"
 
 namespace rankscope {
@@ -171,6 +172,15 @@ ChildExit RunAgent(const AgentOptions& options) {
       nccl = std::make_unique<NcclCollector>(std::move(plan));
     }
   }
+  // NVML once per node, by local rank 0's agent.
+  std::unique_ptr<NvmlSampler> nvml;
+  const char* nvml_switch = std::getenv("RANKSCOPE_NVML");
+  if (profiled && identity.local_rank == 0 &&
+      (nvml_switch == nullptr || std::string(nvml_switch) != "0")) {
+    const char* library = std::getenv("RANKSCOPE_NVML_LIBRARY");
+    nvml = std::make_unique<NvmlSampler>(library != nullptr ? library : "libnvidia-ml.so.1",
+                                         2 * kNsPerSec, 30 * kNsPerSec);
+  }
   std::vector<std::string> env =
       ChildEnvironment(options, ipc ? ipc->path() : std::string(), nccl_env);
   std::vector<std::string> argv = options.program;
@@ -203,6 +213,7 @@ ChildExit RunAgent(const AgentOptions& options) {
       uplink->Start();
     }
     if (nccl) nccl->Start(pid);
+    if (nvml) nvml->Start();
     int status = 0;
     while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
     }
@@ -224,6 +235,7 @@ ChildExit RunAgent(const AgentOptions& options) {
       }
       RemoveTree(nccl_dir);
     }
+    if (nvml) uplink->SetNvml(nvml->Finish());
     if (result.term_signal != 0) {
       uplink->AddNotice("program killed by signal " + std::to_string(result.term_signal) + " (" +
                         strsignal(result.term_signal) + ")");

@@ -114,6 +114,11 @@ void Uplink::SetTopology(v1::TopologyDump dump) {
   *pending_.mutable_topology() = std::move(dump);
 }
 
+void Uplink::SetNvml(v1::NvmlReport report) {
+  std::lock_guard<std::mutex> lock(mu_);
+  *pending_.mutable_nvml() = std::move(report);
+}
+
 bool Uplink::TryRegister() {
   if (refused_.load()) return false;
   v1::RegisterRequest req;

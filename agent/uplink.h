@@ -58,6 +58,7 @@ class Uplink {
   // (call before Finish, so it rides in the final one).
   void SetNccl(v1::NcclSummary summary);
   void SetTopology(v1::TopologyDump dump);
+  void SetNvml(v1::NvmlReport report);
 
   // Sends the exit status with everything still queued and a final clock sync; returns when
   // the coordinator acknowledged it or options.final_timeout passed. Call once.

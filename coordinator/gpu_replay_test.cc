@@ -1,12 +1,18 @@
-// Replays sessions recorded on 2xH200 (tests/fixtures/h200x2-torchrun-sessions) through the
-// analyses: the GPU path's result, checked on every CI run without a GPU.
+// Replays sessions recorded on 2xH200 (tests/fixtures/h200x2-torchrun-sessions,
+// h200x2-nccl-allreduce-bench) through the analyses and writers: the GPU path's result, checked
+// on every CI run without a GPU.
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <fstream>
+#include <map>
 
 #include "coordinator/analysis/diagnosis.h"
+#include "coordinator/collective_matcher.h"
 #include "coordinator/report/report_json.h"
+#include "coordinator/report/report_text.h"
 #include "coordinator/report/session_store.h"
+#include "coordinator/report/trace_json.h"
 
 namespace rankscope {
 namespace {
@@ -49,6 +55,86 @@ TEST(GpuReplay, CleanRunHasNoFinding) {
   Session s = Load("clean");
   ASSERT_EQ(s.ranks.size(), 2u);
   EXPECT_TRUE(Diagnose(s, AnalysisOptions{}).empty());
+}
+
+// The benchmark session: nccl_allreduce's own busbw per size, and rankscope's.
+struct Bench {
+  Session session;
+  nlohmann::json report;
+  std::map<int64_t, double> bench_busbw;  // bytes -> GB/s, the benchmark's timing
+};
+
+Bench LoadBench() {
+  const std::string dir = std::string(RANKSCOPE_FIXTURES_DIR) + "/h200x2-nccl-allreduce-bench";
+  Bench b;
+  Result<Session> s = LoadSession(dir + "/session.sqlite");
+  EXPECT_TRUE(s.ok()) << s.status().message();
+  if (!s.ok()) return b;
+  b.session = std::move(s).value();
+  b.report = BuildReportJson(b.session, {});
+  std::ifstream in(dir + "/bench.json");
+  nlohmann::json bench = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+  for (const auto& r : bench["results"]) {
+    b.bench_busbw[r["bytes"].get<int64_t>()] = r["busbw_gbps"].get<double>();
+  }
+  return b;
+}
+
+TEST(GpuReplay, NcclBusBandwidthMatchesTheBenchmarksOwnTiming) {
+  Bench b = LoadBench();
+  ASSERT_EQ(b.bench_busbw.size(), 26u);
+  ASSERT_EQ(b.report["nccl"]["communicators"].size(), 1u);
+  int checked = 0;
+  for (const auto& shape : b.report["nccl"]["communicators"][0]["shapes"]) {
+    const int64_t bytes = shape["bytes"].get<int64_t>();
+    if (bytes < (1 << 20)) continue;
+    ASSERT_TRUE(shape["stream_busbw_gbps"].is_number()) << shape;
+    const double ours = shape["stream_busbw_gbps"].get<double>();
+    const double theirs = b.bench_busbw.at(bytes);
+    EXPECT_NEAR(ours / theirs, 1.0, 0.10) << bytes << " B: " << ours << " vs " << theirs;
+    // Kernel time alone leaves out the gap between kernels: never slower than call to call.
+    EXPECT_GE(shape["busbw_gbps"].get<double>(), ours * 0.999) << bytes;
+    EXPECT_GT(shape["gap_us"].get<double>(), 0.0);
+    EXPECT_LT(shape["gap_us"].get<double>(), 10.0);
+    std::printf("%10lld B: rankscope %.1f GB/s (kernel %.1f, gap %.2f us), benchmark %.1f GB/s\n",
+                static_cast<long long>(bytes), ours, shape["busbw_gbps"].get<double>(),
+                shape["gap_us"].get<double>(), theirs);
+    ++checked;
+  }
+  EXPECT_EQ(checked, 9);
+}
+
+TEST(GpuReplay, BenchmarkSessionHasNvmlCuptiAndNoFinding) {
+  Bench b = LoadBench();
+  ASSERT_EQ(b.session.ranks.size(), 2u);
+  ASSERT_TRUE(b.report.contains("nvml"));
+  const auto& gpus = b.report["nvml"][0]["gpus"];
+  ASSERT_EQ(gpus.size(), 2u);
+  for (const auto& g : gpus) {
+    EXPECT_EQ(g["name"], "NVIDIA H200");
+    EXPECT_EQ(g["pcie_gen_current"], 5);
+    EXPECT_EQ(g["pcie_width_current"], 16);
+    EXPECT_FALSE(g["pcie_degraded"].get<bool>());
+    EXPECT_EQ(g["nvlinks_up"], 18);
+  }
+  const std::string text = BuildReportText(b.session, {}, /*color=*/false);
+  EXPECT_NE(text.find("PCIe gen 5 x16, NVLink 18/18 up"), std::string::npos) << text;
+  EXPECT_NE(text.find("call to call"), std::string::npos) << text;
+  EXPECT_TRUE(Diagnose(b.session, AnalysisOptions{}).empty());
+
+  // Every kernel reaches the trace on its stream's track; copies and memsets get an arrow from
+  // the CUDA runtime call that launched them. NCCL launches its kernels through the driver API
+  // (cuLaunchKernelEx), which the RUNTIME activity kind does not record: no arrow for those.
+  const nlohmann::json trace =
+      nlohmann::json::parse(BuildChromeTrace(b.session, MatchCollectives(b.session)));
+  int kernels = 0;
+  int launches = 0;
+  for (const auto& e : trace["traceEvents"]) {
+    if (e["ph"] == "X" && e["cat"] == "cuda_kernel") ++kernels;
+    if (e["ph"] == "f" && e["cat"] == "cuda_launch") ++launches;
+  }
+  EXPECT_EQ(kernels, 2860);
+  EXPECT_GT(launches, 0);
 }
 
 }  // namespace

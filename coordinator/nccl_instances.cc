@@ -52,6 +52,14 @@ NcclJoinStats AddNcclCollectives(Session* session) {
   NcclJoinStats stats;
   for (RankData& rank : session->ranks) {
     if (!rank.nccl) continue;
+    const bool windowed =
+        std::any_of(rank.marks.begin(), rank.marks.end(), [](const MarkRecord& m) {
+          return m.domain == kCaptureMarkDomain && m.name == kGpuCaptureOffMark;
+        });
+    if (windowed) {
+      ++stats.windowed_ranks;
+      continue;
+    }
     std::vector<Kernel> kernels;
     for (const GpuActivityRecord& g : rank.gpu) {
       if (g.kind != GpuActivityKind::kKernel) continue;

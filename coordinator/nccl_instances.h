@@ -16,7 +16,16 @@ struct NcclJoinStats {
   int joined = 0;  // calls given a kernel
   int calls_without_kernel = 0;
   int kernels_without_call = 0;
+  // Ranks whose GPU capture was windowed (marks "gpu capture on/off" in domain "rankscope"):
+  // their kernels cover only part of the calls, which the log does not time, so the order join
+  // cannot place them and those ranks are left out.
+  int windowed_ranks = 0;
 };
+
+// The mark domain and names the inject library emits when the GPU capture window opens/closes.
+inline constexpr char kCaptureMarkDomain[] = "rankscope";
+inline constexpr char kGpuCaptureOnMark[] = "gpu capture on";
+inline constexpr char kGpuCaptureOffMark[] = "gpu capture off";
 
 // Appends a CollectiveRecord (source kNccl; enter/exit = kernel start/end) to each rank's
 // collectives for every call it can join. The session should be aligned first, so kernel times

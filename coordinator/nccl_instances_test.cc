@@ -83,5 +83,19 @@ TEST(NcclInstances, RanksWithoutLogsOrKernelsAreLeftAlone) {
   EXPECT_TRUE(s.ranks[1].collectives.empty());
 }
 
+TEST(NcclInstances, WindowedRanksAreNotJoinedByOrder) {
+  Session s;
+  RankData windowed = NcclRank(0, 0);
+  windowed.gpu.erase(windowed.gpu.begin(), windowed.gpu.begin() + 2);  // call 0 outside the window
+  windowed.marks.push_back({kCaptureMarkDomain, kGpuCaptureOnMark, 1'500'000, 1});
+  windowed.marks.push_back({kCaptureMarkDomain, kGpuCaptureOffMark, 3'500'000, 1});
+  s.ranks = {windowed, NcclRank(1, 0)};
+  NcclJoinStats stats = AddNcclCollectives(&s);
+  EXPECT_EQ(stats.windowed_ranks, 1);
+  EXPECT_EQ(stats.ranks, 1);
+  EXPECT_TRUE(s.ranks[0].collectives.empty());  // not call 0 joined with call 1's kernel
+  EXPECT_EQ(s.ranks[1].collectives.size(), 3u);
+}
+
 }  // namespace
 }  // namespace rankscope

@@ -21,6 +21,14 @@ Result<PipelineOutput> AnalyzeAndWrite(Session raw, const std::string& out_dir) 
         std::to_string(nccl.kernels_without_call) +
         " NCCL kernels no call (capture window, or a log line NCCL did not write)");
   }
+  if (nccl.windowed_ranks > 0) {
+    aligned.analysis_notes.push_back(
+        "NCCL: " + std::to_string(nccl.windowed_ranks) +
+        " rank(s) captured GPU activity in windows (RANKSCOPE_CAPTURE_*), so their NCCL calls "
+        "were not joined with kernels: NCCL's log does not time calls, and only a whole-run "
+        "capture lines calls and kernels up. Their kernels are in trace.json; MPI collectives "
+        "are analysed as usual.");
+  }
   const std::vector<CollectiveInstance> instances = MatchCollectives(aligned);
   std::vector<Finding> findings =
       Diagnose(aligned, instances, AnalysisOptions{}, &aligned.analysis_notes);

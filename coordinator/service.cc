@@ -202,6 +202,21 @@ grpc::Status CoordinatorService::Upload(grpc::ServerContext* ctx, const v1::Uplo
     rank.topology_source = req->topology().source();
     rank.topology_xml = req->topology().xml();
   }
+  if (req->has_nvml()) {
+    const v1::NvmlReport& n = req->nvml();
+    if (!n.error().empty()) {
+      rank.nvml_error = n.error();
+    } else {
+      NvmlSnapshot snapshot;
+      snapshot.driver_version = n.driver_version();
+      for (const v1::NvmlGpu& g : n.gpus()) {
+        snapshot.gpus.push_back({g.index(), g.name(), g.uuid(), g.bus_id(), g.pcie_gen_current(),
+                                 g.pcie_gen_max(), g.pcie_width_current(), g.pcie_width_max(),
+                                 g.nvlinks_up(), g.nvlinks_total(), g.memory_bytes()});
+      }
+      rank.nvml = std::move(snapshot);
+    }
+  }
   if (req->final()) rank.finished = true;
   resp->set_acked_through(req->batch_seq());
   cv_.notify_all();

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "agent/topology/nvml.h"
 #include "core/clock_model.h"
 #include "core/records.h"
 #include "core/time.h"
@@ -89,6 +90,9 @@ struct RankData {
   std::optional<RankNccl> nccl;  // when the rank used NCCL and its log was readable
   std::string topology_source;   // the NCCL topology dump this rank's agent read, if any
   std::string topology_xml;
+  // NVML on this rank's node (local rank 0 reads it): the GPUs, or why NVML could not be read.
+  std::optional<NvmlSnapshot> nvml;
+  std::string nvml_error;
 
   std::vector<std::string> notices;  // from the agent / inject library, shown in the report
   uint64_t dropped_records = 0;

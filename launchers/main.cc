@@ -38,6 +38,20 @@ int main(int argc, char** argv) {
   run_cmd->add_option("--drain-timeout", drain_s,
                       "Seconds to wait for agents' last records after the job ends");
   run_cmd->add_flag("-q,--quiet", run.quiet, "Do not print the report");
+  std::string cupti_mode, capture_range, capture_steps, capture_every, step_range;
+  run_cmd
+      ->add_option("--gpu-activity", cupti_mode,
+                   "CUPTI activity: kernels | gpu (+ copies, memsets, syncs) | all (+ CUDA API "
+                   "calls, the default)")
+      ->check(CLI::IsMember({"kernels", "gpu", "all"}));
+  run_cmd->add_option("--capture-range", capture_range,
+                      "Capture GPU activity only while an NVTX range of this name is open");
+  run_cmd->add_option("--capture-steps", capture_steps,
+                      "Capture GPU activity for steps FIRST[:COUNT] (a step = one NVTX range "
+                      "named by --step-range)");
+  run_cmd->add_option("--capture-every", capture_every,
+                      "Of the captured steps, capture only every Nth (sampling)");
+  run_cmd->add_option("--step-range", step_range, "NVTX range that marks a step (default step)");
   run_cmd->add_option("command", run.command, "Launch command (after --)")->required();
 
   rankscope::AgentOptions agent;
@@ -85,6 +99,11 @@ int main(int argc, char** argv) {
   if (*run_cmd) {
     run.self_exe = SelfExe();
     run.drain_timeout = static_cast<rankscope::DurationNs>(drain_s * 1e9);
+    run.inject_env = {{"RANKSCOPE_CUPTI_MODE", cupti_mode},
+                      {"RANKSCOPE_CAPTURE_RANGE", capture_range},
+                      {"RANKSCOPE_CAPTURE_STEPS", capture_steps},
+                      {"RANKSCOPE_CAPTURE_EVERY", capture_every},
+                      {"RANKSCOPE_STEP_RANGE", step_range}};
     return rankscope::RunJob(run);
   }
   if (*agent_cmd) {

@@ -87,8 +87,13 @@ int RunJob(const RunOptions& options) {
     return 1;
   }
 
-  const std::vector<std::string> forwarded = {"RANKSCOPE_COORDINATOR", "RANKSCOPE_TOKEN",
-                                              "RANKSCOPE_SESSION"};
+  std::vector<std::string> forwarded = {"RANKSCOPE_COORDINATOR", "RANKSCOPE_TOKEN",
+                                        "RANKSCOPE_SESSION"};
+  for (const auto& [name, value] : options.inject_env) {
+    if (value.empty()) continue;
+    setenv(name.c_str(), value.c_str(), 1);
+    forwarded.push_back(name);
+  }
   Result<LaunchPlan> plan =
       PlanLaunch(options.command, {options.self_exe, "agent", "--"}, forwarded);
   if (!plan.ok()) {

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/time.h"
@@ -18,6 +19,9 @@ struct RunOptions {
   std::string self_exe;                       // absolute path of this rankscope binary
   DurationNs drain_timeout = 15 * kNsPerSec;  // wait for agents' final batches after the job
   bool quiet = false;                         // no report on stderr
+  // Passed to every rank's inject library as RANKSCOPE_<NAME>=value (agent/inject/
+  // capture_window.h, cupti_config.h); empty values are not set.
+  std::vector<std::pair<std::string, std::string>> inject_env;
 };
 
 int RunJob(const RunOptions& options);

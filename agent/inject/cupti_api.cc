@@ -19,6 +19,7 @@ const char* ResolveAll(CuptiApi* api) {
   if (!Resolve(h, "cuptiSubscribe", &api->subscribe)) return "cuptiSubscribe";
   if (!Resolve(h, "cuptiUnsubscribe", &api->unsubscribe)) return "cuptiUnsubscribe";
   if (!Resolve(h, "cuptiActivityEnable", &api->activity_enable)) return "cuptiActivityEnable";
+  if (!Resolve(h, "cuptiActivityDisable", &api->activity_disable)) return "cuptiActivityDisable";
   if (!Resolve(h, "cuptiActivityRegisterCallbacks", &api->activity_register_callbacks)) {
     return "cuptiActivityRegisterCallbacks";
   }

@@ -22,6 +22,7 @@ struct CuptiApi {
   CUptiResult(CUPTIAPI* subscribe)(CUpti_SubscriberHandle*, CUpti_CallbackFunc, void*) = nullptr;
   CUptiResult(CUPTIAPI* unsubscribe)(CUpti_SubscriberHandle) = nullptr;
   CUptiResult(CUPTIAPI* activity_enable)(CUpti_ActivityKind) = nullptr;
+  CUptiResult(CUPTIAPI* activity_disable)(CUpti_ActivityKind) = nullptr;
   CUptiResult(CUPTIAPI* activity_register_callbacks)(CUpti_BuffersCallbackRequestFunc,
                                                      CUpti_BuffersCallbackCompleteFunc) = nullptr;
   CUptiResult(CUPTIAPI* activity_flush_all)(uint32_t) = nullptr;

@@ -29,10 +29,12 @@
 #include <string>
 #include <thread>
 
+#include "agent/inject/capture_window.h"
 #include "agent/inject/cupti_api.h"
 #include "agent/inject/cupti_buffer_pool.h"
 #include "agent/inject/cupti_config.h"
 #include "agent/inject/cupti_records.h"
+#include "agent/inject/gpu_window.h"
 #include "agent/inject/record_sink.h"
 
 namespace rankscope::inject {
@@ -264,6 +266,49 @@ bool EnableKinds(const CuptiApi& api, CuptiMode mode, std::string* why) {
   return true;
 }
 
+// Disables every kind EnableKinds may have enabled (disabling one that is off is harmless).
+void DisableKinds(const CuptiApi& api) {
+  for (CUpti_ActivityKind kind : {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,
+                                  CUPTI_ACTIVITY_KIND_MEMSET, CUPTI_ACTIVITY_KIND_SYNCHRONIZATION,
+                                  CUPTI_ACTIVITY_KIND_RUNTIME}) {
+    api.activity_disable(kind);
+  }
+}
+
+// ---- the capture window ----
+
+const char* GetEnv(const char* name) { return std::getenv(name); }
+
+// Built from the environment on first use (the first NVTX range or CUDA's start, whichever
+// comes first) and leaked, like Capture.
+CaptureWindow& Window() {
+  static CaptureWindow* window = new CaptureWindow(CaptureWindowFromEnv(GetEnv));
+  return *window;
+}
+
+// Serializes turning kinds on and off with Start, so a window that opens while CUDA starts is
+// applied exactly once it can be.
+std::mutex g_window_mu;
+
+// Follows a change of the window: kinds on or off, a flush so the records of the window that
+// just closed reach the agent soon, and a mark "gpu capture on|off" in domain "rankscope" so the
+// coordinator knows which spans of the run have GPU activity.
+void ApplyWindowChange(CaptureWindow::Change change) {
+  if (change == CaptureWindow::Change::kNone || !Active()) return;
+  const bool on = change == CaptureWindow::Change::kOn;
+  EmitMark("rankscope", on ? "gpu capture on" : "gpu capture off", MonotonicNow(), ThreadId());
+  std::lock_guard<std::mutex> lock(g_window_mu);
+  Capture* c = g_capture.load(std::memory_order_acquire);
+  if (!InThisProcess(c) || c->closed.load()) return;  // CUDA not started (yet): Start applies it
+  if (on) {
+    std::string why;
+    if (!EnableKinds(c->api, c->config.mode, &why)) Unavailable(why);
+  } else {
+    DisableKinds(c->api);
+    c->api.activity_flush_all(0);
+  }
+}
+
 // Sets CUPTI's clock to CLOCK_MONOTONIC; without the callback (CUPTI older than 12.x) shifts
 // CUPTI's default CLOCK_REALTIME by the offset measured now, which is off by any later NTP step.
 void SetClock(Capture* c) {
@@ -308,8 +353,10 @@ bool Start(Capture* c, std::string* why) {
       r != CUPTI_SUCCESS) {
     *why = "cuptiActivityRegisterCallbacks: " + CuptiErrorName(api, r);
     ok = false;
-  } else if (!EnableKinds(api, c->config.mode, why)) {
-    ok = false;
+  } else {
+    // Outside a capture window the kinds stay off until the window opens.
+    std::lock_guard<std::mutex> lock(g_window_mu);
+    if (Window().on() && !EnableKinds(api, c->config.mode, why)) ok = false;
   }
   if (!ok) {
     api.unsubscribe(subscriber);  // so another tool may use CUPTI
@@ -324,8 +371,6 @@ bool Start(Capture* c, std::string* why) {
   AddPreFlushHook(PreFlush);
   return true;
 }
-
-const char* GetEnv(const char* name) { return std::getenv(name); }
 
 void Initialize() {
   CuptiConfig config = CuptiConfigFromEnv(GetEnv);
@@ -347,10 +392,32 @@ void Initialize() {
     return;
   }
   std::string why;
-  if (!Start(capture, &why)) Unavailable(why + " [" + capture->api.path + "]");
+  if (!Start(capture, &why)) {
+    Unavailable(why + " [" + capture->api.path + "]");
+    return;
+  }
+  const CaptureWindowConfig& window = Window().config();
+  static std::atomic<bool> said_window{false};
+  if (window.kind != CaptureWindowConfig::Kind::kWholeRun || !window.problems.empty()) {
+    std::string text = "GPU capture window: " + window.Describe();
+    for (const std::string& p : window.problems) text += "; " + p;
+    NoticeOnce(said_window, text);
+  }
 }
 
 }  // namespace
+
+void GpuWindowRangeOpened(std::string_view name) {
+  CaptureWindow& w = Window();
+  if (w.config().kind == CaptureWindowConfig::Kind::kWholeRun) return;
+  ApplyWindowChange(w.Opened(name));
+}
+
+void GpuWindowRangeClosed(std::string_view name) {
+  CaptureWindow& w = Window();
+  if (w.config().kind == CaptureWindowConfig::Kind::kWholeRun) return;
+  ApplyWindowChange(w.Closed(name));
+}
 }  // namespace rankscope::inject
 
 // Called by the CUDA driver, once, while it initializes. Always reports success: the program's

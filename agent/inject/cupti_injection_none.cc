@@ -3,7 +3,13 @@
 // entry point exists, says once that GPU activity is not captured, and lets CUDA run on.
 #include <atomic>
 
+#include "agent/inject/gpu_window.h"
 #include "agent/inject/record_sink.h"
+
+namespace rankscope::inject {
+void GpuWindowRangeOpened(std::string_view) {}
+void GpuWindowRangeClosed(std::string_view) {}
+}  // namespace rankscope::inject
 
 extern "C" __attribute__((visibility("default"))) int InitializeInjection(void) {
   static std::atomic<bool> said{false};

@@ -7,6 +7,7 @@
 // colours, payloads, resource naming and thread naming are ignored.
 #include <new>
 
+#include "agent/inject/gpu_window.h"
 #include "agent/inject/nvtx_ranges.h"
 #include "agent/inject/nvtx_strings.h"
 #include "agent/inject/record_sink.h"
@@ -39,6 +40,7 @@ int Push(nvtxDomainHandle_t domain, std::string_view name) {
   TimeNs now = MonotonicNow();
   PushPopStack* stack = ThisThreadStack();
   if (stack == nullptr) return NVTX_NO_PUSH_POP_TRACKING;
+  GpuWindowRangeOpened(name);
   return stack->Push(domain, name, now);
 }
 
@@ -53,6 +55,7 @@ int Pop(nvtxDomainHandle_t domain) {
     CountDropped(1);
   } else if (depth >= 0) {
     EmitRange(DomainName(domain), closed.name.view(), closed.start, now, ThreadId(), closed.depth);
+    GpuWindowRangeClosed(closed.name.view());
   }
   return depth;
 }
@@ -60,6 +63,7 @@ int Pop(nvtxDomainHandle_t domain) {
 nvtxRangeId_t Start(nvtxDomainHandle_t domain, std::string_view name) {
   TimeNs now = MonotonicNow();
   uint64_t id = g_start_end.Start(domain, name, now, ThreadId());
+  GpuWindowRangeOpened(name);
   if (id == 0) {
     CountDropped(1);
     static std::atomic<bool> said{false};
@@ -73,6 +77,7 @@ void End(nvtxRangeId_t id) {
   OpenRange closed;
   if (!g_start_end.End(id, &closed)) return;
   EmitRange(DomainName(closed.domain), closed.name.view(), closed.start, now, closed.tid, 0);
+  GpuWindowRangeClosed(closed.name.view());
 }
 
 void Mark(nvtxDomainHandle_t domain, std::string_view name) {

@@ -92,20 +92,48 @@ json NcclReportJson(const Session& session) {
     using Shape = std::tuple<std::string, std::string, Bytes, std::string, std::string>;
     std::map<Shape, int> shapes;
     std::map<Shape, std::vector<double>> busbw;  // GB/s of the instances timed on every rank
+    // Instances that ran back to back with the one before on the communicator's stream: the
+    // GPU time between the two kernels (NCCL's per-call overhead) and the busbw of the whole
+    // period, kernel plus that overhead, which is what a loop of calls achieves (nccl-tests).
+    std::map<Shape, std::vector<double>> gaps_us;
+    std::map<Shape, std::vector<double>> stream_busbw;
     int on_every_rank = 0;
     const uint64_t key = NcclCommKey(id);
+    auto timed = [&](uint64_t seq) -> const InstanceSpan* {
+      auto span = spans.find({key, seq});
+      if (span == spans.end() || span->second.members != s.nranks || s.nranks <= 0 ||
+          span->second.last_exit <= span->second.last_enter) {
+        return nullptr;
+      }
+      return &span->second;
+    };
+    // The smallest gap between consecutive timed instances is the per-call floor; a gap within
+    // twice that (or the floor + 2 us) means the call was already queued: back to back.
+    DurationNs floor = -1;
+    for (const auto& [seq, call] : s.call_per_seq) {
+      const InstanceSpan* now = timed(seq);
+      const InstanceSpan* before = seq > 0 ? timed(seq - 1) : nullptr;
+      if (now == nullptr || before == nullptr) continue;
+      const DurationNs gap = std::max<DurationNs>(0, now->last_enter - before->last_exit);
+      floor = floor < 0 ? gap : std::min(floor, gap);
+    }
     for (const auto& [seq, call] : s.call_per_seq) {
       const Shape shape{call->op, call->datatype, call->bytes, call->algo, call->proto};
       ++shapes[shape];
       if (static_cast<int>(s.ranks_per_seq.at(seq).size()) == s.nranks) ++on_every_rank;
-      auto span = spans.find({key, seq});
-      if (span != spans.end() && span->second.members == s.nranks && s.nranks > 0 &&
-          span->second.last_exit > span->second.last_enter) {
-        const NcclOp op = ParseNcclOp(call->op);
-        busbw[shape].push_back(BusBandwidthGBps(op, NcclTestsSizeBytes(op, call->bytes, s.nranks),
-                                                span->second.last_exit - span->second.last_enter,
-                                                s.nranks));
-      }
+      const InstanceSpan* now = timed(seq);
+      if (now == nullptr) continue;
+      const NcclOp op = ParseNcclOp(call->op);
+      const Bytes size = NcclTestsSizeBytes(op, call->bytes, s.nranks);
+      busbw[shape].push_back(
+          BusBandwidthGBps(op, size, now->last_exit - now->last_enter, s.nranks));
+      const InstanceSpan* before = seq > 0 ? timed(seq - 1) : nullptr;
+      if (before == nullptr) continue;
+      const DurationNs gap = std::max<DurationNs>(0, now->last_enter - before->last_exit);
+      if (gap > std::max(2 * floor, floor + 2 * kNsPerUs)) continue;  // the stream sat idle
+      gaps_us[shape].push_back(static_cast<double>(gap) / 1e3);
+      stream_busbw[shape].push_back(
+          BusBandwidthGBps(op, size, now->last_exit - before->last_exit, s.nranks));
     }
     json shapes_json = json::array();
     for (const auto& [shape, n] : shapes) {
@@ -121,7 +149,14 @@ json NcclReportJson(const Session& session) {
            // nccl-tests' bus bandwidth, median over instances timed on every rank (GPU kernel
            // times, from the last rank's arrival to the last completion); null without CUPTI.
            {"busbw_gbps", bw == busbw.end() ? json(nullptr) : json(MedianOf(bw->second))},
-           {"timed_instances", bw == busbw.end() ? 0 : static_cast<int>(bw->second.size())}});
+           {"timed_instances", bw == busbw.end() ? 0 : static_cast<int>(bw->second.size())},
+           // Over the instances that followed the previous one back to back: the median GPU gap
+           // between their kernels, and the busbw counting that gap (kernel end to kernel end).
+           {"back_to_back_instances",
+            gaps_us.count(shape) ? static_cast<int>(gaps_us.at(shape).size()) : 0},
+           {"gap_us", gaps_us.count(shape) ? json(MedianOf(gaps_us.at(shape))) : json(nullptr)},
+           {"stream_busbw_gbps",
+            stream_busbw.count(shape) ? json(MedianOf(stream_busbw.at(shape))) : json(nullptr)}});
     }
     out_comms.push_back({{"comm_id", id},
                          {"nranks", s.nranks},
@@ -149,6 +184,64 @@ json TopologyReportJson(const Session& session) {
       entry["topology"] = json::parse(TopologyToJson(topo.value()).dump());
     } else {
       entry["error"] = topo.status().message();
+    }
+    out.push_back(std::move(entry));
+  }
+  return out;
+}
+
+json NvmlToJson(const NvmlSnapshot& nvml) {
+  json gpus = json::array();
+  for (const NvmlGpu& g : nvml.gpus) {
+    // Below its maximum while the job ran (the agent keeps the best link it saw).
+    const bool degraded = (g.pcie_gen_current >= 0 && g.pcie_gen_current < g.pcie_gen_max) ||
+                          (g.pcie_width_current >= 0 && g.pcie_width_current < g.pcie_width_max);
+    gpus.push_back({{"index", g.index},
+                    {"name", g.name},
+                    {"uuid", g.uuid},
+                    {"bus_id", g.bus_id},
+                    {"pcie_gen_current", g.pcie_gen_current},
+                    {"pcie_gen_max", g.pcie_gen_max},
+                    {"pcie_width_current", g.pcie_width_current},
+                    {"pcie_width_max", g.pcie_width_max},
+                    {"pcie_degraded", degraded},
+                    {"nvlinks_up", g.nvlinks_up},
+                    {"nvlinks_total", g.nvlinks_total},
+                    {"memory_bytes", g.memory_bytes}});
+  }
+  return {{"driver_version", nvml.driver_version}, {"gpus", gpus}};
+}
+
+Result<NvmlSnapshot> NvmlFromJson(const json& j) {
+  if (!j.is_object() || !j.contains("gpus") || !j["gpus"].is_array()) {
+    return Result<NvmlSnapshot>::Error("NVML entry is not {driver_version, gpus[]}");
+  }
+  NvmlSnapshot out;
+  try {
+    out.driver_version = j.at("driver_version").get<std::string>();
+    for (const json& g : j["gpus"]) {
+      out.gpus.push_back({g.at("index").get<uint32_t>(), g.at("name").get<std::string>(),
+                          g.at("uuid").get<std::string>(), g.at("bus_id").get<std::string>(),
+                          g.at("pcie_gen_current").get<int>(), g.at("pcie_gen_max").get<int>(),
+                          g.at("pcie_width_current").get<int>(), g.at("pcie_width_max").get<int>(),
+                          g.at("nvlinks_up").get<int>(), g.at("nvlinks_total").get<int>(),
+                          g.at("memory_bytes").get<uint64_t>()});
+    }
+  } catch (const json::exception& e) {
+    return Result<NvmlSnapshot>::Error(std::string("NVML entry: ") + e.what());
+  }
+  return out;
+}
+
+json NvmlReportJson(const Session& session) {
+  json out = json::array();
+  for (const RankData& r : session.ranks) {
+    if (!r.nvml && r.nvml_error.empty()) continue;
+    json entry = {{"node", r.id.node}, {"rank", r.id.rank}};
+    if (r.nvml) {
+      entry.update(NvmlToJson(*r.nvml));
+    } else {
+      entry["error"] = r.nvml_error;
     }
     out.push_back(std::move(entry));
   }

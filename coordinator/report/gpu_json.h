@@ -19,6 +19,14 @@ nlohmann::json NcclReportJson(const Session& session);
 // error} when the dump does not parse.
 nlohmann::json TopologyReportJson(const Session& session);
 
+// One entry per node that sent NVML: {node, rank, driver_version, gpus[{index, name, uuid,
+// bus_id, pcie_gen_current, pcie_gen_max, pcie_width_current, pcie_width_max, pcie_degraded,
+// nvlinks_up, nvlinks_total, memory_bytes}]} or {node, rank, error}.
+nlohmann::json NvmlReportJson(const Session& session);
+
+nlohmann::json NvmlToJson(const NvmlSnapshot& nvml);
+Result<NvmlSnapshot> NvmlFromJson(const nlohmann::json& json);
+
 nlohmann::json RankNcclToJson(const RankNccl& nccl);
 // Fails, naming what is wrong, on JSON that RankNcclToJson did not write.
 Result<RankNccl> RankNcclFromJson(const nlohmann::json& json);

@@ -153,6 +153,7 @@ json BuildReportJson(const Session& session, const std::vector<Finding>& finding
   report["collectives"] = CollectivesJson(session);
   if (json nccl = NcclReportJson(session); !nccl.is_null()) report["nccl"] = std::move(nccl);
   if (json topo = TopologyReportJson(session); !topo.empty()) report["topology"] = std::move(topo);
+  if (json nvml = NvmlReportJson(session); !nvml.empty()) report["nvml"] = std::move(nvml);
   return report;
 }
 

@@ -276,6 +276,12 @@ std::string GpuSection(const Session& session, const Painter& paint) {
         if (shape["busbw_gbps"].is_number()) {
           busbw = FormatDouble("  busbw %.1f GB/s", shape["busbw_gbps"].get<double>());
         }
+        if (shape["stream_busbw_gbps"].is_number()) {
+          // Back-to-back calls: the GPU gap between kernels counts (nccl-tests' loop figure).
+          busbw +=
+              FormatDouble(", %.1f GB/s call to call", shape["stream_busbw_gbps"].get<double>());
+          busbw += FormatDouble(" (%.1f us between kernels)", shape["gap_us"].get<double>());
+        }
         out += paint.Dim("    " + std::to_string(shape["calls"].get<int>()) + " x " +
                          shape["op"].get<std::string>() + " " +
                          FormatBytes(shape["bytes"].get<int64_t>()) + " " +
@@ -301,6 +307,41 @@ std::string GpuSection(const Session& session, const Painter& paint) {
                                   " PCIe link(s) below their peers");
     }
     out += line + "\n";
+  }
+  // A node without a driver is not news on a CPU job: NVML errors only when the job used GPUs.
+  const bool used_gpus = std::any_of(session.ranks.begin(), session.ranks.end(), [](const auto& r) {
+    return !r.gpu.empty() || r.nccl.has_value() || r.nvml.has_value();
+  });
+  for (const auto& entry : NvmlReportJson(session)) {
+    const std::string node = Clean(entry["node"].get<std::string>());
+    if (entry.contains("error")) {
+      if (!used_gpus) continue;
+      out += "  NVML on " + node + ": " + paint.Yellow(Clean(entry["error"].get<std::string>())) +
+             "\n";
+      continue;
+    }
+    for (const auto& g : entry["gpus"]) {
+      std::string line = "  node " + node + " GPU " + std::to_string(g["index"].get<int>()) + " " +
+                         Clean(g["name"].get<std::string>()) + " " +
+                         Clean(g["bus_id"].get<std::string>()) + ": PCIe";
+      auto link = [](int gen, int width) {
+        return (gen < 0 ? std::string("gen ?") : "gen " + std::to_string(gen)) + " x" +
+               (width < 0 ? std::string("?") : std::to_string(width));
+      };
+      const std::string now =
+          link(g["pcie_gen_current"].get<int>(), g["pcie_width_current"].get<int>());
+      const std::string max = link(g["pcie_gen_max"].get<int>(), g["pcie_width_max"].get<int>());
+      line +=
+          " " + (g["pcie_degraded"].get<bool>() ? paint.Yellow(now + " (max " + max + ")") : now);
+      const int up = g["nvlinks_up"].get<int>();
+      const int total = g["nvlinks_total"].get<int>();
+      if (total > 0) {
+        const std::string nvlink =
+            "NVLink " + std::to_string(up) + "/" + std::to_string(total) + " up";
+        line += ", " + (up < total ? paint.Yellow(nvlink) : nvlink);
+      }
+      out += line + "\n";
+    }
   }
   if (!out.empty() && out.find("NCCL") != 0) out = paint.Bold("GPU topology") + "\n" + out;
   return out;

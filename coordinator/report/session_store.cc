@@ -191,7 +191,8 @@ CREATE TABLE ranges (
   depth INTEGER);
 CREATE TABLE marks (rank_idx INTEGER, domain TEXT, name TEXT, time_ns INTEGER, tid INTEGER);
 CREATE TABLE findings (idx INTEGER PRIMARY KEY, kind TEXT, severity TEXT, finding TEXT);
-CREATE TABLE rank_gpu (rank_idx INTEGER, nccl TEXT, topology_source TEXT, topology_xml TEXT);
+CREATE TABLE rank_gpu (rank_idx INTEGER, nccl TEXT, topology_source TEXT, topology_xml TEXT,
+                       nvml TEXT, nvml_error TEXT);
 CREATE TABLE gpu_names (id INTEGER PRIMARY KEY, name TEXT);
 CREATE TABLE gpu_activity (
   rank_idx INTEGER, kind INTEGER, device INTEGER, context INTEGER, stream INTEGER,
@@ -239,7 +240,7 @@ Status WriteRanks(const Connection& db, const Session& s) {
   Statement p2p(db, "INSERT INTO p2p VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
   Statement range(db, "INSERT INTO ranges VALUES (?, ?, ?, ?, ?, ?, ?)");
   Statement mark(db, "INSERT INTO marks VALUES (?, ?, ?, ?, ?)");
-  Statement gpu(db, "INSERT INTO rank_gpu VALUES (?, ?, ?, ?)");
+  Statement gpu(db, "INSERT INTO rank_gpu VALUES (?, ?, ?, ?, ?, ?)");
   Statement activity(db,
                      "INSERT INTO gpu_activity VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
                      "?, ?, ?, ?, ?)");
@@ -293,14 +294,20 @@ Status WriteRanks(const Connection& db, const Session& s) {
       activity.Int(x.block[0]).Int(x.block[1]).Int(x.block[2]);
       RETURN_IF_ERROR(activity.Int(it->second).Run());
     }
-    if (r.nccl || !r.topology_xml.empty()) {
+    if (r.nccl || !r.topology_xml.empty() || r.nvml || !r.nvml_error.empty()) {
       gpu.Int(idx);
       if (r.nccl) {
         gpu.Text(Dump(RankNcclToJson(*r.nccl)));
       } else {
         gpu.Null();
       }
-      RETURN_IF_ERROR(gpu.Text(r.topology_source).Text(r.topology_xml).Run());
+      gpu.Text(r.topology_source).Text(r.topology_xml);
+      if (r.nvml) {
+        gpu.Text(Dump(NvmlToJson(*r.nvml)));
+      } else {
+        gpu.Null();
+      }
+      RETURN_IF_ERROR(gpu.Text(r.nvml_error).Run());
     }
   }
   return Status::Ok();
@@ -671,7 +678,10 @@ Status ReadAllRecords(const Connection& db, Session* s, int version) {
       }));
   RETURN_IF_ERROR(ReadRecords(
       db, s, "rank_gpu",
-      "SELECT rank_idx, nccl, topology_source, topology_xml FROM rank_gpu ORDER BY rowid",
+      version >= 2 ? "SELECT rank_idx, nccl, topology_source, topology_xml, nvml, nvml_error "
+                     "FROM rank_gpu ORDER BY rowid"
+                   : "SELECT rank_idx, nccl, topology_source, topology_xml, NULL, '' "
+                     "FROM rank_gpu ORDER BY rowid",
       [&](const Statement& q, RankData& r) {
         if (!q.ColumnIsNull(1)) {
           json parsed = json::parse(q.ColumnText(1), nullptr, /*allow_exceptions=*/false);
@@ -681,6 +691,13 @@ Status ReadAllRecords(const Connection& db, Session* s, int version) {
         }
         r.topology_source = q.ColumnText(2);
         r.topology_xml = q.ColumnText(3);
+        if (!q.ColumnIsNull(4)) {
+          json parsed = json::parse(q.ColumnText(4), nullptr, /*allow_exceptions=*/false);
+          Result<NvmlSnapshot> nvml = NvmlFromJson(parsed);
+          if (!nvml.ok()) return Corrupt(path, "rank_gpu.nvml: " + nvml.status().message());
+          r.nvml = std::move(nvml).value();
+        }
+        r.nvml_error = q.ColumnText(5);
         return Status::Ok();
       }));
   return version >= 2 ? ReadGpuActivity(db, s) : Status::Ok();

@@ -17,7 +17,8 @@ namespace rankscope {
 
 // The layout version written to meta 'schema_version'. LoadSession reads this one and the
 // older ones listed below it.
-//   2: collectives.source (0 MPI, 1 NCCL); CUPTI activity in gpu_activity + gpu_names
+//   2: collectives.source (0 MPI, 1 NCCL); CUPTI activity in gpu_activity + gpu_names;
+//      rank_gpu.nvml (JSON) and nvml_error
 //   1: the first layout (NCCL collectives recognised by their communicator key)
 inline constexpr int kSessionStoreSchemaVersion = 2;
 inline constexpr int kOldestReadableSchemaVersion = 1;

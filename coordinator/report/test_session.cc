@@ -161,6 +161,15 @@ Session MakeSession() {
   copy.bytes = 1 << 20;
   gpu(GpuActivityKind::kSync, 0, 1000'002'000'000, 1000'002'100'000, "").sync_kind = 4;
 
+  NvmlSnapshot nvml;
+  nvml.driver_version = "580.159.04";
+  nvml.gpus.push_back(
+      {0, "NVIDIA H200", "GPU-a", "00000000:00:06.0", 5, 5, 16, 16, 18, 18, 1ull << 37});
+  nvml.gpus.push_back(
+      {1, "NVIDIA H200", "GPU-b", "00000000:00:07.0", 4, 5, 16, 16, 18, 18, 1ull << 37});
+  s.ranks[0].nvml = nvml;
+  s.ranks[2].nvml_error = "NVML: cannot load libnvidia-ml.so.1";
+
   s.ranks[0].topology_source = "/tmp/topo.xml";
   s.ranks[0].topology_xml = R"(<system version="1">
   <cpu numaid="-1" arch="x86_64" vendor="GenuineIntel" familyid="6" modelid="207">
@@ -387,6 +396,11 @@ void ExpectSessionsEqual(const Session& e, const Session& a) {
     EXPECT_EQ(x.notices, y.notices);
     EXPECT_EQ(x.topology_source, y.topology_source);
     EXPECT_EQ(x.topology_xml, y.topology_xml);
+    ASSERT_EQ(x.nvml.has_value(), y.nvml.has_value());
+    if (x.nvml) {
+      EXPECT_EQ(NvmlToJson(*x.nvml), NvmlToJson(*y.nvml));
+    }
+    EXPECT_EQ(x.nvml_error, y.nvml_error);
     ASSERT_EQ(x.nccl.has_value(), y.nccl.has_value());
     if (x.nccl) {
       EXPECT_EQ(RankNcclToJson(*x.nccl), RankNcclToJson(*y.nccl));  // every field, both ways

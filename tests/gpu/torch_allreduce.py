@@ -3,7 +3,8 @@ work, optionally slowed on one rank), a 'compute' range (matmuls on the GPU) and
 through NCCL. Launch with torchrun (one process per GPU):
   torchrun --nproc_per_node=2 --no-python python3 tests/gpu/torch_allreduce.py --steps 40
 Options: --steps N, --sleep-rank R --sleep-ms M (host sleep before compute on rank R),
---mib M (all-reduce size), --print-step-times (rank 0 prints the median step time).
+--mib M (all-reduce size), --small-ops N (N tiny element-wise kernels per step besides the
+matmuls, to make the loop launch-bound like many real models), --print-step-times.
 """
 import argparse
 import faulthandler
@@ -22,6 +23,7 @@ def main():
     p.add_argument("--sleep-ms", type=float, default=20.0)
     p.add_argument("--mib", type=float, default=64.0)
     p.add_argument("--print-step-times", action="store_true")
+    p.add_argument("--small-ops", type=int, default=0)
     p.add_argument("--torch-profiler", action="store_true",
                    help="run the loop under torch.profiler with CUDA activities (for comparison)")
     p.add_argument("--hang-dump-s", type=float, default=0,
@@ -35,6 +37,7 @@ def main():
     dist.init_process_group("nccl")
     rank = dist.get_rank()
     a = torch.randn(4096, 4096, device="cuda")
+    small = torch.zeros(4096, device="cuda")
     grad = torch.ones(int(args.mib * (1 << 20) // 4), device="cuda")
     times = []
     profiler = None
@@ -52,6 +55,8 @@ def main():
         torch.cuda.nvtx.range_push("compute")
         for _ in range(4):
             batch = torch.mm(a, batch)
+        for _ in range(args.small_ops):
+            small.add_(1.0)
         torch.cuda.nvtx.range_pop()
         torch.cuda.nvtx.range_push("allreduce")
         dist.all_reduce(grad)

@@ -1,20 +1,27 @@
 #!/usr/bin/env bash
 # Steady-state step time of tests/gpu/torch_allreduce.py on 2 GPUs: bare, under rankscope, and
 # under torch.profiler (CUDA activities), alternating, in one run. Prints the medians and ratios.
-# Usage: torch_overhead.sh PREFIX [REPEATS]
+# Modes: bare; rankscope (whole-run CUPTI, default "all"); rankscope_sampled (GPU activity in one
+# step of 10: --capture-every 10); torch_profiler.
+# Usage: torch_overhead.sh PREFIX [REPEATS] [LOOP ARGS...]   (default loop args: --steps 200
+#        --mib 16; add e.g. --small-ops 200 for a launch-bound loop)
 set -uo pipefail
 prefix=$(cd "${1:-device-prefix}" && pwd)
 repeats=${2:-3}
+shift 2 2>/dev/null || shift $#
 here=$(cd "$(dirname "$0")" && pwd)
 export LD_LIBRARY_PATH="$prefix/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 NO_COLOR=1
 d=$(mktemp -d)
-args=(--steps 200 --mib 16)
+args=(--steps 200 --mib 16 "$@")
 for ((i = 0; i < repeats; i++)); do
-  for mode in bare rankscope torch_profiler; do
+  for mode in bare rankscope rankscope_sampled torch_profiler; do
     case $mode in
       bare) torchrun --nproc_per_node=2 "$here/torch_allreduce.py" "${args[@]}" ;;
       rankscope) (cd "$d" && "$prefix/bin/rankscope" run -q -o "s$i" -- torchrun \
+          --nproc_per_node=2 --no-python -- python3 "$here/torch_allreduce.py" "${args[@]}") ;;
+      rankscope_sampled) (cd "$d" && "$prefix/bin/rankscope" run -q -o "p$i" \
+          --capture-every 10 -- torchrun \
           --nproc_per_node=2 --no-python -- python3 "$here/torch_allreduce.py" "${args[@]}") ;;
       torch_profiler) torchrun --nproc_per_node=2 "$here/torch_allreduce.py" "${args[@]}" \
           --torch-profiler ;;
@@ -29,7 +36,7 @@ by = {}
 for mode, ms in rows:
     by.setdefault(mode, []).append(float(ms))
 bare = statistics.median(by.get("bare", [float("nan")]))
-for mode in ("bare", "rankscope", "torch_profiler"):
+for mode in ("bare", "rankscope", "rankscope_sampled", "torch_profiler"):
     v = by.get(mode, [])
     if v:
         m = statistics.median(v)

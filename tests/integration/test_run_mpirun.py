@@ -5,7 +5,7 @@ import sys
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import MPI_TRAIN, RankscopeTest, Session, mpirun  # noqa: E402
+from harness import BUILD, MPI_TRAIN, RankscopeTest, Session, mpirun  # noqa: E402
 
 STEPS = "30"
 OUTPUT_FILES = ("report.txt", "report.json", "report.html", "trace.json", "session.sqlite")
@@ -73,6 +73,28 @@ class RunMpirun(RankscopeTest):
         reasons = " ".join(s.report["job"]["partial_reasons"])
         self.assertIn("rank 2", reasons)
         self.assertEqual(s.rank(2)["term_signal"], 6)  # abort()
+
+    def test_nvml_read_once_per_node_and_degraded_links_shown(self):
+        # A stand-in libnvidia-ml (agent/topology/fake_nvml.cc): GPU 1 trained down to gen 3 x8.
+        fake = os.path.join(BUILD, "tests", "libfake_nvml.so")
+        proc, out = self.run_rankscope(mpirun(4, MPI_TRAIN, "--steps", "10"),
+                                       extra_env={"RANKSCOPE_NVML_LIBRARY": fake})
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        s = Session(out)
+        self.assertEqual(len(s.report["nvml"]), 1, s.report["nvml"])  # local rank 0 only
+        gpus = s.report["nvml"][0]["gpus"]
+        self.assertEqual([g["pcie_degraded"] for g in gpus], [False, True])
+        self.assertEqual(gpus[1]["nvlinks_up"], 16)
+        self.assertIn("PCIe gen 3 x8 (max gen 5 x16), NVLink 16/18 up", proc.stderr)
+
+    def test_no_nvml_is_silent_on_a_cpu_job(self):
+        proc, out = self.run_rankscope(
+            mpirun(2, MPI_TRAIN, "--steps", "5"),
+            extra_env={"RANKSCOPE_NVML_LIBRARY": "libnvidia-ml-not-here.so.1"})
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        s = Session(out)
+        self.assertIn("cannot load libnvidia-ml-not-here.so.1", s.report["nvml"][0]["error"])
+        self.assertNotIn("NVML", proc.stderr)
 
     def test_exit_code_passes_through(self):
         proc, out = self.run_rankscope(["sh", "-c", "echo hello; exit 7"])
