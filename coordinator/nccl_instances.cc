@@ -1,6 +1,9 @@
 #include "coordinator/nccl_instances.h"
 
 #include <algorithm>
+#include <map>
+#include <set>
+#include <string>
 #include <vector>
 
 #include "agent/nccl/kernel_name.h"
@@ -48,6 +51,89 @@ uint64_t NcclCommKey(const std::string& comm_id) {
   return h;
 }
 
+namespace {
+
+// One call joined with one kernel (indices into the rank's calls and its NCCL kernels).
+struct Pair {
+  size_t call;
+  size_t kernel;
+};
+
+// Joins calls (log order) with kernels (GPU start order) in order: a kernel whose op does not fit
+// the next call is one we cannot place (another communicator's, or a call the log missed) and is
+// skipped. Adds the unplaced calls and kernels to *stats.
+std::vector<Pair> JoinInOrder(const std::vector<const NcclCallInfo*>& all_calls,
+                              const std::vector<size_t>& calls,
+                              const std::vector<Kernel>& all_kernels,
+                              const std::vector<size_t>& kernels, NcclJoinStats* stats) {
+  std::vector<Pair> pairs;
+  size_t next = 0;
+  for (size_t c : calls) {
+    const NcclOp op = ParseNcclOp(all_calls[c]->op);
+    size_t k = next;
+    while (k < kernels.size() && all_kernels[kernels[k]].decoded.op != op) ++k;
+    if (k == kernels.size()) {
+      ++stats->calls_without_kernel;
+      continue;
+    }
+    stats->kernels_without_call += static_cast<int>(k - next);
+    pairs.push_back({c, kernels[k]});
+    next = k + 1;
+  }
+  stats->kernels_without_call += static_cast<int>(kernels.size() - next);
+  return pairs;
+}
+
+std::vector<size_t> Indices(size_t n) {
+  std::vector<size_t> out(n);
+  for (size_t i = 0; i < n; ++i) out[i] = i;
+  return out;
+}
+
+// Which stream each communicator's kernels run on. NCCL runs a call's kernel on the stream the
+// call was given; one stream may serve several communicators (their calls then reach it in log
+// order), and kernels of different streams may run in another order than the calls were made,
+// which is why the final join is per stream. Each communicator gets the stream whose kernels
+// its calls fit best on their own (most joined, fewest left over on either side); a tie goes to
+// the stream most of its calls joined in a first, global join.
+std::map<std::string, uint32_t> StreamOfCommunicators(const std::vector<const NcclCallInfo*>& calls,
+                                                      const std::vector<Kernel>& kernels,
+                                                      const std::vector<Pair>& first_pass) {
+  std::map<std::string, std::vector<size_t>> calls_of;
+  for (size_t c = 0; c < calls.size(); ++c) calls_of[calls[c]->comm_id].push_back(c);
+  std::map<uint32_t, std::vector<size_t>> kernels_on;
+  for (size_t k = 0; k < kernels.size(); ++k) kernels_on[kernels[k].record->stream].push_back(k);
+  std::map<std::string, std::map<uint32_t, int>> votes;
+  for (const Pair& p : first_pass) {
+    ++votes[calls[p.call]->comm_id][kernels[p.kernel].record->stream];
+  }
+  std::map<std::string, uint32_t> out;
+  for (const auto& [comm, mine] : calls_of) {
+    int best_score = 0;
+    int best_votes = -1;
+    bool found = false;
+    uint32_t best = 0;
+    for (const auto& [stream, on_stream] : kernels_on) {
+      NcclJoinStats unplaced;
+      const int joined =
+          static_cast<int>(JoinInOrder(calls, mine, kernels, on_stream, &unplaced).size());
+      if (joined == 0) continue;
+      const int score = joined - unplaced.calls_without_kernel - unplaced.kernels_without_call;
+      const int vote = votes[comm][stream];
+      if (!found || score > best_score || (score == best_score && vote > best_votes)) {
+        found = true;
+        best_score = score;
+        best_votes = vote;
+        best = stream;
+      }
+    }
+    if (found) out[comm] = best;
+  }
+  return out;
+}
+
+}  // namespace
+
 NcclJoinStats AddNcclCollectives(Session* session) {
   NcclJoinStats stats;
   for (RankData& rank : session->ranks) {
@@ -72,22 +158,53 @@ NcclJoinStats AddNcclCollectives(Session* session) {
     std::stable_sort(kernels.begin(), kernels.end(), [](const Kernel& a, const Kernel& b) {
       return a.record->start < b.record->start;
     });
-
-    // Calls and kernels come in the same order on a rank (one stream per communicator, NCCL
-    // launches in call order); a kernel whose op or type does not fit the next call is one we
-    // cannot place (another communicator's, or a call the log missed) and is skipped.
-    size_t next_kernel = 0;
+    std::vector<const NcclCallInfo*> calls;
     for (const NcclCallInfo& call : rank.nccl->calls) {
       const NcclOp op = ParseNcclOp(call.op);
-      if (op == NcclOp::kUnknown || IsPointToPoint(op)) continue;
-      size_t k = next_kernel;
-      while (k < kernels.size() && kernels[k].decoded.op != op) ++k;
-      if (k == kernels.size()) {
-        ++stats.calls_without_kernel;
-        continue;
+      if (op != NcclOp::kUnknown && !IsPointToPoint(op)) calls.push_back(&call);
+    }
+
+    NcclJoinStats global;
+    std::vector<Pair> pairs =
+        JoinInOrder(calls, Indices(calls.size()), kernels, Indices(kernels.size()), &global);
+    const std::map<std::string, uint32_t> stream_of = StreamOfCommunicators(calls, kernels, pairs);
+    std::set<uint32_t> streams;
+    for (const auto& [comm, stream] : stream_of) streams.insert(stream);
+    if (streams.size() > 1) {
+      // Several streams: join each stream's kernels with the calls of its communicators.
+      std::map<uint32_t, std::pair<std::vector<size_t>, std::vector<size_t>>> per_stream;
+      NcclJoinStats by_stream;
+      for (size_t c = 0; c < calls.size(); ++c) {
+        auto it = stream_of.find(calls[c]->comm_id);
+        if (it == stream_of.end()) {
+          ++by_stream.calls_without_kernel;  // a communicator none of whose calls placed
+        } else {
+          per_stream[it->second].first.push_back(c);
+        }
       }
-      stats.kernels_without_call += static_cast<int>(k - next_kernel);
-      next_kernel = k + 1;
+      for (size_t k = 0; k < kernels.size(); ++k) {
+        if (streams.count(kernels[k].record->stream)) {
+          per_stream[kernels[k].record->stream].second.push_back(k);
+        } else {
+          ++by_stream.kernels_without_call;
+        }
+      }
+      pairs.clear();
+      for (const auto& [stream, work] : per_stream) {
+        for (const Pair& p : JoinInOrder(calls, work.first, kernels, work.second, &by_stream)) {
+          pairs.push_back(p);
+        }
+      }
+      global = by_stream;
+    }
+    stats.calls_without_kernel += global.calls_without_kernel;
+    stats.kernels_without_call += global.kernels_without_call;
+
+    std::sort(pairs.begin(), pairs.end(),
+              [](const Pair& a, const Pair& b) { return a.call < b.call; });
+    for (const Pair& p : pairs) {
+      const NcclCallInfo& call = *calls[p.call];
+      const GpuActivityRecord& kernel = *kernels[p.kernel].record;
       const NcclCommInfo* comm = nullptr;
       for (const NcclCommInfo& c : rank.nccl->communicators) {
         if (c.comm_id == call.comm_id) comm = &c;
@@ -95,19 +212,18 @@ NcclJoinStats AddNcclCollectives(Session* session) {
       CollectiveRecord r;
       r.comm_id = NcclCommKey(call.comm_id);
       r.seq = call.seq;
-      r.op = ToCollectiveOp(op);
+      r.op = ToCollectiveOp(ParseNcclOp(call.op));
       r.root = call.root;
       r.comm_size = comm != nullptr ? comm->nranks : 0;
       r.comm_rank = comm != nullptr ? comm->rank : -1;
       r.bytes = call.bytes;
-      r.enter = kernels[k].record->start;
-      r.exit = kernels[k].record->end;
-      r.tid = kernels[k].record->stream;
+      r.enter = kernel.start;
+      r.exit = kernel.end;
+      r.tid = kernel.stream;
       r.source = CollectiveRecord::Source::kNccl;
       rank.collectives.push_back(r);
       ++stats.joined;
     }
-    stats.kernels_without_call += static_cast<int>(kernels.size() - next_kernel);
   }
   return stats;
 }

@@ -83,6 +83,52 @@ TEST(NcclInstances, RanksWithoutLogsOrKernelsAreLeftAlone) {
   EXPECT_TRUE(s.ranks[1].collectives.empty());
 }
 
+TEST(NcclInstances, TwoCommunicatorsOnTwoStreamsJoinPerStream) {
+  // Data-parallel and tensor-parallel communicators, both all-reducing, calls interleaved in
+  // the log (two TP calls per DP call), each on its own stream; the TP stream runs behind, so in
+  // GPU start order the kernels do not follow the calls.
+  constexpr char kDp[] = "0xdddd";
+  constexpr char kTp[] = "0xeeee";
+  RankData r;
+  r.id.rank = 0;
+  RankNccl n;
+  n.communicators.push_back({kDp, 0, 2, 1, 24, "60", 0, {}, {}});
+  n.communicators.push_back({kTp, 0, 2, 1, 24, "60", 0, {}, {}});
+  for (uint64_t seq = 0; seq < 6; ++seq) {
+    n.calls.push_back({kDp, seq, "AllReduce", 1024, "ncclFloat32", 4096, -1, "", "", 24});
+    for (uint64_t k = 0; k < 2; ++k) {
+      n.calls.push_back({kTp, 2 * seq + k, "AllReduce", 2048, "ncclFloat32", 8192, -1, "", "", 24});
+    }
+  }
+  r.nccl = n;
+  for (int seq = 0; seq < 6; ++seq) {
+    GpuActivityRecord dp =
+        Kernel(kAllReduceKernel, 1'000'000 * (seq + 1), 1'000'000 * (seq + 1) + 100);
+    dp.stream = 7;
+    r.gpu.push_back(dp);
+  }
+  for (int seq = 0; seq < 12; ++seq) {
+    // TP kernels start well after DP's (their stream is busy with other work).
+    GpuActivityRecord tp =
+        Kernel(kAllReduceKernel, 500'000 * (seq + 3) + 250'000, 500'000 * (seq + 3) + 250'100);
+    tp.stream = 9;
+    r.gpu.push_back(tp);
+  }
+  Session s;
+  s.ranks = {r};
+  NcclJoinStats stats = AddNcclCollectives(&s);
+  EXPECT_EQ(stats.joined, 18);
+  EXPECT_EQ(stats.calls_without_kernel, 0);
+  EXPECT_EQ(stats.kernels_without_call, 0);
+  for (const CollectiveRecord& c : s.ranks[0].collectives) {
+    const bool dp = c.comm_id == NcclCommKey(kDp);
+    EXPECT_EQ(c.tid, dp ? 7u : 9u) << "seq " << c.seq;
+    const TimeNs expected = dp ? 1'000'000 * static_cast<TimeNs>(c.seq + 1)
+                               : 500'000 * static_cast<TimeNs>(c.seq + 3) + 250'000;
+    EXPECT_EQ(c.enter, expected) << (dp ? "dp" : "tp") << " seq " << c.seq;
+  }
+}
+
 TEST(NcclInstances, WindowedRanksAreNotJoinedByOrder) {
   Session s;
   RankData windowed = NcclRank(0, 0);
