@@ -108,18 +108,30 @@ NcclPlan PlanNcclEnvironment(const EnvMap& env, const AgentIdentity& id, const s
         "output and rankscope cannot read it; set NCCL_DEBUG_FILE (e.g. "
         "/tmp/nccl.%h.%p.log) to have communicators and calls in the report";
   }
+  // One topology dump per node. NCCL dumps from the rank whose (communicator) rank equals
+  // NCCL_TOPO_DUMP_FILE_RANK, read per process, so every rank of a node names that node's local
+  // rank 0 (rank - local_rank under the block placement mpirun, srun and torchrun use by
+  // default) and that rank's agent reads the file. Every rank must set the file: NCCL 2.28 hangs
+  // the first collective when only some ranks do (seen on 2xH200); different dump ranks per
+  // process were seen to work there (both processes dumped, no hang).
   const std::string user_topo = Get(env, "NCCL_TOPO_DUMP_FILE");
-  if (!user_topo.empty()) {
-    if (id.rank == 0) plan.topology_file = user_topo;
+  const std::string user_topo_rank = Get(env, "NCCL_TOPO_DUMP_FILE_RANK");
+  int dump_rank = id.rank - id.local_rank;
+  if (!user_topo_rank.empty()) {
+    dump_rank = std::atoi(user_topo_rank.c_str());
   } else {
-    // Every rank must see the same NCCL_TOPO_DUMP_FILE: NCCL 2.28 hangs in the first
-    // collective when only some ranks have it set (seen on 2xH200). So all ranks get the same
-    // path and NCCL's default dump rank (0) writes it; rank 0's agent reads it. One node's
-    // topology per job, for now.
-    const std::string path = tmp_dir + "/rankscope-" + session_id + ".topo.xml";
-    plan.set_env.push_back("NCCL_TOPO_DUMP_FILE=" + path);
-    if (id.rank == 0) plan.topology_file = path;
+    plan.set_env.push_back("NCCL_TOPO_DUMP_FILE_RANK=" + std::to_string(dump_rank));
   }
+  std::string path = user_topo;
+  if (path.empty()) {
+    std::string node = id.node_name.empty() ? id.host : id.node_name;
+    for (char& c : node) {
+      if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '.') c = '_';
+    }
+    path = tmp_dir + "/rankscope-" + session_id + (node.empty() ? "" : "." + node) + ".topo.xml";
+    plan.set_env.push_back("NCCL_TOPO_DUMP_FILE=" + path);
+  }
+  if (id.rank == dump_rank) plan.topology_file = path;
   return plan;
 }
 

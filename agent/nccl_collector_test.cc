@@ -14,21 +14,43 @@ bool Has(const std::vector<std::string>& v, const std::string& entry) {
   return std::find(v.begin(), v.end(), entry) != v.end();
 }
 
-TEST(NcclPlan, SetsDebugFileAndTheSameTopologyDumpFileOnEveryRank) {
+TEST(NcclPlan, SetsDebugFileAndOneTopologyDumpPerNode) {
   AgentIdentity id;
   id.rank = 0;
+  id.node_name = "n1";
   NcclPlan plan = PlanNcclEnvironment({}, id, "/d", "s1", "/tmp");
   EXPECT_TRUE(Has(plan.set_env, "NCCL_DEBUG=INFO"));
   EXPECT_TRUE(Has(plan.set_env, "NCCL_DEBUG_SUBSYS=INIT,COLL,GRAPH,TUNING,ENV"));
   EXPECT_TRUE(Has(plan.set_env, "NCCL_DEBUG_FILE=/d/nccl.%p.log"));
-  // NCCL 2.28 hangs when only some ranks set NCCL_TOPO_DUMP_FILE: every rank gets the same.
-  EXPECT_TRUE(Has(plan.set_env, "NCCL_TOPO_DUMP_FILE=/tmp/rankscope-s1.topo.xml"));
-  EXPECT_EQ(plan.topology_file, "/tmp/rankscope-s1.topo.xml");
+  // NCCL 2.28 hangs when only some ranks set NCCL_TOPO_DUMP_FILE: every rank sets it, and
+  // names its node's local rank 0 as the one that dumps.
+  EXPECT_TRUE(Has(plan.set_env, "NCCL_TOPO_DUMP_FILE=/tmp/rankscope-s1.n1.topo.xml"));
+  EXPECT_TRUE(Has(plan.set_env, "NCCL_TOPO_DUMP_FILE_RANK=0"));
+  EXPECT_EQ(plan.topology_file, "/tmp/rankscope-s1.n1.topo.xml");
   EXPECT_EQ(plan.log_glob, "/d/nccl.*.log");
-  id.rank = 3;
+  // Rank 5 is local rank 1 on node n3 (ranks 4..7): rank 4 dumps, rank 4's agent reads.
+  id.rank = 5;
+  id.local_rank = 1;
+  id.node_name = "n3/x";
   plan = PlanNcclEnvironment({}, id, "/d", "s1", "/tmp");
-  EXPECT_TRUE(Has(plan.set_env, "NCCL_TOPO_DUMP_FILE=/tmp/rankscope-s1.topo.xml"));
-  EXPECT_TRUE(plan.topology_file.empty());  // NCCL's rank 0 writes it; rank 0's agent reads it
+  EXPECT_TRUE(Has(plan.set_env, "NCCL_TOPO_DUMP_FILE=/tmp/rankscope-s1.n3_x.topo.xml"));
+  EXPECT_TRUE(Has(plan.set_env, "NCCL_TOPO_DUMP_FILE_RANK=4"));
+  EXPECT_TRUE(plan.topology_file.empty());
+  id.rank = 4;
+  id.local_rank = 0;
+  plan = PlanNcclEnvironment({}, id, "/d", "s1", "/tmp");
+  EXPECT_EQ(plan.topology_file, "/tmp/rankscope-s1.n3_x.topo.xml");
+}
+
+TEST(NcclPlan, UsersTopologyDumpSettingsAreKeptAndTheirDumpRankReads) {
+  AgentIdentity id;
+  id.rank = 2;
+  id.local_rank = 2;
+  NcclPlan plan = PlanNcclEnvironment(
+      {{"NCCL_TOPO_DUMP_FILE", "/t/topo.xml"}, {"NCCL_TOPO_DUMP_FILE_RANK", "2"}}, id, "/d", "s",
+      "/t");
+  for (const std::string& e : plan.set_env) EXPECT_EQ(e.find("NCCL_TOPO_DUMP"), std::string::npos);
+  EXPECT_EQ(plan.topology_file, "/t/topo.xml");
 }
 
 TEST(NcclPlan, LeavesTheUsersSettingsAndReadsTheirFiles) {
