@@ -155,8 +155,16 @@ NcclJoinStats AddNcclCollectives(Session* session) {
     }
     if (kernels.empty()) continue;
     ++stats.ranks;
-    std::stable_sort(kernels.begin(), kernels.end(), [](const Kernel& a, const Kernel& b) {
-      return a.record->start < b.record->start;
+    // Launch order is call order: NCCL launches a call's kernel inside the call (or at the
+    // group's end, in call order), and CUPTI numbers API calls (correlation ids) in the order
+    // they are made, across threads and streams. Without ids (an old CUPTI), GPU start order,
+    // which is call order only per stream: then the join goes per stream.
+    const bool launch_order = std::all_of(kernels.begin(), kernels.end(), [](const Kernel& k) {
+      return k.record->correlation_id != 0;
+    });
+    std::stable_sort(kernels.begin(), kernels.end(), [&](const Kernel& a, const Kernel& b) {
+      return launch_order ? a.record->correlation_id < b.record->correlation_id
+                          : a.record->start < b.record->start;
     });
     std::vector<const NcclCallInfo*> calls;
     for (const NcclCallInfo& call : rank.nccl->calls) {
@@ -167,10 +175,12 @@ NcclJoinStats AddNcclCollectives(Session* session) {
     NcclJoinStats global;
     std::vector<Pair> pairs =
         JoinInOrder(calls, Indices(calls.size()), kernels, Indices(kernels.size()), &global);
-    const std::map<std::string, uint32_t> stream_of = StreamOfCommunicators(calls, kernels, pairs);
+    const std::map<std::string, uint32_t> stream_of =
+        launch_order ? std::map<std::string, uint32_t>()
+                     : StreamOfCommunicators(calls, kernels, pairs);
     std::set<uint32_t> streams;
     for (const auto& [comm, stream] : stream_of) streams.insert(stream);
-    if (streams.size() > 1) {
+    if (!launch_order && streams.size() > 1) {
       // Several streams: join each stream's kernels with the calls of its communicators.
       std::map<uint32_t, std::pair<std::vector<size_t>, std::vector<size_t>>> per_stream;
       NcclJoinStats by_stream;

@@ -83,7 +83,26 @@ TEST(NcclInstances, RanksWithoutLogsOrKernelsAreLeftAlone) {
   EXPECT_TRUE(s.ranks[1].collectives.empty());
 }
 
-TEST(NcclInstances, TwoCommunicatorsOnTwoStreamsJoinPerStream) {
+// Two communicators on two streams, kernels in GPU start order out of call order; with
+// `correlation` the kernels carry CUPTI correlation ids in launch (= call) order.
+Session TwoStreamSession(bool correlation);
+
+TEST(NcclInstances, LaunchOrderJoinsCommunicatorsOnStreamsThatRunOutOfCallOrder) {
+  Session s = TwoStreamSession(/*correlation=*/true);
+  NcclJoinStats stats = AddNcclCollectives(&s);
+  EXPECT_EQ(stats.joined, 18);
+  EXPECT_EQ(stats.calls_without_kernel, 0);
+  EXPECT_EQ(stats.kernels_without_call, 0);
+  for (const CollectiveRecord& c : s.ranks[0].collectives) {
+    const bool dp = c.comm_id == NcclCommKey("0xdddd");
+    EXPECT_EQ(c.tid, dp ? 7u : 9u) << "seq " << c.seq;
+    const TimeNs expected = dp ? 1'000'000 * static_cast<TimeNs>(c.seq + 1)
+                               : 500'000 * static_cast<TimeNs>(c.seq + 3) + 250'000;
+    EXPECT_EQ(c.enter, expected) << (dp ? "dp" : "tp") << " seq " << c.seq;
+  }
+}
+
+Session TwoStreamSession(bool correlation) {
   // Data-parallel and tensor-parallel communicators, both all-reducing, calls interleaved in
   // the log (two TP calls per DP call), each on its own stream; the TP stream runs behind, so in
   // GPU start order the kernels do not follow the calls.
@@ -105,6 +124,7 @@ TEST(NcclInstances, TwoCommunicatorsOnTwoStreamsJoinPerStream) {
     GpuActivityRecord dp =
         Kernel(kAllReduceKernel, 1'000'000 * (seq + 1), 1'000'000 * (seq + 1) + 100);
     dp.stream = 7;
+    dp.correlation_id = correlation ? static_cast<uint32_t>(100 + 3 * seq) : 0;
     r.gpu.push_back(dp);
   }
   for (int seq = 0; seq < 12; ++seq) {
@@ -112,16 +132,23 @@ TEST(NcclInstances, TwoCommunicatorsOnTwoStreamsJoinPerStream) {
     GpuActivityRecord tp =
         Kernel(kAllReduceKernel, 500'000 * (seq + 3) + 250'000, 500'000 * (seq + 3) + 250'100);
     tp.stream = 9;
+    tp.correlation_id = correlation ? static_cast<uint32_t>(100 + 3 * (seq / 2) + 1 + seq % 2) : 0;
     r.gpu.push_back(tp);
   }
   Session s;
   s.ranks = {r};
+  return s;
+}
+
+TEST(NcclInstances, TwoCommunicatorsOnTwoStreamsJoinPerStream) {
+  // Without correlation ids: per stream, each communicator on the stream its calls fit.
+  Session s = TwoStreamSession(/*correlation=*/false);
   NcclJoinStats stats = AddNcclCollectives(&s);
   EXPECT_EQ(stats.joined, 18);
   EXPECT_EQ(stats.calls_without_kernel, 0);
   EXPECT_EQ(stats.kernels_without_call, 0);
   for (const CollectiveRecord& c : s.ranks[0].collectives) {
-    const bool dp = c.comm_id == NcclCommKey(kDp);
+    const bool dp = c.comm_id == NcclCommKey("0xdddd");
     EXPECT_EQ(c.tid, dp ? 7u : 9u) << "seq " << c.seq;
     const TimeNs expected = dp ? 1'000'000 * static_cast<TimeNs>(c.seq + 1)
                                : 500'000 * static_cast<TimeNs>(c.seq + 3) + 250'000;
