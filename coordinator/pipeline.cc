@@ -1,5 +1,7 @@
 #include "coordinator/pipeline.h"
 
+#include <algorithm>
+
 #include "coordinator/aligner.h"
 #include "coordinator/analysis/diagnosis.h"
 #include "coordinator/collective_matcher.h"
@@ -10,7 +12,44 @@
 
 namespace rankscope {
 
-Result<PipelineOutput> AnalyzeAndWrite(Session raw, const std::string& out_dir) {
+namespace {
+
+// Matching, analyses and writers: the part a saved session goes through again.
+Result<PipelineOutput> DiagnoseAndWrite(Session aligned, const std::string& out_dir,
+                                        const AnalysisOptions& options) {
+  const std::vector<CollectiveInstance> instances = MatchCollectives(aligned);
+  std::vector<std::string> notes;
+  std::vector<Finding> findings = Diagnose(aligned, instances, options, &notes);
+  for (std::string& n : notes) {
+    // A re-analysis of a saved session may arrive at a note it already carries.
+    if (std::find(aligned.analysis_notes.begin(), aligned.analysis_notes.end(), n) ==
+        aligned.analysis_notes.end()) {
+      aligned.analysis_notes.push_back(std::move(n));
+    }
+  }
+  PipelineOutput out;
+  if (Status s = WriteSessionFolder(out_dir, aligned, instances, findings, &out.report_text);
+      !s.ok()) {
+    return s;
+  }
+  out.report_text_color = BuildReportText(aligned, findings, /*color=*/true);
+  out.findings = static_cast<int>(findings.size());
+  return out;
+}
+
+}  // namespace
+
+Result<PipelineOutput> ReanalyzeAndWrite(Session stored, const std::string& out_dir,
+                                         const AnalysisOptions& options) {
+  if (!stored.aligned) {
+    AssessCompleteness(&stored);
+    stored = AlignSession(std::move(stored));
+  }
+  return DiagnoseAndWrite(std::move(stored), out_dir, options);
+}
+
+Result<PipelineOutput> AnalyzeAndWrite(Session raw, const std::string& out_dir,
+                                       const AnalysisOptions& options) {
   AssessCompleteness(&raw);
   Session aligned = AlignSession(std::move(raw));
   const NcclJoinStats nccl = AddNcclCollectives(&aligned);
@@ -29,17 +68,7 @@ Result<PipelineOutput> AnalyzeAndWrite(Session raw, const std::string& out_dir) 
         "capture lines calls and kernels up. Their kernels are in trace.json; MPI collectives "
         "are analysed as usual.");
   }
-  const std::vector<CollectiveInstance> instances = MatchCollectives(aligned);
-  std::vector<Finding> findings =
-      Diagnose(aligned, instances, AnalysisOptions{}, &aligned.analysis_notes);
-  PipelineOutput out;
-  if (Status s = WriteSessionFolder(out_dir, aligned, instances, findings, &out.report_text);
-      !s.ok()) {
-    return s;
-  }
-  out.report_text_color = BuildReportText(aligned, findings, /*color=*/true);
-  out.findings = static_cast<int>(findings.size());
-  return out;
+  return DiagnoseAndWrite(std::move(aligned), out_dir, options);
 }
 
 }  // namespace rankscope

@@ -5,6 +5,7 @@
 
 #include <string>
 
+#include "coordinator/analysis/diagnosis.h"
 #include "coordinator/session.h"
 #include "core/status.h"
 
@@ -17,6 +18,13 @@ struct PipelineOutput {
 };
 
 // Writes out_dir/{report.txt, report.json, report.html, trace.json, session.sqlite}.
-Result<PipelineOutput> AnalyzeAndWrite(Session raw, const std::string& out_dir);
+Result<PipelineOutput> AnalyzeAndWrite(Session raw, const std::string& out_dir,
+                                       const AnalysisOptions& options = AnalysisOptions{});
+
+// The same for a session loaded from a session folder (LoadSession): already aligned and with its
+// NCCL collectives joined, so only matching, the analyses (with `options`) and the writers run
+// again. out_dir may be the folder it came from (every file is replaced atomically).
+Result<PipelineOutput> ReanalyzeAndWrite(Session stored, const std::string& out_dir,
+                                         const AnalysisOptions& options);
 
 }  // namespace rankscope

@@ -7,11 +7,13 @@
 
 #include <CLI/CLI.hpp>
 #include <climits>
+#include <regex>
 #include <string>
 #include <vector>
 
 #include "agent/agent.h"
 #include "launchers/inspect.h"
+#include "launchers/report_cmd.h"
 #include "launchers/run.h"
 
 namespace {
@@ -82,6 +84,29 @@ int main(int argc, char** argv) {
   std::vector<std::string> nccl_logs;
   std::string topo_file;
   bool inspect_json = false;
+  rankscope::ReportOptions report;
+  double min_lateness_ms = 1.0;
+  double min_data_excess_ms = 1.0;
+  std::string step_pattern, data_pattern;
+  CLI::App* report_cmd =
+      app.add_subcommand("report", "Offline: re-run the analyses and writers on a session folder");
+  report_cmd->add_option("session", report.session_dir, "Session folder (has session.sqlite)")
+      ->required();
+  report_cmd->add_option("-o,--output", report.out_dir, "Write here (default: the session folder)");
+  report_cmd->add_flag("-q,--quiet", report.quiet, "Do not print the report");
+  report_cmd->add_option("--min-lateness-ms", min_lateness_ms,
+                         "Straggler: least median lateness (default 1)");
+  report_cmd->add_option("--min-frac-last", report.analysis.straggler.min_frac_last,
+                         "Straggler: least fraction of instances held up (default 0.5)");
+  report_cmd->add_option("--min-cost-fraction", report.analysis.straggler.min_cost_fraction,
+                         "Straggler: least fraction of the others' time lost (default 0.01)");
+  report_cmd->add_option("--step-pattern", step_pattern,
+                         "Dataloader: regex of step ranges (default ^step)");
+  report_cmd->add_option("--data-pattern", data_pattern,
+                         "Dataloader: regex of data ranges (default data|load|batch|input)");
+  report_cmd->add_option("--min-data-excess-ms", min_data_excess_ms,
+                         "Dataloader: least excess data time per step (default 1)");
+
   CLI::App* inspect_cmd = app.add_subcommand("inspect", "Offline: NCCL logs and topology dumps");
   inspect_cmd->require_subcommand(1);
   CLI::App* nccl_cmd = inspect_cmd->add_subcommand("nccl-log", "NCCL_DEBUG=INFO log file(s)");
@@ -96,6 +121,24 @@ int main(int argc, char** argv) {
   if (*nccl_cmd) return rankscope::InspectNcclLogs(nccl_logs, inspect_json);
   if (*topo_cmd) return rankscope::InspectTopology(topo_file, inspect_json);
 
+  if (*report_cmd) {
+    report.analysis.straggler.min_lateness =
+        static_cast<rankscope::DurationNs>(min_lateness_ms * 1e6);
+    report.analysis.dataloader.min_excess =
+        static_cast<rankscope::DurationNs>(min_data_excess_ms * 1e6);
+    try {
+      if (!step_pattern.empty()) {
+        report.analysis.dataloader.step_pattern = std::regex(step_pattern, std::regex::icase);
+      }
+      if (!data_pattern.empty()) {
+        report.analysis.dataloader.data_pattern = std::regex(data_pattern, std::regex::icase);
+      }
+    } catch (const std::regex_error& e) {
+      std::fprintf(stderr, "rankscope report: bad regular expression: %s\n", e.what());
+      return 2;
+    }
+    return rankscope::RunReport(report);
+  }
   if (*run_cmd) {
     run.self_exe = SelfExe();
     run.drain_timeout = static_cast<rankscope::DurationNs>(drain_s * 1e9);

@@ -18,6 +18,8 @@ using nlohmann::json;
 // Per (comm key, seq): the last arrival and the last completion over the ranks whose NCCL
 // call was joined with its kernel. max(exit) - max(enter) is the transfer once everyone is in,
 // which is what nccl-tests' timing measures (it syncs the ranks first).
+constexpr DurationNs kMaxBackToBackGap = 50 * kNsPerUs;
+
 struct InstanceSpan {
   TimeNs last_enter = 0;
   TimeNs last_exit = 0;
@@ -108,7 +110,8 @@ json NcclReportJson(const Session& session) {
       return &span->second;
     };
     // The smallest gap between consecutive timed instances is the per-call floor; a gap within
-    // twice that (or the floor + 2 us) means the call was already queued: back to back.
+    // twice that (or the floor + 2 us), and under 50 us, means the call was already queued: back
+    // to back. NCCL's own per-call gap is a few us (2 us on 2xH200 over NVLink).
     DurationNs floor = -1;
     for (const auto& [seq, call] : s.call_per_seq) {
       const InstanceSpan* now = timed(seq);
@@ -130,7 +133,8 @@ json NcclReportJson(const Session& session) {
       const InstanceSpan* before = seq > 0 ? timed(seq - 1) : nullptr;
       if (before == nullptr) continue;
       const DurationNs gap = std::max<DurationNs>(0, now->last_enter - before->last_exit);
-      if (gap > std::max(2 * floor, floor + 2 * kNsPerUs)) continue;  // the stream sat idle
+      // The stream sat idle (the program did other work between the calls): not back to back.
+      if (gap > std::min(std::max(2 * floor, floor + 2 * kNsPerUs), kMaxBackToBackGap)) continue;
       gaps_us[shape].push_back(static_cast<double>(gap) / 1e3);
       stream_busbw[shape].push_back(
           BusBandwidthGBps(op, size, now->last_exit - before->last_exit, s.nranks));

@@ -5,7 +5,7 @@ import sys
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import BUILD, MPI_TRAIN, RankscopeTest, Session, mpirun  # noqa: E402
+from harness import BUILD, MPI_TRAIN, RANKSCOPE, RankscopeTest, Session, mpirun  # noqa: E402
 
 STEPS = "30"
 OUTPUT_FILES = ("report.txt", "report.json", "report.html", "trace.json", "session.sqlite")
@@ -95,6 +95,30 @@ class RunMpirun(RankscopeTest):
         s = Session(out)
         self.assertIn("cannot load libnvidia-ml-not-here.so.1", s.report["nvml"][0]["error"])
         self.assertNotIn("NVML", proc.stderr)
+
+    def test_report_reanalyses_a_saved_session_with_other_thresholds(self):
+        proc, out = self.run_rankscope(
+            mpirun(4, MPI_TRAIN, "--steps", "20", "--slow-rank", "1", "--slow-ms", "20"))
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        self.assertEqual([(f["kind"], f["ranks"]) for f in Session(out).findings],
+                         [("straggler", [1])])
+        # Same thresholds, another folder: the same finding, every file written.
+        again = os.path.join(self.tmp, "again")
+        p = self.run_plain([RANKSCOPE, "report", out, "-o", again])
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn("rank 1", p.stdout)
+        for name in OUTPUT_FILES:
+            self.assertFile(os.path.join(again, name))
+        self.assertEqual([(f["kind"], f["ranks"]) for f in Session(again).findings],
+                         [("straggler", [1])])
+        # A lateness threshold above the planted 20 ms: nothing to report, in place this time.
+        p = self.run_plain([RANKSCOPE, "report", out, "-q", "--min-lateness-ms", "1000"])
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertEqual(Session(out).findings, [])
+        # Not a session folder: a clear error naming the file.
+        p = self.run_plain([RANKSCOPE, "report", self.tmp])
+        self.assertEqual(p.returncode, 1)
+        self.assertIn("session.sqlite", p.stderr)
 
     def test_exit_code_passes_through(self):
         proc, out = self.run_rankscope(["sh", "-c", "echo hello; exit 7"])

@@ -1,0 +1,21 @@
+// `rankscope report SESSION_DIR`: re-runs the analyses and writers on a saved session (its
+// session.sqlite), e.g. with other thresholds, into the same folder or another one.
+#pragma once
+
+#include <string>
+
+#include "coordinator/analysis/diagnosis.h"
+
+namespace rankscope {
+
+struct ReportOptions {
+  std::string session_dir;
+  std::string out_dir;  // empty: the session folder itself
+  bool quiet = false;
+  AnalysisOptions analysis;
+};
+
+// Returns the process exit code: 0 written, 1 the session could not be read or written.
+int RunReport(const ReportOptions& options);
+
+}  // namespace rankscope
