@@ -29,7 +29,7 @@ inline const char* SeverityName(Severity s) {
 }
 
 struct Finding {
-  std::string kind;  // straggler | dataloader_skew | imbalanced_ring | pcie_bound
+  std::string kind;  // straggler | dataloader_skew | imbalanced_ring | pcie_bound | nvlink_down
   Severity severity = Severity::kWarning;
   std::vector<int> ranks;
   std::vector<std::string> nodes;

@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "coordinator/analysis/describe.h"
+#include "coordinator/analysis/gpu_link_analysis.h"
 #include "coordinator/collective_matcher.h"
 
 namespace rankscope {
@@ -79,6 +80,7 @@ std::vector<Finding> Diagnose(const Session& aligned,
       findings.push_back(std::move(straggler));
     }
   }
+  for (Finding& f : FindDegradedGpuLinks(aligned)) findings.push_back(std::move(f));
   std::stable_sort(findings.begin(), findings.end(), [](const Finding& a, const Finding& b) {
     if (a.cost_ns != b.cost_ns) return a.cost_ns > b.cost_ns;
     return a.severity > b.severity;

@@ -86,6 +86,13 @@ class RunMpirun(RankscopeTest):
         self.assertEqual([g["pcie_degraded"] for g in gpus], [False, True])
         self.assertEqual(gpus[1]["nvlinks_up"], 16)
         self.assertIn("PCIe gen 3 x8 (max gen 5 x16), NVLink 16/18 up", proc.stderr)
+        # ... and they are findings on that node, naming the GPU.
+        kinds = sorted((f["kind"], f["nodes"][0]) for f in s.findings)
+        node = s.report["nvml"][0]["node"]
+        self.assertEqual(kinds, [("nvlink_down", node), ("pcie_bound", node)], s.findings)
+        pcie = [f for f in s.findings if f["kind"] == "pcie_bound"][0]
+        self.assertIn("gen 3 x8 of gen 5 x16", pcie["summary"])
+        self.assertEqual(sorted(pcie["ranks"]), [0, 1, 2, 3])
 
     def test_no_nvml_is_silent_on_a_cpu_job(self):
         proc, out = self.run_rankscope(

@@ -1,0 +1,115 @@
+#include "coordinator/analysis/gpu_link_analysis.h"
+
+#include <map>
+#include <string>
+
+#include "coordinator/analysis/next_steps.h"
+
+namespace rankscope {
+namespace {
+
+std::string Link(int gen, int width) {
+  return "gen " + std::to_string(gen) + " x" + std::to_string(width);
+}
+
+}  // namespace
+
+std::vector<Finding> FindDegradedGpuLinks(const Session& session) {
+  // The ranks of each node, and the rank whose agent read NVML there.
+  std::map<std::string, std::vector<int>> ranks_on;
+  for (const RankData& r : session.ranks) ranks_on[r.id.node].push_back(r.id.rank);
+
+  std::vector<Finding> out;
+  for (const RankData& reader : session.ranks) {
+    if (!reader.nvml) continue;
+    const std::string& node = reader.id.node;
+    const std::vector<NvmlGpu>& gpus = reader.nvml->gpus;
+    bool some_gpu_at_max_gen = false;
+    for (const NvmlGpu& g : gpus) {
+      if (g.pcie_gen_max > 0 && g.pcie_gen_current == g.pcie_gen_max) some_gpu_at_max_gen = true;
+    }
+
+    nlohmann::json pcie = nlohmann::json::array();
+    nlohmann::json nvlink = nlohmann::json::array();
+    std::string pcie_text, nvlink_text;
+    double pcie_confidence = 0;
+    for (const NvmlGpu& g : gpus) {
+      const bool narrow = g.pcie_width_current > 0 && g.pcie_width_current < g.pcie_width_max;
+      const bool slow =
+          g.pcie_gen_current > 0 && g.pcie_gen_current < g.pcie_gen_max && some_gpu_at_max_gen;
+      if (narrow || slow) {
+        pcie.push_back({{"gpu", g.index},
+                        {"bus_id", g.bus_id},
+                        {"gen", g.pcie_gen_current},
+                        {"gen_max", g.pcie_gen_max},
+                        {"width", g.pcie_width_current},
+                        {"width_max", g.pcie_width_max}});
+        pcie_text += (pcie_text.empty() ? "" : "; ") + std::string("GPU ") +
+                     std::to_string(g.index) + " (" + g.bus_id + ") at " +
+                     Link(g.pcie_gen_current, g.pcie_width_current) + " of " +
+                     Link(g.pcie_gen_max, g.pcie_width_max);
+        pcie_confidence = std::max(pcie_confidence, narrow ? 0.9 : 0.6);
+      }
+      if (g.nvlinks_total > 0 && g.nvlinks_up < g.nvlinks_total) {
+        nvlink.push_back({{"gpu", g.index},
+                          {"bus_id", g.bus_id},
+                          {"nvlinks_up", g.nvlinks_up},
+                          {"nvlinks_total", g.nvlinks_total}});
+        nvlink_text += (nvlink_text.empty() ? "" : "; ") + std::string("GPU ") +
+                       std::to_string(g.index) + " (" + g.bus_id + ") has " +
+                       std::to_string(g.nvlinks_up) + " of " + std::to_string(g.nvlinks_total) +
+                       " NVLinks up";
+      }
+    }
+    const int rank = reader.id.rank;
+    if (!pcie.empty()) {
+      Finding f;
+      f.kind = "pcie_bound";
+      f.severity = Severity::kWarning;
+      f.ranks = ranks_on[node];
+      f.nodes = {node};
+      f.confidence = pcie_confidence;
+      f.summary = "Node " + node +
+                  ": PCIe link(s) below their maximum while the job ran: " + pcie_text +
+                  ". Host-device copies (and GPU traffic without NVLink) through these links "
+                  "run slower than on their peers; reseat or replace the card or riser, or "
+                  "check the slot's BIOS settings.";
+      f.evidence = {{"degraded_pcie_links", pcie}, {"driver_version", reader.nvml->driver_version}};
+      f.next_steps.push_back(
+          {"nvidia-smi", OnRankNode(session, rank, {"nvidia-smi", "-q", "-d", "PCIE"}),
+           "Link Width / PCIe Generation: Current vs Max while the GPU is busy; Replays"});
+      f.next_steps.push_back({"lspci", OnRankNode(session, rank, {"lspci", "-vv"}),
+                              "LnkSta of the GPU (and the bridges above it) against LnkCap"});
+      f.next_steps.push_back({"nvbandwidth",
+                              OnRankNode(session, rank,
+                                         {"nvbandwidth", "-t", "host_to_device_memcpy_ce",
+                                          "device_to_host_memcpy_ce"}),
+                              "the degraded GPU's copy bandwidth against the others'"});
+      out.push_back(std::move(f));
+    }
+    if (!nvlink.empty()) {
+      Finding f;
+      f.kind = "nvlink_down";
+      f.severity = Severity::kWarning;
+      f.ranks = ranks_on[node];
+      f.nodes = {node};
+      f.confidence = 0.9;
+      f.summary = "Node " + node + ": " + nvlink_text +
+                  ". Peer-to-peer traffic (NCCL rings, all-to-all) over this GPU loses that "
+                  "share of its NVLink bandwidth.";
+      f.evidence = {{"nvlinks_down", nvlink}, {"driver_version", reader.nvml->driver_version}};
+      f.next_steps.push_back({"nvidia-smi",
+                              OnRankNode(session, rank, {"nvidia-smi", "nvlink", "--status"}),
+                              "links shown inactive, per GPU"});
+      f.next_steps.push_back(
+          {"nvidia-smi", OnRankNode(session, rank, {"nvidia-smi", "nvlink", "-e"}),
+           "replay, recovery and CRC error counters of the links that are down"});
+      f.next_steps.push_back({"dcgmi", OnRankNode(session, rank, {"dcgmi", "diag", "-r", "2"}),
+                              "the NVLink and PCIe tests' verdicts for this GPU"});
+      out.push_back(std::move(f));
+    }
+  }
+  return out;
+}
+
+}  // namespace rankscope
