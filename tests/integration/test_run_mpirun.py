@@ -33,9 +33,9 @@ class RunMpirun(RankscopeTest):
         # The others waited about 30 ms per step for rank 2: 3 ranks x 30 steps x 30 ms = 2.7 s;
         # more when 4 spinning ranks share 2 cores (a 30 ms spin can take 60 ms of wall time).
         waited_s = f["evidence"]["others_wait_ns"] / 1e9
-        self.assertGreater(waited_s, 1.5)
-        self.assertLess(waited_s, 2.5 * 3 * 30 * 0.030)
-        self.assertIn("compute", f["summary"])
+        self.assertGreater(waited_s, 1.5, f)
+        self.assertLess(waited_s, 2.5 * 3 * 30 * 0.030, f)
+        self.assertIn("compute", f["summary"], f)
         self.assertTrue(f["next_steps"], "a finding names what to run next")
         self.assertIn("rank 2", proc.stderr)  # the printed report
 
