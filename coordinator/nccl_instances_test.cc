@@ -85,23 +85,6 @@ TEST(NcclInstances, RanksWithoutLogsOrKernelsAreLeftAlone) {
 
 // Two communicators on two streams, kernels in GPU start order out of call order; with
 // `correlation` the kernels carry CUPTI correlation ids in launch (= call) order.
-Session TwoStreamSession(bool correlation);
-
-TEST(NcclInstances, LaunchOrderJoinsCommunicatorsOnStreamsThatRunOutOfCallOrder) {
-  Session s = TwoStreamSession(/*correlation=*/true);
-  NcclJoinStats stats = AddNcclCollectives(&s);
-  EXPECT_EQ(stats.joined, 18);
-  EXPECT_EQ(stats.calls_without_kernel, 0);
-  EXPECT_EQ(stats.kernels_without_call, 0);
-  for (const CollectiveRecord& c : s.ranks[0].collectives) {
-    const bool dp = c.comm_id == NcclCommKey("0xdddd");
-    EXPECT_EQ(c.tid, dp ? 7u : 9u) << "seq " << c.seq;
-    const TimeNs expected = dp ? 1'000'000 * static_cast<TimeNs>(c.seq + 1)
-                               : 500'000 * static_cast<TimeNs>(c.seq + 3) + 250'000;
-    EXPECT_EQ(c.enter, expected) << (dp ? "dp" : "tp") << " seq " << c.seq;
-  }
-}
-
 Session TwoStreamSession(bool correlation) {
   // Data-parallel and tensor-parallel communicators, both all-reducing, calls interleaved in
   // the log (two TP calls per DP call), each on its own stream; the TP stream runs behind, so in
@@ -140,9 +123,9 @@ Session TwoStreamSession(bool correlation) {
   return s;
 }
 
-TEST(NcclInstances, TwoCommunicatorsOnTwoStreamsJoinPerStream) {
-  // Without correlation ids: per stream, each communicator on the stream its calls fit.
-  Session s = TwoStreamSession(/*correlation=*/false);
+// Every call joined with its own communicator's kernel, on that communicator's stream.
+void ExpectTwoStreamJoin(bool correlation) {
+  Session s = TwoStreamSession(correlation);
   NcclJoinStats stats = AddNcclCollectives(&s);
   EXPECT_EQ(stats.joined, 18);
   EXPECT_EQ(stats.calls_without_kernel, 0);
@@ -154,6 +137,14 @@ TEST(NcclInstances, TwoCommunicatorsOnTwoStreamsJoinPerStream) {
                                : 500'000 * static_cast<TimeNs>(c.seq + 3) + 250'000;
     EXPECT_EQ(c.enter, expected) << (dp ? "dp" : "tp") << " seq " << c.seq;
   }
+}
+
+TEST(NcclInstances, LaunchOrderJoinsCommunicatorsOnStreamsThatRunOutOfCallOrder) {
+  ExpectTwoStreamJoin(/*correlation=*/true);
+}
+
+TEST(NcclInstances, WithoutCorrelationIdsEachCommunicatorJoinsOnTheStreamItFits) {
+  ExpectTwoStreamJoin(/*correlation=*/false);
 }
 
 TEST(NcclInstances, WindowedRanksAreNotJoinedByOrder) {
