@@ -9,6 +9,7 @@
 #include "coordinator/nccl_instances.h"
 #include "coordinator/report/report_text.h"
 #include "coordinator/report/session_writer.h"
+#include "core/format.h"
 
 namespace rankscope {
 
@@ -16,7 +17,8 @@ namespace {
 
 // Matching, analyses and writers: the part a saved session goes through again.
 Result<PipelineOutput> DiagnoseAndWrite(Session aligned, const std::string& out_dir,
-                                        const AnalysisOptions& options) {
+                                        const AnalysisOptions& options,
+                                        const OutputOptions& output) {
   const std::vector<CollectiveInstance> instances = MatchCollectives(aligned);
   std::vector<std::string> notes;
   std::vector<Finding> findings = Diagnose(aligned, instances, options, &notes);
@@ -27,8 +29,17 @@ Result<PipelineOutput> DiagnoseAndWrite(Session aligned, const std::string& out_
       aligned.analysis_notes.push_back(std::move(n));
     }
   }
+  const std::optional<TraceWindow> window = ChooseTraceWindow(aligned, output.max_trace_events);
+  if (window) {
+    aligned.analysis_notes.push_back(
+        "trace.json holds " + FormatDuration(window->end - window->start) +
+        " from the middle of the run (" + std::to_string(window->events_kept) + " of " +
+        std::to_string(window->events_total) +
+        " events; a bigger trace does not open in a browser); --full-trace writes them all");
+  }
   PipelineOutput out;
-  if (Status s = WriteSessionFolder(out_dir, aligned, instances, findings, &out.report_text);
+  if (Status s =
+          WriteSessionFolder(out_dir, aligned, instances, findings, &out.report_text, window);
       !s.ok()) {
     return s;
   }
@@ -40,16 +51,21 @@ Result<PipelineOutput> DiagnoseAndWrite(Session aligned, const std::string& out_
 }  // namespace
 
 Result<PipelineOutput> ReanalyzeAndWrite(Session stored, const std::string& out_dir,
-                                         const AnalysisOptions& options) {
+                                         const AnalysisOptions& options,
+                                         const OutputOptions& output) {
   if (!stored.aligned) {
     AssessCompleteness(&stored);
     stored = AlignSession(std::move(stored));
   }
-  return DiagnoseAndWrite(std::move(stored), out_dir, options);
+  // Notes of an earlier trace window are the writer's, not the session's: recomputed below.
+  std::erase_if(stored.analysis_notes,
+                [](const std::string& n) { return n.rfind("trace.json holds ", 0) == 0; });
+  return DiagnoseAndWrite(std::move(stored), out_dir, options, output);
 }
 
 Result<PipelineOutput> AnalyzeAndWrite(Session raw, const std::string& out_dir,
-                                       const AnalysisOptions& options) {
+                                       const AnalysisOptions& options,
+                                       const OutputOptions& output) {
   AssessCompleteness(&raw);
   Session aligned = AlignSession(std::move(raw));
   const NcclJoinStats nccl = AddNcclCollectives(&aligned);
@@ -68,7 +84,7 @@ Result<PipelineOutput> AnalyzeAndWrite(Session raw, const std::string& out_dir,
         "capture lines calls and kernels up. Their kernels are in trace.json; MPI collectives "
         "are analysed as usual.");
   }
-  return DiagnoseAndWrite(std::move(aligned), out_dir, options);
+  return DiagnoseAndWrite(std::move(aligned), out_dir, options, output);
 }
 
 }  // namespace rankscope

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "coordinator/analysis/diagnosis.h"
+#include "coordinator/report/trace_json.h"
 #include "coordinator/session.h"
 #include "core/status.h"
 
@@ -17,14 +18,22 @@ struct PipelineOutput {
   int findings = 0;
 };
 
+struct OutputOptions {
+  // trace.json holds at most this many events (a window of the run's middle, said in a note);
+  // 0 = everything.
+  size_t max_trace_events = kDefaultMaxTraceEvents;
+};
+
 // Writes out_dir/{report.txt, report.json, report.html, trace.json, session.sqlite}.
 Result<PipelineOutput> AnalyzeAndWrite(Session raw, const std::string& out_dir,
-                                       const AnalysisOptions& options = AnalysisOptions{});
+                                       const AnalysisOptions& options = AnalysisOptions{},
+                                       const OutputOptions& output = OutputOptions{});
 
 // The same for a session loaded from a session folder (LoadSession): already aligned and with its
 // NCCL collectives joined, so only matching, the analyses (with `options`) and the writers run
 // again. out_dir may be the folder it came from (every file is replaced atomically).
 Result<PipelineOutput> ReanalyzeAndWrite(Session stored, const std::string& out_dir,
-                                         const AnalysisOptions& options);
+                                         const AnalysisOptions& options,
+                                         const OutputOptions& output = OutputOptions{});
 
 }  // namespace rankscope

@@ -19,7 +19,8 @@ int RunReport(const ReportOptions& options) {
   }
   const std::string out_dir = options.out_dir.empty() ? options.session_dir : options.out_dir;
   Result<PipelineOutput> out =
-      ReanalyzeAndWrite(std::move(session).value(), out_dir, options.analysis);
+      ReanalyzeAndWrite(std::move(session).value(), out_dir, options.analysis,
+                        OutputOptions{options.full_trace ? 0 : kDefaultMaxTraceEvents});
   if (!out.ok()) {
     std::fprintf(stderr, "rankscope report: could not write %s: %s\n", out_dir.c_str(),
                  out.status().message().c_str());

@@ -13,6 +13,7 @@ struct ReportOptions {
   std::string out_dir;  // empty: the session folder itself
   bool quiet = false;
   AnalysisOptions analysis;
+  bool full_trace = false;  // trace.json with every event, however large
 };
 
 // Returns the process exit code: 0 written, 1 the session could not be read or written.

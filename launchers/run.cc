@@ -50,7 +50,8 @@ void PrintReport(const PipelineOutput& out, const std::string& dir) {
                dir.c_str());
 }
 
-int Finalize(CoordinatorService& service, Session extra, const std::string& out_dir, bool quiet) {
+int Finalize(CoordinatorService& service, Session extra, const std::string& out_dir, bool quiet,
+             bool full_trace = false) {
   Session session = service.Snapshot();
   session.command = extra.command;
   session.launcher_exit_code = extra.launcher_exit_code;
@@ -58,7 +59,9 @@ int Finalize(CoordinatorService& service, Session extra, const std::string& out_
   session.end = MonotonicNow();
   for (const std::string& p : service.Problems()) session.partial_reasons.push_back(p);
   session.partial = !session.partial_reasons.empty();
-  Result<PipelineOutput> out = AnalyzeAndWrite(std::move(session), out_dir);
+  Result<PipelineOutput> out =
+      AnalyzeAndWrite(std::move(session), out_dir, AnalysisOptions{},
+                      OutputOptions{full_trace ? 0 : kDefaultMaxTraceEvents});
   if (!out.ok()) {
     std::fprintf(stderr, "rankscope: could not write the session to %s: %s\n", out_dir.c_str(),
                  out.status().message().c_str());
@@ -148,7 +151,7 @@ int RunJob(const RunOptions& options) {
     Session s = service.Snapshot();
     out_dir = "rankscope-" + (s.job_id.empty() ? config.session_id : s.job_id);
   }
-  Finalize(service, std::move(extra), out_dir, options.quiet);
+  Finalize(service, std::move(extra), out_dir, options.quiet, options.full_trace);
   (void)launch_time;
   server.Shutdown();
   return exit_code;

@@ -19,6 +19,7 @@ struct RunOptions {
   std::string self_exe;                       // absolute path of this rankscope binary
   DurationNs drain_timeout = 15 * kNsPerSec;  // wait for agents' final batches after the job
   bool quiet = false;                         // no report on stderr
+  bool full_trace = false;                    // trace.json with every event, however large
   // Passed to every rank's inject library as RANKSCOPE_<NAME>=value (agent/inject/
   // capture_window.h, cupti_config.h); empty values are not set.
   std::vector<std::pair<std::string, std::string>> inject_env;

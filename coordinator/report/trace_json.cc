@@ -123,10 +123,22 @@ struct TrackKey {
   bool operator<(const TrackKey& o) const { return std::tie(gpu, id) < std::tie(o.gpu, o.id); }
 };
 
+// Calls fn(start, end) for every record of the session that becomes a slice or an instant.
+template <typename Fn>
+void ForEachEvent(const Session& session, Fn fn) {
+  for (const RankData& r : session.ranks) {
+    for (const RangeRecord& x : r.ranges) fn(x.start, x.end);
+    for (const CollectiveRecord& x : r.collectives) fn(x.enter, x.exit);
+    for (const P2PRecord& x : r.p2p) fn(x.enter, x.exit);
+    for (const GpuActivityRecord& x : r.gpu) fn(x.start, x.end);
+    for (const MarkRecord& x : r.marks) fn(x.time, x.time);
+  }
+}
+
 class TraceBuilder {
  public:
-  TraceBuilder(const Session& session, std::string* out)
-      : session_(session), origin_(session.start), w_(out) {}
+  TraceBuilder(const Session& session, std::string* out, const std::optional<TraceWindow>& window)
+      : session_(session), origin_(session.start), w_(out), window_(window) {}
 
   void Build(const std::vector<CollectiveInstance>& instances) {
     w_.BeginObject().Key("traceEvents").BeginArray();
@@ -139,6 +151,14 @@ class TraceBuilder {
     w_.Key("metadata").BeginObject();
     w_.Member("rankscope_session", session_.session_id).Member("job_id", session_.job_id);
     w_.Member("start_ns", static_cast<int64_t>(session_.start)).Member("aligned", session_.aligned);
+    if (window_) {
+      w_.Key("window").BeginObject();
+      w_.Member("start_ns", static_cast<int64_t>(window_->start));
+      w_.Member("end_ns", static_cast<int64_t>(window_->end));
+      w_.Member("events_total", static_cast<uint64_t>(window_->events_total));
+      w_.Member("events_kept", static_cast<uint64_t>(window_->events_kept));
+      w_.EndObject();
+    }
     w_.EndObject().EndObject();
   }
 
@@ -150,6 +170,10 @@ class TraceBuilder {
   };
 
   JsonWriter& Ts(TimeNs t) { return w_.Key("ts").Micros(t - origin_); }
+
+  bool InWindow(TimeNs start, TimeNs end) const {
+    return !window_ || (start <= window_->end && std::max(start, end) >= window_->start);
+  }
 
   void Metadata(const char* name, int pid, int64_t tid, const char* arg, const std::string& text) {
     w_.BeginObject().Member("ph", "M").Member("name", name).Member("pid", pid);
@@ -182,6 +206,7 @@ class TraceBuilder {
     size_t order = 0;
     auto add = [&](TrackKey key, SliceType type, size_t index, TimeNs start, TimeNs end,
                    int kind_order) {
+      if (!InWindow(start, end)) return;
       tracks[key].push_back({start, std::max(start, end), kind_order, order++, type, index});
     };
     for (size_t i = 0; i < rank.ranges.size(); ++i) {
@@ -202,7 +227,9 @@ class TraceBuilder {
       const bool host = g.kind == GpuActivityKind::kRuntime;
       add({!host, host ? g.tid : g.stream}, SliceType::kGpu, i, g.start, g.end, 2);
     }
-    for (const MarkRecord& m : rank.marks) tracks[{false, m.tid}];  // marks alone get a track
+    for (const MarkRecord& m : rank.marks) {
+      if (InWindow(m.time, m.time)) tracks[{false, m.tid}];  // marks alone get a track
+    }
 
     RankPlacement& placement = placements_[rank.id.rank];
     placement.collectives.assign(rank.collectives.size(), Placed{});
@@ -245,6 +272,7 @@ class TraceBuilder {
     }
 
     for (const MarkRecord& m : rank.marks) {
+      if (!InWindow(m.time, m.time)) continue;
       w_.BeginObject().Member("ph", "i").Member("s", "t").Member("cat", "nvtx");
       w_.Member("name", m.name);
       Ts(m.time).Member("pid", pid).Member("tid", static_cast<int64_t>(m.tid));
@@ -409,6 +437,7 @@ class TraceBuilder {
   const Session& session_;
   const TimeNs origin_;
   JsonWriter w_;
+  const std::optional<TraceWindow> window_;
   Demangler demangle_;
   std::map<int, RankPlacement> placements_;
   int64_t next_synthetic_ = kSyntheticTidBase;
@@ -453,10 +482,37 @@ std::string MpiFunctionName(CollectiveOp op, bool nonblocking) {
 }
 
 std::string BuildChromeTrace(const Session& session,
-                             const std::vector<CollectiveInstance>& instances) {
+                             const std::vector<CollectiveInstance>& instances,
+                             const std::optional<TraceWindow>& window) {
   std::string out;
-  TraceBuilder(session, &out).Build(instances);
+  TraceBuilder(session, &out, window).Build(instances);
   return out;
+}
+
+size_t CountTraceEvents(const Session& session) {
+  size_t n = 0;
+  ForEachEvent(session, [&](TimeNs, TimeNs) { ++n; });
+  return n;
+}
+
+std::optional<TraceWindow> ChooseTraceWindow(const Session& session, size_t max_events) {
+  const size_t total = CountTraceEvents(session);
+  if (max_events == 0 || total <= max_events) return std::nullopt;
+  std::vector<TimeNs> starts;
+  starts.reserve(total);
+  ForEachEvent(session, [&](TimeNs start, TimeNs) { starts.push_back(start); });
+  // The middle of the run: a steady state, past start-up and before shutdown.
+  const size_t first = (total - max_events) / 2;
+  const size_t last = first + max_events - 1;
+  std::nth_element(starts.begin(), starts.begin() + static_cast<ptrdiff_t>(first), starts.end());
+  const TimeNs start = starts[first];
+  std::nth_element(starts.begin() + static_cast<ptrdiff_t>(first),
+                   starts.begin() + static_cast<ptrdiff_t>(last), starts.end());
+  TraceWindow w{start, starts[last], total, 0};
+  ForEachEvent(session, [&](TimeNs s, TimeNs e) {
+    if (s <= w.end && std::max(s, e) >= w.start) ++w.events_kept;
+  });
+  return w;
 }
 
 }  // namespace rankscope

@@ -280,6 +280,44 @@ TEST(ChromeTrace, GpuActivityOnStreamTracksWithLaunchArrows) {
   }
 }
 
+TEST(ChromeTrace, LargeSessionsAreCutToAWindowOfTheRunsMiddle) {
+  Session s = report_test::MakeCleanSession();
+  const size_t total = CountTraceEvents(s);
+  ASSERT_GE(total, 200u);
+  EXPECT_FALSE(ChooseTraceWindow(s, 0).has_value());      // no limit
+  EXPECT_FALSE(ChooseTraceWindow(s, total).has_value());  // fits
+  std::optional<TraceWindow> w = ChooseTraceWindow(s, total / 4);
+  ASSERT_TRUE(w.has_value());
+  EXPECT_EQ(w->events_total, total);
+  EXPECT_GE(w->events_kept, total / 4);
+  EXPECT_LT(w->events_kept, total / 2);  // slices overlapping the edges come too, not many more
+  // The middle: neither the first nor the last quarter of the events' span.
+  TimeNs first = s.ranks[0].collectives.front().enter;
+  TimeNs last = first;
+  for (const RankData& r : s.ranks) {
+    for (const CollectiveRecord& c : r.collectives) {
+      first = std::min(first, c.enter);
+      last = std::max(last, c.exit);
+    }
+  }
+  EXPECT_GT(w->start, first + (last - first) / 4);
+  EXPECT_LT(w->end, last - (last - first) / 4);
+
+  json doc = json::parse(BuildChromeTrace(s, MatchCollectives(s), w));
+  size_t events = 0;
+  for (const json& e : doc["traceEvents"]) {
+    if (e["ph"] != "X" && e["ph"] != "i") continue;
+    ++events;
+    const int64_t start = Ns(e["ts"]) + s.start;
+    const int64_t end = start + (e.contains("dur") ? Ns(e["dur"]) : 0);
+    EXPECT_LE(start, w->end);
+    EXPECT_GE(end, w->start);
+  }
+  EXPECT_EQ(events, w->events_kept);
+  EXPECT_EQ(doc["metadata"]["window"]["events_total"], total);
+  EXPECT_EQ(doc["metadata"]["window"]["events_kept"], w->events_kept);
+}
+
 TEST(ChromeTrace, MpiFunctionNames) {
   EXPECT_EQ(MpiFunctionName(CollectiveOp::kAllreduce, false), "MPI_Allreduce");
   EXPECT_EQ(MpiFunctionName(CollectiveOp::kReduceScatterBlock, false), "MPI_Reduce_scatter_block");
