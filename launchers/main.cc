@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "agent/agent.h"
+#include "launchers/advise_cmd.h"
 #include "launchers/inspect.h"
 #include "launchers/report_cmd.h"
 #include "launchers/run.h"
@@ -111,6 +112,14 @@ int main(int argc, char** argv) {
   report_cmd->add_option("--min-data-excess-ms", min_data_excess_ms,
                          "Dataloader: least excess data time per step (default 1)");
 
+  rankscope::AdviseOptions advise;
+  CLI::App* advise_cmd = app.add_subcommand(
+      "advise", "Which tool answers my question, with the exact command (fleet -> SASS)");
+  advise_cmd->add_option("question", advise.question, "Your question in words, or an answer's id");
+  advise_cmd->add_option("--session", advise.session_dir,
+                         "Fill the commands in with this session's rank, node and kernel");
+  advise_cmd->add_flag("--json", advise.json, "JSON instead of text");
+
   CLI::App* inspect_cmd = app.add_subcommand("inspect", "Offline: NCCL logs and topology dumps");
   inspect_cmd->require_subcommand(1);
   CLI::App* nccl_cmd = inspect_cmd->add_subcommand("nccl-log", "NCCL_DEBUG=INFO log file(s)");
@@ -125,6 +134,7 @@ int main(int argc, char** argv) {
   if (*nccl_cmd) return rankscope::InspectNcclLogs(nccl_logs, inspect_json);
   if (*topo_cmd) return rankscope::InspectTopology(topo_file, inspect_json);
 
+  if (*advise_cmd) return rankscope::RunAdvise(advise);
   if (*report_cmd) {
     report.analysis.straggler.min_lateness =
         static_cast<rankscope::DurationNs>(min_lateness_ms * 1e6);

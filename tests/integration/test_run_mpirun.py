@@ -118,6 +118,11 @@ class RunMpirun(RankscopeTest):
             self.assertFile(os.path.join(again, name))
         self.assertEqual([(f["kind"], f["ranks"]) for f in Session(again).findings],
                          [("straggler", [1])])
+        # The planner fills its commands in with the straggler: nsys on rank 1 only.
+        p = self.run_plain([RANKSCOPE, "advise", "--session", again, "where", "time", "goes"])
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertIn("looking at rank 1 (straggler)", p.stdout)
+        self.assertIn('= 1 ]; then exec nsys profile', p.stdout)
         # A lateness threshold above the planted 20 ms: nothing to report, in place this time.
         p = self.run_plain([RANKSCOPE, "report", out, "-q", "--min-lateness-ms", "1000"])
         self.assertEqual(p.returncode, 0, p.stderr)

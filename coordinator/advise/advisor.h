@@ -1,0 +1,51 @@
+// The "pick your tool" planner behind `rankscope advise`: a catalogue of the questions people ask
+// about a slow distributed GPU job, from the fleet down to the SASS, each answered by the tools
+// that answer it, in order: the exact command, what to look for in its output, and what to try
+// when that does not answer it. Given a session, the commands are filled in with the job's facts
+// (the rank and node to look at, the program, its heaviest kernel, its launcher). Pure.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "coordinator/findings.h"
+#include "coordinator/session.h"
+
+namespace rankscope {
+
+// What the commands are filled in with. Without a session: placeholders a person replaces
+// (RANK, NODE, ./app, KERNEL).
+struct AdviceFacts {
+  const Session* session = nullptr;  // not owned; may be null
+  int rank = 0;                      // the rank to look at (a finding's, else 0)
+  std::string node = "NODE";
+  std::string kernel = "KERNEL";     // a regex for ncu -k: the rank's heaviest kernel
+  std::string why;                   // why this rank: "rank 2 is the straggler" etc.
+};
+
+// The facts of a session: the rank of its worst finding (else rank 0), its node, and the GPU
+// kernel that took most of that rank's GPU time.
+AdviceFacts FactsOf(const Session& session, const std::vector<Finding>& findings);
+
+struct AdviceStep {
+  std::string tool;
+  std::string command;    // one line for a POSIX shell
+  std::string look_for;   // what in its output answers the question
+};
+
+struct Answer {
+  std::string id;        // short name: "where-time-goes"
+  std::string level;     // fleet | system | node | rank | kernel | sass
+  std::string question;  // as a person asks it
+  std::vector<AdviceStep> steps;  // in order: the next one when the one before does not answer
+};
+
+// Every question, by level from the fleet down, answered for `facts`.
+std::vector<Answer> Catalogue(const AdviceFacts& facts);
+
+// The answers whose question best matches `text` (words shared with the question and its
+// keywords; an exact id matches alone), best first, at most `most`; empty when nothing matches.
+std::vector<Answer> Ask(std::string_view text, const AdviceFacts& facts, size_t most = 3);
+
+}  // namespace rankscope
