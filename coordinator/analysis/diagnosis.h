@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "coordinator/analysis/dataloader_analysis.h"
+#include "coordinator/analysis/ring_analysis.h"
 #include "coordinator/analysis/straggler_analysis.h"
 #include "coordinator/findings.h"
 #include "coordinator/session.h"
@@ -16,6 +17,7 @@ namespace rankscope {
 struct AnalysisOptions {
   StragglerOptions straggler;
   DataloaderOptions dataloader;
+  RingOptions ring;
 };
 
 // Matches the collectives of `aligned` (which should have gone through AlignSession) and runs the

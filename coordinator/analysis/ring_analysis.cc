@@ -1,0 +1,225 @@
+#include "coordinator/analysis/ring_analysis.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <set>
+#include <string>
+#include <tuple>
+
+#include "agent/nccl/bus_bandwidth.h"
+#include "agent/nccl/nccl_types.h"
+#include "coordinator/analysis/next_steps.h"
+#include "coordinator/nccl_instances.h"
+#include "core/format.h"
+
+namespace rankscope {
+namespace {
+
+double Median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n == 0 ? 0 : (n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2);
+}
+
+// One communicator as the ranks' logs and records describe it.
+struct Comm {
+  std::string id;  // as NCCL prints it
+  int nranks = 0;
+  std::map<int, int> world_of;                           // comm rank -> world rank
+  std::map<int, std::string> node_of;                    // world rank -> node
+  std::set<std::string> transports;                      // kinds used by any member
+  std::map<std::pair<int, int>, std::string> pair_kind;  // (world, world) -> kind
+  std::vector<int> ring;                                 // channel 0's ring, world ranks
+  // Per (op, bytes): per seq, the last enter / last exit / members.
+  struct Span {
+    TimeNs last_enter = 0, last_exit = 0;
+    int members = 0;
+  };
+  std::map<std::pair<std::string, Bytes>, std::map<uint64_t, Span>> instances;
+};
+
+std::map<uint64_t, Comm> CollectCommunicators(const Session& s) {
+  std::map<uint64_t, Comm> comms;
+  for (const RankData& r : s.ranks) {
+    if (!r.nccl) continue;
+    for (const NcclCommInfo& c : r.nccl->communicators) {
+      Comm& comm = comms[NcclCommKey(c.comm_id)];
+      comm.id = c.comm_id;
+      comm.nranks = std::max(comm.nranks, c.nranks);
+      comm.world_of[c.rank] = r.id.rank;
+      comm.node_of[r.id.rank] = r.id.node;
+      for (const NcclTransportInfo& t : c.transports) comm.transports.insert(t.kind);
+      if (comm.ring.empty() && !c.ring_order.empty()) comm.ring = c.ring_order;  // comm ranks
+    }
+  }
+  // Transports by world rank pair, once every member's comm rank is known.
+  for (const RankData& r : s.ranks) {
+    if (!r.nccl) continue;
+    for (const NcclCommInfo& c : r.nccl->communicators) {
+      Comm& comm = comms[NcclCommKey(c.comm_id)];
+      for (const NcclTransportInfo& t : c.transports) {
+        auto peer = comm.world_of.find(t.peer);
+        if (peer != comm.world_of.end()) comm.pair_kind[{r.id.rank, peer->second}] = t.kind;
+      }
+    }
+  }
+  // Instances: each NCCL collective record, keyed by its call's shape.
+  for (const RankData& r : s.ranks) {
+    if (!r.nccl) continue;
+    std::map<std::pair<uint64_t, uint64_t>, const NcclCallInfo*> call_of;
+    for (const NcclCallInfo& call : r.nccl->calls)
+      call_of[{NcclCommKey(call.comm_id), call.seq}] = &call;
+    for (const CollectiveRecord& c : r.collectives) {
+      if (c.source != CollectiveRecord::Source::kNccl) continue;
+      auto call = call_of.find({c.comm_id, c.seq});
+      auto comm = comms.find(c.comm_id);
+      if (call == call_of.end() || comm == comms.end()) continue;
+      Comm::Span& span = comm->second.instances[{call->second->op, call->second->bytes}][c.seq];
+      span.last_enter = span.members == 0 ? c.enter : std::max(span.last_enter, c.enter);
+      span.last_exit = span.members == 0 ? c.exit : std::max(span.last_exit, c.exit);
+      ++span.members;
+    }
+  }
+  return comms;
+}
+
+std::string RankList(const std::vector<int>& ranks) {
+  std::string out;
+  for (int r : ranks) out += (out.empty() ? "" : ", ") + std::to_string(r);
+  return out;
+}
+
+struct Measured {
+  uint64_t key;
+  double busbw = 0;      // median GB/s
+  DurationNs total = 0;  // summed instance time
+  int instances = 0;
+};
+
+}  // namespace
+
+std::vector<Finding> FindImbalancedRings(const Session& aligned, const RingOptions& options) {
+  std::map<uint64_t, Comm> comms = CollectCommunicators(aligned);
+  // Peers: same op, message size and communicator size.
+  std::map<std::tuple<std::string, Bytes, int>, std::vector<Measured>> groups;
+  for (const auto& [key, comm] : comms) {
+    for (const auto& [shape, spans] : comm.instances) {
+      const NcclOp op = ParseNcclOp(shape.first);
+      std::vector<double> bw;
+      Measured m{key};
+      for (const auto& [seq, span] : spans) {
+        if (span.members != comm.nranks || span.last_exit <= span.last_enter) continue;
+        const DurationNs d = span.last_exit - span.last_enter;
+        bw.push_back(BusBandwidthGBps(op, NcclTestsSizeBytes(op, shape.second, comm.nranks), d,
+                                      comm.nranks));
+        m.total += d;
+        ++m.instances;
+      }
+      if (m.instances < options.min_instances) continue;
+      m.busbw = Median(bw);
+      groups[{shape.first, shape.second, comm.nranks}].push_back(m);
+    }
+  }
+
+  std::vector<Finding> out;
+  for (const auto& [shape, members] : groups) {
+    if (static_cast<int>(members.size()) < options.min_peers + 1) continue;
+    for (const Measured& m : members) {
+      std::vector<double> peers;
+      for (const Measured& p : members) {
+        if (p.key != m.key) peers.push_back(p.busbw);
+      }
+      const double peer_median = Median(peers);
+      std::vector<double> deviations;
+      for (double p : peers) deviations.push_back(std::fabs(p - peer_median));
+      const double spread = 1.4826 * Median(deviations) / peer_median;
+      if (peer_median <= 0 || spread > options.max_peer_spread) continue;
+      if (m.busbw >= options.slow_fraction * peer_median) continue;
+
+      const Comm& comm = comms.at(m.key);
+      // What sets it apart: transports no peer uses, and cross-node hops in its ring.
+      std::set<std::string> peer_transports;
+      for (const Measured& p : members) {
+        if (p.key != m.key) {
+          const auto& t = comms.at(p.key).transports;
+          peer_transports.insert(t.begin(), t.end());
+        }
+      }
+      std::string odd_pairs;
+      nlohmann::json odd = nlohmann::json::array();
+      for (const auto& [pair, kind] : comm.pair_kind) {
+        if (peer_transports.count(kind) || pair.first > pair.second) continue;
+        odd.push_back({{"from", pair.first}, {"to", pair.second}, {"transport", kind}});
+        odd_pairs += (odd_pairs.empty() ? "" : ", ") + std::to_string(pair.first) + "<->" +
+                     std::to_string(pair.second) + " over " + kind;
+      }
+      int cross_node_hops = 0;
+      for (size_t i = 0; i < comm.ring.size(); ++i) {
+        auto a = comm.world_of.find(comm.ring[i]);
+        auto b = comm.world_of.find(comm.ring[(i + 1) % comm.ring.size()]);
+        if (a != comm.world_of.end() && b != comm.world_of.end() &&
+            comm.node_of.at(a->second) != comm.node_of.at(b->second)) {
+          ++cross_node_hops;
+        }
+      }
+      Finding f;
+      f.kind = "imbalanced_ring";
+      f.severity = Severity::kWarning;
+      std::set<std::string> nodes;
+      for (const auto& [comm_rank, world] : comm.world_of) {
+        f.ranks.push_back(world);
+        nodes.insert(comm.node_of.at(world));
+      }
+      std::sort(f.ranks.begin(), f.ranks.end());
+      f.nodes.assign(nodes.begin(), nodes.end());
+      // Time it would have saved at its peers' bandwidth, on every member.
+      const double slowdown = 1.0 - m.busbw / peer_median;
+      f.cost_ns = static_cast<int64_t>(static_cast<double>(m.total) * slowdown * comm.nranks);
+      f.confidence = std::min(0.95, 0.6 + 0.1 * static_cast<double>(peers.size()));
+      const auto& [op, bytes, nranks] = shape;
+      f.summary = "NCCL communicator " + comm.id + " (ranks " + RankList(f.ranks) + ") runs " + op +
+                  " of " + FormatBytes(bytes) + " at " + FormatDouble("%.1f", m.busbw) +
+                  " GB/s bus bandwidth; its " + std::to_string(peers.size()) +
+                  " peer communicators reach " + FormatDouble("%.1f", peer_median) + " GB/s.";
+      if (!odd_pairs.empty()) {
+        f.summary += " It connects " + odd_pairs + ", which no peer uses.";
+      }
+      f.evidence = {
+          {"comm_id", comm.id},
+          {"op", op},
+          {"bytes", bytes},
+          {"nranks", nranks},
+          {"busbw_gbps", m.busbw},
+          {"peer_median_busbw_gbps", peer_median},
+          {"peers", static_cast<int>(peers.size())},
+          {"instances", m.instances},
+          {"transports", std::vector<std::string>(comm.transports.begin(), comm.transports.end())},
+          {"odd_links", odd},
+          {"ring_cross_node_hops", cross_node_hops}};
+      const int first = f.ranks.front();
+      f.next_steps.push_back(
+          {"nvidia-smi", OnRankNode(aligned, first, {"nvidia-smi", "topo", "-m"}),
+           "the link between these ranks' GPUs: NV# (NVLink) vs PHB/SYS (PCIe through the CPU)"});
+      f.next_steps.push_back({"nccl-tests",
+                              "mpirun -np " + std::to_string(nranks) + " -H " +
+                                  [&] {
+                                    std::string hosts;
+                                    for (const std::string& n : f.nodes)
+                                      hosts += (hosts.empty() ? "" : ",") + n;
+                                    return hosts;
+                                  }() +
+                                  " all_reduce_perf -b " + std::to_string(bytes) + " -e " +
+                                  std::to_string(bytes) + " -g 1",
+                              "busbw on these ranks' nodes alone against the peers' " +
+                                  FormatDouble("%.0f", peer_median) + " GB/s"});
+      f.next_steps.push_back({"NCCL_DEBUG",
+                              "NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,GRAPH ... (rerun)",
+                              "the Channel/Ring lines and 'via' transports of this communicator"});
+      out.push_back(std::move(f));
+    }
+  }
+  return out;
+}
+
+}  // namespace rankscope

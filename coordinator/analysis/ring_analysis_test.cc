@@ -1,0 +1,91 @@
+#include "coordinator/analysis/ring_analysis.h"
+
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "coordinator/nccl_instances.h"
+
+namespace rankscope {
+namespace {
+
+// `groups` data-parallel communicators of 2 ranks each, one node per communicator, each running
+// `steps` all-reduces of 64 MiB. The communicator `slow` (if >= 0) takes `factor` times longer and
+// connects its ranks over SHM where the others use P2P/CUMEM. Kernel times jitter by +-2%.
+Session Rings(int groups, int slow, double factor, int steps = 20, uint64_t seed = 1) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> jitter(0.98, 1.02);
+  Session s;
+  s.aligned = true;
+  for (int g = 0; g < groups; ++g) {
+    const std::string comm_id = "0xc0" + std::to_string(g);
+    const bool is_slow = g == slow;
+    for (int local = 0; local < 2; ++local) {
+      RankData r;
+      r.id.rank = 2 * g + local;
+      r.id.node = "n" + std::to_string(g);
+      RankNccl n;
+      NcclCommInfo c{comm_id, local, 2, 1, 24, "", local, {}, {}};
+      c.transports.push_back({0, 1 - local, is_slow ? "SHM" : "P2P/CUMEM", "", false});
+      if (local == 0) c.ring_order = {0, 1};
+      n.communicators.push_back(c);
+      r.nccl = n;
+      s.ranks.push_back(r);
+    }
+    for (int k = 0; k < steps; ++k) {
+      // 64 MiB at ~260 GB/s is ~258 us; both ranks start together.
+      const TimeNs start = 1'000'000'000 + k * 10'000'000;
+      const DurationNs d =
+          static_cast<DurationNs>(258'000 * (is_slow ? factor : 1.0) * jitter(rng));
+      for (int local = 0; local < 2; ++local) {
+        RankData& r = s.ranks[static_cast<size_t>(2 * g + local)];
+        r.nccl->calls.push_back({comm_id, static_cast<uint64_t>(k), "AllReduce", 16 << 20,
+                                 "ncclFloat32", 64 << 20, -1, "RING", "SIMPLE", 24});
+        CollectiveRecord c;
+        c.source = CollectiveRecord::Source::kNccl;
+        c.comm_id = NcclCommKey(comm_id);
+        c.seq = static_cast<uint64_t>(k);
+        c.op = CollectiveOp::kAllreduce;
+        c.comm_size = 2;
+        c.comm_rank = local;
+        c.bytes = 64 << 20;
+        c.enter = start;
+        c.exit = start + d;
+        r.collectives.push_back(c);
+      }
+    }
+  }
+  return s;
+}
+
+TEST(Rings, TheSlowCommunicatorIsNamedWithItsOddTransport) {
+  std::vector<Finding> f = FindImbalancedRings(Rings(4, 2, 2.0), RingOptions{});
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].kind, "imbalanced_ring");
+  EXPECT_EQ(f[0].ranks, (std::vector<int>{4, 5}));
+  EXPECT_EQ(f[0].nodes, std::vector<std::string>{"n2"});
+  EXPECT_NEAR(f[0].evidence["busbw_gbps"].get<double>(),
+              f[0].evidence["peer_median_busbw_gbps"].get<double>() / 2, 10.0);
+  EXPECT_NE(f[0].summary.find("4<->5 over SHM"), std::string::npos) << f[0].summary;
+  // Half its time lost on each of its 2 ranks: 20 x ~258 us x 2 ranks.
+  EXPECT_NEAR(static_cast<double>(f[0].cost_ns), 20 * 258'000.0 * 2, 20 * 258'000.0 * 0.2);
+  ASSERT_GE(f[0].next_steps.size(), 2u);
+  EXPECT_NE(f[0].next_steps[1].command.find("all_reduce_perf -b 67108864"), std::string::npos);
+}
+
+TEST(Rings, BalancedCommunicatorsGiveNothing) {
+  for (uint64_t seed = 1; seed <= 20; ++seed) {
+    EXPECT_TRUE(FindImbalancedRings(Rings(8, -1, 1.0, 20, seed), RingOptions{}).empty())
+        << "seed " << seed;
+  }
+  // 10% slower is within what a ring may vary by: not reported.
+  EXPECT_TRUE(FindImbalancedRings(Rings(4, 1, 1.1), RingOptions{}).empty());
+}
+
+TEST(Rings, TooFewPeersOrInstancesGiveNoVerdict) {
+  EXPECT_TRUE(FindImbalancedRings(Rings(2, 1, 3.0), RingOptions{}).empty());     // one peer
+  EXPECT_TRUE(FindImbalancedRings(Rings(4, 1, 3.0, 3), RingOptions{}).empty());  // 3 instances
+}
+
+}  // namespace
+}  // namespace rankscope
