@@ -71,10 +71,9 @@ std::vector<std::string> Words(std::string_view text) {
 
 // Words that say nothing about which question is meant.
 bool IsStopWord(const std::string& w) {
-  static const std::set<std::string> kStop = {"a",    "an",  "the", "is",   "are", "my",  "of",
-                                              "in",   "on",  "to",  "why",  "what", "which",
-                                              "does", "do",  "this", "it",  "how", "and", "or",
-                                              "with", "for", "one", "i",    "me"};
+  static const std::set<std::string> kStop = {
+      "a",    "an", "the",  "is", "are", "my",  "of", "in",   "on",  "to",  "why", "what", "which",
+      "does", "do", "this", "it", "how", "and", "or", "with", "for", "one", "i",   "me"};
   return kStop.count(w) > 0;
 }
 
@@ -97,17 +96,17 @@ std::vector<Entry> Entries(const AdviceFacts& f) {
          {"nvidia-smi", OnNode(f, {"nvidia-smi", "-q", "-d", "PERFORMANCE"}),
           "Clocks Event Reasons active while busy: HW Slowdown, HW Thermal, SW Power Cap"}}},
        "node nodes broken bad gpu errors ecc xid sweep nightly fleet"});
-  e.push_back({{"slow-rank",
-                "system",
-                "Which rank (or node) makes my job slow, and why?",
-                {{"rankscope",
-                  "rankscope run -o out -- " +
-                      (f.session != nullptr ? ShellJoin(f.session->command)
-                                            : std::string("mpirun -np N ./app")),
-                  "the straggler finding: the late rank, how late, what it did meanwhile"},
-                 {"rankscope", "rankscope report out --min-lateness-ms 0.2",
-                  "smaller stragglers, re-analysed from the saved session"}}},
-               "straggler straggle late last waiting wait imbalance who culprit"});
+  e.push_back(
+      {{"slow-rank",
+        "system",
+        "Which rank (or node) makes my job slow, and why?",
+        {{"rankscope",
+          "rankscope run -o out -- " + (f.session != nullptr ? ShellJoin(f.session->command)
+                                                             : std::string("mpirun -np N ./app")),
+          "the straggler finding: the late rank, how late, what it did meanwhile"},
+         {"rankscope", "rankscope report out --min-lateness-ms 0.2",
+          "smaller stragglers, re-analysed from the saved session"}}},
+       "straggler straggle late last waiting wait imbalance who culprit"});
   e.push_back(
       {{"where-time-goes",
         "rank",
@@ -117,8 +116,8 @@ std::vector<Entry> Entries(const AdviceFacts& f) {
                      "-o", "rank" + rank + ".%p"}),
           "the timeline of rank " + rank +
               ": gaps with no kernel on the GPU rows, long CUDA API calls, MPI/NCCL waits"},
-         {"nsys", "nsys stats --report cuda_gpu_kern_sum,cuda_api_sum,nvtx_sum rank" + rank +
-                      ".*.nsys-rep",
+         {"nsys",
+          "nsys stats --report cuda_gpu_kern_sum,cuda_api_sum,nvtx_sum rank" + rank + ".*.nsys-rep",
           "the kernels and API calls that take most of the time"},
          {"py-spy / perf",
           f.session != nullptr && CpuProfileStepForRank(*f.session, f.rank, "")
@@ -144,8 +143,7 @@ std::vector<Entry> Entries(const AdviceFacts& f) {
         "Is communication (NCCL) slower than the hardware allows?",
         {{"rankscope", "rankscope run -o out -- ...",
           "NCCL section: busbw per call shape against the links' speed (NVLink, PCIe, network)"},
-         {"nccl-tests",
-          "mpirun -np N all_reduce_perf -b 8 -e 256M -f 2 -g 1",
+         {"nccl-tests", "mpirun -np N all_reduce_perf -b 8 -e 256M -f 2 -g 1",
           "busbw of the large sizes against the same GPUs' peers; a pair or node far below"},
          {"NCCL_DEBUG", "NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,GRAPH,TUNING,NET ./app",
           "transports per peer (P2P/NVLink vs SHM vs NET), rings and trees, NET/IB vs Socket"}}},
@@ -172,21 +170,23 @@ std::vector<Entry> Entries(const AdviceFacts& f) {
                  {"iostat", OnNode(f, {"iostat", "-x", "1"}),
                   "%util and await of the dataset's disk; iowait on the CPU line"}}},
                "data loader input io disk dataset batch prefetch"});
-  e.push_back(
-      {{"kernel-bound",
-        "kernel",
-        "Is this kernel memory-bound or compute-bound?",
-        {{"ncu",
-          OnRank(f, {"ncu", "--set", "full", "-k", "regex:" + f.kernel, "--launch-skip", "10",
-                     "--launch-count", "1", "-o", "rank" + rank + "_kernel"}),
-          "GPU Speed Of Light: memory vs compute throughput %; the roofline chart"},
-         {"ncu", "ncu --import rank" + rank + "_kernel.ncu-rep --page details --section "
-                 "MemoryWorkloadAnalysis",
-          "which memory level saturates (DRAM, L2, L1/shared) and the access pattern"},
-         {"ncu", OnRank(f, {"ncu", "--section", "WarpStateStats", "-k", "regex:" + f.kernel,
-                            "--launch-count", "1"}),
-          "the top warp stall reasons when neither is saturated (latency-bound)"}}},
-       "kernel slow memory compute roofline occupancy ncu throughput"});
+  e.push_back({{"kernel-bound",
+                "kernel",
+                "Is this kernel memory-bound or compute-bound?",
+                {{"ncu",
+                  OnRank(f, {"ncu", "--set", "full", "-k", "regex:" + f.kernel, "--launch-skip",
+                             "10", "--launch-count", "1", "-o", "rank" + rank + "_kernel"}),
+                  "GPU Speed Of Light: memory vs compute throughput %; the roofline chart"},
+                 {"ncu",
+                  "ncu --import rank" + rank +
+                      "_kernel.ncu-rep --page details --section "
+                      "MemoryWorkloadAnalysis",
+                  "which memory level saturates (DRAM, L2, L1/shared) and the access pattern"},
+                 {"ncu",
+                  OnRank(f, {"ncu", "--section", "WarpStateStats", "-k", "regex:" + f.kernel,
+                             "--launch-count", "1"}),
+                  "the top warp stall reasons when neither is saturated (latency-bound)"}}},
+               "kernel slow memory compute roofline occupancy ncu throughput"});
   e.push_back(
       {{"kernel-source",
         "kernel",
@@ -196,17 +196,16 @@ std::vector<Entry> Entries(const AdviceFacts& f) {
                      "--launch-count", "1", "-o", "rank" + rank + "_src"}),
           "Source page: stalls and memory traffic per line (build with -lineinfo)"}}},
        "source line hotspot lineinfo"});
-  e.push_back(
-      {{"sass",
-        "sass",
-        "Why does the compiler emit this (registers, spills, instructions)?",
-        {{"nvcc", "nvcc --ptxas-options=-v -lineinfo ...",
-          "registers per thread, spill stores/loads, shared memory per kernel"},
-         {"cuobjdump", "cuobjdump -sass ./app | less",
-          "the instructions of " + f.kernel + ": local memory (LDL/STL) means spills"},
-         {"nvdisasm", "cuobjdump -xelf all ./app && nvdisasm -g -c FILE.cubin",
-          "control flow and the line each instruction comes from"}}},
-       "compiler register spill instruction ptx ptxas assembly disassemble"});
+  e.push_back({{"sass",
+                "sass",
+                "Why does the compiler emit this (registers, spills, instructions)?",
+                {{"nvcc", "nvcc --ptxas-options=-v -lineinfo ...",
+                  "registers per thread, spill stores/loads, shared memory per kernel"},
+                 {"cuobjdump", "cuobjdump -sass ./app | less",
+                  "the instructions of " + f.kernel + ": local memory (LDL/STL) means spills"},
+                 {"nvdisasm", "cuobjdump -xelf all ./app && nvdisasm -g -c FILE.cubin",
+                  "control flow and the line each instruction comes from"}}},
+               "compiler register spill instruction ptx ptxas assembly disassemble"});
   e.push_back({{"clocks",
                 "node",
                 "Are my nodes' clocks in sync (can I trust a cross-node timeline)?",
@@ -238,8 +237,9 @@ AdviceFacts FactsOf(const Session& session, const std::vector<Finding>& findings
     for (const GpuActivityRecord& g : r->gpu) {
       if (g.kind == GpuActivityKind::kKernel) time_by_kernel[g.name] += g.end - g.start;
     }
-    auto heaviest = std::max_element(time_by_kernel.begin(), time_by_kernel.end(),
-                                     [](const auto& a, const auto& b) { return a.second < b.second; });
+    auto heaviest =
+        std::max_element(time_by_kernel.begin(), time_by_kernel.end(),
+                         [](const auto& a, const auto& b) { return a.second < b.second; });
     if (heaviest != time_by_kernel.end()) f.kernel = KernelRegex(heaviest->first);
   }
   return f;

@@ -20,8 +20,8 @@ struct AdviceFacts {
   const Session* session = nullptr;  // not owned; may be null
   int rank = 0;                      // the rank to look at (a finding's, else 0)
   std::string node = "NODE";
-  std::string kernel = "KERNEL";     // a regex for ncu -k: the rank's heaviest kernel
-  std::string why;                   // why this rank: "rank 2 is the straggler" etc.
+  std::string kernel = "KERNEL";  // a regex for ncu -k: the rank's heaviest kernel
+  std::string why;                // why this rank: "rank 2 is the straggler" etc.
 };
 
 // The facts of a session: the rank of its worst finding (else rank 0), its node, and the GPU
@@ -30,14 +30,14 @@ AdviceFacts FactsOf(const Session& session, const std::vector<Finding>& findings
 
 struct AdviceStep {
   std::string tool;
-  std::string command;    // one line for a POSIX shell
-  std::string look_for;   // what in its output answers the question
+  std::string command;   // one line for a POSIX shell
+  std::string look_for;  // what in its output answers the question
 };
 
 struct Answer {
-  std::string id;        // short name: "where-time-goes"
-  std::string level;     // fleet | system | node | rank | kernel | sass
-  std::string question;  // as a person asks it
+  std::string id;                 // short name: "where-time-goes"
+  std::string level;              // fleet | system | node | rank | kernel | sass
+  std::string question;           // as a person asks it
   std::vector<AdviceStep> steps;  // in order: the next one when the one before does not answer
 };
 
