@@ -34,6 +34,17 @@ bool FillFrom(const EnvMap& env, const char* rank, const char* local_rank, const
   return true;
 }
 
+// srun started this task itself (one SLURM task per rank), rather than a launcher that srun
+// started (Hydra's proxies, whose SLURM_PROCID counts proxies): SLURM's task numbering is then the
+// ranks'. srun --mpi=pmix sets PMIX_RANK but no PMI_SIZE; --mpi=pmi2 sets PMI_RANK/PMI_SIZE equal
+// to SLURM's.
+bool StartedBySrun(const EnvMap& env) {
+  if (!env.count("SLURM_STEP_ID") || !env.count("SLURM_PROCID")) return false;
+  if (!env.count("PMI_RANK")) return true;
+  return GetInt(env, "PMI_RANK") == GetInt(env, "SLURM_PROCID") &&
+         GetInt(env, "PMI_SIZE") == GetInt(env, "SLURM_NTASKS");
+}
+
 }  // namespace
 
 AgentIdentity DetectIdentity(const EnvMap& env, const std::string& host) {
@@ -46,12 +57,12 @@ AgentIdentity DetectIdentity(const EnvMap& env, const std::string& host) {
   } else if (FillFrom(env, "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_LOCAL_RANK",
                       "OMPI_COMM_WORLD_SIZE", id)) {
     id.launcher = "mpirun";
+  } else if (StartedBySrun(env) &&
+             FillFrom(env, "SLURM_PROCID", "SLURM_LOCALID", "SLURM_NTASKS", id)) {
+    id.launcher = "slurm";
   } else if (FillFrom(env, "PMI_RANK", "MPI_LOCALRANKID", "PMI_SIZE", id) ||
              FillFrom(env, "PMIX_RANK", "MPI_LOCALRANKID", "PMI_SIZE", id)) {
     id.launcher = "pmi";
-  } else if (env.count("SLURM_STEP_ID") &&
-             FillFrom(env, "SLURM_PROCID", "SLURM_LOCALID", "SLURM_NTASKS", id)) {
-    id.launcher = "slurm";
   }
   // SLURM names the job and node even when another launcher started the ranks inside it.
   if (id.job_id.empty()) id.job_id = GetString(env, "SLURM_JOB_ID");

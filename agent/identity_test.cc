@@ -44,6 +44,36 @@ TEST(Identity, MpirunInsideSlurmAllocationPrefersMpiVariables) {
   EXPECT_EQ(id.job_id, "77");
 }
 
+TEST(Identity, SrunWithPmixIsSlurmNotASingletonPmiRank) {
+  AgentIdentity id = DetectIdentity({{"SLURM_STEP_ID", "0"},
+                                     {"SLURM_PROCID", "5"},
+                                     {"SLURM_LOCALID", "1"},
+                                     {"SLURM_NTASKS", "8"},
+                                     {"SLURM_JOB_ID", "7"},
+                                     {"SLURMD_NODENAME", "n2"},
+                                     {"PMIX_RANK", "5"}},
+                                    "vm");
+  EXPECT_EQ(id.launcher, "slurm");
+  EXPECT_EQ(id.rank, 5);
+  EXPECT_EQ(id.local_rank, 1);
+  EXPECT_EQ(id.world_size, 8);
+  EXPECT_EQ(id.node_name, "n2");
+}
+
+TEST(Identity, HydraProxiesUnderSrunKeepPmiRanks) {
+  // mpiexec.hydra inside an allocation: srun starts one proxy per node (SLURM_PROCID = proxy),
+  // the proxy starts the ranks with PMI_RANK/PMI_SIZE.
+  AgentIdentity id = DetectIdentity({{"SLURM_STEP_ID", "0"},
+                                     {"SLURM_PROCID", "1"},
+                                     {"SLURM_NTASKS", "2"},
+                                     {"PMI_RANK", "6"},
+                                     {"PMI_SIZE", "8"}},
+                                    "vm");
+  EXPECT_EQ(id.launcher, "pmi");
+  EXPECT_EQ(id.rank, 6);
+  EXPECT_EQ(id.world_size, 8);
+}
+
 TEST(Identity, Torchrun) {
   auto id = DetectIdentity({{"RANK", "1"},
                             {"LOCAL_RANK", "1"},
