@@ -7,6 +7,7 @@
 #include <unordered_map>
 
 #include "coordinator/report/collective_waits.h"
+#include "coordinator/report/gpu_json.h"
 #include "coordinator/report/report_format.h"
 #include "coordinator/report/report_json.h"
 #include "core/records.h"
@@ -356,6 +357,76 @@ std::string HtmlEscape(const std::string& text) {
   return out;
 }
 
+// NCCL: per communicator, bus bandwidth by call shape (kernel time and call to call); then each
+// node's GPUs as NVML saw them. Empty when the session has neither.
+std::string GpuSection(const Session& session) {
+  std::string out;
+  const nlohmann::json nccl = NcclReportJson(session);
+  if (nccl.is_object()) {
+    out += "<h3>NCCL " + HtmlEscape(nccl["version"].get<std::string>()) + "</h3>\n";
+    for (const auto& c : nccl["communicators"]) {
+      std::string transports;
+      for (const auto& [kind, n] : c["transports"].items()) {
+        transports += (transports.empty() ? "" : ", ") + kind + " &times;" + Num(n.get<int>());
+      }
+      out += "<p class=\"meta\">communicator " + HtmlEscape(c["comm_id"].get<std::string>()) +
+             ": " + Num(c["nranks"].get<int>()) + " ranks, " +
+             (transports.empty() ? std::string("no transports logged") : transports) +
+             "</p>\n<div class=\"scroll\"><table><tr><th>op</th><th>size</th><th>type</th>"
+             "<th>algo/proto</th><th>calls</th><th>busbw (kernel)</th><th>busbw (call to "
+             "call)</th><th>gap between kernels</th></tr>\n";
+      for (const auto& shape : c["shapes"]) {
+        auto gbps = [](const nlohmann::json& v) {
+          return v.is_number() ? Printf("%.1f GB/s", v.get<double>()) : std::string("&ndash;");
+        };
+        const std::string tuning =
+            shape["algo"].is_string()
+                ? shape["algo"].get<std::string>() + "/" + shape["proto"].get<std::string>()
+                : "";
+        out += "<tr><td>" + HtmlEscape(shape["op"].get<std::string>()) + "</td><td class=\"num\">" +
+               HtmlEscape(FormatBytes(shape["bytes"].get<int64_t>())) + "</td><td>" +
+               HtmlEscape(shape["datatype"].get<std::string>()) + "</td><td>" + HtmlEscape(tuning) +
+               "</td><td class=\"num\">" + Num(shape["calls"].get<int>()) +
+               "</td><td class=\"num\">" + gbps(shape["busbw_gbps"]) + "</td><td class=\"num\">" +
+               gbps(shape["stream_busbw_gbps"]) + "</td><td class=\"num\">" +
+               (shape["gap_us"].is_number() ? Printf("%.1f us", shape["gap_us"].get<double>())
+                                            : std::string("&ndash;")) +
+               "</td></tr>\n";
+      }
+      out += "</table></div>\n";
+    }
+  }
+  const nlohmann::json nvml = NvmlReportJson(session);
+  bool any_gpu = false;
+  std::string rows;
+  for (const auto& node : nvml) {
+    if (!node.contains("gpus")) continue;
+    for (const auto& g : node["gpus"]) {
+      any_gpu = true;
+      const bool degraded = g["pcie_degraded"].get<bool>();
+      const int up = g["nvlinks_up"].get<int>();
+      const int total = g["nvlinks_total"].get<int>();
+      rows += "<tr><td>" + HtmlEscape(node["node"].get<std::string>()) + "</td><td class=\"num\">" +
+              Num(g["index"].get<int>()) + "</td><td>" + HtmlEscape(g["name"].get<std::string>()) +
+              "</td><td>" + HtmlEscape(g["bus_id"].get<std::string>()) + "</td><td" +
+              (degraded ? " class=\"bad\"" : "") + ">gen " + Num(g["pcie_gen_current"].get<int>()) +
+              " x" + Num(g["pcie_width_current"].get<int>()) + " (max gen " +
+              Num(g["pcie_gen_max"].get<int>()) + " x" + Num(g["pcie_width_max"].get<int>()) +
+              ")</td><td" + (up < total ? " class=\"bad\">" : ">") +
+              (total > 0 ? Num(up) + "/" + Num(total) : std::string("none")) + "</td></tr>\n";
+    }
+  }
+  if (any_gpu) {
+    out +=
+        "<h3>GPUs (NVML, best link seen during the run)</h3>\n<div class=\"scroll\"><table>"
+        "<tr><th>node</th><th>GPU</th><th>name</th><th>bus id</th><th>PCIe</th>"
+        "<th>NVLinks up</th></tr>\n" +
+        rows + "</table></div>\n";
+  }
+  if (out.empty()) return "";
+  return "<section id=\"gpu\"><h2>GPU and NCCL</h2>\n" + out + "</section>\n";
+}
+
 std::string BuildReportHtml(const Session& session,
                             const std::vector<CollectiveInstance>& instances,
                             const std::vector<Finding>& findings) {
@@ -373,6 +444,7 @@ std::string BuildReportHtml(const Session& session,
   out += Header(session);
   out += FindingsSection(session, overview, findings);
   out += Heatmap(session, instances);
+  out += GpuSection(session);
   out += RanksTable(session);
   out += ActivityTable(session, overview);
   out += NoticesSection(session);

@@ -71,6 +71,21 @@ TEST(ReportHtml, FindingsRanksHeatmapAndSummary) {
   EXPECT_THAT(html, HasSubstr("rank 2, allreduce seq 3: not a member"));
 }
 
+TEST(ReportHtml, GpuSectionHasNcclShapesAndNvmlLinks) {
+  Session s = report_test::MakeSession();
+  std::string html = BuildReportHtml(s, MatchCollectives(s), report_test::MakeFindings());
+  EXPECT_THAT(html, HasSubstr("id=\"gpu\""));
+  EXPECT_THAT(html, HasSubstr("NCCL 2.28.9+cuda13.0"));
+  EXPECT_THAT(html, HasSubstr("communicator 0x1e900aa5c8e42401: 2 ranks, P2P/CUMEM &times;2"));
+  EXPECT_THAT(html, HasSubstr("<td>AllReduce</td><td class=\"num\">256.0 MiB</td>"));
+  // NVML: GPU 1 of node-a ran its link at gen 4 of gen 5.
+  EXPECT_THAT(html, HasSubstr("class=\"bad\">gen 4 x16 (max gen 5 x16)"));
+  EXPECT_THAT(html, HasSubstr(">gen 5 x16 (max gen 5 x16)</td><td>18/18</td>"));
+  // A CPU-only session has no such section.
+  Session cpu = report_test::MakeCleanSession();
+  EXPECT_THAT(BuildReportHtml(cpu, MatchCollectives(cpu), {}), Not(HasSubstr("id=\"gpu\"")));
+}
+
 TEST(ReportHtml, BinsLongRunsIntoBoundedColumns) {
   Session s = report_test::MakeCleanSession();
   for (RankData& r : s.ranks) {
