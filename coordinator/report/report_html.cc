@@ -357,6 +357,104 @@ std::string HtmlEscape(const std::string& text) {
   return out;
 }
 
+// The complete instance where the members waited longest in total, drawn across all its ranks
+// on the aligned time axis from the previous instance of its communicator (or a window as long
+// as the longest wait before it) to its last exit: each rank's NVTX ranges (by depth) and the
+// call itself, the part spent waiting in red. Empty when there is no complete instance.
+std::string WorstInstanceTimeline(const Session& session,
+                                  const std::vector<CollectiveInstance>& instances) {
+  const CollectiveInstance* worst = nullptr;
+  DurationNs worst_wait = 0;
+  size_t worst_index = 0;
+  for (size_t i = 0; i < instances.size(); ++i) {
+    if (!instances[i].complete || instances[i].members.size() < 2) continue;
+    DurationNs total = 0;
+    for (DurationNs w : MemberWaits(instances[i])) total += w;
+    if (worst == nullptr || total > worst_wait) {
+      worst = &instances[i];
+      worst_wait = total;
+      worst_index = i;
+    }
+  }
+  if (worst == nullptr || worst_wait <= 0) return "";
+  const std::vector<DurationNs> waits = MemberWaits(*worst);
+  TimeNs first_enter = worst->members.front().enter;
+  TimeNs last_exit = worst->members.front().exit;
+  DurationNs longest_wait = 0;
+  for (size_t m = 0; m < worst->members.size(); ++m) {
+    first_enter = std::min(first_enter, worst->members[m].enter);
+    last_exit = std::max(last_exit, worst->members[m].exit);
+    longest_wait = std::max(longest_wait, waits[m]);
+  }
+  TimeNs from = first_enter - std::max<DurationNs>(longest_wait, kNsPerMs);
+  for (size_t i = worst_index; i-- > 0;) {  // the previous instance of the same communicator
+    if (instances[i].comm_id != worst->comm_id) continue;
+    TimeNs prev_exit = instances[i].members.front().exit;
+    for (const CollectiveParticipant& p : instances[i].members)
+      prev_exit = std::min(prev_exit, p.exit);
+    if (prev_exit < first_enter) from = prev_exit;
+    break;
+  }
+  const TimeNs to = last_exit + (last_exit - from) / 50;
+  const double span = static_cast<double>(std::max<DurationNs>(1, to - from));
+  constexpr int kLabel = 150, kWidth = 820, kRow = 12, kRankGap = 8, kDepths = 3;
+  auto x = [&](TimeNs t) {
+    return kLabel + static_cast<int>(std::lround(
+                        std::clamp(static_cast<double>(t - from) / span, 0.0, 1.0) * kWidth));
+  };
+  std::string svg;
+  int y = 0;
+  static const char* kRangeColors[kDepths] = {"#9ecae1", "#c6dbef", "#deebf7"};
+  for (size_t m = 0; m < worst->members.size(); ++m) {
+    const CollectiveParticipant& p = worst->members[m];
+    const RankData* rank = session.FindRank(p.rank);
+    svg += "<text x=\"0\" y=\"" + Num(y + 10) + "\">rank " + Num(p.rank) +
+           (rank != nullptr && !rank->id.node.empty() ? " " + HtmlEscape(rank->id.node) : "") +
+           "</text>";
+    if (rank != nullptr) {
+      for (const RangeRecord& r : rank->ranges) {
+        if (r.end < from || r.start > to || r.depth >= kDepths) continue;
+        const int x0 = x(r.start), x1 = std::max(x(r.end), x0 + 1);
+        svg += "<rect x=\"" + Num(x0) + "\" y=\"" + Num(y + static_cast<int>(r.depth) * kRow) +
+               "\" width=\"" + Num(x1 - x0) + "\" height=\"" + Num(kRow - 1) + "\" fill=\"" +
+               kRangeColors[r.depth] + "\"><title>" + HtmlEscape(r.name) + ": " +
+               HtmlEscape(FormatDuration(r.end - r.start)) + "</title></rect>";
+        if (x1 - x0 > 40) {
+          svg += "<text x=\"" + Num(x0 + 2) + "\" y=\"" +
+                 Num(y + static_cast<int>(r.depth) * kRow + 9) + "\">" + HtmlEscape(r.name) +
+                 "</text>";
+        }
+      }
+    }
+    const int call_y = y + kDepths * kRow;
+    const int x0 = x(p.enter), x_wait = x(p.enter + waits[m]), x1 = std::max(x(p.exit), x0 + 1);
+    svg += "<rect x=\"" + Num(x0) + "\" y=\"" + Num(call_y) + "\" width=\"" + Num(x1 - x0) +
+           "\" height=\"" + Num(kRow - 1) + "\" fill=\"#74c476\"><title>" +
+           HtmlEscape(std::string(CollectiveOpName(worst->op))) + ": " +
+           HtmlEscape(FormatDuration(p.exit - p.enter)) + ", waited " +
+           HtmlEscape(FormatDuration(waits[m])) + "</title></rect>";
+    if (x_wait > x0) {
+      svg += "<rect x=\"" + Num(x0) + "\" y=\"" + Num(call_y) + "\" width=\"" + Num(x_wait - x0) +
+             "\" height=\"" + Num(kRow - 1) + "\" fill=\"#de2d26\"><title>rank " + Num(p.rank) +
+             " waiting " + HtmlEscape(FormatDuration(waits[m])) + "</title></rect>";
+    }
+    y += (kDepths + 1) * kRow + kRankGap;
+  }
+  svg += "<text x=\"" + Num(kLabel) + "\" y=\"" + Num(y + 8) + "\">" +
+         HtmlEscape(FormatDuration(0)) + "</text><text x=\"" + Num(kLabel + kWidth - 60) +
+         "\" y=\"" + Num(y + 8) + "\">" + HtmlEscape(FormatDuration(to - from)) + "</text>";
+  return "<section id=\"worst\"><h2>The instance with the most waiting</h2>\n<p class=\"meta\">" +
+         HtmlEscape(std::string(CollectiveOpName(worst->op))) + " seq " +
+         Num(static_cast<int64_t>(worst->seq)) + ": the ranks waited " +
+         HtmlEscape(FormatDuration(worst_wait)) +
+         " in total. Rows per rank: NVTX ranges by depth (blue), then the call (green; red while "
+         "waiting for the others), on the aligned time axis.</p>\n<div class=\"scroll\"><svg "
+         "xmlns=\"http://www.w3.org/2000/svg\" width=\"" +
+         Num(kLabel + kWidth + 10) + "\" height=\"" + Num(y + 12) +
+         "\" role=\"img\" aria-label=\"worst instance timeline\">\n" + svg +
+         "\n</svg></div></section>\n";
+}
+
 // NCCL: per communicator, bus bandwidth by call shape (kernel time and call to call); then each
 // node's GPUs as NVML saw them. Empty when the session has neither.
 std::string GpuSection(const Session& session) {
@@ -444,6 +542,7 @@ std::string BuildReportHtml(const Session& session,
   out += Header(session);
   out += FindingsSection(session, overview, findings);
   out += Heatmap(session, instances);
+  out += WorstInstanceTimeline(session, instances);
   out += GpuSection(session);
   out += RanksTable(session);
   out += ActivityTable(session, overview);

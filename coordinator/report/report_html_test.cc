@@ -21,6 +21,13 @@ std::string Lower(std::string s) {
   return s;
 }
 
+// The <section id="ID"> ... </section> of a page.
+std::string Section(const std::string& html, const std::string& id) {
+  const size_t at = html.find("<section id=\"" + id + "\"");
+  if (at == std::string::npos) return "";
+  return html.substr(at, html.find("</section>", at) - at);
+}
+
 size_t Count(const std::string& haystack, const std::string& needle) {
   size_t n = 0;
   for (size_t at = haystack.find(needle); at != std::string::npos;
@@ -66,9 +73,24 @@ TEST(ReportHtml, FindingsRanksHeatmapAndSummary) {
   EXPECT_THAT(html, HasSubstr("id=\"activity\""));
   // The heatmap: one cell per rank and instance, and rank 0 waited 2 ms in allreduce 0.
   EXPECT_THAT(html, HasSubstr("<svg"));
-  EXPECT_EQ(Count(html, "<rect x="), s.ranks.size() * instances.size() + 1);  // + legend
+  EXPECT_EQ(Count(Section(html, "heatmap"), "<rect x="),
+            s.ranks.size() * instances.size() + 1);  // + legend
   EXPECT_THAT(html, HasSubstr("rank 0, allreduce seq 0: waited 2.00 ms"));
   EXPECT_THAT(html, HasSubstr("rank 2, allreduce seq 3: not a member"));
+}
+
+TEST(ReportHtml, TheInstanceWithTheMostWaitingIsDrawnAcrossItsRanks) {
+  Session s = report_test::MakeSession();
+  std::string html = BuildReportHtml(s, MatchCollectives(s), report_test::MakeFindings());
+  const std::string section = Section(html, "worst");
+  ASSERT_FALSE(section.empty());
+  // Ranks 0 and 1 waited 2 ms each for rank 2 in the first allreduce.
+  EXPECT_THAT(section, HasSubstr("allreduce seq 0: the ranks waited 4.00 ms in total"));
+  EXPECT_THAT(section, HasSubstr("rank 0 waiting 2.00 ms"));
+  EXPECT_THAT(section, HasSubstr("rank 1 waiting 2.00 ms"));
+  EXPECT_THAT(section, Not(HasSubstr("rank 2 waiting")));
+  EXPECT_THAT(section, HasSubstr(">rank 2 node-b</text>"));
+  EXPECT_THAT(section, HasSubstr("<title>forward: "));  // rank 2's NVTX range before the call
 }
 
 TEST(ReportHtml, GpuSectionHasNcclShapesAndNvmlLinks) {
@@ -100,7 +122,7 @@ TEST(ReportHtml, BinsLongRunsIntoBoundedColumns) {
     r.collectives = more;
   }
   std::string html = BuildReportHtml(s, MatchCollectives(s), {});
-  EXPECT_LE(Count(html, "<rect x="), 4u * 400u + 1u);
+  EXPECT_LE(Count(Section(html, "heatmap"), "<rect x="), 4u * 400u + 1u);
   EXPECT_THAT(html, HasSubstr("per column"));
   EXPECT_THAT(html, HasSubstr("No problems found"));
 }
