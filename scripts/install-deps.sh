@@ -9,6 +9,7 @@ packages=(
   libcli11-dev libgtest-dev libgmock-dev libbenchmark-dev
   libopenmpi-dev openmpi-bin libsqlite3-dev libpugixml-dev nlohmann-json3-dev
   slurm-wlm munge iproute2 util-linux procps python3 python3-jsonschema
+  chromium  # renders report.html in a test (headless: screenshot and console errors)
 )
 
 missing=()

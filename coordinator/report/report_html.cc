@@ -357,7 +357,8 @@ std::string HtmlEscape(const std::string& text) {
   return out;
 }
 
-// The complete instance where the members waited longest in total, drawn across all its ranks
+// The complete instance where the members waited longest in total (not counting each
+// communicator's first), drawn across all its ranks
 // on the aligned time axis from the previous instance of its communicator (or a window as long
 // as the longest wait before it) to its last exit: each rank's NVTX ranges (by depth) and the
 // call itself, the part spent waiting in red. Empty when there is no complete instance.
@@ -366,7 +367,15 @@ std::string WorstInstanceTimeline(const Session& session,
   const CollectiveInstance* worst = nullptr;
   DurationNs worst_wait = 0;
   size_t worst_index = 0;
+  // The first instance of each communicator absorbs start-up (connection setup, late
+  // launches): skipped when the communicator has more.
+  std::map<uint64_t, int> count;
+  for (const CollectiveInstance& inst : instances) ++count[inst.comm_id];
+  std::map<uint64_t, bool> seen;
   for (size_t i = 0; i < instances.size(); ++i) {
+    const bool first = !seen[instances[i].comm_id];
+    seen[instances[i].comm_id] = true;
+    if (first && count[instances[i].comm_id] > 2) continue;
     if (!instances[i].complete || instances[i].members.size() < 2) continue;
     DurationNs total = 0;
     for (DurationNs w : MemberWaits(instances[i])) total += w;
