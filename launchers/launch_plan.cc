@@ -237,4 +237,18 @@ Result<LaunchPlan> PlanLaunch(const std::vector<std::string>& command,
   return plan;
 }
 
+bool LaunchSpansHosts(const LaunchPlan& plan, int slurm_nodes) {
+  if (plan.launcher == "srun") return true;
+  if (plan.launcher != "mpirun") return false;
+  if (slurm_nodes > 1) return true;  // Open MPI and Hydra use the allocation's nodes
+  for (size_t i = 0; i < plan.program_index && i < plan.argv.size(); ++i) {
+    const std::string& a = plan.argv[i];
+    for (const char* opt : {"-H", "-host", "--host", "-hostfile", "--hostfile", "-machinefile",
+                            "--machinefile", "-f", "-hosts", "--hosts"}) {
+      if (a == opt || a.rfind(std::string(opt) + "=", 0) == 0) return true;
+    }
+  }
+  return false;
+}
+
 }  // namespace rankscope

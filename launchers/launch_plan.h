@@ -26,4 +26,9 @@ Result<LaunchPlan> PlanLaunch(const std::vector<std::string>& command,
                               const std::vector<std::string>& agent,
                               const std::vector<std::string>& forward_env);
 
+// Whether the ranks of this launch may run on other hosts, so the coordinator must listen on an
+// address they can reach: srun; mpirun/mpiexec given hosts (-H/--host, a hostfile/machinefile,
+// --map-by ppr..., or run inside a SLURM allocation of more than one node, `slurm_nodes`).
+bool LaunchSpansHosts(const LaunchPlan& plan, int slurm_nodes);
+
 }  // namespace rankscope

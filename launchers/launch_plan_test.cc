@@ -57,3 +57,29 @@ TEST(LaunchPlan, NoProgramIsAClearError) {
 
 }  // namespace
 }  // namespace rankscope
+
+namespace rankscope {
+namespace {
+
+LaunchPlan Planned(const std::vector<std::string>& command) {
+  Result<LaunchPlan> p = PlanLaunch(command, {"/x/rankscope", "agent", "--"}, {});
+  EXPECT_TRUE(p.ok()) << p.status().message();
+  return p.ok() ? p.value() : LaunchPlan{};
+}
+
+TEST(LaunchSpansHosts, OnlyWhenRanksMayRunElsewhere) {
+  EXPECT_FALSE(LaunchSpansHosts(Planned({"./prog"}), 0));
+  EXPECT_FALSE(LaunchSpansHosts(Planned({"mpirun", "-np", "4", "./prog"}), 0));
+  EXPECT_FALSE(LaunchSpansHosts(Planned({"mpirun", "-np", "4", "./prog"}), 1));
+  EXPECT_TRUE(LaunchSpansHosts(Planned({"mpirun", "-np", "4", "./prog"}), 2));  // allocation
+  EXPECT_TRUE(LaunchSpansHosts(Planned({"mpirun", "-np", "4", "-H", "a,b", "./prog"}), 0));
+  EXPECT_TRUE(
+      LaunchSpansHosts(Planned({"mpirun", "--hostfile", "hosts", "-np", "4", "./prog"}), 0));
+  EXPECT_TRUE(LaunchSpansHosts(Planned({"mpirun", "--host=a,b", "./prog"}), 0));
+  EXPECT_TRUE(LaunchSpansHosts(Planned({"srun", "-n", "2", "./prog"}), 0));
+  // A program argument that looks like a host option is the program's, not mpirun's.
+  EXPECT_FALSE(LaunchSpansHosts(Planned({"mpirun", "-np", "2", "./prog", "-H", "x"}), 0));
+}
+
+}  // namespace
+}  // namespace rankscope

@@ -36,7 +36,8 @@ int main(int argc, char** argv) {
   CLI::App* run_cmd = app.add_subcommand("run", "Profile a launch: rankscope run -- mpirun ...");
   run_cmd->add_option("-o,--output", run.out_dir, "Session folder (default rankscope-<job>)");
   run_cmd->add_option("--bind", run.bind_address,
-                      "Address the coordinator listens on (reachable from every node)");
+                      "Address the coordinator listens on (default: 127.0.0.1, or this host's "
+                      "address when ranks may run elsewhere: srun, mpirun with hosts)");
   run_cmd->add_option("--port", run.port, "Coordinator port (default: any free port)");
   run_cmd->add_option("--drain-timeout", drain_s,
                       "Seconds to wait for agents' last records after the job ends");

@@ -1,6 +1,11 @@
 #include "launchers/run.h"
 
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <ifaddrs.h>
+#include <net/if.h>
+#include <netdb.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -71,6 +76,51 @@ int Finalize(CoordinatorService& service, Session extra, const std::string& out_
   return 0;
 }
 
+// This host's address for ranks on other hosts: what the host name resolves to, unless that is a
+// loopback address (Debian maps it to 127.0.1.1), then the first non-loopback IPv4 interface;
+// 127.0.0.1 when there is none (then only local ranks can connect, and rankscope says so).
+std::string ReachableHostAddress() {
+  auto loopback = [](const in_addr& a) { return (ntohl(a.s_addr) >> 24) == 127; };
+  char name[256] = {};
+  if (gethostname(name, sizeof(name) - 1) == 0) {
+    addrinfo hints{};
+    hints.ai_family = AF_INET;
+    addrinfo* found = nullptr;
+    if (getaddrinfo(name, nullptr, &hints, &found) == 0) {
+      for (addrinfo* a = found; a != nullptr; a = a->ai_next) {
+        const in_addr addr = reinterpret_cast<sockaddr_in*>(a->ai_addr)->sin_addr;
+        if (!loopback(addr)) {
+          char text[INET_ADDRSTRLEN] = {};
+          inet_ntop(AF_INET, &addr, text, sizeof(text));
+          freeaddrinfo(found);
+          return text;
+        }
+      }
+      freeaddrinfo(found);
+    }
+  }
+  ifaddrs* interfaces = nullptr;
+  std::string out;
+  if (getifaddrs(&interfaces) == 0) {
+    for (ifaddrs* i = interfaces; i != nullptr && out.empty(); i = i->ifa_next) {
+      if (i->ifa_addr == nullptr || i->ifa_addr->sa_family != AF_INET) continue;
+      const in_addr addr = reinterpret_cast<sockaddr_in*>(i->ifa_addr)->sin_addr;
+      if (loopback(addr) || !(i->ifa_flags & IFF_UP)) continue;
+      char text[INET_ADDRSTRLEN] = {};
+      inet_ntop(AF_INET, &addr, text, sizeof(text));
+      out = text;
+    }
+    freeifaddrs(interfaces);
+  }
+  if (out.empty()) {
+    std::fprintf(stderr,
+                 "rankscope: no network address besides loopback: ranks on other hosts cannot "
+                 "reach the coordinator (pass --bind ADDRESS)\n");
+    return "127.0.0.1";
+  }
+  return out;
+}
+
 }  // namespace
 
 int RunJob(const RunOptions& options) {
@@ -79,17 +129,6 @@ int RunJob(const RunOptions& options) {
     std::fprintf(stderr, "rankscope: %s\n", token.status().message().c_str());
     return 1;
   }
-  CoordinatorConfig config;
-  config.session_id = NewSessionId();
-  config.token = token.value();
-  config.bind_address = options.bind_address;
-  config.port = options.port;
-  CoordinatorServer server(config);
-  if (Status s = server.Start(); !s.ok()) {
-    std::fprintf(stderr, "rankscope: %s\n", s.message().c_str());
-    return 1;
-  }
-
   std::vector<std::string> forwarded = {"RANKSCOPE_COORDINATOR", "RANKSCOPE_TOKEN",
                                         "RANKSCOPE_SESSION"};
   for (const auto& [name, value] : options.inject_env) {
@@ -102,6 +141,21 @@ int RunJob(const RunOptions& options) {
   if (!plan.ok()) {
     std::fprintf(stderr, "rankscope: %s\n", plan.status().message().c_str());
     return 2;
+  }
+  CoordinatorConfig config;
+  config.session_id = NewSessionId();
+  config.token = token.value();
+  config.bind_address = options.bind_address;
+  if (config.bind_address.empty()) {
+    const char* nodes = std::getenv("SLURM_JOB_NUM_NODES");
+    const bool remote = LaunchSpansHosts(plan.value(), nodes != nullptr ? std::atoi(nodes) : 0);
+    config.bind_address = remote ? ReachableHostAddress() : "127.0.0.1";
+  }
+  config.port = options.port;
+  CoordinatorServer server(config);
+  if (Status s = server.Start(); !s.ok()) {
+    std::fprintf(stderr, "rankscope: %s\n", s.message().c_str());
+    return 1;
   }
   setenv("RANKSCOPE_COORDINATOR", server.address().c_str(), 1);
   setenv("RANKSCOPE_TOKEN", config.token.c_str(), 1);

@@ -14,7 +14,9 @@ namespace rankscope {
 struct RunOptions {
   std::vector<std::string> command;
   std::string out_dir;  // empty = rankscope-<job id>
-  std::string bind_address = "127.0.0.1";
+  // Empty: 127.0.0.1 when every rank runs on this host, else this host's address that the
+  // others can reach (LaunchSpansHosts).
+  std::string bind_address;
   int port = 0;
   std::string self_exe;                       // absolute path of this rankscope binary
   DurationNs drain_timeout = 15 * kNsPerSec;  // wait for agents' final batches after the job
