@@ -42,6 +42,21 @@ struct Kernel {
 
 }  // namespace
 
+std::map<std::pair<uint64_t, uint64_t>, NcclInstanceSpan> NcclInstanceSpans(
+    const Session& session) {
+  std::map<std::pair<uint64_t, uint64_t>, NcclInstanceSpan> spans;
+  for (const RankData& r : session.ranks) {
+    for (const CollectiveRecord& c : r.collectives) {
+      if (c.source != CollectiveRecord::Source::kNccl) continue;
+      NcclInstanceSpan& s = spans[{c.comm_id, c.seq}];
+      s.last_enter = s.members == 0 ? c.enter : std::max(s.last_enter, c.enter);
+      s.last_exit = s.members == 0 ? c.exit : std::max(s.last_exit, c.exit);
+      ++s.members;
+    }
+  }
+  return spans;
+}
+
 uint64_t NcclCommKey(const std::string& comm_id) {
   uint64_t h = 0xcbf29ce484222325ULL;  // FNV-1a: the same on every rank, for the same text
   for (unsigned char c : comm_id) {

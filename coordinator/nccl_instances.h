@@ -5,7 +5,9 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
+#include <utility>
 
 #include "coordinator/session.h"
 
@@ -31,6 +33,18 @@ inline constexpr char kGpuCaptureOffMark[] = "gpu capture off";
 // collectives for every call it can join. The session should be aligned first, so kernel times
 // compare across ranks. Point-to-point calls (Send/Recv) are not joined yet.
 NcclJoinStats AddNcclCollectives(Session* session);
+
+// One NCCL collective instance over the ranks whose call was joined with its kernel: the last
+// arrival and the last completion. last_exit - last_enter is the transfer once everyone is in,
+// which is what nccl-tests' timing measures (it syncs the ranks first).
+struct NcclInstanceSpan {
+  TimeNs last_enter = 0;
+  TimeNs last_exit = 0;
+  int members = 0;
+};
+
+// Per (communicator key, seq), from the session's NCCL collective records.
+std::map<std::pair<uint64_t, uint64_t>, NcclInstanceSpan> NcclInstanceSpans(const Session& session);
 
 // The 64-bit id every rank computes for an NCCL communicator from the id NCCL prints.
 uint64_t NcclCommKey(const std::string& comm_id);

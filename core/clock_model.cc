@@ -5,20 +5,9 @@
 #include <map>
 #include <vector>
 
+#include "core/robust_stats.h"
+
 namespace rankscope {
-namespace {
-
-double Median(std::vector<double> v) {
-  if (v.empty()) return 0.0;
-  size_t mid = v.size() / 2;
-  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(mid), v.end());
-  double upper = v[mid];
-  if (v.size() % 2 == 1) return upper;
-  double lower = *std::max_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(mid));
-  return (lower + upper) / 2.0;
-}
-
-}  // namespace
 
 TimeNs ClockModel::ToCoordinator(TimeNs local) const {
   double drift = drift_ppm * 1e-6 * static_cast<double>(local - ref_local);

@@ -1,7 +1,11 @@
 #include "core/format.h"
 
+#include <cxxabi.h>
+
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
+#include <memory>
 
 namespace rankscope {
 
@@ -35,6 +39,13 @@ std::string FormatBytes(Bytes b) {
   char buf[32];
   std::snprintf(buf, sizeof(buf), unit == 0 ? "%.0f %s" : "%.1f %s", v, kUnits[unit]);
   return buf;
+}
+
+std::string Demangle(const std::string& symbol) {
+  int status = 0;
+  std::unique_ptr<char, decltype(&std::free)> out(
+      abi::__cxa_demangle(symbol.c_str(), nullptr, nullptr, &status), &std::free);
+  return status == 0 && out != nullptr ? std::string(out.get()) : symbol;
 }
 
 }  // namespace rankscope

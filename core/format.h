@@ -1,4 +1,4 @@
-// Durations and sizes as people read them.
+// Durations, sizes and symbol names as people read them.
 #pragma once
 
 #include <string>
@@ -15,5 +15,9 @@ std::string FormatDouble(const char* format, double value);
 
 // "512 B", "64.0 KiB", "256.0 MiB" (binary units, as NCCL and nccl-tests sizes are).
 std::string FormatBytes(Bytes b);
+
+// A C++ symbol as people read it ("probe_axpy(int, float const*, float*)" for
+// "_Z10probe_axpyiPKfPf"); names that do not demangle (C kernels, readable names) unchanged.
+std::string Demangle(const std::string& symbol);
 
 }  // namespace rankscope

@@ -1,25 +1,19 @@
 #include "coordinator/advise/advisor.h"
 
-#include <cxxabi.h>
-
 #include <algorithm>
 #include <cctype>
-#include <cstdlib>
 #include <map>
-#include <memory>
 #include <set>
 
 #include "coordinator/analysis/next_steps.h"
+#include "core/format.h"
 
 namespace rankscope {
 namespace {
 
 // ncu -k matches the kernel's function name (no namespace, parameters or template arguments).
 std::string KernelRegex(const std::string& mangled) {
-  int status = 0;
-  std::unique_ptr<char, decltype(&std::free)> demangled(
-      abi::__cxa_demangle(mangled.c_str(), nullptr, nullptr, &status), &std::free);
-  std::string name = status == 0 && demangled ? demangled.get() : mangled;
+  std::string name = Demangle(mangled);
   name = name.substr(0, name.find('('));
   int depth = 0;
   std::string bare;

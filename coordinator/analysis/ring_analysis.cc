@@ -1,7 +1,6 @@
 #include "coordinator/analysis/ring_analysis.h"
 
 #include <algorithm>
-#include <cmath>
 #include <map>
 #include <set>
 #include <string>
@@ -12,15 +11,10 @@
 #include "coordinator/analysis/next_steps.h"
 #include "coordinator/nccl_instances.h"
 #include "core/format.h"
+#include "core/robust_stats.h"
 
 namespace rankscope {
 namespace {
-
-double Median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n == 0 ? 0 : (n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2);
-}
 
 // One communicator as the ranks' logs and records describe it.
 struct Comm {
@@ -31,12 +25,8 @@ struct Comm {
   std::set<std::string> transports;                      // kinds used by any member
   std::map<std::pair<int, int>, std::string> pair_kind;  // (world, world) -> kind
   std::vector<int> ring;                                 // channel 0's ring, world ranks
-  // Per (op, bytes): per seq, the last enter / last exit / members.
-  struct Span {
-    TimeNs last_enter = 0, last_exit = 0;
-    int members = 0;
-  };
-  std::map<std::pair<std::string, Bytes>, std::map<uint64_t, Span>> instances;
+  // Per call shape (op, bytes): the sequence numbers of its calls.
+  std::map<std::pair<std::string, Bytes>, std::set<uint64_t>> calls;
 };
 
 std::map<uint64_t, Comm> CollectCommunicators(const Session& s) {
@@ -64,21 +54,12 @@ std::map<uint64_t, Comm> CollectCommunicators(const Session& s) {
       }
     }
   }
-  // Instances: each NCCL collective record, keyed by its call's shape.
+  // The calls each communicator made, by shape (every member logs the same calls).
   for (const RankData& r : s.ranks) {
     if (!r.nccl) continue;
-    std::map<std::pair<uint64_t, uint64_t>, const NcclCallInfo*> call_of;
-    for (const NcclCallInfo& call : r.nccl->calls)
-      call_of[{NcclCommKey(call.comm_id), call.seq}] = &call;
-    for (const CollectiveRecord& c : r.collectives) {
-      if (c.source != CollectiveRecord::Source::kNccl) continue;
-      auto call = call_of.find({c.comm_id, c.seq});
-      auto comm = comms.find(c.comm_id);
-      if (call == call_of.end() || comm == comms.end()) continue;
-      Comm::Span& span = comm->second.instances[{call->second->op, call->second->bytes}][c.seq];
-      span.last_enter = span.members == 0 ? c.enter : std::max(span.last_enter, c.enter);
-      span.last_exit = span.members == 0 ? c.exit : std::max(span.last_exit, c.exit);
-      ++span.members;
+    for (const NcclCallInfo& call : r.nccl->calls) {
+      auto comm = comms.find(NcclCommKey(call.comm_id));
+      if (comm != comms.end()) comm->second.calls[{call.op, call.bytes}].insert(call.seq);
     }
   }
   return comms;
@@ -101,14 +82,18 @@ struct Measured {
 
 std::vector<Finding> FindImbalancedRings(const Session& aligned, const RingOptions& options) {
   std::map<uint64_t, Comm> comms = CollectCommunicators(aligned);
+  const auto spans = NcclInstanceSpans(aligned);
   // Peers: same op, message size and communicator size.
   std::map<std::tuple<std::string, Bytes, int>, std::vector<Measured>> groups;
   for (const auto& [key, comm] : comms) {
-    for (const auto& [shape, spans] : comm.instances) {
+    for (const auto& [shape, seqs] : comm.calls) {
       const NcclOp op = ParseNcclOp(shape.first);
       std::vector<double> bw;
       Measured m{key};
-      for (const auto& [seq, span] : spans) {
+      for (uint64_t seq : seqs) {
+        auto found = spans.find({key, seq});
+        if (found == spans.end()) continue;
+        const NcclInstanceSpan& span = found->second;
         if (span.members != comm.nranks || span.last_exit <= span.last_enter) continue;
         const DurationNs d = span.last_exit - span.last_enter;
         bw.push_back(BusBandwidthGBps(op, NcclTestsSizeBytes(op, shape.second, comm.nranks), d,
@@ -131,9 +116,7 @@ std::vector<Finding> FindImbalancedRings(const Session& aligned, const RingOptio
         if (p.key != m.key) peers.push_back(p.busbw);
       }
       const double peer_median = Median(peers);
-      std::vector<double> deviations;
-      for (double p : peers) deviations.push_back(std::fabs(p - peer_median));
-      const double spread = 1.4826 * Median(deviations) / peer_median;
+      const double spread = RobustSigma(peers) / peer_median;
       if (peer_median <= 0 || spread > options.max_peer_spread) continue;
       if (m.busbw >= options.slow_fraction * peer_median) continue;
 

@@ -11,7 +11,7 @@
 #include "coordinator/analysis/describe.h"
 #include "coordinator/analysis/next_steps.h"
 #include "coordinator/analysis/range_timeline.h"
-#include "coordinator/analysis/robust_stats.h"
+#include "core/robust_stats.h"
 
 namespace rankscope {
 namespace {

@@ -9,42 +9,15 @@
 #include "agent/topology/topology.h"
 #include "agent/topology/topology_json.h"
 #include "coordinator/nccl_instances.h"
+#include "core/robust_stats.h"
 
 namespace rankscope {
 namespace {
 
 using nlohmann::json;
 
-// Per (comm key, seq): the last arrival and the last completion over the ranks whose NCCL
-// call was joined with its kernel. max(exit) - max(enter) is the transfer once everyone is in,
-// which is what nccl-tests' timing measures (it syncs the ranks first).
+// Back-to-back calls: see the shapes' gap_us below.
 constexpr DurationNs kMaxBackToBackGap = 50 * kNsPerUs;
-
-struct InstanceSpan {
-  TimeNs last_enter = 0;
-  TimeNs last_exit = 0;
-  int members = 0;
-};
-
-std::map<std::pair<uint64_t, uint64_t>, InstanceSpan> NcclInstanceSpans(const Session& session) {
-  std::map<std::pair<uint64_t, uint64_t>, InstanceSpan> spans;
-  for (const RankData& r : session.ranks) {
-    for (const CollectiveRecord& c : r.collectives) {
-      if (c.source != CollectiveRecord::Source::kNccl) continue;
-      InstanceSpan& s = spans[{c.comm_id, c.seq}];
-      s.last_enter = s.members == 0 ? c.enter : std::max(s.last_enter, c.enter);
-      s.last_exit = s.members == 0 ? c.exit : std::max(s.last_exit, c.exit);
-      ++s.members;
-    }
-  }
-  return spans;
-}
-
-double MedianOf(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2.0;
-}
 
 struct CommSummary {
   int nranks = -1;
@@ -101,7 +74,7 @@ json NcclReportJson(const Session& session) {
     std::map<Shape, std::vector<double>> stream_busbw;
     int on_every_rank = 0;
     const uint64_t key = NcclCommKey(id);
-    auto timed = [&](uint64_t seq) -> const InstanceSpan* {
+    auto timed = [&](uint64_t seq) -> const NcclInstanceSpan* {
       auto span = spans.find({key, seq});
       if (span == spans.end() || span->second.members != s.nranks || s.nranks <= 0 ||
           span->second.last_exit <= span->second.last_enter) {
@@ -114,8 +87,8 @@ json NcclReportJson(const Session& session) {
     // to back. NCCL's own per-call gap is a few us (2 us on 2xH200 over NVLink).
     DurationNs floor = -1;
     for (const auto& [seq, call] : s.call_per_seq) {
-      const InstanceSpan* now = timed(seq);
-      const InstanceSpan* before = seq > 0 ? timed(seq - 1) : nullptr;
+      const NcclInstanceSpan* now = timed(seq);
+      const NcclInstanceSpan* before = seq > 0 ? timed(seq - 1) : nullptr;
       if (now == nullptr || before == nullptr) continue;
       const DurationNs gap = std::max<DurationNs>(0, now->last_enter - before->last_exit);
       floor = floor < 0 ? gap : std::min(floor, gap);
@@ -124,13 +97,13 @@ json NcclReportJson(const Session& session) {
       const Shape shape{call->op, call->datatype, call->bytes, call->algo, call->proto};
       ++shapes[shape];
       if (static_cast<int>(s.ranks_per_seq.at(seq).size()) == s.nranks) ++on_every_rank;
-      const InstanceSpan* now = timed(seq);
+      const NcclInstanceSpan* now = timed(seq);
       if (now == nullptr) continue;
       const NcclOp op = ParseNcclOp(call->op);
       const Bytes size = NcclTestsSizeBytes(op, call->bytes, s.nranks);
       busbw[shape].push_back(
           BusBandwidthGBps(op, size, now->last_exit - now->last_enter, s.nranks));
-      const InstanceSpan* before = seq > 0 ? timed(seq - 1) : nullptr;
+      const NcclInstanceSpan* before = seq > 0 ? timed(seq - 1) : nullptr;
       if (before == nullptr) continue;
       const DurationNs gap = std::max<DurationNs>(0, now->last_enter - before->last_exit);
       // The stream sat idle (the program did other work between the calls): not back to back.
@@ -152,15 +125,15 @@ json NcclReportJson(const Session& session) {
            {"calls", n},
            // nccl-tests' bus bandwidth, median over instances timed on every rank (GPU kernel
            // times, from the last rank's arrival to the last completion); null without CUPTI.
-           {"busbw_gbps", bw == busbw.end() ? json(nullptr) : json(MedianOf(bw->second))},
+           {"busbw_gbps", bw == busbw.end() ? json(nullptr) : json(Median(bw->second))},
            {"timed_instances", bw == busbw.end() ? 0 : static_cast<int>(bw->second.size())},
            // Over the instances that followed the previous one back to back: the median GPU gap
            // between their kernels, and the busbw counting that gap (kernel end to kernel end).
            {"back_to_back_instances",
             gaps_us.count(shape) ? static_cast<int>(gaps_us.at(shape).size()) : 0},
-           {"gap_us", gaps_us.count(shape) ? json(MedianOf(gaps_us.at(shape))) : json(nullptr)},
+           {"gap_us", gaps_us.count(shape) ? json(Median(gaps_us.at(shape))) : json(nullptr)},
            {"stream_busbw_gbps",
-            stream_busbw.count(shape) ? json(MedianOf(stream_busbw.at(shape))) : json(nullptr)}});
+            stream_busbw.count(shape) ? json(Median(stream_busbw.at(shape))) : json(nullptr)}});
     }
     out_comms.push_back({{"comm_id", id},
                          {"nranks", s.nranks},

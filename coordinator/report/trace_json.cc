@@ -1,19 +1,16 @@
 #include "coordinator/report/trace_json.h"
 
-#include <cxxabi.h>
-
 #include <algorithm>
 #include <cctype>
 #include <cstdio>
-#include <cstdlib>
 #include <map>
-#include <memory>
 #include <string>
 #include <tuple>
 #include <unordered_map>
 #include <utility>
 
 #include "coordinator/report/json_writer.h"
+#include "core/format.h"
 #include "core/records.h"
 
 namespace rankscope {
@@ -55,12 +52,7 @@ class Demangler {
  public:
   const std::string& operator()(const std::string& mangled) {
     auto [it, inserted] = cache_.try_emplace(mangled);
-    if (inserted) {
-      int status = 0;
-      std::unique_ptr<char, decltype(&std::free)> out(
-          abi::__cxa_demangle(mangled.c_str(), nullptr, nullptr, &status), &std::free);
-      it->second = status == 0 && out != nullptr ? std::string(out.get()) : mangled;
-    }
+    if (inserted) it->second = Demangle(mangled);
     return it->second;
   }
 

@@ -1,6 +1,6 @@
-// Order statistics used by the analyses to tell a real effect from noise: medians, quantiles and
-// the MAD-based robust standard deviation, which a few outliers (the very stragglers we look
-// for) cannot inflate the way they inflate a mean or a standard deviation.
+// Order statistics used to tell a real effect from noise (clock fits, analyses, report figures):
+// medians, quantiles and the MAD-based robust standard deviation, which a few outliers (the very
+// stragglers we look for) cannot inflate the way they inflate a mean or a standard deviation.
 #pragma once
 
 #include <vector>

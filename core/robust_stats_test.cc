@@ -1,4 +1,4 @@
-#include "coordinator/analysis/robust_stats.h"
+#include "core/robust_stats.h"
 
 #include <gtest/gtest.h>
 
