@@ -46,9 +46,11 @@ std::string HostName() {
 }
 
 // The program's environment: ours, minus the session secret, plus the inject settings and
-// `extra` ("NAME=value", e.g. the NCCL debug settings).
+// `extra` ("NAME=value", e.g. the NCCL debug settings). *note says what the user's own settings
+// cost the capture, if anything.
 std::vector<std::string> ChildEnvironment(const AgentOptions& options, const std::string& ipc,
-                                          const std::vector<std::string>& extra) {
+                                          const std::vector<std::string>& extra,
+                                          std::string* note) {
   std::vector<std::string> env;
   EnvMap current = CurrentEnvironment();
   for (const auto& [key, value] : current) {
@@ -68,8 +70,12 @@ std::vector<std::string> ChildEnvironment(const AgentOptions& options, const std
     env.push_back("NVTX_INJECTION64_PATH=" + options.inject_library);
     // The CUDA driver loads it at CUDA init and calls InitializeInjection (CUPTI activity).
     // A CUDA injection the user chose (another tool) stays: only one can be loaded.
-    if (current.count("CUDA_INJECTION64_PATH") == 0) {
+    if (auto it = current.find("CUDA_INJECTION64_PATH"); it == current.end()) {
       env.push_back("CUDA_INJECTION64_PATH=" + options.inject_library);
+    } else if (it->second != options.inject_library) {
+      *note = "CUDA_INJECTION64_PATH is already set (" + it->second +
+              ": another CUDA tool, e.g. Nsight Systems); it is kept, so no GPU activity from "
+              "CUPTI: NCCL logs, NVTX and MPI are still captured";
     }
     env.push_back("RANKSCOPE_IPC_SOCKET=" + ipc);
   }
@@ -181,8 +187,10 @@ ChildExit RunAgent(const AgentOptions& options) {
     nvml = std::make_unique<NvmlSampler>(library != nullptr ? library : "libnvidia-ml.so.1",
                                          2 * kNsPerSec, 30 * kNsPerSec);
   }
+  std::string env_note;
   std::vector<std::string> env =
-      ChildEnvironment(options, ipc ? ipc->path() : std::string(), nccl_env);
+      ChildEnvironment(options, ipc ? ipc->path() : std::string(), nccl_env, &env_note);
+  if (!env_note.empty() && uplink) uplink->AddNotice(env_note);  // the report shows it
   std::vector<std::string> argv = options.program;
   std::vector<char*> c_env = CStrings(env);
   std::vector<char*> c_argv = CStrings(argv);

@@ -47,9 +47,10 @@ int main(int argc, char** argv) {
   std::string cupti_mode, capture_range, capture_steps, capture_every, step_range;
   run_cmd
       ->add_option("--gpu-activity", cupti_mode,
-                   "CUPTI activity: kernels | gpu (+ copies, memsets, syncs) | all (+ CUDA API "
-                   "calls, the default)")
-      ->check(CLI::IsMember({"kernels", "gpu", "all"}));
+                   "CUPTI activity: kernels | gpu (+ copies, memsets, syncs) | all (+ the launch "
+                   "calls, runtime and driver: launch latency; the default) | api (+ every CUDA "
+                   "runtime call)")
+      ->check(CLI::IsMember({"kernels", "gpu", "all", "api"}));
   run_cmd->add_option("--capture-range", capture_range,
                       "Capture GPU activity only while an NVTX range of this name is open");
   run_cmd->add_option("--capture-steps", capture_steps,

@@ -37,6 +37,8 @@ const char* ResolveAll(CuptiApi* api) {
   Resolve(h, "cuptiGetCallbackName", &api->get_callback_name);
   Resolve(h, "cuptiGetVersion", &api->get_version);
   Resolve(h, "cuptiSetThreadIdType", &api->set_thread_id_type);
+  Resolve(h, "cuptiActivityEnableRuntimeApi", &api->activity_enable_runtime_api);
+  Resolve(h, "cuptiActivityEnableDriverApi", &api->activity_enable_driver_api);
   return nullptr;
 }
 

@@ -38,6 +38,10 @@ struct CuptiApi {
   CUptiResult(CUPTIAPI* get_callback_name)(CUpti_CallbackDomain, uint32_t, const char**) = nullptr;
   CUptiResult(CUPTIAPI* get_version)(uint32_t*) = nullptr;
   CUptiResult(CUPTIAPI* set_thread_id_type)(CUpti_ActivityThreadIdType) = nullptr;
+  // Per-call-id API tracing (CUPTI 12.6+): without them launch calls are traced by enabling the
+  // whole RUNTIME kind, which records every runtime call and costs more.
+  CUptiResult(CUPTIAPI* activity_enable_runtime_api)(CUpti_CallbackId, uint8_t) = nullptr;
+  CUptiResult(CUPTIAPI* activity_enable_driver_api)(CUpti_CallbackId, uint8_t) = nullptr;
 };
 
 // Loads the first of `candidates` that dlopens and has every required function. On failure the

@@ -36,9 +36,11 @@ CuptiConfig CuptiConfigFromEnv(EnvLookup lookup) {
       config.mode = CuptiMode::kGpu;
     } else if (m == "all") {
       config.mode = CuptiMode::kAll;
+    } else if (m == "api") {
+      config.mode = CuptiMode::kApi;
     } else {
       config.problems.push_back("RANKSCOPE_CUPTI_MODE=" + std::string(m) +
-                                " is not one of kernels, gpu, all; using all");
+                                " is not one of kernels, gpu, all, api; using all");
     }
   }
   if (const char* path = lookup("RANKSCOPE_CUPTI_PATH"); path != nullptr) {
@@ -53,6 +55,9 @@ CuptiConfig CuptiConfigFromEnv(EnvLookup lookup) {
   long ms = static_cast<long>(config.flush_period / kNsPerMs);
   ReadBounded(lookup, "RANKSCOPE_CUPTI_FLUSH_MS", 10, 60000, &ms, &config.problems);
   config.flush_period = ms * kNsPerMs;
+  long pick = config.pick_launch_calls ? 1 : 0;
+  ReadBounded(lookup, "RANKSCOPE_CUPTI_PICK_CALLS", 0, 1, &pick, &config.problems);
+  config.pick_launch_calls = pick == 1;
   return config;
 }
 

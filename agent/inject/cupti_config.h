@@ -2,15 +2,19 @@
 // agent gives the rank, then passed to the capture (cupti_injection.cc). Pure: the environment
 // is read through a lookup function, so tests pass their own.
 //
-//   RANKSCOPE_CUPTI_MODE     kernels | gpu | all (default all)
+//   RANKSCOPE_CUPTI_MODE     kernels | gpu | all | api (default all)
 //       kernels: CONCURRENT_KERNEL only; gpu: + MEMCPY, MEMSET, SYNCHRONIZATION;
-//       all: + RUNTIME (launch calls with correlation ids, for launch latency). Measured on a
-//       launch-bound PyTorch loop (TESTBED.md): kernel+copy activity costs about +6% step time,
-//       adding RUNTIME about +10%. Pick kernels or gpu for kernel-heavy jobs.
+//       all: + the launch calls (runtime and driver kernel launches, graph launches, copies and
+//       memsets; see LaunchApiIds) with correlation ids, for launch latency, NCCL's own launches
+//       included (driver API); api: + every runtime API call, like nsys --trace=cuda.
+//       CUPTI's per-kernel cost is the floor of all of them (TESTBED.md); tracing every runtime
+//       call costs more on launch-bound loops, which is why `all` picks the launch calls only.
 //   RANKSCOPE_CUPTI_PATH     the libcupti to dlopen; when set, nothing else is tried
 //   RANKSCOPE_CUPTI_BUFFERS  activity buffers in the pool (default 8, 2..64)
 //   RANKSCOPE_CUPTI_BUFFER_KB  size of one buffer (default 4096, 256..65536)
 //   RANKSCOPE_CUPTI_FLUSH_MS period of the background flush (default 500, 10..60000)
+//   RANKSCOPE_CUPTI_PICK_CALLS  1 (default): mode all traces the launch calls by call id;
+//                            0: traces the whole RUNTIME kind instead, as on CUPTI before 12.6
 #pragma once
 
 #include <cstddef>
@@ -21,7 +25,7 @@
 
 namespace rankscope::inject {
 
-enum class CuptiMode { kKernels, kGpu, kAll };
+enum class CuptiMode { kKernels, kGpu, kAll, kApi };
 
 struct CuptiConfig {
   CuptiMode mode = CuptiMode::kAll;
@@ -29,6 +33,8 @@ struct CuptiConfig {
   size_t buffer_count = 8;
   size_t buffer_bytes = size_t{4} << 20;
   DurationNs flush_period = 500 * kNsPerMs;
+  // Trace launch calls one call id at a time (CUPTI 12.6+); false: the whole RUNTIME kind.
+  bool pick_launch_calls = true;
   // One line per variable that was set but unusable (its default was kept instead).
   std::vector<std::string> problems;
 };

@@ -42,6 +42,8 @@ TEST(CuptiConfig, ReadsEveryVariable) {
   EXPECT_TRUE(c.problems.empty());
   g_env = {{"RANKSCOPE_CUPTI_MODE", "gpu"}};
   EXPECT_EQ(CuptiConfigFromEnv(Lookup).mode, CuptiMode::kGpu);
+  g_env = {{"RANKSCOPE_CUPTI_MODE", "api"}};
+  EXPECT_EQ(CuptiConfigFromEnv(Lookup).mode, CuptiMode::kApi);
 }
 
 TEST(CuptiConfig, BadValuesKeepDefaultsAndSayWhich) {
@@ -56,7 +58,7 @@ TEST(CuptiConfig, BadValuesKeepDefaultsAndSayWhich) {
   EXPECT_EQ(c.flush_period, 500 * kNsPerMs);
   ASSERT_EQ(c.problems.size(), 4u);
   EXPECT_EQ(c.problems[0],
-            "RANKSCOPE_CUPTI_MODE=everything is not one of kernels, gpu, all; using all");
+            "RANKSCOPE_CUPTI_MODE=everything is not one of kernels, gpu, all, api; using all");
   EXPECT_EQ(c.problems[1],
             "RANKSCOPE_CUPTI_BUFFERS=1000 is not a whole number in [2, 64]; using 8");
   EXPECT_NE(c.problems[2].find("RANKSCOPE_CUPTI_BUFFER_KB=12x"), std::string::npos);

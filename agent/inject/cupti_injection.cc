@@ -72,6 +72,7 @@ std::atomic<bool> g_said_clock{false};
 std::atomic<bool> g_said_pool{false};
 std::atomic<bool> g_said_dropped{false};
 std::atomic<bool> g_said_internal{false};
+std::atomic<bool> g_said_launch_apis{false};
 
 void Unavailable(std::string_view why) {
   std::string text = "CUPTI unavailable: ";
@@ -103,21 +104,25 @@ void CUPTIAPI BufferRequested(uint8_t** buffer, size_t* size, size_t* max_record
   }
 }
 
-// Runtime API names by callback id, looked up once each. The strings are CUPTI's own constants.
+// API call names by domain and callback id, looked up once each. The strings are CUPTI's own
+// constants.
 constexpr uint32_t kNameCacheSize = 2048;
 std::atomic<const char*> g_runtime_names[kNameCacheSize];
+std::atomic<const char*> g_driver_names[kNameCacheSize];
 
-const char* RuntimeName(uint32_t cbid) {
+const char* ApiName(CUpti_CallbackDomain domain, uint32_t cbid) {
   Capture* c = g_capture.load(std::memory_order_acquire);
+  std::atomic<const char*>* cache =
+      domain == CUPTI_CB_DOMAIN_DRIVER_API ? g_driver_names : g_runtime_names;
   if (cbid < kNameCacheSize) {
-    if (const char* cached = g_runtime_names[cbid].load(std::memory_order_relaxed)) return cached;
+    if (const char* cached = cache[cbid].load(std::memory_order_relaxed)) return cached;
   }
   const char* name = nullptr;
   if (c == nullptr || c->api.get_callback_name == nullptr ||
-      c->api.get_callback_name(CUPTI_CB_DOMAIN_RUNTIME_API, cbid, &name) != CUPTI_SUCCESS) {
+      c->api.get_callback_name(domain, cbid, &name) != CUPTI_SUCCESS) {
     return nullptr;
   }
-  if (cbid < kNameCacheSize) g_runtime_names[cbid].store(name, std::memory_order_relaxed);
+  if (cbid < kNameCacheSize) cache[cbid].store(name, std::memory_order_relaxed);
   return name;
 }
 
@@ -233,13 +238,41 @@ void AtExit() {
 
 // ---- start ----
 
+// Turns tracing of the launch calls (LaunchApis) on or off one call id at a time; false when this
+// CUPTI cannot (older than 12.6) or refuses the first id.
+bool SetLaunchApis(const CuptiApi& api, bool on) {
+  if (api.activity_enable_runtime_api == nullptr || api.activity_enable_driver_api == nullptr) {
+    return false;
+  }
+  const LaunchApiIds& ids = LaunchApis();
+  bool ok = true;
+  for (uint32_t cbid : ids.runtime) {
+    ok = api.activity_enable_runtime_api(cbid, on ? 1 : 0) == CUPTI_SUCCESS && ok;
+  }
+  for (uint32_t cbid : ids.driver) {
+    ok = api.activity_enable_driver_api(cbid, on ? 1 : 0) == CUPTI_SUCCESS && ok;
+  }
+  return ok;
+}
+
 // Enables the activity kinds `mode` asks for. False when kernels cannot be enabled (nothing
 // worth keeping then); other kinds that fail are named in a notice and skipped.
-bool EnableKinds(const CuptiApi& api, CuptiMode mode, std::string* why) {
+bool EnableKinds(const CuptiApi& api, const CuptiConfig& config, std::string* why) {
+  const CuptiMode mode = config.mode;
   if (CUptiResult r = api.activity_enable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
       r != CUPTI_SUCCESS) {
     *why = "cuptiActivityEnable(CONCURRENT_KERNEL): " + CuptiErrorName(api, r);
     return false;
+  }
+  // Mode all traces the launch calls alone where CUPTI can pick them; older CUPTI traces every
+  // runtime call instead (and no driver call: the whole DRIVER kind would cost more still).
+  const bool launches = mode == CuptiMode::kAll || mode == CuptiMode::kApi;
+  const bool picked = launches && config.pick_launch_calls && SetLaunchApis(api, true);
+  if (launches && config.pick_launch_calls && !picked) {
+    NoticeOnce(g_said_launch_apis,
+               "this CUPTI cannot trace single API calls (CUPTI 12.6+ can); tracing every CUDA "
+               "runtime call instead, which costs more on launch-bound loops, and no driver-API "
+               "launches (NCCL's)");
   }
   struct Kind {
     CUpti_ActivityKind kind;
@@ -250,7 +283,7 @@ bool EnableKinds(const CuptiApi& api, CuptiMode mode, std::string* why) {
       {CUPTI_ACTIVITY_KIND_MEMCPY, "MEMCPY", mode != CuptiMode::kKernels},
       {CUPTI_ACTIVITY_KIND_MEMSET, "MEMSET", mode != CuptiMode::kKernels},
       {CUPTI_ACTIVITY_KIND_SYNCHRONIZATION, "SYNCHRONIZATION", mode != CuptiMode::kKernels},
-      {CUPTI_ACTIVITY_KIND_RUNTIME, "RUNTIME", mode == CuptiMode::kAll},
+      {CUPTI_ACTIVITY_KIND_RUNTIME, "RUNTIME", mode == CuptiMode::kApi || (launches && !picked)},
   };
   std::string failed;
   for (const Kind& k : others) {
@@ -266,13 +299,15 @@ bool EnableKinds(const CuptiApi& api, CuptiMode mode, std::string* why) {
   return true;
 }
 
-// Disables every kind EnableKinds may have enabled (disabling one that is off is harmless).
+// Disables every kind and call EnableKinds may have enabled (disabling one that is off is
+// harmless).
 void DisableKinds(const CuptiApi& api) {
   for (CUpti_ActivityKind kind : {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,
                                   CUPTI_ACTIVITY_KIND_MEMSET, CUPTI_ACTIVITY_KIND_SYNCHRONIZATION,
                                   CUPTI_ACTIVITY_KIND_RUNTIME}) {
     api.activity_disable(kind);
   }
+  SetLaunchApis(api, false);
 }
 
 // ---- the capture window ----
@@ -302,7 +337,7 @@ void ApplyWindowChange(CaptureWindow::Change change) {
   if (!InThisProcess(c) || c->closed.load()) return;  // CUDA not started (yet): Start applies it
   if (on) {
     std::string why;
-    if (!EnableKinds(c->api, c->config.mode, &why)) Unavailable(why);
+    if (!EnableKinds(c->api, c->config, &why)) Unavailable(why);
   } else {
     DisableKinds(c->api);
     c->api.activity_flush_all(0);
@@ -346,7 +381,7 @@ bool Start(Capture* c, std::string* why) {
   if (api.set_thread_id_type != nullptr) {
     api.set_thread_id_type(CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM);
   }
-  c->convert.runtime_name = RuntimeName;
+  c->convert.api_name = ApiName;
   g_capture.store(c, std::memory_order_release);
   bool ok = true;
   if (CUptiResult r = api.activity_register_callbacks(BufferRequested, BufferCompleted);
@@ -356,7 +391,7 @@ bool Start(Capture* c, std::string* why) {
   } else {
     // Outside a capture window the kinds stay off until the window opens.
     std::lock_guard<std::mutex> lock(g_window_mu);
-    if (Window().on() && !EnableKinds(api, c->config.mode, why)) ok = false;
+    if (Window().on() && !EnableKinds(api, c->config, why)) ok = false;
   }
   if (!ok) {
     api.unsubscribe(subscriber);  // so another tool may use CUPTI

@@ -1,5 +1,9 @@
 #include "agent/inject/cupti_records.h"
 
+#include <cupti_driver_cbid.h>
+#include <cupti_runtime_cbid.h>
+#include <cupti_version.h>
+
 #include <cstddef>
 #include <cstdio>
 
@@ -83,14 +87,16 @@ bool SetTimes(uint64_t start, uint64_t end, const ConvertOptions& options, GpuAc
   return true;
 }
 
-void SetRuntimeName(uint32_t cbid, const ConvertOptions& options, GpuActivityRecord* out) {
-  const char* name = options.runtime_name != nullptr ? options.runtime_name(cbid) : nullptr;
+void SetApiName(CUpti_CallbackDomain domain, uint32_t cbid, const ConvertOptions& options,
+                GpuActivityRecord* out) {
+  const char* name = options.api_name != nullptr ? options.api_name(domain, cbid) : nullptr;
   if (name != nullptr) {
     out->name.assign(StripCallbackVersion(name));
     return;
   }
-  char fallback[24];
-  std::snprintf(fallback, sizeof(fallback), "cbid:%u", cbid);
+  char fallback[32];
+  std::snprintf(fallback, sizeof(fallback), "%scbid:%u",
+                domain == CUPTI_CB_DOMAIN_DRIVER_API ? "driver " : "", cbid);
   out->name.assign(fallback);
 }
 
@@ -160,19 +166,67 @@ Conversion ConvertActivity(const CUpti_Activity& activity, const ConvertOptions&
       out->sync_kind = static_cast<uint8_t>(s.type);
       return Conversion::kRecord;
     }
-    case CUPTI_ACTIVITY_KIND_RUNTIME: {
+    case CUPTI_ACTIVITY_KIND_RUNTIME:
+    case CUPTI_ACTIVITY_KIND_DRIVER: {
+      // Both are API calls on a host thread; the name tells cudaLaunchKernel from cuLaunchKernel.
       const auto& a = reinterpret_cast<const ApiView&>(activity);
       Reset(GpuActivityKind::kRuntime, out);
       if (!SetTimes(a.start, a.end, options, out)) return Conversion::kUntimed;
       out->context = 0;
       out->correlation_id = a.correlationId;
       out->tid = a.threadId;
-      SetRuntimeName(a.cbid, options, out);
+      SetApiName(activity.kind == CUPTI_ACTIVITY_KIND_DRIVER ? CUPTI_CB_DOMAIN_DRIVER_API
+                                                             : CUPTI_CB_DOMAIN_RUNTIME_API,
+                 a.cbid, options, out);
       return Conversion::kRecord;
     }
     default:
       return Conversion::kIgnored;
   }
+}
+
+const LaunchApiIds& LaunchApis() {
+  static const LaunchApiIds ids = {
+      .runtime =
+          {
+              CUPTI_RUNTIME_TRACE_CBID_cudaLaunch_v3020,
+              CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000,
+              CUPTI_RUNTIME_TRACE_CBID_cudaLaunch_ptsz_v7000,
+              CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_ptsz_v7000,
+              CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_v9000,
+              CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_ptsz_v9000,
+              CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernelMultiDevice_v9000,
+              CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000,
+              CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_ptsz_v10000,
+              CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_v11060,
+              CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_ptsz_v11060,
+#if CUPTI_API_VERSION >= 130000
+              CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_v13000,
+              CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_ptsz_v13000,
+#endif
+              CUPTI_RUNTIME_TRACE_CBID_cudaMemcpy_v3020,
+              CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_v3020,
+              CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_ptsz_v7000,
+              CUPTI_RUNTIME_TRACE_CBID_cudaMemset_v3020,
+              CUPTI_RUNTIME_TRACE_CBID_cudaMemsetAsync_v3020,
+              CUPTI_RUNTIME_TRACE_CBID_cudaMemsetAsync_ptsz_v7000,
+          },
+      .driver =
+          {
+              CUPTI_DRIVER_TRACE_CBID_cuLaunch,
+              CUPTI_DRIVER_TRACE_CBID_cuLaunchGrid,
+              CUPTI_DRIVER_TRACE_CBID_cuLaunchGridAsync,
+              CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel,
+              CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz,
+              CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel,
+              CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz,
+              CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch,
+              CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz,
+              CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx,
+              CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz,
+          },
+  };
+  return ids;
 }
 
 }  // namespace rankscope::inject

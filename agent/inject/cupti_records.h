@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <string_view>
+#include <vector>
 
 #include "core/records.h"
 #include "core/time.h"
@@ -24,9 +25,10 @@ struct ConvertOptions {
   // otherwise the measured (CLOCK_MONOTONIC - CLOCK_REALTIME), since CUPTI's default clock on
   // Linux is CLOCK_REALTIME.
   DurationNs clock_offset = 0;
-  // Names a CUDA runtime API callback id, as cuptiGetCallbackName does ("cudaMemcpy_v3020");
-  // nullptr, or a nullptr result, names the call "cbid:<id>".
-  const char* (*runtime_name)(uint32_t cbid) = nullptr;
+  // Names a CUDA runtime or driver API callback id, as cuptiGetCallbackName does
+  // ("cudaMemcpy_v3020", "cuLaunchKernelEx"); nullptr, or a nullptr result, names the call
+  // "cbid:<id>" (runtime) or "driver cbid:<id>".
+  const char* (*api_name)(CUpti_CallbackDomain domain, uint32_t cbid) = nullptr;
 };
 
 enum class Conversion {
@@ -44,5 +46,15 @@ Conversion ConvertActivity(const CUpti_Activity& activity, const ConvertOptions&
 // CUPTI names runtime callbacks with the API version that introduced them
 // ("cudaLaunchKernel_v7000"); returns the function's own name ("cudaLaunchKernel").
 std::string_view StripCallbackVersion(std::string_view name);
+
+// The API calls mode `all` traces, as CUPTI callback ids: each that launches GPU work a kernel
+// record can point back to (its correlation id). Runtime: kernel, cooperative and graph launches,
+// cudaMemcpy/cudaMemset and their async forms (per-thread-stream variants too). Driver: the same
+// launches, which is how NCCL (cuLaunchKernelEx), Triton and CUTLASS launch.
+struct LaunchApiIds {
+  std::vector<uint32_t> runtime;
+  std::vector<uint32_t> driver;
+};
+const LaunchApiIds& LaunchApis();
 
 }  // namespace rankscope::inject

@@ -1,8 +1,12 @@
 #include "agent/inject/cupti_records.h"
 
+#include <cupti_driver_cbid.h>
+#include <cupti_runtime_cbid.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
+#include <set>
 #include <string>
 
 namespace rankscope::inject {
@@ -22,8 +26,10 @@ const CUpti_Activity& AsActivity(const T& r) {
   return reinterpret_cast<const CUpti_Activity&>(r);
 }
 
-const char* FakeRuntimeName(uint32_t cbid) {
-  return cbid == 211 ? "cudaLaunchKernel_v7000" : nullptr;
+const char* FakeApiName(CUpti_CallbackDomain domain, uint32_t cbid) {
+  if (domain == CUPTI_CB_DOMAIN_RUNTIME_API && cbid == 211) return "cudaLaunchKernel_v7000";
+  if (domain == CUPTI_CB_DOMAIN_DRIVER_API && cbid == 652) return "cuLaunchKernelEx";
+  return nullptr;
 }
 
 // Fills the fields every kernel record version shares; used for CUDA 13's and CUDA 12's layout.
@@ -159,7 +165,7 @@ TEST(CuptiRecords, RuntimeCallsAreNamedWithoutTheVersionSuffix) {
   a.threadId = 1240;
   a.correlationId = 991;
   ConvertOptions options;
-  options.runtime_name = FakeRuntimeName;
+  options.api_name = FakeApiName;
   GpuActivityRecord out;
   ASSERT_EQ(ConvertActivity(AsActivity(a), options, &out), Conversion::kRecord);
   EXPECT_EQ(out.kind, GpuActivityKind::kRuntime);
@@ -172,6 +178,29 @@ TEST(CuptiRecords, RuntimeCallsAreNamedWithoutTheVersionSuffix) {
   EXPECT_EQ(out.name, "cbid:7");
   ASSERT_EQ(ConvertActivity(AsActivity(a), {}, &out), Conversion::kRecord);
   EXPECT_EQ(out.name, "cbid:7");
+}
+
+// NCCL launches its kernels through the driver API (cuLaunchKernelEx): those calls arrive as
+// DRIVER records, converted like runtime calls and named from the driver domain, so the same
+// correlation-id join gives NCCL kernels their launch call.
+TEST(CuptiRecords, DriverCallsAreApiCallsNamedFromTheDriverDomain) {
+  auto a = Blank<CUpti_ActivityAPI>(CUPTI_ACTIVITY_KIND_DRIVER);
+  a.cbid = 652;
+  a.start = 70;
+  a.end = 85;
+  a.threadId = 77;
+  a.correlationId = 4242;
+  ConvertOptions options;
+  options.api_name = FakeApiName;
+  GpuActivityRecord out;
+  ASSERT_EQ(ConvertActivity(AsActivity(a), options, &out), Conversion::kRecord);
+  EXPECT_EQ(out.kind, GpuActivityKind::kRuntime);
+  EXPECT_EQ(out.name, "cuLaunchKernelEx");
+  EXPECT_EQ(out.correlation_id, 4242u);
+  EXPECT_EQ(out.end, 85);
+  a.cbid = 211;  // a runtime id, but in the driver domain: not cudaLaunchKernel
+  ASSERT_EQ(ConvertActivity(AsActivity(a), options, &out), Conversion::kRecord);
+  EXPECT_EQ(out.name, "driver cbid:211");
 }
 
 TEST(CuptiRecords, ClockOffsetShiftsEveryTime) {
@@ -196,9 +225,9 @@ TEST(CuptiRecords, OtherKindsAreIgnored) {
   auto marker = Blank<CUpti_ActivityMarker2>(CUPTI_ACTIVITY_KIND_MARKER);
   GpuActivityRecord out;
   EXPECT_EQ(ConvertActivity(AsActivity(marker), {}, &out), Conversion::kIgnored);
-  auto driver = Blank<CUpti_ActivityAPI>(CUPTI_ACTIVITY_KIND_DRIVER);
-  driver.start = 1;
-  EXPECT_EQ(ConvertActivity(AsActivity(driver), {}, &out), Conversion::kIgnored);
+  auto overhead = Blank<CUpti_ActivityOverhead>(CUPTI_ACTIVITY_KIND_OVERHEAD);
+  overhead.start = 1;
+  EXPECT_EQ(ConvertActivity(AsActivity(overhead), {}, &out), Conversion::kIgnored);
 }
 
 TEST(CuptiRecords, StripCallbackVersion) {
@@ -211,4 +240,24 @@ TEST(CuptiRecords, StripCallbackVersion) {
 }
 
 }  // namespace
+// Mode all traces launches only: every runtime and driver call id that puts a kernel, graph,
+// copy or memset on a stream, and nothing else (cudaGetDevice & co. are what make tracing every
+// call expensive).
+TEST(CuptiConfig, LaunchApisAreTheLaunchingCallsOfBothDomains) {
+  const LaunchApiIds& ids = LaunchApis();
+  auto has = [](const std::vector<uint32_t>& v, uint32_t id) {
+    return std::find(v.begin(), v.end(), id) != v.end();
+  };
+  EXPECT_TRUE(has(ids.runtime, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000));
+  EXPECT_TRUE(has(ids.runtime, CUPTI_RUNTIME_TRACE_CBID_cudaMemcpyAsync_v3020));
+  EXPECT_TRUE(has(ids.runtime, CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000));
+  EXPECT_FALSE(has(ids.runtime, CUPTI_RUNTIME_TRACE_CBID_cudaGetDevice_v3020));
+  EXPECT_FALSE(has(ids.runtime, CUPTI_RUNTIME_TRACE_CBID_cudaStreamSynchronize_v3020));
+  EXPECT_TRUE(has(ids.driver, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx));
+  EXPECT_TRUE(has(ids.driver, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel));
+  EXPECT_FALSE(has(ids.driver, CUPTI_DRIVER_TRACE_CBID_cuCtxSynchronize));
+  std::set<uint32_t> unique_runtime(ids.runtime.begin(), ids.runtime.end());
+  EXPECT_EQ(unique_runtime.size(), ids.runtime.size());
+}
+
 }  // namespace rankscope::inject

@@ -102,7 +102,11 @@ check("every GPU time inside the probe's CLOCK_MONOTONIC window", rows and not o
       + (f"; first: {outside[0]}" if outside else ""))
 
 runtime = by_kind.get("runtime", [])
-launch = {r["corr"]: r for r in runtime if r["name"].startswith("cudaLaunchKernel")}
+launch = {r["corr"]: r for r in runtime if "LaunchKernel" in r["name"]}
+# Mode all traces the launching calls only (LaunchApis): no cudaGetDevice, cudaStreamSynchronize...
+others = sorted({r["name"] for r in runtime
+                 if not any(w in r["name"] for w in ("Launch", "Memcpy", "Memset"))})
+check("API records are launch, copy and memset calls only", not others, f"others: {others[:8]}")
 matched = [k for k in probe_kernels if k["corr"] in launch]
 latency = sorted(k["start"] - launch[k["corr"]]["end"] for k in matched)
 check("each kernel matches a cudaLaunchKernel runtime record by correlation id",

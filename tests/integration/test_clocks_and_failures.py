@@ -60,6 +60,19 @@ class Failures(RankscopeTest):
         self.assertIn("bad magic", notices)
         self.assertIn("shorter than the 32-byte header", notices)
 
+    def test_another_tools_cuda_injection_is_kept_and_said(self):
+        # Nsight Systems and friends own CUDA_INJECTION64_PATH; the agent leaves it alone (only
+        # one can load) and says that GPU activity will be missing, instead of going silent.
+        other = "/opt/nvidia/nsight-systems/target-linux-x64/libToolsInjection64.so"
+        script = "import os; print(os.environ['CUDA_INJECTION64_PATH'])"
+        proc, out = self.run_rankscope(["python3", "-c", script],
+                                       extra_env={"CUDA_INJECTION64_PATH": other})
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        self.assertEqual(proc.stdout, other + "\n")
+        notices = " ".join(Session(out).rank(0)["notices"])
+        self.assertIn("CUDA_INJECTION64_PATH is already set (" + other, notices)
+        self.assertIn("no GPU activity from CUPTI", notices)
+
     def test_coordinator_killed_mid_run_job_finishes_normally(self):
         coord = Coordinator(self.tmp, ranks=4)
         # About 4 s of steps, so the coordinator dies in the middle of the job.
