@@ -20,6 +20,7 @@ Session AlignSession(Session session) {
     for (CollectiveRecord& c : rank.collectives) {
       c.enter = m.ToCoordinator(c.enter);
       c.exit = m.ToCoordinator(c.exit);
+      if (c.launched != 0) c.launched = m.ToCoordinator(c.launched);
     }
     for (P2PRecord& p : rank.p2p) {
       p.enter = m.ToCoordinator(p.enter);

@@ -21,7 +21,7 @@ std::vector<CollectiveInstance> MatchCollectives(const Session& session) {
                  inst.root_comm_rank != c.root) {
         inst.mismatched = true;
       }
-      inst.members.push_back({rank.id.rank, c.comm_rank, c.enter, c.exit, c.bytes});
+      inst.members.push_back({rank.id.rank, c.comm_rank, c.enter, c.exit, c.bytes, c.launched});
     }
   }
   std::vector<CollectiveInstance> out;

@@ -16,6 +16,7 @@ struct CollectiveParticipant {
   TimeNs enter = 0;
   TimeNs exit = 0;
   Bytes bytes = 0;
+  TimeNs launched = 0;  // CollectiveRecord::launched (NCCL), 0 when unknown
 };
 
 struct CollectiveInstance {

@@ -1,6 +1,6 @@
 // Replays sessions recorded on 2xH200 (tests/fixtures/h200x2-torchrun-sessions,
-// h200x2-nccl-allreduce-bench) through the analyses and writers: the GPU path's result, checked
-// on every CI run without a GPU.
+// h200x2-torchrun-launch, h200x2-nccl-allreduce-bench) through the analyses and writers: the GPU
+// path's result, checked on every CI run without a GPU.
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -9,6 +9,7 @@
 
 #include "coordinator/analysis/diagnosis.h"
 #include "coordinator/collective_matcher.h"
+#include "coordinator/nccl_instances.h"
 #include "coordinator/report/report_json.h"
 #include "coordinator/report/report_text.h"
 #include "coordinator/report/session_store.h"
@@ -17,9 +18,9 @@
 namespace rankscope {
 namespace {
 
-Session Load(const std::string& name) {
-  Result<Session> s = LoadSession(std::string(RANKSCOPE_FIXTURES_DIR) +
-                                  "/h200x2-torchrun-sessions/" + name + ".sqlite");
+Session Load(const std::string& name, const std::string& dir = "h200x2-torchrun-sessions") {
+  Result<Session> s =
+      LoadSession(std::string(RANKSCOPE_FIXTURES_DIR) + "/" + dir + "/" + name + ".sqlite");
   EXPECT_TRUE(s.ok()) << s.status().message();
   return s.ok() ? std::move(s).value() : Session{};
 }
@@ -35,6 +36,54 @@ TEST(GpuReplay, InjectedSleepOnRankOneIsAStragglerWithTheRightLateness) {
   // 20 ms of host sleep before compute: rank 1's NCCL kernels start ~20 ms after rank 0's.
   const double lateness_ms = findings[0].evidence["median_lateness_ns"].get<double>() / 1e6;
   EXPECT_NEAR(lateness_ms, 20.0, 2.0);
+}
+
+// Sessions recorded with CUPTI's launch records (mode all): NCCL's joined collectives are dropped
+// and joined again from the recorded NCCL logs and CUPTI records, so the join itself runs on
+// real data, launch calls included.
+Session LoadLaunch(const std::string& name) {
+  Session s = Load(name, "h200x2-torchrun-launch");
+  for (RankData& r : s.ranks) {
+    std::erase_if(r.collectives, [](const CollectiveRecord& c) {
+      return c.source == CollectiveRecord::Source::kNccl;
+    });
+  }
+  const NcclJoinStats stats = AddNcclCollectives(&s);
+  EXPECT_EQ(stats.joined, 80);
+  return s;
+}
+
+TEST(GpuReplay, EveryNcclCollectiveHasItsLaunchCallBeforeItsKernel) {
+  Session s = LoadLaunch("clean");
+  ASSERT_EQ(s.ranks.size(), 2u);
+  for (const RankData& r : s.ranks) {
+    ASSERT_EQ(r.collectives.size(), 40u);
+    for (const CollectiveRecord& c : r.collectives) {
+      ASSERT_NE(c.launched, 0) << "rank " << r.id.rank << " seq " << c.seq;
+      // Queued behind the step's matmuls, within a step. On an idle GPU (the first calls) the
+      // kernel may start ~10 us before the launch call has returned.
+      EXPECT_GT(c.enter - c.launched, -kNsPerMs);
+      EXPECT_LT(c.enter - c.launched, 100 * kNsPerMs);
+    }
+  }
+  EXPECT_TRUE(Diagnose(s, AnalysisOptions{}).empty());
+}
+
+// Rank 1 slept on the host before its compute: its all-reduce was launched ~20 ms late, so the
+// straggler finding puts the delay on the host side, not on the GPU queue.
+TEST(GpuReplay, HostSleepIsLateLaunchNotGpuQueue) {
+  Session s = LoadLaunch("sleep-rank1-20ms");
+  std::vector<Finding> findings = Diagnose(s, AnalysisOptions{});
+  ASSERT_EQ(findings.size(), 1u);
+  const Finding& f = findings[0];
+  EXPECT_EQ(f.ranks, std::vector<int>{1});
+  EXPECT_NE(f.evidence["cause_kind"], "gpu_queue");
+  const nlohmann::json& launch = f.evidence["launch"];
+  ASSERT_TRUE(launch.is_object()) << f.evidence.dump();
+  EXPECT_EQ(launch["instances"], 40);
+  EXPECT_NEAR(launch["launch_lateness_ns"].get<double>() / 1e6, 20.0, 2.0);
+  EXPECT_NE(f.summary.find("late on the host"), std::string::npos) << f.summary;
+  std::printf("%s\n", f.summary.c_str());
 }
 
 TEST(GpuReplay, BusBandwidthFromKernelTimesIsThatOfNvLink) {

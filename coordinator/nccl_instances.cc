@@ -4,6 +4,7 @@
 #include <map>
 #include <set>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "agent/nccl/kernel_name.h"
@@ -227,6 +228,13 @@ NcclJoinStats AddNcclCollectives(Session* session) {
 
     std::sort(pairs.begin(), pairs.end(),
               [](const Pair& a, const Pair& b) { return a.call < b.call; });
+    // The launch call of each kernel (NCCL launches through cuLaunchKernelEx), by correlation id.
+    std::unordered_map<uint32_t, TimeNs> launch_end;
+    for (const GpuActivityRecord& g : rank.gpu) {
+      if (g.kind == GpuActivityKind::kRuntime && g.correlation_id != 0) {
+        launch_end.emplace(g.correlation_id, g.end);
+      }
+    }
     for (const Pair& p : pairs) {
       const NcclCallInfo& call = *calls[p.call];
       const GpuActivityRecord& kernel = *kernels[p.kernel].record;
@@ -245,6 +253,10 @@ NcclJoinStats AddNcclCollectives(Session* session) {
       r.enter = kernel.start;
       r.exit = kernel.end;
       r.tid = kernel.stream;
+      if (auto it = launch_end.find(kernel.correlation_id);
+          kernel.correlation_id != 0 && it != launch_end.end()) {
+        r.launched = it->second;
+      }
       r.source = CollectiveRecord::Source::kNccl;
       rank.collectives.push_back(r);
       ++stats.joined;

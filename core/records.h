@@ -58,6 +58,10 @@ struct CollectiveRecord {
   TimeNs enter = 0;
   TimeNs exit = 0;
   uint32_t tid = 0;  // OS thread id of the caller (for NCCL: the CUPTI stream id)
+  // NCCL only: when the host call that launched its kernel returned (CUPTI's launch record with
+  // the kernel's correlation id; mode all), 0 when unknown. enter - launched is the time the
+  // kernel queued behind earlier work on its stream. Not on the wire.
+  TimeNs launched = 0;
   // Where the record came from: the PMPI wrappers, or an NCCL call joined with its GPU kernel
   // by the coordinator (then enter/exit are the kernel's GPU start/end). Not on the wire.
   enum class Source : uint8_t { kMpi, kNccl };

@@ -118,7 +118,7 @@ TEST(CuptiInjection, BadSettingsAreNamedAndDefaultsUsed) {
   EXPECT_EQ(run.exit_status, 0) << run.output;
   ASSERT_EQ(run.notices.size(), 2u);
   EXPECT_EQ(run.notices[0],
-            "CUPTI settings: RANKSCOPE_CUPTI_MODE=sometimes is not one of kernels, gpu, all; "
+            "CUPTI settings: RANKSCOPE_CUPTI_MODE=sometimes is not one of kernels, gpu, all, api; "
             "using all");
   EXPECT_TRUE(StartsWith(run.notices[1], "CUPTI unavailable: ")) << run.notices[1];
 }

@@ -168,12 +168,14 @@ bool IsPythonProgram(const Session& session, int rank) {
   return !program.empty() && Basename(program.front()).starts_with("python");
 }
 
-NextStep NsysStepForRank(const Session& session, int rank, std::string look_for) {
+NextStep NsysStepForRank(const Session& session, int rank, std::string look_for,
+                         std::string_view trace) {
   const std::string name = "rank" + std::to_string(rank);
   NextStep step;
   step.tool = "nsys";
   step.command = RelaunchWithToolOnRank(
-      session, rank, {"nsys", "profile", "--trace=mpi,nvtx,osrt", "--output=" + name + ".%p"});
+      session, rank,
+      {"nsys", "profile", "--trace=" + std::string(trace), "--output=" + name + ".%p"});
   step.look_for = std::move(look_for);
   return step;
 }

@@ -34,8 +34,10 @@ std::string OnRankNode(const Session& session, int rank, const std::vector<std::
 // The rank's program is a Python interpreter (py-spy then sees its Python stacks).
 bool IsPythonProgram(const Session& session, int rank);
 
-// An nsys profile of that rank alone (MPI, NVTX and OS runtime traced), output rankR.<pid>.
-NextStep NsysStepForRank(const Session& session, int rank, std::string look_for);
+// An nsys profile of that rank alone, output rankR.<pid>; `trace` is nsys' --trace list (MPI,
+// NVTX and OS runtime by default; CUDA for questions about the GPU's own queue).
+NextStep NsysStepForRank(const Session& session, int rank, std::string look_for,
+                         std::string_view trace = "mpi,nvtx,osrt");
 
 // Samples the running rank's stacks on its node: py-spy for Python programs, perf otherwise.
 // nullopt when the session does not know the program's pid.

@@ -471,8 +471,46 @@ std::string OpsLabel(const std::map<std::string, int>& ops) {
   return "collective (" + detail + ")";
 }
 
+// Where an NCCL rank's lateness arises, over its late instances where it and at least one other
+// member have launch times (CUPTI's launch records): on the host (it launched the collective
+// late) or on the GPU (launched on time, its kernel queued behind earlier work on the stream).
+struct LaunchSplit {
+  int instances = 0;
+  DurationNs launch_lateness = 0;  // median of: its launch minus the others' median launch
+  DurationNs queue = 0;            // median of: its kernel start minus its launch
+  DurationNs others_queue = 0;     // median of: the others' median (start - launch)
+};
+
+LaunchSplit SplitLaunch(const std::vector<CollectiveInstance>& instances,
+                        const RankArrivals& arrivals, const std::vector<bool>& late) {
+  std::vector<DurationNs> launch_lateness, queue, others_queue;
+  for (size_t j = 0; j < arrivals.instances.size(); ++j) {
+    if (!late[j]) continue;
+    const CollectiveInstance& inst = instances[arrivals.instances[j]];
+    const CollectiveParticipant& me = inst.members[arrivals.member_index[j]];
+    if (me.launched == 0) continue;
+    std::vector<double> launches, queues;
+    for (size_t i = 0; i < inst.members.size(); ++i) {
+      const CollectiveParticipant& m = inst.members[i];
+      if (i == arrivals.member_index[j] || m.launched == 0) continue;
+      launches.push_back(static_cast<double>(m.launched));
+      queues.push_back(static_cast<double>(m.enter - m.launched));
+    }
+    if (launches.empty()) continue;
+    launch_lateness.push_back(me.launched - static_cast<TimeNs>(std::llround(Median(launches))));
+    queue.push_back(me.enter - me.launched);
+    others_queue.push_back(static_cast<DurationNs>(std::llround(Median(queues))));
+  }
+  LaunchSplit s;
+  s.instances = static_cast<int>(queue.size());
+  s.launch_lateness = MedianNs(launch_lateness);
+  s.queue = MedianNs(queue);
+  s.others_queue = MedianNs(others_queue);
+  return s;
+}
+
 Finding MakeFinding(const Session& session, const Verdict& v, const CauseStats& cause,
-                    const StragglerOptions& options) {
+                    const LaunchSplit& launch, const StragglerOptions& options) {
   Finding f;
   f.kind = "straggler";
   f.ranks = {v.rank};
@@ -506,7 +544,15 @@ Finding MakeFinding(const Session& session, const Verdict& v, const CauseStats& 
   const double mpi_excess = cause.late_mpi - cause.others_mpi;
   const double explains = 0.25 * static_cast<double>(v.median_lateness) * ci;
   std::string cause_kind = "unexplained";
-  if (ci > 0 && std::max({range_excess, untracked_excess, mpi_excess}) >= std::max(explains, 1.0)) {
+  // With launch times for most late instances: a collective launched on time whose kernel still
+  // started late was held up on the GPU, whatever the host did before the launch.
+  const bool launch_known = launch.instances > 0 && 2 * launch.instances >= v.instances_late;
+  const bool gpu_side = launch_known && static_cast<double>(launch.launch_lateness) <
+                                            0.5 * static_cast<double>(v.median_lateness);
+  if (gpu_side) {
+    cause_kind = "gpu_queue";
+  } else if (ci > 0 &&
+             std::max({range_excess, untracked_excess, mpi_excess}) >= std::max(explains, 1.0)) {
     // On a tie the more specific account wins: a named range, then MPI calls (which may sit
     // inside a range or outside all of them), then untracked time.
     if (range_excess >= mpi_excess && range_excess >= untracked_excess) {
@@ -562,6 +608,12 @@ Finding MakeFinding(const Session& session, const Verdict& v, const CauseStats& 
   e["others_untracked_ns_per_instance"] = PerInstance(cause.others_untracked, ci);
   e["mpi_ns_per_instance"] = PerInstance(cause.late_mpi, ci);
   e["others_mpi_ns_per_instance"] = PerInstance(cause.others_mpi, ci);
+  if (launch_known) {
+    e["launch"] = {{"instances", launch.instances},
+                   {"launch_lateness_ns", launch.launch_lateness},
+                   {"queue_ns", launch.queue},
+                   {"others_queue_ns", launch.others_queue}};
+  }
 
   const std::string label = RankLabel(session, v.rank);
   const std::string ops = OpsLabel(v.ops);
@@ -575,7 +627,20 @@ Finding MakeFinding(const Session& session, const Verdict& v, const CauseStats& 
              std::to_string(v.waiters) + (v.waiters == 1 ? " rank" : " ranks") + " lost " +
              FormatDuration(v.others_wait) + " waiting.";
   std::string look_for;
-  if (cause_kind == "nvtx_range") {
+  if (launch_known && !gpu_side) {
+    summary += " It also launched those collectives " + FormatDuration(launch.launch_lateness) +
+               " late on the host, so the delay is before the launch.";
+  }
+  if (cause_kind == "gpu_queue") {
+    summary += " It launched those collectives on time (" + FormatDuration(launch.launch_lateness) +
+               " after the others), but their kernels waited " + FormatDuration(launch.queue) +
+               " on the GPU behind earlier work on the stream (other ranks: " +
+               FormatDuration(launch.others_queue) +
+               "): its GPU is slower, or is given more work, before each call.";
+    look_for = "the kernels rank " + std::to_string(v.rank) + " runs before each " + ops +
+               " call, against another rank's: longer kernels mean a slower GPU (clocks, "
+               "throttling), more kernels mean more work on this rank";
+  } else if (cause_kind == "nvtx_range") {
     const std::string& name = excess.front().second;
     const DurationNs late = PerInstance(cause.late_by_range.at(name), ci);
     const DurationNs others = PerInstance(cause.others_by_range.at(name), ci);
@@ -612,7 +677,19 @@ Finding MakeFinding(const Session& session, const Verdict& v, const CauseStats& 
   if (persistence == "second_half") summary += " It happens mainly in the second half of the run.";
   f.summary = summary;
 
-  f.next_steps.push_back(NsysStepForRank(session, v.rank, look_for));
+  f.next_steps.push_back(
+      NsysStepForRank(session, v.rank, look_for, gpu_side ? "cuda,nvtx" : "mpi,nvtx,osrt"));
+  if (gpu_side) {
+    NextStep clocks;
+    clocks.tool = "nvidia-smi";
+    clocks.command =
+        OnRankNode(session, v.rank, {"nvidia-smi", "-q", "-d", "PERFORMANCE,CLOCK,TEMPERATURE"});
+    clocks.look_for =
+        "clocks below the other GPUs', or active throttle reasons (power, thermal, "
+        "HW slowdown) on the GPU of rank " +
+        std::to_string(v.rank);
+    f.next_steps.push_back(std::move(clocks));
+  }
   // Host work shows up in a CPU profile; time blocked in MPI or unexplained time does not.
   if (cause_kind == "nvtx_range" || cause_kind == "untracked_host_time") {
     if (std::optional<NextStep> cpu =
@@ -671,9 +748,10 @@ std::vector<Finding> FindStragglers(const Session& session,
   for (const RankData& r : session.ranks) contexts.emplace(r.id.rank, &r);
   std::vector<Finding> findings;
   for (const Verdict& v : flagged) {
-    const CauseStats cause =
-        CollectCause(instances, table.ranks.at(v.rank), v.late, v.rank, contexts);
-    findings.push_back(MakeFinding(session, v, cause, options));
+    const RankArrivals& arrivals = table.ranks.at(v.rank);
+    const CauseStats cause = CollectCause(instances, arrivals, v.late, v.rank, contexts);
+    const LaunchSplit launch = SplitLaunch(instances, arrivals, v.late);
+    findings.push_back(MakeFinding(session, v, cause, launch, options));
   }
   return findings;
 }

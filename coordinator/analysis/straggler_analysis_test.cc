@@ -2,6 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <map>
+#include <utility>
+
 #include "coordinator/analysis/analysis_test_util.h"
 #include "coordinator/collective_matcher.h"
 
@@ -65,6 +69,67 @@ TEST(StragglerAnalysisTest, UntrackedHostTimeIsNamedWhenNoRangeCoversIt) {
   EXPECT_NEAR(findings[0].evidence["untracked_ns_per_instance"].get<double>(), 20.0 * kNsPerMs,
               1.0 * kNsPerMs);
   EXPECT_NE(findings[0].summary.find("outside any NVTX range"), std::string::npos);
+}
+
+// Gives every collective a launch time (as CUPTI's launch records do for NCCL kernels): all ranks
+// launch each instance at the same moment, `before` ahead of its first kernel start, or, with
+// `launch_tracks_enter`, each rank launches `before` ahead of its own kernel start.
+void SetLaunches(Session* s, DurationNs before, bool launch_tracks_enter) {
+  std::map<std::pair<uint64_t, uint64_t>, TimeNs> first;
+  for (const RankData& r : s->ranks) {
+    for (const CollectiveRecord& c : r.collectives) {
+      auto [it, inserted] = first.emplace(std::make_pair(c.comm_id, c.seq), c.enter);
+      if (!inserted) it->second = std::min(it->second, c.enter);
+    }
+  }
+  for (RankData& r : s->ranks) {
+    for (CollectiveRecord& c : r.collectives) {
+      c.launched = (launch_tracks_enter ? c.enter : first.at({c.comm_id, c.seq})) - before;
+    }
+  }
+}
+
+// A GPU-side straggler: its collective was launched on time, but its kernel started 30 ms late
+// (queued behind slower GPU work). The host ranges before the call cannot explain that; the
+// finding says the GPU queue did, and points at the GPU (nsys with CUDA trace, clocks).
+TEST(StragglerAnalysisTest, LaunchedOnTimeButStartedLateIsTheGpuQueue) {
+  TrainingSim sim;
+  sim.slow_compute[2] = 30 * kNsPerMs;
+  Session s = Simulate(sim);
+  SetLaunches(&s, 2 * kNsPerMs, /*launch_tracks_enter=*/false);
+  const std::vector<Finding> findings = Stragglers(s);
+  ASSERT_EQ(findings.size(), 1u);
+  const Finding& f = findings[0];
+  EXPECT_EQ(f.ranks, std::vector<int>{2});
+  EXPECT_EQ(f.evidence["cause_kind"], "gpu_queue");
+  EXPECT_EQ(f.evidence["launch"]["instances"], 50);
+  EXPECT_LT(std::abs(f.evidence["launch"]["launch_lateness_ns"].get<double>()), 1.0 * kNsPerMs);
+  EXPECT_NEAR(f.evidence["launch"]["queue_ns"].get<double>(), 32.0 * kNsPerMs, 1.0 * kNsPerMs);
+  EXPECT_NEAR(f.evidence["launch"]["others_queue_ns"].get<double>(), 2.0 * kNsPerMs,
+              1.0 * kNsPerMs);
+  EXPECT_NE(f.summary.find("launched those collectives on time"), std::string::npos) << f.summary;
+  EXPECT_NE(f.summary.find("behind earlier work"), std::string::npos) << f.summary;
+  ASSERT_EQ(f.next_steps.size(), 2u);
+  EXPECT_NE(f.next_steps[0].command.find("--trace=cuda,nvtx"), std::string::npos);
+  EXPECT_EQ(f.next_steps[1].tool, "nvidia-smi");
+  EXPECT_NE(f.next_steps[1].command.find("ssh n2 "), std::string::npos) << f.next_steps[1].command;
+}
+
+// The same lateness with the launch just as late: host side, and the range analysis stands.
+TEST(StragglerAnalysisTest, LateLaunchKeepsTheHostCause) {
+  TrainingSim sim;
+  sim.slow_compute[2] = 30 * kNsPerMs;
+  Session s = Simulate(sim);
+  SetLaunches(&s, 100 * kNsPerUs, /*launch_tracks_enter=*/true);
+  const std::vector<Finding> findings = Stragglers(s);
+  ASSERT_EQ(findings.size(), 1u);
+  const Finding& f = findings[0];
+  EXPECT_EQ(f.evidence["cause_kind"], "nvtx_range");
+  EXPECT_EQ(f.evidence["cause"]["range"], "compute");
+  EXPECT_NEAR(f.evidence["launch"]["launch_lateness_ns"].get<double>(), 30.0 * kNsPerMs,
+              1.0 * kNsPerMs);
+  EXPECT_NE(f.summary.find("late on the host"), std::string::npos) << f.summary;
+  EXPECT_NE(f.next_steps[0].command.find("--trace=mpi,nvtx,osrt"), std::string::npos);
 }
 
 TEST(StragglerAnalysisTest, PersistenceSaysWhenItStarted) {

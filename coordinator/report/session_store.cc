@@ -182,7 +182,7 @@ CREATE TABLE clock_samples (rank_idx INTEGER, t1 INTEGER, t2 INTEGER, t3 INTEGER
 CREATE TABLE collectives (
   rank_idx INTEGER, comm_id INTEGER, seq INTEGER, op INTEGER, op_name TEXT, nonblocking INTEGER,
   root INTEGER, comm_size INTEGER, comm_rank INTEGER, bytes INTEGER, enter_ns INTEGER,
-  exit_ns INTEGER, tid INTEGER, source INTEGER);
+  exit_ns INTEGER, tid INTEGER, source INTEGER, launched_ns INTEGER);
 CREATE TABLE p2p (
   rank_idx INTEGER, kind INTEGER, completed INTEGER, peer INTEGER, tag INTEGER, comm_id INTEGER,
   bytes INTEGER, enter_ns INTEGER, exit_ns INTEGER, tid INTEGER);
@@ -235,8 +235,8 @@ Status WriteRanks(const Connection& db, const Session& s) {
                      "INSERT INTO ranks VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
                      "?, ?, ?, ?, ?, ?, ?, ?)");
   Statement sample(db, "INSERT INTO clock_samples VALUES (?, ?, ?, ?, ?)");
-  Statement collective(db,
-                       "INSERT INTO collectives VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+  Statement collective(
+      db, "INSERT INTO collectives VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
   Statement p2p(db, "INSERT INTO p2p VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
   Statement range(db, "INSERT INTO ranges VALUES (?, ?, ?, ?, ?, ?, ?)");
   Statement mark(db, "INSERT INTO marks VALUES (?, ?, ?, ?, ?)");
@@ -271,7 +271,8 @@ Status WriteRanks(const Connection& db, const Session& s) {
       collective.Int(idx).Int(x.comm_id).Int(x.seq).Int(static_cast<int>(x.op));
       collective.Text(std::string(CollectiveOpName(x.op))).Int(x.nonblocking ? 1 : 0);
       collective.Int(x.root).Int(x.comm_size).Int(x.comm_rank).Int(x.bytes).Int(x.enter);
-      RETURN_IF_ERROR(collective.Int(x.exit).Int(x.tid).Int(static_cast<int>(x.source)).Run());
+      collective.Int(x.exit).Int(x.tid).Int(static_cast<int>(x.source));
+      RETURN_IF_ERROR(collective.Int(x.launched).Run());
     }
     for (const P2PRecord& x : r.p2p) {
       p2p.Int(idx).Int(static_cast<int>(x.kind)).Int(static_cast<int>(x.completed)).Int(x.peer);
@@ -601,14 +602,16 @@ Status ReadAllRecords(const Connection& db, Session* s, int version) {
         r.clock_samples.push_back({q.ColumnInt(1), q.ColumnInt(2), q.ColumnInt(3), q.ColumnInt(4)});
         return Status::Ok();
       }));
+  const std::string collectives_sql =
+      std::string(
+          "SELECT rank_idx, comm_id, seq, op, nonblocking, root, comm_size, comm_rank, "
+          "bytes, enter_ns, exit_ns, tid, ") +
+      (version >= 3   ? "source, launched_ns"
+       : version >= 2 ? "source, 0"
+                      : "0, 0") +
+      " FROM collectives ORDER BY rowid";
   RETURN_IF_ERROR(ReadRecords(
-      db, s, "collectives",
-      version >= 2 ? "SELECT rank_idx, comm_id, seq, op, nonblocking, root, comm_size, "
-                     "comm_rank, bytes, enter_ns, exit_ns, tid, source FROM collectives "
-                     "ORDER BY rowid"
-                   : "SELECT rank_idx, comm_id, seq, op, nonblocking, root, comm_size, "
-                     "comm_rank, bytes, enter_ns, exit_ns, tid, 0 FROM collectives ORDER BY rowid",
-      [&](const Statement& q, RankData& r) {
+      db, s, "collectives", collectives_sql.c_str(), [&](const Statement& q, RankData& r) {
         int64_t op = q.ColumnInt(3);
         if (op < 0 || op > kMaxCollectiveOp) {
           return Corrupt(path, "collectives.op " + std::to_string(op) + " is not an operation");
@@ -630,6 +633,7 @@ Status ReadAllRecords(const Connection& db, Session* s, int version) {
           return Corrupt(path, "collectives.source " + std::to_string(source) + " is not 0 or 1");
         }
         c.source = static_cast<CollectiveRecord::Source>(source);
+        c.launched = q.ColumnInt(13);
         r.collectives.push_back(c);
         return Status::Ok();
       }));
