@@ -3,6 +3,8 @@ work, optionally slowed on one rank), a 'compute' range (matmuls on the GPU) and
 through NCCL. Launch with torchrun (one process per GPU):
   torchrun --nproc_per_node=2 --no-python python3 tests/gpu/torch_allreduce.py --steps 40
 Options: --steps N, --sleep-rank R --sleep-ms M (host sleep before compute on rank R),
+--slow-gpu-rank R --extra-matmuls K (K more matmuls per step on rank R: GPU work, the host
+launches on time),
 --mib M (all-reduce size), --small-ops N (N tiny element-wise kernels per step besides the
 matmuls, to make the loop launch-bound like many real models), --print-step-times.
 """
@@ -24,6 +26,8 @@ def main():
     p.add_argument("--mib", type=float, default=64.0)
     p.add_argument("--print-step-times", action="store_true")
     p.add_argument("--small-ops", type=int, default=0)
+    p.add_argument("--slow-gpu-rank", type=int, default=-1)
+    p.add_argument("--extra-matmuls", type=int, default=4)
     p.add_argument("--torch-profiler", action="store_true",
                    help="run the loop under torch.profiler with CUDA activities (for comparison)")
     p.add_argument("--hang-dump-s", type=float, default=0,
@@ -53,7 +57,8 @@ def main():
         if rank == args.sleep_rank:
             time.sleep(args.sleep_ms / 1000.0)
         torch.cuda.nvtx.range_push("compute")
-        for _ in range(4):
+        matmuls = 4 + (args.extra_matmuls if rank == args.slow_gpu_rank else 0)
+        for _ in range(matmuls):
             batch = torch.mm(a, batch)
         for _ in range(args.small_ops):
             small.add_(1.0)
