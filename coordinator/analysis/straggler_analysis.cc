@@ -8,9 +8,11 @@
 #include <set>
 #include <utility>
 
+#include "agent/nccl/kernel_name.h"
 #include "coordinator/analysis/describe.h"
 #include "coordinator/analysis/next_steps.h"
 #include "coordinator/analysis/range_timeline.h"
+#include "core/format.h"
 #include "core/robust_stats.h"
 
 namespace rankscope {
@@ -153,6 +155,14 @@ struct RankContext {
     std::vector<std::pair<TimeNs, TimeNs>> calls;
     for (const P2PRecord& p : data->p2p) calls.emplace_back(p.enter, p.exit);
     std::sort(calls.begin(), calls.end());
+    for (const GpuActivityRecord& g : data->gpu) {
+      if (g.kind != GpuActivityKind::kKernel || g.end <= g.start) continue;
+      if (DecodeNcclKernel(g.name).has_value()) continue;  // the collectives themselves
+      kernels.push_back({g.start, g.end, &g.name});
+      max_kernel = std::max(max_kernel, g.end - g.start);
+    }
+    std::sort(kernels.begin(), kernels.end(),
+              [](const Kernel& a, const Kernel& b) { return a.start < b.start; });
     for (const auto& [s, e] : calls) {
       if (!mpi.empty() && s <= mpi.back().second) {
         mpi.back().second = std::max(mpi.back().second, e);
@@ -173,7 +183,30 @@ struct RankContext {
     return total;
   }
 
+  // GPU time per kernel name within [begin, end) (kernels on concurrent streams both count), and
+  // the total.
+  DurationNs KernelTimeIn(TimeNs begin, TimeNs end,
+                          std::map<std::string, DurationNs>* by_name) const {
+    DurationNs total = 0;
+    auto it = std::partition_point(kernels.begin(), kernels.end(),
+                                   [&](const Kernel& k) { return k.start < begin - max_kernel; });
+    for (; it != kernels.end() && it->start < end; ++it) {
+      const DurationNs in = std::min(it->end, end) - std::max(it->start, begin);
+      if (in <= 0) continue;
+      (*by_name)[*it->name] += in;
+      total += in;
+    }
+    return total;
+  }
+
+  struct Kernel {
+    TimeNs start, end;
+    const std::string* name;
+  };
+
   const RankData* data;
+  std::vector<Kernel> kernels;  // non-NCCL kernels by start
+  DurationNs max_kernel = 0;
   RangeTimeline timeline;
   std::map<std::pair<uint64_t, uint64_t>, const CollectiveRecord*> by_key;
   std::vector<TimeNs> exits;                   // of all its collectives, sorted
@@ -184,6 +217,8 @@ struct RankContext {
 struct GapTime {
   WindowTime ranges;
   DurationNs mpi = 0;
+  std::map<std::string, DurationNs> kernels;  // GPU time per kernel name (mangled)
+  DurationNs kernel_total = 0;
 };
 
 // The gap runs from the rank's latest collective exit before this call (on any communicator: the
@@ -202,6 +237,7 @@ std::optional<GapTime> GapBefore(const RankContext& ctx, const CollectiveInstanc
   GapTime gap;
   gap.ranges = ctx.timeline.TimeIn(begin, member.enter, tid);
   gap.mpi = ctx.MpiTimeIn(begin, member.enter);
+  gap.kernel_total = ctx.KernelTimeIn(begin, member.enter, &gap.kernels);
   return gap;
 }
 
@@ -214,6 +250,9 @@ struct CauseStats {
   double late_gap = 0, others_gap = 0;
   double late_untracked = 0, others_untracked = 0;
   double late_mpi = 0, others_mpi = 0;
+  std::map<std::string, double> late_by_kernel;    // GPU time, ns summed over instances
+  std::map<std::string, double> others_by_kernel;  // per instance the others' median, summed
+  double late_kernels = 0, others_kernels = 0;
 };
 
 CauseStats CollectCause(const std::vector<CollectiveInstance>& instances,
@@ -264,6 +303,22 @@ CauseStats CollectCause(const std::vector<CollectiveInstance>& instances,
         median_of_others([](const GapTime& g) { return g.ranges.untracked(); });
     stats.late_mpi += static_cast<double>(mine->mpi);
     stats.others_mpi += median_of_others([](const GapTime& g) { return g.mpi; });
+    std::set<std::string> kernel_names;
+    for (const auto& [name, ns] : mine->kernels) kernel_names.insert(name);
+    for (const GapTime& g : theirs) {
+      for (const auto& [name, ns] : g.kernels) kernel_names.insert(name);
+    }
+    for (const std::string& name : kernel_names) {
+      const auto found = mine->kernels.find(name);
+      stats.late_by_kernel[name] +=
+          found == mine->kernels.end() ? 0.0 : static_cast<double>(found->second);
+      stats.others_by_kernel[name] += median_of_others([&](const GapTime& g) {
+        const auto f = g.kernels.find(name);
+        return f == g.kernels.end() ? DurationNs{0} : f->second;
+      });
+    }
+    stats.late_kernels += static_cast<double>(mine->kernel_total);
+    stats.others_kernels += median_of_others([](const GapTime& g) { return g.kernel_total; });
   }
   return stats;
 }
@@ -547,10 +602,25 @@ Finding MakeFinding(const Session& session, const Verdict& v, const CauseStats& 
   // With launch times for most late instances: a collective launched on time whose kernel still
   // started late was held up on the GPU, whatever the host did before the launch.
   const bool launch_known = launch.instances > 0 && 2 * launch.instances >= v.instances_late;
-  const bool gpu_side = launch_known && static_cast<double>(launch.launch_lateness) <
-                                            0.5 * static_cast<double>(v.median_lateness);
-  if (gpu_side) {
+  const bool gpu_queue = launch_known && static_cast<double>(launch.launch_lateness) <
+                                             0.5 * static_cast<double>(v.median_lateness);
+  // Without launch times: GPU kernel time before the call that grew by half the lateness or more
+  // is the GPU's doing too (the window is the gap between collectives on the GPU's axis).
+  std::vector<std::pair<double, std::string>> kernel_excess;
+  for (const auto& [name, late] : cause.late_by_kernel) {
+    const double diff = late - cause.others_by_kernel.at(name);
+    if (diff > 0) kernel_excess.emplace_back(diff, name);
+  }
+  std::sort(kernel_excess.rbegin(), kernel_excess.rend());
+  const double kernels_excess = cause.late_kernels - cause.others_kernels;
+  const bool gpu_kernels =
+      !launch_known && ci > 0 &&
+      kernels_excess >= std::max(0.5 * static_cast<double>(v.median_lateness) * ci, 1.0);
+  const bool gpu_side = gpu_queue || gpu_kernels;
+  if (gpu_queue) {
     cause_kind = "gpu_queue";
+  } else if (gpu_kernels) {
+    cause_kind = "gpu_kernels";
   } else if (ci > 0 &&
              std::max({range_excess, untracked_excess, mpi_excess}) >= std::max(explains, 1.0)) {
     // On a tie the more specific account wins: a named range, then MPI calls (which may sit
@@ -608,6 +678,17 @@ Finding MakeFinding(const Session& session, const Verdict& v, const CauseStats& 
   e["others_untracked_ns_per_instance"] = PerInstance(cause.others_untracked, ci);
   e["mpi_ns_per_instance"] = PerInstance(cause.late_mpi, ci);
   e["others_mpi_ns_per_instance"] = PerInstance(cause.others_mpi, ci);
+  e["kernel_ns_per_instance"] = PerInstance(cause.late_kernels, ci);
+  e["others_kernel_ns_per_instance"] = PerInstance(cause.others_kernels, ci);
+  nlohmann::json kernels = nlohmann::json::array();
+  for (size_t i = 0; i < kernel_excess.size() && i < 3; ++i) {
+    const std::string& name = kernel_excess[i].second;
+    kernels.push_back(
+        {{"kernel", Demangle(name)},
+         {"late_rank_ns_per_instance", PerInstance(cause.late_by_kernel.at(name), ci)},
+         {"others_ns_per_instance", PerInstance(cause.others_by_kernel.at(name), ci)}});
+  }
+  e["kernels"] = kernels;
   if (launch_known) {
     e["launch"] = {{"instances", launch.instances},
                    {"launch_lateness_ns", launch.launch_lateness},
@@ -637,6 +718,22 @@ Finding MakeFinding(const Session& session, const Verdict& v, const CauseStats& 
                " on the GPU behind earlier work on the stream (other ranks: " +
                FormatDuration(launch.others_queue) +
                "): its GPU is slower, or is given more work, before each call.";
+  } else if (cause_kind == "gpu_kernels") {
+    summary += " Its GPU ran longer before those calls: " +
+               FormatDuration(PerInstance(cause.late_kernels, ci)) +
+               " of kernels per call (other ranks: " +
+               FormatDuration(PerInstance(cause.others_kernels, ci)) + ").";
+  }
+  if (gpu_side) {
+    if (!kernel_excess.empty()) {
+      const std::string& name = kernel_excess.front().second;
+      std::string shown = Demangle(name);
+      if (shown.size() > 80) shown = shown.substr(0, 77) + "...";
+      summary += " The most added GPU time is in kernel '" + shown +
+                 "': " + FormatDuration(PerInstance(cause.late_by_kernel.at(name), ci)) +
+                 " per call vs " +
+                 FormatDuration(PerInstance(cause.others_by_kernel.at(name), ci)) + ".";
+    }
     look_for = "the kernels rank " + std::to_string(v.rank) + " runs before each " + ops +
                " call, against another rank's: longer kernels mean a slower GPU (clocks, "
                "throttling), more kernels mean more work on this rank";

@@ -89,6 +89,23 @@ void SetLaunches(Session* s, DurationNs before, bool launch_tracks_enter) {
   }
 }
 
+// A GPU kernel per "compute" range, spanning it, as if the range synchronized on its GPU work.
+void AddComputeKernels(Session* s) {
+  for (RankData& r : s->ranks) {
+    for (const RangeRecord& range : r.ranges) {
+      if (range.name != "compute") continue;
+      GpuActivityRecord k;
+      k.kind = GpuActivityKind::kKernel;
+      k.device = 0;
+      k.stream = 7;
+      k.start = range.start;
+      k.end = range.end;
+      k.name = "_Z10sgemm_tileILi128EEvPf";
+      r.gpu.push_back(k);
+    }
+  }
+}
+
 // A GPU-side straggler: its collective was launched on time, but its kernel started 30 ms late
 // (queued behind slower GPU work). The host ranges before the call cannot explain that; the
 // finding says the GPU queue did, and points at the GPU (nsys with CUDA trace, clocks).
@@ -97,6 +114,7 @@ TEST(StragglerAnalysisTest, LaunchedOnTimeButStartedLateIsTheGpuQueue) {
   sim.slow_compute[2] = 30 * kNsPerMs;
   Session s = Simulate(sim);
   SetLaunches(&s, 2 * kNsPerMs, /*launch_tracks_enter=*/false);
+  AddComputeKernels(&s);
   const std::vector<Finding> findings = Stragglers(s);
   ASSERT_EQ(findings.size(), 1u);
   const Finding& f = findings[0];
@@ -109,10 +127,38 @@ TEST(StragglerAnalysisTest, LaunchedOnTimeButStartedLateIsTheGpuQueue) {
               1.0 * kNsPerMs);
   EXPECT_NE(f.summary.find("launched those collectives on time"), std::string::npos) << f.summary;
   EXPECT_NE(f.summary.find("behind earlier work"), std::string::npos) << f.summary;
+  // Which kernels: the one that ran 30 ms longer per step than on the other ranks.
+  ASSERT_FALSE(f.evidence["kernels"].empty());
+  EXPECT_EQ(f.evidence["kernels"][0]["kernel"], "void sgemm_tile<128>(float*)");
+  const double late_ns = f.evidence["kernels"][0]["late_rank_ns_per_instance"].get<double>();
+  const double others_ns = f.evidence["kernels"][0]["others_ns_per_instance"].get<double>();
+  EXPECT_NEAR(late_ns - others_ns, 30.0 * kNsPerMs, 1.0 * kNsPerMs);
+  EXPECT_NE(f.summary.find("kernel 'void sgemm_tile<128>(float*)'"), std::string::npos)
+      << f.summary;
   ASSERT_EQ(f.next_steps.size(), 2u);
   EXPECT_NE(f.next_steps[0].command.find("--trace=cuda,nvtx"), std::string::npos);
   EXPECT_EQ(f.next_steps[1].tool, "nvidia-smi");
   EXPECT_NE(f.next_steps[1].command.find("ssh n2 "), std::string::npos) << f.next_steps[1].command;
+}
+
+// No launch times (CUPTI modes kernels/gpu), but GPU kernel time before the call grew by the
+// lateness: the GPU's doing, named by kernel.
+TEST(StragglerAnalysisTest, LongerKernelsBeforeTheCallAreNamedWithoutLaunchTimes) {
+  TrainingSim sim;
+  sim.slow_compute[1] = 25 * kNsPerMs;
+  Session s = Simulate(sim);
+  AddComputeKernels(&s);
+  const std::vector<Finding> findings = Stragglers(s);
+  ASSERT_EQ(findings.size(), 1u);
+  const Finding& f = findings[0];
+  EXPECT_EQ(f.ranks, std::vector<int>{1});
+  EXPECT_EQ(f.evidence["cause_kind"], "gpu_kernels");
+  EXPECT_FALSE(f.evidence.contains("launch"));
+  EXPECT_NEAR(f.evidence["kernel_ns_per_instance"].get<double>() -
+                  f.evidence["others_kernel_ns_per_instance"].get<double>(),
+              25.0 * kNsPerMs, 1.0 * kNsPerMs);
+  EXPECT_NE(f.summary.find("Its GPU ran longer before those calls"), std::string::npos)
+      << f.summary;
 }
 
 // The same lateness with the launch just as late: host side, and the range analysis stands.
