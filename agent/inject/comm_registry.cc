@@ -36,16 +36,7 @@ thread_local CacheEntry t_cache[kCacheEntries];
 thread_local uint64_t t_cache_generation = 0;
 thread_local unsigned t_cache_next = 0;
 
-constexpr uint64_t kFnvOffset = 0xcbf29ce484222325ULL;
-constexpr uint64_t kFnvPrime = 0x100000001b3ULL;
-
-uint64_t Mix(uint64_t h, uint64_t v) {
-  for (int i = 0; i < 8; ++i) {
-    h ^= (v >> (8 * i)) & 0xff;
-    h *= kFnvPrime;
-  }
-  return h;
-}
+uint64_t Mix(uint64_t h, uint64_t v) { return FnvMix(h, v); }
 
 // World ranks of `group`'s members in group order; empty on failure.
 std::vector<int> WorldRanksOf(MPI_Group group, MPI_Group world) {
@@ -159,12 +150,6 @@ __attribute__((constructor)) void RegisterForkHandlers() {
 }
 
 }  // namespace
-
-uint64_t CommIdOf(std::span<const int> world_ranks) {
-  uint64_t h = Mix(kFnvOffset, world_ranks.size());
-  for (int r : world_ranks) h = Mix(h, static_cast<uint32_t>(r));
-  return h;
-}
 
 CommInfo* LookupComm(MPI_Comm comm) {
   if (comm == MPI_COMM_NULL) return nullptr;

@@ -16,6 +16,8 @@
 #include <cstdint>
 #include <span>
 
+#include "core/comm_id.h"
+
 namespace rankscope::inject {
 
 struct CommInfo {
@@ -46,8 +48,7 @@ void NoteCommCreatedFromGroup(MPI_Comm parent, MPI_Comm child, int tag);
 // handle value to a later communicator.
 void ForgetComm(MPI_Comm comm);
 
-// The id of a communicator whose members have these MPI_COMM_WORLD ranks, in communicator rank
-// order. Pure; exposed for tests.
-uint64_t CommIdOf(std::span<const int> world_ranks);
+// The id of a communicator whose members have these MPI_COMM_WORLD ranks (core/comm_id.h).
+using rankscope::CommIdOf;
 
 }  // namespace rankscope::inject

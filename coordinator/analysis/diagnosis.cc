@@ -80,6 +80,7 @@ std::vector<Finding> Diagnose(const Session& aligned,
       findings.push_back(std::move(straggler));
     }
   }
+  for (Finding& f : FindLateSenders(aligned, options.late_sender)) findings.push_back(std::move(f));
   for (Finding& f : FindDegradedGpuLinks(aligned)) findings.push_back(std::move(f));
   for (Finding& f : FindImbalancedRings(aligned, options.ring)) findings.push_back(std::move(f));
   std::stable_sort(findings.begin(), findings.end(), [](const Finding& a, const Finding& b) {

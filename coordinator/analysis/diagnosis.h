@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "coordinator/analysis/dataloader_analysis.h"
+#include "coordinator/analysis/p2p_analysis.h"
 #include "coordinator/analysis/ring_analysis.h"
 #include "coordinator/analysis/straggler_analysis.h"
 #include "coordinator/findings.h"
@@ -18,6 +19,7 @@ struct AnalysisOptions {
   StragglerOptions straggler;
   DataloaderOptions dataloader;
   RingOptions ring;
+  LateSenderOptions late_sender;
 };
 
 // Matches the collectives of `aligned` (which should have gone through AlignSession) and runs the

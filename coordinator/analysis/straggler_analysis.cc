@@ -848,7 +848,26 @@ std::vector<Finding> FindStragglers(const Session& session,
     const RankArrivals& arrivals = table.ranks.at(v.rank);
     const CauseStats cause = CollectCause(instances, arrivals, v.late, v.rank, contexts);
     const LaunchSplit launch = SplitLaunch(instances, arrivals, v.late);
-    findings.push_back(MakeFinding(session, v, cause, launch, options));
+    Finding f = MakeFinding(session, v, cause, launch, options);
+    // Late with nothing to show for it: its time between calls is the others' (it did not work
+    // or wait longer), so it arrived late only because it left the previous collective late, in
+    // the collective's own release order (MPI progress, ranks sharing cores). Not its doing.
+    const int ci = cause.instances;
+    if (f.evidence["cause_kind"] == "unexplained" && ci > 0 &&
+        cause.late_gap - cause.others_gap < 0.25 * static_cast<double>(v.median_lateness) * ci) {
+      if (notes != nullptr) {
+        notes->push_back(RankLabel(session, v.rank) + " arrived late at " +
+                         std::to_string(v.instances_late) + "/" + std::to_string(v.instances) +
+                         " collective calls, median " + FormatDuration(v.median_lateness) +
+                         ", but its time between calls matches the other ranks' (" +
+                         FormatDuration(PerInstance(cause.late_gap, ci)) + " vs " +
+                         FormatDuration(PerInstance(cause.others_gap, ci)) +
+                         "): it left each previous collective late (release order, CPU sharing), "
+                         "so it is not reported as a straggler.");
+      }
+      continue;
+    }
+    findings.push_back(std::move(f));
   }
   return findings;
 }

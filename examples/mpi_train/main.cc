@@ -77,6 +77,13 @@ int Train(const Options& options, int rank, int world) {
   for (int step = 0; step < options.steps; ++step) {
     nvtxRangePushA("step");
 
+    if (options.pipeline && rank > 0) {
+      nvtxRangePushA("recv");
+      MPI_Recv(reduced.data(), options.elems, MPI_FLOAT, rank - 1, step, MPI_COMM_WORLD,
+               MPI_STATUS_IGNORE);
+      nvtxRangePop();
+    }
+
     nvtxRangePushA("data");
     LoadBatch(rank, step, &batch);
     if (rank == options.slow_loader_rank) SleepMs(options.loader_ms);
@@ -100,13 +107,22 @@ int Train(const Options& options, int rank, int world) {
     }
     nvtxRangePop();
 
-    nvtxRangePushA("allreduce");
-    MPI_Allreduce(batch.data(), reduced.data(), options.elems, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
-    nvtxRangePop();
+    if (options.pipeline) {
+      if (rank + 1 < world) {
+        nvtxRangePushA("send");
+        MPI_Send(batch.data(), options.elems, MPI_FLOAT, rank + 1, step, MPI_COMM_WORLD);
+        nvtxRangePop();
+      }
+    } else {
+      nvtxRangePushA("allreduce");
+      MPI_Allreduce(batch.data(), reduced.data(), options.elems, MPI_FLOAT, MPI_SUM,
+                    MPI_COMM_WORLD);
+      nvtxRangePop();
+    }
 
     nvtxRangePop();  // step
 
-    checksum = MixChecksum(checksum, reduced);
+    checksum = MixChecksum(checksum, options.pipeline ? batch : reduced);
     if (rank == 0 && !options.quiet && (step + 1) % 10 == 0) {
       std::printf("mpi_train: step %d/%d, %.2f ms/step\n", step + 1, options.steps,
                   MsSince(window_start) / 10);

@@ -45,6 +45,8 @@ std::string Usage() {
          "  --loader-ms MS         extra data-loading time (default 25)\n"
          "  --crash-rank R         rank R calls abort() at --crash-step\n"
          "  --crash-step S         step of the crash (default steps/2)\n"
+         "  --pipeline             pipeline stages instead: step > recv (MPI_Recv of --elems\n"
+         "                         floats from rank-1), data, compute, send (MPI_Send to rank+1)\n"
          "  --quiet                no progress lines, only the final summary\n"
          "  --help                 this text\n"
          "Rank 0 prints a progress line every 10 steps and a final line\n"
@@ -57,6 +59,10 @@ std::string ParseOptions(int argc, char** argv, Options* options) {
     std::string_view arg = argv[i];
     if (arg == "--quiet") {
       options->quiet = true;
+      continue;
+    }
+    if (arg == "--pipeline") {
+      options->pipeline = true;
       continue;
     }
     if (arg == "--help" || arg == "-h") {

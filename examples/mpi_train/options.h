@@ -24,6 +24,9 @@ struct Options {
   int crash_step = -1;  // -1: steps / 2.
 
   bool quiet = false;
+  // Pipeline stages instead of data parallelism: rank r receives --elems floats from r-1,
+  // computes, and sends them to r+1 (MPI_Recv / MPI_Send); no allreduce.
+  bool pipeline = false;
   bool help = false;
 };
 

@@ -39,6 +39,22 @@ class RunMpirun(RankscopeTest):
         self.assertTrue(f["next_steps"], "a finding names what to run next")
         self.assertIn("rank 2", proc.stderr)  # the printed report
 
+    def test_slow_pipeline_stage_is_the_late_sender_not_the_stages_behind_it(self):
+        # Rank 1 of a 4-stage MPI_Send/MPI_Recv pipeline computes 20 ms longer: rank 2 waits for
+        # it in MPI_Recv, and rank 3 waits for rank 2 only because rank 2 waited (a wait chain).
+        proc, out = self.run_rankscope(
+            mpirun(4, MPI_TRAIN, "--pipeline", "--steps", STEPS, "--elems", "1024",
+                   "--slow-rank", "1", "--slow-ms", "20", "--slow-mode", "sleep"))
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        s = Session(out)
+        kinds = [(f["kind"], f["ranks"]) for f in s.findings]
+        self.assertEqual(kinds, [("late_sender", [1])], s.findings)
+        f = s.findings[0]
+        self.assertEqual(f["evidence"]["receivers"], [2], f)
+        self.assertGreater(f["evidence"]["median_direct_wait_ns"], 15e6, f)
+        self.assertLess(f["evidence"]["median_direct_wait_ns"], 40e6, f)
+        self.assertIn("NVTX range 'compute'", f["summary"], f)
+
     def test_dataloader_rank_found_and_only_it(self):
         proc, out = self.run_rankscope(
             mpirun(4, MPI_TRAIN, "--steps", STEPS, "--slow-loader-rank", "1", "--loader-ms", "25"))

@@ -1,0 +1,199 @@
+#include "coordinator/analysis/p2p_analysis.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <random>
+
+#include "coordinator/analysis/diagnosis.h"
+#include "core/comm_id.h"
+
+namespace rankscope {
+namespace {
+
+// A pipeline of `ranks` stages, as pipeline-parallel training runs it: every step, stage r
+// receives from r-1 (blocking in MPI_Recv until the message is there), computes inside NVTX range
+// "compute", and sends to r+1 (eager: the send returns at once).
+struct PipelineSim {
+  int ranks = 4;
+  int steps = 40;
+  DurationNs compute = 10 * kNsPerMs;
+  DurationNs jitter = 300 * kNsPerUs;
+  std::map<int, DurationNs> slow;  // extra compute per step, by rank
+  // Post with MPI_Isend and receive with MPI_Irecv + MPI_Wait (the Wait blocks).
+  bool nonblocking = false;
+  // Run on a communicator whose ranks are the world's in reverse order (known to the coordinator
+  // through one collective each rank made on it), instead of MPI_COMM_WORLD.
+  bool reversed_comm = false;
+  bool tag_by_step = false;  // tag = step, as codes tagging messages by microbatch do
+  uint64_t seed = 3;
+};
+
+Session SimulatePipeline(const PipelineSim& sim) {
+  std::mt19937_64 rng(sim.seed);
+  auto jitter = [&] { return std::uniform_int_distribution<DurationNs>(0, sim.jitter)(rng); };
+  Session s;
+  s.session_id = "p2p";
+  s.launcher = "mpirun";
+  s.world_size = sim.ranks;
+  s.command = {"mpirun", "-np", std::to_string(sim.ranks), "./pipe"};
+  s.aligned = true;
+  s.ranks.resize(static_cast<size_t>(sim.ranks));
+  const uint64_t comm = sim.reversed_comm ? 0xabcdef : WorldCommId(sim.ranks);
+  auto comm_rank = [&](int world) { return sim.reversed_comm ? sim.ranks - 1 - world : world; };
+  for (int r = 0; r < sim.ranks; ++r) {
+    RankData& d = s.ranks[static_cast<size_t>(r)];
+    d.id.rank = r;
+    d.id.world_size = sim.ranks;
+    d.id.node = "n" + std::to_string(r);
+    d.id.launcher = "mpirun";
+    d.id.program_pid = 100 + r;
+    d.id.program = {"./pipe"};
+    d.clock_fitted = true;
+    d.finished = true;
+    if (sim.reversed_comm) {
+      CollectiveRecord c;
+      c.comm_id = comm;
+      c.op = CollectiveOp::kBarrier;
+      c.comm_size = sim.ranks;
+      c.comm_rank = comm_rank(r);
+      c.enter = 1;
+      c.exit = 2;
+      d.collectives.push_back(c);
+    }
+  }
+  const TimeNs t0 = 100 * kNsPerSec;
+  std::vector<TimeNs> ready(static_cast<size_t>(sim.ranks), t0);
+  for (int k = 0; k < sim.steps; ++k) {
+    TimeNs upstream_post = 0;
+    for (int r = 0; r < sim.ranks; ++r) {
+      RankData& d = s.ranks[static_cast<size_t>(r)];
+      TimeNs t = ready[static_cast<size_t>(r)];
+      if (r > 0) {
+        const TimeNs done = std::max(t, upstream_post) + 20 * kNsPerUs;
+        P2PRecord rcv;
+        rcv.kind = sim.nonblocking ? P2PKind::kWait : P2PKind::kRecv;
+        rcv.completed = sim.nonblocking ? P2PKind::kIrecv : P2PKind::kRecv;
+        rcv.peer = comm_rank(r - 1);
+        rcv.tag = sim.tag_by_step ? k : 7;
+        rcv.comm_id = comm;
+        rcv.enter = t;
+        rcv.exit = done;
+        if (sim.nonblocking) {
+          P2PRecord post = rcv;  // the Irecv itself, posted at the step's start
+          post.kind = P2PKind::kIrecv;
+          post.completed = P2PKind::kIrecv;
+          post.enter = post.exit = t - 5 * kNsPerUs;
+          d.p2p.push_back(post);
+        }
+        d.p2p.push_back(rcv);
+        t = done;
+      }
+      auto extra = sim.slow.find(r);
+      const TimeNs end = t + sim.compute + jitter() + (extra == sim.slow.end() ? 0 : extra->second);
+      d.ranges.push_back({"", "compute", t, end, 1, 0});
+      t = end;
+      if (r + 1 < sim.ranks) {
+        P2PRecord snd;
+        snd.kind = sim.nonblocking ? P2PKind::kIsend : P2PKind::kSend;
+        snd.completed = snd.kind;
+        snd.peer = comm_rank(r + 1);
+        snd.tag = sim.tag_by_step ? k : 7;
+        snd.comm_id = comm;
+        snd.bytes = 1 << 20;
+        snd.enter = t;
+        snd.exit = t + 5 * kNsPerUs;
+        d.p2p.push_back(snd);
+        upstream_post = t;
+        t = snd.exit;
+      }
+      ready[static_cast<size_t>(r)] = t;
+    }
+  }
+  return s;
+}
+
+TEST(LateSenderTest, TheSlowStageIsNamedNotTheStagesBehindIt) {
+  PipelineSim sim;
+  sim.slow[1] = 20 * kNsPerMs;
+  const Session s = SimulatePipeline(sim);
+  P2PMatchStats stats;
+  const std::vector<P2PMessage> late = MatchMessages(s, &stats);
+  EXPECT_EQ(stats.matched, 3 * sim.steps);
+  EXPECT_EQ(stats.unmapped, 0);
+  // Rank 3 waits for rank 2 as long as rank 2 waits for rank 1, but all of it is passed on.
+  DurationNs from2_direct = 0, from2_wait = 0;
+  for (const P2PMessage& m : late) {
+    if (m.sender == 2) {
+      from2_direct += m.direct;
+      from2_wait += m.wait;
+    }
+  }
+  EXPECT_GT(from2_wait, 10 * 20 * kNsPerMs);
+  EXPECT_LT(from2_direct, from2_wait / 10);
+
+  const std::vector<Finding> findings = FindLateSenders(s, LateSenderOptions{});
+  ASSERT_EQ(findings.size(), 1u);
+  const Finding& f = findings[0];
+  EXPECT_EQ(f.kind, "late_sender");
+  EXPECT_EQ(f.ranks, std::vector<int>{1});
+  EXPECT_EQ(f.nodes, std::vector<std::string>{"n1"});
+  EXPECT_EQ(f.evidence["receivers"], std::vector<int>{2});
+  EXPECT_NEAR(f.evidence["median_direct_wait_ns"].get<double>(), 20.0 * kNsPerMs, 1.0 * kNsPerMs);
+  EXPECT_GE(f.evidence["late_messages"].get<int>(), sim.steps - 2);
+  EXPECT_EQ(f.evidence["sender_ranges"][0]["range"], "compute");
+  EXPECT_NE(f.summary.find("rank 1 (node n1) sent late: rank 2 waited in receives"),
+            std::string::npos)
+      << f.summary;
+  EXPECT_NE(f.summary.find("NVTX range 'compute'"), std::string::npos) << f.summary;
+  ASSERT_FALSE(f.next_steps.empty());
+  EXPECT_EQ(f.next_steps[0].tool, "nsys");
+  EXPECT_NE(f.next_steps[0].command.find("= 1 ]; then exec nsys"), std::string::npos);
+}
+
+TEST(LateSenderTest, NonBlockingCallsOnAnotherCommunicatorMatchThroughItsRanks) {
+  PipelineSim sim;
+  sim.slow[2] = 15 * kNsPerMs;
+  sim.nonblocking = true;
+  sim.reversed_comm = true;
+  sim.tag_by_step = true;
+  const Session s = SimulatePipeline(sim);
+  P2PMatchStats stats;
+  MatchMessages(s, &stats);
+  EXPECT_EQ(stats.matched, 3 * sim.steps);
+  const std::vector<Finding> findings = FindLateSenders(s, LateSenderOptions{});
+  ASSERT_EQ(findings.size(), 1u);
+  EXPECT_EQ(findings[0].ranks, std::vector<int>{2});
+  EXPECT_EQ(findings[0].evidence["receivers"], std::vector<int>{3});
+  EXPECT_NEAR(findings[0].evidence["median_direct_wait_ns"].get<double>(), 15.0 * kNsPerMs,
+              1.0 * kNsPerMs);
+}
+
+TEST(LateSenderTest, BalancedPipelinesGiveNoFinding) {
+  for (uint64_t seed = 1; seed <= 30; ++seed) {
+    PipelineSim sim;
+    sim.seed = seed;
+    sim.ranks = 2 + static_cast<int>(seed % 7);
+    sim.jitter = (seed % 3 + 1) * kNsPerMs;  // up to 30% of the compute time
+    const Session s = SimulatePipeline(sim);
+    EXPECT_TRUE(FindLateSenders(s, LateSenderOptions{}).empty()) << "seed " << seed;
+    EXPECT_TRUE(Diagnose(s, AnalysisOptions{}).empty()) << "seed " << seed;
+  }
+}
+
+TEST(LateSenderTest, UnplaceablePeersAreCountedNotMatched) {
+  PipelineSim sim;
+  sim.slow[1] = 20 * kNsPerMs;
+  Session s = SimulatePipeline(sim);
+  for (RankData& r : s.ranks) {
+    for (P2PRecord& p : r.p2p) p.comm_id = 0x1234;  // a communicator nothing maps
+  }
+  P2PMatchStats stats;
+  EXPECT_TRUE(MatchMessages(s, &stats).empty());
+  EXPECT_EQ(stats.matched, 0);
+  EXPECT_EQ(stats.unmapped, stats.sends + stats.receives);
+  EXPECT_TRUE(FindLateSenders(s, LateSenderOptions{}).empty());
+}
+
+}  // namespace
+}  // namespace rankscope
