@@ -11,11 +11,13 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <optional>
 
 #include "agent/identity.h"
 #include "agent/ipc_server.h"
 #include "agent/nccl_collector.h"
 #include "agent/nvml_sampler.h"
+#include "agent/proc_sampler.h"
 #include "agent/uplink.h"
 
 namespace rankscope {
@@ -97,6 +99,21 @@ std::vector<char*> CStrings(std::vector<std::string>& v) {
   std::vector<char*> out;
   for (std::string& s : v) out.push_back(s.data());
   out.push_back(nullptr);
+  return out;
+}
+
+v1::ProcessStats ToProto(const ProcessTreeStats& s) {
+  v1::ProcessStats out;
+  out.set_rchar(s.rchar);
+  out.set_wchar(s.wchar);
+  out.set_read_bytes(s.read_bytes);
+  out.set_write_bytes(s.write_bytes);
+  out.set_cpu_user_ns(s.cpu_user_ns);
+  out.set_cpu_system_ns(s.cpu_system_ns);
+  out.set_blkio_delay_ns(s.blkio_delay_ns);
+  out.set_processes(s.processes);
+  out.set_samples(s.samples);
+  out.set_io_unreadable(s.io_unreadable);
   return out;
 }
 
@@ -208,6 +225,8 @@ ChildExit RunAgent(const AgentOptions& options) {
     _exit(errno == ENOENT ? 127 : 126);
   }
   ChildExit result;
+  std::unique_ptr<ProcSampler> proc;
+  std::optional<ProcessTreeStats> proc_stats;
   if (pid < 0) {
     sigprocmask(SIG_SETMASK, &old, nullptr);
     std::fprintf(stderr, "rankscope agent: fork failed: %s\n", std::strerror(errno));
@@ -222,7 +241,20 @@ ChildExit RunAgent(const AgentOptions& options) {
     }
     if (nccl) nccl->Start(pid);
     if (nvml) nvml->Start();
+    const char* proc_switch = std::getenv("RANKSCOPE_PROC");
+    if (profiled && (proc_switch == nullptr || std::string(proc_switch) != "0")) {
+      proc = std::make_unique<ProcSampler>(pid, kNsPerSec);
+      proc->Start();
+    }
     int status = 0;
+    if (proc) {
+      // Wait for the exit without reaping, so the program's final counters are still readable.
+      siginfo_t info{};
+      while (waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOWAIT) < 0 &&
+             errno == EINTR) {
+      }
+      proc_stats = proc->Finish();
+    }
     while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
     }
     if (WIFSIGNALED(status)) {
@@ -244,6 +276,7 @@ ChildExit RunAgent(const AgentOptions& options) {
       RemoveTree(nccl_dir);
     }
     if (nvml) uplink->SetNvml(nvml->Finish());
+    if (proc_stats) uplink->SetProcessStats(ToProto(*proc_stats));
     if (result.term_signal != 0) {
       uplink->AddNotice("program killed by signal " + std::to_string(result.term_signal) + " (" +
                         strsignal(result.term_signal) + ")");

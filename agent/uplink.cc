@@ -119,6 +119,11 @@ void Uplink::SetNvml(v1::NvmlReport report) {
   *pending_.mutable_nvml() = std::move(report);
 }
 
+void Uplink::SetProcessStats(v1::ProcessStats stats) {
+  std::lock_guard<std::mutex> lock(mu_);
+  *pending_.mutable_proc() = std::move(stats);
+}
+
 bool Uplink::TryRegister() {
   if (refused_.load()) return false;
   v1::RegisterRequest req;

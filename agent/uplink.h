@@ -59,6 +59,8 @@ class Uplink {
   void SetNccl(v1::NcclSummary summary);
   void SetTopology(v1::TopologyDump dump);
   void SetNvml(v1::NvmlReport report);
+  // The rank's /proc figures (agent/proc_sampler.h), before Finish.
+  void SetProcessStats(v1::ProcessStats stats);
 
   // Sends the exit status with everything still queued and a final clock sync; returns when
   // the coordinator acknowledged it or options.final_timeout passed. Call once.

@@ -217,6 +217,21 @@ grpc::Status CoordinatorService::Upload(grpc::ServerContext* ctx, const v1::Uplo
       rank.nvml = std::move(snapshot);
     }
   }
+  if (req->has_proc()) {
+    const v1::ProcessStats& p = req->proc();
+    ProcessTreeStats s;
+    s.rchar = p.rchar();
+    s.wchar = p.wchar();
+    s.read_bytes = p.read_bytes();
+    s.write_bytes = p.write_bytes();
+    s.cpu_user_ns = p.cpu_user_ns();
+    s.cpu_system_ns = p.cpu_system_ns();
+    s.blkio_delay_ns = p.blkio_delay_ns();
+    s.processes = p.processes();
+    s.samples = p.samples();
+    s.io_unreadable = p.io_unreadable();
+    rank.proc = s;
+  }
   if (req->final()) rank.finished = true;
   resp->set_acked_through(req->batch_seq());
   cv_.notify_all();

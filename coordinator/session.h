@@ -11,6 +11,7 @@
 
 #include "agent/topology/nvml.h"
 #include "core/clock_model.h"
+#include "core/proc_stats.h"
 #include "core/records.h"
 #include "core/time.h"
 
@@ -93,6 +94,9 @@ struct RankData {
   // NVML on this rank's node (local rank 0 reads it): the GPUs, or why NVML could not be read.
   std::optional<NvmlSnapshot> nvml;
   std::string nvml_error;
+  // What the rank's processes (program + the processes it started) did, from the agent's /proc
+  // sampling; absent when the agent did not sample.
+  std::optional<ProcessTreeStats> proc;
 
   std::vector<std::string> notices;  // from the agent / inject library, shown in the report
   uint64_t dropped_records = 0;

@@ -11,6 +11,7 @@
 #include "coordinator/analysis/describe.h"
 #include "coordinator/analysis/next_steps.h"
 #include "coordinator/analysis/range_timeline.h"
+#include "core/format.h"
 #include "core/robust_stats.h"
 
 namespace rankscope {
@@ -140,6 +141,67 @@ std::string NamesLabel(const std::vector<std::pair<DurationNs, std::string>>& na
   return out;
 }
 
+// What the rank's processes did, against the other ranks' median, from the agents' /proc
+// sampling: the loader reads more (I/O), computes more (CPU: decoding, augmentation), or neither
+// (it waits: sleep, network, a lock, worker processes). Adds evidence["process"] and returns the
+// sentence for the summary; empty without /proc figures for the rank and another rank.
+std::string ProcessEvidence(const Session& session, int rank, DurationNs excess, Finding* f) {
+  const RankData* self = session.FindRank(rank);
+  if (self == nullptr || !self->proc) return "";
+  std::vector<double> rchar, read_bytes, cpu;
+  for (const RankData& r : session.ranks) {
+    if (r.id.rank == rank || !r.proc || r.proc->io_unreadable) continue;
+    rchar.push_back(static_cast<double>(r.proc->rchar));
+    read_bytes.push_back(static_cast<double>(r.proc->read_bytes));
+    cpu.push_back(static_cast<double>(r.proc->cpu_user_ns + r.proc->cpu_system_ns));
+  }
+  if (cpu.empty()) return "";
+  const ProcessTreeStats& p = *self->proc;
+  const double my_cpu = static_cast<double>(p.cpu_user_ns + p.cpu_system_ns);
+  const double others_rchar = Median(rchar), others_read = Median(read_bytes);
+  const double others_cpu = Median(cpu);
+  constexpr double kMinBytes = 64.0 * (1 << 20);
+  auto much_more = [&](double mine, double others) {
+    return mine >= 2 * others && mine - others >= kMinBytes;
+  };
+  const bool io = !p.io_unreadable && much_more(static_cast<double>(p.rchar), others_rchar);
+  const bool storage =
+      !p.io_unreadable && much_more(static_cast<double>(p.read_bytes), others_read);
+  // Ranks waiting in MPI burn CPU too (MPI polls), so the others' CPU is inflated: a third of the
+  // excess time spent computing, and 30% more CPU than theirs, already says the loader computes.
+  const bool busy =
+      my_cpu >= 1.3 * others_cpu && my_cpu - others_cpu >= 0.3 * static_cast<double>(excess);
+  const std::string verdict = io || storage ? "io" : busy ? "cpu" : "waiting";
+  f->evidence["process"] = {{"verdict", verdict},
+                            {"rchar_bytes", p.rchar},
+                            {"others_rchar_bytes", others_rchar},
+                            {"read_bytes", p.read_bytes},
+                            {"others_read_bytes", others_read},
+                            {"cpu_ns", my_cpu},
+                            {"others_cpu_ns", others_cpu},
+                            {"blkio_delay_ns", p.blkio_delay_ns},
+                            {"processes", p.processes},
+                            {"io_unreadable", p.io_unreadable}};
+  auto gb = [](double bytes) { return FormatBytes(static_cast<int64_t>(bytes)); };
+  const std::string cpu_text =
+      FormatDuration(static_cast<DurationNs>(my_cpu)) +
+      " of CPU (other ranks: " + FormatDuration(static_cast<DurationNs>(others_cpu)) + ")";
+  if (verdict == "io") {
+    return " Its processes read " +
+           (storage
+                ? gb(static_cast<double>(p.read_bytes)) +
+                      " from storage (other ranks: " + gb(others_read) + ")"
+                : gb(static_cast<double>(p.rchar)) + " (other ranks: " + gb(others_rchar) + ")") +
+           ": the loader is I/O-heavy on this rank.";
+  }
+  if (verdict == "cpu") {
+    return " Its processes used " + cpu_text + ": decoding or augmentation is CPU-bound.";
+  }
+  return " Its processes read and computed no more than the other ranks' (" +
+         gb(static_cast<double>(p.rchar)) + " read, " + cpu_text +
+         "): the loader waits (sleep, network, a lock, or its worker processes).";
+}
+
 Finding MakeFinding(const Session& session, const RankSteps& rank, const Verdict& v,
                     const DataloaderOptions& options) {
   Finding f;
@@ -186,6 +248,7 @@ Finding MakeFinding(const Session& session, const RankSteps& rank, const Verdict
               " per step in " + label + " vs " + FormatDuration(v.others_median_data) +
               " on the other ranks (in " + std::to_string(v.steps_skewed) + "/" +
               std::to_string(v.steps) + " steps).";
+  f.summary += ProcessEvidence(session, rank.rank, v.total_excess, &f);
 
   const std::string r = std::to_string(rank.rank);
   if (std::optional<NextStep> cpu = CpuProfileStepForRank(

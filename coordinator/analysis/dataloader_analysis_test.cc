@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <string>
+
 #include "coordinator/analysis/analysis_test_util.h"
 
 namespace rankscope {
@@ -71,6 +73,44 @@ TEST(DataloaderAnalysisTest, LoaderBetweenStepRangesCountsTowardTheNextStep) {
   ASSERT_EQ(findings.size(), 1u);
   EXPECT_EQ(findings[0].ranks, std::vector<int>{2});
   EXPECT_GE(findings[0].evidence["steps_skewed"].get<int>(), 49);  // step 0 has no window before
+}
+
+// The agents' /proc figures say how the slow loader spends its time: reading, computing, or
+// neither (waiting). 4 ranks, rank 1's data range 24 ms longer over 50 steps (1.2 s in all).
+std::string ProcessVerdict(uint64_t rchar1, uint64_t read1, int64_t cpu1_ms, Finding* out) {
+  TrainingSim sim;
+  sim.slow_data[1] = 24 * kNsPerMs;
+  Session s = Simulate(sim);
+  for (RankData& r : s.ranks) {
+    ProcessTreeStats p;
+    p.rchar = 10 << 20;
+    p.read_bytes = 1 << 20;
+    p.cpu_user_ns = 1000 * kNsPerMs;
+    if (r.id.rank == 1) {
+      p.rchar = rchar1;
+      p.read_bytes = read1;
+      p.cpu_user_ns = cpu1_ms * kNsPerMs;
+    }
+    r.proc = p;
+  }
+  const std::vector<Finding> findings = FindDataloaderSkew(s, DataloaderOptions{});
+  if (findings.size() != 1) return "findings: " + std::to_string(findings.size());
+  *out = findings[0];
+  return out->evidence["process"]["verdict"];
+}
+
+TEST(DataloaderAnalysisTest, ProcessFiguresSayWhetherTheLoaderReadsComputesOrWaits) {
+  Finding f;
+  EXPECT_EQ(ProcessVerdict(uint64_t{4} << 30, uint64_t{3} << 30, 1000, &f), "io");
+  EXPECT_NE(f.summary.find("read 3.0 GiB from storage (other ranks: 1.0 MiB)"), std::string::npos)
+      << f.summary;
+  EXPECT_EQ(ProcessVerdict(uint64_t{4} << 30, 1 << 20, 1000, &f), "io");  // page cache
+  EXPECT_NE(f.summary.find("read 4.0 GiB (other ranks: 10.0 MiB)"), std::string::npos) << f.summary;
+  EXPECT_EQ(ProcessVerdict(10 << 20, 1 << 20, 2100, &f), "cpu");
+  EXPECT_NE(f.summary.find("CPU-bound"), std::string::npos) << f.summary;
+  EXPECT_EQ(ProcessVerdict(10 << 20, 1 << 20, 1100, &f), "waiting");
+  EXPECT_NE(f.summary.find("the loader waits"), std::string::npos) << f.summary;
+  EXPECT_EQ(f.evidence["process"]["others_cpu_ns"], 1000.0 * kNsPerMs);
 }
 
 TEST(DataloaderAnalysisTest, CleanAndEmptySessionsGiveNothing) {

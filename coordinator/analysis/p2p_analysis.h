@@ -11,11 +11,11 @@
 // Wait chains (Scalasca's delay analysis): a sender that was itself blocked in point-to-point
 // calls while its receiver waited may only be passing a delay on (a pipeline stage waiting for
 // the stage before it). Over the synchronisation interval of a message (from the previous message
-// between the same two ranks, any tag, to this send) the sender's busy time (outside point-to-point calls) is
-// compared with the receiver's busy time up to its blocking: the excess, at most the wait, is the
-// sender's direct delay; the rest of the wait was propagated. A late sender is judged on its
-// direct delays over all its messages, so the slow stage is named, not the ones behind it, and
-// random jitter (late half the time, early the other half) is not.
+// between the same two ranks, any tag, to this send) the sender's busy time (outside point-to-point
+// calls) is compared with the receiver's busy time up to its blocking: the excess, at most the
+// wait, is the sender's direct delay; the rest of the wait was propagated. A late sender is judged
+// on its direct delays over all its messages, so the slow stage is named, not the ones behind it,
+// and random jitter (late half the time, early the other half) is not.
 #pragma once
 
 #include <string>

@@ -51,6 +51,20 @@ json RankJson(const RankData& r) {
   rank["term_signal"] = r.term_signal;
   rank["finished"] = r.finished;
   rank["dropped_records"] = r.dropped_records;
+  if (r.proc) {
+    // The rank's processes (program + the ones it started), from /proc.
+    const ProcessTreeStats& p = *r.proc;
+    rank["process"] = {{"rchar_bytes", p.rchar},
+                       {"read_bytes", p.read_bytes},
+                       {"wchar_bytes", p.wchar},
+                       {"write_bytes", p.write_bytes},
+                       {"cpu_user_ns", p.cpu_user_ns},
+                       {"cpu_system_ns", p.cpu_system_ns},
+                       {"blkio_delay_ns", p.blkio_delay_ns},
+                       {"processes", p.processes},
+                       {"samples", p.samples},
+                       {"io_unreadable", p.io_unreadable}};
+  }
   rank["notices"] = r.notices;
   rank["clock"] = {
       {"offset_ns", r.clock.offset_ns},

@@ -194,6 +194,10 @@ CREATE TABLE findings (idx INTEGER PRIMARY KEY, kind TEXT, severity TEXT, findin
 CREATE TABLE rank_gpu (rank_idx INTEGER, nccl TEXT, topology_source TEXT, topology_xml TEXT,
                        nvml TEXT, nvml_error TEXT);
 CREATE TABLE gpu_names (id INTEGER PRIMARY KEY, name TEXT);
+CREATE TABLE rank_proc (
+  rank_idx INTEGER, rchar INTEGER, wchar INTEGER, read_bytes INTEGER, write_bytes INTEGER,
+  cpu_user_ns INTEGER, cpu_system_ns INTEGER, blkio_delay_ns INTEGER, processes INTEGER,
+  samples INTEGER, io_unreadable INTEGER);
 CREATE TABLE gpu_activity (
   rank_idx INTEGER, kind INTEGER, device INTEGER, context INTEGER, stream INTEGER,
   correlation_id INTEGER, start_ns INTEGER, end_ns INTEGER, bytes INTEGER, copy_kind INTEGER,
@@ -245,8 +249,9 @@ Status WriteRanks(const Connection& db, const Session& s) {
                      "INSERT INTO gpu_activity VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
                      "?, ?, ?, ?, ?)");
   Statement name_row(db, "INSERT INTO gpu_names VALUES (?, ?)");
+  Statement proc(db, "INSERT INTO rank_proc VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
   for (const Statement* st :
-       {&rank_row, &sample, &collective, &p2p, &range, &mark, &gpu, &activity, &name_row}) {
+       {&rank_row, &sample, &collective, &p2p, &range, &mark, &gpu, &activity, &name_row, &proc}) {
     RETURN_IF_ERROR(st->status());
   }
 
@@ -309,6 +314,13 @@ Status WriteRanks(const Connection& db, const Session& s) {
         gpu.Null();
       }
       RETURN_IF_ERROR(gpu.Text(r.nvml_error).Run());
+    }
+    if (r.proc) {
+      const ProcessTreeStats& x = *r.proc;
+      proc.Int(idx).Int(static_cast<int64_t>(x.rchar)).Int(static_cast<int64_t>(x.wchar));
+      proc.Int(static_cast<int64_t>(x.read_bytes)).Int(static_cast<int64_t>(x.write_bytes));
+      proc.Int(x.cpu_user_ns).Int(x.cpu_system_ns).Int(x.blkio_delay_ns).Int(x.processes);
+      RETURN_IF_ERROR(proc.Int(x.samples).Int(x.io_unreadable ? 1 : 0).Run());
     }
   }
   return Status::Ok();
@@ -704,6 +716,27 @@ Status ReadAllRecords(const Connection& db, Session* s, int version) {
         r.nvml_error = q.ColumnText(5);
         return Status::Ok();
       }));
+  if (version >= 3) {
+    RETURN_IF_ERROR(ReadRecords(
+        db, s, "rank_proc",
+        "SELECT rank_idx, rchar, wchar, read_bytes, write_bytes, cpu_user_ns, cpu_system_ns, "
+        "blkio_delay_ns, processes, samples, io_unreadable FROM rank_proc ORDER BY rowid",
+        [](const Statement& q, RankData& r) {
+          ProcessTreeStats x;
+          x.rchar = static_cast<uint64_t>(q.ColumnInt(1));
+          x.wchar = static_cast<uint64_t>(q.ColumnInt(2));
+          x.read_bytes = static_cast<uint64_t>(q.ColumnInt(3));
+          x.write_bytes = static_cast<uint64_t>(q.ColumnInt(4));
+          x.cpu_user_ns = q.ColumnInt(5);
+          x.cpu_system_ns = q.ColumnInt(6);
+          x.blkio_delay_ns = q.ColumnInt(7);
+          x.processes = static_cast<int32_t>(q.ColumnInt(8));
+          x.samples = static_cast<int32_t>(q.ColumnInt(9));
+          x.io_unreadable = q.ColumnInt(10) != 0;
+          r.proc = x;
+          return Status::Ok();
+        }));
+  }
   return version >= 2 ? ReadGpuActivity(db, s) : Status::Ok();
 }
 

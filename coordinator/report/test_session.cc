@@ -79,6 +79,7 @@ Session MakeSession() {
       c.enter = t0 + 5 * kNsPerMs + late;
       c.exit = t0 + 7 * kNsPerMs + 200 * kNsPerUs;
       c.tid = 100;
+      if (rank == 0) c.launched = c.enter - 30 * kNsPerUs;  // only rank 0: no launch split
       r.collectives.push_back(c);
     }
     if (rank != 2) {
@@ -169,6 +170,19 @@ Session MakeSession() {
       {1, "NVIDIA H200", "GPU-b", "00000000:00:07.0", 4, 5, 16, 16, 18, 18, 1ull << 37});
   s.ranks[0].nvml = nvml;
   s.ranks[2].nvml_error = "NVML: cannot load libnvidia-ml.so.1";
+  ProcessTreeStats proc;
+  proc.rchar = 3'000'000'000ULL;
+  proc.wchar = 12;
+  proc.read_bytes = 1'500'000'000ULL;
+  proc.write_bytes = 4096;
+  proc.cpu_user_ns = 2 * kNsPerSec;
+  proc.cpu_system_ns = 300 * kNsPerMs;
+  proc.blkio_delay_ns = 40 * kNsPerMs;
+  proc.processes = 5;
+  proc.samples = 9;
+  s.ranks[1].proc = proc;
+  s.ranks[2].proc = ProcessTreeStats{};
+  s.ranks[2].proc->io_unreadable = true;
 
   s.ranks[0].topology_source = "/tmp/topo.xml";
   s.ranks[0].topology_xml = R"(<system version="1">
@@ -341,6 +355,7 @@ void ExpectSessionsEqual(const Session& e, const Session& a) {
       EXPECT_EQ(p.exit, q.exit);
       EXPECT_EQ(p.tid, q.tid);
       EXPECT_EQ(p.source, q.source);
+      EXPECT_EQ(p.launched, q.launched);
     }
     ASSERT_EQ(x.gpu.size(), y.gpu.size());
     for (size_t k = 0; k < x.gpu.size(); ++k) {
@@ -401,6 +416,19 @@ void ExpectSessionsEqual(const Session& e, const Session& a) {
       EXPECT_EQ(NvmlToJson(*x.nvml), NvmlToJson(*y.nvml));
     }
     EXPECT_EQ(x.nvml_error, y.nvml_error);
+    ASSERT_EQ(x.proc.has_value(), y.proc.has_value());
+    if (x.proc) {
+      EXPECT_EQ(x.proc->rchar, y.proc->rchar);
+      EXPECT_EQ(x.proc->wchar, y.proc->wchar);
+      EXPECT_EQ(x.proc->read_bytes, y.proc->read_bytes);
+      EXPECT_EQ(x.proc->write_bytes, y.proc->write_bytes);
+      EXPECT_EQ(x.proc->cpu_user_ns, y.proc->cpu_user_ns);
+      EXPECT_EQ(x.proc->cpu_system_ns, y.proc->cpu_system_ns);
+      EXPECT_EQ(x.proc->blkio_delay_ns, y.proc->blkio_delay_ns);
+      EXPECT_EQ(x.proc->processes, y.proc->processes);
+      EXPECT_EQ(x.proc->samples, y.proc->samples);
+      EXPECT_EQ(x.proc->io_unreadable, y.proc->io_unreadable);
+    }
     ASSERT_EQ(x.nccl.has_value(), y.nccl.has_value());
     if (x.nccl) {
       EXPECT_EQ(RankNcclToJson(*x.nccl), RankNcclToJson(*y.nccl));  // every field, both ways

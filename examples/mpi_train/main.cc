@@ -3,8 +3,10 @@
 //   step > data (fill + shuffle a batch), compute (calibrated busy work), allreduce (MPI_Allreduce)
 // with knobs to make one rank a straggler, one rank a slow data loader, or one rank crash.
 // Run under mpirun/srun; `mpi_train --help` lists the options.
+#include <fcntl.h>
 #include <mpi.h>
 #include <nvtx3/nvToolsExt.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cinttypes>
@@ -32,6 +34,23 @@ double MsSince(Clock::time_point start) {
 
 void SleepMs(double ms) {
   std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(ms));
+}
+
+// The slow loader's extra time, spent as --loader-mode says.
+void SlowLoad(const Options& options, int64_t passes_per_ms) {
+  if (options.loader_mode == LoaderMode::kSleep) {
+    SleepMs(options.loader_ms);
+  } else if (options.loader_mode == LoaderMode::kSpin) {
+    g_compute_sink =
+        g_compute_sink + BusyCompute(static_cast<int64_t>(options.loader_ms * passes_per_ms));
+  } else {
+    static std::vector<char> buffer(1 << 20);
+    static int fd = open("/dev/zero", O_RDONLY | O_CLOEXEC);
+    const Clock::time_point start = Clock::now();
+    while (fd >= 0 && MsSince(start) < options.loader_ms) {
+      if (read(fd, buffer.data(), buffer.size()) <= 0) break;
+    }
+  }
 }
 
 // Returns an error message if a rank option names a rank outside the world, else "".
@@ -86,7 +105,7 @@ int Train(const Options& options, int rank, int world) {
 
     nvtxRangePushA("data");
     LoadBatch(rank, step, &batch);
-    if (rank == options.slow_loader_rank) SleepMs(options.loader_ms);
+    if (rank == options.slow_loader_rank) SlowLoad(options, static_cast<int64_t>(passes_per_ms));
     nvtxRangePop();
 
     nvtxRangePushA("compute");

@@ -21,8 +21,9 @@ bool ParseMs(std::string_view text, double* out) {
 
 bool IsValueOption(std::string_view name) {
   static constexpr std::string_view kValueOptions[] = {
-      "--steps",     "--compute-ms",       "--elems",     "--slow-rank",  "--slow-ms",
-      "--slow-mode", "--slow-loader-rank", "--loader-ms", "--crash-rank", "--crash-step"};
+      "--steps",     "--compute-ms",       "--elems",     "--slow-rank",   "--slow-ms",
+      "--slow-mode", "--slow-loader-rank", "--loader-ms", "--loader-mode", "--crash-rank",
+      "--crash-step"};
   for (std::string_view option : kValueOptions) {
     if (name == option) return true;
   }
@@ -43,6 +44,9 @@ std::string Usage() {
          "  --slow-mode spin|sleep busy work (default) or sleep for the extra time\n"
          "  --slow-loader-rank R   rank R's data loading sleeps --loader-ms longer\n"
          "  --loader-ms MS         extra data-loading time (default 25)\n"
+         "  --loader-mode M        how the slow loader spends it: sleep (default), read\n"
+         "                         (read() from /dev/zero, as a loader reading files does) or\n"
+         "                         spin (CPU work, as decoding does)\n"
          "  --crash-rank R         rank R calls abort() at --crash-step\n"
          "  --crash-step S         step of the crash (default steps/2)\n"
          "  --pipeline             pipeline stages instead: step > recv (MPI_Recv of --elems\n"
@@ -101,6 +105,11 @@ std::string ParseOptions(int argc, char** argv, Options* options) {
       ok = ParseInt(value, &options->slow_loader_rank) && options->slow_loader_rank >= 0;
     } else if (name == "--loader-ms") {
       ok = ParseMs(value, &options->loader_ms);
+    } else if (name == "--loader-mode") {
+      ok = value == "sleep" || value == "read" || value == "spin";
+      options->loader_mode = value == "read"   ? LoaderMode::kRead
+                             : value == "spin" ? LoaderMode::kSpin
+                                               : LoaderMode::kSleep;
     } else if (name == "--crash-rank") {
       ok = ParseInt(value, &options->crash_rank) && options->crash_rank >= 0;
     } else if (name == "--crash-step") {

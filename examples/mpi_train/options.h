@@ -7,6 +7,7 @@ namespace mpi_train {
 
 // How the extra time of --slow-rank is spent: busy CPU work (looks like a slow rank) or sleep.
 enum class SlowMode { kSpin, kSleep };
+enum class LoaderMode { kSleep, kRead, kSpin };
 
 struct Options {
   int steps = 20;
@@ -19,6 +20,7 @@ struct Options {
 
   int slow_loader_rank = -1;  // -1: none.
   double loader_ms = 25.0;
+  LoaderMode loader_mode = LoaderMode::kSleep;
 
   int crash_rank = -1;  // -1: none.
   int crash_step = -1;  // -1: steps / 2.

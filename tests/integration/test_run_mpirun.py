@@ -31,9 +31,10 @@ class RunMpirun(RankscopeTest):
         self.assertEqual(kinds, [("straggler", [2])], s.findings)
         f = s.findings[0]
         # The others waited about 30 ms per step for rank 2: 3 ranks x 30 steps x 30 ms = 2.7 s;
-        # more when 4 spinning ranks share 2 cores (a 30 ms spin can take 60 ms of wall time).
+        # more when 4 spinning ranks share 2 cores (a 30 ms spin can take 60 ms of wall time),
+        # less when the waiting ranks are descheduled too (seen: 17 ms a step under ctest -j2).
         waited_s = f["evidence"]["others_wait_ns"] / 1e9
-        self.assertGreater(waited_s, 1.5, f)
+        self.assertGreater(waited_s, 1.0, f)
         self.assertLess(waited_s, 2.5 * 3 * 30 * 0.030, f)
         self.assertIn("compute", f["summary"], f)
         self.assertTrue(f["next_steps"], "a finding names what to run next")
@@ -62,6 +63,24 @@ class RunMpirun(RankscopeTest):
         s = Session(out)
         kinds = [(f["kind"], f["ranks"]) for f in s.findings]
         self.assertEqual(kinds, [("dataloader_skew", [1])], s.findings)
+        # The agents' /proc figures: rank 1's loader slept, it neither read nor computed more.
+        self.assertEqual(s.findings[0]["evidence"]["process"]["verdict"], "waiting", s.findings)
+        for r in s.report["ranks"]:
+            self.assertGreater(r["process"]["samples"], 0, r)
+            self.assertGreater(r["process"]["cpu_user_ns"] + r["process"]["cpu_system_ns"], 0, r)
+
+    def test_reading_loader_is_called_io_heavy_from_proc(self):
+        proc, out = self.run_rankscope(
+            mpirun(4, MPI_TRAIN, "--steps", STEPS, "--slow-loader-rank", "2", "--loader-ms", "25",
+                   "--loader-mode", "read"))
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        s = Session(out)
+        kinds = [(f["kind"], f["ranks"]) for f in s.findings]
+        self.assertEqual(kinds, [("dataloader_skew", [2])], s.findings)
+        p = s.findings[0]["evidence"]["process"]
+        self.assertEqual(p["verdict"], "io", p)
+        self.assertGreater(p["rchar_bytes"], 10 * p["others_rchar_bytes"], p)
+        self.assertIn("I/O-heavy", s.findings[0]["summary"])
 
     def test_clean_run_reports_nothing_and_output_is_unchanged(self):
         plain = self.run_plain(mpirun(4, MPI_TRAIN, "--steps", STEPS))

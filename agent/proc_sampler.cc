@@ -1,0 +1,203 @@
+#include "agent/proc_sampler.h"
+
+#include <dirent.h>
+#include <pthread.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <charconv>
+#include <chrono>
+#include <fstream>
+#include <sstream>
+#include <unordered_map>
+
+namespace rankscope {
+namespace {
+
+bool ParseU64(std::string_view s, uint64_t* out) {
+  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), *out);
+  return ec == std::errc() && end == s.data() + s.size();
+}
+
+// The whole of a small /proc file; nullopt when it cannot be opened (process gone, no access).
+std::optional<std::string> ReadSmall(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return std::nullopt;
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (in.bad()) return std::nullopt;
+  return text.str();
+}
+
+}  // namespace
+
+std::optional<ProcStat> ParseProcStat(std::string_view text) {
+  // "pid (comm) state ppid ...": comm may hold spaces and parentheses, so split at the last ')'.
+  const size_t open = text.find(" (");
+  const size_t close = text.rfind(')');
+  if (open == std::string_view::npos || close == std::string_view::npos || close < open) {
+    return std::nullopt;
+  }
+  ProcStat out;
+  uint64_t pid = 0;
+  if (!ParseU64(text.substr(0, open), &pid)) return std::nullopt;
+  out.pid = static_cast<pid_t>(pid);
+  std::vector<std::string_view> fields;  // fields[0] is the state (field 3 of proc(5))
+  std::string_view rest = text.substr(close + 1);
+  while (!rest.empty()) {
+    const size_t start = rest.find_first_not_of(" \n");
+    if (start == std::string_view::npos) break;
+    rest = rest.substr(start);
+    const size_t end = std::min(rest.find_first_of(" \n"), rest.size());
+    fields.push_back(rest.substr(0, end));
+    rest = rest.substr(end);
+  }
+  // proc(5) field n is fields[n - 3].
+  auto field = [&](size_t n, uint64_t* value) {
+    return n - 3 < fields.size() && ParseU64(fields[n - 3], value);
+  };
+  uint64_t ppid = 0;
+  if (!field(4, &ppid) || !field(14, &out.utime_ticks) || !field(15, &out.stime_ticks) ||
+      !field(22, &out.start_ticks)) {
+    return std::nullopt;
+  }
+  out.ppid = static_cast<pid_t>(ppid);
+  field(42, &out.blkio_ticks);  // kernels before 2.6.18 lack it: stays 0
+  return out;
+}
+
+std::optional<ProcIo> ParseProcIo(std::string_view text) {
+  ProcIo out;
+  bool any = false;
+  while (!text.empty()) {
+    const size_t eol = std::min(text.find('\n'), text.size());
+    std::string_view line = text.substr(0, eol);
+    text = text.substr(std::min(eol + 1, text.size()));
+    const size_t colon = line.find(':');
+    if (colon == std::string_view::npos) continue;
+    std::string_view key = line.substr(0, colon);
+    std::string_view value = line.substr(colon + 1);
+    value.remove_prefix(std::min(value.find_first_not_of(' '), value.size()));
+    uint64_t v = 0;
+    if (!ParseU64(value, &v)) continue;
+    uint64_t* slot = key == "rchar"         ? &out.rchar
+                     : key == "wchar"       ? &out.wchar
+                     : key == "read_bytes"  ? &out.read_bytes
+                     : key == "write_bytes" ? &out.write_bytes
+                                            : nullptr;
+    if (slot != nullptr) {
+      *slot = v;
+      any = true;
+    }
+  }
+  if (!any) return std::nullopt;
+  return out;
+}
+
+std::vector<pid_t> Descendants(pid_t root, const std::vector<std::pair<pid_t, pid_t>>& parents) {
+  std::unordered_multimap<pid_t, pid_t> children;
+  for (const auto& [pid, ppid] : parents) children.emplace(ppid, pid);
+  std::vector<pid_t> out = {root};
+  for (size_t i = 0; i < out.size(); ++i) {
+    auto [begin, end] = children.equal_range(out[i]);
+    for (auto it = begin; it != end; ++it) {
+      if (it->second != root) out.push_back(it->second);
+    }
+  }
+  return out;
+}
+
+ProcSampler::ProcSampler(pid_t root, DurationNs period, std::string proc_root)
+    : root_(root),
+      period_(period),
+      proc_root_(std::move(proc_root)),
+      ns_per_tick_(kNsPerSec / std::max<long>(sysconf(_SC_CLK_TCK), 1)) {}
+
+ProcSampler::~ProcSampler() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    finishing_ = true;
+  }
+  wake_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+void ProcSampler::Start() {
+  // The program's signals are forwarded by the agent's main thread; keep them off this one.
+  sigset_t all, previous;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &previous);
+  thread_ = std::thread(&ProcSampler::Loop, this);
+  pthread_sigmask(SIG_SETMASK, &previous, nullptr);
+}
+
+void ProcSampler::Loop() {
+  std::unique_lock<std::mutex> lock(mu_);
+  while (!finishing_) {
+    SampleOnce();
+    wake_.wait_for(lock, std::chrono::nanoseconds(period_), [this] { return finishing_; });
+  }
+}
+
+void ProcSampler::SampleOnce() {
+  ++samples_;
+  std::vector<std::pair<pid_t, pid_t>> parents;
+  std::unordered_map<pid_t, ProcStat> stats;
+  if (DIR* dir = opendir(proc_root_.c_str())) {
+    while (dirent* entry = readdir(dir)) {
+      uint64_t pid = 0;
+      if (!ParseU64(entry->d_name, &pid)) continue;
+      std::optional<std::string> text = ReadSmall(proc_root_ + "/" + entry->d_name + "/stat");
+      if (!text) continue;
+      if (std::optional<ProcStat> st = ParseProcStat(*text)) {
+        parents.emplace_back(st->pid, st->ppid);
+        stats.emplace(st->pid, *st);
+      }
+    }
+    closedir(dir);
+  }
+  if (stats.count(root_) == 0) return;  // gone (reaped) or never seen
+  for (pid_t pid : Descendants(root_, parents)) {
+    const ProcStat& st = stats.at(pid);
+    Last& last = last_[{pid, st.start_ticks}];
+    last.stat = st;
+    std::optional<std::string> io = ReadSmall(proc_root_ + "/" + std::to_string(pid) + "/io");
+    std::optional<ProcIo> parsed = io ? ParseProcIo(*io) : std::nullopt;
+    if (parsed) {
+      last.io = parsed;
+    } else if (!last.io) {
+      io_unreadable_ = true;
+    }
+  }
+}
+
+ProcessTreeStats ProcSampler::Finish() {
+  std::unique_lock<std::mutex> lock(mu_);
+  finishing_ = true;
+  lock.unlock();
+  wake_.notify_all();
+  if (thread_.joinable()) thread_.join();
+  lock.lock();
+  SampleOnce();
+  ProcessTreeStats out;
+  out.samples = samples_;
+  out.processes = static_cast<int32_t>(last_.size());
+  bool all_io = true;
+  for (const auto& [key, last] : last_) {
+    out.cpu_user_ns += static_cast<int64_t>(last.stat.utime_ticks) * ns_per_tick_;
+    out.cpu_system_ns += static_cast<int64_t>(last.stat.stime_ticks) * ns_per_tick_;
+    out.blkio_delay_ns += static_cast<int64_t>(last.stat.blkio_ticks) * ns_per_tick_;
+    if (!last.io) {
+      all_io = false;
+      continue;
+    }
+    out.rchar += last.io->rchar;
+    out.wchar += last.io->wchar;
+    out.read_bytes += last.io->read_bytes;
+    out.write_bytes += last.io->write_bytes;
+  }
+  out.io_unreadable = io_unreadable_ && !all_io;
+  return out;
+}
+
+}  // namespace rankscope
