@@ -9,6 +9,7 @@
 #include <chrono>
 #include <fstream>
 #include <sstream>
+#include <system_error>
 #include <unordered_map>
 
 namespace rankscope {
@@ -127,7 +128,11 @@ void ProcSampler::Start() {
   sigset_t all, previous;
   sigfillset(&all);
   pthread_sigmask(SIG_SETMASK, &all, &previous);
-  thread_ = std::thread(&ProcSampler::Loop, this);
+  try {
+    thread_ = std::thread(&ProcSampler::Loop, this);
+  } catch (const std::system_error&) {
+    // No thread: Finish samples once.
+  }
   pthread_sigmask(SIG_SETMASK, &previous, nullptr);
 }
 

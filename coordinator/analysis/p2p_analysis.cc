@@ -60,16 +60,15 @@ struct Receive {
 struct RankP2P {
   std::map<Channel, std::vector<TimeNs>> sends;      // by destination; post times
   std::map<Channel, std::vector<Receive>> receives;  // by source
-  std::vector<std::pair<TimeNs, TimeNs>> blocked;    // merged intervals inside p2p calls
+  Intervals blocked;                                 // inside point-to-point calls
 };
 
 std::map<int, RankP2P> Collect(const Session& s, const PeerMap& peers, P2PMatchStats* stats) {
   std::map<int, RankP2P> out;
   for (const RankData& r : s.ranks) {
     RankP2P& mine = out[r.id.rank];
-    std::vector<std::pair<TimeNs, TimeNs>> calls;
+    mine.blocked = PointToPointIntervals(r);
     for (const P2PRecord& p : r.p2p) {
-      calls.emplace_back(p.enter, p.exit);
       const bool send = p.kind == P2PKind::kSend || p.kind == P2PKind::kIsend;
       const bool receive =
           p.kind == P2PKind::kRecv || (p.kind == P2PKind::kWait && p.completed == P2PKind::kIrecv);
@@ -87,14 +86,6 @@ std::map<int, RankP2P> Collect(const Session& s, const PeerMap& peers, P2PMatchS
         mine.receives[channel].push_back({p.enter, p.exit});
       }
     }
-    std::sort(calls.begin(), calls.end());
-    for (const auto& [b, e] : calls) {
-      if (!mine.blocked.empty() && b <= mine.blocked.back().second) {
-        mine.blocked.back().second = std::max(mine.blocked.back().second, e);
-      } else {
-        mine.blocked.emplace_back(b, e);
-      }
-    }
     for (auto& [channel, v] : mine.sends) std::sort(v.begin(), v.end());
     for (auto& [channel, v] : mine.receives) {
       std::sort(v.begin(), v.end(),
@@ -102,18 +93,6 @@ std::map<int, RankP2P> Collect(const Session& s, const PeerMap& peers, P2PMatchS
     }
   }
   return out;
-}
-
-// Time within [begin, end) covered by the merged intervals.
-DurationNs Overlap(const std::vector<std::pair<TimeNs, TimeNs>>& intervals, TimeNs begin,
-                   TimeNs end) {
-  DurationNs total = 0;
-  auto it = std::partition_point(intervals.begin(), intervals.end(),
-                                 [&](const auto& iv) { return iv.second <= begin; });
-  for (; it != intervals.end() && it->first < end; ++it) {
-    total += std::min(it->second, end) - std::max(it->first, begin);
-  }
-  return total;
 }
 
 }  // namespace
@@ -160,9 +139,10 @@ std::vector<P2PMessage> MatchMessages(const Session& aligned, P2PMatchStats* sta
     const RankP2P& sender = ranks.at(m.sender);
     const RankP2P& receiver = ranks.at(m.receiver);
     // Busy time: outside point-to-point calls, since the previous message.
-    const DurationNs sender_busy = (m.posted - since) - Overlap(sender.blocked, since, m.posted);
+    const DurationNs sender_busy =
+        (m.posted - since) - OverlapWith(sender.blocked, since, m.posted);
     const TimeNs until = std::max(m.blocked, since);
-    const DurationNs receiver_busy = (until - since) - Overlap(receiver.blocked, since, until);
+    const DurationNs receiver_busy = (until - since) - OverlapWith(receiver.blocked, since, until);
     m.direct = std::clamp<DurationNs>(sender_busy - receiver_busy, 0, m.wait);
   }
   std::sort(out.begin(), out.end(), [](const P2PMessage& a, const P2PMessage& b) {

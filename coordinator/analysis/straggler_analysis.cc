@@ -152,9 +152,7 @@ struct RankContext {
       exits.push_back(c.exit);
     }
     std::sort(exits.begin(), exits.end());
-    std::vector<std::pair<TimeNs, TimeNs>> calls;
-    for (const P2PRecord& p : data->p2p) calls.emplace_back(p.enter, p.exit);
-    std::sort(calls.begin(), calls.end());
+    mpi = PointToPointIntervals(*data);
     for (const GpuActivityRecord& g : data->gpu) {
       if (g.kind != GpuActivityKind::kKernel || g.end <= g.start) continue;
       if (DecodeNcclKernel(g.name).has_value()) continue;  // the collectives themselves
@@ -163,25 +161,10 @@ struct RankContext {
     }
     std::sort(kernels.begin(), kernels.end(),
               [](const Kernel& a, const Kernel& b) { return a.start < b.start; });
-    for (const auto& [s, e] : calls) {
-      if (!mpi.empty() && s <= mpi.back().second) {
-        mpi.back().second = std::max(mpi.back().second, e);
-      } else {
-        mpi.emplace_back(s, e);
-      }
-    }
   }
 
   // Time in point-to-point MPI calls within [begin, end).
-  DurationNs MpiTimeIn(TimeNs begin, TimeNs end) const {
-    DurationNs total = 0;
-    auto it = std::partition_point(mpi.begin(), mpi.end(),
-                                   [&](const auto& iv) { return iv.second <= begin; });
-    for (; it != mpi.end() && it->first < end; ++it) {
-      total += std::min(it->second, end) - std::max(it->first, begin);
-    }
-    return total;
-  }
+  DurationNs MpiTimeIn(TimeNs begin, TimeNs end) const { return OverlapWith(mpi, begin, end); }
 
   // GPU time per kernel name within [begin, end) (kernels on concurrent streams both count), and
   // the total.
@@ -209,8 +192,8 @@ struct RankContext {
   DurationNs max_kernel = 0;
   RangeTimeline timeline;
   std::map<std::pair<uint64_t, uint64_t>, const CollectiveRecord*> by_key;
-  std::vector<TimeNs> exits;                   // of all its collectives, sorted
-  std::vector<std::pair<TimeNs, TimeNs>> mpi;  // merged point-to-point call intervals
+  std::vector<TimeNs> exits;  // of all its collectives, sorted
+  Intervals mpi;              // merged point-to-point call intervals
 };
 
 // What one rank did in the gap before one collective call.

@@ -5,12 +5,7 @@
 #      and `--capture-every 10`; check_capture_window.py checks which steps have kernels.
 # Usage (repo root there): tests/gpu/run_capture_checks.sh device-prefix; results under $OUT.
 set -uo pipefail
-prefix=$(cd "${1:-device-prefix}" && pwd)
-out=${OUT:-$PWD/device-out}
-here=$(cd "$(dirname "$0")" && pwd)
-mkdir -p "$out"
-export LD_LIBRARY_PATH="$prefix/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 NO_COLOR=1
+source "$(dirname "$0")/device_env.sh" "${1:-device-prefix}"
 status=0
 
 echo "== 1. NCCL bus bandwidth"

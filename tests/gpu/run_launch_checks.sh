@@ -5,12 +5,7 @@
 # joined with their cuLaunchKernelEx). Session stores and reports land in $OUT.
 # Usage (repo root there): tests/gpu/run_launch_checks.sh device-prefix
 set -uo pipefail
-prefix=$(cd "${1:-device-prefix}" && pwd)
-out=${OUT:-$PWD/device-out}
-here=$(cd "$(dirname "$0")" && pwd)
-mkdir -p "$out"
-export LD_LIBRARY_PATH="$prefix/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 NO_COLOR=1
+source "$(dirname "$0")/device_env.sh" "${1:-device-prefix}"
 RUNS=${RUNS:-3} bash "$here/run_cupti_check.sh" "$prefix" "$out/cupti_check" > "$out/cupti.txt" 2>&1
 echo "cupti check exit $?" >> "$out/cupti.txt"
 s=$(mktemp -d)
