@@ -1,7 +1,10 @@
 #include "coordinator/pipeline.h"
 
 #include <algorithm>
+#include <filesystem>
+#include <system_error>
 
+#include "coordinator/advise/advisor.h"
 #include "coordinator/aligner.h"
 #include "coordinator/analysis/diagnosis.h"
 #include "coordinator/collective_matcher.h"
@@ -22,6 +25,9 @@ Result<PipelineOutput> DiagnoseAndWrite(Session aligned, const std::string& out_
   const std::vector<CollectiveInstance> instances = MatchCollectives(aligned);
   std::vector<std::string> notes;
   std::vector<Finding> findings = Diagnose(aligned, instances, options, &notes);
+  std::error_code absolute_error;
+  const std::filesystem::path dir = std::filesystem::absolute(out_dir, absolute_error);
+  AddPlannerSteps(aligned, absolute_error ? out_dir : dir.lexically_normal().string(), &findings);
   for (std::string& n : notes) {
     // A re-analysis of a saved session may arrive at a note it already carries.
     if (std::find(aligned.analysis_notes.begin(), aligned.analysis_notes.end(), n) ==

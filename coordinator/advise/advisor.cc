@@ -239,6 +239,46 @@ AdviceFacts FactsOf(const Session& session, const std::vector<Finding>& findings
   return f;
 }
 
+std::string QuestionFor(const Finding& finding) {
+  if (finding.kind == "straggler") {
+    const std::string cause = finding.evidence.value("cause_kind", "");
+    return cause == "gpu_queue" || cause == "gpu_kernels" ? "kernel-bound" : "where-time-goes";
+  }
+  if (finding.kind == "late_sender") return "where-time-goes";
+  if (finding.kind == "dataloader_skew") return "dataloader";
+  if (finding.kind == "imbalanced_ring") return "nccl-slow";
+  if (finding.kind == "pcie_bound" || finding.kind == "nvlink_down") return "link-slow";
+  return "";
+}
+
+void AddPlannerSteps(const Session& session, const std::string& session_dir,
+                     std::vector<Finding>* findings) {
+  for (Finding& f : *findings) {
+    const std::string id = QuestionFor(f);
+    if (id.empty()) continue;
+    const std::vector<Answer> answers = Ask(id, FactsOf(session, {f}));
+    if (answers.empty()) continue;
+    std::set<std::string> tools, commands;
+    for (const NextStep& s : f.next_steps) {
+      tools.insert(s.tool);
+      commands.insert(s.command);
+    }
+    int added = 0;
+    for (const AdviceStep& step : answers.front().steps) {
+      if (added == 2) break;
+      if (tools.count(step.tool) > 0 || commands.count(step.command) > 0) continue;
+      tools.insert(step.tool);
+      commands.insert(step.command);
+      f.next_steps.push_back({step.tool, step.command, step.look_for});
+      ++added;
+    }
+    f.next_steps.push_back({"rankscope",
+                            ShellJoin({"rankscope", "advise", id, "--session", session_dir}),
+                            "the planner's whole chain for \"" + answers.front().question +
+                                "\", with this job's commands filled in"});
+  }
+}
+
 std::vector<Answer> Catalogue(const AdviceFacts& facts) {
   std::vector<Answer> out;
   for (Entry& e : Entries(facts)) out.push_back(std::move(e.answer));

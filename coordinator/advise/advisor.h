@@ -44,6 +44,17 @@ struct Answer {
 // Every question, by level from the fleet down, answered for `facts`.
 std::vector<Answer> Catalogue(const AdviceFacts& facts);
 
+// The catalogue question a finding raises: "where-time-goes" for a host-side straggler or a late
+// sender, "kernel-bound" for a straggler whose GPU work is the cause, "dataloader", "nccl-slow"
+// for an imbalanced ring, "link-slow" for PCIe/NVLink findings; empty for an unknown kind.
+std::string QuestionFor(const Finding& finding);
+
+// Appends to each finding's next_steps what the planner answers for its question, filled in with
+// the finding's rank and node: up to two steps whose tool the finding does not already name, then
+// `rankscope advise ID --session SESSION_DIR` for the rest of the chain.
+void AddPlannerSteps(const Session& session, const std::string& session_dir,
+                     std::vector<Finding>* findings);
+
 // The answers whose question best matches `text` (words shared with the question and its
 // keywords; an exact id matches alone), best first, at most `most`; empty when nothing matches.
 std::vector<Answer> Ask(std::string_view text, const AdviceFacts& facts, size_t most = 3);

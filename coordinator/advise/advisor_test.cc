@@ -93,5 +93,39 @@ TEST(Advisor, ASessionFillsInTheRankNodeKernelAndLauncher) {
   EXPECT_NE(link.steps[0].command.find("-w n2"), std::string::npos) << link.steps[0].command;
 }
 
+// Findings' next steps end with the planner's: tools the finding did not name yet, then the way
+// to the rest of the chain for this session.
+TEST(Advisor, FindingsGetThePlannersStepsForTheirQuestion) {
+  Session s = StragglerSession();
+  Finding host;
+  host.kind = "straggler";
+  host.ranks = {3};
+  host.evidence["cause_kind"] = "nvtx_range";
+  host.next_steps.push_back({"nsys", "nsys profile ...", "its own"});
+  Finding gpu = host;
+  gpu.evidence["cause_kind"] = "gpu_queue";
+  Finding unknown;
+  unknown.kind = "something_new";
+  std::vector<Finding> findings = {host, gpu, unknown};
+  AddPlannerSteps(s, "/runs/out dir", &findings);
+
+  EXPECT_EQ(QuestionFor(findings[0]), "where-time-goes");
+  ASSERT_EQ(findings[0].next_steps.size(), 3u);  // its nsys, py-spy, then advise
+  EXPECT_EQ(findings[0].next_steps[0].command, "nsys profile ...");
+  EXPECT_EQ(findings[0].next_steps[1].tool, "py-spy / perf");
+  EXPECT_NE(findings[0].next_steps[1].command.find("\"$SLURM_PROCID\" = 3"), std::string::npos);
+  EXPECT_EQ(findings[0].next_steps[2].command,
+            "rankscope advise where-time-goes --session '/runs/out dir'");
+
+  EXPECT_EQ(QuestionFor(findings[1]), "kernel-bound");
+  ASSERT_GE(findings[1].next_steps.size(), 3u);
+  EXPECT_EQ(findings[1].next_steps[1].tool, "ncu");
+  EXPECT_NE(findings[1].next_steps[1].command.find("regex:reduce_kernel"), std::string::npos)
+      << findings[1].next_steps[1].command;
+  EXPECT_NE(findings[1].next_steps.back().command.find("advise kernel-bound"), std::string::npos);
+
+  EXPECT_TRUE(findings[2].next_steps.empty());
+}
+
 }  // namespace
 }  // namespace rankscope

@@ -270,7 +270,7 @@ std::vector<Finding> FindLateSenders(const Session& aligned, const LateSenderOpt
                  " runs before each send (host code, GPU "
                  "syncs, OS runtime calls)";
     }
-    if (s.wait > s.direct) {
+    if (10 * (s.wait - s.direct) >= s.direct) {
       summary += " (" + FormatDuration(s.wait - s.direct) +
                  " more of their waiting was passed on from ranks this one waited for.)";
     }
