@@ -54,6 +54,74 @@ void Merge(const Finding& straggler, Finding* dataloader) {
   }
 }
 
+// What NVML said about a node's GPU links: no NVLink at all, or PCIe links below their maximum.
+// Empty when the node's GPUs have NVLink up and full PCIe links, or when NVML was not read there.
+std::string WeakLinksOf(const Session& session, const std::string& node) {
+  for (const RankData& r : session.ranks) {
+    if (r.id.node != node || !r.nvml || r.nvml->gpus.empty()) continue;
+    int nvlinks_up = 0;
+    std::string degraded;
+    for (const NvmlGpu& g : r.nvml->gpus) {
+      nvlinks_up += g.nvlinks_up;
+      if ((g.pcie_width_current > 0 && g.pcie_width_current < g.pcie_width_max) ||
+          (g.pcie_gen_current > 0 && g.pcie_gen_current < g.pcie_gen_max)) {
+        degraded += (degraded.empty() ? "" : ", ") + std::string("GPU ") + std::to_string(g.index) +
+                    " PCIe gen " + std::to_string(g.pcie_gen_current) + " x" +
+                    std::to_string(g.pcie_width_current) + " of gen " +
+                    std::to_string(g.pcie_gen_max) + " x" + std::to_string(g.pcie_width_max);
+      }
+    }
+    std::string out =
+        nvlinks_up == 0 ? "its GPUs have no NVLink up (peer traffic crosses PCIe)" : std::string();
+    if (!degraded.empty()) out += (out.empty() ? "" : "; ") + degraded;
+    return out;
+  }
+  return "";
+}
+
+// A communicator within one node that is slower than its peers, on a node whose GPUs talk over
+// PCIe (no NVLink, or PCIe links trained down): the node is PCIe-bound, and the measurement
+// proves it costs. The ring finding becomes (or joins) that node's pcie_bound finding.
+void JoinPcieBound(const Session& session, std::vector<Finding>* findings) {
+  std::vector<Finding> out;
+  std::vector<Finding> rings;
+  for (Finding& f : *findings) {
+    (f.kind == "imbalanced_ring" && f.nodes.size() == 1 ? rings : out).push_back(std::move(f));
+  }
+  for (Finding& ring : rings) {
+    const std::string& node = ring.nodes.front();
+    const std::string weak = WeakLinksOf(session, node);
+    if (weak.empty()) {
+      out.push_back(std::move(ring));
+      continue;
+    }
+    const nlohmann::json& e = ring.evidence;
+    const std::string measured =
+        "its communicator " + e.value("comm_id", std::string("?")) + " runs " +
+        e.value("op", std::string("?")) + " at " +
+        FormatDouble("%.1f", e.value("busbw_gbps", 0.0)) + " GB/s bus bandwidth, where " +
+        std::to_string(e.value("peers", 0)) + " like it on other nodes reach " +
+        FormatDouble("%.1f", e.value("peer_median_busbw_gbps", 0.0)) + " GB/s";
+    Finding* existing = nullptr;
+    for (Finding& f : out) {
+      if (f.kind == "pcie_bound" && f.nodes == ring.nodes) existing = &f;
+    }
+    if (existing != nullptr) {
+      existing->summary += " Measured: " + measured + ".";
+      existing->evidence["measured"] = ring.evidence;
+      existing->cost_ns += ring.cost_ns;
+      existing->confidence = std::max(existing->confidence, ring.confidence);
+      continue;
+    }
+    Finding f = std::move(ring);
+    f.kind = "pcie_bound";
+    f.summary = "Node " + node + " is PCIe-bound: " + weak + ", and " + measured + ".";
+    f.evidence["links"] = weak;
+    out.push_back(std::move(f));
+  }
+  *findings = std::move(out);
+}
+
 }  // namespace
 
 std::vector<Finding> Diagnose(const Session& aligned, const AnalysisOptions& options,
@@ -83,6 +151,7 @@ std::vector<Finding> Diagnose(const Session& aligned,
   for (Finding& f : FindLateSenders(aligned, options.late_sender)) findings.push_back(std::move(f));
   for (Finding& f : FindDegradedGpuLinks(aligned)) findings.push_back(std::move(f));
   for (Finding& f : FindImbalancedRings(aligned, options.ring)) findings.push_back(std::move(f));
+  JoinPcieBound(aligned, &findings);
   std::stable_sort(findings.begin(), findings.end(), [](const Finding& a, const Finding& b) {
     if (a.cost_ns != b.cost_ns) return a.cost_ns > b.cost_ns;
     return a.severity > b.severity;

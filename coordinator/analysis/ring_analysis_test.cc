@@ -2,8 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <random>
 
+#include "coordinator/analysis/diagnosis.h"
 #include "coordinator/nccl_instances.h"
 
 namespace rankscope {
@@ -71,6 +73,70 @@ TEST(Rings, TheSlowCommunicatorIsNamedWithItsOddTransport) {
   EXPECT_NEAR(static_cast<double>(f[0].cost_ns), 20 * 258'000.0 * 2, 20 * 258'000.0 * 0.2);
   ASSERT_GE(f[0].next_steps.size(), 2u);
   EXPECT_NE(f[0].next_steps[1].command.find("all_reduce_perf -b 67108864"), std::string::npos);
+}
+
+// NVML on local rank 0 of each node: 2 H200s with 18 NVLinks up and full PCIe, except what the
+// test changes.
+void AddNvml(Session* s, const std::function<void(const std::string& node, NvmlGpu*)>& edit) {
+  for (RankData& r : s->ranks) {
+    if (r.id.rank % 2 != 0) continue;
+    NvmlSnapshot n;
+    for (uint32_t i = 0; i < 2; ++i) {
+      NvmlGpu g;
+      g.index = i;
+      g.name = "NVIDIA H200";
+      g.pcie_gen_current = g.pcie_gen_max = 5;
+      g.pcie_width_current = g.pcie_width_max = 16;
+      g.nvlinks_up = g.nvlinks_total = 18;
+      edit(r.id.node, &g);
+      n.gpus.push_back(g);
+    }
+    r.nvml = n;
+  }
+}
+
+// The slow intra-node communicator sits on the node whose GPUs have no NVLink: that node is
+// PCIe-bound, by topology and by measurement, in one finding.
+TEST(Rings, ASlowCommunicatorOnANodeWithoutNvlinkIsAPcieBoundNode) {
+  Session s = Rings(4, 2, 4.0);
+  AddNvml(&s, [](const std::string& node, NvmlGpu* g) {
+    if (node == "n2") g->nvlinks_up = g->nvlinks_total = 0;
+  });
+  std::vector<Finding> f = Diagnose(s, AnalysisOptions{});
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].kind, "pcie_bound");
+  EXPECT_EQ(f[0].nodes, std::vector<std::string>{"n2"});
+  EXPECT_NE(f[0].summary.find("Node n2 is PCIe-bound: its GPUs have no NVLink up"),
+            std::string::npos)
+      << f[0].summary;
+  EXPECT_NE(f[0].summary.find("GB/s bus bandwidth, where 3 like it on other nodes reach"),
+            std::string::npos)
+      << f[0].summary;
+  EXPECT_GT(f[0].cost_ns, 0);
+
+  // With NVLink up there, the slowness is the ring's own (SHM): an imbalanced ring.
+  Session nvlink = Rings(4, 2, 4.0);
+  AddNvml(&nvlink, [](const std::string&, NvmlGpu*) {});
+  f = Diagnose(nvlink, AnalysisOptions{});
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].kind, "imbalanced_ring");
+}
+
+// NVML already found n2's PCIe links trained down: the measurement joins that finding.
+TEST(Rings, TheMeasurementJoinsTheNodesDegradedLinkFinding) {
+  Session s = Rings(4, 2, 4.0);
+  AddNvml(&s, [](const std::string& node, NvmlGpu* g) {
+    if (node == "n2") {
+      g->nvlinks_up = g->nvlinks_total = 0;
+      g->pcie_width_current = 8;
+    }
+  });
+  std::vector<Finding> f = Diagnose(s, AnalysisOptions{});
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].kind, "pcie_bound");
+  EXPECT_TRUE(f[0].evidence.contains("measured")) << f[0].evidence.dump();
+  EXPECT_NE(f[0].summary.find("Measured: its communicator 0xc02 runs AllReduce"), std::string::npos)
+      << f[0].summary;
 }
 
 TEST(Rings, BalancedCommunicatorsGiveNothing) {
