@@ -55,10 +55,16 @@ using Channel = std::tuple<uint64_t, int, int32_t>;
 struct Receive {
   TimeNs blocked = 0;  // entered the call that blocked for the message
   TimeNs done = 0;
+  size_t record = 0;  // index into the rank's p2p records
+};
+
+struct Send {
+  TimeNs posted = 0;
+  size_t record = 0;
 };
 
 struct RankP2P {
-  std::map<Channel, std::vector<TimeNs>> sends;      // by destination; post times
+  std::map<Channel, std::vector<Send>> sends;        // by destination
   std::map<Channel, std::vector<Receive>> receives;  // by source
   Intervals blocked;                                 // inside point-to-point calls
 };
@@ -68,7 +74,8 @@ std::map<int, RankP2P> Collect(const Session& s, const PeerMap& peers, P2PMatchS
   for (const RankData& r : s.ranks) {
     RankP2P& mine = out[r.id.rank];
     mine.blocked = PointToPointIntervals(r);
-    for (const P2PRecord& p : r.p2p) {
+    for (size_t i = 0; i < r.p2p.size(); ++i) {
+      const P2PRecord& p = r.p2p[i];
       const bool send = p.kind == P2PKind::kSend || p.kind == P2PKind::kIsend;
       const bool receive =
           p.kind == P2PKind::kRecv || (p.kind == P2PKind::kWait && p.completed == P2PKind::kIrecv);
@@ -81,12 +88,15 @@ std::map<int, RankP2P> Collect(const Session& s, const PeerMap& peers, P2PMatchS
       }
       const Channel channel{p.comm_id, peer, p.tag};
       if (send) {
-        mine.sends[channel].push_back(p.enter);
+        mine.sends[channel].push_back({p.enter, i});
       } else {
-        mine.receives[channel].push_back({p.enter, p.exit});
+        mine.receives[channel].push_back({p.enter, p.exit, i});
       }
     }
-    for (auto& [channel, v] : mine.sends) std::sort(v.begin(), v.end());
+    for (auto& [channel, v] : mine.sends) {
+      std::sort(v.begin(), v.end(),
+                [](const Send& a, const Send& b) { return a.posted < b.posted; });
+    }
     for (auto& [channel, v] : mine.receives) {
       std::sort(v.begin(), v.end(),
                 [](const Receive& a, const Receive& b) { return a.blocked < b.blocked; });
@@ -118,7 +128,9 @@ std::vector<P2PMessage> MatchMessages(const Session& aligned, P2PMatchStats* sta
         P2PMessage m;
         m.sender = sender;
         m.receiver = receiver;
-        m.posted = sent->second[i];
+        m.posted = sent->second[i].posted;
+        m.send_record = sent->second[i].record;
+        m.receive_record = rcv.record;
         m.blocked = rcv.blocked;
         m.wait = std::clamp<DurationNs>(m.posted - rcv.blocked, 0,
                                         std::max<DurationNs>(rcv.done - rcv.blocked, 0));

@@ -44,10 +44,12 @@ struct LateSenderOptions {
 struct P2PMessage {
   int sender = -1;  // world ranks
   int receiver = -1;
-  TimeNs posted = 0;      // the send (or isend) call's enter on the sender
-  TimeNs blocked = 0;     // the receiver entered its blocking receive / wait
-  DurationNs wait = 0;    // the receiver's wait for the send (0: the message was there)
-  DurationNs direct = 0;  // the part of the wait the sender's own delay explains
+  TimeNs posted = 0;          // the send (or isend) call's enter on the sender
+  TimeNs blocked = 0;         // the receiver entered its blocking receive / wait
+  DurationNs wait = 0;        // the receiver's wait for the send (0: the message was there)
+  DurationNs direct = 0;      // the part of the wait the sender's own delay explains
+  size_t send_record = 0;     // index into the sender's RankData::p2p (its Send / Isend)
+  size_t receive_record = 0;  // index into the receiver's (its Recv, or the Wait of its Irecv)
 };
 
 struct P2PMatchStats {

@@ -9,6 +9,7 @@
 #include <unordered_map>
 #include <utility>
 
+#include "coordinator/analysis/p2p_analysis.h"
 #include "coordinator/report/json_writer.h"
 #include "core/format.h"
 #include "core/records.h"
@@ -138,6 +139,7 @@ class TraceBuilder {
     for (const RankData& rank : session_.ranks) ranks.emplace(rank.id.rank, &rank);
     for (const auto& [id, rank] : ranks) EmitRank(*rank);
     EmitCollectiveFlows(ranks, instances);
+    EmitMessageFlows();
     w_.EndArray();
     w_.Member("displayTimeUnit", "ns");
     w_.Key("metadata").BeginObject();
@@ -159,6 +161,7 @@ class TraceBuilder {
   struct RankPlacement {
     std::vector<Placed> collectives;
     std::vector<Placed> gpu;
+    std::vector<Placed> p2p;
   };
 
   JsonWriter& Ts(TimeNs t) { return w_.Key("ts").Micros(t - origin_); }
@@ -226,6 +229,7 @@ class TraceBuilder {
     RankPlacement& placement = placements_[rank.id.rank];
     placement.collectives.assign(rank.collectives.size(), Placed{});
     placement.gpu.assign(rank.gpu.size(), Placed{});
+    placement.p2p.assign(rank.p2p.size(), Placed{});
     int host_index = 0;
     int gpu_index = 0;
     for (auto& [key, slices] : tracks) {
@@ -259,6 +263,7 @@ class TraceBuilder {
         const Placed placed{track, s.start, s.end, true};
         if (s.type == SliceType::kCollective) placement.collectives[s.index] = placed;
         if (s.type == SliceType::kGpu) placement.gpu[s.index] = placed;
+        if (s.type == SliceType::kP2P) placement.p2p[s.index] = placed;
         EmitSlice(rank, s, pid, track);
       }
     }
@@ -423,6 +428,28 @@ class TraceBuilder {
         const char* phase = k == 0 ? "s" : (k + 1 == order.size() ? "f" : "t");
         FlowStep(phase, "mpi_flow", name, flow_id_, pids[order[k]], p, p.start + offset);
       }
+    }
+  }
+
+  // An arrow from each point-to-point send to the receive (or the Wait of the Irecv) that got it,
+  // matched as the late-sender analysis matches them (MPI order per pair, communicator and tag).
+  void EmitMessageFlows() {
+    for (const P2PMessage& m : MatchMessages(session_)) {
+      auto from = placements_.find(m.sender);
+      auto to = placements_.find(m.receiver);
+      if (from == placements_.end() || to == placements_.end() ||
+          m.send_record >= from->second.p2p.size() || m.receive_record >= to->second.p2p.size()) {
+        continue;
+      }
+      const Placed& send = from->second.p2p[m.send_record];
+      const Placed& receive = to->second.p2p[m.receive_record];
+      if (!send.valid || !receive.valid) continue;
+      ++flow_id_;
+      FlowStep("s", "mpi_message", "message", flow_id_, m.sender, send,
+               send.start + (send.end - send.start) / 2);
+      // At the end of the receive: the message arrived then, after the wait.
+      FlowStep("f", "mpi_message", "message", flow_id_, m.receiver, receive,
+               receive.end - (receive.end - receive.start) / 4);
     }
   }
 

@@ -280,6 +280,54 @@ TEST(ChromeTrace, GpuActivityOnStreamTracksWithLaunchArrows) {
   }
 }
 
+// Point-to-point messages: an arrow from each send to the receive that got it, inside both slices
+// (the receive's end, where the message arrived).
+TEST(ChromeTrace, MessageArrowsFromSendToReceive) {
+  Session s = report_test::MakeCleanSession();
+  const uint64_t world = 0;  // a communicator the matcher maps through the collectives below
+  for (RankData& r : s.ranks) {
+    for (CollectiveRecord& c : r.collectives) c.comm_id = world;
+  }
+  P2PRecord send;
+  send.kind = P2PKind::kSend;
+  send.peer = 1;
+  send.tag = 5;
+  send.comm_id = world;
+  send.enter = s.ranks[0].collectives[10].exit + 10'000;
+  send.exit = send.enter + 5'000;
+  send.tid = 1;
+  s.ranks[0].p2p.push_back(send);
+  P2PRecord recv = send;
+  recv.kind = P2PKind::kRecv;
+  recv.peer = 0;
+  recv.enter = send.enter - 40'000;  // waited 40 us for the send
+  recv.exit = send.enter + 20'000;
+  s.ranks[1].p2p.push_back(recv);
+
+  Trace t = Build(s);
+  std::vector<json> steps;
+  for (const json& e : t.events) {
+    if (e["cat"] == "mpi_message") steps.push_back(e);
+  }
+  ASSERT_EQ(steps.size(), 2u) << t.doc.dump();
+  EXPECT_EQ(steps[0]["ph"], "s");
+  EXPECT_EQ(steps[0]["pid"], 0);
+  EXPECT_EQ(steps[1]["ph"], "f");
+  EXPECT_EQ(steps[1]["pid"], 1);
+  EXPECT_EQ(steps[0]["id"], steps[1]["id"]);
+  std::map<int, json> slices;  // by pid: the MPI_Send and MPI_Recv slices
+  for (const json& e : t.Where("X")) {
+    if (e["name"] == "MPI_Send" || e["name"] == "MPI_Recv") slices[e["pid"].get<int>()] = e;
+  }
+  ASSERT_EQ(slices.size(), 2u);
+  for (int k = 0; k < 2; ++k) {
+    const json& slice = slices[steps[k]["pid"].get<int>()];
+    EXPECT_GT(Ns(steps[k]["ts"]), Ns(slice["ts"]));
+    EXPECT_LT(Ns(steps[k]["ts"]), Ns(slice["ts"]) + Ns(slice["dur"]));
+    EXPECT_EQ(steps[k]["tid"], slice["tid"]);
+  }
+}
+
 TEST(ChromeTrace, LargeSessionsAreCutToAWindowOfTheRunsMiddle) {
   Session s = report_test::MakeCleanSession();
   const size_t total = CountTraceEvents(s);
