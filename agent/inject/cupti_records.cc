@@ -87,6 +87,20 @@ bool SetTimes(uint64_t start, uint64_t end, const ConvertOptions& options, GpuAc
   return true;
 }
 
+// Starts *out as a record of `kind` run on a device (kernel, copy, memset): times, device,
+// context, stream, correlation id. False when CUPTI could not time it.
+template <typename View>
+bool StartDeviceRecord(GpuActivityKind kind, const View& v, const ConvertOptions& options,
+                       GpuActivityRecord* out) {
+  Reset(kind, out);
+  if (!SetTimes(v.start, v.end, options, out)) return false;
+  out->device = v.deviceId;
+  out->context = v.contextId;
+  out->stream = v.streamId;
+  out->correlation_id = v.correlationId;
+  return true;
+}
+
 void SetApiName(CUpti_CallbackDomain domain, uint32_t cbid, const ConvertOptions& options,
                 GpuActivityRecord* out) {
   const char* name = options.api_name != nullptr ? options.api_name(domain, cbid) : nullptr;
@@ -117,12 +131,9 @@ Conversion ConvertActivity(const CUpti_Activity& activity, const ConvertOptions&
     case CUPTI_ACTIVITY_KIND_KERNEL:
     case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: {
       const auto& k = reinterpret_cast<const KernelView&>(activity);
-      Reset(GpuActivityKind::kKernel, out);
-      if (!SetTimes(k.start, k.end, options, out)) return Conversion::kUntimed;
-      out->device = k.deviceId;
-      out->context = k.contextId;
-      out->stream = k.streamId;
-      out->correlation_id = k.correlationId;
+      if (!StartDeviceRecord(GpuActivityKind::kKernel, k, options, out)) {
+        return Conversion::kUntimed;
+      }
       out->grid[0] = k.gridX;
       out->grid[1] = k.gridY;
       out->grid[2] = k.gridZ;
@@ -134,24 +145,18 @@ Conversion ConvertActivity(const CUpti_Activity& activity, const ConvertOptions&
     }
     case CUPTI_ACTIVITY_KIND_MEMCPY: {
       const auto& m = reinterpret_cast<const MemcpyView&>(activity);
-      Reset(GpuActivityKind::kMemcpy, out);
-      if (!SetTimes(m.start, m.end, options, out)) return Conversion::kUntimed;
-      out->device = m.deviceId;
-      out->context = m.contextId;
-      out->stream = m.streamId;
-      out->correlation_id = m.correlationId;
+      if (!StartDeviceRecord(GpuActivityKind::kMemcpy, m, options, out)) {
+        return Conversion::kUntimed;
+      }
       out->bytes = static_cast<Bytes>(m.bytes);
       out->copy_kind = m.copyKind;
       return Conversion::kRecord;
     }
     case CUPTI_ACTIVITY_KIND_MEMSET: {
       const auto& m = reinterpret_cast<const MemsetView&>(activity);
-      Reset(GpuActivityKind::kMemset, out);
-      if (!SetTimes(m.start, m.end, options, out)) return Conversion::kUntimed;
-      out->device = m.deviceId;
-      out->context = m.contextId;
-      out->stream = m.streamId;
-      out->correlation_id = m.correlationId;
+      if (!StartDeviceRecord(GpuActivityKind::kMemset, m, options, out)) {
+        return Conversion::kUntimed;
+      }
       out->bytes = static_cast<Bytes>(m.bytes);
       return Conversion::kRecord;
     }

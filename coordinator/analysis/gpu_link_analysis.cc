@@ -62,13 +62,17 @@ std::vector<Finding> FindDegradedGpuLinks(const Session& session) {
       }
     }
     const int rank = reader.id.rank;
-    if (!pcie.empty()) {
+    auto node_finding = [&](const char* kind, double confidence) {
       Finding f;
-      f.kind = "pcie_bound";
+      f.kind = kind;
       f.severity = Severity::kWarning;
       f.ranks = ranks_on[node];
       f.nodes = {node};
-      f.confidence = pcie_confidence;
+      f.confidence = confidence;
+      return f;
+    };
+    if (!pcie.empty()) {
+      Finding f = node_finding("pcie_bound", pcie_confidence);
       f.summary = "Node " + node +
                   ": PCIe link(s) below their maximum while the job ran: " + pcie_text +
                   ". Host-device copies (and GPU traffic without NVLink) through these links "
@@ -88,12 +92,7 @@ std::vector<Finding> FindDegradedGpuLinks(const Session& session) {
       out.push_back(std::move(f));
     }
     if (!nvlink.empty()) {
-      Finding f;
-      f.kind = "nvlink_down";
-      f.severity = Severity::kWarning;
-      f.ranks = ranks_on[node];
-      f.nodes = {node};
-      f.confidence = 0.9;
+      Finding f = node_finding("nvlink_down", 0.9);
       f.summary = "Node " + node + ": " + nvlink_text +
                   ". Peer-to-peer traffic (NCCL rings, all-to-all) over this GPU loses that "
                   "share of its NVLink bandwidth.";
