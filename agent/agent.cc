@@ -2,6 +2,7 @@
 
 #include <glob.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -19,6 +20,7 @@
 #include "agent/nvml_sampler.h"
 #include "agent/proc_sampler.h"
 #include "agent/uplink.h"
+#include "core/control_page.h"
 
 namespace rankscope {
 namespace {
@@ -58,7 +60,8 @@ std::vector<std::string> ChildEnvironment(const AgentOptions& options, const std
   for (const auto& [key, value] : current) {
     if (key == "RANKSCOPE_TOKEN") continue;
     if (!options.inject_library.empty() &&
-        (key == "LD_PRELOAD" || key == "NVTX_INJECTION64_PATH" || key == "RANKSCOPE_IPC_SOCKET")) {
+        (key == "LD_PRELOAD" || key == "NVTX_INJECTION64_PATH" || key == "RANKSCOPE_IPC_SOCKET" ||
+         key == "RANKSCOPE_CONTROL_FILE")) {
       continue;
     }
     env.push_back(key + "=" + value);
@@ -150,7 +153,44 @@ void FillAgentOptionsFromEnvironment(const std::string& self_exe, AgentOptions* 
     if (access(candidate.c_str(), R_OK) == 0) options->inject_library = candidate;
   }
   if (std::string tmp = get("TMPDIR"); !tmp.empty()) options->tmp_dir = tmp;
+  if (get("RANKSCOPE_DORMANT") == "1") options->dormant = true;
 }
+
+namespace {
+
+// The control page (core/control_page.h): created in `dir`, mapped shared, unlinked at the end.
+class ControlFile {
+ public:
+  ~ControlFile() {
+    if (page_ != nullptr) munmap(page_, kControlPageSize);
+    if (!path_.empty()) unlink(path_.c_str());
+  }
+  bool Create(const std::string& dir, bool capturing) {
+    std::string templ = dir + "/rankscope-ctl.XXXXXX";
+    const int fd = mkstemp(templ.data());
+    if (fd < 0) return false;
+    path_ = templ;
+    void* map = MAP_FAILED;
+    if (ftruncate(fd, kControlPageSize) == 0) {
+      map = mmap(nullptr, kControlPageSize, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    }
+    close(fd);
+    if (map == MAP_FAILED) return false;
+    page_ = new (map) ControlPage{kControlPageMagic, {}};
+    Set(capturing);
+    return true;
+  }
+  void Set(bool capturing) {
+    if (page_ != nullptr) page_->capturing.store(capturing ? 1 : 0, std::memory_order_release);
+  }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+  ControlPage* page_ = nullptr;
+};
+
+}  // namespace
 
 ChildExit RunAgent(const AgentOptions& options) {
   const bool profiled = !options.coordinator.empty();
@@ -161,6 +201,7 @@ ChildExit RunAgent(const AgentOptions& options) {
   }
   AgentIdentity identity = DetectIdentity(CurrentEnvironment(), HostName());
 
+  ControlFile control;  // before the uplink, whose control thread writes to it
   std::unique_ptr<Uplink> uplink;
   std::unique_ptr<IpcServer> ipc;
   if (profiled) {
@@ -168,6 +209,16 @@ ChildExit RunAgent(const AgentOptions& options) {
     up.address = options.coordinator;
     up.token = options.token;
     up.final_timeout = options.final_timeout;
+    // The inject library follows the coordinator's capture start/stop through the control page.
+    if (control.Create(options.tmp_dir, !options.dormant)) {
+      up.on_capture = [&control](bool on) { control.Set(on); };
+    } else if (options.dormant) {
+      std::fprintf(stderr,
+                   "rankscope agent (rank %d): cannot create the control page in %s; "
+                   "the rank is captured from the start\n",
+                   identity.rank, options.tmp_dir.c_str());
+    }
+    up.capturing = !options.dormant || control.path().empty();
     uplink = std::make_unique<Uplink>(up, ToProtoIdentity(identity, options));
     Uplink* sink = uplink.get();
     ipc = std::make_unique<IpcServer>([sink](wire::Batch&& b) { sink->AddBatch(std::move(b)); },
@@ -205,8 +256,10 @@ ChildExit RunAgent(const AgentOptions& options) {
                                          2 * kNsPerSec, 30 * kNsPerSec);
   }
   std::string env_note;
+  std::vector<std::string> extra_env = nccl_env;
+  if (!control.path().empty()) extra_env.push_back("RANKSCOPE_CONTROL_FILE=" + control.path());
   std::vector<std::string> env =
-      ChildEnvironment(options, ipc ? ipc->path() : std::string(), nccl_env, &env_note);
+      ChildEnvironment(options, ipc ? ipc->path() : std::string(), extra_env, &env_note);
   if (!env_note.empty() && uplink) uplink->AddNotice(env_note);  // the report shows it
   std::vector<std::string> argv = options.program;
   std::vector<char*> c_env = CStrings(env);

@@ -19,6 +19,9 @@ struct AgentOptions {
   std::string inject_library;  // path of librankscope_inject.so; empty = do not inject
   std::string tmp_dir = "/tmp";
   DurationNs final_timeout = 5 * kNsPerSec;
+  // Dormant (RANKSCOPE_DORMANT=1): the inject library records nothing until the coordinator
+  // starts a capture (core/control_page.h).
+  bool dormant = false;
 };
 
 // Reads RANKSCOPE_COORDINATOR / RANKSCOPE_TOKEN / RANKSCOPE_SESSION / RANKSCOPE_INJECT_LIB /

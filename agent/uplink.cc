@@ -27,7 +27,9 @@ bool IsRefusal(const grpc::Status& s) {
 }  // namespace
 
 Uplink::Uplink(UplinkOptions options, v1::Identity identity)
-    : options_(std::move(options)), identity_(std::move(identity)) {
+    : options_(std::move(options)),
+      identity_(std::move(identity)),
+      capture_enabled_(options_.capturing) {
   grpc::ChannelArguments args;
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
@@ -246,13 +248,15 @@ void Uplink::ControlLoop() {
   while (reader->Read(&cmd)) {
     switch (cmd.kind()) {
       case v1::ControlCommand::START_CAPTURE:
-        capture_enabled_.store(true);
-        AddNotice("capture started by the coordinator");
+      case v1::ControlCommand::STOP_CAPTURE: {
+        const bool on = cmd.kind() == v1::ControlCommand::START_CAPTURE;
+        // Said once per change: a late agent is told the current state, which may be its own.
+        if (capture_enabled_.exchange(on) != on) {
+          AddNotice(std::string("capture ") + (on ? "started" : "stopped") + " by the coordinator");
+        }
+        if (options_.on_capture) options_.on_capture(on);
         break;
-      case v1::ControlCommand::STOP_CAPTURE:
-        capture_enabled_.store(false);
-        AddNotice("capture stopped by the coordinator");
-        break;
+      }
       case v1::ControlCommand::SEND_FULL_TRACE: {
         std::lock_guard<std::mutex> lock(mu_);
         for (const P2PRecord& r : held_p2p_) ToProto(r, pending_.add_p2p());

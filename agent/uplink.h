@@ -9,6 +9,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -34,6 +35,10 @@ struct UplinkOptions {
   DurationNs final_timeout = 5 * kNsPerSec;  // the most Finish() waits for a coordinator
   size_t max_buffered_records = 1'000'000;
   size_t max_held_p2p_records = 1'000'000;  // when the coordinator asks to hold p2p back
+  // Capturing from the start (false: dormant until the coordinator sends START_CAPTURE).
+  bool capturing = true;
+  // Called on the control thread when the coordinator starts or stops the capture.
+  std::function<void(bool capturing)> on_capture;
 };
 
 class Uplink {
@@ -101,7 +106,7 @@ class Uplink {
 
   std::atomic<bool> registered_{false};
   std::atomic<bool> refused_{false};  // the coordinator said no: stop trying
-  std::atomic<bool> capture_enabled_{true};
+  std::atomic<bool> capture_enabled_;
   std::atomic<uint64_t> dropped_{0};
   TimeNs next_clock_sync_ = 0;
   TimeNs next_register_try_ = 0;

@@ -156,7 +156,8 @@ NcclJoinStats AddNcclCollectives(Session* session) {
     if (!rank.nccl) continue;
     const bool windowed =
         std::any_of(rank.marks.begin(), rank.marks.end(), [](const MarkRecord& m) {
-          return m.domain == kCaptureMarkDomain && m.name == kGpuCaptureOffMark;
+          return m.domain == kCaptureMarkDomain &&
+                 (m.name == kGpuCaptureOffMark || m.name == kGpuCaptureOnMark);
         });
     if (windowed) {
       ++stats.windowed_ranks;

@@ -116,6 +116,8 @@ grpc::Status CoordinatorService::Register(grpc::ServerContext* ctx, const v1::Re
     rank.id = FromProto(id);
     session_.ranks.push_back(std::move(rank));
     agent_index_[agent_id] = session_.ranks.size() - 1;
+    // An agent that comes after a capture was started or stopped gets that state first.
+    if (capture_state_) commands_[agent_id].push_back(*capture_state_);
     next_seq_[agent_id] = 0;
   }
   if (session_.launcher.empty() || session_.launcher == "none") session_.launcher = id.launcher();
@@ -279,8 +281,25 @@ bool CoordinatorService::WaitForFinal(int ranks, DurationNs timeout) const {
   });
 }
 
+grpc::Status CoordinatorService::Trigger(grpc::ServerContext* ctx, const v1::TriggerRequest* req,
+                                         v1::TriggerResponse* resp) {
+  if (grpc::Status s = Authenticate(ctx, "Trigger"); !s.ok()) return s;
+  if (req->kind() != v1::ControlCommand::START_CAPTURE &&
+      req->kind() != v1::ControlCommand::STOP_CAPTURE) {
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                        "rankscope coordinator: a trigger starts or stops a capture");
+  }
+  Broadcast(req->kind());
+  std::lock_guard<std::mutex> lock(mu_);
+  resp->set_agents(static_cast<int32_t>(agent_index_.size()));
+  return grpc::Status::OK;
+}
+
 void CoordinatorService::Broadcast(v1::ControlCommand::Kind kind) {
   std::lock_guard<std::mutex> lock(mu_);
+  if (kind == v1::ControlCommand::START_CAPTURE || kind == v1::ControlCommand::STOP_CAPTURE) {
+    capture_state_ = kind;
+  }
   for (const auto& [agent, index] : agent_index_) commands_[agent].push_back(kind);
   cv_.notify_all();
 }

@@ -9,6 +9,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 
 #include "coordinator/session.h"
@@ -35,6 +36,8 @@ class CoordinatorService final : public v1::Coordinator::Service {
                          v1::ClockResponse* resp) override;
   grpc::Status Upload(grpc::ServerContext* ctx, const v1::UploadBatch* req,
                       v1::UploadAck* resp) override;
+  grpc::Status Trigger(grpc::ServerContext* ctx, const v1::TriggerRequest* req,
+                       v1::TriggerResponse* resp) override;
   grpc::Status Control(grpc::ServerContext* ctx, const v1::ControlRequest* req,
                        grpc::ServerWriter<v1::ControlCommand>* writer) override;
 
@@ -62,6 +65,8 @@ class CoordinatorService final : public v1::Coordinator::Service {
   std::map<std::string, size_t> agent_index_;  // agent id -> index in session_.ranks
   std::map<std::string, uint64_t> next_seq_;   // agent id -> next expected batch seq
   std::map<std::string, std::vector<v1::ControlCommand::Kind>> commands_;
+  // The last capture start/stop broadcast, for agents that register later.
+  std::optional<v1::ControlCommand::Kind> capture_state_;
   std::vector<std::string> problems_;
   int rejected_rpcs_ = 0;
   bool closed_ = false;

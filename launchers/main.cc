@@ -13,6 +13,7 @@
 
 #include "agent/agent.h"
 #include "launchers/advise_cmd.h"
+#include "launchers/capture_cmd.h"
 #include "launchers/inspect.h"
 #include "launchers/report_cmd.h"
 #include "launchers/run.h"
@@ -59,7 +60,17 @@ int main(int argc, char** argv) {
   run_cmd->add_option("--capture-every", capture_every,
                       "Of the captured steps, capture only every Nth (sampling)");
   run_cmd->add_option("--step-range", step_range, "NVTX range that marks a step (default step)");
+  run_cmd->add_flag("--dormant", run.dormant,
+                    "Ranks record nothing until `rankscope capture` starts a capture");
   run_cmd->add_option("command", run.command, "Launch command (after --)")->required();
+
+  rankscope::CaptureOptions capture;
+  CLI::App* capture_cmd = app.add_subcommand(
+      "capture", "Start (or stop) capturing a running session, e.g. one run with --dormant");
+  capture_cmd->add_option("session", capture.session,
+                          "Session id (default: your only running session)");
+  capture_cmd->add_option("--for", capture.for_s, "Stop again after this many seconds");
+  capture_cmd->add_flag("--stop", capture.stop, "Stop capturing");
 
   rankscope::AgentOptions agent;
   double final_timeout_s = 5;
@@ -137,6 +148,7 @@ int main(int argc, char** argv) {
   if (*topo_cmd) return rankscope::InspectTopology(topo_file, inspect_json);
 
   if (*advise_cmd) return rankscope::RunAdvise(advise);
+  if (*capture_cmd) return rankscope::RunCapture(capture);
   if (*report_cmd) {
     report.analysis.straggler.min_lateness =
         static_cast<rankscope::DurationNs>(min_lateness_ms * 1e6);

@@ -22,6 +22,7 @@
 
 #include "coordinator/pipeline.h"
 #include "coordinator/service.h"
+#include "launchers/capture_cmd.h"
 #include "launchers/launch_plan.h"
 
 namespace rankscope {
@@ -131,7 +132,9 @@ int RunJob(const RunOptions& options) {
   }
   std::vector<std::string> forwarded = {"RANKSCOPE_COORDINATOR", "RANKSCOPE_TOKEN",
                                         "RANKSCOPE_SESSION"};
-  for (const auto& [name, value] : options.inject_env) {
+  std::vector<std::pair<std::string, std::string>> inject_env = options.inject_env;
+  if (options.dormant) inject_env.emplace_back("RANKSCOPE_DORMANT", "1");
+  for (const auto& [name, value] : inject_env) {
     if (value.empty()) continue;
     setenv(name.c_str(), value.c_str(), 1);
     forwarded.push_back(name);
@@ -160,6 +163,21 @@ int RunJob(const RunOptions& options) {
   setenv("RANKSCOPE_COORDINATOR", server.address().c_str(), 1);
   setenv("RANKSCOPE_TOKEN", config.token.c_str(), 1);
   setenv("RANKSCOPE_SESSION", config.session_id.c_str(), 1);
+  // Where `rankscope capture` finds this session (dormant runs wait for it).
+  std::string endpoint;
+  if (options.dormant) {
+    Result<std::string> written = WriteEndpoint(config.session_id, server.address(), config.token);
+    if (!written.ok()) {
+      std::fprintf(stderr, "rankscope: %s; `rankscope capture` cannot reach this session\n",
+                   written.status().message().c_str());
+    } else {
+      endpoint = written.value();
+      std::fprintf(stderr,
+                   "rankscope: dormant: ranks record nothing until `rankscope capture %s "
+                   "[--for SECONDS]`\n",
+                   config.session_id.c_str());
+    }
+  }
 
   std::vector<char*> argv;
   for (const std::string& a : plan->argv) argv.push_back(const_cast<char*>(a.c_str()));
@@ -205,6 +223,7 @@ int RunJob(const RunOptions& options) {
     Session s = service.Snapshot();
     out_dir = "rankscope-" + (s.job_id.empty() ? config.session_id : s.job_id);
   }
+  if (!endpoint.empty()) unlink(endpoint.c_str());
   Finalize(service, std::move(extra), out_dir, options.quiet, options.full_trace);
   (void)launch_time;
   server.Shutdown();

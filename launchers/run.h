@@ -25,6 +25,8 @@ struct RunOptions {
   // Passed to every rank's inject library as RANKSCOPE_<NAME>=value (agent/inject/
   // capture_window.h, cupti_config.h); empty values are not set.
   std::vector<std::pair<std::string, std::string>> inject_env;
+  // Ranks record nothing until `rankscope capture` starts a capture (launchers/capture_cmd.h).
+  bool dormant = false;
 };
 
 int RunJob(const RunOptions& options);

@@ -176,12 +176,15 @@ void CUPTIAPI BufferCompleted(CUcontext /*context*/, uint32_t /*stream*/, uint8_
 
 // ---- flushing ----
 
+void FollowControlPage();  // below, with the capture window
+
 void FlushLoop(Capture* c) {
   std::unique_lock<std::mutex> lock(c->mu);
   while (!c->stopping) {
     c->wake.wait_for(lock, std::chrono::nanoseconds(c->config.flush_period));
     if (c->stopping) break;
     lock.unlock();
+    FollowControlPage();
     // Unforced: delivers the buffers whose records are all complete; kernels still running
     // stay with CUPTI until a later flush.
     if (Active()) c->api.activity_flush_all(0);
@@ -325,8 +328,29 @@ CaptureWindow& Window() {
 // applied exactly once it can be.
 std::mutex g_window_mu;
 
-// Follows a change of the window: kinds on or off, a flush so the records of the window that
-// just closed reach the agent soon, and a mark "gpu capture on|off" in domain "rankscope" so the
+bool g_kinds_on = false;       // guarded by g_window_mu: CUPTI's kinds are enabled now
+bool g_last_capturing = true;  // guarded by g_window_mu: the control page when last looked at
+
+// Puts CUPTI's kinds where the capture window and the control page (dormant or capturing) want
+// them; a flush after turning them off, so the window's records reach the agent soon. Requires
+// g_window_mu.
+void SyncKindsLocked(Capture* c) {
+  const bool want = Window().on() && Capturing();
+  if (want == g_kinds_on) return;
+  if (want) {
+    std::string why;
+    if (!EnableKinds(c->api, c->config, &why)) {
+      Unavailable(why);
+      return;
+    }
+  } else {
+    DisableKinds(c->api);
+    c->api.activity_flush_all(0);
+  }
+  g_kinds_on = want;
+}
+
+// Follows a change of the window, with a mark "gpu capture on|off" in domain "rankscope" so the
 // coordinator knows which spans of the run have GPU activity.
 void ApplyWindowChange(CaptureWindow::Change change) {
   if (change == CaptureWindow::Change::kNone || !Active()) return;
@@ -335,13 +359,19 @@ void ApplyWindowChange(CaptureWindow::Change change) {
   std::lock_guard<std::mutex> lock(g_window_mu);
   Capture* c = g_capture.load(std::memory_order_acquire);
   if (!InThisProcess(c) || c->closed.load()) return;  // CUDA not started (yet): Start applies it
-  if (on) {
-    std::string why;
-    if (!EnableKinds(c->api, c->config, &why)) Unavailable(why);
-  } else {
-    DisableKinds(c->api);
-    c->api.activity_flush_all(0);
-  }
+  SyncKindsLocked(c);
+}
+
+// Follows the control page (`rankscope capture` on a dormant run), from the flush thread. The
+// start is marked "gpu capture on"; the stop cannot be (nothing is recorded once dormant).
+void FollowControlPage() {
+  const bool capturing = Capturing();
+  std::lock_guard<std::mutex> lock(g_window_mu);
+  if (capturing == g_last_capturing) return;
+  g_last_capturing = capturing;
+  if (capturing) EmitMark("rankscope", "gpu capture on", MonotonicNow(), ThreadId());
+  Capture* c = g_capture.load(std::memory_order_acquire);
+  if (InThisProcess(c) && !c->closed.load()) SyncKindsLocked(c);
 }
 
 // Sets CUPTI's clock to CLOCK_MONOTONIC; without the callback (CUPTI older than 12.x) shifts
@@ -389,9 +419,16 @@ bool Start(Capture* c, std::string* why) {
     *why = "cuptiActivityRegisterCallbacks: " + CuptiErrorName(api, r);
     ok = false;
   } else {
-    // Outside a capture window the kinds stay off until the window opens.
+    // Outside a capture window, or dormant, the kinds stay off until that changes.
     std::lock_guard<std::mutex> lock(g_window_mu);
-    if (Window().on() && !EnableKinds(api, c->config, why)) ok = false;
+    g_last_capturing = Capturing();
+    if (Window().on() && g_last_capturing) {
+      if (EnableKinds(api, c->config, why)) {
+        g_kinds_on = true;
+      } else {
+        ok = false;
+      }
+    }
   }
   if (!ok) {
     api.unsubscribe(subscriber);  // so another tool may use CUPTI

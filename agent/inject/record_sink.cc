@@ -1,8 +1,10 @@
 #include "agent/inject/record_sink.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -15,6 +17,7 @@
 #include <new>
 #include <vector>
 
+#include "core/control_page.h"
 #include "core/wire.h"
 
 namespace rankscope::inject {
@@ -268,6 +271,7 @@ ThreadRetirer::~ThreadRetirer() {
 // Appends one record with `append(builder)`, sending the batch first if it is full.
 template <typename AppendFn>
 void Emit(TimeNs now, AppendFn append) {
+  if (!Capturing()) return;  // dormant: nothing is recorded, nothing is lost
   ThreadBuffer* b = ThisThreadBuffer();
   if (b == nullptr) {
     g_dropped.fetch_add(1, std::memory_order_relaxed);
@@ -316,6 +320,32 @@ void AtForkChild() {
   pthread_mutex_unlock(&g_connect_mu);
 }
 
+// The agent's control page, mapped read-only; null without one (always capturing).
+const ControlPage* g_control = nullptr;
+
+void MapControlPage() {
+  const char* path = std::getenv("RANKSCOPE_CONTROL_FILE");
+  if (path == nullptr || path[0] == '\0') return;
+  const int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    Say("cannot open RANKSCOPE_CONTROL_FILE; capturing from the start");
+    return;
+  }
+  void* map = mmap(nullptr, kControlPageSize, PROT_READ, MAP_SHARED, fd, 0);
+  close(fd);
+  if (map == MAP_FAILED) {
+    Say("cannot map RANKSCOPE_CONTROL_FILE; capturing from the start");
+    return;
+  }
+  const auto* page = static_cast<const ControlPage*>(map);
+  if (page->magic != kControlPageMagic) {
+    Say("RANKSCOPE_CONTROL_FILE is not a rankscope control page; capturing from the start");
+    munmap(map, kControlPageSize);
+    return;
+  }
+  g_control = page;
+}
+
 // Reads the configuration once, when the library is loaded (LD_PRELOAD or NVTX's dlopen).
 __attribute__((constructor)) void Configure() {
   const char* path = std::getenv("RANKSCOPE_IPC_SOCKET");
@@ -327,6 +357,7 @@ __attribute__((constructor)) void Configure() {
   }
   std::strncpy(g_socket_path, path, sizeof(g_socket_path) - 1);
   g_pid.store(static_cast<uint32_t>(getpid()), std::memory_order_relaxed);
+  MapControlPage();
   registry();
   if (pthread_atfork(AtForkPrepare, AtForkParent, AtForkChild) != 0) {
     Say("pthread_atfork failed; capture off");
@@ -342,6 +373,10 @@ __attribute__((destructor)) void FlushAtExit() { FlushAll(); }
 }  // namespace
 
 bool Active() { return g_active.load(std::memory_order_relaxed); }
+
+bool Capturing() {
+  return g_control == nullptr || g_control->capturing.load(std::memory_order_relaxed) != 0;
+}
 
 uint32_t ThreadId() {
   uint32_t tid = t_tid;

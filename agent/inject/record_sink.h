@@ -21,6 +21,10 @@ namespace rankscope::inject {
 // costs a branch.
 bool Active();
 
+// False while the agent holds the rank dormant (RANKSCOPE_CONTROL_FILE, core/control_page.h):
+// records are then not made at all. True without a control page. One relaxed load.
+bool Capturing();
+
 // The calling thread's OS thread id (gettid), cached per thread (and refreshed after fork).
 uint32_t ThreadId();
 

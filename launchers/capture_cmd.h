@@ -1,0 +1,29 @@
+// `rankscope capture`: starts (and after --for, stops) the capture of a running session, most
+// often one launched with `rankscope run --dormant`. `run` leaves the session's address and
+// secret in an endpoint file only its user can read (EndpointDir(), mode 0700/0600), removed
+// when the run ends; capture reads it and sends an authenticated Trigger to the coordinator,
+// which passes START_CAPTURE / STOP_CAPTURE on to every agent.
+#pragma once
+
+#include <string>
+
+#include "core/status.h"
+
+namespace rankscope {
+
+// $XDG_RUNTIME_DIR/rankscope when set, else /tmp/rankscope-<uid>.
+std::string EndpointDir();
+
+// Writes <EndpointDir()>/<session_id>.endpoint ("address\ntoken\n", 0600) and returns its path.
+Result<std::string> WriteEndpoint(const std::string& session_id, const std::string& address,
+                                  const std::string& token);
+
+struct CaptureOptions {
+  std::string session;  // a session id; empty: the only running session
+  double for_s = 0;     // > 0: stop again after this many seconds
+  bool stop = false;    // stop instead of start
+};
+
+int RunCapture(const CaptureOptions& options);
+
+}  // namespace rankscope
