@@ -64,23 +64,28 @@ Result<Endpoint> ReadEndpoint(const std::string& session) {
 }
 
 Result<int> Trigger(const Endpoint& e, v1::ControlCommand::Kind kind) {
-  auto channel = grpc::CreateChannel(e.address, grpc::InsecureChannelCredentials());
-  auto stub = v1::Coordinator::NewStub(channel);
-  grpc::ClientContext ctx;
-  ctx.AddMetadata(kTokenMetadataKey, e.token);
-  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
-  v1::TriggerRequest req;
-  req.set_kind(kind);
-  v1::TriggerResponse resp;
-  grpc::Status s = stub->Trigger(&ctx, req, &resp);
-  if (!s.ok()) {
-    return Result<int>::Error("session " + e.session + " at " + e.address + ": " +
-                              s.error_message());
-  }
-  return resp.agents();
+  Result<int> agents =
+      TriggerCapture(e.address, e.token, kind == v1::ControlCommand::START_CAPTURE);
+  if (!agents.ok())
+    return Result<int>::Error("session " + e.session + ": " + agents.status().message());
+  return agents;
 }
 
 }  // namespace
+
+Result<int> TriggerCapture(const std::string& address, const std::string& token, bool start) {
+  auto channel = grpc::CreateChannel(address, grpc::InsecureChannelCredentials());
+  auto stub = v1::Coordinator::NewStub(channel);
+  grpc::ClientContext ctx;
+  ctx.AddMetadata(kTokenMetadataKey, token);
+  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
+  v1::TriggerRequest req;
+  req.set_kind(start ? v1::ControlCommand::START_CAPTURE : v1::ControlCommand::STOP_CAPTURE);
+  v1::TriggerResponse resp;
+  grpc::Status s = stub->Trigger(&ctx, req, &resp);
+  if (!s.ok()) return Result<int>::Error("coordinator " + address + ": " + s.error_message());
+  return resp.agents();
+}
 
 std::string EndpointDir() {
   const char* runtime = std::getenv("XDG_RUNTIME_DIR");

@@ -26,4 +26,8 @@ struct CaptureOptions {
 
 int RunCapture(const CaptureOptions& options);
 
+// Sends START_CAPTURE or STOP_CAPTURE (start == false) to the coordinator at `address` with the
+// session secret; returns how many agents it was queued for.
+Result<int> TriggerCapture(const std::string& address, const std::string& token, bool start);
+
 }  // namespace rankscope

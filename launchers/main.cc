@@ -13,6 +13,7 @@
 
 #include "agent/agent.h"
 #include "launchers/advise_cmd.h"
+#include "launchers/attach_cmd.h"
 #include "launchers/capture_cmd.h"
 #include "launchers/inspect.h"
 #include "launchers/report_cmd.h"
@@ -71,6 +72,16 @@ int main(int argc, char** argv) {
                           "Session id (default: your only running session)");
   capture_cmd->add_option("--for", capture.for_s, "Stop again after this many seconds");
   capture_cmd->add_flag("--stop", capture.stop, "Stop capturing");
+
+  rankscope::AttachOptions attach;
+  CLI::App* attach_cmd = app.add_subcommand(
+      "attach", "Capture a window of a running SLURM job launched with rankscope run");
+  attach_cmd->add_option("job", attach.job_id, "SLURM job id")->required();
+  attach_cmd->add_option("--for", attach.for_s, "Seconds to capture (default 10)");
+  CLI::App* attach_node_cmd =
+      app.add_subcommand("attach-node", "What attach runs on each node of the job (internal)");
+  attach_node_cmd->add_option("job", attach.job_id, "SLURM job id")->required();
+  attach_node_cmd->add_option("--for", attach.for_s, "Seconds to capture");
 
   rankscope::AgentOptions agent;
   double final_timeout_s = 5;
@@ -149,6 +160,8 @@ int main(int argc, char** argv) {
 
   if (*advise_cmd) return rankscope::RunAdvise(advise);
   if (*capture_cmd) return rankscope::RunCapture(capture);
+  if (*attach_cmd) return rankscope::RunAttach(attach, SelfExe());
+  if (*attach_node_cmd) return rankscope::RunAttachNode(attach);
   if (*report_cmd) {
     report.analysis.straggler.min_lateness =
         static_cast<rankscope::DurationNs>(min_lateness_ms * 1e6);

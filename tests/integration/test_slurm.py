@@ -6,6 +6,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -57,6 +58,63 @@ class Slurm(RankscopeTest):
         # The batch job's id names the session's job.
         job_id = p.stdout.split()[-1]
         self.assertEqual(s.report["job"]["id"], job_id, p.stdout)
+
+    def running_job(self, name, timeout=60):
+        """The id of our running job called `name`, once squeue shows it RUNNING."""
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            q = subprocess.run(["squeue", "-h", "-n", name, "-o", "%i %T"], env=mpi_env(),
+                               capture_output=True, text=True)
+            for line in q.stdout.split("\n"):
+                if line.endswith(" RUNNING"):
+                    return line.split()[0]
+            time.sleep(0.1)
+        self.fail(f"job {name} never ran: {q.stdout} {q.stderr}")
+
+    def test_attach_captures_a_window_of_a_dormant_job(self):
+        out = os.path.join(self.tmp, "out")
+        job = subprocess.Popen(
+            [RANKSCOPE, "run", "--dormant", "-q", "-o", out, "--", "srun", "-J", "rs-attach",
+             "-N", "2", "-n", "4", "--mpi=pmix", MPI_TRAIN, "--steps", "4000", "--elems", "1024",
+             "--compute-ms", "2", "--quiet"],
+            env=mpi_env(), cwd=self.tmp, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            text=True)
+        job_id = self.running_job("rs-attach")
+        time.sleep(2)  # agents registered, ranks running dormant
+        a = subprocess.run([RANKSCOPE, "attach", job_id, "--for", "0.5"], env=mpi_env(),
+                           capture_output=True, text=True, timeout=120)
+        self.assertEqual(a.returncode, 0, a.stdout + a.stderr)
+        self.assertIn("capture started", a.stdout)
+        stdout, stderr = job.communicate(timeout=240)
+        self.assertEqual(job.returncode, 0, stderr)
+        s = Session(out)
+        self.assertEqual(s.report["job"]["id"], job_id)
+        counts = [r["counts"]["collectives"] for r in s.report["ranks"]]
+        self.assertEqual(len(counts), 4)
+        for n in counts:  # the window only
+            self.assertGreater(n, 5, counts)
+            self.assertLess(n, 4000 * 0.9, counts)
+        for r in s.report["ranks"]:
+            self.assertIn("capture started by the coordinator", r["notices"])
+
+    def test_attach_names_what_it_cannot_do(self):
+        a = subprocess.run([RANKSCOPE, "attach", "999999"], env=mpi_env(), capture_output=True,
+                           text=True, timeout=60)
+        self.assertEqual(a.returncode, 2)
+        self.assertIn("job 999999 does not exist", a.stderr)
+        # A job not launched with rankscope: said, with how to relaunch it.
+        plain = subprocess.Popen(["srun", "-J", "rs-plain", "-N", "1", "sleep", "30"],
+                                 env=mpi_env(), cwd=self.tmp)
+        try:
+            job_id = self.running_job("rs-plain")
+            a = subprocess.run([RANKSCOPE, "attach", job_id, "--for", "0.1"], env=mpi_env(),
+                               capture_output=True, text=True, timeout=120)
+            self.assertEqual(a.returncode, 3, a.stdout + a.stderr)
+            self.assertIn("was not launched with `rankscope run`", a.stdout)
+            self.assertIn("rankscope run --dormant -- srun", a.stdout)
+        finally:
+            subprocess.run(["scancel", "-n", "rs-plain"], env=mpi_env())
+            plain.wait(timeout=60)
 
 
 if __name__ == "__main__":
