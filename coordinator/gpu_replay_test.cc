@@ -67,6 +67,22 @@ TEST(GpuReplay, EveryNcclCollectiveHasItsLaunchCallBeforeItsKernel) {
     }
   }
   EXPECT_TRUE(Diagnose(s, AnalysisOptions{}).empty());
+
+  // report.json per rank: launch latency of every kernel, and NCCL's queue time (its all-reduce
+  // queued behind the step's four 4096^3 matmuls: ~10 ms on 2xH200).
+  nlohmann::json report = BuildReportJson(s, {});
+  for (const auto& rank : report["ranks"]) {
+    const auto& gpu = rank["gpu"];
+    EXPECT_EQ(gpu["kernels"], 243) << gpu.dump();
+    EXPECT_EQ(gpu["launch_latency"]["samples"], 243) << gpu.dump();
+    EXPECT_EQ(gpu["nccl_queue"]["samples"], 40) << gpu.dump();
+    const double queue_ms = gpu["nccl_queue"]["median_ns"].get<double>() / 1e6;
+    EXPECT_GT(queue_ms, 5.0);
+    EXPECT_LT(queue_ms, 20.0);
+    std::printf("rank %d: launch latency median %.1f us, NCCL queue median %.2f ms\n",
+                rank["rank"].get<int>(), gpu["launch_latency"]["median_ns"].get<double>() / 1e3,
+                queue_ms);
+  }
 }
 
 // Rank 1 slept on the host before its compute: its all-reduce was launched ~20 ms late, so the

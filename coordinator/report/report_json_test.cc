@@ -164,6 +164,10 @@ TEST(ReportSchema, ReportValidates) {
   EXPECT_TRUE(v.valid) << v.output;
   v = ValidateAgainstSchema(BuildReportJson(Session{}, {}));
   EXPECT_TRUE(v.valid) << v.output;
+  const json gpu = BuildReportJson(report_test::MakeGpuSession(), {});
+  v = ValidateAgainstSchema(gpu);
+  EXPECT_TRUE(v.valid) << v.output;
+  EXPECT_TRUE(gpu["ranks"][0].contains("gpu")) << gpu["ranks"][0].dump();
 }
 
 TEST(ReportSchema, RejectsBrokenReports) {

@@ -471,4 +471,51 @@ std::string MakeTempDir(const std::string& name) {
   return dir.string();
 }
 
+// One rank with CUPTI activity: a launch on thread 100 and the kernel it launched on stream 13
+// of GPU 0, a copy, and an NCCL all-reduce whose kernel runs on stream 14.
+Session MakeGpuSession() {
+  Session s;
+  s.session_id = "gpu";
+  s.start = 1'000'000;
+  s.aligned = true;
+  RankData r;
+  r.id.rank = 0;
+  r.id.node = "gpu-node";
+  auto gpu = [&](GpuActivityKind kind, uint32_t stream, uint32_t correlation, TimeNs start,
+                 TimeNs end, std::string name) {
+    GpuActivityRecord g;
+    g.kind = kind;
+    g.device = kind == GpuActivityKind::kRuntime ? kNoDevice : 0;
+    g.stream = kind == GpuActivityKind::kRuntime ? 0 : stream;
+    g.tid = kind == GpuActivityKind::kRuntime ? 100 : 0;
+    g.correlation_id = correlation;
+    g.start = start;
+    g.end = end;
+    g.name = std::move(name);
+    r.gpu.push_back(g);
+    return &r.gpu.back();
+  };
+  gpu(GpuActivityKind::kRuntime, 0, 7, 2'000'000, 2'004'000, "cudaLaunchKernel");
+  GpuActivityRecord* k =
+      gpu(GpuActivityKind::kKernel, 13, 7, 2'010'000, 2'050'000, "_Z10probe_axpyiPKfPf");
+  k->grid[0] = 128;
+  k->block[0] = 256;
+  gpu(GpuActivityKind::kRuntime, 0, 8, 2'060'000, 2'070'000, "cudaMemcpyAsync");
+  GpuActivityRecord* copy = gpu(GpuActivityKind::kMemcpy, 13, 8, 2'080'000, 2'090'000, "");
+  copy->copy_kind = 1;
+  copy->bytes = 4096;
+  gpu(GpuActivityKind::kKernel, 14, 9, 3'000'000, 3'500'000,
+      "_Z39ncclDevKernel_AllReduce_Sum_f32_RING_LLP24ncclDevKernelArgsStorageILm4096EE");
+  CollectiveRecord c;
+  c.source = CollectiveRecord::Source::kNccl;
+  c.op = CollectiveOp::kAllreduce;
+  c.tid = 14;
+  c.enter = 3'000'000;
+  c.exit = 3'500'000;
+  c.bytes = 1 << 20;
+  r.collectives.push_back(c);
+  s.ranks.push_back(r);
+  return s;
+}
+
 }  // namespace rankscope::report_test

@@ -27,6 +27,10 @@ std::vector<Finding> MakeHostileFindings();
 // A clean 4-rank run: 50 allreduce instances, everyone on time, no findings expected.
 Session MakeCleanSession();
 
+// One rank with CUPTI activity: a launch on thread 100 and the kernel it launched on stream 13
+// of GPU 0, a copy, and an NCCL all-reduce whose kernel runs on stream 14.
+Session MakeGpuSession();
+
 // EXPECTs that every field of every rank and record is equal.
 void ExpectSessionsEqual(const Session& expected, const Session& actual);
 
