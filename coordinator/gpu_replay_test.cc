@@ -83,6 +83,12 @@ TEST(GpuReplay, EveryNcclCollectiveHasItsLaunchCallBeforeItsKernel) {
                 rank["rank"].get<int>(), gpu["launch_latency"]["median_ns"].get<double>() / 1e3,
                 queue_ms);
   }
+  const std::string text = BuildReportText(s, {}, /*color=*/false);
+  EXPECT_NE(text.find("kernels 486 on 2 rank(s); launch latency (kernel start - launch call) "
+                      "median 2."),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("NCCL kernels queued 10."), std::string::npos) << text;
 }
 
 // Rank 1 slept on the host before its compute: its all-reduce was launched ~20 ms late, so the

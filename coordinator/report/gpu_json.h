@@ -15,6 +15,12 @@ namespace rankscope {
 // shapes[{op, datatype, bytes, algo, proto, calls}]}]}; null when no rank reported NCCL.
 nlohmann::json NcclReportJson(const Session& session);
 
+// One rank's kernels: count, GPU time, launch latency (kernel start - end of its launch call, by
+// CUPTI correlation id; small: the GPU waits for the CPU, large: work queues) and NCCL queue time
+// (NCCL kernel start - its launch), each {samples, median_ns, p99_ns} or null. Null without
+// kernels.
+nlohmann::json GpuRankJson(const RankData& rank);
+
 // One entry per topology dump: {node, rank, source, topology{...}} or {node, rank, source,
 // error} when the dump does not parse.
 nlohmann::json TopologyReportJson(const Session& session);

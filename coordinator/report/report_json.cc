@@ -40,46 +40,6 @@ json JobJson(const Session& session) {
   return job;
 }
 
-// Kernels, their time, and launch latency (kernel start - end of its launch call, by CUPTI
-// correlation id): small means the GPU waits for the CPU (launch-bound), large means work queues.
-// NCCL collectives' queue time (kernel start - launch) separately. Null without kernels.
-json GpuRankJson(const RankData& r) {
-  std::unordered_map<uint32_t, TimeNs> launch_end;
-  for (const GpuActivityRecord& g : r.gpu) {
-    if (g.kind == GpuActivityKind::kRuntime && g.correlation_id != 0) {
-      launch_end.emplace(g.correlation_id, g.end);
-    }
-  }
-  int64_t kernels = 0;
-  DurationNs kernel_time = 0;
-  std::vector<DurationNs> latency;
-  for (const GpuActivityRecord& g : r.gpu) {
-    if (g.kind != GpuActivityKind::kKernel) continue;
-    ++kernels;
-    kernel_time += g.end - g.start;
-    if (auto it = launch_end.find(g.correlation_id);
-        g.correlation_id != 0 && it != launch_end.end()) {
-      latency.push_back(g.start - it->second);
-    }
-  }
-  if (kernels == 0) return nullptr;
-  std::vector<DurationNs> nccl_queue;
-  for (const CollectiveRecord& c : r.collectives) {
-    if (c.source == CollectiveRecord::Source::kNccl && c.launched != 0) {
-      nccl_queue.push_back(c.enter - c.launched);
-    }
-  }
-  auto distribution = [](std::vector<DurationNs> v) {
-    if (v.empty()) return json(nullptr);
-    const size_t n = v.size();
-    return json{{"samples", n}, {"median_ns", MedianNs(v)}, {"p99_ns", QuantileNs(v, 0.99)}};
-  };
-  return {{"kernels", kernels},
-          {"kernel_time_ns", kernel_time},
-          {"launch_latency", distribution(std::move(latency))},
-          {"nccl_queue", distribution(std::move(nccl_queue))}};
-}
-
 json RankJson(const RankData& r) {
   json rank;
   rank["rank"] = r.id.rank;

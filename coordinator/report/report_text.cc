@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <utility>
+#include <vector>
 
 #include "coordinator/collective_matcher.h"
 #include "coordinator/report/collective_waits.h"
@@ -289,6 +291,37 @@ std::string GpuSection(const Session& session, const Painter& paint) {
                "\n";
       }
     }
+  }
+  // Launch latency over the ranks with CUPTI launch records: the median rank's median, and the
+  // rank whose GPU waits most on its CPU (smallest latency).
+  std::vector<std::pair<int64_t, int>> latency;  // (median ns, rank)
+  std::vector<int64_t> queue;
+  int64_t kernels = 0;
+  for (const RankData& r : session.ranks) {
+    const nlohmann::json gpu = GpuRankJson(r);
+    if (gpu.is_null()) continue;
+    kernels += gpu["kernels"].get<int64_t>();
+    if (gpu["launch_latency"].is_object()) {
+      latency.emplace_back(gpu["launch_latency"]["median_ns"].get<int64_t>(), r.id.rank);
+    }
+    if (gpu["nccl_queue"].is_object()) queue.push_back(gpu["nccl_queue"]["median_ns"]);
+  }
+  if (!latency.empty()) {
+    std::sort(latency.begin(), latency.end());
+    std::string line = "  kernels " + std::to_string(kernels) + " on " +
+                       std::to_string(latency.size()) +
+                       " rank(s); launch latency (kernel start - launch call) median " +
+                       FormatDuration(latency[latency.size() / 2].first);
+    if (latency.size() > 1) {
+      line += ", lowest rank " + std::to_string(latency.front().second) + " " +
+              FormatDuration(latency.front().first);
+    }
+    if (!queue.empty()) {
+      std::sort(queue.begin(), queue.end());
+      line += "; NCCL kernels queued " + FormatDuration(queue[queue.size() / 2]) +
+              " after their launch";
+    }
+    out += paint.Dim(line) + "\n";
   }
   for (const auto& entry : TopologyReportJson(session)) {
     std::string node = Clean(entry["node"].get<std::string>());
