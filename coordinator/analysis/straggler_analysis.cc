@@ -260,25 +260,36 @@ CauseStats CollectCause(const std::vector<CollectiveInstance>& instances,
     }
     if (theirs.empty()) continue;
     ++stats.instances;
-    std::set<std::string> names;
-    for (const auto& [name, ns] : mine->ranges.by_range) names.insert(name);
-    for (const GapTime& g : theirs) {
-      for (const auto& [name, ns] : g.ranges.by_range) names.insert(name);
-    }
     auto median_of_others = [&](auto field) {
       std::vector<double> v;
       for (const GapTime& g : theirs) v.push_back(static_cast<double>(field(g)));
       return Median(std::move(v));
     };
-    for (const std::string& name : names) {
-      const auto found = mine->ranges.by_range.find(name);
-      stats.late_by_range[name] +=
-          found == mine->ranges.by_range.end() ? 0.0 : static_cast<double>(found->second);
-      stats.others_by_range[name] += median_of_others([&](const GapTime& g) {
-        const auto f = g.ranges.by_range.find(name);
-        return f == g.ranges.by_range.end() ? DurationNs{0} : f->second;
-      });
-    }
+    // Per name (NVTX range, kernel): the late rank's time, and the others' median (0 for a rank
+    // without that name), each summed over instances.
+    auto add_by_name = [&](auto map_of, std::map<std::string, double>* late_sum,
+                           std::map<std::string, double>* others_sum) {
+      std::set<std::string> names;
+      for (const auto& [name, ns] : map_of(*mine)) names.insert(name);
+      for (const GapTime& g : theirs) {
+        for (const auto& [name, ns] : map_of(g)) names.insert(name);
+      }
+      auto time_of = [&](const GapTime& g, const std::string& name) {
+        const auto& m = map_of(g);
+        const auto f = m.find(name);
+        return f == m.end() ? DurationNs{0} : f->second;
+      };
+      for (const std::string& name : names) {
+        (*late_sum)[name] += static_cast<double>(time_of(*mine, name));
+        (*others_sum)[name] += median_of_others([&](const GapTime& g) { return time_of(g, name); });
+      }
+    };
+    add_by_name(
+        [](const GapTime& g) -> const auto& { return g.ranges.by_range; }, &stats.late_by_range,
+        &stats.others_by_range);
+    add_by_name(
+        [](const GapTime& g) -> const auto& { return g.kernels; }, &stats.late_by_kernel,
+        &stats.others_by_kernel);
     stats.late_gap += static_cast<double>(mine->ranges.window);
     stats.others_gap += median_of_others([](const GapTime& g) { return g.ranges.window; });
     stats.late_untracked += static_cast<double>(mine->ranges.untracked());
@@ -286,20 +297,6 @@ CauseStats CollectCause(const std::vector<CollectiveInstance>& instances,
         median_of_others([](const GapTime& g) { return g.ranges.untracked(); });
     stats.late_mpi += static_cast<double>(mine->mpi);
     stats.others_mpi += median_of_others([](const GapTime& g) { return g.mpi; });
-    std::set<std::string> kernel_names;
-    for (const auto& [name, ns] : mine->kernels) kernel_names.insert(name);
-    for (const GapTime& g : theirs) {
-      for (const auto& [name, ns] : g.kernels) kernel_names.insert(name);
-    }
-    for (const std::string& name : kernel_names) {
-      const auto found = mine->kernels.find(name);
-      stats.late_by_kernel[name] +=
-          found == mine->kernels.end() ? 0.0 : static_cast<double>(found->second);
-      stats.others_by_kernel[name] += median_of_others([&](const GapTime& g) {
-        const auto f = g.kernels.find(name);
-        return f == g.kernels.end() ? DurationNs{0} : f->second;
-      });
-    }
     stats.late_kernels += static_cast<double>(mine->kernel_total);
     stats.others_kernels += median_of_others([](const GapTime& g) { return g.kernel_total; });
   }
@@ -547,6 +544,19 @@ LaunchSplit SplitLaunch(const std::vector<CollectiveInstance>& instances,
   return s;
 }
 
+// The names (ranges, kernels) where the late rank spent more than the others, with how much
+// more, largest first.
+std::vector<std::pair<double, std::string>> ExcessByName(
+    const std::map<std::string, double>& late, const std::map<std::string, double>& others) {
+  std::vector<std::pair<double, std::string>> out;
+  for (const auto& [name, ns] : late) {
+    const double diff = ns - others.at(name);
+    if (diff > 0) out.emplace_back(diff, name);
+  }
+  std::sort(out.rbegin(), out.rend());
+  return out;
+}
+
 Finding MakeFinding(const Session& session, const Verdict& v, const CauseStats& cause,
                     const LaunchSplit& launch, const StragglerOptions& options) {
   Finding f;
@@ -571,12 +581,8 @@ Finding MakeFinding(const Session& session, const Verdict& v, const CauseStats& 
   // The cause: the range whose time before the call exceeds the other ranks' most, unless time
   // outside every range grew more. Below a quarter of the lateness neither explains it.
   const int ci = cause.instances;
-  std::vector<std::pair<double, std::string>> excess;
-  for (const auto& [name, late] : cause.late_by_range) {
-    const double diff = late - cause.others_by_range.at(name);
-    if (diff > 0) excess.emplace_back(diff, name);
-  }
-  std::sort(excess.rbegin(), excess.rend());
+  const std::vector<std::pair<double, std::string>> excess =
+      ExcessByName(cause.late_by_range, cause.others_by_range);
   const double range_excess = excess.empty() ? 0.0 : excess.front().first;
   const double untracked_excess = cause.late_untracked - cause.others_untracked;
   const double mpi_excess = cause.late_mpi - cause.others_mpi;
@@ -589,12 +595,8 @@ Finding MakeFinding(const Session& session, const Verdict& v, const CauseStats& 
                                              0.5 * static_cast<double>(v.median_lateness);
   // Without launch times: GPU kernel time before the call that grew by half the lateness or more
   // is the GPU's doing too (the window is the gap between collectives on the GPU's axis).
-  std::vector<std::pair<double, std::string>> kernel_excess;
-  for (const auto& [name, late] : cause.late_by_kernel) {
-    const double diff = late - cause.others_by_kernel.at(name);
-    if (diff > 0) kernel_excess.emplace_back(diff, name);
-  }
-  std::sort(kernel_excess.rbegin(), kernel_excess.rend());
+  const std::vector<std::pair<double, std::string>> kernel_excess =
+      ExcessByName(cause.late_by_kernel, cause.others_by_kernel);
   const double kernels_excess = cause.late_kernels - cause.others_kernels;
   const bool gpu_kernels =
       !launch_known && ci > 0 &&
