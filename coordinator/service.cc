@@ -284,6 +284,11 @@ bool CoordinatorService::WaitForFinal(int ranks, DurationNs timeout) const {
 grpc::Status CoordinatorService::Trigger(grpc::ServerContext* ctx, const v1::TriggerRequest* req,
                                          v1::TriggerResponse* resp) {
   if (grpc::Status s = Authenticate(ctx, "Trigger"); !s.ok()) return s;
+  if (req->count_only()) {
+    std::lock_guard<std::mutex> lock(mu_);
+    resp->set_agents(static_cast<int32_t>(agent_index_.size()));
+    return grpc::Status::OK;
+  }
   if (req->kind() != v1::ControlCommand::START_CAPTURE &&
       req->kind() != v1::ControlCommand::STOP_CAPTURE) {
     return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,

@@ -112,7 +112,7 @@ int RunAttachNode(const AttachOptions& options) {
   }
   int failed = 0;
   for (const AgentEndpoint& a : agents) {
-    Result<int> n = TriggerCapture(a.coordinator, a.token, /*start=*/true);
+    Result<int> n = TriggerCapture(a.coordinator, a.token, TriggerKind::kStart);
     if (!n.ok()) {
       std::printf("node %s: %s\n", node.c_str(), n.status().message().c_str());
       ++failed;
@@ -125,7 +125,7 @@ int RunAttachNode(const AttachOptions& options) {
   if (failed == static_cast<int>(agents.size())) return 1;
   std::this_thread::sleep_for(std::chrono::duration<double>(options.for_s));
   for (const AgentEndpoint& a : agents) {
-    if (Result<int> n = TriggerCapture(a.coordinator, a.token, /*start=*/false); n.ok()) {
+    if (Result<int> n = TriggerCapture(a.coordinator, a.token, TriggerKind::kStop); n.ok()) {
       std::printf("node %s: capture stopped after %.1f s\n", node.c_str(), options.for_s);
     }
   }

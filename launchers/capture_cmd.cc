@@ -12,6 +12,7 @@
 #include <thread>
 #include <vector>
 
+#include "core/format.h"
 #include "proto/protocol.h"
 #include "rankscope/v1/rankscope.grpc.pb.h"
 
@@ -63,24 +64,41 @@ Result<Endpoint> ReadEndpoint(const std::string& session) {
   return e;
 }
 
-Result<int> Trigger(const Endpoint& e, v1::ControlCommand::Kind kind) {
-  Result<int> agents =
-      TriggerCapture(e.address, e.token, kind == v1::ControlCommand::START_CAPTURE);
+Result<int> Trigger(const Endpoint& e, TriggerKind kind) {
+  Result<int> agents = TriggerCapture(e.address, e.token, kind);
   if (!agents.ok())
     return Result<int>::Error("session " + e.session + ": " + agents.status().message());
   return agents;
 }
 
+// Polls the coordinator until `want` agents have registered; an error after `wait_s` seconds.
+Status WaitForAgents(const Endpoint& e, int want, double wait_s) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(wait_s);
+  for (;;) {
+    Result<int> have = Trigger(e, TriggerKind::kCount);
+    if (!have.ok()) return have.status();
+    if (have.value() >= want) return Status::Ok();
+    if (std::chrono::steady_clock::now() >= deadline) {
+      return Status::Error("session " + e.session + ": " + std::to_string(have.value()) + " of " +
+                           std::to_string(want) + " agents registered after " +
+                           FormatDouble("%.0f", wait_s) + " s; nothing started");
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+}
+
 }  // namespace
 
-Result<int> TriggerCapture(const std::string& address, const std::string& token, bool start) {
+Result<int> TriggerCapture(const std::string& address, const std::string& token, TriggerKind kind) {
   auto channel = grpc::CreateChannel(address, grpc::InsecureChannelCredentials());
   auto stub = v1::Coordinator::NewStub(channel);
   grpc::ClientContext ctx;
   ctx.AddMetadata(kTokenMetadataKey, token);
   ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
   v1::TriggerRequest req;
-  req.set_kind(start ? v1::ControlCommand::START_CAPTURE : v1::ControlCommand::STOP_CAPTURE);
+  req.set_kind(kind == TriggerKind::kStop ? v1::ControlCommand::STOP_CAPTURE
+                                          : v1::ControlCommand::START_CAPTURE);
+  req.set_count_only(kind == TriggerKind::kCount);
   v1::TriggerResponse resp;
   grpc::Status s = stub->Trigger(&ctx, req, &resp);
   if (!s.ok()) return Result<int>::Error("coordinator " + address + ": " + s.error_message());
@@ -128,9 +146,13 @@ int RunCapture(const CaptureOptions& options) {
     std::fprintf(stderr, "rankscope capture: %s\n", e.status().message().c_str());
     return 2;
   }
-  const auto kind =
-      options.stop ? v1::ControlCommand::STOP_CAPTURE : v1::ControlCommand::START_CAPTURE;
-  Result<int> agents = Trigger(e.value(), kind);
+  if (options.agents > 0 && !options.stop) {
+    if (Status s = WaitForAgents(e.value(), options.agents, options.wait_s); !s.ok()) {
+      std::fprintf(stderr, "rankscope capture: %s\n", s.message().c_str());
+      return 1;
+    }
+  }
+  Result<int> agents = Trigger(e.value(), options.stop ? TriggerKind::kStop : TriggerKind::kStart);
   if (!agents.ok()) {
     std::fprintf(stderr, "rankscope capture: %s\n", agents.status().message().c_str());
     return 1;
@@ -139,7 +161,7 @@ int RunCapture(const CaptureOptions& options) {
                options.stop ? "stopped" : "started", e.value().session.c_str(), agents.value());
   if (options.stop || options.for_s <= 0) return 0;
   std::this_thread::sleep_for(std::chrono::duration<double>(options.for_s));
-  agents = Trigger(e.value(), v1::ControlCommand::STOP_CAPTURE);
+  agents = Trigger(e.value(), TriggerKind::kStop);
   if (!agents.ok()) {
     std::fprintf(stderr, "rankscope capture: %s\n", agents.status().message().c_str());
     return 1;

@@ -22,12 +22,17 @@ struct CaptureOptions {
   std::string session;  // a session id; empty: the only running session
   double for_s = 0;     // > 0: stop again after this many seconds
   bool stop = false;    // stop instead of start
+  int agents = 0;       // > 0: first wait until this many agents have registered
+  double wait_s = 60;   // ... for at most this long
 };
 
 int RunCapture(const CaptureOptions& options);
 
-// Sends START_CAPTURE or STOP_CAPTURE (start == false) to the coordinator at `address` with the
-// session secret; returns how many agents it was queued for.
-Result<int> TriggerCapture(const std::string& address, const std::string& token, bool start);
+enum class TriggerKind { kStart, kStop, kCount };
+
+// Sends START_CAPTURE or STOP_CAPTURE to the coordinator at `address` with the session secret and
+// returns how many agents it was queued for; kCount sends nothing and returns how many agents have
+// registered so far.
+Result<int> TriggerCapture(const std::string& address, const std::string& token, TriggerKind kind);
 
 }  // namespace rankscope

@@ -72,6 +72,10 @@ int main(int argc, char** argv) {
                           "Session id (default: your only running session)");
   capture_cmd->add_option("--for", capture.for_s, "Stop again after this many seconds");
   capture_cmd->add_flag("--stop", capture.stop, "Stop capturing");
+  capture_cmd->add_option("--agents", capture.agents,
+                          "Wait until this many agents (ranks) have registered, then start");
+  capture_cmd->add_option("--wait", capture.wait_s, "Give up waiting for --agents after S seconds")
+      ->capture_default_str();
 
   rankscope::AttachOptions attach;
   CLI::App* attach_cmd = app.add_subcommand(
