@@ -58,6 +58,12 @@ CuptiConfig CuptiConfigFromEnv(EnvLookup lookup) {
   long pick = config.pick_launch_calls ? 1 : 0;
   ReadBounded(lookup, "RANKSCOPE_CUPTI_PICK_CALLS", 0, 1, &pick, &config.problems);
   config.pick_launch_calls = pick == 1;
+  long sync = config.synchronization ? 1 : 0;
+  ReadBounded(lookup, "RANKSCOPE_CUPTI_SYNC", 0, 1, &sync, &config.problems);
+  config.synchronization = sync == 1;
+  long discard = config.discard ? 1 : 0;
+  ReadBounded(lookup, "RANKSCOPE_CUPTI_DISCARD", 0, 1, &discard, &config.problems);
+  config.discard = discard == 1;
   return config;
 }
 

@@ -15,6 +15,9 @@
 //   RANKSCOPE_CUPTI_FLUSH_MS period of the background flush (default 500, 10..60000)
 //   RANKSCOPE_CUPTI_PICK_CALLS  1 (default): mode all traces the launch calls by call id;
 //                            0: traces the whole RUNTIME kind instead, as on CUPTI before 12.6
+//   RANKSCOPE_CUPTI_SYNC     1 (default): modes gpu and up trace SYNCHRONIZATION; 0: they do not
+//   RANKSCOPE_CUPTI_DISCARD  0 (default); 1, for overhead benchmarks only: buffers go back to
+//                            CUPTI unread, so a run measures CUPTI's cost apart from ours
 #pragma once
 
 #include <cstddef>
@@ -35,6 +38,8 @@ struct CuptiConfig {
   DurationNs flush_period = 500 * kNsPerMs;
   // Trace launch calls one call id at a time (CUPTI 12.6+); false: the whole RUNTIME kind.
   bool pick_launch_calls = true;
+  bool synchronization = true;  // trace SYNCHRONIZATION in modes gpu, all and api
+  bool discard = false;         // benchmarks only: release buffers unread
   // One line per variable that was set but unusable (its default was kept instead).
   std::vector<std::string> problems;
 };

@@ -24,6 +24,9 @@ TEST(CuptiConfig, DefaultsWhenNothingIsSet) {
   EXPECT_EQ(c.buffer_bytes, size_t{4} << 20);
   EXPECT_EQ(c.flush_period, 500 * kNsPerMs);
   EXPECT_TRUE(c.library_path.empty());
+  EXPECT_TRUE(c.pick_launch_calls);
+  EXPECT_TRUE(c.synchronization);
+  EXPECT_FALSE(c.discard);
   EXPECT_TRUE(c.problems.empty());
 }
 
@@ -32,8 +35,14 @@ TEST(CuptiConfig, ReadsEveryVariable) {
            {"RANKSCOPE_CUPTI_PATH", "/opt/cupti/libcupti.so.12"},
            {"RANKSCOPE_CUPTI_BUFFERS", "16"},
            {"RANKSCOPE_CUPTI_BUFFER_KB", "1024"},
-           {"RANKSCOPE_CUPTI_FLUSH_MS", "100"}};
+           {"RANKSCOPE_CUPTI_FLUSH_MS", "100"},
+           {"RANKSCOPE_CUPTI_PICK_CALLS", "0"},
+           {"RANKSCOPE_CUPTI_SYNC", "0"},
+           {"RANKSCOPE_CUPTI_DISCARD", "1"}};
   CuptiConfig c = CuptiConfigFromEnv(Lookup);
+  EXPECT_FALSE(c.pick_launch_calls);
+  EXPECT_FALSE(c.synchronization);
+  EXPECT_TRUE(c.discard);
   EXPECT_EQ(c.mode, CuptiMode::kKernels);
   EXPECT_EQ(c.library_path, "/opt/cupti/libcupti.so.12");
   EXPECT_EQ(c.buffer_count, 16u);

@@ -153,7 +153,7 @@ void CUPTIAPI BufferCompleted(CUcontext /*context*/, uint32_t /*stream*/, uint8_
   if (c == nullptr) return;  // cannot happen: callbacks are registered after g_capture is set
   // An exception must not unwind into CUPTI (C code): the only source is a name's allocation.
   try {
-    if (Active() && valid > 0) {
+    if (Active() && valid > 0 && !c->config.discard) {
       // One buffer is tens of thousands of records: let the sends wait for the agent to read
       // rather than drop, but bounded, since this may run inside the program's exit.
       SendWaitScope wait(MonotonicNow() + kBufferSendBudget);
@@ -285,7 +285,8 @@ bool EnableKinds(const CuptiApi& api, const CuptiConfig& config, std::string* wh
   const Kind others[] = {
       {CUPTI_ACTIVITY_KIND_MEMCPY, "MEMCPY", mode != CuptiMode::kKernels},
       {CUPTI_ACTIVITY_KIND_MEMSET, "MEMSET", mode != CuptiMode::kKernels},
-      {CUPTI_ACTIVITY_KIND_SYNCHRONIZATION, "SYNCHRONIZATION", mode != CuptiMode::kKernels},
+      {CUPTI_ACTIVITY_KIND_SYNCHRONIZATION, "SYNCHRONIZATION",
+       mode != CuptiMode::kKernels && config.synchronization},
       {CUPTI_ACTIVITY_KIND_RUNTIME, "RUNTIME", mode == CuptiMode::kApi || (launches && !picked)},
   };
   std::string failed;

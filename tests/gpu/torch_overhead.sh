@@ -5,7 +5,10 @@
 # CUPTI, default "all"); rankscope_gpu / rankscope_kernels / rankscope_api (--gpu-activity); rankscope_runtime (all, but
 # the whole RUNTIME kind instead of the launch calls);
 # rankscope_sampled (GPU activity in one step of 10: --capture-every 10); rankscope_nocupti
-# (no CUPTI: NVTX, NCCL logs and the agent only); torch_profiler (CUDA activities).
+# (no CUPTI: NVTX, NCCL logs and the agent only); rankscope_nosync (all without the
+# SYNCHRONIZATION kind); rankscope_discard (all, but buffers go back to CUPTI unread: CUPTI's own
+# cost without ours); torch_profiler (CUDA activities). A mode may repeat in MODES (e.g. bare
+# twice, to see the run-to-run noise). PIN=CPUS runs everything under `taskset -c CPUS`.
 # Usage: torch_overhead.sh PREFIX [REPEATS] [LOOP ARGS...]   (default loop args: --steps 200
 #        --mib 16; add e.g. --small-ops 200 for a launch-bound loop)
 set -uo pipefail
@@ -18,16 +21,18 @@ export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVL
 d=$(mktemp -d)
 args=(--steps 200 --mib 16 "$@")
 modes=(${MODES:-bare rankscope rankscope_sampled torch_profiler})
+pin=()
+[ -n "${PIN:-}" ] && pin=(taskset -c "$PIN")
 rs() {  # rankscope run OPTIONS... -- the loop
   local opts=()
   while [ "$1" != -- ]; do opts+=("$1"); shift; done
-  (cd "$d" && "$prefix/bin/rankscope" run -q -o "s$i-$mode" "${opts[@]}" -- torchrun \
+  (cd "$d" && "${pin[@]}" "$prefix/bin/rankscope" run -q -o "s$i-$mode" "${opts[@]}" -- torchrun \
     --nproc_per_node=2 --no-python -- python3 "$here/torch_allreduce.py" "${args[@]}")
 }
 for ((i = 0; i < repeats; i++)); do
   for mode in "${modes[@]}"; do
     case $mode in
-      bare) torchrun --nproc_per_node=2 "$here/torch_allreduce.py" "${args[@]}" ;;
+      bare) "${pin[@]}" torchrun --nproc_per_node=2 "$here/torch_allreduce.py" "${args[@]}" ;;
       rankscope) rs -- ;;
       rankscope_gpu) rs --gpu-activity gpu -- ;;
       rankscope_kernels) rs --gpu-activity kernels -- ;;
@@ -35,7 +40,9 @@ for ((i = 0; i < repeats; i++)); do
       rankscope_runtime) RANKSCOPE_CUPTI_PICK_CALLS=0 rs -- ;;
       rankscope_sampled) rs --capture-every 10 -- ;;
       rankscope_nocupti) RANKSCOPE_CUPTI_PATH=/nonexistent/libcupti.so rs -- ;;
-      torch_profiler) torchrun --nproc_per_node=2 "$here/torch_allreduce.py" "${args[@]}" \
+      rankscope_nosync) RANKSCOPE_CUPTI_SYNC=0 rs -- ;;
+      rankscope_discard) RANKSCOPE_CUPTI_DISCARD=1 rs -- ;;
+      torch_profiler) "${pin[@]}" torchrun --nproc_per_node=2 "$here/torch_allreduce.py" "${args[@]}" \
           --torch-profiler ;;
     esac 2>/dev/null | sed -un "s/^torch_allreduce: .*median step \([0-9.]*\) ms/$mode \1/p" \
       | tee -a "$d/steps.txt"
