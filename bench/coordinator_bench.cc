@@ -161,15 +161,15 @@ void BM_WriteSessionFolder(benchmark::State& state) {
   const int ranks = static_cast<int>(state.range(0));
   const int steps = static_cast<int>(state.range(1));
   const Session aligned = AlignSession(MakeSession(ranks, steps));
-  const std::vector<CollectiveInstance> instances = MatchCollectives(aligned);
-  const std::vector<Finding> findings = Diagnose(aligned, instances, AnalysisOptions{}, nullptr);
+  const SessionMatches matches = MatchSession(aligned);
+  const std::vector<Finding> findings = Diagnose(aligned, matches, AnalysisOptions{}, nullptr);
   char dir[] = "/tmp/rankscope-bench-session.XXXXXX";
   if (mkdtemp(dir) == nullptr) {
     state.SkipWithError("mkdtemp failed");
     return;
   }
   for (auto _ : state) {
-    Status s = WriteSessionFolder(dir, aligned, instances, findings, nullptr);
+    Status s = WriteSessionFolder(dir, aligned, matches, findings, nullptr);
     if (!s.ok()) state.SkipWithError(s.message().c_str());
   }
   std::filesystem::remove_all(dir);
@@ -184,9 +184,9 @@ BENCHMARK(BM_WriteSessionFolder)
 
 void BM_ChromeTrace(benchmark::State& state) {
   const Session aligned = AlignSession(MakeSession(64, 1000));
-  const std::vector<CollectiveInstance> instances = MatchCollectives(aligned);
+  const SessionMatches matches = MatchSession(aligned);
   size_t bytes = 0;
-  for (auto _ : state) bytes = BuildChromeTrace(aligned, instances).size();
+  for (auto _ : state) bytes = BuildChromeTrace(aligned, matches).size();
   state.counters["MB"] = static_cast<double>(bytes) / 1e6;
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * bytes));
 }

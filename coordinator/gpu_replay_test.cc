@@ -197,7 +197,7 @@ TEST(GpuReplay, BenchmarkSessionHasNvmlCuptiAndNoFinding) {
   // the CUDA runtime call that launched them. NCCL launches its kernels through the driver API
   // (cuLaunchKernelEx), which the RUNTIME activity kind does not record: no arrow for those.
   const nlohmann::json trace =
-      nlohmann::json::parse(BuildChromeTrace(b.session, MatchCollectives(b.session)));
+      nlohmann::json::parse(BuildChromeTrace(b.session, MatchSession(b.session)));
   int kernels = 0;
   int launches = 0;
   for (const auto& e : trace["traceEvents"]) {

@@ -22,9 +22,9 @@ namespace {
 Result<PipelineOutput> DiagnoseAndWrite(Session aligned, const std::string& out_dir,
                                         const AnalysisOptions& options,
                                         const OutputOptions& output) {
-  const std::vector<CollectiveInstance> instances = MatchCollectives(aligned);
+  const SessionMatches matches = MatchSession(aligned);
   std::vector<std::string> notes;
-  std::vector<Finding> findings = Diagnose(aligned, instances, options, &notes);
+  std::vector<Finding> findings = Diagnose(aligned, matches, options, &notes);
   std::error_code absolute_error;
   const std::filesystem::path dir = std::filesystem::absolute(out_dir, absolute_error);
   AddPlannerSteps(aligned, absolute_error ? out_dir : dir.lexically_normal().string(), &findings);
@@ -44,8 +44,7 @@ Result<PipelineOutput> DiagnoseAndWrite(Session aligned, const std::string& out_
         " events; a bigger trace does not open in a browser); --full-trace writes them all");
   }
   PipelineOutput out;
-  if (Status s =
-          WriteSessionFolder(out_dir, aligned, instances, findings, &out.report_text, window);
+  if (Status s = WriteSessionFolder(out_dir, aligned, matches, findings, &out.report_text, window);
       !s.ok()) {
     return s;
   }

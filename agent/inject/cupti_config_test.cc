@@ -31,14 +31,11 @@ TEST(CuptiConfig, DefaultsWhenNothingIsSet) {
 }
 
 TEST(CuptiConfig, ReadsEveryVariable) {
-  g_env = {{"RANKSCOPE_CUPTI_MODE", "kernels"},
-           {"RANKSCOPE_CUPTI_PATH", "/opt/cupti/libcupti.so.12"},
-           {"RANKSCOPE_CUPTI_BUFFERS", "16"},
-           {"RANKSCOPE_CUPTI_BUFFER_KB", "1024"},
-           {"RANKSCOPE_CUPTI_FLUSH_MS", "100"},
-           {"RANKSCOPE_CUPTI_PICK_CALLS", "0"},
-           {"RANKSCOPE_CUPTI_SYNC", "0"},
-           {"RANKSCOPE_CUPTI_DISCARD", "1"}};
+  g_env = {
+      {"RANKSCOPE_CUPTI_MODE", "kernels"}, {"RANKSCOPE_CUPTI_PATH", "/opt/cupti/libcupti.so.12"},
+      {"RANKSCOPE_CUPTI_BUFFERS", "16"},   {"RANKSCOPE_CUPTI_BUFFER_KB", "1024"},
+      {"RANKSCOPE_CUPTI_FLUSH_MS", "100"}, {"RANKSCOPE_CUPTI_PICK_CALLS", "0"},
+      {"RANKSCOPE_CUPTI_SYNC", "0"},       {"RANKSCOPE_CUPTI_DISCARD", "1"}};
   CuptiConfig c = CuptiConfigFromEnv(Lookup);
   EXPECT_FALSE(c.pick_launch_calls);
   EXPECT_FALSE(c.synchronization);

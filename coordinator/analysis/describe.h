@@ -18,13 +18,4 @@ std::string RankLabel(const Session& session, int rank);
 // The rank's node name, empty when unknown.
 std::string NodeOf(const Session& session, int rank);
 
-// Sorted, non-overlapping [begin, end) intervals.
-using Intervals = std::vector<std::pair<TimeNs, TimeNs>>;
-
-// The time the rank spent inside point-to-point MPI calls, as merged intervals.
-Intervals PointToPointIntervals(const RankData& rank);
-
-// Time within [begin, end) covered by `intervals`.
-DurationNs OverlapWith(const Intervals& intervals, TimeNs begin, TimeNs end);
-
 }  // namespace rankscope

@@ -126,13 +126,13 @@ void JoinPcieBound(const Session& session, std::vector<Finding>* findings) {
 
 std::vector<Finding> Diagnose(const Session& aligned, const AnalysisOptions& options,
                               std::vector<std::string>* notes) {
-  return Diagnose(aligned, MatchCollectives(aligned), options, notes);
+  return Diagnose(aligned, MatchSession(aligned), options, notes);
 }
 
-std::vector<Finding> Diagnose(const Session& aligned,
-                              const std::vector<CollectiveInstance>& instances,
+std::vector<Finding> Diagnose(const Session& aligned, const SessionMatches& matches,
                               const AnalysisOptions& options, std::vector<std::string>* notes) {
-  std::vector<Finding> stragglers = FindStragglers(aligned, instances, options.straggler, notes);
+  std::vector<Finding> stragglers =
+      FindStragglers(aligned, matches.collectives, options.straggler, notes);
   std::vector<Finding> findings = FindDataloaderSkew(aligned, options.dataloader);
 
   for (Finding& straggler : stragglers) {
@@ -148,7 +148,11 @@ std::vector<Finding> Diagnose(const Session& aligned,
       findings.push_back(std::move(straggler));
     }
   }
-  for (Finding& f : FindLateSenders(aligned, options.late_sender)) findings.push_back(std::move(f));
+  for (auto* find : {&FindLateSenders, &FindLateReceivers}) {
+    for (Finding& f : find(aligned, matches.messages, matches.p2p, options.p2p)) {
+      findings.push_back(std::move(f));
+    }
+  }
   for (Finding& f : FindDegradedGpuLinks(aligned)) findings.push_back(std::move(f));
   for (Finding& f : FindImbalancedRings(aligned, options.ring)) findings.push_back(std::move(f));
   JoinPcieBound(aligned, &findings);

@@ -12,6 +12,7 @@
 #include "coordinator/analysis/straggler_analysis.h"
 #include "coordinator/findings.h"
 #include "coordinator/session.h"
+#include "coordinator/session_matches.h"
 
 namespace rankscope {
 
@@ -19,7 +20,7 @@ struct AnalysisOptions {
   StragglerOptions straggler;
   DataloaderOptions dataloader;
   RingOptions ring;
-  LateSenderOptions late_sender;
+  PointToPointOptions p2p;  // late_sender and late_receiver
 };
 
 // Matches the collectives of `aligned` (which should have gone through AlignSession) and runs the
@@ -31,10 +32,9 @@ struct AnalysisOptions {
 std::vector<Finding> Diagnose(const Session& aligned, const AnalysisOptions& options,
                               std::vector<std::string>* notes = nullptr);
 
-// The same with the session's instances already matched (MatchCollectives(aligned)), for
-// callers that need them too and should not match twice.
-std::vector<Finding> Diagnose(const Session& aligned,
-                              const std::vector<CollectiveInstance>& instances,
+// The same with the session already matched (MatchSession(aligned)), for callers that need the
+// matches too and should not match twice.
+std::vector<Finding> Diagnose(const Session& aligned, const SessionMatches& matches,
                               const AnalysisOptions& options,
                               std::vector<std::string>* notes = nullptr);
 

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 #include <random>
 
@@ -26,8 +27,21 @@ struct PipelineSim {
   // through one collective each rank made on it), instead of MPI_COMM_WORLD.
   bool reversed_comm = false;
   bool tag_by_step = false;  // tag = step, as codes tagging messages by microbatch do
+  // Messages too large to go eagerly: a send (or the Wait of an Isend) completes only once the
+  // receiver has posted its receive.
+  bool rendezvous = false;
   uint64_t seed = 3;
 };
+
+std::vector<Finding> LateSenders(const Session& s) {
+  P2PMatchStats stats;
+  return FindLateSenders(s, MatchMessages(s, &stats), stats, PointToPointOptions{});
+}
+
+std::vector<Finding> LateReceivers(const Session& s) {
+  P2PMatchStats stats;
+  return FindLateReceivers(s, MatchMessages(s, &stats), stats, PointToPointOptions{});
+}
 
 Session SimulatePipeline(const PipelineSim& sim) {
   std::mt19937_64 rng(sim.seed);
@@ -106,6 +120,22 @@ Session SimulatePipeline(const PipelineSim& sim) {
         d.p2p.push_back(snd);
         upstream_post = t;
         t = snd.exit;
+        if (sim.rendezvous) {
+          // The next stage posts its receive for this step when it is done with the last one.
+          const TimeNs receive_posted =
+              ready[static_cast<size_t>(r + 1)] - (sim.nonblocking ? 5 * kNsPerUs : 0);
+          const TimeNs done = std::max(t, receive_posted) + 20 * kNsPerUs;
+          if (sim.nonblocking) {
+            P2PRecord wait = snd;  // the Wait that completes the Isend
+            wait.kind = P2PKind::kWait;
+            wait.enter = t;
+            wait.exit = done;
+            d.p2p.push_back(wait);
+          } else {
+            d.p2p.back().exit = done;
+          }
+          t = done;
+        }
       }
       ready[static_cast<size_t>(r)] = t;
     }
@@ -132,7 +162,7 @@ TEST(LateSenderTest, TheSlowStageIsNamedNotTheStagesBehindIt) {
   EXPECT_GT(from2_wait, 10 * 20 * kNsPerMs);
   EXPECT_LT(from2_direct, from2_wait / 10);
 
-  const std::vector<Finding> findings = FindLateSenders(s, LateSenderOptions{});
+  const std::vector<Finding> findings = LateSenders(s);
   ASSERT_EQ(findings.size(), 1u);
   const Finding& f = findings[0];
   EXPECT_EQ(f.kind, "late_sender");
@@ -161,7 +191,7 @@ TEST(LateSenderTest, NonBlockingCallsOnAnotherCommunicatorMatchThroughItsRanks) 
   P2PMatchStats stats;
   MatchMessages(s, &stats);
   EXPECT_EQ(stats.matched, 3 * sim.steps);
-  const std::vector<Finding> findings = FindLateSenders(s, LateSenderOptions{});
+  const std::vector<Finding> findings = LateSenders(s);
   ASSERT_EQ(findings.size(), 1u);
   EXPECT_EQ(findings[0].ranks, std::vector<int>{2});
   EXPECT_EQ(findings[0].evidence["receivers"], std::vector<int>{3});
@@ -176,7 +206,75 @@ TEST(LateSenderTest, BalancedPipelinesGiveNoFinding) {
     sim.ranks = 2 + static_cast<int>(seed % 7);
     sim.jitter = (seed % 3 + 1) * kNsPerMs;  // up to 30% of the compute time
     const Session s = SimulatePipeline(sim);
-    EXPECT_TRUE(FindLateSenders(s, LateSenderOptions{}).empty()) << "seed " << seed;
+    EXPECT_TRUE(LateSenders(s).empty()) << "seed " << seed;
+    EXPECT_TRUE(Diagnose(s, AnalysisOptions{}).empty()) << "seed " << seed;
+  }
+}
+
+TEST(LateReceiverTest, TheSlowLastStageIsNamedNotTheStagesBehindIt) {
+  for (bool nonblocking : {false, true}) {
+    PipelineSim sim;
+    sim.slow[3] = 20 * kNsPerMs;
+    sim.rendezvous = true;
+    sim.nonblocking = nonblocking;
+    const Session s = SimulatePipeline(sim);
+    // Rank 2 waits in its sends for rank 3; ranks 1 and 0 wait for rank 2 and 1 as long, but
+    // only because those were waiting themselves.
+    DurationNs to3_direct = 0, to2_wait = 0, to2_direct = 0;
+    for (const P2PMessage& m : MatchMessages(s)) {
+      if (m.receiver == 3) to3_direct += m.send_direct;
+      if (m.receiver == 2) {
+        to2_wait += m.send_wait;
+        to2_direct += m.send_direct;
+      }
+      EXPECT_LT(m.direct, kNsPerMs) << "nobody sent late, beyond jitter";
+    }
+    EXPECT_GT(to3_direct, 30 * 20 * kNsPerMs) << nonblocking;
+    EXPECT_GT(to2_wait, 30 * 20 * kNsPerMs) << nonblocking;
+    EXPECT_LT(to2_direct, to2_wait / 10) << nonblocking;
+
+    EXPECT_TRUE(LateSenders(s).empty());
+    const std::vector<Finding> findings = LateReceivers(s);
+    ASSERT_EQ(findings.size(), 1u) << nonblocking;
+    const Finding& f = findings[0];
+    EXPECT_EQ(f.kind, "late_receiver");
+    EXPECT_EQ(f.ranks, std::vector<int>{3});
+    EXPECT_EQ(f.evidence["senders"], std::vector<int>{2});
+    EXPECT_NEAR(f.evidence["median_direct_wait_ns"].get<double>(), 20.0 * kNsPerMs, 1.0 * kNsPerMs);
+    EXPECT_EQ(f.evidence["median_message_bytes"], 1 << 20);
+    EXPECT_EQ(f.evidence["receiver_ranges"][0]["range"], "compute");
+    EXPECT_NE(f.summary.find("rank 3 (node n3) received late: rank 2 waited in sends"),
+              std::string::npos)
+        << f.summary;
+    EXPECT_NE(f.summary.find("A send of 1.0 MiB too large to go eagerly"), std::string::npos)
+        << f.summary;
+    ASSERT_FALSE(f.next_steps.empty());
+    EXPECT_EQ(f.next_steps[0].tool, "nsys");
+  }
+}
+
+TEST(LateReceiverTest, ASlowMiddleStageIsBothLateSenderAndLateReceiver) {
+  PipelineSim sim;
+  sim.slow[1] = 20 * kNsPerMs;
+  sim.rendezvous = true;
+  const Session s = SimulatePipeline(sim);
+  const std::vector<Finding> findings = Diagnose(s, AnalysisOptions{});
+  std::vector<std::pair<std::string, std::vector<int>>> kinds;
+  for (const Finding& f : findings) kinds.emplace_back(f.kind, f.ranks);
+  std::sort(kinds.begin(), kinds.end());
+  EXPECT_EQ(kinds, (std::vector<std::pair<std::string, std::vector<int>>>{{"late_receiver", {1}},
+                                                                          {"late_sender", {1}}}));
+}
+
+TEST(LateReceiverTest, BalancedRendezvousPipelinesGiveNoFinding) {
+  for (uint64_t seed = 1; seed <= 30; ++seed) {
+    PipelineSim sim;
+    sim.seed = seed;
+    sim.ranks = 2 + static_cast<int>(seed % 7);
+    sim.jitter = (seed % 3 + 1) * kNsPerMs;
+    sim.rendezvous = true;
+    sim.nonblocking = seed % 2 == 0;
+    const Session s = SimulatePipeline(sim);
     EXPECT_TRUE(Diagnose(s, AnalysisOptions{}).empty()) << "seed " << seed;
   }
 }
@@ -192,7 +290,8 @@ TEST(LateSenderTest, UnplaceablePeersAreCountedNotMatched) {
   EXPECT_TRUE(MatchMessages(s, &stats).empty());
   EXPECT_EQ(stats.matched, 0);
   EXPECT_EQ(stats.unmapped, stats.sends + stats.receives);
-  EXPECT_TRUE(FindLateSenders(s, LateSenderOptions{}).empty());
+  EXPECT_TRUE(LateSenders(s).empty());
+  EXPECT_TRUE(LateReceivers(s).empty());
 }
 
 }  // namespace

@@ -12,6 +12,7 @@
 #include "coordinator/analysis/describe.h"
 #include "coordinator/analysis/next_steps.h"
 #include "coordinator/analysis/range_timeline.h"
+#include "coordinator/p2p_matcher.h"
 #include "core/format.h"
 #include "core/robust_stats.h"
 

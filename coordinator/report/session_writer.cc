@@ -72,17 +72,16 @@ std::string Dump(const nlohmann::json& value, int indent) {
 
 // The report and trace files (all but the database), in the order a reader wants them.
 Status WriteFiles(const std::filesystem::path& folder, const Session& session,
-                  const std::vector<CollectiveInstance>& instances,
-                  const std::vector<Finding>& findings, std::string* report_text_out,
-                  const std::optional<TraceWindow>& trace_window) {
+                  const SessionMatches& matches, const std::vector<Finding>& findings,
+                  std::string* report_text_out, const std::optional<TraceWindow>& trace_window) {
   Status s = WriteFileAtomically((folder / "report.json").string(),
                                  Dump(BuildReportJson(session, findings), 2) + "\n");
   if (!s.ok()) return s;
   s = WriteFileAtomically((folder / "trace.json").string(),
-                          BuildChromeTrace(session, instances, trace_window));
+                          BuildChromeTrace(session, matches, trace_window));
   if (!s.ok()) return s;
   s = WriteFileAtomically((folder / "report.html").string(),
-                          BuildReportHtml(session, instances, findings));
+                          BuildReportHtml(session, matches.collectives, findings));
   if (!s.ok()) return s;
   std::string text = BuildReportText(session, findings, /*color=*/false);
   s = WriteFileAtomically((folder / "report.txt").string(), text);
@@ -94,8 +93,8 @@ Status WriteFiles(const std::filesystem::path& folder, const Session& session,
 }  // namespace
 
 Status WriteSessionFolder(const std::string& dir, const Session& session,
-                          const std::vector<CollectiveInstance>& instances,
-                          const std::vector<Finding>& findings, std::string* report_text_out,
+                          const SessionMatches& matches, const std::vector<Finding>& findings,
+                          std::string* report_text_out,
                           const std::optional<TraceWindow>& trace_window) {
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
@@ -110,7 +109,7 @@ Status WriteSessionFolder(const std::string& dir, const Session& session,
     saved = std::async(std::launch::async, save);
   } catch (const std::system_error&) {
   }
-  Status s = WriteFiles(folder, session, instances, findings, report_text_out, trace_window);
+  Status s = WriteFiles(folder, session, matches, findings, report_text_out, trace_window);
   Status db = saved.valid() ? saved.get() : save();
   return db.ok() ? s : db;
 }

@@ -5,16 +5,16 @@
 #include <string>
 #include <vector>
 
-#include "coordinator/collective_matcher.h"
 #include "coordinator/findings.h"
 #include "coordinator/report/trace_json.h"
 #include "coordinator/session.h"
+#include "coordinator/session_matches.h"
 #include "core/status.h"
 
 namespace rankscope {
 
 // Creates `dir` (and its parents) if needed and writes the five files of an aligned session,
-// `instances` being MatchCollectives(session). Each file is written under a temporary name and
+// `matches` being MatchSession(session). Each file is written under a temporary name and
 // renamed into place, so a reader sees either no file or a complete one under each final name
 // (not fsynced: a power cut right after may lose them); files of an earlier run are replaced. On
 // success, when `report_text_out` is not null, it receives report.txt's content (no colour); for a
@@ -22,8 +22,8 @@ namespace rankscope {
 // the file that failed; files written before it stay. `trace_window` (ChooseTraceWindow) limits
 // trace.json to a window of the run.
 Status WriteSessionFolder(const std::string& dir, const Session& session,
-                          const std::vector<CollectiveInstance>& instances,
-                          const std::vector<Finding>& findings, std::string* report_text_out,
+                          const SessionMatches& matches, const std::vector<Finding>& findings,
+                          std::string* report_text_out,
                           const std::optional<TraceWindow>& trace_window = std::nullopt);
 
 }  // namespace rankscope

@@ -39,7 +39,7 @@ TEST(SessionWriter, WritesTheFiveFiles) {
   Session s = report_test::MakeSession();
   std::vector<Finding> findings = report_test::MakeFindings();
   std::string text;
-  Status status = WriteSessionFolder(dir.string(), s, MatchCollectives(s), findings, &text);
+  Status status = WriteSessionFolder(dir.string(), s, MatchSession(s), findings, &text);
   ASSERT_TRUE(status.ok()) << status.message();
 
   EXPECT_EQ(FileNames(dir), (std::set<std::string>{"report.txt", "report.json", "report.html",
@@ -65,10 +65,10 @@ TEST(SessionWriter, WritesTheFiveFiles) {
 TEST(SessionWriter, RewritesAnExistingFolder) {
   std::string dir = report_test::MakeTempDir("out");
   Session s = report_test::MakeSession();
-  ASSERT_TRUE(WriteSessionFolder(dir, s, MatchCollectives(s), {}, nullptr).ok());
+  ASSERT_TRUE(WriteSessionFolder(dir, s, MatchSession(s), {}, nullptr).ok());
   Session clean = report_test::MakeCleanSession();
   std::string text;
-  ASSERT_TRUE(WriteSessionFolder(dir, clean, MatchCollectives(clean), {}, &text).ok());
+  ASSERT_TRUE(WriteSessionFolder(dir, clean, MatchSession(clean), {}, &text).ok());
   EXPECT_THAT(ReadFile(std::filesystem::path(dir) / "report.txt"), HasSubstr("No problems found"));
   EXPECT_EQ(FileNames(dir).size(), 5u);  // no temporaries left behind
 }
@@ -78,7 +78,7 @@ TEST(SessionWriter, InvalidUtf8StillGivesValidJson) {
   Session s = report_test::MakeSession();
   s.ranks[0].ranges[0].name = "bad \xff\xfe utf8";
   s.ranks[0].notices.push_back("also \xc3 bad");
-  ASSERT_TRUE(WriteSessionFolder(dir, s, MatchCollectives(s), {}, nullptr).ok());
+  ASSERT_TRUE(WriteSessionFolder(dir, s, MatchSession(s), {}, nullptr).ok());
   for (const char* name : {"report.json", "trace.json"}) {
     EXPECT_FALSE(nlohmann::json::parse(ReadFile(std::filesystem::path(dir) / name), nullptr, false)
                      .is_discarded())
@@ -91,7 +91,7 @@ TEST(SessionWriter, UnwritableFolderIsAClearError) {
   std::string blocker = dir + "/file";
   std::ofstream(blocker) << "x";
   Session s = report_test::MakeSession();
-  Status status = WriteSessionFolder(blocker + "/sub", s, MatchCollectives(s), {}, nullptr);
+  Status status = WriteSessionFolder(blocker + "/sub", s, MatchSession(s), {}, nullptr);
   ASSERT_FALSE(status.ok());
   EXPECT_THAT(status.message(), HasSubstr(blocker + "/sub"));
 }

@@ -9,7 +9,6 @@
 #include <unordered_map>
 #include <utility>
 
-#include "coordinator/analysis/p2p_analysis.h"
 #include "coordinator/report/json_writer.h"
 #include "core/format.h"
 #include "core/records.h"
@@ -133,13 +132,13 @@ class TraceBuilder {
   TraceBuilder(const Session& session, std::string* out, const std::optional<TraceWindow>& window)
       : session_(session), origin_(session.start), w_(out), window_(window) {}
 
-  void Build(const std::vector<CollectiveInstance>& instances) {
+  void Build(const SessionMatches& matches) {
     w_.BeginObject().Key("traceEvents").BeginArray();
     std::map<int, const RankData*> ranks;  // a duplicated rank: its first copy wins
     for (const RankData& rank : session_.ranks) ranks.emplace(rank.id.rank, &rank);
     for (const auto& [id, rank] : ranks) EmitRank(*rank);
-    EmitCollectiveFlows(ranks, instances);
-    EmitMessageFlows();
+    EmitCollectiveFlows(ranks, matches.collectives);
+    EmitMessageFlows(matches.messages);
     w_.EndArray();
     w_.Member("displayTimeUnit", "ns");
     w_.Key("metadata").BeginObject();
@@ -433,8 +432,8 @@ class TraceBuilder {
 
   // An arrow from each point-to-point send to the receive (or the Wait of the Irecv) that got it,
   // matched as the late-sender analysis matches them (MPI order per pair, communicator and tag).
-  void EmitMessageFlows() {
-    for (const P2PMessage& m : MatchMessages(session_)) {
+  void EmitMessageFlows(const std::vector<P2PMessage>& messages) {
+    for (const P2PMessage& m : messages) {
       auto from = placements_.find(m.sender);
       auto to = placements_.find(m.receiver);
       if (from == placements_.end() || to == placements_.end() ||
@@ -500,11 +499,10 @@ std::string MpiFunctionName(CollectiveOp op, bool nonblocking) {
   return "MPI_" + name;
 }
 
-std::string BuildChromeTrace(const Session& session,
-                             const std::vector<CollectiveInstance>& instances,
+std::string BuildChromeTrace(const Session& session, const SessionMatches& matches,
                              const std::optional<TraceWindow>& window) {
   std::string out;
-  TraceBuilder(session, &out, window).Build(instances);
+  TraceBuilder(session, &out, window).Build(matches);
   return out;
 }
 

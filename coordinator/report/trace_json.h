@@ -10,14 +10,14 @@
 #include <string>
 #include <vector>
 
-#include "coordinator/collective_matcher.h"
 #include "coordinator/session.h"
+#include "coordinator/session_matches.h"
 
 namespace rankscope {
 
-// The trace of an aligned session and its matched collectives (from MatchCollectives on the
-// same session), as JSON text. Timestamps are microseconds since session.start, printed with
-// three decimals so nanoseconds survive exactly.
+// The trace of an aligned session and its matches (MatchSession on the same session), as JSON text.
+// Timestamps are microseconds since session.start, printed with three decimals so nanoseconds
+// survive exactly.
 //
 // Slices on one track always nest properly, as Perfetto requires: when a slice partially
 // overlaps an earlier one on its thread (e.g. a start/end NVTX range across an MPI call), it
@@ -34,8 +34,7 @@ struct TraceWindow {
   size_t events_total = 0;  // slices and instants in the whole session
   size_t events_kept = 0;   // of those, in the window
 };
-std::string BuildChromeTrace(const Session& session,
-                             const std::vector<CollectiveInstance>& instances,
+std::string BuildChromeTrace(const Session& session, const SessionMatches& matches,
                              const std::optional<TraceWindow>& window = std::nullopt);
 
 // The slices and instants trace.json would hold for the whole session.

@@ -31,7 +31,7 @@ struct Trace {
 Trace Build(const Session& s) {
   Trace t;
   // Through text and back, as a viewer would read it.
-  t.doc = json::parse(BuildChromeTrace(s, MatchCollectives(s)));
+  t.doc = json::parse(BuildChromeTrace(s, MatchSession(s)));
   for (const json& e : t.doc["traceEvents"]) t.events.push_back(e);
   return t;
 }
@@ -304,7 +304,7 @@ TEST(ChromeTrace, LargeSessionsAreCutToAWindowOfTheRunsMiddle) {
   EXPECT_GT(w->start, first + (last - first) / 4);
   EXPECT_LT(w->end, last - (last - first) / 4);
 
-  json doc = json::parse(BuildChromeTrace(s, MatchCollectives(s), w));
+  json doc = json::parse(BuildChromeTrace(s, MatchSession(s), w));
   size_t events = 0;
   for (const json& e : doc["traceEvents"]) {
     if (e["ph"] != "X" && e["ph"] != "i") continue;

@@ -56,6 +56,25 @@ class RunMpirun(RankscopeTest):
         self.assertLess(f["evidence"]["median_direct_wait_ns"], 40e6, f)
         self.assertIn("NVTX range 'compute'", f["summary"], f)
 
+    def test_slow_last_stage_with_large_messages_is_the_late_receiver(self):
+        # 1 MiB messages go by rendezvous: rank 2's MPI_Send cannot finish until rank 3, which
+        # computes 20 ms longer, posts its MPI_Recv. Ranks 1 and 0 then wait in their sends only
+        # because the stage after them was waiting: one finding, rank 3.
+        proc, out = self.run_rankscope(
+            mpirun(4, MPI_TRAIN, "--pipeline", "--steps", STEPS, "--elems", "262144",
+                   "--slow-rank", "3", "--slow-ms", "20", "--slow-mode", "sleep"))
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        s = Session(out)
+        kinds = [(f["kind"], f["ranks"]) for f in s.findings]
+        self.assertEqual(kinds, [("late_receiver", [3])], s.findings)
+        f = s.findings[0]
+        self.assertEqual(f["evidence"]["senders"], [2], f)
+        self.assertEqual(f["evidence"]["median_message_bytes"], 1 << 20, f)
+        self.assertGreater(f["evidence"]["median_direct_wait_ns"], 10e6, f)
+        self.assertLess(f["evidence"]["median_direct_wait_ns"], 30e6, f)
+        self.assertIn("NVTX range 'compute'", f["summary"], f)
+        self.assertIn("rank 3", proc.stderr)  # the printed report
+
     def test_dataloader_rank_found_and_only_it(self):
         proc, out = self.run_rankscope(
             mpirun(4, MPI_TRAIN, "--steps", STEPS, "--slow-loader-rank", "1", "--loader-ms", "25"))

@@ -1,0 +1,71 @@
+// Point-to-point messages matched across ranks, with Scalasca's two wait states and the delay
+// analysis that splits each wait into the part the other rank caused and the part it passed on.
+// Pure functions over an aligned session; the late-sender / late-receiver findings
+// (analysis/p2p_analysis) and trace.json's message arrows both read the same matches.
+//
+// Matching: MPI does not let messages between one pair on one communicator and tag overtake each
+// other, so the i-th send from S to R on (comm, tag) meets R's i-th receive from S on it. Peers
+// are communicator ranks, read as world ranks through the collectives (each rank's comm_rank on
+// that communicator) or, on MPI_COMM_WORLD, directly. Receives with MPI_ANY_TAG unresolved are
+// left out. An MPI_Isend / MPI_Irecv is paired with the i-th Wait (or Test) that completed a
+// request of that kind on the same channel.
+//
+// Late Sender: the receiver blocked (MPI_Recv, or the Wait of its Irecv) before the send was
+// posted. Late Receiver: the sender blocked in a send that cannot complete before the receive is
+// posted (a rendezvous-sized MPI_Send, an MPI_Ssend, the Wait of a large Isend) and the receive
+// was posted after the sender blocked, and the send finished only after that: a send that was
+// over before the receive was posted (eager) waited for nobody.
+//
+// Wait chains (Scalasca's delay analysis): the rank a wait is blamed on may itself have been
+// blocked in point-to-point calls (a pipeline stage waiting for the stage before it) and only be
+// passing a delay on. Over the synchronisation interval of a message (from the previous message
+// between the same two ranks, any tag, to this one) the blamed rank's busy time (outside
+// point-to-point calls) is compared with the waiting rank's busy time up to its blocking: the
+// excess, at most the wait, is the direct delay; the rest of the wait was propagated.
+#pragma once
+
+#include <cstddef>
+#include <utility>
+#include <vector>
+
+#include "coordinator/session.h"
+#include "core/time.h"
+
+namespace rankscope {
+
+// Sorted, non-overlapping [begin, end) intervals.
+using Intervals = std::vector<std::pair<TimeNs, TimeNs>>;
+
+// The time the rank spent inside point-to-point MPI calls, as merged intervals.
+Intervals PointToPointIntervals(const RankData& rank);
+
+// Time within [begin, end) covered by `intervals`.
+DurationNs OverlapWith(const Intervals& intervals, TimeNs begin, TimeNs end);
+
+// One matched message.
+struct P2PMessage {
+  int sender = -1;  // world ranks
+  int receiver = -1;
+  TimeNs posted = 0;           // the send (or isend) call's enter on the sender
+  TimeNs receive_posted = 0;   // the receive (or irecv) call's enter on the receiver
+  TimeNs blocked = 0;          // the receiver entered its blocking receive / wait
+  DurationNs wait = 0;         // Late Sender: the receiver's wait for the send
+  DurationNs direct = 0;       // the part of `wait` the sender's own delay explains
+  TimeNs send_blocked = 0;     // the sender entered its blocking send / the Wait of its Isend
+  DurationNs send_wait = 0;    // Late Receiver: the sender's wait for the receive to be posted
+  DurationNs send_direct = 0;  // the part of `send_wait` the receiver's own delay explains
+  size_t send_record = 0;      // index into the sender's RankData::p2p (its Send / Isend)
+  size_t receive_record = 0;   // index into the receiver's (its Recv, or the Wait of its Irecv)
+};
+
+struct P2PMatchStats {
+  int sends = 0;
+  int receives = 0;
+  int matched = 0;
+  int unmapped = 0;  // records whose peer could not be read as a world rank
+};
+
+// Every matched message, in receiver block order.
+std::vector<P2PMessage> MatchMessages(const Session& aligned, P2PMatchStats* stats = nullptr);
+
+}  // namespace rankscope
