@@ -21,6 +21,7 @@
 #include "agent/proc_sampler.h"
 #include "agent/uplink.h"
 #include "core/control_page.h"
+#include "proto/convert.h"
 
 namespace rankscope {
 namespace {
@@ -52,11 +53,11 @@ std::string HostName() {
 // The program's environment: ours, minus the session secret, plus the inject settings and
 // `extra` ("NAME=value", e.g. the NCCL debug settings). *note says what the user's own settings
 // cost the capture, if anything.
-std::vector<std::string> ChildEnvironment(const AgentOptions& options, const std::string& ipc,
+std::vector<std::string> ChildEnvironment(const AgentOptions& options, const EnvMap& current,
+                                          const std::string& ipc,
                                           const std::vector<std::string>& extra,
                                           std::string* note) {
   std::vector<std::string> env;
-  EnvMap current = CurrentEnvironment();
   for (const auto& [key, value] : current) {
     if (key == "RANKSCOPE_TOKEN") continue;
     if (!options.inject_library.empty() &&
@@ -105,21 +106,6 @@ std::vector<char*> CStrings(std::vector<std::string>& v) {
   return out;
 }
 
-v1::ProcessStats ToProto(const ProcessTreeStats& s) {
-  v1::ProcessStats out;
-  out.set_rchar(s.rchar);
-  out.set_wchar(s.wchar);
-  out.set_read_bytes(s.read_bytes);
-  out.set_write_bytes(s.write_bytes);
-  out.set_cpu_user_ns(s.cpu_user_ns);
-  out.set_cpu_system_ns(s.cpu_system_ns);
-  out.set_blkio_delay_ns(s.blkio_delay_ns);
-  out.set_processes(s.processes);
-  out.set_samples(s.samples);
-  out.set_io_unreadable(s.io_unreadable);
-  return out;
-}
-
 v1::Identity ToProtoIdentity(const AgentIdentity& id, const AgentOptions& options) {
   v1::Identity out;
   out.set_session_id(options.session_id);
@@ -135,28 +121,6 @@ v1::Identity ToProtoIdentity(const AgentIdentity& id, const AgentOptions& option
   for (const std::string& arg : options.program) out.add_program(arg);
   return out;
 }
-
-}  // namespace
-
-void FillAgentOptionsFromEnvironment(const std::string& self_exe, AgentOptions* options) {
-  auto get = [](const char* name) {
-    const char* v = std::getenv(name);
-    return v ? std::string(v) : std::string();
-  };
-  if (options->coordinator.empty()) options->coordinator = get("RANKSCOPE_COORDINATOR");
-  if (options->token.empty()) options->token = get("RANKSCOPE_TOKEN");
-  if (options->session_id.empty()) options->session_id = get("RANKSCOPE_SESSION");
-  if (options->inject_library.empty()) options->inject_library = get("RANKSCOPE_INJECT_LIB");
-  if (options->inject_library.empty()) {
-    std::string dir = self_exe.substr(0, self_exe.rfind('/'));
-    std::string candidate = dir + "/../lib/librankscope_inject.so";
-    if (access(candidate.c_str(), R_OK) == 0) options->inject_library = candidate;
-  }
-  if (std::string tmp = get("TMPDIR"); !tmp.empty()) options->tmp_dir = tmp;
-  if (get("RANKSCOPE_DORMANT") == "1") options->dormant = true;
-}
-
-namespace {
 
 // The control page (core/control_page.h): created in `dir`, mapped shared, unlinked at the end.
 class ControlFile {
@@ -192,6 +156,24 @@ class ControlFile {
 
 }  // namespace
 
+void FillAgentOptionsFromEnvironment(const std::string& self_exe, AgentOptions* options) {
+  auto get = [](const char* name) {
+    const char* v = std::getenv(name);
+    return v ? std::string(v) : std::string();
+  };
+  if (options->coordinator.empty()) options->coordinator = get("RANKSCOPE_COORDINATOR");
+  if (options->token.empty()) options->token = get("RANKSCOPE_TOKEN");
+  if (options->session_id.empty()) options->session_id = get("RANKSCOPE_SESSION");
+  if (options->inject_library.empty()) options->inject_library = get("RANKSCOPE_INJECT_LIB");
+  if (options->inject_library.empty()) {
+    std::string dir = self_exe.substr(0, self_exe.rfind('/'));
+    std::string candidate = dir + "/../lib/librankscope_inject.so";
+    if (access(candidate.c_str(), R_OK) == 0) options->inject_library = candidate;
+  }
+  if (std::string tmp = get("TMPDIR"); !tmp.empty()) options->tmp_dir = tmp;
+  if (get("RANKSCOPE_DORMANT") == "1") options->dormant = true;
+}
+
 ChildExit RunAgent(const AgentOptions& options) {
   const bool profiled = !options.coordinator.empty();
   if (!profiled) {
@@ -199,7 +181,12 @@ ChildExit RunAgent(const AgentOptions& options) {
                  "rankscope agent: RANKSCOPE_COORDINATOR is not set; running the program "
                  "unprofiled.\n");
   }
-  AgentIdentity identity = DetectIdentity(CurrentEnvironment(), HostName());
+  const EnvMap environment = CurrentEnvironment();  // read once; the program gets a copy
+  auto env_is = [&environment](const char* name, const char* value) {
+    auto it = environment.find(name);
+    return it != environment.end() && it->second == value;
+  };
+  AgentIdentity identity = DetectIdentity(environment, HostName());
 
   ControlFile control;  // before the uplink, whose control thread writes to it
   std::unique_ptr<Uplink> uplink;
@@ -239,8 +226,8 @@ ChildExit RunAgent(const AgentOptions& options) {
     std::string templ = options.tmp_dir + "/rankscope-nccl.XXXXXX";
     if (mkdtemp(templ.data()) != nullptr) {
       nccl_dir = templ;
-      NcclPlan plan = PlanNcclEnvironment(CurrentEnvironment(), identity, nccl_dir,
-                                          options.session_id, options.tmp_dir);
+      NcclPlan plan =
+          PlanNcclEnvironment(environment, identity, nccl_dir, options.session_id, options.tmp_dir);
       if (!plan.note.empty()) uplink->AddNotice(plan.note);
       nccl_env = plan.set_env;
       nccl = std::make_unique<NcclCollector>(std::move(plan));
@@ -248,18 +235,17 @@ ChildExit RunAgent(const AgentOptions& options) {
   }
   // NVML once per node, by local rank 0's agent.
   std::unique_ptr<NvmlSampler> nvml;
-  const char* nvml_switch = std::getenv("RANKSCOPE_NVML");
-  if (profiled && identity.local_rank == 0 &&
-      (nvml_switch == nullptr || std::string(nvml_switch) != "0")) {
-    const char* library = std::getenv("RANKSCOPE_NVML_LIBRARY");
-    nvml = std::make_unique<NvmlSampler>(library != nullptr ? library : "libnvidia-ml.so.1",
-                                         2 * kNsPerSec, 30 * kNsPerSec);
+  if (profiled && identity.local_rank == 0 && !env_is("RANKSCOPE_NVML", "0")) {
+    auto library = environment.find("RANKSCOPE_NVML_LIBRARY");
+    nvml = std::make_unique<NvmlSampler>(
+        library != environment.end() ? library->second : "libnvidia-ml.so.1", 2 * kNsPerSec,
+        30 * kNsPerSec);
   }
   std::string env_note;
   std::vector<std::string> extra_env = nccl_env;
   if (!control.path().empty()) extra_env.push_back("RANKSCOPE_CONTROL_FILE=" + control.path());
-  std::vector<std::string> env =
-      ChildEnvironment(options, ipc ? ipc->path() : std::string(), extra_env, &env_note);
+  std::vector<std::string> env = ChildEnvironment(
+      options, environment, ipc ? ipc->path() : std::string(), extra_env, &env_note);
   if (!env_note.empty() && uplink) uplink->AddNotice(env_note);  // the report shows it
   std::vector<std::string> argv = options.program;
   std::vector<char*> c_env = CStrings(env);
@@ -294,8 +280,7 @@ ChildExit RunAgent(const AgentOptions& options) {
     }
     if (nccl) nccl->Start(pid);
     if (nvml) nvml->Start();
-    const char* proc_switch = std::getenv("RANKSCOPE_PROC");
-    if (profiled && (proc_switch == nullptr || std::string(proc_switch) != "0")) {
+    if (profiled && !env_is("RANKSCOPE_PROC", "0")) {
       proc = std::make_unique<ProcSampler>(pid, kNsPerSec);
       proc->Start();
     }

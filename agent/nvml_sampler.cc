@@ -4,6 +4,8 @@
 #include <system_error>
 #include <utility>
 
+#include "proto/convert.h"
+
 namespace rankscope {
 
 NvmlSampler::NvmlSampler(std::string library, DurationNs first_read_after, DurationNs period)
@@ -59,30 +61,6 @@ v1::NvmlReport NvmlSampler::Finish() {
   if (!read_once_) Record(ReadNvml(library_));
   if (merged_) return ToProto(Result<NvmlSnapshot>(*merged_));
   return ToProto(Result<NvmlSnapshot>(Status::Error(error_)));
-}
-
-v1::NvmlReport ToProto(const Result<NvmlSnapshot>& snapshot) {
-  v1::NvmlReport out;
-  if (!snapshot.ok()) {
-    out.set_error(snapshot.status().message());
-    return out;
-  }
-  out.set_driver_version(snapshot->driver_version);
-  for (const NvmlGpu& g : snapshot->gpus) {
-    v1::NvmlGpu* p = out.add_gpus();
-    p->set_index(g.index);
-    p->set_name(g.name);
-    p->set_uuid(g.uuid);
-    p->set_bus_id(g.bus_id);
-    p->set_pcie_gen_current(g.pcie_gen_current);
-    p->set_pcie_gen_max(g.pcie_gen_max);
-    p->set_pcie_width_current(g.pcie_width_current);
-    p->set_pcie_width_max(g.pcie_width_max);
-    p->set_nvlinks_up(g.nvlinks_up);
-    p->set_nvlinks_total(g.nvlinks_total);
-    p->set_memory_bytes(g.memory_bytes);
-  }
-  return out;
 }
 
 }  // namespace rankscope

@@ -49,7 +49,4 @@ class NvmlSampler {
   std::thread thread_;
 };
 
-// The report of one snapshot, or of the error that prevented it.
-v1::NvmlReport ToProto(const Result<NvmlSnapshot>& snapshot);
-
 }  // namespace rankscope

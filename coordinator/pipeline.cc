@@ -10,7 +10,6 @@
 #include "coordinator/collective_matcher.h"
 #include "coordinator/completeness.h"
 #include "coordinator/nccl_instances.h"
-#include "coordinator/report/report_text.h"
 #include "coordinator/report/session_writer.h"
 #include "core/format.h"
 
@@ -44,11 +43,11 @@ Result<PipelineOutput> DiagnoseAndWrite(Session aligned, const std::string& out_
         " events; a bigger trace does not open in a browser); --full-trace writes them all");
   }
   PipelineOutput out;
-  if (Status s = WriteSessionFolder(out_dir, aligned, matches, findings, &out.report_text, window);
+  if (Status s = WriteSessionFolder(out_dir, aligned, matches, findings, &out.report_text,
+                                    &out.report_text_color, window);
       !s.ok()) {
     return s;
   }
-  out.report_text_color = BuildReportText(aligned, findings, /*color=*/true);
   out.findings = static_cast<int>(findings.size());
   return out;
 }

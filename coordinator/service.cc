@@ -205,35 +205,14 @@ grpc::Status CoordinatorService::Upload(grpc::ServerContext* ctx, const v1::Uplo
     rank.topology_xml = req->topology().xml();
   }
   if (req->has_nvml()) {
-    const v1::NvmlReport& n = req->nvml();
-    if (!n.error().empty()) {
-      rank.nvml_error = n.error();
+    Result<NvmlSnapshot> nvml = FromProto(req->nvml());
+    if (nvml.ok()) {
+      rank.nvml = std::move(nvml).value();
     } else {
-      NvmlSnapshot snapshot;
-      snapshot.driver_version = n.driver_version();
-      for (const v1::NvmlGpu& g : n.gpus()) {
-        snapshot.gpus.push_back({g.index(), g.name(), g.uuid(), g.bus_id(), g.pcie_gen_current(),
-                                 g.pcie_gen_max(), g.pcie_width_current(), g.pcie_width_max(),
-                                 g.nvlinks_up(), g.nvlinks_total(), g.memory_bytes()});
-      }
-      rank.nvml = std::move(snapshot);
+      rank.nvml_error = nvml.status().message();
     }
   }
-  if (req->has_proc()) {
-    const v1::ProcessStats& p = req->proc();
-    ProcessTreeStats s;
-    s.rchar = p.rchar();
-    s.wchar = p.wchar();
-    s.read_bytes = p.read_bytes();
-    s.write_bytes = p.write_bytes();
-    s.cpu_user_ns = p.cpu_user_ns();
-    s.cpu_system_ns = p.cpu_system_ns();
-    s.blkio_delay_ns = p.blkio_delay_ns();
-    s.processes = p.processes();
-    s.samples = p.samples();
-    s.io_unreadable = p.io_unreadable();
-    rank.proc = s;
-  }
+  if (req->has_proc()) rank.proc = FromProto(req->proc());
   if (req->final()) rank.finished = true;
   resp->set_acked_through(req->batch_seq());
   cv_.notify_all();

@@ -136,4 +136,70 @@ bool FromProto(const v1::GpuActivity& p, GpuActivityRecord* out) {
   return true;
 }
 
+v1::ProcessStats ToProto(const ProcessTreeStats& s) {
+  v1::ProcessStats out;
+  out.set_rchar(s.rchar);
+  out.set_wchar(s.wchar);
+  out.set_read_bytes(s.read_bytes);
+  out.set_write_bytes(s.write_bytes);
+  out.set_cpu_user_ns(s.cpu_user_ns);
+  out.set_cpu_system_ns(s.cpu_system_ns);
+  out.set_blkio_delay_ns(s.blkio_delay_ns);
+  out.set_processes(s.processes);
+  out.set_samples(s.samples);
+  out.set_io_unreadable(s.io_unreadable);
+  return out;
+}
+
+ProcessTreeStats FromProto(const v1::ProcessStats& p) {
+  ProcessTreeStats s;
+  s.rchar = p.rchar();
+  s.wchar = p.wchar();
+  s.read_bytes = p.read_bytes();
+  s.write_bytes = p.write_bytes();
+  s.cpu_user_ns = p.cpu_user_ns();
+  s.cpu_system_ns = p.cpu_system_ns();
+  s.blkio_delay_ns = p.blkio_delay_ns();
+  s.processes = p.processes();
+  s.samples = p.samples();
+  s.io_unreadable = p.io_unreadable();
+  return s;
+}
+
+v1::NvmlReport ToProto(const Result<NvmlSnapshot>& snapshot) {
+  v1::NvmlReport out;
+  if (!snapshot.ok()) {
+    out.set_error(snapshot.status().message());
+    return out;
+  }
+  out.set_driver_version(snapshot->driver_version);
+  for (const NvmlGpu& g : snapshot->gpus) {
+    v1::NvmlGpu* p = out.add_gpus();
+    p->set_index(g.index);
+    p->set_name(g.name);
+    p->set_uuid(g.uuid);
+    p->set_bus_id(g.bus_id);
+    p->set_pcie_gen_current(g.pcie_gen_current);
+    p->set_pcie_gen_max(g.pcie_gen_max);
+    p->set_pcie_width_current(g.pcie_width_current);
+    p->set_pcie_width_max(g.pcie_width_max);
+    p->set_nvlinks_up(g.nvlinks_up);
+    p->set_nvlinks_total(g.nvlinks_total);
+    p->set_memory_bytes(g.memory_bytes);
+  }
+  return out;
+}
+
+Result<NvmlSnapshot> FromProto(const v1::NvmlReport& p) {
+  if (!p.error().empty()) return Result<NvmlSnapshot>::Error(p.error());
+  NvmlSnapshot snapshot;
+  snapshot.driver_version = p.driver_version();
+  for (const v1::NvmlGpu& g : p.gpus()) {
+    snapshot.gpus.push_back({g.index(), g.name(), g.uuid(), g.bus_id(), g.pcie_gen_current(),
+                             g.pcie_gen_max(), g.pcie_width_current(), g.pcie_width_max(),
+                             g.nvlinks_up(), g.nvlinks_total(), g.memory_bytes()});
+  }
+  return snapshot;
+}
+
 }  // namespace rankscope

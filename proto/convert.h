@@ -2,8 +2,11 @@
 // (rankscope/v1). Used by the agent (records -> proto) and the coordinator (proto -> records).
 #pragma once
 
+#include "agent/topology/nvml.h"
 #include "core/clock_model.h"
+#include "core/proc_stats.h"
 #include "core/records.h"
+#include "core/status.h"
 #include "rankscope/v1/rankscope.pb.h"
 
 namespace rankscope {
@@ -23,5 +26,11 @@ RangeRecord FromProto(const v1::Range& p);
 MarkRecord FromProto(const v1::Mark& p);
 ClockSample FromProto(const v1::ClockSample& p);
 bool FromProto(const v1::GpuActivity& p, GpuActivityRecord* out);
+
+// The agent's per-rank summaries, sent once (NVML: an error message when it could not be read).
+v1::ProcessStats ToProto(const ProcessTreeStats& s);
+ProcessTreeStats FromProto(const v1::ProcessStats& p);
+v1::NvmlReport ToProto(const Result<NvmlSnapshot>& snapshot);
+Result<NvmlSnapshot> FromProto(const v1::NvmlReport& p);
 
 }  // namespace rankscope

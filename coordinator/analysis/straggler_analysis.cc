@@ -558,8 +558,60 @@ std::vector<std::pair<double, std::string>> ExcessByName(
   return out;
 }
 
+// What the late rank's gap before its late calls says about why it was late.
+struct CauseVerdict {
+  std::string kind = "unexplained";  // gpu_queue, gpu_kernels, nvtx_range, mpi_p2p,
+                                     // untracked_host_time, unexplained
+  std::vector<std::pair<double, std::string>> excess;         // by NVTX range, largest first
+  std::vector<std::pair<double, std::string>> kernel_excess;  // by kernel, largest first
+  bool launch_known = false;  // NCCL launch times for most late instances
+  bool gpu_side() const { return kind == "gpu_queue" || kind == "gpu_kernels"; }
+};
+
+CauseVerdict ClassifyCause(const Verdict& v, const CauseStats& cause, const LaunchSplit& launch) {
+  CauseVerdict out;
+  // The cause: the range whose time before the call exceeds the other ranks' most, unless time
+  // outside every range grew more. Below a quarter of the lateness neither explains it.
+  const int ci = cause.instances;
+  out.excess = ExcessByName(cause.late_by_range, cause.others_by_range);
+  const double range_excess = out.excess.empty() ? 0.0 : out.excess.front().first;
+  const double untracked_excess = cause.late_untracked - cause.others_untracked;
+  const double mpi_excess = cause.late_mpi - cause.others_mpi;
+  const double explains = 0.25 * static_cast<double>(v.median_lateness) * ci;
+  // With launch times for most late instances: a collective launched on time whose kernel still
+  // started late was held up on the GPU, whatever the host did before the launch.
+  out.launch_known = launch.instances > 0 && 2 * launch.instances >= v.instances_late;
+  const bool gpu_queue = out.launch_known && static_cast<double>(launch.launch_lateness) <
+                                                 0.5 * static_cast<double>(v.median_lateness);
+  // Without launch times: GPU kernel time before the call that grew by half the lateness or more
+  // is the GPU's doing too (the window is the gap between collectives on the GPU's axis).
+  out.kernel_excess = ExcessByName(cause.late_by_kernel, cause.others_by_kernel);
+  const double kernels_excess = cause.late_kernels - cause.others_kernels;
+  const bool gpu_kernels =
+      !out.launch_known && ci > 0 &&
+      kernels_excess >= std::max(0.5 * static_cast<double>(v.median_lateness) * ci, 1.0);
+  if (gpu_queue) {
+    out.kind = "gpu_queue";
+  } else if (gpu_kernels) {
+    out.kind = "gpu_kernels";
+  } else if (ci > 0 &&
+             std::max({range_excess, untracked_excess, mpi_excess}) >= std::max(explains, 1.0)) {
+    // On a tie the more specific account wins: a named range, then MPI calls (which may sit
+    // inside a range or outside all of them), then untracked time.
+    if (range_excess >= mpi_excess && range_excess >= untracked_excess) {
+      out.kind = "nvtx_range";
+    } else if (mpi_excess >= untracked_excess) {
+      out.kind = "mpi_p2p";
+    } else {
+      out.kind = "untracked_host_time";
+    }
+  }
+  return out;
+}
+
 Finding MakeFinding(const Session& session, const Verdict& v, const CauseStats& cause,
-                    const LaunchSplit& launch, const StragglerOptions& options) {
+                    const CauseVerdict& verdict, const LaunchSplit& launch,
+                    const StragglerOptions& options) {
   Finding f;
   f.kind = "straggler";
   f.ranks = {v.rank};
@@ -578,47 +630,12 @@ Finding MakeFinding(const Session& session, const Verdict& v, const CauseStats& 
                                 MarginFactor(static_cast<double>(v.median_lateness),
                                              static_cast<double>(clock_threshold)),
                             0.0, 1.0);
-
-  // The cause: the range whose time before the call exceeds the other ranks' most, unless time
-  // outside every range grew more. Below a quarter of the lateness neither explains it.
   const int ci = cause.instances;
-  const std::vector<std::pair<double, std::string>> excess =
-      ExcessByName(cause.late_by_range, cause.others_by_range);
-  const double range_excess = excess.empty() ? 0.0 : excess.front().first;
-  const double untracked_excess = cause.late_untracked - cause.others_untracked;
-  const double mpi_excess = cause.late_mpi - cause.others_mpi;
-  const double explains = 0.25 * static_cast<double>(v.median_lateness) * ci;
-  std::string cause_kind = "unexplained";
-  // With launch times for most late instances: a collective launched on time whose kernel still
-  // started late was held up on the GPU, whatever the host did before the launch.
-  const bool launch_known = launch.instances > 0 && 2 * launch.instances >= v.instances_late;
-  const bool gpu_queue = launch_known && static_cast<double>(launch.launch_lateness) <
-                                             0.5 * static_cast<double>(v.median_lateness);
-  // Without launch times: GPU kernel time before the call that grew by half the lateness or more
-  // is the GPU's doing too (the window is the gap between collectives on the GPU's axis).
-  const std::vector<std::pair<double, std::string>> kernel_excess =
-      ExcessByName(cause.late_by_kernel, cause.others_by_kernel);
-  const double kernels_excess = cause.late_kernels - cause.others_kernels;
-  const bool gpu_kernels =
-      !launch_known && ci > 0 &&
-      kernels_excess >= std::max(0.5 * static_cast<double>(v.median_lateness) * ci, 1.0);
-  const bool gpu_side = gpu_queue || gpu_kernels;
-  if (gpu_queue) {
-    cause_kind = "gpu_queue";
-  } else if (gpu_kernels) {
-    cause_kind = "gpu_kernels";
-  } else if (ci > 0 &&
-             std::max({range_excess, untracked_excess, mpi_excess}) >= std::max(explains, 1.0)) {
-    // On a tie the more specific account wins: a named range, then MPI calls (which may sit
-    // inside a range or outside all of them), then untracked time.
-    if (range_excess >= mpi_excess && range_excess >= untracked_excess) {
-      cause_kind = "nvtx_range";
-    } else if (mpi_excess >= untracked_excess) {
-      cause_kind = "mpi_p2p";
-    } else {
-      cause_kind = "untracked_host_time";
-    }
-  }
+  const std::string& cause_kind = verdict.kind;
+  const auto& excess = verdict.excess;
+  const auto& kernel_excess = verdict.kernel_excess;
+  const bool launch_known = verdict.launch_known;
+  const bool gpu_side = verdict.gpu_side();
 
   nlohmann::json& e = f.evidence;
   e["instances_last"] = v.instances_last;
@@ -834,12 +851,12 @@ std::vector<Finding> FindStragglers(const Session& session,
     const RankArrivals& arrivals = table.ranks.at(v.rank);
     const CauseStats cause = CollectCause(instances, arrivals, v.late, v.rank, contexts);
     const LaunchSplit launch = SplitLaunch(instances, arrivals, v.late);
-    Finding f = MakeFinding(session, v, cause, launch, options);
+    const CauseVerdict verdict = ClassifyCause(v, cause, launch);
     // Late with nothing to show for it: its time between calls is the others' (it did not work
     // or wait longer), so it arrived late only because it left the previous collective late, in
     // the collective's own release order (MPI progress, ranks sharing cores). Not its doing.
     const int ci = cause.instances;
-    if (f.evidence["cause_kind"] == "unexplained" && ci > 0 &&
+    if (verdict.kind == "unexplained" && ci > 0 &&
         cause.late_gap - cause.others_gap < 0.25 * static_cast<double>(v.median_lateness) * ci) {
       if (notes != nullptr) {
         notes->push_back(RankLabel(session, v.rank) + " arrived late at " +
@@ -853,7 +870,7 @@ std::vector<Finding> FindStragglers(const Session& session,
       }
       continue;
     }
-    findings.push_back(std::move(f));
+    findings.push_back(MakeFinding(session, v, cause, verdict, launch, options));
   }
   return findings;
 }

@@ -76,6 +76,15 @@ json GpuRankJson(const RankData& r) {
           {"nccl_queue", distribution(std::move(nccl_queue))}};
 }
 
+GpuReport BuildGpuReport(const Session& session) {
+  GpuReport out;
+  out.nccl = NcclReportJson(session);
+  for (const RankData& r : session.ranks) {
+    if (json gpu = GpuRankJson(r); !gpu.is_null()) out.by_rank.emplace(r.id.rank, std::move(gpu));
+  }
+  return out;
+}
+
 json NcclReportJson(const Session& session) {
   std::map<std::string, CommSummary> comms;
   std::string version;

@@ -3,6 +3,7 @@
 // summary for the session store.
 #pragma once
 
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include "coordinator/session.h"
@@ -20,6 +21,14 @@ nlohmann::json NcclReportJson(const Session& session);
 // (NCCL kernel start - its launch), each {samples, median_ns, p99_ns} or null. Null without
 // kernels.
 nlohmann::json GpuRankJson(const RankData& rank);
+
+// The GPU figures every report shows, computed once per session and shared by report.json,
+// report.txt and report.html: NcclReportJson and GpuRankJson of each rank with kernels.
+struct GpuReport {
+  nlohmann::json nccl;                    // null when no rank reported NCCL
+  std::map<int, nlohmann::json> by_rank;  // world rank -> GpuRankJson, ranks with kernels only
+};
+GpuReport BuildGpuReport(const Session& session);
 
 // One entry per topology dump: {node, rank, source, topology{...}} or {node, rank, source,
 // error} when the dump does not parse.

@@ -466,9 +466,9 @@ std::string WorstInstanceTimeline(const Session& session,
 
 // NCCL: per communicator, bus bandwidth by call shape (kernel time and call to call); then each
 // node's GPUs as NVML saw them. Empty when the session has neither.
-std::string GpuSection(const Session& session) {
+std::string GpuSection(const Session& session, const GpuReport& gpu) {
   std::string out;
-  const nlohmann::json nccl = NcclReportJson(session);
+  const nlohmann::json& nccl = gpu.nccl;
   if (nccl.is_object()) {
     out += "<h3>NCCL " + HtmlEscape(nccl["version"].get<std::string>()) + "</h3>\n";
     for (const auto& c : nccl["communicators"]) {
@@ -537,6 +537,12 @@ std::string GpuSection(const Session& session) {
 std::string BuildReportHtml(const Session& session,
                             const std::vector<CollectiveInstance>& instances,
                             const std::vector<Finding>& findings) {
+  return BuildReportHtml(session, instances, findings, BuildGpuReport(session));
+}
+
+std::string BuildReportHtml(const Session& session,
+                            const std::vector<CollectiveInstance>& instances,
+                            const std::vector<Finding>& findings, const GpuReport& gpu) {
   CollectiveOverview overview = SummarizeCollectives(instances);
   std::string job = session.job_id.empty() ? session.session_id : session.job_id;
   std::string out =
@@ -552,7 +558,7 @@ std::string BuildReportHtml(const Session& session,
   out += FindingsSection(session, overview, findings);
   out += Heatmap(session, instances);
   out += WorstInstanceTimeline(session, instances);
-  out += GpuSection(session);
+  out += GpuSection(session, gpu);
   out += RanksTable(session);
   out += ActivityTable(session, overview);
   out += NoticesSection(session);

@@ -7,6 +7,7 @@
 
 #include "coordinator/collective_matcher.h"
 #include "coordinator/findings.h"
+#include "coordinator/report/gpu_json.h"
 #include "coordinator/session.h"
 
 namespace rankscope {
@@ -19,6 +20,10 @@ namespace rankscope {
 std::string BuildReportHtml(const Session& session,
                             const std::vector<CollectiveInstance>& instances,
                             const std::vector<Finding>& findings);
+// The same with the session's GPU figures already computed (BuildGpuReport(session)).
+std::string BuildReportHtml(const Session& session,
+                            const std::vector<CollectiveInstance>& instances,
+                            const std::vector<Finding>& findings, const GpuReport& gpu);
 
 // `text` with &, <, >, " and ' replaced by entities: safe in element content and in quoted
 // attribute values.

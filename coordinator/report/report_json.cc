@@ -40,7 +40,7 @@ json JobJson(const Session& session) {
   return job;
 }
 
-json RankJson(const RankData& r) {
+json RankJson(const RankData& r, const GpuReport& gpu) {
   json rank;
   rank["rank"] = r.id.rank;
   rank["node"] = r.id.node;
@@ -67,7 +67,7 @@ json RankJson(const RankData& r) {
                        {"samples", p.samples},
                        {"io_unreadable", p.io_unreadable}};
   }
-  if (json gpu = GpuRankJson(r); !gpu.is_null()) rank["gpu"] = std::move(gpu);
+  if (auto it = gpu.by_rank.find(r.id.rank); it != gpu.by_rank.end()) rank["gpu"] = it->second;
   rank["notices"] = r.notices;
   rank["clock"] = {
       {"offset_ns", r.clock.offset_ns},
@@ -157,18 +157,23 @@ Result<Finding> FindingFromJson(const json& j) {
 }
 
 json BuildReportJson(const Session& session, const std::vector<Finding>& findings) {
+  return BuildReportJson(session, findings, BuildGpuReport(session));
+}
+
+json BuildReportJson(const Session& session, const std::vector<Finding>& findings,
+                     const GpuReport& gpu) {
   json report;
   report["schema"] = kReportSchemaId;
   report["generated_by"] = {{"name", "rankscope"}, {"version", kRankscopeVersion}};
   report["job"] = JobJson(session);
   json ranks = json::array();
-  for (const RankData& r : session.ranks) ranks.push_back(RankJson(r));
+  for (const RankData& r : session.ranks) ranks.push_back(RankJson(r, gpu));
   report["ranks"] = std::move(ranks);
   json findings_json = json::array();
   for (const Finding* f : FindingsWorstFirst(findings)) findings_json.push_back(FindingToJson(*f));
   report["findings"] = std::move(findings_json);
   report["collectives"] = CollectivesJson(session);
-  if (json nccl = NcclReportJson(session); !nccl.is_null()) report["nccl"] = std::move(nccl);
+  if (!gpu.nccl.is_null()) report["nccl"] = gpu.nccl;
   if (json topo = TopologyReportJson(session); !topo.empty()) report["topology"] = std::move(topo);
   if (json nvml = NvmlReportJson(session); !nvml.empty()) report["nvml"] = std::move(nvml);
   return report;

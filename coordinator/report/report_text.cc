@@ -252,9 +252,9 @@ std::string NoticeSection(const Session& session, const Painter& paint) {
 }
 
 // NCCL communicators (from the ranks' logs) and each node's topology, a line each.
-std::string GpuSection(const Session& session, const Painter& paint) {
+std::string GpuSection(const Session& session, const GpuReport& gpu_report, const Painter& paint) {
   std::string out;
-  nlohmann::json nccl = NcclReportJson(session);
+  const nlohmann::json& nccl = gpu_report.nccl;
   if (!nccl.is_null()) {
     out += paint.Bold("NCCL") + paint.Dim(" " + nccl["version"].get<std::string>()) + "\n";
     for (const auto& c : nccl["communicators"]) {
@@ -297,12 +297,10 @@ std::string GpuSection(const Session& session, const Painter& paint) {
   std::vector<std::pair<int64_t, int>> latency;  // (median ns, rank)
   std::vector<int64_t> queue;
   int64_t kernels = 0;
-  for (const RankData& r : session.ranks) {
-    const nlohmann::json gpu = GpuRankJson(r);
-    if (gpu.is_null()) continue;
+  for (const auto& [rank, gpu] : gpu_report.by_rank) {
     kernels += gpu["kernels"].get<int64_t>();
     if (gpu["launch_latency"].is_object()) {
-      latency.emplace_back(gpu["launch_latency"]["median_ns"].get<int64_t>(), r.id.rank);
+      latency.emplace_back(gpu["launch_latency"]["median_ns"].get<int64_t>(), rank);
     }
     if (gpu["nccl_queue"].is_object()) queue.push_back(gpu["nccl_queue"]["median_ns"]);
   }
@@ -384,10 +382,15 @@ std::string GpuSection(const Session& session, const Painter& paint) {
 
 std::string BuildReportText(const Session& session, const std::vector<Finding>& findings,
                             bool color) {
+  return BuildReportText(session, findings, BuildGpuReport(session), color);
+}
+
+std::string BuildReportText(const Session& session, const std::vector<Finding>& findings,
+                            const GpuReport& gpu_report, bool color) {
   Painter paint(color);
   std::string out = Header(session, paint);
   out += "\n" + FindingsSection(session, findings, paint);
-  std::string gpu = GpuSection(session, paint);
+  std::string gpu = GpuSection(session, gpu_report, paint);
   if (!gpu.empty()) out += "\n" + gpu;
   std::string clocks = ClockSection(session, paint);
   if (!clocks.empty()) out += "\n" + clocks;

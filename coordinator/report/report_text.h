@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "coordinator/findings.h"
+#include "coordinator/report/gpu_json.h"
 #include "coordinator/session.h"
 
 namespace rankscope {
@@ -16,5 +17,8 @@ namespace rankscope {
 // characters in strings from the session are replaced, so a program cannot drive the terminal.
 std::string BuildReportText(const Session& session, const std::vector<Finding>& findings,
                             bool color);
+// The same with the session's GPU figures already computed (BuildGpuReport(session)).
+std::string BuildReportText(const Session& session, const std::vector<Finding>& findings,
+                            const GpuReport& gpu, bool color);
 
 }  // namespace rankscope

@@ -73,20 +73,25 @@ std::string Dump(const nlohmann::json& value, int indent) {
 // The report and trace files (all but the database), in the order a reader wants them.
 Status WriteFiles(const std::filesystem::path& folder, const Session& session,
                   const SessionMatches& matches, const std::vector<Finding>& findings,
-                  std::string* report_text_out, const std::optional<TraceWindow>& trace_window) {
+                  std::string* report_text_out, std::string* report_text_color_out,
+                  const std::optional<TraceWindow>& trace_window) {
+  const GpuReport gpu = BuildGpuReport(session);
   Status s = WriteFileAtomically((folder / "report.json").string(),
-                                 Dump(BuildReportJson(session, findings), 2) + "\n");
+                                 Dump(BuildReportJson(session, findings, gpu), 2) + "\n");
   if (!s.ok()) return s;
   s = WriteFileAtomically((folder / "trace.json").string(),
                           BuildChromeTrace(session, matches, trace_window));
   if (!s.ok()) return s;
   s = WriteFileAtomically((folder / "report.html").string(),
-                          BuildReportHtml(session, matches.collectives, findings));
+                          BuildReportHtml(session, matches.collectives, findings, gpu));
   if (!s.ok()) return s;
-  std::string text = BuildReportText(session, findings, /*color=*/false);
+  std::string text = BuildReportText(session, findings, gpu, /*color=*/false);
   s = WriteFileAtomically((folder / "report.txt").string(), text);
   if (!s.ok()) return s;
   if (report_text_out != nullptr) *report_text_out = std::move(text);
+  if (report_text_color_out != nullptr) {
+    *report_text_color_out = BuildReportText(session, findings, gpu, /*color=*/true);
+  }
   return Status::Ok();
 }
 
@@ -94,7 +99,7 @@ Status WriteFiles(const std::filesystem::path& folder, const Session& session,
 
 Status WriteSessionFolder(const std::string& dir, const Session& session,
                           const SessionMatches& matches, const std::vector<Finding>& findings,
-                          std::string* report_text_out,
+                          std::string* report_text_out, std::string* report_text_color_out,
                           const std::optional<TraceWindow>& trace_window) {
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
@@ -109,7 +114,8 @@ Status WriteSessionFolder(const std::string& dir, const Session& session,
     saved = std::async(std::launch::async, save);
   } catch (const std::system_error&) {
   }
-  Status s = WriteFiles(folder, session, matches, findings, report_text_out, trace_window);
+  Status s = WriteFiles(folder, session, matches, findings, report_text_out, report_text_color_out,
+                        trace_window);
   Status db = saved.valid() ? saved.get() : save();
   return db.ok() ? s : db;
 }

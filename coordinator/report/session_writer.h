@@ -17,13 +17,14 @@ namespace rankscope {
 // `matches` being MatchSession(session). Each file is written under a temporary name and
 // renamed into place, so a reader sees either no file or a complete one under each final name
 // (not fsynced: a power cut right after may lose them); files of an earlier run are replaced. On
-// success, when `report_text_out` is not null, it receives report.txt's content (no colour); for a
-// coloured copy to print, call BuildReportText(session, findings, /*color=*/true). The error names
+// success, when `report_text_out` is not null, it receives report.txt's content (no colour), and
+// `report_text_color_out` the same with colour, to print on a terminal. The error names
 // the file that failed; files written before it stay. `trace_window` (ChooseTraceWindow) limits
 // trace.json to a window of the run.
 Status WriteSessionFolder(const std::string& dir, const Session& session,
                           const SessionMatches& matches, const std::vector<Finding>& findings,
                           std::string* report_text_out,
+                          std::string* report_text_color_out = nullptr,
                           const std::optional<TraceWindow>& trace_window = std::nullopt);
 
 }  // namespace rankscope
