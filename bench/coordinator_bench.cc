@@ -6,8 +6,11 @@
 // Run: build/bin/bench_coordinator [--benchmark_filter=...]
 #include <benchmark/benchmark.h>
 #include <grpcpp/grpcpp.h>
+#include <malloc.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -21,6 +24,7 @@
 #include "coordinator/report/session_writer.h"
 #include "coordinator/report/trace_json.h"
 #include "coordinator/service.h"
+#include "coordinator/testing/scale_sim.h"
 #include "proto/protocol.h"
 
 namespace rankscope {
@@ -88,75 +92,56 @@ void BM_UploadIngest(benchmark::State& state) {
 BENCHMARK(BM_UploadIngest)->Arg(100)->Arg(1000)->Arg(10000)->UseRealTime();
 BENCHMARK(BM_UploadIngest)->Arg(1000)->Threads(4)->UseRealTime();
 
-// A session like a real one: per step a data range, a compute range and an allreduce, with
-// jitter, one slow rank, and clock samples at an offset per rank.
-Session MakeSession(int ranks, int steps) {
-  Session s;
-  s.world_size = ranks;
-  std::mt19937 rng(7);
-  std::uniform_int_distribution<int> jitter(0, 200'000);
-  for (int r = 0; r < ranks; ++r) {
-    RankData d;
-    d.id.rank = r;
-    d.id.node = "node" + std::to_string(r / 8);
-    d.id.world_size = ranks;
-    d.finished = true;
-    d.exit_code = 0;
-    const DurationNs offset = r * 1000 * kNsPerMs;
-    for (int i = 0; i < 32; ++i) {
-      TimeNs t1 = 1'000 * kNsPerMs + i * kNsPerMs + offset;
-      d.clock_samples.push_back({t1, t1 - offset + 20'000, t1 - offset + 25'000, t1 + 45'000});
-    }
-    TimeNs t = 2'000 * kNsPerMs + offset;
-    for (int step = 0; step < steps; ++step) {
-      TimeNs step_start = t;
-      TimeNs data_end = t + 1 * kNsPerMs + jitter(rng);
-      TimeNs compute_end = data_end + 5 * kNsPerMs + jitter(rng) + (r == 3 ? 4 * kNsPerMs : 0);
-      TimeNs exit = step_start + 12 * kNsPerMs;
-      d.ranges.push_back({"", "data", step_start, data_end, 1, 1});
-      d.ranges.push_back({"", "compute", data_end, compute_end, 1, 1});
-      d.collectives.push_back({.comm_id = 1,
-                               .seq = static_cast<uint64_t>(step),
-                               .op = CollectiveOp::kAllreduce,
-                               .comm_size = ranks,
-                               .comm_rank = r,
-                               .bytes = 1 << 20,
-                               .enter = compute_end,
-                               .exit = exit,
-                               .tid = 1});
-      d.ranges.push_back({"", "step", step_start, exit, 1, 0});
-      t = exit;
-    }
-    s.ranks.push_back(std::move(d));
-  }
-  return s;
+// A session like a real one (coordinator/testing/scale_sim.h): 8 ranks per node, per step a data
+// range, a compute range, a tensor-parallel all-reduce in the node and a data-parallel one across
+// nodes, jitter, one slow rank (3) and one slow loader (the last rank), raw clocks n seconds off
+// on node n with clock samples. `collectives` per rank (two per step).
+Session MakeSession(int ranks, int collectives) {
+  testing::ScaleSim sim;
+  sim.ranks = ranks;
+  sim.steps = std::max(1, collectives / 2);
+  sim.slow_compute[3] = 4 * kNsPerMs;
+  sim.slow_data[ranks - 1] = 6 * kNsPerMs;
+  sim.raw_clocks = true;
+  return testing::SimulateScale(sim);
 }
 
+// Heap bytes in use now (glibc's allocator statistics).
+double HeapBytes() { return static_cast<double>(mallinfo2().uordblks); }
+
+// Align + match + diagnose, as after a job. Counters: the findings (2 planted: a straggler and a
+// loader), the session's memory per collective record (its ranges included, 1.5 per collective),
+// and how far the resident set grew above the session during the analysis (peak RSS).
 void BM_AnalyzeSession(benchmark::State& state) {
   const int ranks = static_cast<int>(state.range(0));
-  const int steps = static_cast<int>(state.range(1));
-  Session raw = MakeSession(ranks, steps);
+  const int collectives = static_cast<int>(state.range(1));
+  const double before = HeapBytes();
+  Session raw = MakeSession(ranks, collectives);
+  const double session_bytes = HeapBytes() - before;
   size_t findings = 0;
   for (auto _ : state) {
     Session aligned = AlignSession(raw);
     findings = Diagnose(aligned, AnalysisOptions{}).size();
     benchmark::DoNotOptimize(findings);
   }
-  state.counters["collective_records"] = static_cast<double>(ranks) * steps;
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  const double records = static_cast<double>(ranks) * collectives;
+  state.counters["collective_records"] = records;
   state.counters["findings"] = static_cast<double>(findings);
-  state.SetItemsProcessed(state.iterations() * ranks * steps);
+  state.counters["session_B_per_collective"] = session_bytes / records;
+  state.counters["peak_rss_MB"] = static_cast<double>(usage.ru_maxrss) / 1e3;
+  state.SetItemsProcessed(state.iterations() * ranks * collectives);
 }
 BENCHMARK(BM_AnalyzeSession)
-    ->Args({8, 1000})
-    ->Args({64, 1000})
-    ->Args({256, 200})
+    ->Args({8, 2000})
+    ->Args({64, 2000})
+    ->Args({256, 400})
     ->Unit(benchmark::kMillisecond);
-// Issue 4's scale point: 1,024 ranks x 2,000 collectives each (2 M collective and 6 M range
-// records), once: 7.3 s and 1.7 GB peak RSS on the 2-core dev box.
+// Issue 4's scale point: 1,024 ranks x 2,000 collectives each (2 M collective and 3 M range
+// records on 128 nodes, 136 communicators), once.
 BENCHMARK(BM_AnalyzeSession)->Args({1024, 2000})->Iterations(1)->Unit(benchmark::kMillisecond);
 
-// What the user waits for after the job: the five session files (database, report.json,
-// trace.json, report.html, report.txt), and the two big ones alone.
 void BM_WriteSessionFolder(benchmark::State& state) {
   const int ranks = static_cast<int>(state.range(0));
   const int steps = static_cast<int>(state.range(1));
@@ -173,11 +158,13 @@ void BM_WriteSessionFolder(benchmark::State& state) {
     if (!s.ok()) state.SkipWithError(s.message().c_str());
   }
   std::filesystem::remove_all(dir);
-  state.counters["records"] = static_cast<double>(ranks) * steps * 4;
-  state.SetItemsProcessed(state.iterations() * ranks * steps * 4);
+  // Per collective: itself and 1.5 ranges (data, compute, step every two collectives).
+  const double records = static_cast<double>(ranks) * steps * 2.5;
+  state.counters["records"] = records;
+  state.SetItemsProcessed(static_cast<int64_t>(static_cast<double>(state.iterations()) * records));
 }
 BENCHMARK(BM_WriteSessionFolder)
-    ->Args({4, 300})
+    ->Args({4, 600})
     ->Args({64, 1000})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();

@@ -28,6 +28,12 @@ std::string FormatDuration(DurationNs d) {
   return buffer;
 }
 
+std::string FormatHex(uint64_t value) {
+  char buffer[24];
+  std::snprintf(buffer, sizeof(buffer), "0x%016llx", static_cast<unsigned long long>(value));
+  return buffer;
+}
+
 std::string FormatBytes(Bytes b) {
   static const char* kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB"};
   double v = static_cast<double>(b);

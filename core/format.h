@@ -1,6 +1,7 @@
 // Durations, sizes and symbol names as people read them.
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 #include "core/time.h"
@@ -15,6 +16,9 @@ std::string FormatDouble(const char* format, double value);
 
 // "512 B", "64.0 KiB", "256.0 MiB" (binary units, as NCCL and nccl-tests sizes are).
 std::string FormatBytes(Bytes b);
+
+// "0x00c0ffee00000001": a 64-bit id (a communicator) as 16 hex digits.
+std::string FormatHex(uint64_t value);
 
 // A C++ symbol as people read it ("probe_axpy(int, float const*, float*)" for
 // "_Z10probe_axpyiPKfPf"); names that do not demangle (C kernels, readable names) unchanged.

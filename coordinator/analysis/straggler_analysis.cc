@@ -6,6 +6,7 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <tuple>
 #include <utility>
 
 #include "agent/nccl/kernel_name.h"
@@ -330,6 +331,12 @@ struct Verdict {
   int other_ranks = 0;  // distinct ranks sharing instances with it
   double cost_fraction = 0;
   std::map<std::string, int> ops;
+  struct CommShare {
+    int late = 0;
+    int last = 0;  // of those, it arrived last
+    DurationNs others_wait = 0;
+  };
+  std::map<uint64_t, CommShare> comms;  // per communicator
   bool passes_frac = false, passes_noise = false, passes_clock = false, passes_cost = false;
 };
 
@@ -416,9 +423,13 @@ Verdict Judge(const Session& session, const std::vector<CollectiveInstance>& ins
     if (!v.late[j]) continue;
     lateness.push_back(arrivals.lateness[j]);
     ++v.ops[std::string(CollectiveOpName(inst.op))];
+    Verdict::CommShare& comm = v.comms[inst.comm_id];
+    ++comm.late;
+    const DurationNs wait_before = v.others_wait;
     const InstanceWaits& w = table.waits[arrivals.instances[j]];
     if (arrivals.culprit[j]) {
       ++v.instances_last;
+      ++comm.last;
       v.others_wait += w.caused;
       for (size_t i = 0; i < inst.members.size(); ++i) {
         if (w.waits[i] > 0) waiters.insert(inst.members[i].rank);
@@ -433,6 +444,7 @@ Verdict Judge(const Session& session, const std::vector<CollectiveInstance>& ins
         if (wait > 0) waiters.insert(m.rank);
       }
     }
+    comm.others_wait += v.others_wait - wait_before;
   }
   v.other_ranks = static_cast<int>(others.size());
   v.waiters = static_cast<int>(waiters.size());
@@ -657,6 +669,23 @@ Finding MakeFinding(const Session& session, const Verdict& v, const CauseStats& 
   e["others_wait_fraction"] = v.cost_fraction;
   e["clock_uncertainty_ns"] = v.clock_uncertainty;
   e["ops"] = v.ops;
+  // Where the others waited for it. With several communicators (a tensor-parallel group per
+  // node, data-parallel groups across nodes) first the one where it is the last to arrive (it
+  // holds that group up itself), then the ones its lateness spreads to (its whole node is late
+  // there, and the wait there is often the larger).
+  std::vector<std::pair<uint64_t, Verdict::CommShare>> by_comm(v.comms.begin(), v.comms.end());
+  std::stable_sort(by_comm.begin(), by_comm.end(), [](const auto& a, const auto& b) {
+    return std::tie(a.second.last, a.second.others_wait) >
+           std::tie(b.second.last, b.second.others_wait);
+  });
+  nlohmann::json comms = nlohmann::json::array();
+  for (const auto& [comm, share] : by_comm) {
+    comms.push_back({{"comm_id", FormatHex(comm)},
+                     {"late_instances", share.late},
+                     {"last_instances", share.last},
+                     {"others_wait_ns", share.others_wait}});
+  }
+  e["communicators"] = std::move(comms);
   e["cause_kind"] = cause_kind;
   e["cause_instances"] = ci;
   if (cause_kind == "nvtx_range") {

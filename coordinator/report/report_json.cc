@@ -87,8 +87,7 @@ json RankJson(const RankData& r, const GpuReport& gpu) {
   return rank;
 }
 
-json CollectivesJson(const Session& session) {
-  CollectiveOverview overview = SummarizeCollectives(MatchCollectives(session));
+json CollectivesJson(const CollectiveOverview& overview) {
   json by_op = json::object();
   for (const auto& [op, count] : overview.by_op) by_op[op] = count;
   return {
@@ -157,11 +156,12 @@ Result<Finding> FindingFromJson(const json& j) {
 }
 
 json BuildReportJson(const Session& session, const std::vector<Finding>& findings) {
-  return BuildReportJson(session, findings, BuildGpuReport(session));
+  return BuildReportJson(session, findings, BuildGpuReport(session),
+                         SummarizeCollectives(MatchCollectives(session)));
 }
 
 json BuildReportJson(const Session& session, const std::vector<Finding>& findings,
-                     const GpuReport& gpu) {
+                     const GpuReport& gpu, const CollectiveOverview& collectives) {
   json report;
   report["schema"] = kReportSchemaId;
   report["generated_by"] = {{"name", "rankscope"}, {"version", kRankscopeVersion}};
@@ -172,7 +172,7 @@ json BuildReportJson(const Session& session, const std::vector<Finding>& finding
   json findings_json = json::array();
   for (const Finding* f : FindingsWorstFirst(findings)) findings_json.push_back(FindingToJson(*f));
   report["findings"] = std::move(findings_json);
-  report["collectives"] = CollectivesJson(session);
+  report["collectives"] = CollectivesJson(collectives);
   if (!gpu.nccl.is_null()) report["nccl"] = gpu.nccl;
   if (json topo = TopologyReportJson(session); !topo.empty()) report["topology"] = std::move(topo);
   if (json nvml = NvmlReportJson(session); !nvml.empty()) report["nvml"] = std::move(nvml);

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "coordinator/findings.h"
+#include "coordinator/report/collective_waits.h"
 #include "coordinator/report/gpu_json.h"
 #include "coordinator/session.h"
 #include "core/status.h"
@@ -19,9 +20,10 @@ inline constexpr char kReportSchemaId[] = "rankscope.report/v1";
 // counts, the findings worst first, and a summary of the matched collectives. The result
 // validates against report.schema.json.
 nlohmann::json BuildReportJson(const Session& session, const std::vector<Finding>& findings);
-// The same with the session's GPU figures already computed (BuildGpuReport(session)).
+// The same with the session's GPU figures and collective overview already computed
+// (BuildGpuReport(session), SummarizeCollectives(MatchCollectives(session))).
 nlohmann::json BuildReportJson(const Session& session, const std::vector<Finding>& findings,
-                               const GpuReport& gpu);
+                               const GpuReport& gpu, const CollectiveOverview& collectives);
 
 // One finding as it appears in report.json (also how the session store keeps findings).
 nlohmann::json FindingToJson(const Finding& finding);

@@ -76,8 +76,10 @@ Status WriteFiles(const std::filesystem::path& folder, const Session& session,
                   std::string* report_text_out, std::string* report_text_color_out,
                   const std::optional<TraceWindow>& trace_window) {
   const GpuReport gpu = BuildGpuReport(session);
-  Status s = WriteFileAtomically((folder / "report.json").string(),
-                                 Dump(BuildReportJson(session, findings, gpu), 2) + "\n");
+  Status s = WriteFileAtomically(
+      (folder / "report.json").string(),
+      Dump(BuildReportJson(session, findings, gpu, SummarizeCollectives(matches.collectives)), 2) +
+          "\n");
   if (!s.ok()) return s;
   s = WriteFileAtomically((folder / "trace.json").string(),
                           BuildChromeTrace(session, matches, trace_window));

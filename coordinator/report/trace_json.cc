@@ -23,12 +23,6 @@ namespace {
 constexpr int64_t kSyntheticTidBase = 1'000'000'000;
 constexpr int64_t kGpuTidBase = 1'500'000'000;
 
-std::string Hex(uint64_t value) {
-  char buffer[24];
-  std::snprintf(buffer, sizeof(buffer), "0x%016llx", static_cast<unsigned long long>(value));
-  return buffer;
-}
-
 std::string P2PFunctionName(P2PKind kind) {
   switch (kind) {
     case P2PKind::kSend:
@@ -298,7 +292,7 @@ class TraceBuilder {
         BeginSlice(nccl ? "nccl" : "mpi",
                    nccl ? NcclFunctionName(c.op) : MpiFunctionName(c.op, c.nonblocking), s, pid,
                    tid);
-        w_.Member("comm_id", Hex(c.comm_id)).Member("seq", c.seq).Member("bytes", c.bytes);
+        w_.Member("comm_id", FormatHex(c.comm_id)).Member("seq", c.seq).Member("bytes", c.bytes);
         w_.Member("root", c.root).Member("comm_size", c.comm_size);
         w_.Member("comm_rank", c.comm_rank);
         break;
@@ -307,7 +301,7 @@ class TraceBuilder {
         const P2PRecord& p = rank.p2p[s.index];
         BeginSlice("mpi", P2PFunctionName(p.kind), s, pid, tid);
         w_.Member("peer", p.peer).Member("tag", p.tag).Member("bytes", p.bytes);
-        w_.Member("comm_id", Hex(p.comm_id));
+        w_.Member("comm_id", FormatHex(p.comm_id));
         if (p.kind == P2PKind::kWait) w_.Member("completed", P2PKindName(p.completed));
         break;
       }
