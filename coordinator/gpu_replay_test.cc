@@ -10,6 +10,7 @@
 #include "coordinator/analysis/diagnosis.h"
 #include "coordinator/collective_matcher.h"
 #include "coordinator/nccl_instances.h"
+#include "coordinator/report/report_html.h"
 #include "coordinator/report/report_json.h"
 #include "coordinator/report/report_text.h"
 #include "coordinator/report/session_store.h"
@@ -89,6 +90,11 @@ TEST(GpuReplay, EveryNcclCollectiveHasItsLaunchCallBeforeItsKernel) {
             std::string::npos)
       << text;
   EXPECT_NE(text.find("NCCL kernels queued 10."), std::string::npos) << text;
+  // report.html: the same figures per rank in the GPU section.
+  const std::string html = BuildReportHtml(s, MatchCollectives(s), {});
+  EXPECT_NE(html.find("<h3>Kernels and launch latency (CUPTI)</h3>"), std::string::npos);
+  EXPECT_NE(html.find("<tr><td>rank 1</td>"), std::string::npos);
+  EXPECT_NE(html.find(">243</td>"), std::string::npos);
 }
 
 // Rank 1 slept on the host before its compute: its all-reduce was launched ~20 ms late, so the

@@ -1,9 +1,11 @@
 #include "coordinator/report/report_html.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <map>
+#include <optional>
 #include <unordered_map>
 
 #include "coordinator/report/collective_waits.h"
@@ -155,45 +157,143 @@ std::string HeatColor(double fraction) {
   return buffer;
 }
 
-std::string Heatmap(const Session& session, const std::vector<CollectiveInstance>& instances) {
-  std::string out =
-      "<section id=\"heatmap\"><h2>Wait inside each collective, per rank</h2>\n"
-      "<p class=\"meta\">One row per rank, one column per collective instance in start order. "
-      "The colour is how long the rank waited in that call for the others to arrive "
-      "(Scalasca wait states); a rank whose row stays white while the others turn red is the "
-      "one they wait for. Hover a cell for numbers.</p>\n";
-  if (instances.empty() || session.ranks.empty()) {
-    return out + "<p class=\"dim\">No MPI collectives recorded.</p></section>\n";
-  }
-  std::vector<int> ranks;
-  for (const RankData& r : session.ranks) ranks.push_back(r.id.rank);
-  std::unordered_map<int, size_t> row_of;
-  for (size_t i = 0; i < ranks.size(); ++i) row_of.emplace(ranks[i], i);
-
-  size_t max_columns = std::clamp<size_t>(kMaxHeatmapCells / ranks.size(), 50, kMaxHeatmapColumns);
-  size_t per_column = (instances.size() + max_columns - 1) / max_columns;
-  size_t columns = (instances.size() + per_column - 1) / per_column;
-
-  // cell = largest wait of that rank in that column's instances; -1 = not a member of any.
-  std::vector<DurationNs> cells(ranks.size() * columns, -1);
-  std::vector<std::string> column_label(columns);
+// The heatmap's cells: one row per rank (session order), `columns` columns; a cell is the wait,
+// -1 where the rank had nothing in that column.
+struct HeatGrid {
+  size_t columns = 0;
+  std::vector<DurationNs> cells;
+  std::vector<std::string> labels;  // per column, for the hover text
+  std::string axis;                 // under the map
+  std::string missing;              // hover text of a -1 cell
   DurationNs max_wait = 0;
-  for (size_t i = 0; i < instances.size(); ++i) {
-    const CollectiveInstance& inst = instances[i];
-    size_t column = i / per_column;
-    if (i % per_column == 0) {
-      column_label[column] = std::string(CollectiveOpName(inst.op)) + " seq " + Num(inst.seq);
-      if (per_column > 1) column_label[column] += " (+" + Num(per_column - 1) + " following)";
+};
+
+// Each rank's outermost NVTX ranges named like a step ("step", "Step 12", ...: the dataloader
+// analysis' default), in start order; empty for a rank with fewer than two.
+std::vector<std::pair<TimeNs, TimeNs>> StepWindows(const RankData& rank) {
+  std::vector<std::pair<TimeNs, TimeNs>> steps;
+  for (const RangeRecord& r : rank.ranges) {
+    if (r.depth == 0 && r.name.size() >= 4 &&
+        std::equal(r.name.begin(), r.name.begin() + 4, "step", [](char a, char b) {
+          return std::tolower(static_cast<unsigned char>(a)) == b;
+        })) {
+      steps.emplace_back(r.start, r.end);
     }
-    std::vector<DurationNs> waits = MemberWaits(inst);
+  }
+  std::sort(steps.begin(), steps.end());
+  if (steps.size() < 2) steps.clear();
+  return steps;
+}
+
+// Rank x step, when every rank that made collective calls has step ranges: the rank's k-th
+// step's cell sums its waits in the collectives it entered during that step (steps grouped when
+// there are more than fit). Nullopt otherwise.
+std::optional<HeatGrid> GridBySteps(const Session& session,
+                                    const std::vector<CollectiveInstance>& instances,
+                                    const std::unordered_map<int, size_t>& row_of,
+                                    size_t max_columns) {
+  std::vector<std::vector<std::pair<TimeNs, TimeNs>>> steps(session.ranks.size());
+  size_t most = 0;
+  for (size_t r = 0; r < session.ranks.size(); ++r) {
+    steps[r] = StepWindows(session.ranks[r]);
+    if (steps[r].empty() && !session.ranks[r].collectives.empty()) return std::nullopt;
+    most = std::max(most, steps[r].size());
+  }
+  if (most == 0) return std::nullopt;
+  HeatGrid g;
+  const size_t per_column = (most + max_columns - 1) / max_columns;
+  g.columns = (most + per_column - 1) / per_column;
+  g.cells.assign(session.ranks.size() * g.columns, -1);
+  for (size_t r = 0; r < session.ranks.size(); ++r) {
+    for (size_t k = 0; k < steps[r].size(); ++k) g.cells[r * g.columns + k / per_column] = 0;
+  }
+  for (const CollectiveInstance& inst : instances) {
+    const std::vector<DurationNs> waits = MemberWaits(inst);
     for (size_t m = 0; m < inst.members.size(); ++m) {
       auto row = row_of.find(inst.members[m].rank);
       if (row == row_of.end()) continue;
-      DurationNs& cell = cells[row->second * columns + column];
-      cell = std::max(cell, waits[m]);
-      max_wait = std::max(max_wait, waits[m]);
+      const auto& mine = steps[row->second];
+      const TimeNs enter = inst.members[m].enter;
+      // The last step starting at or before the call, if the call is inside it.
+      auto it = std::upper_bound(mine.begin(), mine.end(), std::make_pair(enter, TimeNs{0}),
+                                 [](const auto& a, const auto& b) { return a.first < b.first; });
+      if (it == mine.begin() || enter > std::prev(it)->second) continue;
+      const size_t k = static_cast<size_t>(std::prev(it) - mine.begin());
+      DurationNs& cell = g.cells[row->second * g.columns + k / per_column];
+      cell += waits[m];
+      g.max_wait = std::max(g.max_wait, cell);
     }
   }
+  g.labels.resize(g.columns);
+  for (size_t c = 0; c < g.columns; ++c) {
+    g.labels[c] = "step " + Num(static_cast<int64_t>(c * per_column));
+    if (per_column > 1) g.labels[c] += "-" + Num(static_cast<int64_t>((c + 1) * per_column - 1));
+  }
+  g.missing = "did not run this step";
+  g.axis = "steps (NVTX step ranges) &#8594; (" + Num(static_cast<int64_t>(most)) +
+           (per_column > 1 ? ", " + Num(static_cast<int64_t>(per_column)) + " per column"
+                           : std::string()) +
+           ")";
+  return g;
+}
+
+// Rank x collective instance in start order (instances grouped when there are more than fit):
+// the cell is the rank's largest wait among the column's instances.
+HeatGrid GridByInstances(const Session& session, const std::vector<CollectiveInstance>& instances,
+                         const std::unordered_map<int, size_t>& row_of, size_t max_columns) {
+  HeatGrid g;
+  const size_t per_column = (instances.size() + max_columns - 1) / max_columns;
+  g.columns = (instances.size() + per_column - 1) / per_column;
+  g.cells.assign(session.ranks.size() * g.columns, -1);
+  g.labels.resize(g.columns);
+  for (size_t i = 0; i < instances.size(); ++i) {
+    const CollectiveInstance& inst = instances[i];
+    const size_t column = i / per_column;
+    if (i % per_column == 0) {
+      g.labels[column] = std::string(CollectiveOpName(inst.op)) + " seq " + Num(inst.seq);
+      if (per_column > 1) g.labels[column] += " (+" + Num(per_column - 1) + " following)";
+    }
+    const std::vector<DurationNs> waits = MemberWaits(inst);
+    for (size_t m = 0; m < inst.members.size(); ++m) {
+      auto row = row_of.find(inst.members[m].rank);
+      if (row == row_of.end()) continue;
+      DurationNs& cell = g.cells[row->second * g.columns + column];
+      cell = std::max(cell, waits[m]);
+      g.max_wait = std::max(g.max_wait, waits[m]);
+    }
+  }
+  g.missing = "not a member";
+  g.axis = "instances in start order &#8594; (" + Num(static_cast<int64_t>(instances.size())) +
+           (per_column > 1 ? ", " + Num(per_column) + " per column" : std::string()) + ")";
+  return g;
+}
+
+std::string Heatmap(const Session& session, const std::vector<CollectiveInstance>& instances) {
+  std::string out = "<section id=\"heatmap\"><h2>Wait inside collectives, per rank</h2>\n";
+  if (instances.empty() || session.ranks.empty()) {
+    return out + "<p class=\"dim\">No MPI collectives recorded.</p></section>\n";
+  }
+  std::unordered_map<int, size_t> row_of;
+  for (size_t i = 0; i < session.ranks.size(); ++i) row_of.emplace(session.ranks[i].id.rank, i);
+  const size_t max_columns =
+      std::clamp<size_t>(kMaxHeatmapCells / session.ranks.size(), 50, kMaxHeatmapColumns);
+  std::optional<HeatGrid> by_step = GridBySteps(session, instances, row_of, max_columns);
+  const HeatGrid grid =
+      by_step ? std::move(*by_step) : GridByInstances(session, instances, row_of, max_columns);
+  out += by_step ? "<p class=\"meta\">One row per rank, one column per step (the ranks' NVTX "
+                   "step ranges). The colour is how long the rank waited, in that step's "
+                   "collective calls, for the others to arrive (Scalasca wait states); a rank "
+                   "whose row stays white while the others turn red is the one they wait for. "
+                   "Hover a cell for numbers.</p>\n"
+                 : "<p class=\"meta\">One row per rank, one column per collective instance in "
+                   "start order. The colour is how long the rank waited in that call for the "
+                   "others to arrive (Scalasca wait states); a rank whose row stays white while "
+                   "the others turn red is the one they wait for. Hover a cell for numbers.</p>\n";
+  const size_t columns = grid.columns;
+  const std::vector<DurationNs>& cells = grid.cells;
+  const DurationNs max_wait = grid.max_wait;
+  std::vector<int> ranks;
+  for (const RankData& r : session.ranks) ranks.push_back(r.id.rank);
 
   const int label_width = 150;
   const int cell_w = static_cast<int>(std::clamp<size_t>(900 / columns, 2, 16));
@@ -222,16 +322,15 @@ std::string Heatmap(const Session& session, const std::vector<CollectiveInstance
                                        : 0.0);
       out += "<rect x=\"" + Num(label_width + static_cast<int64_t>(c) * cell_w) + "\" y=\"" +
              Num(y) + "\" width=\"" + Num(cell_w) + "\" height=\"" + Num(cell_h) + "\" fill=\"" +
-             fill + "\"><title>rank " + Num(rank.id.rank) + ", " + HtmlEscape(column_label[c]) +
-             ": " + (wait < 0 ? std::string("not a member") : "waited " + FormatDuration(wait)) +
+             fill + "\"><title>rank " + Num(rank.id.rank) + ", " + HtmlEscape(grid.labels[c]) +
+             ": " + (wait < 0 ? grid.missing : "waited " + FormatDuration(wait)) +
              "</title></rect>";
     }
     out += "\n";
   }
   int legend_y = map_height + 14;
-  out += "<text x=\"" + Num(label_width) + "\" y=\"" + Num(legend_y) +
-         "\">instances in start order &#8594; (" + Num(static_cast<int64_t>(instances.size())) +
-         (per_column > 1 ? ", " + Num(per_column) + " per column" : std::string()) + ")</text>\n";
+  out +=
+      "<text x=\"" + Num(label_width) + "\" y=\"" + Num(legend_y) + "\">" + grid.axis + "</text>\n";
   out += "<rect x=\"" + Num(label_width) + "\" y=\"" + Num(legend_y + 10) +
          "\" width=\"160\" height=\"10\" fill=\"url(#heat)\"/>";
   out += "<text x=\"" + Num(label_width) + "\" y=\"" + Num(legend_y + 32) + "\">0</text>";
@@ -466,6 +565,36 @@ std::string WorstInstanceTimeline(const Session& session,
 
 // NCCL: per communicator, bus bandwidth by call shape (kernel time and call to call); then each
 // node's GPUs as NVML saw them. Empty when the session has neither.
+// Per rank with CUPTI kernels: how many, GPU time, launch latency (kernel start - its launch
+// call's end: small when the GPU waits for the CPU) and NCCL queue time (NCCL kernel start - its
+// launch). Empty without kernels.
+std::string KernelsTable(const Session& session, const GpuReport& gpu) {
+  if (gpu.by_rank.empty()) return "";
+  auto distribution = [](const nlohmann::json& d) -> std::string {
+    if (!d.is_object()) return "<td class=\"dim\">&mdash;</td>";
+    return "<td class=\"num\">" + HtmlEscape(FormatDuration(d["median_ns"].get<int64_t>())) +
+           " <span class=\"dim\">p99 " + HtmlEscape(FormatDuration(d["p99_ns"].get<int64_t>())) +
+           ", " + Num(d["samples"].get<int64_t>()) + "</span></td>";
+  };
+  std::string rows;
+  for (const auto& [rank, g] : gpu.by_rank) {
+    const RankData* data = session.FindRank(rank);
+    rows += "<tr><td>rank " + Num(rank) + "</td><td>" +
+            HtmlEscape(data != nullptr ? data->id.node : std::string()) +
+            "</td><td class=\"num\">" + Num(g["kernels"].get<int64_t>()) +
+            "</td><td class=\"num\">" +
+            HtmlEscape(FormatDuration(g["kernel_time_ns"].get<int64_t>())) + "</td>" +
+            distribution(g["launch_latency"]) + distribution(g["nccl_queue"]) + "</tr>\n";
+  }
+  return "<h3>Kernels and launch latency (CUPTI)</h3>\n<p class=\"meta\">Launch latency is "
+         "kernel start minus the end of its launch call: microseconds when the GPU waits for "
+         "the CPU (launch-bound), milliseconds when work queues on the GPU. NCCL queue is an NCCL "
+         "kernel's start minus its launch.</p>\n<div class=\"scroll\"><table><tr><th>rank</th>"
+         "<th>node</th><th>kernels</th><th>GPU time</th><th>launch latency (median)</th>"
+         "<th>NCCL queue (median)</th></tr>\n" +
+         rows + "</table></div>\n";
+}
+
 std::string GpuSection(const Session& session, const GpuReport& gpu) {
   std::string out;
   const nlohmann::json& nccl = gpu.nccl;
@@ -530,6 +659,7 @@ std::string GpuSection(const Session& session, const GpuReport& gpu) {
         "<th>NVLinks up</th></tr>\n" +
         rows + "</table></div>\n";
   }
+  out += KernelsTable(session, gpu);
   if (out.empty()) return "";
   return "<section id=\"gpu\"><h2>GPU and NCCL</h2>\n" + out + "</section>\n";
 }

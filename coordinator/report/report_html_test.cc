@@ -71,10 +71,28 @@ TEST(ReportHtml, FindingsRanksHeatmapAndSummary) {
   EXPECT_THAT(html, HasSubstr("killed by SIGKILL (exit code 137)"));
   EXPECT_THAT(html, HasSubstr("-1.23 ms"));
   EXPECT_THAT(html, HasSubstr("id=\"activity\""));
-  // The heatmap: one cell per rank and instance, and rank 0 waited 2 ms in allreduce 0.
+  // The heatmap: the ranks have NVTX step ranges, so one cell per rank and step; ranks 0 and 1
+  // wait 2 ms for rank 2 in each step's allreduce, rank 2 died in its step 3.
   EXPECT_THAT(html, HasSubstr("<svg"));
+  EXPECT_EQ(Count(Section(html, "heatmap"), "<rect x="), s.ranks.size() * 4 + 1);  // + legend
+  EXPECT_THAT(html, HasSubstr("one column per step"));
+  EXPECT_THAT(html, HasSubstr("rank 0, step 1: waited 2.00 ms"));
+  EXPECT_THAT(html, HasSubstr("rank 2, step 1: waited 0 ns"));
+  EXPECT_THAT(html, HasSubstr("rank 2, step 3: did not run this step"));
+}
+
+TEST(ReportHtml, WithoutStepRangesTheHeatmapHasAColumnPerInstance) {
+  Session s = report_test::MakeSession();
+  for (RankData& r : s.ranks) {
+    for (RangeRecord& range : r.ranges) {
+      if (range.name == "step") range.name = "iteration body";
+    }
+  }
+  std::vector<CollectiveInstance> instances = MatchCollectives(s);
+  std::string html = BuildReportHtml(s, instances, report_test::MakeFindings());
   EXPECT_EQ(Count(Section(html, "heatmap"), "<rect x="),
             s.ranks.size() * instances.size() + 1);  // + legend
+  EXPECT_THAT(html, HasSubstr("one column per collective instance"));
   EXPECT_THAT(html, HasSubstr("rank 0, allreduce seq 0: waited 2.00 ms"));
   EXPECT_THAT(html, HasSubstr("rank 2, allreduce seq 3: not a member"));
 }
