@@ -176,6 +176,15 @@ void ProcSampler::SampleOnce() {
   }
 }
 
+void ProcSampler::CountFromNow() {
+  std::lock_guard<std::mutex> lock(mu_);
+  SampleOnce();
+  for (auto& [key, last] : last_) {
+    last.base_stat = last.stat;
+    last.base_io = last.io.value_or(ProcIo{});
+  }
+}
+
 ProcessTreeStats ProcSampler::Finish() {
   std::unique_lock<std::mutex> lock(mu_);
   finishing_ = true;
@@ -189,17 +198,22 @@ ProcessTreeStats ProcSampler::Finish() {
   out.processes = static_cast<int32_t>(last_.size());
   bool all_io = true;
   for (const auto& [key, last] : last_) {
-    out.cpu_user_ns += static_cast<int64_t>(last.stat.utime_ticks) * ns_per_tick_;
-    out.cpu_system_ns += static_cast<int64_t>(last.stat.stime_ticks) * ns_per_tick_;
-    out.blkio_delay_ns += static_cast<int64_t>(last.stat.blkio_ticks) * ns_per_tick_;
+    auto since = [](uint64_t now, uint64_t base) { return now > base ? now - base : 0; };
+    auto ticks = [&](uint64_t now, uint64_t base) {
+      return static_cast<int64_t>(since(now, base)) * ns_per_tick_;
+    };
+    const ProcStat& b = last.base_stat;
+    out.cpu_user_ns += ticks(last.stat.utime_ticks, b.utime_ticks);
+    out.cpu_system_ns += ticks(last.stat.stime_ticks, b.stime_ticks);
+    out.blkio_delay_ns += ticks(last.stat.blkio_ticks, b.blkio_ticks);
     if (!last.io) {
       all_io = false;
       continue;
     }
-    out.rchar += last.io->rchar;
-    out.wchar += last.io->wchar;
-    out.read_bytes += last.io->read_bytes;
-    out.write_bytes += last.io->write_bytes;
+    out.rchar += since(last.io->rchar, last.base_io.rchar);
+    out.wchar += since(last.io->wchar, last.base_io.wchar);
+    out.read_bytes += since(last.io->read_bytes, last.base_io.read_bytes);
+    out.write_bytes += since(last.io->write_bytes, last.base_io.write_bytes);
   }
   out.io_unreadable = io_unreadable_ && !all_io;
   return out;

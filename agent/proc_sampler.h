@@ -53,6 +53,10 @@ class ProcSampler {
   ProcSampler& operator=(const ProcSampler&) = delete;
 
   void Start();
+  // For a process tree that was running before (rankscope attach): samples once now, and Finish
+  // then counts only what the processes seen now did from here on (processes that start later
+  // count whole). Call before Start.
+  void CountFromNow();
   // Stops the thread, samples once more and returns the sums. Call once, while the program is
   // still unreaped (a zombie keeps its final counters readable).
   ProcessTreeStats Finish();
@@ -61,6 +65,8 @@ class ProcSampler {
   struct Last {
     ProcStat stat;
     std::optional<ProcIo> io;
+    ProcStat base_stat;  // CountFromNow's reading, subtracted at the end
+    ProcIo base_io;
   };
   void Loop();
   void SampleOnce();  // requires mu_

@@ -88,5 +88,44 @@ TEST(ProcSampler, SumsTheProgramAndTheWorkersItStarted) {
   EXPECT_LT(s.cpu_user_ns + s.cpu_system_ns, 2 * kNsPerSec);
 }
 
+// rankscope attach samples a program that ran long before: only what it does from then on
+// counts.
+TEST(ProcSampler, CountFromNowLeavesOutWhatCameBefore) {
+  int ready[2], go[2];
+  ASSERT_EQ(pipe(ready), 0);
+  ASSERT_EQ(pipe(go), 0);
+  auto read_mib = [](int mib) {
+    int fd = open("/dev/zero", O_RDONLY);
+    std::vector<char> buffer(1 << 20);
+    for (int i = 0; i < mib; ++i) {
+      if (read(fd, buffer.data(), buffer.size()) <= 0) _exit(1);
+    }
+    close(fd);
+  };
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    read_mib(64);  // before the attach
+    char c = 1;
+    if (write(ready[1], &c, 1) != 1 || read(go[0], &c, 1) != 1) _exit(1);
+    read_mib(8);  // inside the window
+    usleep(50 * 1000);
+    _exit(0);
+  }
+  char c = 0;
+  ASSERT_EQ(read(ready[0], &c, 1), 1);
+  ProcSampler sampler(child, 20 * kNsPerMs);
+  sampler.CountFromNow();
+  sampler.Start();
+  ASSERT_EQ(write(go[1], &c, 1), 1);
+  siginfo_t info{};
+  ASSERT_EQ(waitid(P_PID, static_cast<id_t>(child), &info, WEXITED | WNOWAIT), 0);
+  ProcessTreeStats s = sampler.Finish();
+  waitpid(child, nullptr, 0);
+  for (int fd : {ready[0], ready[1], go[0], go[1]}) close(fd);
+  EXPECT_GE(s.rchar, uint64_t{8} << 20);
+  EXPECT_LT(s.rchar, uint64_t{16} << 20);
+}
+
 }  // namespace
 }  // namespace rankscope

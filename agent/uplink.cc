@@ -271,13 +271,21 @@ void Uplink::ControlLoop() {
 }
 
 void Uplink::Finish(int exit_code, int term_signal) {
+  FinishWith(std::make_pair(exit_code, term_signal));
+}
+
+void Uplink::FinishStillRunning() { FinishWith(std::nullopt); }
+
+void Uplink::FinishWith(std::optional<std::pair<int, int>> exit_status) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     finishing_ = true;
-    v1::ProcessExit* exit = pending_.mutable_exit();
-    exit->set_exit_code(exit_code);
-    exit->set_term_signal(term_signal);
-    exit->set_time(MonotonicNow());
+    if (exit_status) {
+      v1::ProcessExit* exit = pending_.mutable_exit();
+      exit->set_exit_code(exit_status->first);
+      exit->set_term_signal(exit_status->second);
+      exit->set_time(MonotonicNow());
+    }
   }
   cv_.notify_all();
   if (thread_.joinable()) thread_.join();

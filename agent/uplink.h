@@ -15,6 +15,7 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <utility>
 
 #include "core/time.h"
 #include "core/wire.h"
@@ -70,6 +71,9 @@ class Uplink {
   // Sends the exit status with everything still queued and a final clock sync; returns when
   // the coordinator acknowledged it or options.final_timeout passed. Call once.
   void Finish(int exit_code, int term_signal);
+  // The same for a program that goes on running (rankscope attach sampled it from outside): the
+  // final batch carries no exit status.
+  void FinishStillRunning();
 
   bool registered() const { return registered_.load(); }
   bool capture_enabled() const { return capture_enabled_.load(); }
@@ -88,6 +92,7 @@ class Uplink {
   void Loop();
   void ControlLoop();
   size_t PendingRecordsLocked() const;
+  void FinishWith(std::optional<std::pair<int, int>> exit);
 
   const UplinkOptions options_;
   v1::Identity identity_;

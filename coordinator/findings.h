@@ -29,7 +29,9 @@ inline const char* SeverityName(Severity s) {
 }
 
 struct Finding {
-  std::string kind;  // straggler | dataloader_skew | imbalanced_ring | pcie_bound | nvlink_down
+  // straggler | late_sender | late_receiver | dataloader_skew | imbalanced_ring | pcie_bound |
+  // nvlink_down | process_outlier
+  std::string kind;
   Severity severity = Severity::kWarning;
   std::vector<int> ranks;
   std::vector<std::string> nodes;

@@ -134,6 +134,19 @@ struct Session {
     }
     return nullptr;
   }
+
+  // Ranks seen from outside only (rankscope attach on a job launched without rankscope): /proc
+  // figures, but no call, range or GPU records from any rank.
+  bool SampledFromOutsideOnly() const {
+    bool any_proc = false;
+    for (const RankData& r : ranks) {
+      if (!r.collectives.empty() || !r.p2p.empty() || !r.ranges.empty() || !r.gpu.empty()) {
+        return false;
+      }
+      any_proc = any_proc || r.proc.has_value();
+    }
+    return any_proc;
+  }
 };
 
 }  // namespace rankscope

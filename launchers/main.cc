@@ -79,9 +79,16 @@ int main(int argc, char** argv) {
 
   rankscope::AttachOptions attach;
   CLI::App* attach_cmd = app.add_subcommand(
-      "attach", "Capture a window of a running SLURM job launched with rankscope run");
+      "attach",
+      "Capture a window of a running SLURM job (launched with rankscope run: full capture; "
+      "without: sampled from outside)");
   attach_cmd->add_option("job", attach.job_id, "SLURM job id")->required();
   attach_cmd->add_option("--for", attach.for_s, "Seconds to capture (default 10)");
+  attach_cmd->add_option("-o,--out", attach.out_dir,
+                         "Session folder for a job sampled from outside (rankscope-attach-JOBID)");
+  attach_cmd->add_option("--bind", attach.bind_address,
+                         "Address for the nodes to reach (default: this host's)");
+  attach_cmd->add_flag("-q,--quiet", attach.quiet, "Do not print the report");
   CLI::App* attach_node_cmd =
       app.add_subcommand("attach-node", "What attach runs on each node of the job (internal)");
   attach_node_cmd->add_option("job", attach.job_id, "SLURM job id")->required();

@@ -56,8 +56,10 @@ void PrintReport(const PipelineOutput& out, const std::string& dir) {
                dir.c_str());
 }
 
-int Finalize(CoordinatorService& service, Session extra, const std::string& out_dir, bool quiet,
-             bool full_trace = false) {
+}  // namespace
+
+int WriteSessionReport(CoordinatorService& service, Session extra, const std::string& out_dir,
+                       bool quiet, bool full_trace) {
   Session session = service.Snapshot();
   session.command = extra.command;
   session.launcher_exit_code = extra.launcher_exit_code;
@@ -121,8 +123,6 @@ std::string ReachableHostAddress() {
   }
   return out;
 }
-
-}  // namespace
 
 int RunJob(const RunOptions& options) {
   Result<std::string> token = NewSessionToken();
@@ -224,7 +224,7 @@ int RunJob(const RunOptions& options) {
     out_dir = "rankscope-" + (s.job_id.empty() ? config.session_id : s.job_id);
   }
   if (!endpoint.empty()) unlink(endpoint.c_str());
-  Finalize(service, std::move(extra), out_dir, options.quiet, options.full_trace);
+  WriteSessionReport(service, std::move(extra), out_dir, options.quiet, options.full_trace);
   (void)launch_time;
   server.Shutdown();
   return exit_code;
@@ -286,7 +286,7 @@ int RunCoordinator(const CoordinatorOptions& options) {
   Session extra;
   std::string out_dir =
       options.out_dir.empty() ? "rankscope-" + config.session_id : options.out_dir;
-  int rc = Finalize(service, std::move(extra), out_dir, /*quiet=*/false);
+  int rc = WriteSessionReport(service, std::move(extra), out_dir, /*quiet=*/false);
   server.Shutdown();
   return rc;
 }

@@ -31,6 +31,20 @@ struct RunOptions {
 
 int RunJob(const RunOptions& options);
 
+class CoordinatorService;
+struct Session;
+
+// The session the coordinator holds, completed by `extra` (command, launcher, its exit code),
+// through the analyses into `out_dir`, and the report printed unless `quiet`. 0, or 1 when the
+// folder could not be written (said on stderr).
+int WriteSessionReport(CoordinatorService& service, Session extra, const std::string& out_dir,
+                       bool quiet, bool full_trace = false);
+
+// This host's address that ranks on other hosts can reach: what the host name resolves to,
+// unless that is loopback, then the first non-loopback IPv4 interface; 127.0.0.1 (said on
+// stderr) when there is none.
+std::string ReachableHostAddress();
+
 struct CoordinatorOptions {
   std::string bind_address = "127.0.0.1";
   int port = 0;

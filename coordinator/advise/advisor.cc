@@ -244,7 +244,10 @@ std::string QuestionFor(const Finding& finding) {
     const std::string cause = finding.evidence.value("cause_kind", "");
     return cause == "gpu_queue" || cause == "gpu_kernels" ? "kernel-bound" : "where-time-goes";
   }
-  if (finding.kind == "late_sender" || finding.kind == "late_receiver") return "where-time-goes";
+  if (finding.kind == "late_sender" || finding.kind == "late_receiver" ||
+      finding.kind == "process_outlier") {
+    return "where-time-goes";
+  }
   if (finding.kind == "dataloader_skew") return "dataloader";
   if (finding.kind == "imbalanced_ring") return "nccl-slow";
   if (finding.kind == "pcie_bound" || finding.kind == "nvlink_down") return "link-slow";

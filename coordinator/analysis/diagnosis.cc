@@ -156,6 +156,10 @@ std::vector<Finding> Diagnose(const Session& aligned, const SessionMatches& matc
   for (Finding& f : FindDegradedGpuLinks(aligned)) findings.push_back(std::move(f));
   for (Finding& f : FindImbalancedRings(aligned, options.ring)) findings.push_back(std::move(f));
   JoinPcieBound(aligned, &findings);
+  if (aligned.SampledFromOutsideOnly()) {
+    for (Finding& f : FindProcessOutliers(aligned, options.process))
+      findings.push_back(std::move(f));
+  }
   std::stable_sort(findings.begin(), findings.end(), [](const Finding& a, const Finding& b) {
     if (a.cost_ns != b.cost_ns) return a.cost_ns > b.cost_ns;
     return a.severity > b.severity;

@@ -8,6 +8,7 @@
 
 #include "coordinator/analysis/dataloader_analysis.h"
 #include "coordinator/analysis/p2p_analysis.h"
+#include "coordinator/analysis/process_analysis.h"
 #include "coordinator/analysis/ring_analysis.h"
 #include "coordinator/analysis/straggler_analysis.h"
 #include "coordinator/findings.h"
@@ -20,7 +21,8 @@ struct AnalysisOptions {
   StragglerOptions straggler;
   DataloaderOptions dataloader;
   RingOptions ring;
-  PointToPointOptions p2p;  // late_sender and late_receiver
+  PointToPointOptions p2p;        // late_sender and late_receiver
+  ProcessOutlierOptions process;  // sessions sampled from outside (rankscope attach)
 };
 
 // Matches the collectives of `aligned` (which should have gone through AlignSession) and runs the

@@ -130,6 +130,14 @@ std::string DescribeExit(const RankData& rank) {
 
 std::vector<RankNotice> CollectNotices(const Session& session) {
   std::vector<RankNotice> out;
+  auto add = [&out](int rank, const std::string& node, const std::string& text, bool severe) {
+    RankNotice n;
+    n.rank = rank;
+    n.node = node;
+    n.text = text;
+    n.severe = severe;
+    out.push_back(std::move(n));
+  };
   std::set<int> present;
   for (const RankData& r : session.ranks) present.insert(r.id.rank);
   std::vector<int> missing;
@@ -137,40 +145,74 @@ std::vector<RankNotice> CollectNotices(const Session& session) {
     if (present.count(rank) == 0) missing.push_back(rank);
   }
   if (!missing.empty()) {
-    out.push_back({-1, "",
-                   (missing.size() == 1 ? "rank " : "ranks ") + FormatRankList(missing) +
-                       " never registered: no data from them",
-                   true});
+    add(-1, "",
+        (missing.size() == 1 ? "rank " : "ranks ") + FormatRankList(missing) +
+            " never registered: no data from them",
+        true);
   }
 
   for (const RankData& r : session.ranks) {
     std::string exit = DescribeExit(r);
-    if (!exit.empty()) out.push_back({r.id.rank, r.id.node, exit, true});
+    if (!exit.empty()) add(r.id.rank, r.id.node, exit, true);
     if (!r.finished) {
-      out.push_back({r.id.rank, r.id.node,
-                     "its final batch never arrived: the data from its last moments is missing",
-                     true});
+      add(r.id.rank, r.id.node,
+          "its final batch never arrived: the data from its last moments is missing", true);
     }
     if (r.dropped_records > 0) {
-      out.push_back({r.id.rank, r.id.node,
-                     std::to_string(r.dropped_records) +
-                         " records dropped (buffers full): counts and times are incomplete",
-                     true});
+      add(r.id.rank, r.id.node,
+          std::to_string(r.dropped_records) +
+              " records dropped (buffers full): counts and times are incomplete",
+          true);
     }
     if (!r.clock_fitted && !r.clock_error.empty()) {
-      out.push_back({r.id.rank, r.id.node, "clock not fitted: " + r.clock_error, false});
+      add(r.id.rank, r.id.node, "clock not fitted: " + r.clock_error, false);
     }
     for (const std::string& notice : r.notices) {
-      out.push_back({r.id.rank, r.id.node, notice, false});
+      add(r.id.rank, r.id.node, notice, false);
     }
   }
-  for (const std::string& note : session.analysis_notes) out.push_back({-1, "", note, false});
-  return out;
+  for (const std::string& note : session.analysis_notes) add(-1, "", note, false);
+
+  // One notice per distinct text, in first-seen order, naming every rank that gave it.
+  std::vector<RankNotice> merged;
+  std::map<std::pair<std::string, bool>, size_t> index;
+  std::vector<std::vector<int>> ranks;
+  std::vector<std::vector<std::string>> nodes;
+  for (RankNotice& n : out) {
+    auto [it, added] = index.try_emplace({n.text, n.severe}, merged.size());
+    if (added) {
+      merged.push_back(n);
+      ranks.emplace_back();
+      nodes.emplace_back();
+    }
+    if (n.rank < 0) continue;
+    ranks[it->second].push_back(n.rank);
+    auto& seen = nodes[it->second];
+    if (!n.node.empty() && std::find(seen.begin(), seen.end(), n.node) == seen.end()) {
+      seen.push_back(n.node);
+    }
+  }
+  for (size_t i = 0; i < merged.size(); ++i) {
+    if (ranks[i].empty()) continue;
+    std::string where;
+    if (nodes[i].size() > 4) {
+      where = std::to_string(nodes[i].size()) + " nodes";
+    } else {
+      for (const std::string& node : nodes[i]) where += (where.empty() ? "" : ", ") + node;
+    }
+    merged[i].who = (ranks[i].size() == 1 ? "rank " : "ranks ") + FormatRankList(ranks[i]) +
+                    (where.empty() ? "" : " (" + where + ")");
+  }
+  return merged;
 }
 
 std::string DescribeWhatWasChecked(const Session& session, const CollectiveOverview& overview) {
   std::string ranks =
       std::to_string(session.ranks.size()) + (session.ranks.size() == 1 ? " rank" : " ranks");
+  if (session.SampledFromOutsideOnly()) {
+    return "sampled from outside (no call timings): the CPU and I/O of " + ranks +
+           " over the window, none standing apart from the others";
+  }
   if (overview.instances == 0) {
     size_t ranges = 0;
     for (const RankData& r : session.ranks) ranges += r.ranges.size();

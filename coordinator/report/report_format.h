@@ -42,10 +42,14 @@ struct RankNotice {
   std::string node;
   std::string text;
   bool severe = false;  // a crash, a missing rank, lost data: shown highlighted
+  // Who it is about, as printed: "rank 2 (n1)", "ranks 0-3 (n1, n2)" when several ranks said
+  // the same, "" for the whole job.
+  std::string who;
 };
 
 // Everything a person should know about the data itself, ranks in order: ranks that never
-// registered, crashed or unfinished ranks, dropped records, and the agents' own notices.
+// registered, crashed or unfinished ranks, dropped records, and the agents' own notices. The same
+// text from several ranks is one notice naming them all.
 std::vector<RankNotice> CollectNotices(const Session& session);
 
 // Says what was examined, for the "No problems found" line, e.g. "50 allreduce instances

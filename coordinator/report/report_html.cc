@@ -417,11 +417,7 @@ std::string NoticesSection(const Session& session) {
   std::string out = "<section id=\"notices\"><h2>Notices</h2><ul class=\"notices\">\n";
   for (const RankNotice& n : notices) {
     out += n.severe ? "<li class=\"severe\">" : "<li>";
-    if (n.rank >= 0) {
-      out += "rank " + Num(n.rank);
-      if (!n.node.empty()) out += " (" + HtmlEscape(n.node) + ")";
-      out += ": ";
-    }
+    if (!n.who.empty()) out += HtmlEscape(n.who) + ": ";
     out += HtmlEscape(n.text) + "</li>\n";
   }
   return out + "</ul></section>\n";

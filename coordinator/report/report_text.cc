@@ -177,6 +177,35 @@ std::string FindingsSection(const Session& session, const std::vector<Finding>& 
   return out;
 }
 
+// Ranks seen from outside only: their processes' CPU and I/O over the window, a row per rank (the
+// first kMaxClockRows), in place of the clock table (no call timings to align).
+std::string ProcessSection(const Session& session, const Painter& paint) {
+  const double seconds = static_cast<double>(session.end - session.start) / kNsPerSec;
+  std::string out = paint.Bold("Processes") +
+                    paint.Dim(" (sampled from outside over " + FormatDouble("%.1f", seconds) +
+                              " s; CPU: busy share of one core)") +
+                    "\n";
+  out += paint.Dim("  " + Pad("rank", 6) + Pad("node", 14) + Pad("CPU", 8) + Pad("read", 12) +
+                   Pad("from storage", 14) + "blocked on I/O") +
+         "\n";
+  size_t shown = 0;
+  for (const RankData& r : session.ranks) {
+    if (!r.proc) continue;
+    if (++shown > kMaxClockRows) break;
+    const ProcessTreeStats& p = *r.proc;
+    const double cpu = static_cast<double>(p.cpu_user_ns + p.cpu_system_ns) / kNsPerSec;
+    out += "  " + Pad(std::to_string(r.id.rank), 6) + Pad(Clean(r.id.node).substr(0, 12), 14) +
+           Pad(FormatDouble("%.0f%%", seconds > 0 ? 100 * cpu / seconds : 0), 8) +
+           Pad(FormatBytes(static_cast<Bytes>(p.rchar)), 12) +
+           Pad(p.io_unreadable ? "?" : FormatBytes(static_cast<Bytes>(p.read_bytes)), 14) +
+           FormatDuration(p.blkio_delay_ns) + "\n";
+  }
+  if (shown > kMaxClockRows) {
+    out += paint.Dim("  ... more ranks in report.json") + "\n";
+  }
+  return out;
+}
+
 std::string ClockSection(const Session& session, const Painter& paint) {
   if (session.ranks.empty()) return "";
   // With many ranks, show the ones whose clocks are least trustworthy: unfitted first, then
@@ -234,13 +263,7 @@ std::string NoticeSection(const Session& session, const Painter& paint) {
   std::string out = paint.Bold("Notices") + "\n";
   for (size_t i = 0; i < notices.size() && i < kMaxNotices; ++i) {
     const RankNotice& n = notices[i];
-    std::string who;
-    if (n.rank >= 0) {
-      who = "rank " + std::to_string(n.rank);
-      if (!n.node.empty()) who += " (" + Clean(n.node) + ")";
-      who += ": ";
-    }
-    std::string text = who + Clean(n.text);
+    std::string text = (n.who.empty() ? "" : Clean(n.who) + ": ") + Clean(n.text);
     out += n.severe ? "  " + paint.Red("!") + " " + text + "\n" : "  - " + text + "\n";
   }
   if (notices.size() > kMaxNotices) {
@@ -392,7 +415,8 @@ std::string BuildReportText(const Session& session, const std::vector<Finding>& 
   out += "\n" + FindingsSection(session, findings, paint);
   std::string gpu = GpuSection(session, gpu_report, paint);
   if (!gpu.empty()) out += "\n" + gpu;
-  std::string clocks = ClockSection(session, paint);
+  std::string clocks = session.SampledFromOutsideOnly() ? ProcessSection(session, paint)
+                                                        : ClockSection(session, paint);
   if (!clocks.empty()) out += "\n" + clocks;
   std::string notices = NoticeSection(session, paint);
   if (!notices.empty()) out += "\n" + notices;

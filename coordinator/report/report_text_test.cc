@@ -75,7 +75,7 @@ TEST(ReportText, FitsOnOneScreenWithManyRanks) {
     r.id.rank = rank;
     r.id.node = "n" + std::to_string(rank / 8);
     r.clock.uncertainty_ns = rank == 321 ? 900'000 : 5'000;
-    r.notices = {"a notice"};
+    r.notices = {"a notice", "a notice of rank " + std::to_string(rank)};
     s.ranks.push_back(r);
   }
   std::string text = BuildReportText(s, {}, /*color=*/false);
@@ -85,6 +85,8 @@ TEST(ReportText, FitsOnOneScreenWithManyRanks) {
   EXPECT_THAT(text, HasSubstr("  321   "));  // the least certain clock is among those shown
   EXPECT_THAT(text, HasSubstr("more ranks"));
   EXPECT_THAT(text, HasSubstr("more notices"));
+  // The same notice from every rank is one line naming them.
+  EXPECT_THAT(text, HasSubstr("ranks 0-499 (63 nodes): a notice\n"));
 }
 
 }  // namespace

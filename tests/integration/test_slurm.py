@@ -102,20 +102,73 @@ class Slurm(RankscopeTest):
                            text=True, timeout=60)
         self.assertEqual(a.returncode, 2)
         self.assertIn("job 999999 does not exist", a.stderr)
-        # A job not launched with rankscope: said, with how to relaunch it.
-        plain = subprocess.Popen(["srun", "-J", "rs-plain", "-N", "1", "sleep", "30"],
-                                 env=mpi_env(), cwd=self.tmp)
+        a = subprocess.run([RANKSCOPE, "attach", "12ab"], env=mpi_env(), capture_output=True,
+                           text=True, timeout=60)
+        self.assertEqual(a.returncode, 2)
+        self.assertIn("'12ab' is not a SLURM job id", a.stderr)
+        self.assertFalse(os.path.exists(os.path.join(self.tmp, "rankscope-attach-999999")))
+
+    def test_attach_samples_a_job_without_rankscope_from_outside(self):
+        # A plain srun job (no rankscope), rank 2's loader reading: attach finds the ranks by
+        # their environment, samples /proc for the window, writes its own session folder naming
+        # rank 2, and the job runs on to its normal end.
+        job = subprocess.Popen(
+            ["srun", "-J", "rs-plain", "-N", "2", "-n", "4", "--mpi=pmix", MPI_TRAIN, "--steps",
+             "600", "--compute-ms", "2", "--slow-loader-rank", "2", "--loader-ms", "3",
+             "--loader-mode", "read", "--quiet"],
+            env=mpi_env(), cwd=self.tmp, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            text=True)
         try:
             job_id = self.running_job("rs-plain")
-            a = subprocess.run([RANKSCOPE, "attach", job_id, "--for", "0.1"], env=mpi_env(),
-                               capture_output=True, text=True, timeout=120)
-            self.assertEqual(a.returncode, 3, a.stdout + a.stderr)
-            self.assertIn("was not launched with `rankscope run`", a.stdout)
-            self.assertIn("rankscope run --dormant -- srun", a.stdout)
+            time.sleep(1)
+            out = os.path.join(self.tmp, "attached")
+            a = subprocess.run([RANKSCOPE, "attach", job_id, "--for", "2", "-o", out],
+                               env=mpi_env(), capture_output=True, text=True, timeout=120)
+            self.assertEqual(a.returncode, 0, a.stdout + a.stderr)
+            self.assertIn("was not launched with rankscope run; sampling rank(s)", a.stdout)
+            stdout, stderr = job.communicate(timeout=240)
         finally:
             subprocess.run(["scancel", "-n", "rs-plain"], env=mpi_env())
-            plain.wait(timeout=60)
+            job.wait(timeout=60)
+        self.assertEqual(job.returncode, 0, stderr)
+        self.assertIn("mpi_train: 600 steps, world 4", stdout)  # ran to its end
+        s = Session(out)
+        self.assertEqual(s.report["job"]["id"], job_id)
+        ranks = {r["rank"]: r for r in s.report["ranks"]}
+        self.assertEqual(sorted(ranks), [0, 1, 2, 3])
+        self.assertEqual({r["node"] for r in ranks.values()}, {"n1", "n2"})
+        for r in ranks.values():
+            self.assertIsNone(r["exit_code"], r)  # still running when sampled
+            self.assertIn("process", r, s.report["ranks"])
+            self.assertGreater(r["process"]["samples"], 1, r)
+            self.assertTrue(any("sampled from outside by rankscope attach" in n
+                                for n in r["notices"]), r["notices"])
+        kinds = [(f["kind"], f["ranks"]) for f in s.findings]
+        self.assertEqual(kinds, [("process_outlier", [2])], s.findings)
+        self.assertIn("io_heavy", s.findings[0]["evidence"]["verdicts"])
+        self.assertIn("rank 2", a.stderr)  # the printed report
 
+    def test_attach_window_ends_with_the_job(self):
+        # The job ends 3 s into a 60 s window: attach stops there, keeps what it sampled and says
+        # the window was cut short.
+        job = subprocess.Popen(["srun", "-J", "rs-short", "-N", "1", "-n", "2", "sleep", "4"],
+                               env=mpi_env(), cwd=self.tmp)
+        try:
+            job_id = self.running_job("rs-short")
+            out = os.path.join(self.tmp, "short")
+            started = time.time()
+            a = subprocess.run([RANKSCOPE, "attach", job_id, "--for", "60", "-o", out, "-q"],
+                               env=mpi_env(), capture_output=True, text=True, timeout=120)
+            self.assertLess(time.time() - started, 30, a.stdout + a.stderr)
+            self.assertEqual(a.returncode, 0, a.stdout + a.stderr)
+            self.assertEqual(job.wait(timeout=60), 0)
+        finally:
+            subprocess.run(["scancel", "-n", "rs-short"], env=mpi_env())
+        s = Session(out)
+        self.assertEqual(len(s.report["ranks"]), 2)
+        for r in s.report["ranks"]:
+            self.assertTrue(r["finished"], r)
+            self.assertTrue(any("the window was cut short" in n for n in r["notices"]), r)
 
 if __name__ == "__main__":
     unittest.main()

@@ -1,0 +1,231 @@
+#include "agent/outside_sampler.h"
+
+#include <dirent.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <set>
+#include <sstream>
+#include <thread>
+#include <tuple>
+
+#include "agent/nccl_collector.h"
+#include "agent/nvml_sampler.h"
+#include "agent/proc_sampler.h"
+#include "agent/uplink.h"
+#include "core/format.h"
+#include "proto/convert.h"
+
+namespace rankscope {
+namespace {
+
+std::string ReadAll(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return "";
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+std::vector<std::string> SplitNul(const std::string& block) {
+  std::vector<std::string> out;
+  size_t at = 0;
+  while (at < block.size()) {
+    size_t end = block.find('\0', at);
+    if (end == std::string::npos) end = block.size();
+    out.push_back(block.substr(at, end - at));
+    at = end + 1;
+  }
+  return out;
+}
+
+std::string Get(const EnvMap& env, const std::string& name) {
+  auto it = env.find(name);
+  return it == env.end() ? "" : it->second;
+}
+
+struct Candidate {
+  JobRank rank;
+  pid_t ppid = 0;
+  std::string step;
+};
+
+// What was out of reach, and how to see it next time.
+std::string OutsideNotice(const JobRank& r, bool nccl_log) {
+  std::string text =
+      "sampled from outside by rankscope attach (the job was not launched with rankscope run): "
+      "CPU, I/O and block-I/O delay of the rank's processes over the window";
+  text += nccl_log ? ", and the NCCL log it writes" : "";
+  text +=
+      "; not seen: MPI and NCCL call timings, NVTX ranges, CUDA kernels (so no wait states or "
+      "stragglers)";
+  if (!nccl_log && Get(r.env, "NCCL_DEBUG_FILE").empty()) {
+    text += ", NCCL communicators (the job does not log NCCL to a file)";
+  }
+  text +=
+      ". To see them, launch it as `rankscope run --dormant -- srun ...` and attach again: "
+      "dormant ranks record nothing until attached";
+  return text;
+}
+
+}  // namespace
+
+EnvMap ParseEnviron(const std::string& block) {
+  EnvMap env;
+  for (const std::string& entry : SplitNul(block)) {
+    const size_t eq = entry.find('=');
+    if (eq != std::string::npos && eq > 0) env.emplace(entry.substr(0, eq), entry.substr(eq + 1));
+  }
+  return env;
+}
+
+std::vector<JobRank> FindJobRanks(const std::string& job_id, const std::string& own_step,
+                                  const std::string& node, uid_t uid,
+                                  const std::string& proc_root) {
+  std::vector<Candidate> found;
+  if (DIR* dir = opendir(proc_root.c_str())) {
+    while (dirent* e = readdir(dir)) {
+      const std::string name = e->d_name;
+      if (name.empty() || !std::all_of(name.begin(), name.end(), ::isdigit)) continue;
+      const std::string base = proc_root + "/" + name;
+      struct stat st {};
+      if (stat(base.c_str(), &st) != 0 || st.st_uid != uid) continue;
+      EnvMap env = ParseEnviron(ReadAll(base + "/environ"));
+      const std::string step = Get(env, "SLURM_STEP_ID");
+      if (Get(env, "SLURM_JOB_ID") != job_id || step.empty() || step == own_step) continue;
+      const std::string their_node = Get(env, "SLURMD_NODENAME");
+      if (!their_node.empty() && !node.empty() && their_node != node) continue;
+      // Kernel threads and zombies have no environment; a rank needs rank variables.
+      AgentIdentity id = DetectIdentity(env, node);
+      if (id.launcher == "none") continue;
+      Candidate c;
+      c.rank.pid = static_cast<pid_t>(std::stol(name));
+      c.rank.id = std::move(id);
+      c.rank.env = std::move(env);
+      c.rank.command = SplitNul(ReadAll(base + "/cmdline"));
+      c.step = step;
+      // The parent: field 4 of /proc/PID/stat, after the parenthesised command.
+      const std::string stat_text = ReadAll(base + "/stat");
+      const size_t close = stat_text.rfind(')');
+      if (close != std::string::npos) {
+        std::istringstream fields(stat_text.substr(close + 1));
+        std::string state;
+        fields >> state >> c.ppid;
+      }
+      found.push_back(std::move(c));
+    }
+    closedir(dir);
+  }
+  // Steps where a launcher started workers with their own rank variables: the workers.
+  std::set<std::string> launched_steps;
+  for (const Candidate& c : found) {
+    if (c.rank.id.launcher != "slurm") launched_steps.insert(c.step);
+  }
+  std::map<pid_t, const Candidate*> by_pid;
+  for (const Candidate& c : found) by_pid[c.rank.pid] = &c;
+  auto key = [](const Candidate& c) {
+    return std::make_tuple(c.step, c.rank.id.launcher, c.rank.id.rank);
+  };
+  std::vector<JobRank> out;
+  for (const Candidate& c : found) {
+    if (c.rank.id.launcher == "slurm" && launched_steps.count(c.step) > 0) continue;
+    auto parent = by_pid.find(c.ppid);
+    if (parent != by_pid.end() && key(*parent->second) == key(c)) continue;  // a child of a rank
+    out.push_back(c.rank);
+  }
+  std::sort(out.begin(), out.end(),
+            [](const JobRank& a, const JobRank& b) { return a.id.rank < b.id.rank; });
+  return out;
+}
+
+int SampleRanksFromOutside(const std::vector<JobRank>& ranks,
+                           const OutsideSamplingOptions& options) {
+  struct Sampling {
+    std::unique_ptr<Uplink> uplink;
+    std::unique_ptr<ProcSampler> proc;
+    std::unique_ptr<NcclCollector> nccl;
+  };
+  std::vector<Sampling> all;
+  std::unique_ptr<NvmlSampler> nvml;
+  if (!options.nvml_library.empty() && !ranks.empty()) {
+    nvml = std::make_unique<NvmlSampler>(options.nvml_library, 0, options.window);
+    nvml->Start();
+  }
+  for (const JobRank& r : ranks) {
+    AgentIdentity id = r.id;
+    if (!options.node.empty()) id.node_name = options.node;
+    v1::Identity identity;
+    identity.set_session_id(options.session_id);
+    identity.set_job_id(id.job_id);
+    identity.set_launcher(id.launcher);
+    identity.set_rank(id.rank);
+    identity.set_local_rank(id.local_rank);
+    identity.set_world_size(id.world_size);
+    identity.set_node_name(id.node_name);
+    identity.set_host(id.host);
+    identity.set_agent_pid(static_cast<int32_t>(getpid()));
+    identity.set_restart_count(id.restart_count);
+    for (const std::string& arg : r.command) identity.add_program(arg);
+    UplinkOptions up;
+    up.address = options.coordinator;
+    up.token = options.token;
+    Sampling s;
+    s.uplink = std::make_unique<Uplink>(up, identity);
+    s.uplink->SetProgramPid(r.pid);
+    s.uplink->Start();
+    s.proc = std::make_unique<ProcSampler>(r.pid, kNsPerSec);
+    s.proc->CountFromNow();
+    s.proc->Start();
+    if (!Get(r.env, "NCCL_DEBUG_FILE").empty()) {
+      NcclPlan plan = PlanNcclEnvironment(r.env, id, "/nonexistent", options.session_id, "/tmp");
+      plan.topology_file.clear();  // only what the job itself writes
+      s.nccl = std::make_unique<NcclCollector>(std::move(plan));
+      s.nccl->Start(r.pid);
+    }
+    all.push_back(std::move(s));
+  }
+  // The window, or less: the ranks may all exit (the job ends) or SLURM may stop this step.
+  const TimeNs start = MonotonicNow();
+  std::string cut_short;
+  while (MonotonicNow() - start < options.window) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    if (options.stop != nullptr && *options.stop != 0) {
+      cut_short = "the window was cut short after " + FormatDuration(MonotonicNow() - start) +
+                  " (the attach step was stopped, e.g. because the job ended)";
+      break;
+    }
+    if (std::none_of(ranks.begin(), ranks.end(),
+                     [](const JobRank& r) { return kill(r.pid, 0) == 0 || errno == EPERM; })) {
+      cut_short = "the window was cut short after " + FormatDuration(MonotonicNow() - start) +
+                  ": the rank's processes exited (the job ended)";
+      break;
+    }
+  }
+  int delivered = 0;
+  for (size_t i = 0; i < all.size(); ++i) {
+    Sampling& s = all[i];
+    bool nccl_log = false;
+    if (s.nccl) {
+      if (std::optional<v1::NcclSummary> summary = s.nccl->Finish()) {
+        s.uplink->SetNccl(std::move(*summary));
+        nccl_log = true;
+      }
+    }
+    s.uplink->SetProcessStats(ToProto(s.proc->Finish()));
+    if (i == 0 && nvml) s.uplink->SetNvml(nvml->Finish());
+    s.uplink->AddNotice(OutsideNotice(ranks[i], nccl_log));
+    if (!cut_short.empty()) s.uplink->AddNotice(cut_short);
+    s.uplink->FinishStillRunning();
+    if (s.uplink->registered()) ++delivered;
+  }
+  return delivered;
+}
+
+}  // namespace rankscope

@@ -1,0 +1,139 @@
+#include "coordinator/analysis/process_analysis.h"
+
+#include <algorithm>
+#include <string>
+
+#include "coordinator/analysis/describe.h"
+#include "coordinator/analysis/next_steps.h"
+#include "core/format.h"
+#include "core/robust_stats.h"
+
+namespace rankscope {
+namespace {
+
+struct Figures {
+  int rank = -1;
+  double rchar = 0, read_bytes = 0, blkio = 0, cpu = 0;
+};
+
+double MedianOfOthers(const std::vector<Figures>& all, size_t me, double Figures::*field) {
+  std::vector<double> v;
+  for (size_t i = 0; i < all.size(); ++i) {
+    if (i != me) v.push_back(all[i].*field);
+  }
+  return Median(std::move(v));
+}
+
+std::string Rate(double bytes, double seconds) {
+  return FormatBytes(static_cast<Bytes>(bytes / std::max(seconds, 1e-9))) + "/s";
+}
+
+}  // namespace
+
+std::vector<Finding> FindProcessOutliers(const Session& session,
+                                         const ProcessOutlierOptions& options) {
+  std::vector<Figures> all;
+  for (const RankData& r : session.ranks) {
+    if (!r.proc) continue;
+    const ProcessTreeStats& p = *r.proc;
+    all.push_back({r.id.rank, static_cast<double>(p.rchar), static_cast<double>(p.read_bytes),
+                   static_cast<double>(p.blkio_delay_ns),
+                   static_cast<double>(p.cpu_user_ns + p.cpu_system_ns)});
+  }
+  const DurationNs window = session.end - session.start;
+  if (static_cast<int>(all.size()) < options.min_ranks || window <= 0) return {};
+  const double seconds = static_cast<double>(window) / kNsPerSec;
+
+  std::vector<Finding> findings;
+  for (size_t i = 0; i < all.size(); ++i) {
+    const Figures& me = all[i];
+    const double others_rchar = MedianOfOthers(all, i, &Figures::rchar);
+    const double others_read = MedianOfOthers(all, i, &Figures::read_bytes);
+    const double others_blkio = MedianOfOthers(all, i, &Figures::blkio);
+    const double others_cpu = MedianOfOthers(all, i, &Figures::cpu);
+    std::vector<std::string> what;
+    std::string look_for;
+    nlohmann::json e = {{"window_ns", window},
+                        {"rchar_bytes", me.rchar},
+                        {"others_median_rchar_bytes", others_rchar},
+                        {"read_bytes", me.read_bytes},
+                        {"others_median_read_bytes", others_read},
+                        {"blkio_delay_ns", me.blkio},
+                        {"others_median_blkio_delay_ns", others_blkio},
+                        {"cpu_ns", me.cpu},
+                        {"others_median_cpu_ns", others_cpu},
+                        {"ranks_compared", all.size()}};
+    nlohmann::json verdicts = nlohmann::json::array();
+    if (me.rchar >= options.factor * others_rchar &&
+        me.rchar >= static_cast<double>(options.min_read_bytes)) {
+      const bool storage = me.read_bytes >= options.factor * others_read &&
+                           me.read_bytes >= static_cast<double>(options.min_read_bytes);
+      what.push_back("it read " + FormatBytes(static_cast<Bytes>(me.rchar)) + " (" +
+                     Rate(me.rchar, seconds) + (storage ? ", much of it from storage" : "") +
+                     ") against a median of " + FormatBytes(static_cast<Bytes>(others_rchar)) +
+                     " on the other ranks");
+      verdicts.push_back(storage ? "io_heavy_storage" : "io_heavy");
+      look_for = "which code reads (data loading, checkpoints) on this rank alone";
+    }
+    if (me.blkio >= options.min_blkio_share * static_cast<double>(window) &&
+        me.blkio >= options.factor * others_blkio) {
+      what.push_back("it was blocked on storage for " +
+                     FormatDuration(static_cast<DurationNs>(me.blkio)) + " of the " +
+                     FormatDuration(window) + " window");
+      verdicts.push_back("blocked_on_storage");
+      if (look_for.empty()) look_for = "the files this rank reads and the storage behind them";
+    }
+    if (others_cpu >= options.busy_share * static_cast<double>(window) &&
+        me.cpu <= options.idle_share * others_cpu) {
+      what.push_back("it used " + FormatDuration(static_cast<DurationNs>(me.cpu)) +
+                     " of CPU against a median of " +
+                     FormatDuration(static_cast<DurationNs>(others_cpu)) +
+                     " on the other ranks: it sleeps or waits (I/O, a lock, a sleep) while they "
+                     "run, and ranks polling in MPI or NCCL for a late peer burn CPU");
+      verdicts.push_back("idle_while_others_busy");
+      if (look_for.empty()) look_for = "where this rank sleeps or blocks while the others compute";
+    }
+    if (what.empty()) continue;
+    Finding f;
+    f.kind = "process_outlier";
+    f.severity = Severity::kWarning;
+    f.ranks = {me.rank};
+    const std::string node = NodeOf(session, me.rank);
+    if (!node.empty()) f.nodes = {node};
+    // Seen from outside only: the numbers are sure, what they cost the job is not known.
+    f.confidence = 0.6;
+    e["verdicts"] = verdicts;
+    f.evidence = std::move(e);
+    std::string summary = RankLabel(session, me.rank) + " stands apart from the other " +
+                          std::to_string(all.size() - 1) + " ranks in the " +
+                          FormatDuration(window) + " sampled from outside: ";
+    for (size_t k = 0; k < what.size(); ++k) summary += (k > 0 ? "; " : "") + what[k];
+    summary +=
+        ". Without call timings (the job was not launched with rankscope run) whether the others "
+        "wait for it is not measured.";
+    f.summary = std::move(summary);
+    const RankData* data = session.FindRank(me.rank);
+    if (data != nullptr && data->id.program_pid > 0) {
+      const std::string pid = std::to_string(data->id.program_pid);
+      NextStep live;
+      live.look_for = look_for;
+      if (IsPythonProgram(session, me.rank)) {
+        live.tool = "py-spy";
+        live.command = OnRankNode(session, me.rank, {"py-spy", "dump", "--native", "--pid", pid});
+      } else {
+        live.tool = "perf";
+        live.command = OnRankNode(session, me.rank, {"perf", "top", "-p", pid});
+      }
+      f.next_steps.push_back(std::move(live));
+    }
+    std::string relaunch = "rankscope run --dormant -- srun <your srun options>";
+    if (data != nullptr && !data->id.program.empty()) relaunch += " " + ShellJoin(data->id.program);
+    f.next_steps.push_back({"rankscope", relaunch,
+                            "relaunch under rankscope (dormant: no cost until attached), then "
+                            "rankscope attach: call timings show whether the others wait for it"});
+    findings.push_back(std::move(f));
+  }
+  return findings;
+}
+
+}  // namespace rankscope
