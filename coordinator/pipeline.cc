@@ -7,6 +7,7 @@
 #include "coordinator/advise/advisor.h"
 #include "coordinator/aligner.h"
 #include "coordinator/analysis/diagnosis.h"
+#include "coordinator/attempts.h"
 #include "coordinator/collective_matcher.h"
 #include "coordinator/completeness.h"
 #include "coordinator/nccl_instances.h"
@@ -21,8 +22,13 @@ namespace {
 Result<PipelineOutput> DiagnoseAndWrite(Session aligned, const std::string& out_dir,
                                         const AnalysisOptions& options,
                                         const OutputOptions& output) {
-  const SessionMatches matches = MatchSession(aligned);
+  // torchrun restarts: the last attempt is analysed, the earlier ones are kept beside it.
+  SeparateAttempts(&aligned);
   std::vector<std::string> notes;
+  if (std::string attempts = DescribeAttempts(aligned); !attempts.empty()) {
+    notes.push_back(std::move(attempts));
+  }
+  const SessionMatches matches = MatchSession(aligned);
   std::vector<Finding> findings = Diagnose(aligned, matches, options, &notes);
   std::error_code absolute_error;
   const std::filesystem::path dir = std::filesystem::absolute(out_dir, absolute_error);

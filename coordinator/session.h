@@ -125,7 +125,9 @@ struct Session {
   std::vector<std::string> analysis_notes;
 
   std::vector<RankData> ranks;  // sorted by rank
-  bool aligned = false;         // records are in coordinator time
+  // Ranks of torchrun attempts before the last (coordinator/attempts.h): kept, not analysed.
+  std::vector<RankData> earlier_attempts;
+  bool aligned = false;  // records are in coordinator time
 
   // The rank's data, or nullptr.
   const RankData* FindRank(int rank) const {

@@ -1,5 +1,11 @@
 #include "launchers/launch_plan.h"
 
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <iterator>
 #include <map>
 #include <string_view>
 
@@ -157,10 +163,133 @@ const std::map<std::string_view, int>& SrunOptions() {
   return kOptions;
 }
 
-// Index of the first non-option token after argv[0], or argv.size() if none.
+// MPICH's and Intel MPI's mpiexec (Hydra); single and double dashes are both accepted.
+const std::map<std::string_view, int>& HydraOptions() {
+  static const std::map<std::string_view, int> kOptions = [] {
+    const std::pair<const char*, int> base[] = {
+        {"n", 1},
+        {"np", 1},
+        {"f", 1},
+        {"hostfile", 1},
+        {"machinefile", 1},
+        {"hosts", 1},
+        {"host", 1},
+        {"ppn", 1},
+        {"genv", 2},
+        {"genvlist", 1},
+        {"env", 2},
+        {"envlist", 1},
+        {"wdir", 1},
+        {"configfile", 1},
+        {"bind-to", 1},
+        {"map-by", 1},
+        {"launcher", 1},
+        {"launcher-exec", 1},
+        {"bootstrap", 1},
+        {"bootstrap-exec", 1},
+        {"iface", 1},
+        {"outfile-pattern", 1},
+        {"errfile-pattern", 1},
+        {"gpus-per-proc", 1},
+        {"demux", 1},
+        {"rmk", 1},
+        {"binding", 1},
+        {"nameserver", 1},
+        {"usize", 1},
+        {"localhost", 1},
+        {"ckpointlib", 1},
+        {"ckpoint-prefix", 1},
+        {"ckpoint-num", 1},
+        {"genvexcl", 1},
+        {"tmpdir", 1},
+        {"errfile", 1},
+        {"outfile", 1},
+        {"perhost", 1},
+        {"grr", 1},
+        {"rr", 0},
+        {"genvall", 0},
+        {"genvnone", 0},
+        {"envall", 0},
+        {"envnone", 0},
+        {"prepend-rank", 0},
+        {"l", 0},
+        {"verbose", 0},
+        {"v", 0},
+        {"info", 0},
+        {"print-all-exitcodes", 0},
+        {"disable-auto-cleanup", 0},
+    };
+    std::map<std::string_view, int> out;
+    static std::vector<std::string> names;  // storage for the views
+    names.reserve(2 * std::size(base));
+    for (const auto& [name, values] : base) {
+      names.push_back(std::string("-") + name);
+      out.emplace(names.back(), values);
+      names.push_back(std::string("--") + name);
+      out.emplace(names.back(), values);
+    }
+    return out;
+  }();
+  return kOptions;
+}
+
+// torchrun's (torch.distributed.run) options, with '-' and '_' spellings.
+const std::map<std::string_view, int>& TorchrunOptions() {
+  static const std::map<std::string_view, int> kOptions = [] {
+    const std::pair<const char*, int> base[] = {
+        {"nnodes", 1},
+        {"nproc-per-node", 1},
+        {"rdzv-backend", 1},
+        {"rdzv-endpoint", 1},
+        {"rdzv-id", 1},
+        {"rdzv-conf", 1},
+        {"standalone", 0},
+        {"max-restarts", 1},
+        {"monitor-interval", 1},
+        {"start-method", 1},
+        {"role", 1},
+        {"module", 0},
+        {"no-python", 0},
+        {"run-path", 0},
+        {"log-dir", 1},
+        {"redirects", 1},
+        {"tee", 1},
+        {"local-ranks-filter", 1},
+        {"node-rank", 1},
+        {"master-addr", 1},
+        {"master-port", 1},
+        {"local-addr", 1},
+        {"logs-specs", 1},
+        {"numa-binding", 1},
+        {"event-log-handler", 1},
+        {"signals-to-handle", 1},
+        {"virtual-local-rank", 0},
+    };
+    std::map<std::string_view, int> out = {{"-m", 0}, {"-r", 1}, {"-t", 1}};
+    static std::vector<std::string> names;
+    names.reserve(2 * std::size(base));
+    for (const auto& [name, values] : base) {
+      std::string dashed = std::string("--") + name;
+      names.push_back(dashed);
+      out.emplace(names.back(), values);
+      std::string underscored = dashed;
+      for (size_t i = 2; i < underscored.size(); ++i) {
+        if (underscored[i] == '-') underscored[i] = '_';
+      }
+      if (underscored != dashed) {
+        names.push_back(underscored);
+        out.emplace(names.back(), values);
+      }
+    }
+    return out;
+  }();
+  return kOptions;
+}
+
+// Index of the first non-option token from argv[start] on, or argv.size() if none.
 size_t FindProgram(const std::vector<std::string>& argv,
-                   const std::map<std::string_view, int>& options) {
-  size_t i = 1;
+                   const std::map<std::string_view, int>& options, size_t start) {
+  size_t i = start;
   while (i < argv.size()) {
     const std::string& a = argv[i];
     if (a.size() < 2 || a[0] != '-') return i;
@@ -178,26 +307,100 @@ size_t FindProgram(const std::vector<std::string>& argv,
   return argv.size();
 }
 
-bool IsOpenMpiLauncher(const std::string& name) {
-  return name == "mpirun" || name == "mpiexec" || name == "orterun" || name == "mpiexec.openmpi" ||
-         name == "mpirun.openmpi";
+enum class Family { kNone, kOpenMpi, kHydra, kSrun, kTorchrun };
+
+// The launcher family of command[0] and how many words name it (3 for `python -m
+// torch.distributed.run`).
+Family FamilyOf(const std::vector<std::string>& command, const LaunchContext& context,
+                size_t* words) {
+  *words = 1;
+  if (command.empty()) return Family::kNone;
+  const std::string name = Basename(command[0]);
+  if (name == "mpiexec.hydra" || name == "mpiexec.mpich" || name == "mpirun.mpich") {
+    return Family::kHydra;
+  }
+  if (name == "mpirun" || name == "mpiexec") {
+    return context.mpi == MpiFlavor::kHydra ? Family::kHydra : Family::kOpenMpi;
+  }
+  if (name == "orterun" || name == "prterun" || name == "mpiexec.openmpi" ||
+      name == "mpirun.openmpi") {
+    return Family::kOpenMpi;
+  }
+  if (name == "srun") return Family::kSrun;
+  if (name == "torchrun") return Family::kTorchrun;
+  if (name.starts_with("python") && command.size() > 2 && command[1] == "-m" &&
+      (command[2] == "torch.distributed.run" || command[2] == "torch.distributed.launch")) {
+    *words = 3;
+    return Family::kTorchrun;
+  }
+  return Family::kNone;
+}
+
+const std::map<std::string_view, int>& OptionsOf(Family family) {
+  switch (family) {
+    case Family::kOpenMpi:
+      return OpenMpiOptions();
+    case Family::kHydra:
+      return HydraOptions();
+    case Family::kSrun:
+      return SrunOptions();
+    default:
+      return TorchrunOptions();
+  }
+}
+
+const char* FamilyName(Family family) {
+  switch (family) {
+    case Family::kOpenMpi:
+    case Family::kHydra:
+      return "mpirun";
+    case Family::kSrun:
+      return "srun";
+    case Family::kTorchrun:
+      return "torchrun";
+    default:
+      return "none";
+  }
+}
+
+// The launcher's own words with what the ranks must inherit: Open MPI's -x per variable,
+// Hydra's -genvlist (srun and torchrun pass their environment on by default).
+std::vector<std::string> LauncherHead(const std::vector<std::string>& command, size_t words,
+                                      size_t end, Family family,
+                                      const std::vector<std::string>& forward_env) {
+  std::vector<std::string> head(command.begin(),
+                                command.begin() + static_cast<std::ptrdiff_t>(words));
+  if (family == Family::kOpenMpi) {
+    for (const std::string& var : forward_env) {
+      head.push_back("-x");
+      head.push_back(var);
+    }
+  } else if (family == Family::kHydra && !forward_env.empty()) {
+    std::string list;
+    for (const std::string& var : forward_env) list += (list.empty() ? "" : ",") + var;
+    head.push_back("-genvlist");
+    head.push_back(list);
+  }
+  head.insert(head.end(), command.begin() + static_cast<std::ptrdiff_t>(words),
+              command.begin() + static_cast<std::ptrdiff_t>(end));
+  return head;
 }
 
 }  // namespace
 
 Result<LaunchPlan> PlanLaunch(const std::vector<std::string>& command,
                               const std::vector<std::string>& agent,
-                              const std::vector<std::string>& forward_env) {
+                              const std::vector<std::string>& forward_env,
+                              const LaunchContext& context) {
   if (command.empty()) return Result<LaunchPlan>::Error("nothing to run: give a command after --");
-  const std::string name = Basename(command[0]);
+  size_t words = 1;
+  const Family family = FamilyOf(command, context, &words);
   LaunchPlan plan;
-  bool mpi = IsOpenMpiLauncher(name);
-  bool srun = name == "srun";
-  plan.launcher = mpi ? "mpirun" : srun ? "srun" : "none";
+  plan.launcher = FamilyName(family);
 
   // Explicit form: LAUNCHER ARGS -- PROGRAM ARGS.
   size_t separator = 0;
-  for (size_t i = 1; i < command.size(); ++i) {
+  for (size_t i = words; i < command.size(); ++i) {
     if (command[i] == "--") {
       separator = i;
       break;
@@ -206,34 +409,72 @@ Result<LaunchPlan> PlanLaunch(const std::vector<std::string>& command,
   size_t program = 0;
   if (separator > 0) {
     program = separator + 1;
-    if (plan.launcher == "none") plan.launcher = name;
-  } else if (mpi || srun) {
-    program = FindProgram(command, mpi ? OpenMpiOptions() : SrunOptions());
-  } else {
-    program = 0;  // the command is the program itself
+    if (family == Family::kNone) plan.launcher = command[0];
+  } else if (family != Family::kNone) {
+    program = FindProgram(command, OptionsOf(family), words);
   }
   if (program >= command.size()) {
     return Result<LaunchPlan>::Error("cannot tell where the program starts in '" + command[0] +
                                      " ...'; use the explicit form: rankscope run -- " +
                                      command[0] + " [launcher options] -- PROGRAM [ARGS]");
   }
+  if (program == 0) {  // no launcher: the agent runs the program itself
+    plan.argv = agent;
+    plan.program_index = plan.argv.size();
+    plan.argv.insert(plan.argv.end(), command.begin(), command.end());
+    return plan;
+  }
+  const size_t launcher_end = separator > 0 ? separator : program;
+  const std::vector<std::string> rest(command.begin() + static_cast<std::ptrdiff_t>(program),
+                                      command.end());
 
-  if (program > 0) {
-    plan.argv.push_back(command[0]);
-    if (mpi) {
-      for (const std::string& var : forward_env) {
-        plan.argv.push_back("-x");
-        plan.argv.push_back(var);
+  // srun / mpirun starting torchrun: the agent goes in front of torchrun's workers.
+  size_t inner_words = 1;
+  if (family != Family::kTorchrun && FamilyOf(rest, context, &inner_words) == Family::kTorchrun) {
+    Result<LaunchPlan> inner = PlanLaunch(rest, agent, forward_env, context);
+    if (!inner.ok()) return inner;
+    plan.argv = LauncherHead(command, words, launcher_end, family, forward_env);
+    plan.program_index = plan.argv.size() + inner->program_index;
+    plan.argv.insert(plan.argv.end(), inner->argv.begin(), inner->argv.end());
+    return plan;
+  }
+
+  if (family == Family::kTorchrun) {
+    // Each worker must run the agent: --no-python, and the interpreter (with -m for a module)
+    // moves in front of the script.
+    std::vector<std::string> head(command.begin(),
+                                  command.begin() + static_cast<std::ptrdiff_t>(words));
+    bool module = false, no_python = false;
+    const auto& options = TorchrunOptions();
+    for (size_t i = words; i < launcher_end; ++i) {
+      const std::string& a = command[i];
+      if (a == "-m" || a == "--module") {
+        module = true;
+        continue;
+      }
+      if (a == "--no-python" || a == "--no_python") no_python = true;
+      head.push_back(a);
+      auto it = options.find(a);
+      for (int v = 0; it != options.end() && v < it->second && i + 1 < launcher_end; ++v) {
+        head.push_back(command[++i]);  // an option's value stays with it, whatever it looks like
       }
     }
-    size_t launcher_end = separator > 0 ? separator : program;
-    plan.argv.insert(plan.argv.end(), command.begin() + 1,
-                     command.begin() + static_cast<std::ptrdiff_t>(launcher_end));
+    if (!no_python) head.push_back("--no-python");
+    plan.argv = head;
+    plan.argv.insert(plan.argv.end(), agent.begin(), agent.end());
+    plan.program_index = plan.argv.size();
+    if (!no_python) {
+      plan.argv.push_back(words == 3 ? command[0] : context.torchrun_python);
+      if (module) plan.argv.push_back("-m");
+    }
+    plan.argv.insert(plan.argv.end(), rest.begin(), rest.end());
+    return plan;
   }
+
+  plan.argv = LauncherHead(command, words, launcher_end, family, forward_env);
   plan.argv.insert(plan.argv.end(), agent.begin(), agent.end());
   plan.program_index = plan.argv.size();
-  plan.argv.insert(plan.argv.end(), command.begin() + static_cast<std::ptrdiff_t>(program),
-                   command.end());
+  plan.argv.insert(plan.argv.end(), rest.begin(), rest.end());
   return plan;
 }
 
@@ -249,6 +490,59 @@ bool LaunchSpansHosts(const LaunchPlan& plan, int slurm_nodes) {
     }
   }
   return false;
+}
+
+LaunchContext DetectLaunchContext(const std::vector<std::string>& command) {
+  LaunchContext context;
+  for (const std::string& word : command) {
+    const std::string name = Basename(word);
+    if ((name == "mpirun" || name == "mpiexec") && word == command.front()) {
+      // Hydra prints "HYDRA build details", Intel MPI "Intel(R) MPI Library"; Open MPI names
+      // itself. A launcher that does not answer in 5 s is taken for Open MPI.
+      const std::string probe = "timeout 5 '" + word + "' --version 2>&1";
+      if (FILE* p = popen(probe.c_str(), "r")) {
+        std::string text;
+        char buffer[512];
+        while (text.size() < 16384 && fgets(buffer, sizeof(buffer), p) != nullptr) text += buffer;
+        pclose(p);
+        if (text.find("HYDRA") != std::string::npos ||
+            text.find("Intel(R) MPI") != std::string::npos) {
+          context.mpi = MpiFlavor::kHydra;
+        }
+      }
+    }
+    if (name == "torchrun") {
+      // torchrun is a Python console script: its first line names the interpreter.
+      std::string path = word;
+      if (word.find('/') == std::string::npos) {
+        const char* env_path = std::getenv("PATH");
+        std::string dirs = env_path != nullptr ? env_path : "";
+        path.clear();
+        size_t at = 0;
+        while (at <= dirs.size()) {
+          size_t end = dirs.find(':', at);
+          if (end == std::string::npos) end = dirs.size();
+          const std::string candidate = dirs.substr(at, end - at) + "/torchrun";
+          if (access(candidate.c_str(), X_OK) == 0) {
+            path = candidate;
+            break;
+          }
+          at = end + 1;
+        }
+      }
+      std::ifstream in(path);
+      std::string line;
+      if (in && std::getline(in, line) && line.starts_with("#!")) {
+        std::string interpreter = line.substr(2);
+        interpreter.erase(0, interpreter.find_first_not_of(" \t"));
+        if (interpreter.starts_with("/usr/bin/env ")) interpreter = interpreter.substr(13);
+        interpreter = interpreter.substr(0, interpreter.find(' '));
+        if (!interpreter.empty()) context.torchrun_python = interpreter;
+      }
+      break;
+    }
+  }
+  return context;
 }
 
 }  // namespace rankscope

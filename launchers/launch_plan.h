@@ -4,6 +4,15 @@
 //   rankscope run -- mpirun -np 4 -- ./prog a b    (explicit: the program follows the `--`)
 //   rankscope run -- ./prog a b                    (one process, no launcher)
 // becomes `mpirun -x RANKSCOPE_... -np 4 <agent...> -- ./prog a b`.
+//
+// Launchers: srun; mpirun / mpiexec of Open MPI (variables forwarded with -x) and of MPICH /
+// Intel MPI's Hydra (mpiexec.hydra, mpiexec.mpich, or a plain mpirun/mpiexec whose --version
+// says HYDRA: -genvlist); torchrun and `python -m torch.distributed.run`, where the agent must
+// be what each worker runs: --no-python is added and the script becomes `PYTHON script ...`
+// (`PYTHON -m module ...` for -m/--module), PYTHON being torchrun's own interpreter. A torchrun
+// started by srun or mpirun is planned inside: `srun -N2 torchrun ... train.py` wraps the
+// workers, not torchrun. Options are recognised with separate values ("-n 4"), attached
+// ("-N4", "--nodes=4") and, for Hydra, two values ("-genv NAME VALUE").
 #pragma once
 
 #include <string>
@@ -14,9 +23,17 @@
 namespace rankscope {
 
 struct LaunchPlan {
-  std::string launcher;           // "mpirun", "srun", "none"
+  std::string launcher;           // "mpirun", "srun", "torchrun", "none", or the explicit one
   std::vector<std::string> argv;  // what to exec
   size_t program_index = 0;       // where the user's program starts in argv
+};
+
+enum class MpiFlavor { kOpenMpi, kHydra };
+
+// What PlanLaunch cannot see in the argv alone (DetectLaunchContext finds it on this machine).
+struct LaunchContext {
+  MpiFlavor mpi = MpiFlavor::kOpenMpi;      // for a plain mpirun / mpiexec
+  std::string torchrun_python = "python3";  // the interpreter torchrun runs workers with
 };
 
 // `agent` is the agent command inserted before the program (e.g. {"/x/rankscope", "agent",
@@ -24,7 +41,12 @@ struct LaunchPlan {
 // Fails, showing the explicit form, when it cannot tell where the program starts.
 Result<LaunchPlan> PlanLaunch(const std::vector<std::string>& command,
                               const std::vector<std::string>& agent,
-                              const std::vector<std::string>& forward_env);
+                              const std::vector<std::string>& forward_env,
+                              const LaunchContext& context = {});
+
+// Asks this machine: `LAUNCHER --version` for a plain mpirun/mpiexec (HYDRA or Intel MPI:
+// kHydra), and the interpreter on the first line of the torchrun found in PATH.
+LaunchContext DetectLaunchContext(const std::vector<std::string>& command);
 
 // Whether the ranks of this launch may run on other hosts, so the coordinator must listen on an
 // address they can reach: srun; mpirun/mpiexec given hosts (-H/--host, a hostfile/machinefile,

@@ -48,6 +48,91 @@ TEST(LaunchPlan, PlainProgram) {
   EXPECT_EQ(p->argv, (Argv{"/opt/rs/bin/rankscope", "agent", "--", "./prog", "-x", "1"}));
 }
 
+Argv PlanWith(const Argv& cmd, const LaunchContext& context, const Argv& fwd = {}) {
+  auto p = PlanLaunch(cmd, kAgent, fwd, context);
+  EXPECT_TRUE(p.ok()) << p.status().message();
+  return p.ok() ? p->argv : Argv{};
+}
+
+TEST(LaunchPlan, HydraForwardsWithGenvlistAndKnowsTwoValueOptions) {
+  EXPECT_EQ(Plan({"mpiexec.hydra", "-n", "4", "-ppn", "2", "-genv", "OMP_NUM_THREADS", "4", "-f",
+                  "hosts", "./prog", "-n", "3"},
+                 {"RANKSCOPE_TOKEN", "RANKSCOPE_SESSION"}),
+            (Argv{"mpiexec.hydra", "-genvlist", "RANKSCOPE_TOKEN,RANKSCOPE_SESSION", "-n", "4",
+                  "-ppn", "2", "-genv", "OMP_NUM_THREADS", "4", "-f", "hosts",
+                  "/opt/rs/bin/rankscope", "agent", "--", "./prog", "-n", "3"}));
+  // A plain mpirun whose --version says HYDRA (MPICH, Intel MPI).
+  LaunchContext hydra;
+  hydra.mpi = MpiFlavor::kHydra;
+  EXPECT_EQ(PlanWith({"mpirun", "--np", "2", "--bind-to", "core", "-env", "A", "1", "prog"}, hydra,
+                     {"X"}),
+            (Argv{"mpirun", "-genvlist", "X", "--np", "2", "--bind-to", "core", "-env", "A", "1",
+                  "/opt/rs/bin/rankscope", "agent", "--", "prog"}));
+  EXPECT_EQ(PlanWith({"mpiexec", "-n", "2", "--", "prog", "x"}, hydra),
+            (Argv{"mpiexec", "-n", "2", "/opt/rs/bin/rankscope", "agent", "--", "prog", "x"}));
+}
+
+TEST(LaunchPlan, TorchrunWorkersRunTheAgentWithTorchrunsPython) {
+  LaunchContext venv;
+  venv.torchrun_python = "/opt/venv/bin/python3";
+  EXPECT_EQ(PlanWith({"torchrun", "--standalone", "--nproc-per-node", "2", "train.py", "--lr", "1"},
+                     venv),
+            (Argv{"torchrun", "--standalone", "--nproc-per-node", "2", "--no-python",
+                  "/opt/rs/bin/rankscope", "agent", "--", "/opt/venv/bin/python3", "train.py",
+                  "--lr", "1"}));
+  // -m/--module: the module runs as `python -m` (torchrun refuses --no-python with -m).
+  EXPECT_EQ(Plan({"torchrun", "--nproc_per_node=2", "-m", "pkg.train", "--x", "1"}),
+            (Argv{"torchrun", "--nproc_per_node=2", "--no-python", "/opt/rs/bin/rankscope", "agent",
+                  "--", "python3", "-m", "pkg.train", "--x", "1"}));
+  // --no-python already: the program is run as given.
+  EXPECT_EQ(Plan({"torchrun", "--nnodes", "1", "--no-python", "./prog", "-m"}),
+            (Argv{"torchrun", "--nnodes", "1", "--no-python", "/opt/rs/bin/rankscope", "agent",
+                  "--", "./prog", "-m"}));
+  // An option's value that looks like -m is the value, not the module flag.
+  EXPECT_EQ(Plan({"torchrun", "--log-dir", "-m", "train.py"}),
+            (Argv{"torchrun", "--log-dir", "-m", "--no-python", "/opt/rs/bin/rankscope", "agent",
+                  "--", "python3", "train.py"}));
+  // python -m torch.distributed.run: that python runs the workers.
+  auto p = PlanLaunch({"/opt/venv/bin/python", "-m", "torch.distributed.run", "--nproc_per_node",
+                       "2", "-m", "pkg.train"},
+                      kAgent, {});
+  ASSERT_TRUE(p.ok());
+  EXPECT_EQ(p->launcher, "torchrun");
+  EXPECT_EQ(p->argv, (Argv{"/opt/venv/bin/python", "-m", "torch.distributed.run",
+                           "--nproc_per_node", "2", "--no-python", "/opt/rs/bin/rankscope", "agent",
+                           "--", "/opt/venv/bin/python", "-m", "pkg.train"}));
+  EXPECT_EQ(p->argv[p->program_index], "/opt/venv/bin/python");
+  // The explicit form works for torchrun too.
+  EXPECT_EQ(Plan({"torchrun", "--nproc_per_node=2", "--", "train.py"}),
+            (Argv{"torchrun", "--nproc_per_node=2", "--no-python", "/opt/rs/bin/rankscope", "agent",
+                  "--", "python3", "train.py"}));
+}
+
+TEST(LaunchPlan, TorchrunUnderSrunOrMpirunWrapsTheWorkers) {
+  auto p = PlanLaunch({"srun", "-N2", "--ntasks-per-node=1", "-J", "-n", "torchrun",
+                       "--nproc-per-node", "4", "train.py", "a b"},
+                      kAgent, {"RANKSCOPE_TOKEN"});
+  ASSERT_TRUE(p.ok()) << p.status().message();
+  EXPECT_EQ(p->launcher, "srun");  // the coordinator must listen beyond this host
+  EXPECT_EQ(p->argv, (Argv{"srun", "-N2", "--ntasks-per-node=1", "-J", "-n", "torchrun",
+                           "--nproc-per-node", "4", "--no-python", "/opt/rs/bin/rankscope", "agent",
+                           "--", "python3", "train.py", "a b"}));
+  EXPECT_EQ(p->argv[p->program_index], "python3");
+  EXPECT_EQ(Plan({"mpirun", "-np", "2", "torchrun", "--standalone", "t.py"}, {"V"}),
+            (Argv{"mpirun", "-x", "V", "-np", "2", "torchrun", "--standalone", "--no-python",
+                  "/opt/rs/bin/rankscope", "agent", "--", "python3", "t.py"}));
+}
+
+TEST(LaunchPlan, ArgumentsKeepTheirQuotingAndOptionLookalikes) {
+  // argv is never re-split by a shell: spaces, quotes and = stay inside their word.
+  EXPECT_EQ(Plan({"srun", "-n", "2", "prog", "a b", "--flag=x y", "'q'", "-n", "5"}),
+            (Argv{"srun", "-n", "2", "/opt/rs/bin/rankscope", "agent", "--", "prog", "a b",
+                  "--flag=x y", "'q'", "-n", "5"}));
+  // A launcher option whose value starts with '-' takes it along.
+  EXPECT_EQ(Plan({"srun", "-J", "-weird-name", "prog"}),
+            (Argv{"srun", "-J", "-weird-name", "/opt/rs/bin/rankscope", "agent", "--", "prog"}));
+}
+
 TEST(LaunchPlan, NoProgramIsAClearError) {
   auto p = PlanLaunch({"mpirun", "-np", "4"}, kAgent, {});
   ASSERT_FALSE(p.ok());

@@ -139,8 +139,8 @@ int RunJob(const RunOptions& options) {
     setenv(name.c_str(), value.c_str(), 1);
     forwarded.push_back(name);
   }
-  Result<LaunchPlan> plan =
-      PlanLaunch(options.command, {options.self_exe, "agent", "--"}, forwarded);
+  Result<LaunchPlan> plan = PlanLaunch(options.command, {options.self_exe, "agent", "--"},
+                                       forwarded, DetectLaunchContext(options.command));
   if (!plan.ok()) {
     std::fprintf(stderr, "rankscope: %s\n", plan.status().message().c_str());
     return 2;

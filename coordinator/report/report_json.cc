@@ -1,6 +1,7 @@
 #include "coordinator/report/report_json.h"
 
 #include <algorithm>
+#include <map>
 #include <string>
 #include <unordered_map>
 
@@ -176,6 +177,18 @@ json BuildReportJson(const Session& session, const std::vector<Finding>& finding
   if (!gpu.nccl.is_null()) report["nccl"] = gpu.nccl;
   if (json topo = TopologyReportJson(session); !topo.empty()) report["topology"] = std::move(topo);
   if (json nvml = NvmlReportJson(session); !nvml.empty()) report["nvml"] = std::move(nvml);
+  if (!session.earlier_attempts.empty()) {
+    std::map<int, json> by_attempt;
+    const GpuReport none;  // GPU figures are the last attempt's
+    for (const RankData& r : session.earlier_attempts) {
+      json& a = by_attempt[r.id.restart_count];
+      if (a.is_null()) a = {{"restart_count", r.id.restart_count}, {"ranks", json::array()}};
+      a["ranks"].push_back(RankJson(r, none));
+    }
+    json attempts = json::array();
+    for (auto& [count, a] : by_attempt) attempts.push_back(std::move(a));
+    report["attempts"] = std::move(attempts);
+  }
   return report;
 }
 

@@ -168,6 +168,22 @@ TEST(ReportSchema, ReportValidates) {
   v = ValidateAgainstSchema(gpu);
   EXPECT_TRUE(v.valid) << v.output;
   EXPECT_TRUE(gpu["ranks"][0].contains("gpu")) << gpu["ranks"][0].dump();
+
+  // torchrun restarted once: attempt 0's ranks under "attempts", the last attempt in "ranks".
+  Session restarted = report_test::MakeCleanSession();
+  for (RankData r : restarted.ranks) {
+    r.exit_code = r.id.rank == 1 ? 1 : 0;
+    restarted.earlier_attempts.push_back(r);
+  }
+  for (RankData& r : restarted.ranks) r.id.restart_count = 1;
+  const json attempts = BuildReportJson(restarted, {});
+  v = ValidateAgainstSchema(attempts);
+  EXPECT_TRUE(v.valid) << v.output;
+  ASSERT_EQ(attempts["attempts"].size(), 1u);
+  EXPECT_EQ(attempts["attempts"][0]["restart_count"], 0);
+  EXPECT_EQ(attempts["attempts"][0]["ranks"].size(), restarted.ranks.size());
+  EXPECT_EQ(attempts["attempts"][0]["ranks"][1]["exit_code"], 1);
+  EXPECT_EQ(attempts["ranks"][0]["restart_count"], 1);
 }
 
 TEST(ReportSchema, RejectsBrokenReports) {

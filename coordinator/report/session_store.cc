@@ -15,6 +15,7 @@
 #include <set>
 #include <utility>
 
+#include "coordinator/attempts.h"
 #include "coordinator/nccl_instances.h"
 #include "coordinator/report/gpu_json.h"
 #include "coordinator/report/report_json.h"
@@ -257,8 +258,12 @@ Status WriteRanks(const Connection& db, const Session& s) {
 
   // Kernel and API names repeat millions of times: stored once each, by id.
   std::unordered_map<std::string_view, int64_t> name_ids;
-  for (size_t idx = 0; idx < s.ranks.size(); ++idx) {
-    const RankData& r = s.ranks[idx];
+  // Earlier torchrun attempts are stored like the last one (their restart count tells them apart).
+  std::vector<const RankData*> all;
+  for (const RankData& r : s.ranks) all.push_back(&r);
+  for (const RankData& r : s.earlier_attempts) all.push_back(&r);
+  for (size_t idx = 0; idx < all.size(); ++idx) {
+    const RankData& r = *all[idx];
     const ClockModel& c = r.clock;
     rank_row.Int(idx).Int(r.id.rank).Int(r.id.local_rank).Int(r.id.world_size).Text(r.id.node);
     rank_row.Text(r.id.host).Text(r.id.launcher).Text(r.id.job_id).Int(r.id.agent_pid);
@@ -774,6 +779,7 @@ Result<Session> LoadSession(const std::string& path) {
       if (nccl_keys.count(c.comm_id)) c.source = CollectiveRecord::Source::kNccl;
     }
   }
+  SeparateAttempts(&session);  // earlier torchrun attempts are stored among the ranks
   return session;
 }
 

@@ -24,7 +24,7 @@ TEST(SessionStore, RoundTripsEveryField) {
   saved.ranks[1].clock_fitted = false;
   saved.ranks[1].clock_error = "no usable samples (12 with negative delay)";
   saved.ranks[1].exit_code.reset();
-  saved.ranks[1].id.restart_count = 2;
+  for (RankData& r : saved.ranks) r.id.restart_count = 2;  // all ranks in torchrun's 3rd attempt
   saved.ranks[0].ranges[0].name = std::string("bytes \0\xff kept", 13);  // not UTF-8, has NUL
   saved.ranks[2].collectives[0].nonblocking = true;
   saved.ranks[2].collectives[0].comm_id = UINT64_MAX;
@@ -44,6 +44,24 @@ TEST(SessionStore, RoundTripsEveryField) {
   ASSERT_EQ(loaded_findings->size(), findings.size());
   for (size_t i = 0; i < findings.size(); ++i) {
     EXPECT_EQ(FindingToJson(loaded_findings.value()[i]), FindingToJson(findings[i]));
+  }
+}
+
+TEST(SessionStore, KeepsEarlierTorchrunAttemptsApart) {
+  Session s = report_test::MakeCleanSession();
+  for (RankData r : s.ranks) s.earlier_attempts.push_back(r);  // attempt 0
+  for (RankData& r : s.ranks) r.id.restart_count = 1;
+  const std::string path = report_test::MakeTempDir("attempts") + "/session.sqlite";
+  ASSERT_TRUE(SaveSession(path, s, {}).ok());
+  Result<Session> loaded = LoadSession(path);
+  ASSERT_TRUE(loaded.ok()) << loaded.status().message();
+  ASSERT_EQ(loaded->ranks.size(), s.ranks.size());
+  ASSERT_EQ(loaded->earlier_attempts.size(), s.earlier_attempts.size());
+  for (const RankData& r : loaded->ranks) EXPECT_EQ(r.id.restart_count, 1);
+  for (size_t i = 0; i < s.earlier_attempts.size(); ++i) {
+    EXPECT_EQ(loaded->earlier_attempts[i].id.restart_count, 0);
+    EXPECT_EQ(loaded->earlier_attempts[i].collectives.size(),
+              s.earlier_attempts[i].collectives.size());
   }
 }
 

@@ -6,7 +6,9 @@ Options: --steps N, --sleep-rank R --sleep-ms M (host sleep before compute on ra
 --slow-gpu-rank R --extra-matmuls K (K more matmuls per step on rank R: GPU work, the host
 launches on time),
 --mib M (all-reduce size), --small-ops N (N tiny element-wise kernels per step besides the
-matmuls, to make the loop launch-bound like many real models), --print-step-times.
+matmuls, to make the loop launch-bound like many real models), --print-step-times,
+--fail-rank R --fail-step K (rank R exits with code 3 at step K in torchrun's first attempt only,
+TORCHELASTIC_RESTART_COUNT=0: with --max-restarts 1 the second attempt runs through).
 """
 import argparse
 import faulthandler
@@ -28,6 +30,8 @@ def main():
     p.add_argument("--small-ops", type=int, default=0)
     p.add_argument("--slow-gpu-rank", type=int, default=-1)
     p.add_argument("--extra-matmuls", type=int, default=4)
+    p.add_argument("--fail-rank", type=int, default=-1)
+    p.add_argument("--fail-step", type=int, default=5)
     p.add_argument("--torch-profiler", action="store_true",
                    help="run the loop under torch.profiler with CUDA activities (for comparison)")
     p.add_argument("--hang-dump-s", type=float, default=0,
@@ -48,7 +52,11 @@ def main():
     if args.torch_profiler:
         profiler = torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA])
         profiler.__enter__()
+    first_attempt = os.environ.get("TORCHELASTIC_RESTART_COUNT", "0") == "0"
     for step in range(args.steps):
+        if rank == args.fail_rank and step == args.fail_step and first_attempt:
+            print(f"torch_allreduce: rank {rank} failing at step {step} (--fail-rank)", flush=True)
+            os._exit(3)
         t0 = time.perf_counter()
         torch.cuda.nvtx.range_push("step")
         torch.cuda.nvtx.range_push("data")
