@@ -100,6 +100,7 @@ std::vector<JobRank> FindJobRanks(const std::string& job_id, const std::string& 
       EnvMap env = ParseEnviron(ReadAll(base + "/environ"));
       const std::string step = Get(env, "SLURM_STEP_ID");
       if (Get(env, "SLURM_JOB_ID") != job_id || step.empty() || step == own_step) continue;
+      if (Get(env, "RANKSCOPE_ATTACH_NODE") == "1") continue;  // another attach's task
       const std::string their_node = Get(env, "SLURMD_NODENAME");
       if (!their_node.empty() && !node.empty() && their_node != node) continue;
       // Kernel threads and zombies have no environment; a rank needs rank variables.
@@ -164,7 +165,8 @@ int SampleRanksFromOutside(const std::vector<JobRank>& ranks,
     v1::Identity identity;
     identity.set_session_id(options.session_id);
     identity.set_job_id(id.job_id);
-    identity.set_launcher(id.launcher);
+    // "attach" marks ranks seen from outside (Session::SampledFromOutsideOnly).
+    identity.set_launcher(kOutsideLauncher);
     identity.set_rank(id.rank);
     identity.set_local_rank(id.local_rank);
     identity.set_world_size(id.world_size);
@@ -184,7 +186,15 @@ int SampleRanksFromOutside(const std::vector<JobRank>& ranks,
     s.proc->CountFromNow();
     s.proc->Start();
     if (!Get(r.env, "NCCL_DEBUG_FILE").empty()) {
-      NcclPlan plan = PlanNcclEnvironment(r.env, id, "/nonexistent", options.session_id, "/tmp");
+      // A relative NCCL_DEBUG_FILE is relative to the rank's working directory, not ours.
+      EnvMap env = r.env;
+      std::string& file = env["NCCL_DEBUG_FILE"];
+      if (file.front() != '/') {
+        char cwd[4096] = {};
+        const std::string link = "/proc/" + std::to_string(r.pid) + "/cwd";
+        if (readlink(link.c_str(), cwd, sizeof(cwd) - 1) > 0) file = std::string(cwd) + "/" + file;
+      }
+      NcclPlan plan = PlanNcclEnvironment(env, id, "/nonexistent", options.session_id, "/tmp");
       plan.topology_file.clear();  // only what the job itself writes
       s.nccl = std::make_unique<NcclCollector>(std::move(plan));
       s.nccl->Start(r.pid);

@@ -19,6 +19,9 @@
 
 namespace rankscope {
 
+// The launcher name outside-sampled ranks register with: their reports know them by it.
+inline constexpr char kOutsideLauncher[] = "attach";
+
 // A NUL-separated /proc/PID/environ block as a map.
 EnvMap ParseEnviron(const std::string& block);
 

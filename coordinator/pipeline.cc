@@ -63,6 +63,7 @@ Result<PipelineOutput> DiagnoseAndWrite(Session aligned, const std::string& out_
 Result<PipelineOutput> ReanalyzeAndWrite(Session stored, const std::string& out_dir,
                                          const AnalysisOptions& options,
                                          const OutputOptions& output) {
+  SeparateAttempts(&stored);
   if (!stored.aligned) {
     AssessCompleteness(&stored);
     stored = AlignSession(std::move(stored));
@@ -76,6 +77,7 @@ Result<PipelineOutput> ReanalyzeAndWrite(Session stored, const std::string& out_
 Result<PipelineOutput> AnalyzeAndWrite(Session raw, const std::string& out_dir,
                                        const AnalysisOptions& options,
                                        const OutputOptions& output) {
+  SeparateAttempts(&raw);  // a torchrun restart's failed attempt does not make the run partial
   AssessCompleteness(&raw);
   Session aligned = AlignSession(std::move(raw));
   const NcclJoinStats nccl = AddNcclCollectives(&aligned);

@@ -4,6 +4,7 @@
 // Plain data; no locking here (the service guards its own copy).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -137,17 +138,27 @@ struct Session {
     return nullptr;
   }
 
-  // Ranks seen from outside only (rankscope attach on a job launched without rankscope): /proc
-  // figures, but no call, range or GPU records from any rank.
-  bool SampledFromOutsideOnly() const {
-    bool any_proc = false;
+  // How long the ranks were sampled from outside: the median over ranks of the span between each
+  // agent's first and last clock sample (it syncs when it starts sampling and when it sends
+  // the figures), or the session's span when no rank has two samples.
+  DurationNs SampledWindow() const {
+    std::vector<DurationNs> spans;
     for (const RankData& r : ranks) {
-      if (!r.collectives.empty() || !r.p2p.empty() || !r.ranges.empty() || !r.gpu.empty()) {
-        return false;
+      if (r.clock_samples.size() >= 2) {
+        spans.push_back(r.clock_samples.back().t4 - r.clock_samples.front().t1);
       }
-      any_proc = any_proc || r.proc.has_value();
     }
-    return any_proc;
+    if (spans.empty()) return end - start;
+    std::nth_element(spans.begin(), spans.begin() + spans.size() / 2, spans.end());
+    return spans[spans.size() / 2];
+  }
+
+  // Ranks seen from outside only (rankscope attach on a job launched without rankscope): every
+  // rank registered by an outside sampler (launcher "attach", agent/outside_sampler.h).
+  bool SampledFromOutsideOnly() const {
+    return !ranks.empty() && std::all_of(ranks.begin(), ranks.end(), [](const RankData& r) {
+             return r.id.launcher == "attach";
+           });
   }
 };
 

@@ -43,6 +43,8 @@ std::vector<AgentEndpoint> FindJobAgents(const std::string& job_id, uid_t uid,
     if (EnvironValue(block, "SLURM_JOB_ID") != job_id) continue;
     // The attach's own step carries its coordinator's address and secret too.
     if (!own_step.empty() && EnvironValue(block, "SLURM_STEP_ID") == own_step) continue;
+    // Another attach's tasks carry its coordinator and secret too; they are not agents.
+    if (EnvironValue(block, "RANKSCOPE_ATTACH_NODE") == "1") continue;
     AgentEndpoint a{EnvironValue(block, "RANKSCOPE_COORDINATOR"),
                     EnvironValue(block, "RANKSCOPE_TOKEN")};
     // Ranks carry the coordinator but not the secret (agents strip it): only agents match.

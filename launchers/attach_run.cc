@@ -101,19 +101,24 @@ int SampleFromOutside(const AttachOptions& options, const std::string& node) {
   } else if (const char* library = std::getenv("RANKSCOPE_NVML_LIBRARY"); library != nullptr) {
     sampling.nvml_library = library;
   }
-  // SLURM stops this step with SIGTERM when the job ends: send what was sampled, then exit.
-  struct sigaction sa {};
-  sa.sa_handler = [](int) { g_attach_stop = 1; };
-  sigemptyset(&sa.sa_mask);
-  for (int sig : {SIGTERM, SIGINT, SIGHUP}) sigaction(sig, &sa, nullptr);
-  sampling.stop = &g_attach_stop;
+  sampling.stop = &g_attach_stop;  // StopOnSignals: the job ended, or the attach was stopped
   const int sent = SampleRanksFromOutside(ranks, sampling);
   std::printf("node %s: sampled %d rank(s) from outside\n", node.c_str(), sent);
   return sent > 0 ? 0 : 1;
 }
+// SLURM stops this step with SIGTERM when the job ends (srun passes on a Ctrl-C too): the window
+// ends there, and what was started is still stopped and sent.
+void StopOnSignals() {
+  struct sigaction sa {};
+  sa.sa_handler = [](int) { g_attach_stop = 1; };
+  sigemptyset(&sa.sa_mask);
+  for (int sig : {SIGTERM, SIGINT, SIGHUP}) sigaction(sig, &sa, nullptr);
+}
+
 }  // namespace
 
 int RunAttachNode(const AttachOptions& options) {
+  StopOnSignals();
   const std::string node = NodeName();
   const char* step = std::getenv("SLURM_STEP_ID");
   const std::vector<AgentEndpoint> agents =
@@ -132,7 +137,11 @@ int RunAttachNode(const AttachOptions& options) {
   }
   std::fflush(stdout);
   if (failed == static_cast<int>(agents.size())) return 1;
-  std::this_thread::sleep_for(std::chrono::duration<double>(options.for_s));
+  // The window, in slices, so a stop request ends it early: the capture is always stopped.
+  const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(options.for_s);
+  while (std::chrono::steady_clock::now() < end && g_attach_stop == 0) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
   for (const AgentEndpoint& a : agents) {
     if (Result<int> n = TriggerCapture(a.coordinator, a.token, TriggerKind::kStop); n.ok()) {
       std::printf("node %s: capture stopped after %.1f s\n", node.c_str(), options.for_s);
@@ -190,6 +199,7 @@ int RunAttach(const AttachOptions& options, const std::string& self_exe) {
   setenv("RANKSCOPE_COORDINATOR", server.address().c_str(), 1);
   setenv("RANKSCOPE_TOKEN", config.token.c_str(), 1);
   setenv("RANKSCOPE_SESSION", config.session_id.c_str(), 1);
+  setenv("RANKSCOPE_ATTACH_NODE", "1", 1);  // not an agent, for a second attach to the same job
 
   char for_text[32];
   std::snprintf(for_text, sizeof(for_text), "%g", options.for_s);

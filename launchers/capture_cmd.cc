@@ -96,8 +96,11 @@ Result<int> TriggerCapture(const std::string& address, const std::string& token,
   ctx.AddMetadata(kTokenMetadataKey, token);
   ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
   v1::TriggerRequest req;
-  req.set_kind(kind == TriggerKind::kStop ? v1::ControlCommand::STOP_CAPTURE
-                                          : v1::ControlCommand::START_CAPTURE);
+  // A count carries no kind, so a coordinator that predates count_only refuses it rather than
+  // starting a capture.
+  req.set_kind(kind == TriggerKind::kStop    ? v1::ControlCommand::STOP_CAPTURE
+               : kind == TriggerKind::kStart ? v1::ControlCommand::START_CAPTURE
+                                             : v1::ControlCommand::KIND_UNSPECIFIED);
   req.set_count_only(kind == TriggerKind::kCount);
   v1::TriggerResponse resp;
   grpc::Status s = stub->Trigger(&ctx, req, &resp);

@@ -1,5 +1,6 @@
 #include "launchers/launch_plan.h"
 
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -7,10 +8,14 @@
 #include <fstream>
 #include <iterator>
 #include <map>
+#include <sstream>
 #include <string_view>
 
 namespace rankscope {
 namespace {
+
+// Option name -> how many values follow it.
+using OptionTable = std::map<std::string, int, std::less<>>;
 
 std::string Basename(const std::string& path) {
   size_t slash = path.rfind('/');
@@ -19,8 +24,8 @@ std::string Basename(const std::string& path) {
 
 // Options that take values (how many), per launcher family. Anything else starting with '-'
 // is a flag. Short options with the value attached ("-N4") and "--opt=value" are one token.
-const std::map<std::string_view, int>& OpenMpiOptions() {
-  static const std::map<std::string_view, int> kOptions = {
+const OptionTable& OpenMpiOptions() {
+  static const OptionTable kOptions = {
       {"-np", 1},
       {"--np", 1},
       {"-n", 1},
@@ -97,8 +102,8 @@ const std::map<std::string_view, int>& OpenMpiOptions() {
   return kOptions;
 }
 
-const std::map<std::string_view, int>& SrunOptions() {
-  static const std::map<std::string_view, int> kOptions = {
+const OptionTable& SrunOptions() {
+  static const OptionTable kOptions = {
       {"-N", 1},
       {"--nodes", 1},
       {"-n", 1},
@@ -164,8 +169,8 @@ const std::map<std::string_view, int>& SrunOptions() {
 }
 
 // MPICH's and Intel MPI's mpiexec (Hydra); single and double dashes are both accepted.
-const std::map<std::string_view, int>& HydraOptions() {
-  static const std::map<std::string_view, int> kOptions = [] {
+const OptionTable& HydraOptions() {
+  static const OptionTable kOptions = [] {
     const std::pair<const char*, int> base[] = {
         {"n", 1},
         {"np", 1},
@@ -195,6 +200,12 @@ const std::map<std::string_view, int>& HydraOptions() {
         {"rmk", 1},
         {"binding", 1},
         {"nameserver", 1},
+        {"gwdir", 1},
+        {"gpath", 1},
+        {"gtool", 1},
+        {"bootstrap-exec-args", 1},
+        {"umask", 1},
+        {"gumask", 1},
         {"usize", 1},
         {"localhost", 1},
         {"ckpointlib", 1},
@@ -219,14 +230,10 @@ const std::map<std::string_view, int>& HydraOptions() {
         {"print-all-exitcodes", 0},
         {"disable-auto-cleanup", 0},
     };
-    std::map<std::string_view, int> out;
-    static std::vector<std::string> names;  // storage for the views
-    names.reserve(2 * std::size(base));
+    OptionTable out;
     for (const auto& [name, values] : base) {
-      names.push_back(std::string("-") + name);
-      out.emplace(names.back(), values);
-      names.push_back(std::string("--") + name);
-      out.emplace(names.back(), values);
+      out.emplace(std::string("-") + name, values);
+      out.emplace(std::string("--") + name, values);
     }
     return out;
   }();
@@ -234,8 +241,8 @@ const std::map<std::string_view, int>& HydraOptions() {
 }
 
 // torchrun's (torch.distributed.run) options, with '-' and '_' spellings.
-const std::map<std::string_view, int>& TorchrunOptions() {
-  static const std::map<std::string_view, int> kOptions = [] {
+const OptionTable& TorchrunOptions() {
+  static const OptionTable kOptions = [] {
     const std::pair<const char*, int> base[] = {
         {"nnodes", 1},
         {"nproc-per-node", 1},
@@ -265,30 +272,30 @@ const std::map<std::string_view, int>& TorchrunOptions() {
         {"signals-to-handle", 1},
         {"virtual-local-rank", 0},
     };
-    std::map<std::string_view, int> out = {{"-m", 0}, {"-r", 1}, {"-t", 1}};
-    static std::vector<std::string> names;
-    names.reserve(2 * std::size(base));
+    OptionTable out = {{"-m", 0}, {"-r", 1}, {"-t", 1}};
     for (const auto& [name, values] : base) {
-      std::string dashed = std::string("--") + name;
-      names.push_back(dashed);
-      out.emplace(names.back(), values);
+      const std::string dashed = std::string("--") + name;
       std::string underscored = dashed;
       for (size_t i = 2; i < underscored.size(); ++i) {
         if (underscored[i] == '-') underscored[i] = '_';
       }
-      if (underscored != dashed) {
-        names.push_back(underscored);
-        out.emplace(names.back(), values);
-      }
+      out.emplace(dashed, values);
+      out.emplace(underscored, values);
     }
     return out;
   }();
   return kOptions;
 }
 
+// How many values the option at argv[i] takes: `values`, except that a two-value option (Hydra's
+// -genv NAME VALUE) also accepts one NAME=VALUE word.
+int ValuesAt(const std::vector<std::string>& argv, size_t i, int values) {
+  if (values == 2 && i + 1 < argv.size() && argv[i + 1].find('=') != std::string::npos) return 1;
+  return values;
+}
+
 // Index of the first non-option token from argv[start] on, or argv.size() if none.
-size_t FindProgram(const std::vector<std::string>& argv,
-                   const std::map<std::string_view, int>& options, size_t start) {
+size_t FindProgram(const std::vector<std::string>& argv, const OptionTable& options, size_t start) {
   size_t i = start;
   while (i < argv.size()) {
     const std::string& a = argv[i];
@@ -299,7 +306,7 @@ size_t FindProgram(const std::vector<std::string>& argv,
     }
     auto it = options.find(a);
     if (it != options.end()) {
-      i += 1 + static_cast<size_t>(it->second);
+      i += 1 + static_cast<size_t>(ValuesAt(argv, i, it->second));
       continue;
     }
     ++i;  // a flag, or a short option with its value attached ("-N4")
@@ -336,7 +343,7 @@ Family FamilyOf(const std::vector<std::string>& command, const LaunchContext& co
   return Family::kNone;
 }
 
-const std::map<std::string_view, int>& OptionsOf(Family family) {
+const OptionTable& OptionsOf(Family family) {
   switch (family) {
     case Family::kOpenMpi:
       return OpenMpiOptions();
@@ -363,8 +370,9 @@ const char* FamilyName(Family family) {
   }
 }
 
-// The launcher's own words with what the ranks must inherit: Open MPI's -x per variable,
-// Hydra's -genvlist (srun and torchrun pass their environment on by default).
+// The launcher's own words with what the ranks must inherit: Open MPI's -x per variable. Hydra
+// passes the whole environment by default (and refuses a second -genvlist/-genvall/-genvnone),
+// so only a list the user gave is extended; srun and torchrun pass everything on.
 std::vector<std::string> LauncherHead(const std::vector<std::string>& command, size_t words,
                                       size_t end, Family family,
                                       const std::vector<std::string>& forward_env) {
@@ -375,14 +383,18 @@ std::vector<std::string> LauncherHead(const std::vector<std::string>& command, s
       head.push_back("-x");
       head.push_back(var);
     }
-  } else if (family == Family::kHydra && !forward_env.empty()) {
-    std::string list;
-    for (const std::string& var : forward_env) list += (list.empty() ? "" : ",") + var;
-    head.push_back("-genvlist");
-    head.push_back(list);
   }
   head.insert(head.end(), command.begin() + static_cast<std::ptrdiff_t>(words),
               command.begin() + static_cast<std::ptrdiff_t>(end));
+  if (family == Family::kHydra) {
+    for (size_t i = words; i + 1 < head.size(); ++i) {
+      const std::string& a = head[i];
+      if (a == "-genvlist" || a == "--genvlist" || a == "-envlist" || a == "--envlist") {
+        for (const std::string& var : forward_env) head[i + 1] += "," + var;
+        ++i;
+      }
+    }
+  }
   return head;
 }
 
@@ -440,8 +452,9 @@ Result<LaunchPlan> PlanLaunch(const std::vector<std::string>& command,
   }
 
   if (family == Family::kTorchrun) {
-    // Each worker must run the agent: --no-python, and the interpreter (with -m for a module)
-    // moves in front of the script.
+    // Each worker must run the agent: --no-python, and the interpreter moves in front of the
+    // script as torchrun itself would run it (`python -u script`, `python -u -m module`;
+    // --run-path runs the script in the same way).
     std::vector<std::string> head(command.begin(),
                                   command.begin() + static_cast<std::ptrdiff_t>(words));
     bool module = false, no_python = false;
@@ -452,6 +465,7 @@ Result<LaunchPlan> PlanLaunch(const std::vector<std::string>& command,
         module = true;
         continue;
       }
+      if (a == "--run-path" || a == "--run_path") continue;
       if (a == "--no-python" || a == "--no_python") no_python = true;
       head.push_back(a);
       auto it = options.find(a);
@@ -465,6 +479,7 @@ Result<LaunchPlan> PlanLaunch(const std::vector<std::string>& command,
     plan.program_index = plan.argv.size();
     if (!no_python) {
       plan.argv.push_back(words == 3 ? command[0] : context.torchrun_python);
+      plan.argv.push_back("-u");  // unbuffered, as torchrun runs its workers
       if (module) plan.argv.push_back("-m");
     }
     plan.argv.insert(plan.argv.end(), rest.begin(), rest.end());
@@ -492,55 +507,92 @@ bool LaunchSpansHosts(const LaunchPlan& plan, int slurm_nodes) {
   return false;
 }
 
+namespace {
+
+// `timeout 5 LAUNCHER --version`'s output (stdout and stderr), without a shell.
+std::string VersionText(const std::string& launcher) {
+  int fds[2];
+  if (pipe(fds) != 0) return "";
+  const pid_t pid = fork();
+  if (pid == 0) {
+    dup2(fds[1], STDOUT_FILENO);
+    dup2(fds[1], STDERR_FILENO);
+    close(fds[0]);
+    close(fds[1]);
+    execlp("timeout", "timeout", "5", launcher.c_str(), "--version", static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  close(fds[1]);
+  std::string text;
+  char buffer[512];
+  ssize_t n;
+  while (text.size() < 16384 && (n = read(fds[0], buffer, sizeof(buffer))) > 0) {
+    text.append(buffer, static_cast<size_t>(n));
+  }
+  close(fds[0]);
+  if (pid > 0) waitpid(pid, nullptr, 0);
+  return text;
+}
+
+// The first executable NAME in PATH (NAME itself when it has a '/'), or "".
+std::string InPath(const std::string& name) {
+  if (name.find('/') != std::string::npos) return name;
+  const char* env_path = std::getenv("PATH");
+  const std::string dirs = env_path != nullptr ? env_path : "";
+  size_t at = 0;
+  while (at <= dirs.size()) {
+    size_t end = dirs.find(':', at);
+    if (end == std::string::npos) end = dirs.size();
+    const std::string candidate = dirs.substr(at, end - at) + "/" + name;
+    if (access(candidate.c_str(), X_OK) == 0) return candidate;
+    at = end + 1;
+  }
+  return "";
+}
+
+}  // namespace
+
+std::string ScriptPython(const std::string& path) {
+  std::ifstream in(path);
+  std::string first, second;
+  if (!in || !std::getline(in, first) || !first.starts_with("#!")) return "";
+  std::getline(in, second);
+  auto python = [](const std::string& word) {
+    return Basename(word).starts_with("python") ? word : std::string();
+  };
+  std::istringstream words(first.substr(2));
+  std::string word;
+  while (words >> word) {
+    if (Basename(word) == "env" || word.starts_with("-")) continue;
+    if (std::string p = python(word); !p.empty()) return p;
+    break;
+  }
+  // pip: "#!/bin/sh" then "'''exec' /very/long/venv/bin/python3 "$0" "$@"".
+  if (const size_t at = second.find("exec' "); at != std::string::npos) {
+    std::istringstream rest(second.substr(at + 6));
+    if (rest >> word) return python(word);
+  }
+  return "";
+}
+
 LaunchContext DetectLaunchContext(const std::vector<std::string>& command) {
   LaunchContext context;
+  if (command.empty()) return context;
+  const std::string first = Basename(command.front());
+  if (first == "mpirun" || first == "mpiexec") {
+    // Hydra prints "HYDRA build details", Intel MPI "Intel(R) MPI Library"; Open MPI names
+    // itself. A launcher that does not answer in 5 s is taken for Open MPI.
+    const std::string text = VersionText(command.front());
+    if (text.find("HYDRA") != std::string::npos || text.find("Intel(R) MPI") != std::string::npos) {
+      context.mpi = MpiFlavor::kHydra;
+    }
+  }
   for (const std::string& word : command) {
-    const std::string name = Basename(word);
-    if ((name == "mpirun" || name == "mpiexec") && word == command.front()) {
-      // Hydra prints "HYDRA build details", Intel MPI "Intel(R) MPI Library"; Open MPI names
-      // itself. A launcher that does not answer in 5 s is taken for Open MPI.
-      const std::string probe = "timeout 5 '" + word + "' --version 2>&1";
-      if (FILE* p = popen(probe.c_str(), "r")) {
-        std::string text;
-        char buffer[512];
-        while (text.size() < 16384 && fgets(buffer, sizeof(buffer), p) != nullptr) text += buffer;
-        pclose(p);
-        if (text.find("HYDRA") != std::string::npos ||
-            text.find("Intel(R) MPI") != std::string::npos) {
-          context.mpi = MpiFlavor::kHydra;
-        }
-      }
+    if (Basename(word) != "torchrun") continue;
+    if (std::string python = ScriptPython(InPath(word)); !python.empty()) {
+      context.torchrun_python = python;
     }
-    if (name == "torchrun") {
-      // torchrun is a Python console script: its first line names the interpreter.
-      std::string path = word;
-      if (word.find('/') == std::string::npos) {
-        const char* env_path = std::getenv("PATH");
-        std::string dirs = env_path != nullptr ? env_path : "";
-        path.clear();
-        size_t at = 0;
-        while (at <= dirs.size()) {
-          size_t end = dirs.find(':', at);
-          if (end == std::string::npos) end = dirs.size();
-          const std::string candidate = dirs.substr(at, end - at) + "/torchrun";
-          if (access(candidate.c_str(), X_OK) == 0) {
-            path = candidate;
-            break;
-          }
-          at = end + 1;
-        }
-      }
-      std::ifstream in(path);
-      std::string line;
-      if (in && std::getline(in, line) && line.starts_with("#!")) {
-        std::string interpreter = line.substr(2);
-        interpreter.erase(0, interpreter.find_first_not_of(" \t"));
-        if (interpreter.starts_with("/usr/bin/env ")) interpreter = interpreter.substr(13);
-        interpreter = interpreter.substr(0, interpreter.find(' '));
-        if (!interpreter.empty()) context.torchrun_python = interpreter;
-      }
-      break;
-    }
+    break;
   }
   return context;
 }

@@ -45,8 +45,13 @@ Result<LaunchPlan> PlanLaunch(const std::vector<std::string>& command,
                               const LaunchContext& context = {});
 
 // Asks this machine: `LAUNCHER --version` for a plain mpirun/mpiexec (HYDRA or Intel MPI:
-// kHydra), and the interpreter on the first line of the torchrun found in PATH.
+// kHydra), and the interpreter of the torchrun found in PATH (ScriptPython).
 LaunchContext DetectLaunchContext(const std::vector<std::string>& command);
+
+// The Python interpreter a console script at `path` runs with: from its "#!" line
+// (`#!/usr/bin/env [-S] python3` gives python3), or, under pip's "#!/bin/sh" for paths too long
+// for a shebang, from its exec line; empty when neither names a Python.
+std::string ScriptPython(const std::string& path);
 
 // Whether the ranks of this launch may run on other hosts, so the coordinator must listen on an
 // address they can reach: srun; mpirun/mpiexec given hosts (-H/--host, a hostfile/machinefile,

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <fstream>
+
 namespace rankscope {
 namespace {
 
@@ -58,15 +60,20 @@ TEST(LaunchPlan, HydraForwardsWithGenvlistAndKnowsTwoValueOptions) {
   EXPECT_EQ(Plan({"mpiexec.hydra", "-n", "4", "-ppn", "2", "-genv", "OMP_NUM_THREADS", "4", "-f",
                   "hosts", "./prog", "-n", "3"},
                  {"RANKSCOPE_TOKEN", "RANKSCOPE_SESSION"}),
-            (Argv{"mpiexec.hydra", "-genvlist", "RANKSCOPE_TOKEN,RANKSCOPE_SESSION", "-n", "4",
-                  "-ppn", "2", "-genv", "OMP_NUM_THREADS", "4", "-f", "hosts",
-                  "/opt/rs/bin/rankscope", "agent", "--", "./prog", "-n", "3"}));
+            (Argv{"mpiexec.hydra", "-n", "4", "-ppn", "2", "-genv", "OMP_NUM_THREADS", "4", "-f",
+                  "hosts", "/opt/rs/bin/rankscope", "agent", "--", "./prog", "-n", "3"}));
+  // Hydra passes the whole environment on by default; a list the user gave is extended, and
+  // -genv takes one NAME=VALUE word as well as NAME VALUE.
+  EXPECT_EQ(Plan({"mpiexec.hydra", "-genvlist", "PATH", "-genv", "A=1", "./prog", "in.dat"},
+                 {"RANKSCOPE_TOKEN", "RANKSCOPE_SESSION"}),
+            (Argv{"mpiexec.hydra", "-genvlist", "PATH,RANKSCOPE_TOKEN,RANKSCOPE_SESSION", "-genv",
+                  "A=1", "/opt/rs/bin/rankscope", "agent", "--", "./prog", "in.dat"}));
   // A plain mpirun whose --version says HYDRA (MPICH, Intel MPI).
   LaunchContext hydra;
   hydra.mpi = MpiFlavor::kHydra;
   EXPECT_EQ(PlanWith({"mpirun", "--np", "2", "--bind-to", "core", "-env", "A", "1", "prog"}, hydra,
                      {"X"}),
-            (Argv{"mpirun", "-genvlist", "X", "--np", "2", "--bind-to", "core", "-env", "A", "1",
+            (Argv{"mpirun", "--np", "2", "--bind-to", "core", "-env", "A", "1",
                   "/opt/rs/bin/rankscope", "agent", "--", "prog"}));
   EXPECT_EQ(PlanWith({"mpiexec", "-n", "2", "--", "prog", "x"}, hydra),
             (Argv{"mpiexec", "-n", "2", "/opt/rs/bin/rankscope", "agent", "--", "prog", "x"}));
@@ -78,12 +85,12 @@ TEST(LaunchPlan, TorchrunWorkersRunTheAgentWithTorchrunsPython) {
   EXPECT_EQ(PlanWith({"torchrun", "--standalone", "--nproc-per-node", "2", "train.py", "--lr", "1"},
                      venv),
             (Argv{"torchrun", "--standalone", "--nproc-per-node", "2", "--no-python",
-                  "/opt/rs/bin/rankscope", "agent", "--", "/opt/venv/bin/python3", "train.py",
+                  "/opt/rs/bin/rankscope", "agent", "--", "/opt/venv/bin/python3", "-u", "train.py",
                   "--lr", "1"}));
   // -m/--module: the module runs as `python -m` (torchrun refuses --no-python with -m).
   EXPECT_EQ(Plan({"torchrun", "--nproc_per_node=2", "-m", "pkg.train", "--x", "1"}),
             (Argv{"torchrun", "--nproc_per_node=2", "--no-python", "/opt/rs/bin/rankscope", "agent",
-                  "--", "python3", "-m", "pkg.train", "--x", "1"}));
+                  "--", "python3", "-u", "-m", "pkg.train", "--x", "1"}));
   // --no-python already: the program is run as given.
   EXPECT_EQ(Plan({"torchrun", "--nnodes", "1", "--no-python", "./prog", "-m"}),
             (Argv{"torchrun", "--nnodes", "1", "--no-python", "/opt/rs/bin/rankscope", "agent",
@@ -91,7 +98,7 @@ TEST(LaunchPlan, TorchrunWorkersRunTheAgentWithTorchrunsPython) {
   // An option's value that looks like -m is the value, not the module flag.
   EXPECT_EQ(Plan({"torchrun", "--log-dir", "-m", "train.py"}),
             (Argv{"torchrun", "--log-dir", "-m", "--no-python", "/opt/rs/bin/rankscope", "agent",
-                  "--", "python3", "train.py"}));
+                  "--", "python3", "-u", "train.py"}));
   // python -m torch.distributed.run: that python runs the workers.
   auto p = PlanLaunch({"/opt/venv/bin/python", "-m", "torch.distributed.run", "--nproc_per_node",
                        "2", "-m", "pkg.train"},
@@ -100,12 +107,12 @@ TEST(LaunchPlan, TorchrunWorkersRunTheAgentWithTorchrunsPython) {
   EXPECT_EQ(p->launcher, "torchrun");
   EXPECT_EQ(p->argv, (Argv{"/opt/venv/bin/python", "-m", "torch.distributed.run",
                            "--nproc_per_node", "2", "--no-python", "/opt/rs/bin/rankscope", "agent",
-                           "--", "/opt/venv/bin/python", "-m", "pkg.train"}));
+                           "--", "/opt/venv/bin/python", "-u", "-m", "pkg.train"}));
   EXPECT_EQ(p->argv[p->program_index], "/opt/venv/bin/python");
   // The explicit form works for torchrun too.
   EXPECT_EQ(Plan({"torchrun", "--nproc_per_node=2", "--", "train.py"}),
             (Argv{"torchrun", "--nproc_per_node=2", "--no-python", "/opt/rs/bin/rankscope", "agent",
-                  "--", "python3", "train.py"}));
+                  "--", "python3", "-u", "train.py"}));
 }
 
 TEST(LaunchPlan, TorchrunUnderSrunOrMpirunWrapsTheWorkers) {
@@ -116,11 +123,11 @@ TEST(LaunchPlan, TorchrunUnderSrunOrMpirunWrapsTheWorkers) {
   EXPECT_EQ(p->launcher, "srun");  // the coordinator must listen beyond this host
   EXPECT_EQ(p->argv, (Argv{"srun", "-N2", "--ntasks-per-node=1", "-J", "-n", "torchrun",
                            "--nproc-per-node", "4", "--no-python", "/opt/rs/bin/rankscope", "agent",
-                           "--", "python3", "train.py", "a b"}));
+                           "--", "python3", "-u", "train.py", "a b"}));
   EXPECT_EQ(p->argv[p->program_index], "python3");
   EXPECT_EQ(Plan({"mpirun", "-np", "2", "torchrun", "--standalone", "t.py"}, {"V"}),
             (Argv{"mpirun", "-x", "V", "-np", "2", "torchrun", "--standalone", "--no-python",
-                  "/opt/rs/bin/rankscope", "agent", "--", "python3", "t.py"}));
+                  "/opt/rs/bin/rankscope", "agent", "--", "python3", "-u", "t.py"}));
 }
 
 TEST(LaunchPlan, ArgumentsKeepTheirQuotingAndOptionLookalikes) {
@@ -131,6 +138,24 @@ TEST(LaunchPlan, ArgumentsKeepTheirQuotingAndOptionLookalikes) {
   // A launcher option whose value starts with '-' takes it along.
   EXPECT_EQ(Plan({"srun", "-J", "-weird-name", "prog"}),
             (Argv{"srun", "-J", "-weird-name", "/opt/rs/bin/rankscope", "agent", "--", "prog"}));
+}
+
+TEST(LaunchPlan, TorchrunsInterpreterFromItsScript) {
+  const std::string dir = testing::TempDir();
+  auto script = [&](const std::string& name, const std::string& text) {
+    const std::string path = dir + "/" + name;
+    std::ofstream(path) << text;
+    return path;
+  };
+  EXPECT_EQ(ScriptPython(script("a", "#!/opt/venv/bin/python3.11\nimport sys\n")),
+            "/opt/venv/bin/python3.11");
+  EXPECT_EQ(ScriptPython(script("b", "#!/usr/bin/env -S python3 -u\n")), "python3");
+  // pip's form for a venv path too long for a shebang.
+  EXPECT_EQ(ScriptPython(script(
+                "c", "#!/bin/sh\n'''exec' /very/long/venv/bin/python \"$0\" \"$@\"\n' '''\n")),
+            "/very/long/venv/bin/python");
+  EXPECT_EQ(ScriptPython(script("d", "#!/bin/bash\necho hi\n")), "");  // not a Python: default
+  EXPECT_EQ(ScriptPython(dir + "/missing"), "");
 }
 
 TEST(LaunchPlan, NoProgramIsAClearError) {

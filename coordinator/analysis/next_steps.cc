@@ -18,7 +18,8 @@ Launcher LauncherFromWord(std::string_view word) {
   if (base == "mpirun" || base == "mpiexec" || base == "orterun" || base == "prterun") {
     return Launcher::kMpirun;
   }
-  if (base == "srun" || base == "slurm") return Launcher::kSrun;
+  // attach: ranks sampled from outside, in a SLURM job.
+  if (base == "srun" || base == "slurm" || base == "attach") return Launcher::kSrun;
   if (base == "torchrun" || base == "torch.distributed.run") return Launcher::kTorchrun;
   return Launcher::kNone;
 }

@@ -73,7 +73,7 @@ std::vector<Finding> FindWaitStates(const Session& aligned, const std::vector<P2
     std::vector<Bytes> bytes;                 // of those with a direct delay
     std::set<int> others;                     // the ranks that waited
     DurationNs direct = 0;
-    DurationNs wait = 0;
+    DurationNs wait = 0;  // the others' waits for it, over all its messages
     int matched = 0;
   };
   std::map<int, Blamed> blamed;
@@ -81,11 +81,11 @@ std::vector<Finding> FindWaitStates(const Session& aligned, const std::vector<P2
     Blamed& b = blamed[state.Blamed(m)];
     ++b.matched;
     b.directs.push_back(state.Direct(m));
+    b.wait += state.Wait(m);
     if (state.Direct(m) <= 0) continue;
     b.messages.push_back(&m);
     b.others.insert(state.Waiting(m));
     b.direct += state.Direct(m);
-    b.wait += state.Wait(m);
     if (const RankData* sender = aligned.FindRank(m.sender);
         sender != nullptr && m.send_record < sender->p2p.size()) {
       b.bytes.push_back(sender->p2p[m.send_record].bytes);

@@ -40,7 +40,8 @@ std::vector<Finding> FindProcessOutliers(const Session& session,
                    static_cast<double>(p.blkio_delay_ns),
                    static_cast<double>(p.cpu_user_ns + p.cpu_system_ns)});
   }
-  const DurationNs window = session.end - session.start;
+  // The sampling window itself, not the attach's whole life (squeue, srun start-up, waiting).
+  const DurationNs window = session.SampledWindow();
   if (static_cast<int>(all.size()) < options.min_ranks || window <= 0) return {};
   const double seconds = static_cast<double>(window) / kNsPerSec;
 

@@ -13,7 +13,7 @@ Session Outside() {
   Session s;
   s.session_id = "attach-88-1";
   s.job_id = "88";
-  s.launcher = "slurm";
+  s.launcher = "attach";
   s.world_size = 4;
   s.start = 1'000 * kNsPerSec;
   s.end = s.start + 2 * kNsPerSec;
@@ -22,7 +22,7 @@ Session Outside() {
     RankData d;
     d.id.rank = r;
     d.id.node = r < 3 ? "n1" : "n2";
-    d.id.launcher = "slurm";
+    d.id.launcher = "attach";
     d.id.job_id = "88";
     d.id.program_pid = 4000 + r;
     d.id.program = {"python3", "train.py"};
@@ -80,9 +80,11 @@ TEST(ProcessOutliers, ASleepingRankAmongBusyOnesAndAStorageBoundOne) {
 }
 
 TEST(ProcessOutliers, OnlyForSessionsSeenFromOutside) {
+  // The same figures from agents of a rankscope run (a dormant run never captured, a program
+  // without MPI): not an outside sample, no process_outlier.
   Session s = Outside();
   s.ranks[2].proc->rchar = uint64_t{4} << 30;
-  s.ranks[0].ranges.push_back({"", "step", s.start, s.start + kNsPerMs, 1, 0});
+  for (RankData& r : s.ranks) r.id.launcher = "srun";
   EXPECT_FALSE(s.SampledFromOutsideOnly());
   EXPECT_TRUE(Diagnose(s, AnalysisOptions{}).empty());
   // Too few ranks to compare.

@@ -186,7 +186,8 @@ std::vector<RankNotice> CollectNotices(const Session& session) {
       nodes.emplace_back();
     }
     if (n.rank < 0) continue;
-    ranks[it->second].push_back(n.rank);
+    auto& who = ranks[it->second];
+    if (std::find(who.begin(), who.end(), n.rank) == who.end()) who.push_back(n.rank);
     auto& seen = nodes[it->second];
     if (!n.node.empty() && std::find(seen.begin(), seen.end(), n.node) == seen.end()) {
       seen.push_back(n.node);

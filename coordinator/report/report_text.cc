@@ -180,7 +180,7 @@ std::string FindingsSection(const Session& session, const std::vector<Finding>& 
 // Ranks seen from outside only: their processes' CPU and I/O over the window, a row per rank (the
 // first kMaxClockRows), in place of the clock table (no call timings to align).
 std::string ProcessSection(const Session& session, const Painter& paint) {
-  const double seconds = static_cast<double>(session.end - session.start) / kNsPerSec;
+  const double seconds = static_cast<double>(session.SampledWindow()) / kNsPerSec;
   std::string out = paint.Bold("Processes") +
                     paint.Dim(" (sampled from outside over " + FormatDouble("%.1f", seconds) +
                               " s; CPU: busy share of one core)") +
