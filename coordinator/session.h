@@ -157,8 +157,8 @@ struct Session {
   // rank registered by an outside sampler (launcher "attach", agent/outside_sampler.h).
   bool SampledFromOutsideOnly() const {
     return !ranks.empty() && std::all_of(ranks.begin(), ranks.end(), [](const RankData& r) {
-             return r.id.launcher == "attach";
-           });
+      return r.id.launcher == "attach";
+    });
   }
 };
 
