@@ -31,6 +31,9 @@ def main():
             check(codes.get(1) == 3, f"restart: attempt 0 rank 1 exit code 3 ({codes})")
         check(any("torchrun restarted the workers 1 time" in n for n in report["job"]["notes"]),
               "restart: the report says so")
+        # The failed attempt does not make the recovered run partial.
+        check(report["job"]["status"] == "complete",
+              f"restart: the run is complete ({report['job']['status']})")
     else:
         check("attempts" not in report, f"{case}: no earlier attempts")
     return 0 if ok else 1
