@@ -21,8 +21,9 @@ namespace {
 struct RankSteps {
   int rank = -1;
   bool from_step_ranges = false;
-  std::vector<DurationNs> data;               // per step: time covered by data ranges
-  std::vector<DurationNs> step_time;          // per step: the window's length (step ranges only)
+  bool from_first_kernel = false;     // no data ranges: time before the step's first kernel launch
+  std::vector<DurationNs> data;       // per step: time covered by data ranges
+  std::vector<DurationNs> step_time;  // per step: the window's length (step ranges only)
   std::map<std::string, DurationNs> by_name;  // data time per range name, over all steps
 };
 
@@ -38,6 +39,35 @@ DurationNs UnionLength(std::vector<std::pair<TimeNs, TimeNs>> intervals) {
     }
   }
   return total;
+}
+
+// Without data ranges, but with step ranges and CUPTI records: per step, the time from the
+// step's start (the previous step's end) to its first kernel launch call (cudaLaunchKernel,
+// cuLaunchKernelEx, a graph launch), or its first kernel's start when launch calls were not
+// traced. Host time before the GPU gets work: where a data loader shows.
+void FirstKernelSteps(const RankData& rank, const std::vector<size_t>& outer, RankSteps* out) {
+  std::vector<TimeNs> launches, kernels;
+  for (const GpuActivityRecord& g : rank.gpu) {
+    if (g.kind == GpuActivityKind::kRuntime && g.name.find("Launch") != std::string::npos) {
+      launches.push_back(g.start);
+    } else if (g.kind == GpuActivityKind::kKernel) {
+      kernels.push_back(g.start);
+    }
+  }
+  std::vector<TimeNs>& starts = launches.empty() ? kernels : launches;
+  if (starts.empty()) return;
+  std::sort(starts.begin(), starts.end());
+  for (size_t k = 0; k < outer.size(); ++k) {
+    const RangeRecord& step = rank.ranges[outer[k]];
+    const TimeNs begin = k == 0 ? step.start : rank.ranges[outer[k - 1]].end;
+    auto first = std::lower_bound(starts.begin(), starts.end(), begin);
+    if (first == starts.end() || *first >= step.end) continue;  // no GPU work in this step
+    out->data.push_back(*first - begin);
+    out->step_time.push_back(std::max<DurationNs>(step.end - begin, 0));
+    out->by_name["before the first kernel launch"] += *first - begin;
+  }
+  out->from_step_ranges = true;
+  out->from_first_kernel = true;
 }
 
 RankSteps StepsOf(const RankData& rank, const DataloaderOptions& options) {
@@ -57,7 +87,6 @@ RankSteps StepsOf(const RankData& rank, const DataloaderOptions& options) {
     if (it->second.first) steps.push_back(i);
     if (it->second.second) data.push_back(i);
   }
-  if (data.empty()) return out;
   auto by_start = [&](size_t a, size_t b) {
     const RangeRecord& ra = rank.ranges[a];
     const RangeRecord& rb = rank.ranges[b];
@@ -65,6 +94,19 @@ RankSteps StepsOf(const RankData& rank, const DataloaderOptions& options) {
   };
   std::sort(steps.begin(), steps.end(), by_start);
   std::sort(data.begin(), data.end(), by_start);
+  auto outer_steps = [&] {
+    std::vector<size_t> outer;
+    for (size_t i : steps) {
+      const RangeRecord& r = rank.ranges[i];
+      if (!outer.empty() && r.end <= rank.ranges[outer.back()].end) continue;  // nested
+      outer.push_back(i);
+    }
+    return outer;
+  };
+  if (data.empty()) {
+    if (!steps.empty() && !rank.gpu.empty()) FirstKernelSteps(rank, outer_steps(), &out);
+    return out;
+  }
 
   if (steps.empty()) {
     // Each stretch of overlapping data ranges is one step's loading.
@@ -86,12 +128,7 @@ RankSteps StepsOf(const RankData& rank, const DataloaderOptions& options) {
   }
 
   out.from_step_ranges = true;
-  std::vector<size_t> outer;
-  for (size_t i : steps) {
-    const RangeRecord& r = rank.ranges[i];
-    if (!outer.empty() && r.end <= rank.ranges[outer.back()].end) continue;  // nested
-    outer.push_back(i);
-  }
+  const std::vector<size_t> outer = outer_steps();
   // Loading often happens between step ranges (`for batch in loader:` outside the annotated
   // step), so a step owns the time since the previous step ended.
   const RangeTimeline timeline(&rank.ranges);
@@ -141,67 +178,6 @@ std::string NamesLabel(const std::vector<std::pair<DurationNs, std::string>>& na
   return out;
 }
 
-// What the rank's processes did, against the other ranks' median, from the agents' /proc
-// sampling: the loader reads more (I/O), computes more (CPU: decoding, augmentation), or neither
-// (it waits: sleep, network, a lock, worker processes). Adds evidence["process"] and returns the
-// sentence for the summary; empty without /proc figures for the rank and another rank.
-std::string ProcessEvidence(const Session& session, int rank, DurationNs excess, Finding* f) {
-  const RankData* self = session.FindRank(rank);
-  if (self == nullptr || !self->proc) return "";
-  std::vector<double> rchar, read_bytes, cpu;
-  for (const RankData& r : session.ranks) {
-    if (r.id.rank == rank || !r.proc || r.proc->io_unreadable) continue;
-    rchar.push_back(static_cast<double>(r.proc->rchar));
-    read_bytes.push_back(static_cast<double>(r.proc->read_bytes));
-    cpu.push_back(static_cast<double>(r.proc->cpu_user_ns + r.proc->cpu_system_ns));
-  }
-  if (cpu.empty()) return "";
-  const ProcessTreeStats& p = *self->proc;
-  const double my_cpu = static_cast<double>(p.cpu_user_ns + p.cpu_system_ns);
-  const double others_rchar = Median(rchar), others_read = Median(read_bytes);
-  const double others_cpu = Median(cpu);
-  constexpr double kMinBytes = 64.0 * (1 << 20);
-  auto much_more = [&](double mine, double others) {
-    return mine >= 2 * others && mine - others >= kMinBytes;
-  };
-  const bool io = !p.io_unreadable && much_more(static_cast<double>(p.rchar), others_rchar);
-  const bool storage =
-      !p.io_unreadable && much_more(static_cast<double>(p.read_bytes), others_read);
-  // Ranks waiting in MPI burn CPU too (MPI polls), so the others' CPU is inflated: a third of the
-  // excess time spent computing, and 30% more CPU than theirs, already says the loader computes.
-  const bool busy =
-      my_cpu >= 1.3 * others_cpu && my_cpu - others_cpu >= 0.3 * static_cast<double>(excess);
-  const std::string verdict = io || storage ? "io" : busy ? "cpu" : "waiting";
-  f->evidence["process"] = {{"verdict", verdict},
-                            {"rchar_bytes", p.rchar},
-                            {"others_rchar_bytes", others_rchar},
-                            {"read_bytes", p.read_bytes},
-                            {"others_read_bytes", others_read},
-                            {"cpu_ns", my_cpu},
-                            {"others_cpu_ns", others_cpu},
-                            {"blkio_delay_ns", p.blkio_delay_ns},
-                            {"processes", p.processes},
-                            {"io_unreadable", p.io_unreadable}};
-  auto gb = [](double bytes) { return FormatBytes(static_cast<int64_t>(bytes)); };
-  const std::string cpu_text =
-      FormatDuration(static_cast<DurationNs>(my_cpu)) +
-      " of CPU (other ranks: " + FormatDuration(static_cast<DurationNs>(others_cpu)) + ")";
-  if (verdict == "io") {
-    return " Its processes read " +
-           (storage
-                ? gb(static_cast<double>(p.read_bytes)) +
-                      " from storage (other ranks: " + gb(others_read) + ")"
-                : gb(static_cast<double>(p.rchar)) + " (other ranks: " + gb(others_rchar) + ")") +
-           ": the loader is I/O-heavy on this rank.";
-  }
-  if (verdict == "cpu") {
-    return " Its processes used " + cpu_text + ": decoding or augmentation is CPU-bound.";
-  }
-  return " Its processes read and computed no more than the other ranks' (" +
-         gb(static_cast<double>(p.rchar)) + " read, " + cpu_text +
-         "): the loader waits (sleep, network, a lock, or its worker processes).";
-}
-
 Finding MakeFinding(const Session& session, const RankSteps& rank, const Verdict& v,
                     const DataloaderOptions& options) {
   Finding f;
@@ -233,7 +209,9 @@ Finding MakeFinding(const Session& session, const RankSteps& rank, const Verdict
   e["steps"] = v.steps;
   e["steps_skewed"] = v.steps_skewed;
   e["frac_skewed"] = frac;
-  e["step_source"] = rank.from_step_ranges ? "step_ranges" : "data_ranges";
+  e["step_source"] = rank.from_first_kernel  ? "first_kernel_launch"
+                     : rank.from_step_ranges ? "step_ranges"
+                                             : "data_ranges";
   e["median_data_ns"] = v.median_data;
   e["others_median_data_ns"] = v.others_median_data;
   e["median_excess_ns"] = v.median_excess;
@@ -243,12 +221,18 @@ Finding MakeFinding(const Session& session, const RankSteps& rank, const Verdict
   if (rank.from_step_ranges) e["median_step_ns"] = median_step;
   e["range_names"] = name_list;
 
-  const std::string label = NamesLabel(names);
+  const std::string label = rank.from_first_kernel
+                                ? "the part of each step before its first GPU kernel launch"
+                                : NamesLabel(names);
   f.summary = RankLabel(session, rank.rank) + " spends " + FormatDuration(v.median_data) +
               " per step in " + label + " vs " + FormatDuration(v.others_median_data) +
               " on the other ranks (in " + std::to_string(v.steps_skewed) + "/" +
               std::to_string(v.steps) + " steps).";
-  f.summary += ProcessEvidence(session, rank.rank, v.total_excess, &f);
+  f.summary += ProcessEvidence(
+      session, rank.rank, v.total_excess,
+      {"the loader is I/O-heavy on this rank", "decoding or augmentation is CPU-bound",
+       "the loader waits (sleep, network, a lock, or its worker processes)"},
+      &f);
 
   const std::string r = std::to_string(rank.rank);
   if (std::optional<NextStep> cpu = CpuProfileStepForRank(

@@ -12,6 +12,54 @@ namespace {
 using testing::Simulate;
 using testing::TrainingSim;
 
+// A PyTorch-style loop without data ranges: step ranges and CUPTI launch records only. The rank
+// whose first kernel launch comes 20 ms into each step is the slow loader.
+Session WithLaunchRecords(TrainingSim sim) {
+  sim.data_name = "host prep";  // not a data range name
+  Session s = Simulate(sim);
+  for (RankData& r : s.ranks) {
+    for (const RangeRecord& range : r.ranges) {
+      if (range.name != "compute") continue;
+      GpuActivityRecord copy;  // the batch's copy comes before the first launch: not counted
+      copy.kind = GpuActivityKind::kRuntime;
+      copy.name = "cudaMemcpyAsync";
+      copy.start = range.start - 5 * kNsPerUs;
+      copy.end = range.start;
+      r.gpu.push_back(copy);
+      GpuActivityRecord launch;
+      launch.kind = GpuActivityKind::kRuntime;
+      launch.name = "cudaLaunchKernel";
+      launch.start = range.start + 10 * kNsPerUs;
+      launch.end = launch.start + 3 * kNsPerUs;
+      r.gpu.push_back(launch);
+      GpuActivityRecord kernel;
+      kernel.kind = GpuActivityKind::kKernel;
+      kernel.name = "_Z4stepPf";
+      kernel.start = launch.end + 2 * kNsPerMs;  // queued: the kernel's start is not the host's
+      kernel.end = kernel.start + kNsPerMs;
+      r.gpu.push_back(kernel);
+    }
+  }
+  return s;
+}
+
+TEST(DataloaderAnalysisTest, WithoutDataRangesTheFirstKernelLaunchMarksTheLoader) {
+  TrainingSim sim;
+  sim.slow_data[1] = 20 * kNsPerMs;
+  const std::vector<Finding> findings =
+      FindDataloaderSkew(WithLaunchRecords(sim), DataloaderOptions{});
+  ASSERT_EQ(findings.size(), 1u);
+  const Finding& f = findings[0];
+  EXPECT_EQ(f.ranks, std::vector<int>{1});
+  EXPECT_EQ(f.evidence["step_source"], "first_kernel_launch");
+  EXPECT_NEAR(f.evidence["median_excess_ns"].get<double>(), 20.0 * kNsPerMs, 1.0 * kNsPerMs);
+  EXPECT_NE(f.summary.find("per step in the part of each step before its first GPU kernel launch"),
+            std::string::npos)
+      << f.summary;
+  // Clean, the same loop has nothing to say.
+  EXPECT_TRUE(FindDataloaderSkew(WithLaunchRecords(TrainingSim{}), DataloaderOptions{}).empty());
+}
+
 TEST(DataloaderAnalysisTest, SlowDataOnOneRank) {
   TrainingSim sim;
   sim.slow_data[1] = 24 * kNsPerMs;

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <cstdio>
 
+#include "core/robust_stats.h"
+
 namespace rankscope {
 
 std::string NodeOf(const Session& session, int rank) {
@@ -17,6 +19,67 @@ std::string RankLabel(const Session& session, int rank) {
   const std::string node = NodeOf(session, rank);
   if (!node.empty()) label += " (node " + node + ")";
   return label;
+}
+
+// What the rank's processes did, against the other ranks' median, from the agents' /proc
+// sampling: the loader reads more (I/O), computes more (CPU: decoding, augmentation), or neither
+// (it waits: sleep, network, a lock, worker processes). Adds evidence["process"] and returns the
+// sentence for the summary; empty without /proc figures for the rank and another rank.
+std::string ProcessEvidence(const Session& session, int rank, DurationNs excess,
+                            const ProcessWords& words, Finding* f) {
+  const RankData* self = session.FindRank(rank);
+  if (self == nullptr || !self->proc) return "";
+  std::vector<double> rchar, read_bytes, cpu;
+  for (const RankData& r : session.ranks) {
+    if (r.id.rank == rank || !r.proc || r.proc->io_unreadable) continue;
+    rchar.push_back(static_cast<double>(r.proc->rchar));
+    read_bytes.push_back(static_cast<double>(r.proc->read_bytes));
+    cpu.push_back(static_cast<double>(r.proc->cpu_user_ns + r.proc->cpu_system_ns));
+  }
+  if (cpu.empty()) return "";
+  const ProcessTreeStats& p = *self->proc;
+  const double my_cpu = static_cast<double>(p.cpu_user_ns + p.cpu_system_ns);
+  const double others_rchar = Median(rchar), others_read = Median(read_bytes);
+  const double others_cpu = Median(cpu);
+  constexpr double kMinBytes = 64.0 * (1 << 20);
+  auto much_more = [&](double mine, double others) {
+    return mine >= 2 * others && mine - others >= kMinBytes;
+  };
+  const bool io = !p.io_unreadable && much_more(static_cast<double>(p.rchar), others_rchar);
+  const bool storage =
+      !p.io_unreadable && much_more(static_cast<double>(p.read_bytes), others_read);
+  // Ranks waiting in MPI burn CPU too (MPI polls), so the others' CPU is inflated: a third of the
+  // excess time spent computing, and 30% more CPU than theirs, already says the loader computes.
+  const bool busy =
+      my_cpu >= 1.3 * others_cpu && my_cpu - others_cpu >= 0.3 * static_cast<double>(excess);
+  const std::string verdict = io || storage ? "io" : busy ? "cpu" : "waiting";
+  f->evidence["process"] = {{"verdict", verdict},
+                            {"rchar_bytes", p.rchar},
+                            {"others_rchar_bytes", others_rchar},
+                            {"read_bytes", p.read_bytes},
+                            {"others_read_bytes", others_read},
+                            {"cpu_ns", my_cpu},
+                            {"others_cpu_ns", others_cpu},
+                            {"blkio_delay_ns", p.blkio_delay_ns},
+                            {"processes", p.processes},
+                            {"io_unreadable", p.io_unreadable}};
+  auto gb = [](double bytes) { return FormatBytes(static_cast<int64_t>(bytes)); };
+  const std::string cpu_text =
+      FormatDuration(static_cast<DurationNs>(my_cpu)) +
+      " of CPU (other ranks: " + FormatDuration(static_cast<DurationNs>(others_cpu)) + ")";
+  if (verdict == "io") {
+    return " Its processes read " +
+           (storage
+                ? gb(static_cast<double>(p.read_bytes)) +
+                      " from storage (other ranks: " + gb(others_read) + ")"
+                : gb(static_cast<double>(p.rchar)) + " (other ranks: " + gb(others_rchar) + ")") +
+           ": " + words.io + ".";
+  }
+  if (verdict == "cpu") {
+    return " Its processes used " + cpu_text + ": " + words.cpu + ".";
+  }
+  return " Its processes read and computed no more than the other ranks' (" +
+         gb(static_cast<double>(p.rchar)) + " read, " + cpu_text + "): " + words.waiting + ".";
 }
 
 }  // namespace rankscope

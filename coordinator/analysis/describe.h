@@ -6,6 +6,7 @@
 #include <utility>
 #include <vector>
 
+#include "coordinator/findings.h"
 #include "coordinator/session.h"
 #include "core/format.h"
 #include "core/time.h"
@@ -17,5 +18,19 @@ std::string RankLabel(const Session& session, int rank);
 
 // The rank's node name, empty when unknown.
 std::string NodeOf(const Session& session, int rank);
+
+// How ProcessEvidence ends its sentence for each verdict.
+struct ProcessWords {
+  std::string io;       // it read much more than the others
+  std::string cpu;      // it used much more CPU
+  std::string waiting;  // neither
+};
+
+// What the rank's processes did over the run, against the other ranks' median, from the agents'
+// /proc sampling (`excess`: the extra time being explained): read more (I/O), computed more (CPU),
+// or neither (it waits). Adds evidence["process"] {verdict io|cpu|waiting, figures} to *f and
+// returns the sentence for the summary; empty without /proc figures for the rank and another.
+std::string ProcessEvidence(const Session& session, int rank, DurationNs excess,
+                            const ProcessWords& words, Finding* f);
 
 }  // namespace rankscope

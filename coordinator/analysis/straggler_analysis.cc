@@ -801,6 +801,16 @@ Finding MakeFinding(const Session& session, const Verdict& v, const CauseStats& 
     look_for = "where rank " + std::to_string(v.rank) + " loses time before each " + ops +
                " call compared with the other ranks";
   }
+  // Host-side causes: what the rank's processes did, from /proc (a CPU-bound rank, an I/O-heavy
+  // one, or one that waits).
+  if (cause_kind == "nvtx_range" || cause_kind == "untracked_host_time" ||
+      cause_kind == "unexplained") {
+    summary += ProcessEvidence(session, v.rank,
+                               static_cast<DurationNs>(v.median_lateness) * v.instances_late,
+                               {"it is I/O-heavy", "it is CPU-bound on the host",
+                                "it waits (sleep, network, a lock, child processes)"},
+                               &f);
+  }
   const std::string persistence = Persistence(v);
   if (persistence == "first_half") summary += " It happens mainly in the first half of the run.";
   if (persistence == "second_half") summary += " It happens mainly in the second half of the run.";

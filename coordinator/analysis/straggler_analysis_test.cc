@@ -53,6 +53,30 @@ TEST(StragglerAnalysisTest, SlowComputeOnOneRank) {
   EXPECT_NE(f.next_steps[0].command.find("_ ./train --steps 50"), std::string::npos);
 }
 
+// With the agents' /proc figures, a host-side straggler is told apart: rank 2 burned 1.5 s more
+// CPU than the others over its 50 slow steps (CPU-bound); with the same CPU it would be waiting.
+TEST(StragglerAnalysisTest, ProcFiguresSayWhetherTheLateRankComputesOrWaits) {
+  TrainingSim sim;
+  sim.slow_compute[2] = 30 * kNsPerMs;
+  Session s = Simulate(sim);
+  for (RankData& r : s.ranks) {
+    ProcessTreeStats p;
+    p.cpu_user_ns = (r.id.rank == 2 ? 2'600 : 1'100) * kNsPerMs;
+    p.rchar = 10 << 20;
+    p.samples = 3;
+    r.proc = p;
+  }
+  std::vector<Finding> findings = Stragglers(s);
+  ASSERT_EQ(findings.size(), 1u);
+  EXPECT_EQ(findings[0].evidence["process"]["verdict"], "cpu");
+  EXPECT_NE(findings[0].summary.find("it is CPU-bound on the host"), std::string::npos)
+      << findings[0].summary;
+  s.ranks[2].proc->cpu_user_ns = 1'100 * kNsPerMs;
+  findings = Stragglers(s);
+  ASSERT_EQ(findings.size(), 1u);
+  EXPECT_EQ(findings[0].evidence["process"]["verdict"], "waiting");
+}
+
 TEST(StragglerAnalysisTest, UntrackedHostTimeIsNamedWhenNoRangeCoversIt) {
   TrainingSim sim;
   sim.ranks = 3;
