@@ -112,7 +112,8 @@ std::string FindingCard(const Finding& f) {
                     " <span class=\"where\">" + HtmlEscape(where) + "</span></h3>\n";
   out += "<p>" + HtmlEscape(f.summary) + "</p>\n";
   out += "<p class=\"meta\">confidence " + Printf("%.2f", f.confidence) + " &middot; cost " +
-         HtmlEscape(FormatDuration(f.cost_ns)) + "</p>\n";
+         (f.cost_ns > 0 ? HtmlEscape(FormatDuration(f.cost_ns)) : std::string("not measured")) +
+         "</p>\n";
   auto evidence = ReadableEvidence(f.evidence, 0);
   if (!evidence.empty()) {
     out += "<details><summary>evidence</summary><table>";

@@ -152,7 +152,10 @@ std::string FindingsSection(const Session& session, const std::vector<Finding>& 
     out += "  " + SeverityTag(f.severity, paint) + " " + Clean(f.kind);
     std::string where = Where(f);
     if (!where.empty()) out += "  " + where;
-    out += paint.Dim(std::string("  ") + confidence + "  cost " + FormatDuration(f.cost_ns)) + "\n";
+    // Cost 0: what it costs the job was not measured (a topology fact, an outside sample).
+    out += paint.Dim(std::string("  ") + confidence + "  cost " +
+                     (f.cost_ns > 0 ? FormatDuration(f.cost_ns) : std::string("not measured"))) +
+           "\n";
     out += "    " + Clean(f.summary) + "\n";
     // As much evidence as fits on one line; the rest is in report.json and report.html.
     std::string evidence;

@@ -37,6 +37,13 @@ TEST(ReportText, HeaderFindingsClocksAndNotices) {
   EXPECT_THAT(text, HasSubstr("NCCL_DEBUG_FILE not set"));
   EXPECT_THAT(text, Not(HasSubstr("\x1b[")));
   EXPECT_THAT(text, Not(HasSubstr("No problems found")));
+  EXPECT_THAT(text, HasSubstr("cost 12.00 ms"));
+  // A finding whose cost to the job was not measured says so rather than "0 ns".
+  std::vector<Finding> findings = report_test::MakeFindings();
+  findings[0].cost_ns = 0;
+  const std::string unmeasured = BuildReportText(report_test::MakeSession(), findings, false);
+  EXPECT_THAT(unmeasured, HasSubstr("cost not measured"));
+  EXPECT_THAT(unmeasured, Not(HasSubstr("cost 0 ns")));
 }
 
 TEST(ReportText, ColourOnlyWhenAsked) {
