@@ -106,22 +106,6 @@ std::vector<char*> CStrings(std::vector<std::string>& v) {
   return out;
 }
 
-v1::Identity ToProtoIdentity(const AgentIdentity& id, const AgentOptions& options) {
-  v1::Identity out;
-  out.set_session_id(options.session_id);
-  out.set_job_id(id.job_id.empty() ? options.session_id : id.job_id);
-  out.set_launcher(id.launcher);
-  out.set_rank(id.rank);
-  out.set_local_rank(id.local_rank);
-  out.set_world_size(id.world_size);
-  out.set_node_name(id.node_name);
-  out.set_host(id.host);
-  out.set_agent_pid(static_cast<int32_t>(getpid()));
-  out.set_restart_count(id.restart_count);
-  for (const std::string& arg : options.program) out.add_program(arg);
-  return out;
-}
-
 // The control page (core/control_page.h): created in `dir`, mapped shared, unlinked at the end.
 class ControlFile {
  public:
@@ -206,7 +190,7 @@ ChildExit RunAgent(const AgentOptions& options) {
                    identity.rank, options.tmp_dir.c_str());
     }
     up.capturing = !options.dormant || control.path().empty();
-    uplink = std::make_unique<Uplink>(up, ToProtoIdentity(identity, options));
+    uplink = std::make_unique<Uplink>(up, ToProto(identity, options.session_id, options.program));
     Uplink* sink = uplink.get();
     ipc = std::make_unique<IpcServer>([sink](wire::Batch&& b) { sink->AddBatch(std::move(b)); },
                                       [sink](const std::string& e) { sink->AddNotice(e); });

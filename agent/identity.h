@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "rankscope/v1/rankscope.pb.h"
+
 namespace rankscope {
 
 using EnvMap = std::map<std::string, std::string>;
@@ -28,5 +30,10 @@ AgentIdentity DetectIdentity(const EnvMap& env, const std::string& host);
 
 // The current process environment as a map.
 EnvMap CurrentEnvironment();
+
+// How an agent (this process) registers for the rank `id` describes, running `program`: the job id
+// is the session's when the launcher has none.
+v1::Identity ToProto(const AgentIdentity& id, const std::string& session_id,
+                     const std::vector<std::string>& program);
 
 }  // namespace rankscope

@@ -162,19 +162,9 @@ int SampleRanksFromOutside(const std::vector<JobRank>& ranks,
   for (const JobRank& r : ranks) {
     AgentIdentity id = r.id;
     if (!options.node.empty()) id.node_name = options.node;
-    v1::Identity identity;
-    identity.set_session_id(options.session_id);
-    identity.set_job_id(id.job_id);
     // "attach" marks ranks seen from outside (Session::SampledFromOutsideOnly).
-    identity.set_launcher(kOutsideLauncher);
-    identity.set_rank(id.rank);
-    identity.set_local_rank(id.local_rank);
-    identity.set_world_size(id.world_size);
-    identity.set_node_name(id.node_name);
-    identity.set_host(id.host);
-    identity.set_agent_pid(static_cast<int32_t>(getpid()));
-    identity.set_restart_count(id.restart_count);
-    for (const std::string& arg : r.command) identity.add_program(arg);
+    id.launcher = kOutsideLauncher;
+    v1::Identity identity = ToProto(id, options.session_id, r.command);
     UplinkOptions up;
     up.address = options.coordinator;
     up.token = options.token;
