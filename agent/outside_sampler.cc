@@ -1,8 +1,6 @@
 #include "agent/outside_sampler.h"
 
-#include <dirent.h>
 #include <signal.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -32,18 +30,6 @@ std::string ReadAll(const std::string& path) {
   std::stringstream text;
   text << in.rdbuf();
   return text.str();
-}
-
-std::vector<std::string> SplitNul(const std::string& block) {
-  std::vector<std::string> out;
-  size_t at = 0;
-  while (at < block.size()) {
-    size_t end = block.find('\0', at);
-    if (end == std::string::npos) end = block.size();
-    out.push_back(block.substr(at, end - at));
-    at = end + 1;
-  }
-  return out;
 }
 
 std::string Get(const EnvMap& env, const std::string& name) {
@@ -77,52 +63,35 @@ std::string OutsideNotice(const JobRank& r, bool nccl_log) {
 
 }  // namespace
 
-EnvMap ParseEnviron(const std::string& block) {
-  EnvMap env;
-  for (const std::string& entry : SplitNul(block)) {
-    const size_t eq = entry.find('=');
-    if (eq != std::string::npos && eq > 0) env.emplace(entry.substr(0, eq), entry.substr(eq + 1));
-  }
-  return env;
-}
-
 std::vector<JobRank> FindJobRanks(const std::string& job_id, const std::string& own_step,
                                   const std::string& node, uid_t uid,
                                   const std::string& proc_root) {
   std::vector<Candidate> found;
-  if (DIR* dir = opendir(proc_root.c_str())) {
-    while (dirent* e = readdir(dir)) {
-      const std::string name = e->d_name;
-      if (name.empty() || !std::all_of(name.begin(), name.end(), ::isdigit)) continue;
-      const std::string base = proc_root + "/" + name;
-      struct stat st {};
-      if (stat(base.c_str(), &st) != 0 || st.st_uid != uid) continue;
-      EnvMap env = ParseEnviron(ReadAll(base + "/environ"));
-      const std::string step = Get(env, "SLURM_STEP_ID");
-      if (Get(env, "SLURM_JOB_ID") != job_id || step.empty() || step == own_step) continue;
-      if (Get(env, "RANKSCOPE_ATTACH_NODE") == "1") continue;  // another attach's task
-      const std::string their_node = Get(env, "SLURMD_NODENAME");
-      if (!their_node.empty() && !node.empty() && their_node != node) continue;
-      // Kernel threads and zombies have no environment; a rank needs rank variables.
-      AgentIdentity id = DetectIdentity(env, node);
-      if (id.launcher == "none") continue;
-      Candidate c;
-      c.rank.pid = static_cast<pid_t>(std::stol(name));
-      c.rank.id = std::move(id);
-      c.rank.env = std::move(env);
-      c.rank.command = SplitNul(ReadAll(base + "/cmdline"));
-      c.step = step;
-      // The parent: field 4 of /proc/PID/stat, after the parenthesised command.
-      const std::string stat_text = ReadAll(base + "/stat");
-      const size_t close = stat_text.rfind(')');
-      if (close != std::string::npos) {
-        std::istringstream fields(stat_text.substr(close + 1));
-        std::string state;
-        fields >> state >> c.ppid;
-      }
-      found.push_back(std::move(c));
+  for (ProcessEnviron& p : ProcessEnvirons(uid, proc_root)) {
+    EnvMap& env = p.env;
+    const std::string step = Get(env, "SLURM_STEP_ID");
+    if (Get(env, "SLURM_JOB_ID") != job_id || step.empty() || step == own_step) continue;
+    if (Get(env, "RANKSCOPE_ATTACH_NODE") == "1") continue;  // another attach's task
+    const std::string their_node = Get(env, "SLURMD_NODENAME");
+    if (!their_node.empty() && !node.empty() && their_node != node) continue;
+    // Kernel threads and zombies have no environment; a rank needs rank variables.
+    AgentIdentity id = DetectIdentity(env, node);
+    if (id.launcher == "none") continue;
+    Candidate c;
+    c.rank.pid = p.pid;
+    c.rank.id = std::move(id);
+    c.rank.env = std::move(env);
+    c.rank.command = SplitNul(ReadAll(p.dir + "/cmdline"));
+    c.step = step;
+    // The parent: field 4 of /proc/PID/stat, after the parenthesised command.
+    const std::string stat_text = ReadAll(p.dir + "/stat");
+    const size_t close = stat_text.rfind(')');
+    if (close != std::string::npos) {
+      std::istringstream fields(stat_text.substr(close + 1));
+      std::string state;
+      fields >> state >> c.ppid;
     }
-    closedir(dir);
+    found.push_back(std::move(c));
   }
   // Steps where a launcher started workers with their own rank variables: the workers.
   std::set<std::string> launched_steps;

@@ -15,15 +15,13 @@
 #include <vector>
 
 #include "agent/identity.h"
+#include "core/proc_environ.h"
 #include "core/time.h"
 
 namespace rankscope {
 
 // The launcher name outside-sampled ranks register with: their reports know them by it.
 inline constexpr char kOutsideLauncher[] = "attach";
-
-// A NUL-separated /proc/PID/environ block as a map.
-EnvMap ParseEnviron(const std::string& block);
 
 struct JobRank {
   pid_t pid = 0;

@@ -32,9 +32,6 @@ std::vector<AgentEndpoint> FindJobAgents(const std::string& job_id, uid_t uid,
                                          const std::string& proc_root = "/proc",
                                          const std::string& own_step = "");
 
-// The value of NAME in a NUL-separated environment block ("" when absent). Pure.
-std::string EnvironValue(const std::string& block, const std::string& name);
-
 struct AttachOptions {
   std::string job_id;
   double for_s = 10;

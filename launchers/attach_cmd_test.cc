@@ -9,6 +9,7 @@
 #include <fstream>
 #include <string>
 
+#include "core/proc_environ.h"
 #include "launchers/capture_cmd.h"
 
 namespace rankscope {
@@ -20,13 +21,13 @@ std::string Block(std::initializer_list<std::string> vars) {
   return out;
 }
 
-TEST(Attach, EnvironValueReadsANulSeparatedBlock) {
-  const std::string b = Block({"A=1", "SLURM_JOB_ID=42", "EMPTY=", "X=a=b"});
-  EXPECT_EQ(EnvironValue(b, "SLURM_JOB_ID"), "42");
-  EXPECT_EQ(EnvironValue(b, "X"), "a=b");
-  EXPECT_EQ(EnvironValue(b, "EMPTY"), "");
-  EXPECT_EQ(EnvironValue(b, "SLURM_JOB"), "");  // a prefix of a name is not the name
-  EXPECT_EQ(EnvironValue("", "A"), "");
+TEST(Attach, ParseEnvironReadsANulSeparatedBlock) {
+  const auto env = ParseEnviron(Block({"A=1", "SLURM_JOB_ID=42", "EMPTY=", "X=a=b"}));
+  EXPECT_EQ(env.at("SLURM_JOB_ID"), "42");
+  EXPECT_EQ(env.at("X"), "a=b");
+  EXPECT_EQ(env.at("EMPTY"), "");
+  EXPECT_EQ(env.count("SLURM_JOB"), 0u);  // a prefix of a name is not the name
+  EXPECT_TRUE(ParseEnviron("").empty());
 }
 
 // A /proc of four processes: two agents of job 42 (same coordinator), a rank of job 42 (no
