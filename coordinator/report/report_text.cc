@@ -136,9 +136,8 @@ std::string Where(const Finding& f) {
 }
 
 std::string FindingsSection(const Session& session, const std::vector<Finding>& findings,
-                            const Painter& paint) {
+                            const CollectiveOverview& overview, const Painter& paint) {
   if (findings.empty()) {
-    CollectiveOverview overview = SummarizeCollectives(MatchCollectives(session));
     return paint.Green("No problems found") + ": " + DescribeWhatWasChecked(session, overview) +
            ".\n";
   }
@@ -408,14 +407,16 @@ std::string GpuSection(const Session& session, const GpuReport& gpu_report, cons
 
 std::string BuildReportText(const Session& session, const std::vector<Finding>& findings,
                             bool color) {
-  return BuildReportText(session, findings, BuildGpuReport(session), color);
+  return BuildReportText(session, findings, BuildGpuReport(session),
+                         SummarizeCollectives(MatchCollectives(session)), color);
 }
 
 std::string BuildReportText(const Session& session, const std::vector<Finding>& findings,
-                            const GpuReport& gpu_report, bool color) {
+                            const GpuReport& gpu_report, const CollectiveOverview& collectives,
+                            bool color) {
   Painter paint(color);
   std::string out = Header(session, paint);
-  out += "\n" + FindingsSection(session, findings, paint);
+  out += "\n" + FindingsSection(session, findings, collectives, paint);
   std::string gpu = GpuSection(session, gpu_report, paint);
   if (!gpu.empty()) out += "\n" + gpu;
   std::string clocks = session.SampledFromOutsideOnly() ? ProcessSection(session, paint)

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "coordinator/findings.h"
+#include "coordinator/report/collective_waits.h"
 #include "coordinator/report/gpu_json.h"
 #include "coordinator/session.h"
 
@@ -17,8 +18,10 @@ namespace rankscope {
 // characters in strings from the session are replaced, so a program cannot drive the terminal.
 std::string BuildReportText(const Session& session, const std::vector<Finding>& findings,
                             bool color);
-// The same with the session's GPU figures already computed (BuildGpuReport(session)).
+// The same with the session's GPU figures and collective overview already computed
+// (BuildGpuReport(session), SummarizeCollectives(MatchCollectives(session))).
 std::string BuildReportText(const Session& session, const std::vector<Finding>& findings,
-                            const GpuReport& gpu, bool color);
+                            const GpuReport& gpu, const CollectiveOverview& collectives,
+                            bool color);
 
 }  // namespace rankscope

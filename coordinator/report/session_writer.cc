@@ -76,10 +76,9 @@ Status WriteFiles(const std::filesystem::path& folder, const Session& session,
                   std::string* report_text_out, std::string* report_text_color_out,
                   const std::optional<TraceWindow>& trace_window) {
   const GpuReport gpu = BuildGpuReport(session);
-  Status s = WriteFileAtomically(
-      (folder / "report.json").string(),
-      Dump(BuildReportJson(session, findings, gpu, SummarizeCollectives(matches.collectives)), 2) +
-          "\n");
+  const CollectiveOverview overview = SummarizeCollectives(matches.collectives);
+  Status s = WriteFileAtomically((folder / "report.json").string(),
+                                 Dump(BuildReportJson(session, findings, gpu, overview), 2) + "\n");
   if (!s.ok()) return s;
   s = WriteFileAtomically((folder / "trace.json").string(),
                           BuildChromeTrace(session, matches, trace_window));
@@ -87,12 +86,12 @@ Status WriteFiles(const std::filesystem::path& folder, const Session& session,
   s = WriteFileAtomically((folder / "report.html").string(),
                           BuildReportHtml(session, matches.collectives, findings, gpu));
   if (!s.ok()) return s;
-  std::string text = BuildReportText(session, findings, gpu, /*color=*/false);
+  std::string text = BuildReportText(session, findings, gpu, overview, /*color=*/false);
   s = WriteFileAtomically((folder / "report.txt").string(), text);
   if (!s.ok()) return s;
   if (report_text_out != nullptr) *report_text_out = std::move(text);
   if (report_text_color_out != nullptr) {
-    *report_text_color_out = BuildReportText(session, findings, gpu, /*color=*/true);
+    *report_text_color_out = BuildReportText(session, findings, gpu, overview, /*color=*/true);
   }
   return Status::Ok();
 }
