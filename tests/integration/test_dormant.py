@@ -3,6 +3,7 @@ started from outside, then only for its window; the job runs and exits as withou
 import os
 import subprocess
 import sys
+import threading
 import time
 import unittest
 
@@ -19,9 +20,9 @@ class Dormant(RankscopeTest):
         os.makedirs(runtime, mode=0o700, exist_ok=True)
         return mpi_env({"XDG_RUNTIME_DIR": runtime})
 
-    def start(self, out):
+    def start(self, out, *train_args):
         argv = [RANKSCOPE, "run", "--dormant", "-q", "-o", os.path.join(self.tmp, out), "--"] + \
-            mpirun(2, MPI_TRAIN, "--steps", str(STEPS), "--compute-ms", "2", "--quiet")
+            mpirun(2, MPI_TRAIN, "--steps", str(STEPS), "--compute-ms", "2", *train_args)
         return subprocess.Popen(argv, env=self.env(), cwd=self.tmp, stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, text=True)
 
@@ -34,7 +35,18 @@ class Dormant(RankscopeTest):
                               text=True, timeout=60)
 
     def test_capture_window_of_a_dormant_run(self):
+        # Progress lines (rank 0, every 10 steps, flushed) tell when the ranks are in their loop.
         job = self.start("out")
+        lines, in_loop = [], threading.Event()
+
+        def read_stdout():
+            for line in job.stdout:
+                lines.append(line)
+                if "step 20/" in line:
+                    in_loop.set()
+
+        reader = threading.Thread(target=read_stdout, daemon=True)
+        reader.start()
         deadline = time.time() + 30
         while not self.endpoint_files() and time.time() < deadline:
             time.sleep(0.05)
@@ -44,14 +56,21 @@ class Dormant(RankscopeTest):
         self.assertEqual(c.returncode, 1, c.stderr)
         self.assertRegex(c.stderr, r"[0-2] of 3 agents registered after 1 s; nothing started")
         # On a busy machine mpirun can take seconds to start the ranks after the endpoint file
-        # appears: wait for both before opening the window.
+        # appears, and MPI_Init and calibration take more; the agents register before both, so
+        # a window opened when they have registered can end before the first step. Wait for the
+        # loop instead.
+        self.assertTrue(in_loop.wait(60), "no progress line from the job: " + "".join(lines))
         c = self.capture("--agents", "2", "--for", "0.5")
         self.assertEqual(c.returncode, 0, c.stderr)
         self.assertIn("started session", c.stderr)
         self.assertIn("(2 agents)", c.stderr)
-        out, err = job.communicate(timeout=120)
+        err = job.stderr.read()
+        job.wait(timeout=120)
+        reader.join(timeout=10)
         self.assertEqual(job.returncode, 0, err)
+        out = "".join(lines)
         self.assertIn(f"mpi_train: {STEPS} steps, world 2", out)  # the job's output, untouched
+        self.assertEqual(out.count("mpi_train: step "), STEPS // 10)
         self.assertEqual(self.endpoint_files(), [], "the endpoint file outlived the run")
         s = Session(os.path.join(self.tmp, "out"))
         counts = [s.rank(r)["counts"]["collectives"] for r in (0, 1)]
@@ -69,7 +88,7 @@ class Dormant(RankscopeTest):
         self.assertEqual(s.findings, [])
 
     def test_dormant_run_without_capture_records_nothing(self):
-        job = self.start("quiet")
+        job = self.start("quiet", "--quiet")
         out, err = job.communicate(timeout=120)
         self.assertEqual(job.returncode, 0, err)
         self.assertIn("dormant: ranks record nothing until `rankscope capture", err)
