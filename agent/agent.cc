@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <memory>
 #include <optional>
 
@@ -28,19 +29,36 @@ namespace {
 
 // The program's pid for the signal handler (0 = no child yet).
 volatile sig_atomic_t g_child_pid = 0;
+// A sender whose signals reach the program without us (0 = none): slurmstepd, our parent in a
+// Slurm step, signals every process of the step (proctrack), so forwarding would deliver each
+// scancel/--signal/time-limit signal to the program twice.
+volatile sig_atomic_t g_step_daemon_pid = 0;
 
-void ForwardSignal(int sig) {
+void ForwardSignal(int sig, siginfo_t* info, void*) {
+  if (info != nullptr && info->si_code == SI_USER && g_step_daemon_pid > 0 &&
+      info->si_pid == g_step_daemon_pid) {
+    return;
+  }
   if (g_child_pid > 0) kill(g_child_pid, sig);
+}
+
+// Our parent's pid when it is slurmstepd, else 0.
+pid_t StepDaemonParent() {
+  const pid_t parent = getppid();
+  std::ifstream comm("/proc/" + std::to_string(parent) + "/comm");
+  std::string name;
+  return std::getline(comm, name) && name.rfind("slurmstepd", 0) == 0 ? parent : 0;
 }
 
 constexpr int kForwardedSignals[] = {SIGINT,  SIGTERM, SIGHUP,  SIGQUIT,
                                      SIGUSR1, SIGUSR2, SIGCONT, SIGWINCH};
 
 void InstallForwarders() {
+  g_step_daemon_pid = StepDaemonParent();
   struct sigaction sa {};
-  sa.sa_handler = ForwardSignal;
+  sa.sa_sigaction = ForwardSignal;
   sigemptyset(&sa.sa_mask);
-  sa.sa_flags = SA_RESTART;
+  sa.sa_flags = SA_RESTART | SA_SIGINFO;
   for (int sig : kForwardedSignals) sigaction(sig, &sa, nullptr);
 }
 

@@ -31,7 +31,7 @@ TEST(Attach, ParseEnvironReadsANulSeparatedBlock) {
 }
 
 // A /proc of four processes: two agents of job 42 (same coordinator), a rank of job 42 (no
-// secret: agents strip it), and an agent of job 7.
+// secret: agents strip it), and an agent of job 7; then an agent started by the SPANK plugin.
 TEST(Attach, FindsTheJobsAgentsByTheirEnvironmentOnly) {
   const std::filesystem::path proc =
       std::filesystem::temp_directory_path() / ("rs-proc-" + std::to_string(getpid()));
@@ -50,6 +50,13 @@ TEST(Attach, FindsTheJobsAgentsByTheirEnvironmentOnly) {
   EXPECT_EQ(found[0].token, "s");
   EXPECT_TRUE(FindJobAgents("43", getuid(), proc.string()).empty());
   EXPECT_TRUE(FindJobAgents("42", getuid() + 1, proc.string()).empty());  // not ours
+  process("300", Block({"SLURM_JOB_ID=9", "SLURM_RANKSCOPE_COORDINATOR=n3:7000",
+                        "SLURM_RANKSCOPE_TOKEN=u", "RANKSCOPE_SPANK_ARGV0=./train"}));
+  process("301", Block({"SLURM_JOB_ID=9", "RANKSCOPE_COORDINATOR=n3:7000"}));  // its rank
+  found = FindJobAgents("9", getuid(), proc.string());
+  ASSERT_EQ(found.size(), 1u);
+  EXPECT_EQ(found[0].coordinator, "n3:7000");
+  EXPECT_EQ(found[0].token, "u");
   std::filesystem::remove_all(proc);
 }
 

@@ -243,8 +243,8 @@ int RunAttach(const AttachOptions& options, const std::string& self_exe) {
   }
   if (captured) {
     std::fprintf(stderr,
-                 "rankscope attach: capture done; the report comes from the job's `rankscope run` "
-                 "when it ends\n");
+                 "rankscope attach: capture done; the report comes from the job's own coordinator "
+                 "(`rankscope run` or `srun --rankscope`) when it ends\n");
   }
   server.Shutdown();
   return result;

@@ -1,7 +1,7 @@
 // rankscope: the command-line entry point. Subcommands:
 //   run          wrap a launch (mpirun/srun/plain program) and write a session report
 //   agent        the per-rank agent (inserted by `run`; rarely typed by hand)
-//   coordinator  a stand-alone coordinator
+//   coordinator  a stand-alone coordinator (also what `srun --rankscope` starts)
 //   inspect      offline views of NCCL logs and topology dumps
 #include <unistd.h>
 
@@ -18,6 +18,7 @@
 #include "launchers/inspect.h"
 #include "launchers/report_cmd.h"
 #include "launchers/run.h"
+#include "launchers/spank_task.h"
 
 namespace {
 
@@ -30,6 +31,8 @@ std::string SelfExe() {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // A task of `srun --rankscope`: argv is the program's own, not rankscope's command line.
+  rankscope::RunAsSpankTaskIfAsked(argc, argv, SelfExe());
   CLI::App app{"rankscope: which rank made your distributed job slow, and why"};
   app.require_subcommand(1);
 
@@ -118,6 +121,12 @@ int main(int argc, char** argv) {
   coord_cmd->add_option("-o,--output", coord.out_dir, "Session folder");
   coord_cmd->add_option("--ranks", coord.ranks, "Finish when this many agents are done");
   coord_cmd->add_option("--timeout", timeout_s, "Finish after this many seconds");
+  coord_cmd->add_option("--watch-pid", coord.watch_pid,
+                        "Finish (report marked partial) when this process is gone");
+  coord_cmd->add_option("--launcher", coord.launcher, "Launcher name for the report");
+  coord_cmd->add_flag("--endpoint", coord.endpoint, "Write the endpoint file `capture` reads");
+  coord_cmd->add_flag("-q,--quiet", coord.quiet, "Do not print the report");
+  coord_cmd->add_option("command", coord.command, "The job's command line (after --)");
 
   std::vector<std::string> nccl_logs;
   std::string topo_file;

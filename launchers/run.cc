@@ -66,6 +66,7 @@ int WriteSessionReport(CoordinatorService& service, Session extra, const std::st
   if (session.launcher.empty() || session.launcher == "none") session.launcher = extra.launcher;
   session.end = MonotonicNow();
   for (const std::string& p : service.Problems()) session.partial_reasons.push_back(p);
+  for (const std::string& p : extra.partial_reasons) session.partial_reasons.push_back(p);
   session.partial = !session.partial_reasons.empty();
   Result<PipelineOutput> out =
       AnalyzeAndWrite(std::move(session), out_dir, AnalysisOptions{},
@@ -233,7 +234,8 @@ int RunJob(const RunOptions& options) {
 int RunCoordinator(const CoordinatorOptions& options) {
   CoordinatorConfig config;
   config.session_id = options.session_id.empty() ? NewSessionId() : options.session_id;
-  config.bind_address = options.bind_address;
+  config.bind_address =
+      options.bind_address == "auto" ? ReachableHostAddress() : options.bind_address;
   config.port = options.port;
   if (options.token_file.empty()) {
     std::fprintf(stderr,
@@ -269,6 +271,16 @@ int RunCoordinator(const CoordinatorOptions& options) {
     std::fprintf(stderr, "rankscope coordinator: %s\n", s.message().c_str());
     return 1;
   }
+  std::string endpoint;
+  if (options.endpoint) {
+    Result<std::string> written = WriteEndpoint(config.session_id, server.address(), config.token);
+    if (!written.ok()) {
+      std::fprintf(stderr, "rankscope coordinator: %s; `rankscope capture` cannot reach it\n",
+                   written.status().message().c_str());
+    } else {
+      endpoint = written.value();
+    }
+  }
   std::printf("rankscope coordinator: session %s listening on %s\n", config.session_id.c_str(),
               server.address().c_str());
   std::fflush(stdout);
@@ -279,14 +291,26 @@ int RunCoordinator(const CoordinatorOptions& options) {
   for (int sig : {SIGINT, SIGTERM}) sigaction(sig, &sa, nullptr);
   const TimeNs deadline = options.timeout > 0 ? MonotonicNow() + options.timeout : 0;
   CoordinatorService& service = server.service();
+  bool watched_gone = false;
   while (!g_stop_requested && (deadline == 0 || MonotonicNow() < deadline)) {
     if (options.ranks > 0 && service.WaitForFinal(options.ranks, 200 * kNsPerMs)) break;
     if (options.ranks <= 0) usleep(200'000);
+    if (options.watch_pid > 0 && kill(options.watch_pid, 0) != 0 && errno == ESRCH) {
+      watched_gone = true;
+      break;
+    }
   }
   Session extra;
+  if (watched_gone) {
+    extra.partial_reasons.push_back("the launcher (pid " + std::to_string(options.watch_pid) +
+                                    ") exited before every rank had reported");
+  }
+  extra.launcher = options.launcher;
+  extra.command = options.command;
   std::string out_dir =
       options.out_dir.empty() ? "rankscope-" + config.session_id : options.out_dir;
-  int rc = WriteSessionReport(service, std::move(extra), out_dir, /*quiet=*/false);
+  if (!endpoint.empty()) unlink(endpoint.c_str());
+  int rc = WriteSessionReport(service, std::move(extra), out_dir, options.quiet);
   server.Shutdown();
   return rc;
 }

@@ -34,7 +34,8 @@ int RunJob(const RunOptions& options);
 class CoordinatorService;
 struct Session;
 
-// The session the coordinator holds, completed by `extra` (command, launcher, its exit code),
+// The session the coordinator holds, completed by `extra` (command, launcher, its exit code,
+// reasons the session is partial),
 // through the analyses into `out_dir`, and the report printed unless `quiet`. 0, or 1 when the
 // folder could not be written (said on stderr).
 int WriteSessionReport(CoordinatorService& service, Session extra, const std::string& out_dir,
@@ -46,16 +47,22 @@ int WriteSessionReport(CoordinatorService& service, Session extra, const std::st
 std::string ReachableHostAddress();
 
 struct CoordinatorOptions {
-  std::string bind_address = "127.0.0.1";
+  std::string bind_address = "127.0.0.1";  // "auto": ReachableHostAddress()
   int port = 0;
   std::string session_id;
   std::string token_file;  // read the token from here, or write a new one here (0600)
   std::string out_dir;
   int ranks = 0;           // write the report when this many agents have finished
   DurationNs timeout = 0;  // 0 = no limit
+  int watch_pid = 0;       // > 0: write the report when this process is gone (the srun)
+  std::string launcher;    // for the report when the agents do not say (e.g. "srun --rankscope")
+  std::vector<std::string> command;  // the job's command line, for the report
+  bool endpoint = false;  // write the endpoint file, for `rankscope capture` (dormant ranks)
+  bool quiet = false;     // do not print the report
 };
 
-// `rankscope coordinator`: a stand-alone coordinator; prints "listening on HOST:PORT".
+// `rankscope coordinator`: a stand-alone coordinator; prints "listening on HOST:PORT" on stdout
+// (the SPANK plugin reads it), the report on stderr.
 int RunCoordinator(const CoordinatorOptions& options);
 
 }  // namespace rankscope

@@ -8,7 +8,7 @@ packages=(
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libcli11-dev libgtest-dev libgmock-dev libbenchmark-dev
   libopenmpi-dev openmpi-bin libsqlite3-dev libpugixml-dev nlohmann-json3-dev
-  slurm-wlm munge iproute2 util-linux procps python3 python3-jsonschema
+  slurm-wlm libslurm-dev munge iproute2 util-linux procps python3 python3-jsonschema
   chromium  # renders report.html in a test (headless: screenshot and console errors)
 )
 

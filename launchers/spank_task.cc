@@ -1,0 +1,61 @@
+#include "launchers/spank_task.h"
+
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+#include "agent/agent.h"
+
+namespace rankscope {
+namespace {
+
+// The program slurmstepd would have executed: a name without '/' searched in PATH (the first
+// executable match, else the name itself), as Slurm's own path lookup does.
+std::string ResolveProgram(const std::string& name) {
+  if (name.find('/') != std::string::npos) return name;
+  const char* path = std::getenv("PATH");
+  std::string dirs = path != nullptr ? path : "";
+  for (size_t start = 0; start <= dirs.size();) {
+    size_t end = dirs.find(':', start);
+    if (end == std::string::npos) end = dirs.size();
+    std::string dir = dirs.substr(start, end - start);
+    std::string candidate = (dir.empty() ? "." : dir) + "/" + name;
+    if (access(candidate.c_str(), X_OK) == 0) return candidate;
+    start = end + 1;
+  }
+  return name;
+}
+
+}  // namespace
+
+void RunAsSpankTaskIfAsked(int argc, char** argv, const std::string& self_exe) {
+  const char* argv0 = std::getenv("RANKSCOPE_SPANK_ARGV0");
+  if (argv0 == nullptr) return;
+  AgentOptions options;
+  options.program.emplace_back(ResolveProgram(argv0));
+  // A program that cannot run fails as it would without rankscope: Slurm's message and the
+  // errno as exit code (srun then reports "Exited with exit code 2" for a missing file).
+  if (access(options.program[0].c_str(), X_OK) != 0) {
+    const int error = errno;
+    std::fprintf(stderr, "rankscope: error: execve(): %s: %s\n", options.program[0].c_str(),
+                 std::strerror(error));
+    std::exit(error);
+  }
+  for (int i = 1; i < argc; ++i) options.program.emplace_back(argv[i]);
+  unsetenv("RANKSCOPE_SPANK_ARGV0");
+  for (const char* name : {"COORDINATOR", "TOKEN", "SESSION", "DORMANT"}) {
+    const std::string from = std::string("SLURM_RANKSCOPE_") + name;
+    if (const char* value = std::getenv(from.c_str()); value != nullptr) {
+      setenv((std::string("RANKSCOPE_") + name).c_str(), std::string(value).c_str(), 0);
+      unsetenv(from.c_str());
+    }
+  }
+  FillAgentOptionsFromEnvironment(self_exe, &options);
+  ExitLikeChild(RunAgent(options));
+}
+
+}  // namespace rankscope
