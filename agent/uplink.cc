@@ -126,6 +126,11 @@ void Uplink::SetProcessStats(v1::ProcessStats stats) {
   *pending_.mutable_proc() = std::move(stats);
 }
 
+void Uplink::AddSweepCheck(v1::SweepCheck check) {
+  std::lock_guard<std::mutex> lock(mu_);
+  *pending_.add_sweep() = std::move(check);
+}
+
 bool Uplink::TryRegister() {
   if (refused_.load()) return false;
   v1::RegisterRequest req;

@@ -67,6 +67,8 @@ class Uplink {
   void SetNvml(v1::NvmlReport report);
   // The rank's /proc figures (agent/proc_sampler.h), before Finish.
   void SetProcessStats(v1::ProcessStats stats);
+  // A sweep node's check results (agent/sweep/sweep_node.h), before Finish.
+  void AddSweepCheck(v1::SweepCheck check);
 
   // Sends the exit status with everything still queued and a final clock sync; returns when
   // the coordinator acknowledged it or options.final_timeout passed. Call once.

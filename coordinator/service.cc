@@ -213,6 +213,7 @@ grpc::Status CoordinatorService::Upload(grpc::ServerContext* ctx, const v1::Uplo
     }
   }
   if (req->has_proc()) rank.proc = FromProto(req->proc());
+  for (const v1::SweepCheck& c : req->sweep()) rank.sweep.push_back(FromProto(c));
   if (req->final()) rank.finished = true;
   resp->set_acked_through(req->batch_seq());
   cv_.notify_all();

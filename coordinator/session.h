@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "agent/topology/nvml.h"
+#include "core/sweep_result.h"
 #include "core/clock_model.h"
 #include "core/proc_stats.h"
 #include "core/records.h"
@@ -98,6 +99,8 @@ struct RankData {
   // What the rank's processes (program + the processes it started) did, from the agent's /proc
   // sampling; absent when the agent did not sample.
   std::optional<ProcessTreeStats> proc;
+  // `rankscope sweep`: this node's health-check figures (one "rank" per node).
+  std::vector<SweepCheckResult> sweep;
 
   std::vector<std::string> notices;  // from the agent / inject library, shown in the report
   uint64_t dropped_records = 0;

@@ -202,4 +202,19 @@ Result<NvmlSnapshot> FromProto(const v1::NvmlReport& p) {
   return snapshot;
 }
 
+v1::SweepCheck ToProto(const SweepCheckResult& r) {
+  v1::SweepCheck p;
+  p.set_name(r.name);
+  p.set_subject(r.subject);
+  p.set_value(r.value);
+  p.set_unit(r.unit);
+  p.set_error(r.error);
+  p.set_detail(r.detail);
+  return p;
+}
+
+SweepCheckResult FromProto(const v1::SweepCheck& p) {
+  return SweepCheckResult{p.name(), p.subject(), p.value(), p.unit(), p.error(), p.detail()};
+}
+
 }  // namespace rankscope

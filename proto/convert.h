@@ -6,6 +6,7 @@
 #include "core/clock_model.h"
 #include "core/proc_stats.h"
 #include "core/records.h"
+#include "core/sweep_result.h"
 #include "core/status.h"
 #include "rankscope/v1/rankscope.pb.h"
 
@@ -31,6 +32,8 @@ bool FromProto(const v1::GpuActivity& p, GpuActivityRecord* out);
 v1::ProcessStats ToProto(const ProcessTreeStats& s);
 ProcessTreeStats FromProto(const v1::ProcessStats& p);
 v1::NvmlReport ToProto(const Result<NvmlSnapshot>& snapshot);
+v1::SweepCheck ToProto(const SweepCheckResult& r);
+SweepCheckResult FromProto(const v1::SweepCheck& p);
 Result<NvmlSnapshot> FromProto(const v1::NvmlReport& p);
 
 }  // namespace rankscope

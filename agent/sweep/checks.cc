@@ -1,0 +1,171 @@
+#include "agent/sweep/checks.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/statvfs.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+#include <ctime>
+#include <memory>
+
+#include "core/format.h"
+#include "proto/convert.h"
+
+namespace rankscope {
+namespace {
+
+double Seconds(TimeNs from, TimeNs to) { return static_cast<double>(to - from) / 1e9; }
+
+// Keeps the compiler from dropping a computation whose result is otherwise unused.
+volatile double g_sink = 0;
+
+}  // namespace
+
+std::vector<SweepCheckResult> MeasureMemoryBandwidth(DurationNs budget) {
+  constexpr size_t kElements = size_t{16} << 20;  // 128 MiB per array
+  std::unique_ptr<double[]> a(new double[kElements]);
+  std::unique_ptr<double[]> b(new double[kElements]);
+  std::unique_ptr<double[]> c(new double[kElements]);
+  for (size_t i = 0; i < kElements; ++i) {
+    a[i] = 0;
+    b[i] = 1.0 + static_cast<double>(i % 7);
+    c[i] = 2.0;
+  }
+  const double scalar = 3.0;
+  double best = 0;
+  int passes = 0;
+  const TimeNs deadline = MonotonicNow() + budget;
+  do {
+    const TimeNs start = MonotonicNow();
+    for (size_t i = 0; i < kElements; ++i) a[i] = b[i] + scalar * c[i];
+    const double s = Seconds(start, MonotonicNow());
+    g_sink = g_sink + a[passes % kElements];
+    if (s > 0) best = std::max(best, 3.0 * sizeof(double) * kElements / s);
+    ++passes;
+  } while (MonotonicNow() < deadline || passes < 2);
+  return {{"mem.bandwidth", "", best, "bytes_per_second", "",
+           "STREAM triad, 3 x 128 MiB, best of " + std::to_string(passes) + " passes"}};
+}
+
+std::vector<SweepCheckResult> MeasureCpuFlops(DurationNs budget) {
+  constexpr int kChains = 8;
+  constexpr int kInner = 1 << 20;
+  double x[kChains];
+  for (int j = 0; j < kChains; ++j) x[j] = 1.0 + j * 1e-3;
+  const double m = 0.999999, add = 1e-7;
+  double best = 0;
+  int rounds = 0;
+  const TimeNs deadline = MonotonicNow() + budget;
+  do {
+    const TimeNs start = MonotonicNow();
+    for (int i = 0; i < kInner; ++i) {
+      for (int j = 0; j < kChains; ++j) x[j] = std::fma(x[j], m, add);
+    }
+    const double s = Seconds(start, MonotonicNow());
+    if (s > 0) best = std::max(best, 2.0 * kChains * kInner / s);
+    ++rounds;
+  } while (MonotonicNow() < deadline || rounds < 2);
+  for (int j = 0; j < kChains; ++j) g_sink = g_sink + x[j];
+  return {{"cpu.flops", "", best, "flops", "",
+           "one core, " + std::to_string(kChains) + " FMA chains, best of " +
+               std::to_string(rounds) + " rounds"}};
+}
+
+std::vector<SweepCheckResult> MeasureFreeSpace(const std::string& path) {
+  struct statvfs st {};
+  if (statvfs(path.c_str(), &st) != 0) {
+    return {{"fs.free_bytes", path, 0, "bytes", std::string("cannot read: ") + std::strerror(errno),
+             ""}};
+  }
+  const double free_bytes = static_cast<double>(st.f_bavail) * static_cast<double>(st.f_frsize);
+  const double total = static_cast<double>(st.f_blocks) * static_cast<double>(st.f_frsize);
+  const double ratio = st.f_blocks > 0 ? static_cast<double>(st.f_bavail) / st.f_blocks : 0;
+  const std::string detail = FormatBytes(static_cast<Bytes>(free_bytes)) + " of " +
+                             FormatBytes(static_cast<Bytes>(total)) + " free";
+  return {{"fs.free_bytes", path, free_bytes, "bytes", "", detail},
+          {"fs.free_ratio", path, ratio, "ratio", "", detail}};
+}
+
+std::vector<SweepCheckResult> MeasureClockAnchor() {
+  timespec real{}, mono{};
+  clock_gettime(CLOCK_REALTIME, &real);
+  clock_gettime(CLOCK_MONOTONIC, &mono);
+  const double diff = static_cast<double>(real.tv_sec - mono.tv_sec) +
+                      static_cast<double>(real.tv_nsec - mono.tv_nsec) / 1e9;
+  return {{"clock.realtime_minus_monotonic", "", diff, "seconds", "", ""}};
+}
+
+std::vector<SweepCheckResult> RunIsolated(
+    const std::string& name, DurationNs limit,
+    const std::function<std::vector<SweepCheckResult>()>& check) {
+  auto failed = [&name](const std::string& why) {
+    return std::vector<SweepCheckResult>{{name, "", 0, "", why, ""}};
+  };
+  int fds[2];
+  if (pipe2(fds, O_CLOEXEC) != 0) return failed(std::string("pipe: ") + std::strerror(errno));
+  const pid_t pid = fork();
+  if (pid == 0) {
+    close(fds[0]);
+    v1::UploadBatch out;
+    for (const SweepCheckResult& r : check()) *out.add_sweep() = ToProto(r);
+    const std::string bytes = out.SerializeAsString();
+    size_t written = 0;
+    while (written < bytes.size()) {
+      const ssize_t n = write(fds[1], bytes.data() + written, bytes.size() - written);
+      if (n <= 0) _exit(1);
+      written += static_cast<size_t>(n);
+    }
+    _exit(0);
+  }
+  close(fds[1]);
+  if (pid < 0) {
+    close(fds[0]);
+    return failed(std::string("fork: ") + std::strerror(errno));
+  }
+  std::string bytes;
+  bool timed_out = false;
+  const TimeNs deadline = MonotonicNow() + limit;
+  for (;;) {
+    const TimeNs left = deadline - MonotonicNow();
+    if (left <= 0) {
+      timed_out = true;
+      break;
+    }
+    pollfd p{fds[0], POLLIN, 0};
+    const int ready =
+        poll(&p, 1, static_cast<int>(std::min<DurationNs>(left / kNsPerMs + 1, 1000)));
+    if (ready < 0 && errno != EINTR) break;
+    if (ready <= 0) continue;
+    char buf[4096];
+    const ssize_t n = read(fds[0], buf, sizeof(buf));
+    if (n <= 0) break;  // the child is done (or gone)
+    bytes.append(buf, static_cast<size_t>(n));
+  }
+  close(fds[0]);
+  if (timed_out) kill(pid, SIGKILL);
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (timed_out) {
+    return failed("timed out after " + FormatDouble("%.0f", static_cast<double>(limit) / 1e9) +
+                  " s (killed)");
+  }
+  if (WIFSIGNALED(status)) {
+    return failed(std::string("crashed: ") + strsignal(WTERMSIG(status)));
+  }
+  v1::UploadBatch in;
+  if (WEXITSTATUS(status) != 0 || !in.ParseFromString(bytes) || in.sweep_size() == 0) {
+    return failed("ended without results (exit code " + std::to_string(WEXITSTATUS(status)) + ")");
+  }
+  std::vector<SweepCheckResult> out;
+  for (const v1::SweepCheck& c : in.sweep()) out.push_back(FromProto(c));
+  return out;
+}
+
+}  // namespace rankscope

@@ -1,0 +1,89 @@
+#include "agent/sweep/sweep_node.h"
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+
+#include "agent/identity.h"
+#include "agent/sweep/checks.h"
+#include "agent/uplink.h"
+#include "proto/convert.h"
+
+namespace rankscope {
+namespace {
+
+struct LevelBudget {
+  DurationNs memory;
+  DurationNs flops;
+};
+
+bool BudgetOf(const std::string& level, LevelBudget* out) {
+  if (level == "quick") {
+    *out = {1 * kNsPerSec, kNsPerSec / 2};
+  } else if (level == "standard") {
+    *out = {3 * kNsPerSec, 2 * kNsPerSec};
+  } else if (level == "deep") {
+    *out = {10 * kNsPerSec, 5 * kNsPerSec};
+  } else {
+    return false;
+  }
+  return true;
+}
+
+// A check may take a few times its budget on a loaded node; past that it is stuck.
+DurationNs LimitFor(DurationNs budget) { return 4 * budget + 20 * kNsPerSec; }
+
+}  // namespace
+
+int RunSweepNode(const SweepNodeOptions& options) {
+  LevelBudget budget{};
+  if (!BudgetOf(options.level, &budget)) {
+    std::fprintf(stderr, "rankscope sweep-node: unknown level '%s' (quick, standard, deep)\n",
+                 options.level.c_str());
+    return 2;
+  }
+  const EnvMap env = CurrentEnvironment();
+  char host[256] = {};
+  gethostname(host, sizeof(host) - 1);
+  AgentIdentity id = DetectIdentity(env, host);
+  id.launcher = kSweepLauncher;
+  id.rank = options.index;
+  id.local_rank = 0;
+  id.world_size = options.count;
+  if (!options.node.empty()) id.node_name = options.node;
+
+  UplinkOptions up;
+  up.address = options.coordinator;
+  up.token = options.token;
+  Uplink uplink(up, ToProto(id, options.session_id, {"rankscope", "sweep-node"}));
+  uplink.SetProgramPid(getpid());
+  uplink.Start();
+
+  std::vector<std::string> scratch = options.scratch;
+  if (scratch.empty()) {
+    const char* tmp = std::getenv("TMPDIR");
+    scratch = {tmp != nullptr && tmp[0] != '\0' ? tmp : "/tmp", "/dev/shm"};
+  }
+  std::vector<SweepCheckResult> results;
+  auto run = [&results](const std::string& name, DurationNs limit, auto check) {
+    for (SweepCheckResult& r : RunIsolated(name, limit, check)) results.push_back(std::move(r));
+  };
+  run("clock.realtime_minus_monotonic", 5 * kNsPerSec, [] { return MeasureClockAnchor(); });
+  for (const std::string& path : scratch) {
+    run("fs.free_bytes", 20 * kNsPerSec, [path] { return MeasureFreeSpace(path); });
+  }
+  run("mem.bandwidth", LimitFor(budget.memory),
+      [&budget] { return MeasureMemoryBandwidth(budget.memory); });
+  run("cpu.flops", LimitFor(budget.flops), [&budget] { return MeasureCpuFlops(budget.flops); });
+  for (const SweepCheckResult& r : results) uplink.AddSweepCheck(ToProto(r));
+  uplink.Finish(0, 0);
+  if (!uplink.registered()) {
+    std::fprintf(stderr, "rankscope sweep-node: node %s: the coordinator %s did not answer\n",
+                 id.node_name.c_str(), options.coordinator.c_str());
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace rankscope

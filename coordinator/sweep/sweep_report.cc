@@ -1,0 +1,247 @@
+#include "coordinator/sweep/sweep_report.h"
+
+#include <algorithm>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "core/format.h"
+
+namespace rankscope {
+namespace {
+
+std::string Shown(const CheckVerdict& c) {
+  if (!c.result.error.empty()) return "error";
+  const std::string& u = c.result.unit;
+  const double v = c.result.value;
+  if (u == "bytes_per_second") return FormatDouble("%.1f GB/s", v / 1e9);
+  if (u == "bytes") return FormatBytes(static_cast<Bytes>(std::max(0.0, v)));
+  if (u == "ratio") return FormatDouble("%.1f%%", v * 100);
+  if (u == "flops") return FormatDouble("%.1f GF/s", v / 1e9);
+  if (u == "seconds") return FormatDuration(static_cast<DurationNs>(v * 1e9));
+  return FormatDouble("%g", v);
+}
+
+std::string PromEscape(const std::string& s) {
+  std::string out;
+  for (char ch : s) {
+    if (ch == '\\' || ch == '"') out += '\\';
+    if (ch == '\n') {
+      out += "\\n";
+      continue;
+    }
+    out += ch;
+  }
+  return out;
+}
+
+std::string XmlEscape(const std::string& s) {
+  std::string out;
+  for (char ch : s) {
+    switch (ch) {
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      default:
+        out += ch;
+    }
+  }
+  return out;
+}
+
+std::string Pad(std::string s, size_t width) {
+  if (s.size() < width) s.append(width - s.size(), ' ');
+  return s;
+}
+
+}  // namespace
+
+std::string SweepMetricName(const std::string& check, const std::string& unit) {
+  std::string name = "rankscope_sweep_";
+  for (char ch : check) name += (ch == '.' || ch == '-' || ch == ':') ? '_' : ch;
+  const std::string suffix = unit == "ratio" || unit == "flops" ? "" : unit;
+  if (!suffix.empty() && (name.size() < suffix.size() ||
+                          name.compare(name.size() - suffix.size(), suffix.size(), suffix) != 0)) {
+    name += "_" + suffix;
+  }
+  return name;
+}
+
+std::string SweepReportText(const SweepRunInfo& run, const std::vector<NodeVerdict>& nodes) {
+  int counts[3] = {0, 0, 0};
+  for (const NodeVerdict& n : nodes) ++counts[static_cast<int>(n.status)];
+  std::string out = "rankscope sweep " + run.id + "  level " + run.level + "  " +
+                    std::to_string(nodes.size()) + " nodes  " +
+                    FormatDouble("%.1f s", run.duration_s) + "\n";
+  out += "  " + std::to_string(counts[0]) + " pass, " + std::to_string(counts[1]) + " warn, " +
+         std::to_string(counts[2]) + " fail\n\n";
+  // The grid: one column per check key, in first-seen order.
+  std::vector<std::string> keys;
+  for (const NodeVerdict& n : nodes) {
+    for (const CheckVerdict& c : n.checks) {
+      if (std::find(keys.begin(), keys.end(), c.result.key()) == keys.end()) {
+        keys.push_back(c.result.key());
+      }
+    }
+  }
+  size_t node_width = 6;
+  for (const NodeVerdict& n : nodes) node_width = std::max(node_width, n.node.size() + 2);
+  std::vector<size_t> widths;
+  for (const std::string& k : keys) widths.push_back(std::max<size_t>(k.size() + 2, 16));
+  out += Pad("node", node_width) + Pad("verdict", 9);
+  for (size_t i = 0; i < keys.size(); ++i) out += Pad(keys[i], widths[i]);
+  out += "\n";
+  for (const NodeVerdict& n : nodes) {
+    std::string line = Pad(n.node, node_width) + Pad(SweepStatusName(n.status), 9);
+    for (size_t i = 0; i < keys.size(); ++i) {
+      auto c = std::find_if(n.checks.begin(), n.checks.end(),
+                            [&](const CheckVerdict& v) { return v.result.key() == keys[i]; });
+      std::string cell = "-";
+      if (c != n.checks.end()) {
+        cell = Shown(*c);
+        if (c->status != SweepStatus::kPass) cell += c->status == SweepStatus::kFail ? " !!" : " !";
+      }
+      line += Pad(cell, widths[i]);
+    }
+    while (!line.empty() && line.back() == ' ') line.pop_back();
+    out += line + "\n";
+  }
+  bool header = false;
+  for (const NodeVerdict& n : nodes) {
+    if (n.status == SweepStatus::kPass) continue;
+    if (!header) {
+      out += "\nProblems\n";
+      header = true;
+    }
+    if (!n.problem.empty()) {
+      out +=
+          "  " + std::string(SweepStatusName(n.status)) + "  " + n.node + ": " + n.problem + "\n";
+    }
+    for (const CheckVerdict& c : n.checks) {
+      if (c.status == SweepStatus::kPass) continue;
+      out += "  " + std::string(SweepStatusName(c.status)) + "  " + n.node + " " + c.result.key() +
+             ": " + c.reason + (c.result.detail.empty() ? "" : " (" + c.result.detail + ")") + "\n";
+    }
+  }
+  for (const std::string& note : run.notes) out += "note: " + note + "\n";
+  return out;
+}
+
+std::string SweepReportJson(const SweepRunInfo& run, const std::vector<NodeVerdict>& nodes) {
+  nlohmann::json j;
+  j["sweep"] = {{"id", run.id},
+                {"level", run.level},
+                {"started_unix_s", run.started_unix_s},
+                {"duration_s", run.duration_s},
+                {"exit_code", SweepExitCode(nodes)},
+                {"notes", run.notes}};
+  nlohmann::json list = nlohmann::json::array();
+  for (const NodeVerdict& n : nodes) {
+    nlohmann::json node = {
+        {"node", n.node}, {"status", SweepStatusName(n.status)}, {"summary", n.Summary()}};
+    if (!n.problem.empty()) node["problem"] = n.problem;
+    nlohmann::json checks = nlohmann::json::array();
+    for (const CheckVerdict& c : n.checks) {
+      nlohmann::json check = {{"name", c.result.name},
+                              {"subject", c.result.subject},
+                              {"status", SweepStatusName(c.status)},
+                              {"unit", c.result.unit},
+                              {"detail", c.result.detail}};
+      if (c.result.error.empty()) {
+        check["value"] = c.result.value;
+      } else {
+        check["error"] = c.result.error;
+      }
+      if (!c.reason.empty()) check["reason"] = c.reason;
+      if (c.peer_median) check["peer_median"] = *c.peer_median;
+      checks.push_back(std::move(check));
+    }
+    node["checks"] = std::move(checks);
+    list.push_back(std::move(node));
+  }
+  j["nodes"] = std::move(list);
+  return j.dump(2) + "\n";
+}
+
+std::string SweepPrometheus(const SweepRunInfo& run, const std::vector<NodeVerdict>& nodes) {
+  std::string out;
+  auto family = [&out](const std::string& name, const std::string& help) {
+    out += "# HELP " + name + " " + help + "\n# TYPE " + name + " gauge\n";
+  };
+  family("rankscope_sweep_timestamp_seconds", "When the last sweep started (Unix time).");
+  out += "rankscope_sweep_timestamp_seconds " + FormatDouble("%.3f", run.started_unix_s) + "\n";
+  family("rankscope_sweep_node_status", "Node verdict of the last sweep: 0 pass, 1 warn, 2 fail.");
+  for (const NodeVerdict& n : nodes) {
+    out += "rankscope_sweep_node_status{node=\"" + PromEscape(n.node) + "\"} " +
+           std::to_string(static_cast<int>(n.status)) + "\n";
+  }
+  family("rankscope_sweep_check_status",
+         "Check verdict of the last sweep: 0 pass, 1 warn, 2 fail.");
+  for (const NodeVerdict& n : nodes) {
+    for (const CheckVerdict& c : n.checks) {
+      out += "rankscope_sweep_check_status{node=\"" + PromEscape(n.node) + "\",check=\"" +
+             PromEscape(c.result.name) + "\",subject=\"" + PromEscape(c.result.subject) + "\"} " +
+             std::to_string(static_cast<int>(c.status)) + "\n";
+    }
+  }
+  // One family per check figure, all series of a family together (the format requires it).
+  std::map<std::string, std::vector<std::string>> series;
+  std::map<std::string, std::string> help;
+  for (const NodeVerdict& n : nodes) {
+    for (const CheckVerdict& c : n.checks) {
+      if (!c.result.error.empty()) continue;
+      const std::string name = SweepMetricName(c.result.name, c.result.unit);
+      help[name] = "rankscope sweep check " + c.result.name + " (" + c.result.unit + ").";
+      std::string labels = "node=\"" + PromEscape(n.node) + "\"";
+      if (!c.result.subject.empty()) labels += ",subject=\"" + PromEscape(c.result.subject) + "\"";
+      series[name].push_back(name + "{" + labels + "} " + FormatDouble("%.9g", c.result.value));
+    }
+  }
+  for (const auto& [name, lines] : series) {
+    family(name, help[name]);
+    for (const std::string& l : lines) out += l + "\n";
+  }
+  return out;
+}
+
+std::string SweepJUnit(const SweepRunInfo& run, const std::vector<NodeVerdict>& nodes) {
+  std::string out =
+      "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"rankscope sweep " +
+      XmlEscape(run.id) + "\">\n";
+  for (const NodeVerdict& n : nodes) {
+    int failures = 0, errors = 0;
+    for (const CheckVerdict& c : n.checks) failures += c.status == SweepStatus::kFail;
+    errors += n.problem.empty() ? 0 : 1;
+    const size_t tests = n.checks.size() + (n.problem.empty() ? 0 : 1);
+    out += "  <testsuite name=\"" + XmlEscape(n.node) + "\" tests=\"" + std::to_string(tests) +
+           "\" failures=\"" + std::to_string(failures) + "\" errors=\"" + std::to_string(errors) +
+           "\">\n";
+    if (!n.problem.empty()) {
+      out += "    <testcase classname=\"" + XmlEscape(n.node) + "\" name=\"node\">\n" +
+             "      <error message=\"" + XmlEscape(n.problem) + "\"/>\n    </testcase>\n";
+    }
+    for (const CheckVerdict& c : n.checks) {
+      out += "    <testcase classname=\"" + XmlEscape(n.node) + "\" name=\"" +
+             XmlEscape(c.result.key()) + "\">\n";
+      if (c.status == SweepStatus::kFail) {
+        out += "      <failure message=\"" + XmlEscape(c.reason) + "\"/>\n";
+      } else if (c.status == SweepStatus::kWarn) {
+        out += "      <system-out>warn: " + XmlEscape(c.reason) + "</system-out>\n";
+      }
+      out += "    </testcase>\n";
+    }
+    out += "  </testsuite>\n";
+  }
+  return out + "</testsuites>\n";
+}
+
+}  // namespace rankscope

@@ -1,0 +1,75 @@
+#include "coordinator/sweep/sweep_report.h"
+
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+namespace rankscope {
+namespace {
+
+std::vector<NodeVerdict> Verdicts() {
+  std::vector<SweepNodeInput> nodes;
+  for (const char* n : {"n1", "n2", "n3"}) {
+    nodes.push_back({n,
+                     true,
+                     "",
+                     {{"mem.bandwidth", "", 10e9, "bytes_per_second", "", ""},
+                      {"fs.free_bytes", "/scratch", 50e9, "bytes", "", "50 GiB free"}}});
+  }
+  nodes[2].results[1].value = 1e6;  // n3's scratch is full
+  nodes.push_back({"n4", false, "srun exit 1: node down", {}});
+  return JudgeSweep(nodes, DefaultSweepThresholds());
+}
+
+SweepRunInfo SweepRun() { return {"sweep-1", "quick", 1.7e9, 12.5, {"n5: unknown node"}}; }
+
+TEST(SweepReport, TextGridAndProblems) {
+  const std::string text = SweepReportText(SweepRun(), Verdicts());
+  EXPECT_NE(text.find("2 pass, 0 warn, 2 fail"), std::string::npos) << text;
+  EXPECT_NE(text.find("fs.free_bytes:/scratch"), std::string::npos) << text;
+  EXPECT_NE(text.find("fail  n3 fs.free_bytes:/scratch: 976.6 KiB < 100.0 MiB"), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("fail  n4: did not answer: srun exit 1: node down"), std::string::npos);
+  EXPECT_NE(text.find("note: n5: unknown node"), std::string::npos);
+}
+
+TEST(SweepReport, JsonCarriesEveryFigure) {
+  auto j = nlohmann::json::parse(SweepReportJson(SweepRun(), Verdicts()));
+  EXPECT_EQ(j["sweep"]["exit_code"], 2);
+  ASSERT_EQ(j["nodes"].size(), 4u);
+  EXPECT_EQ(j["nodes"][2]["status"], "fail");
+  EXPECT_EQ(j["nodes"][2]["checks"][1]["subject"], "/scratch");
+  EXPECT_EQ(j["nodes"][2]["checks"][1]["value"], 1e6);
+  EXPECT_EQ(j["nodes"][3]["problem"], "did not answer: srun exit 1: node down");
+}
+
+TEST(SweepReport, PrometheusNamesAndFamilies) {
+  EXPECT_EQ(SweepMetricName("mem.bandwidth", "bytes_per_second"),
+            "rankscope_sweep_mem_bandwidth_bytes_per_second");
+  EXPECT_EQ(SweepMetricName("fs.free_bytes", "bytes"), "rankscope_sweep_fs_free_bytes");
+  EXPECT_EQ(SweepMetricName("clock.offset", "seconds"), "rankscope_sweep_clock_offset_seconds");
+  EXPECT_EQ(SweepMetricName("fs.free_ratio", "ratio"), "rankscope_sweep_fs_free_ratio");
+  const std::string prom = SweepPrometheus(SweepRun(), Verdicts());
+  EXPECT_NE(prom.find("rankscope_sweep_node_status{node=\"n3\"} 2\n"), std::string::npos) << prom;
+  EXPECT_NE(prom.find("rankscope_sweep_fs_free_bytes{node=\"n3\",subject=\"/scratch\"} 1000000\n"),
+            std::string::npos)
+      << prom;
+  // Each family's TYPE line comes once, before its series.
+  EXPECT_EQ(prom.find("# TYPE rankscope_sweep_mem_bandwidth_bytes_per_second gauge"),
+            prom.rfind("# TYPE rankscope_sweep_mem_bandwidth_bytes_per_second gauge"));
+  EXPECT_LT(prom.find("# TYPE rankscope_sweep_mem_bandwidth_bytes_per_second"),
+            prom.find("rankscope_sweep_mem_bandwidth_bytes_per_second{node=\"n1\"}"));
+}
+
+TEST(SweepReport, JUnitFailuresAndErrors) {
+  const std::string xml = SweepJUnit(SweepRun(), Verdicts());
+  EXPECT_NE(xml.find("<testsuite name=\"n3\" tests=\"2\" failures=\"1\" errors=\"0\">"),
+            std::string::npos)
+      << xml;
+  EXPECT_NE(xml.find("<testsuite name=\"n4\" tests=\"1\" failures=\"0\" errors=\"1\">"),
+            std::string::npos);
+  EXPECT_NE(xml.find("<failure message=\"976.6 KiB &lt; 100.0 MiB\"/>"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace rankscope

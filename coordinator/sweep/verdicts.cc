@@ -1,0 +1,211 @@
+#include "coordinator/sweep/verdicts.h"
+
+#include <algorithm>
+#include <cmath>
+#include <nlohmann/json.hpp>
+
+#include "coordinator/sweep/sweep_defaults.h"
+#include "core/format.h"
+
+namespace rankscope {
+namespace {
+
+// A figure in words, in its unit.
+std::string FormatValue(double v, const std::string& unit) {
+  if (unit == "bytes_per_second") return FormatDouble("%.2f GB/s", v / 1e9);
+  if (unit == "bytes") return FormatBytes(static_cast<Bytes>(std::max(0.0, v)));
+  if (unit == "ratio") return FormatDouble("%.1f%%", v * 100);
+  if (unit == "flops") return FormatDouble("%.2f GFLOP/s", v / 1e9);
+  if (unit == "seconds") return FormatDuration(static_cast<DurationNs>(v * 1e9));
+  return FormatDouble("%g", v) + (unit.empty() ? "" : " " + unit);
+}
+
+double Median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+void Raise(CheckVerdict* c, SweepStatus s, const std::string& reason) {
+  if (s > c->status) {
+    c->status = s;
+    c->reason = reason;
+  }
+}
+
+}  // namespace
+
+const char* SweepStatusName(SweepStatus s) {
+  switch (s) {
+    case SweepStatus::kPass:
+      return "pass";
+    case SweepStatus::kWarn:
+      return "warn";
+    case SweepStatus::kFail:
+      return "fail";
+  }
+  return "?";
+}
+
+Result<SweepThresholds> ParseSweepThresholds(const std::string& text, const std::string& source) {
+  nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object()) {
+    return Result<SweepThresholds>::Error(source + ": not a JSON object");
+  }
+  SweepThresholds out;
+  if (!j.contains("checks")) return out;
+  if (!j["checks"].is_object()) {
+    return Result<SweepThresholds>::Error(source + ": \"checks\" is not an object");
+  }
+  for (const auto& [name, entry] : j["checks"].items()) {
+    if (!entry.is_object()) {
+      return Result<SweepThresholds>::Error(source + ": checks." + name + " is not an object");
+    }
+    CheckLimits limits;
+    for (const auto& [key, value] : entry.items()) {
+      if (key == "abs") {
+        if (!value.is_boolean()) {
+          return Result<SweepThresholds>::Error(source + ": checks." + name +
+                                                ".abs is not true/false");
+        }
+        limits.abs = value.get<bool>();
+        continue;
+      }
+      std::optional<double>* field = key == "warn_below"        ? &limits.warn_below
+                                     : key == "fail_below"      ? &limits.fail_below
+                                     : key == "warn_above"      ? &limits.warn_above
+                                     : key == "fail_above"      ? &limits.fail_above
+                                     : key == "peer_warn_below" ? &limits.peer_warn_below
+                                     : key == "peer_fail_below" ? &limits.peer_fail_below
+                                                                : nullptr;
+      if (field == nullptr) {
+        return Result<SweepThresholds>::Error(source + ": checks." + name + ": unknown key '" +
+                                              key + "'");
+      }
+      if (!value.is_number()) {
+        return Result<SweepThresholds>::Error(source + ": checks." + name + "." + key +
+                                              " is not a number");
+      }
+      *field = value.get<double>();
+    }
+    out.checks[name] = limits;
+  }
+  return out;
+}
+
+const SweepThresholds& DefaultSweepThresholds() {
+  static const SweepThresholds defaults = [] {
+    Result<SweepThresholds> parsed = ParseSweepThresholds(kDefaultSweepConfig, "config/sweep.json");
+    return parsed.ok() ? parsed.value() : SweepThresholds{};
+  }();
+  return defaults;
+}
+
+std::string NodeVerdict::Summary() const {
+  if (!problem.empty()) return problem;
+  for (const CheckVerdict& c : checks) {
+    if (c.status == status && status != SweepStatus::kPass) return c.result.key() + ": " + c.reason;
+  }
+  return "all checks pass";
+}
+
+std::vector<NodeVerdict> JudgeSweep(const std::vector<SweepNodeInput>& nodes,
+                                    const SweepThresholds& thresholds) {
+  // Every node's figure per check key, for the peer comparison.
+  std::map<std::string, std::vector<std::pair<size_t, double>>> by_key;
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    for (const SweepCheckResult& r : nodes[i].results) {
+      if (r.error.empty()) by_key[r.key()].emplace_back(i, r.value);
+    }
+  }
+  std::vector<NodeVerdict> out;
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    const SweepNodeInput& in = nodes[i];
+    NodeVerdict v;
+    v.node = in.node;
+    if (!in.answered) {
+      v.status = SweepStatus::kFail;
+      v.problem = "did not answer: " + in.problem;
+      out.push_back(std::move(v));
+      continue;
+    }
+    for (const SweepCheckResult& r : in.results) {
+      // The anchor is an input of clock.offset, not a figure of its own.
+      if (r.name == "clock.realtime_minus_monotonic") continue;
+      CheckVerdict c;
+      c.result = r;
+      if (!r.error.empty()) {
+        Raise(&c, SweepStatus::kFail, r.error);
+        v.checks.push_back(std::move(c));
+        continue;
+      }
+      auto limits_it = thresholds.checks.find(r.name);
+      if (limits_it != thresholds.checks.end()) {
+        const CheckLimits& l = limits_it->second;
+        const double x = l.abs ? std::fabs(r.value) : r.value;
+        const std::string shown = FormatValue(r.value, r.unit);
+        if (l.fail_below && x < *l.fail_below) {
+          Raise(&c, SweepStatus::kFail, shown + " < " + FormatValue(*l.fail_below, r.unit));
+        } else if (l.warn_below && x < *l.warn_below) {
+          Raise(&c, SweepStatus::kWarn, shown + " < " + FormatValue(*l.warn_below, r.unit));
+        }
+        if (l.fail_above && x > *l.fail_above) {
+          Raise(&c, SweepStatus::kFail, shown + " > " + FormatValue(*l.fail_above, r.unit));
+        } else if (l.warn_above && x > *l.warn_above) {
+          Raise(&c, SweepStatus::kWarn, shown + " > " + FormatValue(*l.warn_above, r.unit));
+        }
+        std::vector<double> peers;
+        for (const auto& [node, value] : by_key[r.key()]) {
+          if (node != i) peers.push_back(value);
+        }
+        if ((l.peer_warn_below || l.peer_fail_below) && peers.size() >= 2) {
+          const double median = Median(peers);
+          c.peer_median = median;
+          const double ratio = median > 0 ? r.value / median : 1.0;
+          const std::string why = shown + " is " + FormatDouble("%.0f%%", ratio * 100) +
+                                  " of the other nodes' median " + FormatValue(median, r.unit);
+          if (l.peer_fail_below && ratio < *l.peer_fail_below) {
+            Raise(&c, SweepStatus::kFail, why);
+          } else if (l.peer_warn_below && ratio < *l.peer_warn_below) {
+            Raise(&c, SweepStatus::kWarn, why);
+          }
+        }
+      }
+      v.status = std::max(v.status, c.status);
+      v.checks.push_back(std::move(c));
+    }
+    for (const CheckVerdict& c : v.checks) v.status = std::max(v.status, c.status);
+    out.push_back(std::move(v));
+  }
+  return out;
+}
+
+std::vector<SweepCheckResult> ClockChecks(const std::vector<SweepCheckResult>& results,
+                                          const Result<ClockModel>& fit,
+                                          double coordinator_realtime_minus_monotonic) {
+  auto anchor = std::find_if(results.begin(), results.end(), [](const SweepCheckResult& r) {
+    return r.name == "clock.realtime_minus_monotonic" && r.error.empty();
+  });
+  if (anchor == results.end()) return {};
+  if (!fit.ok()) {
+    return {{"clock.offset", "", 0, "seconds", "no clock fit: " + fit.status().message(), ""}};
+  }
+  // node realtime = node mono + a_node; coordinator mono = node mono + offset; so at one
+  // instant node realtime - coordinator realtime = a_node - offset - a_coordinator.
+  const double offset_s = static_cast<double>(fit.value().offset_ns) / 1e9;
+  const double wall_offset = anchor->value - offset_s - coordinator_realtime_minus_monotonic;
+  const double uncertainty = static_cast<double>(fit.value().uncertainty_ns) / 1e9;
+  return {{"clock.offset", "", wall_offset, "seconds", "",
+           "wall clock minus the coordinator's, ±" + FormatValue(uncertainty, "seconds")},
+          {"clock.uncertainty", "", uncertainty, "seconds", "",
+           std::to_string(fit.value().samples_used) + " of " +
+               std::to_string(fit.value().samples_total) + " clock samples used"}};
+}
+
+int SweepExitCode(const std::vector<NodeVerdict>& nodes) {
+  SweepStatus worst = SweepStatus::kPass;
+  for (const NodeVerdict& n : nodes) worst = std::max(worst, n.status);
+  return static_cast<int>(worst);
+}
+
+}  // namespace rankscope

@@ -1,0 +1,75 @@
+// `rankscope sweep`'s verdicts: each node's check figures judged against absolute limits and
+// against the other nodes' figures for the same check (config/sweep.json), then the node's
+// worst. Pure: figures in, verdicts out.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/clock_model.h"
+#include "core/status.h"
+#include "core/sweep_result.h"
+
+namespace rankscope {
+
+enum class SweepStatus { kPass = 0, kWarn = 1, kFail = 2 };
+const char* SweepStatusName(SweepStatus s);  // "pass", "warn", "fail"
+
+struct CheckLimits {
+  std::optional<double> warn_below, fail_below, warn_above, fail_above;
+  bool abs = false;
+  std::optional<double> peer_warn_below, peer_fail_below;  // fractions of the peers' median
+};
+
+struct SweepThresholds {
+  std::map<std::string, CheckLimits> checks;  // by check name
+};
+
+// Parses config/sweep.json's format; the error names `source` and what is wrong.
+Result<SweepThresholds> ParseSweepThresholds(const std::string& json, const std::string& source);
+// The defaults: config/sweep.json as built into rankscope.
+const SweepThresholds& DefaultSweepThresholds();
+
+// What one node sent (or why it sent nothing).
+struct SweepNodeInput {
+  std::string node;
+  bool answered = false;
+  std::string problem;  // when it did not answer: what srun said
+  std::vector<SweepCheckResult> results;
+};
+
+struct CheckVerdict {
+  SweepCheckResult result;
+  SweepStatus status = SweepStatus::kPass;
+  std::string reason;                 // empty when it passes
+  std::optional<double> peer_median;  // of the other nodes, when compared with them
+};
+
+struct NodeVerdict {
+  std::string node;
+  SweepStatus status = SweepStatus::kPass;
+  std::string problem;  // the node did not answer
+  std::vector<CheckVerdict> checks;
+  // The worst check's reason (or the problem): what a drain reason or a dashboard shows.
+  std::string Summary() const;
+};
+
+// Judges every node; nodes keep their input order.
+std::vector<NodeVerdict> JudgeSweep(const std::vector<SweepNodeInput>& nodes,
+                                    const SweepThresholds& thresholds);
+
+// The node's wall-clock offset to the coordinator ("clock.offset", seconds) and how sure the fit
+// is ("clock.uncertainty"), from the coordinator's fit of the node's monotonic clock, the node's
+// realtime-minus-monotonic ("clock.realtime_minus_monotonic" in `results`) and the
+// coordinator's own. Nothing when the node sent no anchor or its clock could not be fitted
+// (then one result with the error).
+std::vector<SweepCheckResult> ClockChecks(const std::vector<SweepCheckResult>& results,
+                                          const Result<ClockModel>& fit,
+                                          double coordinator_realtime_minus_monotonic);
+
+// 2 when a node failed, 1 when one warned, else 0: the sweep's exit code.
+int SweepExitCode(const std::vector<NodeVerdict>& nodes);
+
+}  // namespace rankscope

@@ -1,0 +1,104 @@
+#include "coordinator/sweep/verdicts.h"
+
+#include <gtest/gtest.h>
+
+namespace rankscope {
+namespace {
+
+SweepNodeInput Node(const std::string& name, double bandwidth, double free_ratio) {
+  return {name,
+          true,
+          "",
+          {{"mem.bandwidth", "", bandwidth, "bytes_per_second", "", ""},
+           {"fs.free_ratio", "/tmp", free_ratio, "ratio", "", ""}}};
+}
+
+TEST(SweepVerdicts, TheDefaultsParse) {
+  const SweepThresholds& d = DefaultSweepThresholds();
+  ASSERT_EQ(d.checks.count("mem.bandwidth"), 1u);
+  EXPECT_DOUBLE_EQ(*d.checks.at("mem.bandwidth").peer_fail_below, 0.5);
+  EXPECT_TRUE(d.checks.at("clock.offset").abs);
+}
+
+TEST(SweepVerdicts, ANodeBelowItsPeersAndOneOutOfSpace) {
+  std::vector<SweepNodeInput> nodes = {Node("n1", 10e9, 0.5), Node("n2", 10.4e9, 0.5),
+                                       Node("n3", 4e9, 0.5), Node("n4", 7.5e9, 0.005)};
+  auto v = JudgeSweep(nodes, DefaultSweepThresholds());
+  ASSERT_EQ(v.size(), 4u);
+  EXPECT_EQ(v[0].status, SweepStatus::kPass);
+  EXPECT_EQ(v[0].Summary(), "all checks pass");
+  EXPECT_EQ(v[1].status, SweepStatus::kPass);
+  // n3: 4 GB/s against a median of 10 GB/s (n1, n2, n4: 10, 10.4, 7.5) = 40%: fail.
+  EXPECT_EQ(v[2].status, SweepStatus::kFail);
+  EXPECT_EQ(v[2].checks[0].reason, "4.00 GB/s is 40% of the other nodes' median 10.00 GB/s");
+  EXPECT_DOUBLE_EQ(*v[2].checks[0].peer_median, 10e9);
+  // n4: 7.5 / median(10, 10.4, 4) = 75%: warn; its disk is full: fail, the worse.
+  EXPECT_EQ(v[3].checks[0].status, SweepStatus::kWarn);
+  EXPECT_EQ(v[3].checks[1].status, SweepStatus::kFail);
+  EXPECT_EQ(v[3].status, SweepStatus::kFail);
+  EXPECT_EQ(v[3].Summary(), "fs.free_ratio:/tmp: 0.5% < 1.0%");
+  EXPECT_EQ(SweepExitCode(v), 2);
+}
+
+TEST(SweepVerdicts, TooFewPeersMeansNoPeerComparison) {
+  auto v = JudgeSweep({Node("n1", 10e9, 0.5), Node("n2", 1e9, 0.5)}, DefaultSweepThresholds());
+  EXPECT_EQ(v[1].status, SweepStatus::kPass);
+  EXPECT_FALSE(v[1].checks[0].peer_median.has_value());
+  EXPECT_EQ(SweepExitCode(v), 0);
+}
+
+TEST(SweepVerdicts, ErrorsAndSilentNodesFail) {
+  SweepNodeInput broken{
+      "n2", true, "", {{"cpu.flops", "", 0, "", "timed out after 22 s (killed)", ""}}};
+  SweepNodeInput silent{"n3", false, "srun exit 1: Invalid node name specified", {}};
+  auto v = JudgeSweep({Node("n1", 10e9, 0.5), broken, silent}, DefaultSweepThresholds());
+  EXPECT_EQ(v[1].status, SweepStatus::kFail);
+  EXPECT_EQ(v[1].Summary(), "cpu.flops: timed out after 22 s (killed)");
+  EXPECT_EQ(v[2].status, SweepStatus::kFail);
+  EXPECT_EQ(v[2].Summary(), "did not answer: srun exit 1: Invalid node name specified");
+}
+
+TEST(SweepVerdicts, ConfigErrorsNameTheSourceAndTheKey) {
+  EXPECT_EQ(ParseSweepThresholds("{", "f.json").status().message(), "f.json: not a JSON object");
+  EXPECT_EQ(
+      ParseSweepThresholds(R"({"checks": {"x": {"warn_bellow": 1}}})", "f.json").status().message(),
+      "f.json: checks.x: unknown key 'warn_bellow'");
+  EXPECT_EQ(ParseSweepThresholds(R"({"checks": {"x": {"warn_below": "1"}}})", "f.json")
+                .status()
+                .message(),
+            "f.json: checks.x.warn_below is not a number");
+  auto ok = ParseSweepThresholds(R"({"checks": {"x": {"warn_above": 2, "abs": true}}})", "f");
+  ASSERT_TRUE(ok.ok());
+  auto v = JudgeSweep({{"n1", true, "", {{"x", "", -3, "seconds", "", ""}}}}, ok.value());
+  EXPECT_EQ(v[0].status, SweepStatus::kWarn);  // |-3| > 2
+}
+
+TEST(SweepVerdicts, ClockOffsetFromTheFitAndBothAnchors) {
+  // Node: realtime = mono + 1000 s. Coordinator: realtime = mono + 400 s. The fit says the
+  // coordinator's monotonic clock is 600 s ahead of the node's: the wall clocks agree...
+  ClockModel fit;
+  fit.offset_ns = 600 * kNsPerSec;
+  fit.uncertainty_ns = 20'000;
+  fit.samples_used = 60;
+  fit.samples_total = 64;
+  std::vector<SweepCheckResult> results = {
+      {"clock.realtime_minus_monotonic", "", 1000.0, "seconds", "", ""}};
+  auto clock = ClockChecks(results, Result<ClockModel>(fit), 400.0);
+  ASSERT_EQ(clock.size(), 2u);
+  EXPECT_NEAR(clock[0].value, 0.0, 1e-9);
+  EXPECT_NEAR(clock[1].value, 20e-6, 1e-12);
+  // ... and a node whose wall clock is 0.25 s ahead shows it, and fails (> 0.1 s).
+  results[0].value = 1000.25;
+  clock = ClockChecks(results, Result<ClockModel>(fit), 400.0);
+  EXPECT_NEAR(clock[0].value, 0.25, 1e-9);
+  auto v = JudgeSweep({{"n1", true, "", clock}}, DefaultSweepThresholds());
+  EXPECT_EQ(v[0].status, SweepStatus::kFail);
+  EXPECT_EQ(v[0].Summary(), "clock.offset: 250.00 ms > 100.00 ms");
+  EXPECT_TRUE(ClockChecks({}, Result<ClockModel>(fit), 0).empty());  // no anchor, no check
+  auto unfitted = ClockChecks(results, Result<ClockModel>::Error("no usable samples"), 400.0);
+  ASSERT_EQ(unfitted.size(), 1u);
+  EXPECT_EQ(unfitted[0].error, "no clock fit: no usable samples");
+}
+
+}  // namespace
+}  // namespace rankscope
