@@ -17,38 +17,13 @@
 #include "launchers/attach_cmd.h"
 #include "launchers/capture_cmd.h"
 #include "launchers/run.h"
+#include "launchers/subprocess.h"
 #include "proto/protocol.h"
 
 namespace rankscope {
 namespace {
 
 volatile sig_atomic_t g_attach_stop = 0;
-
-// Runs argv, returns (exit status, stdout). Status -1 when it cannot run.
-std::pair<int, std::string> Capture(const std::vector<std::string>& argv) {
-  int pipefd[2];
-  if (pipe(pipefd) != 0) return {-1, ""};
-  const pid_t pid = fork();
-  if (pid == 0) {
-    dup2(pipefd[1], STDOUT_FILENO);
-    close(pipefd[0]);
-    close(pipefd[1]);
-    std::vector<char*> args;
-    for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-    args.push_back(nullptr);
-    execvp(args[0], args.data());
-    _exit(127);
-  }
-  close(pipefd[1]);
-  std::string out;
-  char buffer[4096];
-  ssize_t n;
-  while ((n = read(pipefd[0], buffer, sizeof(buffer))) > 0) out.append(buffer, n);
-  close(pipefd[0]);
-  int status = 0;
-  if (pid < 0 || waitpid(pid, &status, 0) < 0) return {-1, out};
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status), out};
-}
 
 std::string UserName(uid_t uid) {
   passwd* pw = getpwuid(uid);
@@ -156,7 +131,7 @@ int RunAttach(const AttachOptions& options, const std::string& self_exe) {
     std::fprintf(stderr, "rankscope attach: '%s' is not a SLURM job id\n", job.c_str());
     return 2;
   }
-  auto [squeue_rc, out] = Capture({"squeue", "-h", "-j", job, "-o", "%T %u %D"});
+  auto [squeue_rc, out] = CaptureOutput({"squeue", "-h", "-j", job, "-o", "%T %u %D"});
   if (squeue_rc == 127 || squeue_rc < 0) {
     std::fprintf(stderr, "rankscope attach: squeue is not installed or did not run\n");
     return 2;
@@ -219,7 +194,7 @@ int RunAttach(const AttachOptions& options, const std::string& self_exe) {
                                          for_text};
   std::fprintf(stderr, "rankscope attach: job %s, %d node(s), a %s s window\n", job.c_str(), nodes,
                for_text);
-  auto [src, srun_out] = Capture(argv);
+  auto [src, srun_out] = CaptureOutput(argv);
   std::fputs(srun_out.c_str(), stdout);
   std::fflush(stdout);
   const bool captured = srun_out.find("capture started") != std::string::npos;

@@ -1,17 +1,20 @@
 // rankscope: the command-line entry point. Subcommands:
 //   run          wrap a launch (mpirun/srun/plain program) and write a session report
 //   agent        the per-rank agent (inserted by `run`; rarely typed by hand)
+//   sweep        a health sweep of the cluster's nodes (sweep-node: its per-node part)
 //   coordinator  a stand-alone coordinator (also what `srun --rankscope` starts)
 //   inspect      offline views of NCCL logs and topology dumps
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
 #include <climits>
+#include <cstdlib>
 #include <regex>
 #include <string>
 #include <vector>
 
 #include "agent/agent.h"
+#include "agent/sweep/sweep_node.h"
 #include "launchers/advise_cmd.h"
 #include "launchers/attach_cmd.h"
 #include "launchers/capture_cmd.h"
@@ -19,6 +22,7 @@
 #include "launchers/report_cmd.h"
 #include "launchers/run.h"
 #include "launchers/spank_task.h"
+#include "launchers/sweep_cmd.h"
 
 namespace {
 
@@ -128,6 +132,37 @@ int main(int argc, char** argv) {
   coord_cmd->add_flag("-q,--quiet", coord.quiet, "Do not print the report");
   coord_cmd->add_option("command", coord.command, "The job's command line (after --)");
 
+  rankscope::SweepOptions sweep;
+  CLI::App* sweep_cmd = app.add_subcommand(
+      "sweep", "Health sweep of the cluster's nodes through SLURM (docs/sweep.md)");
+  sweep_cmd->add_option("--partition,-p", sweep.partition, "Only this partition's nodes");
+  sweep_cmd->add_option("--nodes,-w", sweep.nodes, "SLURM host list, e.g. n[1-4] (default: all)");
+  sweep_cmd->add_option("--level", sweep.level, "quick (default), standard or deep");
+  sweep_cmd->add_option("--config", sweep.config_file,
+                        "Thresholds file (default: the built-in config/sweep.json)");
+  sweep_cmd->add_flag("--drain", sweep.drain,
+                      "Drain the nodes that fail (scontrol; never one drained by someone else)");
+  sweep_cmd->add_option("-o,--output", sweep.out_dir, "Folder (default rankscope-sweep-<time>)");
+  sweep_cmd->add_option("--prom-file", sweep.prom_file,
+                        "Also write the metrics here (node_exporter textfile collector)");
+  sweep_cmd->add_option("--bind", sweep.bind_address, "Address for the nodes to reach");
+  sweep_cmd->add_option("--node-limit", sweep.node_limit_s,
+                        "Seconds per node, queueing included (default by level: 120/300/900)");
+  sweep_cmd->add_option("--scratch", sweep.scratch,
+                        "File systems to check for free space (default: $TMPDIR, /dev/shm)");
+  sweep_cmd->add_flag("-q,--quiet", sweep.quiet, "Do not print the report");
+
+  rankscope::SweepNodeOptions sweep_node;
+  CLI::App* sweep_node_cmd =
+      app.add_subcommand("sweep-node", "What sweep runs on each node (internal)");
+  sweep_node_cmd->add_option("--coordinator", sweep_node.coordinator, "host:port")->required();
+  sweep_node_cmd->add_option("--session", sweep_node.session_id, "Session id");
+  sweep_node_cmd->add_option("--index", sweep_node.index, "This node's place in the sweep");
+  sweep_node_cmd->add_option("--count", sweep_node.count, "Nodes in the sweep");
+  sweep_node_cmd->add_option("--node", sweep_node.node, "Node name");
+  sweep_node_cmd->add_option("--level", sweep_node.level, "quick, standard or deep");
+  sweep_node_cmd->add_option("--scratch", sweep_node.scratch, "File systems to check");
+
   std::vector<std::string> nccl_logs;
   std::string topo_file;
   bool inspect_json = false;
@@ -182,6 +217,12 @@ int main(int argc, char** argv) {
   if (*capture_cmd) return rankscope::RunCapture(capture);
   if (*attach_cmd) return rankscope::RunAttach(attach, SelfExe());
   if (*attach_node_cmd) return rankscope::RunAttachNode(attach);
+  if (*sweep_cmd) return rankscope::RunSweep(sweep, SelfExe());
+  if (*sweep_node_cmd) {
+    const char* token = std::getenv("RANKSCOPE_TOKEN");  // never on the command line
+    sweep_node.token = token != nullptr ? token : "";
+    return rankscope::RunSweepNode(sweep_node);
+  }
   if (*report_cmd) {
     report.analysis.straggler.min_lateness =
         static_cast<rankscope::DurationNs>(min_lateness_ms * 1e6);

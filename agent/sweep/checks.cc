@@ -65,7 +65,7 @@ std::vector<SweepCheckResult> MeasureCpuFlops(DurationNs budget) {
   do {
     const TimeNs start = MonotonicNow();
     for (int i = 0; i < kInner; ++i) {
-      for (int j = 0; j < kChains; ++j) x[j] = std::fma(x[j], m, add);
+      for (int j = 0; j < kChains; ++j) x[j] = x[j] * m + add;
     }
     const double s = Seconds(start, MonotonicNow());
     if (s > 0) best = std::max(best, 2.0 * kChains * kInner / s);
@@ -73,7 +73,7 @@ std::vector<SweepCheckResult> MeasureCpuFlops(DurationNs budget) {
   } while (MonotonicNow() < deadline || rounds < 2);
   for (int j = 0; j < kChains; ++j) g_sink = g_sink + x[j];
   return {{"cpu.flops", "", best, "flops", "",
-           "one core, " + std::to_string(kChains) + " FMA chains, best of " +
+           "one core, " + std::to_string(kChains) + " multiply-add chains, best of " +
                std::to_string(rounds) + " rounds"}};
 }
 

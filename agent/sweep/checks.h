@@ -16,8 +16,8 @@ namespace rankscope {
 // than any cache, one thread; the best pass within `budget`. "mem.bandwidth", bytes_per_second.
 std::vector<SweepCheckResult> MeasureMemoryBandwidth(DurationNs budget);
 
-// Double-precision FMA throughput of one core, independent chains; the best round within
-// `budget`. "cpu.flops", flops (per second).
+// Double-precision multiply-add throughput of one core, independent chains (2 flops each); the best
+// round within `budget`. "cpu.flops", flops (per second).
 std::vector<SweepCheckResult> MeasureCpuFlops(DurationNs budget);
 
 // Free space of the file system holding `path`: "fs.free_bytes" (bytes) and "fs.free_ratio"

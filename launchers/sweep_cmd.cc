@@ -1,0 +1,373 @@
+#include "launchers/sweep_cmd.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include "coordinator/service.h"
+#include "coordinator/sweep/sweep_report.h"
+#include "coordinator/sweep/verdicts.h"
+#include "launchers/run.h"
+#include "launchers/subprocess.h"
+#include "launchers/sweep_plan.h"
+
+namespace rankscope {
+namespace {
+
+double RealtimeMinusMonotonic() {
+  timespec real{}, mono{};
+  clock_gettime(CLOCK_REALTIME, &real);
+  clock_gettime(CLOCK_MONOTONIC, &mono);
+  return static_cast<double>(real.tv_sec - mono.tv_sec) +
+         static_cast<double>(real.tv_nsec - mono.tv_nsec) / 1e9;
+}
+
+std::string Stamp() {
+  char stamp[32];
+  const std::time_t now = std::time(nullptr);
+  std::strftime(stamp, sizeof(stamp), "%Y%m%d-%H%M%S", std::localtime(&now));
+  return stamp;
+}
+
+// Writes `text` to `path` through a temporary file and a rename, so a reader (node_exporter)
+// never sees half of it.
+bool WriteAtomically(const std::string& path, const std::string& text) {
+  const std::string tmp = path + ".tmp." + std::to_string(getpid());
+  {
+    std::ofstream out(tmp, std::ios::trunc);
+    out << text;
+    if (!out.flush()) return false;
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    std::remove(tmp.c_str());
+    return false;
+  }
+  return true;
+}
+
+// What a node's srun log says went wrong: its first error line other than srun's own summary
+// ("task 0: Exited with exit code 2"), else its last line.
+std::string WhyInLog(const std::string& path) {
+  std::ifstream in(path);
+  std::string line, last;
+  while (std::getline(in, line)) {
+    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    if (line.find("error") != std::string::npos &&
+        line.find("Exited with exit code") == std::string::npos) {
+      return line;
+    }
+    last = line;
+  }
+  return last;
+}
+
+struct Running {
+  pid_t pid = 0;
+  int exit_code = -1;  // -1 while running
+  bool timed_out = false;
+  std::string log;
+};
+
+pid_t StartNode(const std::vector<std::string>& argv, const std::string& log) {
+  const pid_t pid = fork();
+  if (pid == 0) {
+    const int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd >= 0) {
+      dup2(fd, STDOUT_FILENO);
+      dup2(fd, STDERR_FILENO);
+    }
+    const int null_fd = open("/dev/null", O_RDONLY);
+    if (null_fd >= 0) dup2(null_fd, STDIN_FILENO);
+    setpgid(0, 0);  // a group of its own: a timeout stops srun and whatever it started
+    std::vector<char*> args;
+    for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    execvp(args[0], args.data());
+    std::fprintf(stderr, "cannot run %s: %s\n", args[0], std::strerror(errno));
+    _exit(127);
+  }
+  return pid;
+}
+
+double DefaultNodeLimit(const std::string& level) {
+  return level == "deep" ? 900 : level == "standard" ? 300 : 120;
+}
+
+}  // namespace
+
+int RunSweep(const SweepOptions& options, const std::string& self_exe) {
+  if (options.level != "quick" && options.level != "standard" && options.level != "deep") {
+    std::fprintf(stderr, "rankscope sweep: unknown level '%s' (quick, standard, deep)\n",
+                 options.level.c_str());
+    return 2;
+  }
+  SweepThresholds thresholds = DefaultSweepThresholds();
+  if (!options.config_file.empty()) {
+    std::ifstream in(options.config_file);
+    if (!in) {
+      std::fprintf(stderr, "rankscope sweep: cannot read %s\n", options.config_file.c_str());
+      return 2;
+    }
+    std::stringstream text;
+    text << in.rdbuf();
+    Result<SweepThresholds> parsed = ParseSweepThresholds(text.str(), options.config_file);
+    if (!parsed.ok()) {
+      std::fprintf(stderr, "rankscope sweep: %s\n", parsed.status().message().c_str());
+      return 2;
+    }
+    thresholds = parsed.value();
+  }
+
+  // The nodes, as SLURM knows them.
+  std::vector<std::string> sinfo = {"sinfo", "-h", "-N", "-o", "%N|%t|%E"};
+  if (!options.partition.empty()) {
+    sinfo.push_back("-p");
+    sinfo.push_back(options.partition);
+  }
+  auto [sinfo_rc, sinfo_out] = CaptureOutput(sinfo);
+  if (sinfo_rc == 127 || sinfo_rc < 0) {
+    std::fprintf(stderr, "rankscope sweep: sinfo is not installed or did not run\n");
+    return 2;
+  }
+  if (sinfo_rc != 0) {
+    std::fprintf(stderr, "rankscope sweep: sinfo failed (exit %d): is slurmctld up?\n", sinfo_rc);
+    return 2;
+  }
+  std::vector<std::string> requested;
+  if (!options.nodes.empty()) {
+    auto [rc, out] = CaptureOutput({"scontrol", "show", "hostnames", options.nodes});
+    std::istringstream names(out);
+    for (std::string n; names >> n;) requested.push_back(n);
+    if (rc != 0 || requested.empty()) {
+      std::fprintf(stderr, "rankscope sweep: '%s' is not a host list scontrol understands\n",
+                   options.nodes.c_str());
+      return 2;
+    }
+  }
+  const std::vector<SweepTarget> plan = PlanSweepNodes(requested, ParseSinfoNodes(sinfo_out));
+  if (plan.empty()) {
+    std::fprintf(stderr, "rankscope sweep: no nodes to sweep%s\n",
+                 options.partition.empty() ? "" : (" in partition " + options.partition).c_str());
+    return 2;
+  }
+
+  // A coordinator of its own; the nodes get its address on the command line and the secret
+  // through srun's environment.
+  Result<std::string> token = NewSessionToken();
+  if (!token.ok()) {
+    std::fprintf(stderr, "rankscope sweep: %s\n", token.status().message().c_str());
+    return 1;
+  }
+  const std::string stamp = Stamp();
+  CoordinatorConfig config;
+  config.session_id = "sweep-" + stamp + "-" + std::to_string(getpid());
+  config.token = token.value();
+  config.bind_address =
+      options.bind_address.empty() ? ReachableHostAddress() : options.bind_address;
+  CoordinatorServer server(config);
+  if (Status s = server.Start(); !s.ok()) {
+    std::fprintf(stderr, "rankscope sweep: %s\n", s.message().c_str());
+    return 1;
+  }
+  setenv("RANKSCOPE_TOKEN", config.token.c_str(), 1);
+  const std::string out_dir =
+      options.out_dir.empty() ? "rankscope-sweep-" + stamp : options.out_dir;
+  std::error_code ec;
+  std::filesystem::create_directories(out_dir + "/nodes", ec);
+  if (ec) {
+    std::fprintf(stderr, "rankscope sweep: cannot create %s: %s\n", out_dir.c_str(),
+                 ec.message().c_str());
+    return 1;
+  }
+
+  const double limit_s =
+      options.node_limit_s > 0 ? options.node_limit_s : DefaultNodeLimit(options.level);
+  const std::string minutes = std::to_string(static_cast<int>(std::ceil(limit_s / 60)) + 1);
+  const TimeNs started = MonotonicNow();
+  const double started_unix = static_cast<double>(std::time(nullptr));
+  std::map<size_t, Running> running;
+  for (size_t i = 0; i < plan.size(); ++i) {
+    if (!plan[i].run) continue;
+    std::vector<std::string> argv = {"srun",
+                                     "-w",
+                                     plan[i].node,
+                                     "-N1",
+                                     "-n1",
+                                     "--exclusive",
+                                     "-J",
+                                     "rankscope-sweep",
+                                     "--time=" + minutes,
+                                     self_exe,
+                                     "sweep-node",
+                                     "--coordinator",
+                                     server.address(),
+                                     "--session",
+                                     config.session_id,
+                                     "--index",
+                                     std::to_string(i),
+                                     "--count",
+                                     std::to_string(plan.size()),
+                                     "--level",
+                                     options.level,
+                                     "--node",
+                                     plan[i].node};
+    for (const std::string& path : options.scratch) {
+      argv.push_back("--scratch");
+      argv.push_back(path);
+    }
+    Running r;
+    r.log = out_dir + "/nodes/" + plan[i].node + ".log";
+    r.pid = StartNode(argv, r.log);
+    if (r.pid < 0) r.exit_code = -2;
+    running[i] = r;
+  }
+
+  // Wait for every node, with a progress line on a terminal.
+  const bool tty = isatty(STDERR_FILENO) == 1 && !options.quiet;
+  const TimeNs deadline = started + static_cast<DurationNs>(limit_s * 1e9);
+  for (;;) {
+    size_t done = 0;
+    for (auto& [i, r] : running) {
+      if (r.exit_code == -1) {
+        int status = 0;
+        if (waitpid(r.pid, &status, WNOHANG) == r.pid) {
+          r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+        }
+      }
+      done += r.exit_code != -1;
+    }
+    if (tty) {
+      std::fprintf(stderr, "\rrankscope sweep: %zu/%zu nodes done, %.0f s", done, running.size(),
+                   static_cast<double>(MonotonicNow() - started) / 1e9);
+    }
+    if (done == running.size()) break;
+    if (MonotonicNow() > deadline) {
+      for (auto& [i, r] : running) {
+        if (r.exit_code != -1) continue;
+        r.timed_out = true;
+        kill(-r.pid, SIGTERM);  // srun cancels its job step on SIGTERM
+      }
+      usleep(3'000'000);
+      for (auto& [i, r] : running) {
+        if (r.exit_code != -1) continue;
+        kill(-r.pid, SIGKILL);
+        int status = 0;
+        waitpid(r.pid, &status, 0);
+        r.exit_code = 128 + SIGKILL;
+      }
+      break;
+    }
+    usleep(100'000);
+  }
+  if (tty) std::fprintf(stderr, "\n");
+
+  // The nodes' figures, with their clocks as the coordinator fitted them.
+  CoordinatorService& service = server.service();
+  const Session session = service.Snapshot();
+  const double anchor = RealtimeMinusMonotonic();
+  std::vector<SweepNodeInput> inputs;
+  std::vector<size_t> input_of_plan(plan.size(), SIZE_MAX);
+  for (auto& [i, r] : running) {
+    SweepNodeInput in;
+    in.node = plan[i].node;
+    const RankData* rank = session.FindRank(static_cast<int>(i));
+    if (rank != nullptr && rank->finished && !rank->sweep.empty()) {
+      in.answered = true;
+      in.results = rank->sweep;
+      for (SweepCheckResult& c :
+           ClockChecks(rank->sweep, FitClockModel(rank->clock_samples), anchor)) {
+        in.results.push_back(std::move(c));
+      }
+    } else if (r.timed_out) {
+      in.problem = "no result within " + std::to_string(static_cast<int>(limit_s)) +
+                   " s (node busy, or a check stuck); srun stopped";
+    } else {
+      const std::string last = WhyInLog(r.log);
+      in.problem = "srun exit " + std::to_string(r.exit_code) + (last.empty() ? "" : ": " + last);
+    }
+    input_of_plan[i] = inputs.size();
+    inputs.push_back(std::move(in));
+  }
+  const std::vector<NodeVerdict> judged = JudgeSweep(inputs, thresholds);
+  std::vector<NodeVerdict> verdicts;
+  for (size_t i = 0; i < plan.size(); ++i) {
+    if (input_of_plan[i] != SIZE_MAX) {
+      verdicts.push_back(judged[input_of_plan[i]]);
+      continue;
+    }
+    NodeVerdict v;
+    v.node = plan[i].node;
+    v.status = plan[i].fail ? SweepStatus::kFail : SweepStatus::kWarn;
+    v.problem = plan[i].why_not;
+    verdicts.push_back(std::move(v));
+  }
+  server.Shutdown();
+
+  SweepRunInfo run;
+  run.id = config.session_id;
+  run.level = options.level;
+  run.started_unix_s = started_unix;
+  run.duration_s = static_cast<double>(MonotonicNow() - started) / 1e9;
+
+  // --drain: nodes whose checks failed and that nobody else has drained meanwhile. A node that
+  // did not answer is not drained: a missing or broken rankscope there is as likely as a fault.
+  if (options.drain) {
+    for (size_t i = 0; i < plan.size(); ++i) {
+      const NodeVerdict& v = verdicts[i];
+      if (v.status != SweepStatus::kFail || !plan[i].run) continue;
+      if (!v.problem.empty()) {
+        run.notes.push_back(v.node + " not drained: it did not answer (see nodes/" + v.node +
+                            ".log)");
+        continue;
+      }
+      auto [rc, now] = CaptureOutput({"sinfo", "-h", "-N", "-n", v.node, "-o", "%N|%t|%E"});
+      const std::vector<SinfoNode> state = ParseSinfoNodes(now);
+      const std::vector<SweepTarget> again = PlanSweepNodes({v.node}, state);
+      if (rc != 0 || again.empty() || again[0].drained) {
+        run.notes.push_back(v.node + " not drained: its state changed during the sweep");
+        continue;
+      }
+      auto [drain_rc, drain_out] = CaptureOutput(DrainCommand(v.node, v.Summary()));
+      run.notes.push_back(drain_rc == 0 ? "drained " + v.node + ": rankscope: " + v.Summary()
+                                        : "could not drain " + v.node + " (scontrol exit " +
+                                              std::to_string(drain_rc) + ")");
+    }
+  }
+
+  const std::string text = SweepReportText(run, verdicts);
+  const std::string prom = SweepPrometheus(run, verdicts);
+  bool written = WriteAtomically(out_dir + "/report.txt", text) &&
+                 WriteAtomically(out_dir + "/report.json", SweepReportJson(run, verdicts)) &&
+                 WriteAtomically(out_dir + "/junit.xml", SweepJUnit(run, verdicts)) &&
+                 WriteAtomically(out_dir + "/rankscope_sweep.prom", prom);
+  if (!options.prom_file.empty() && !WriteAtomically(options.prom_file, prom)) {
+    std::fprintf(stderr, "rankscope sweep: cannot write %s\n", options.prom_file.c_str());
+    written = false;
+  }
+  if (!options.quiet) std::fputs(text.c_str(), stdout);
+  if (!written) {
+    std::fprintf(stderr, "rankscope sweep: could not write every output into %s/\n",
+                 out_dir.c_str());
+  } else if (!options.quiet) {
+    std::printf(
+        "rankscope sweep: written to %s/ (report.txt .json, junit.xml, "
+        "rankscope_sweep.prom, nodes/*.log)\n",
+        out_dir.c_str());
+  }
+  const int code = SweepExitCode(verdicts);
+  return written ? code : std::max(code, 2);
+}
+
+}  // namespace rankscope

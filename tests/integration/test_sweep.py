@@ -1,0 +1,137 @@
+"""`rankscope sweep` on the real 4-node SLURM cluster (scripts/slurm-cluster.sh, started by the
+CTest fixture `slurm`). Faults are planted for real, one node at a time: every slurmd runs in a
+mount namespace of its own, so a full tmpfs mounted in n3's namespace is a full scratch file
+system on n3 only, and an empty tmpfs over the build's bin/ in n2's is a node without the
+rankscope binary."""
+import json
+import os
+import subprocess
+import sys
+import time
+import unittest
+import xml.etree.ElementTree as ET
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from harness import BUILD, RANKSCOPE, RankscopeTest, mpi_env  # noqa: E402
+
+SLURM_DIR = os.path.dirname(os.environ.get("SLURM_CONF", "/nonexistent/slurm.conf"))
+
+
+def in_node(node, *argv):
+    """Runs argv in `node`'s slurmd mount namespace."""
+    with open(os.path.join(SLURM_DIR, f"slurmd.{node}.pid")) as f:
+        pid = f.read().strip()
+    subprocess.run(["nsenter", "--mount", "--target", pid] + list(argv), check=True)
+
+
+def sinfo():
+    out = subprocess.run(["sinfo", "-h", "-N", "-o", "%N|%t|%E"], env=mpi_env(),
+                         capture_output=True, text=True, check=True).stdout
+    return {line.split("|")[0]: line.split("|", 2)[1:] for line in out.splitlines()}
+
+
+@unittest.skipUnless(os.environ.get("SLURM_CONF"), "needs the slurm fixture (SLURM_CONF)")
+class Sweep(RankscopeTest):
+    def sweep(self, *args):
+        out = os.path.join(self.tmp, "sweep")
+        p = subprocess.run([RANKSCOPE, "sweep", "-o", out] + list(args), env=mpi_env(),
+                           capture_output=True, text=True, timeout=280)
+        with open(os.path.join(out, "report.json")) as f:
+            report = json.load(f)
+        return p, out, report
+
+    def test_every_node_passes_and_every_output_is_written(self):
+        p, out, report = self.sweep()
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        self.assertIn("4 pass, 0 warn, 0 fail", p.stdout)
+        nodes = {n["node"]: n for n in report["nodes"]}
+        self.assertEqual(sorted(nodes), ["n1", "n2", "n3", "n4"])
+        for n in nodes.values():
+            self.assertEqual(n["status"], "pass", n)
+            checks = {c["name"]: c for c in n["checks"]}
+            for name in ("mem.bandwidth", "cpu.flops", "fs.free_bytes", "fs.free_ratio",
+                         "clock.offset", "clock.uncertainty"):
+                self.assertIn(name, checks)
+            self.assertGreater(checks["mem.bandwidth"]["value"], 1e8)
+            # All four "nodes" share this host's clock: the offset is what alignment leaves.
+            self.assertLess(abs(checks["clock.offset"]["value"]), 1e-3, checks["clock.offset"])
+        with open(os.path.join(out, "rankscope_sweep.prom")) as f:
+            prom = f.read()
+        for line in prom.splitlines():
+            self.assertRegex(line, r'^(# (HELP|TYPE) \w+ .+|rankscope_\w+(\{[^}]*\})? [-0-9.e+]+)$')
+        self.assertIn('rankscope_sweep_node_status{node="n3"} 0', prom)
+        suites = ET.parse(os.path.join(out, "junit.xml")).getroot()
+        self.assertEqual(len(suites), 4)
+        self.assertEqual(sum(int(s.get("failures")) for s in suites), 0)
+        for node in ("n1", "n2", "n3", "n4"):
+            self.assertTrue(os.path.exists(os.path.join(out, "nodes", node + ".log")))
+
+    @unittest.skipUnless(os.geteuid() == 0, "plants faults with nsenter and mount (root)")
+    def test_planted_faults_are_found_on_their_node_and_drained(self):
+        scratch = os.path.join(self.tmp, "scratch")
+        os.makedirs(scratch)
+        bin_dir = os.path.join(BUILD, "bin")
+        mounted = []
+        try:
+            in_node("n3", "mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", scratch)
+            mounted.append(("n3", scratch))
+            in_node("n3", "sh", "-c", f"cat /dev/zero > {scratch}/fill 2>/dev/null; true")
+            in_node("n2", "mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", bin_dir)
+            mounted.append(("n2", bin_dir))
+            subprocess.run(["scontrol", "update", "NodeName=n4", "State=DRAIN",
+                            "Reason=admin: bad DIMM"], env=mpi_env(), check=True)
+            p, out, report = self.sweep("--nodes", "n[1-4],n9", "--scratch", scratch, "--drain")
+            states = sinfo()
+        finally:
+            for node, path in mounted:
+                in_node(node, "umount", path)
+            subprocess.run(["scontrol", "update", "NodeName=n2,n3,n4", "State=RESUME"],
+                           env=mpi_env(), capture_output=True)
+            deadline = time.time() + 60
+            while time.time() < deadline and any(s[0] != "idle" for s in sinfo().values()):
+                time.sleep(0.5)
+        self.assertEqual(p.returncode, 2, p.stdout + p.stderr)
+        nodes = {n["node"]: n for n in report["nodes"]}
+        self.assertEqual(list(nodes), ["n1", "n2", "n3", "n4", "n9"])
+        self.assertEqual(nodes["n1"]["status"], "pass", nodes["n1"])
+        # n3: the full scratch, on n3 only.
+        self.assertEqual(nodes["n3"]["status"], "fail")
+        failed = {c["name"] for c in nodes["n3"]["checks"] if c["status"] == "fail"}
+        self.assertEqual(failed, {"fs.free_bytes", "fs.free_ratio"}, nodes["n3"])
+        self.assertEqual(nodes["n3"]["summary"], f"fs.free_bytes:{scratch}: 0 B < 100.0 MiB")
+        # n2: no rankscope there; n4: drained by someone else; n9: not a node.
+        self.assertEqual(nodes["n2"]["status"], "fail")
+        self.assertIn("execve(): " + RANKSCOPE + ": No such file or directory",
+                      nodes["n2"]["problem"])
+        self.assertEqual(nodes["n4"]["status"], "warn")
+        self.assertEqual(nodes["n4"]["problem"],
+                         "not swept: already drained (sinfo: drain: admin: bad DIMM)")
+        self.assertEqual(nodes["n9"]["problem"], "unknown to SLURM (sinfo does not list it)")
+        # --drain drained n3 alone, with a reason that says rankscope and why.
+        self.assertEqual(states["n3"], ["drain", f"rankscope: fs.free_bytes:{scratch}: 0 B < "
+                                                 "100.0 MiB"])
+        self.assertEqual(states["n4"], ["drain", "admin: bad DIMM"])
+        self.assertEqual(states["n2"][0], "idle")
+        self.assertEqual(states["n1"][0], "idle")
+        self.assertIn("n2 not drained: it did not answer", p.stdout)
+
+    def test_bad_input_is_refused_before_anything_runs(self):
+        p = subprocess.run([RANKSCOPE, "sweep", "--level", "nightly"], env=mpi_env(),
+                           capture_output=True, text=True, timeout=60)
+        self.assertEqual(p.returncode, 2)
+        self.assertIn("unknown level 'nightly'", p.stderr)
+        bad = os.path.join(self.tmp, "bad.json")
+        with open(bad, "w") as f:
+            f.write('{"checks": {"mem.bandwidth": {"peer_warn_bellow": 0.8}}}')
+        p = subprocess.run([RANKSCOPE, "sweep", "--config", bad], env=mpi_env(),
+                           capture_output=True, text=True, timeout=60)
+        self.assertEqual(p.returncode, 2)
+        self.assertIn(f"{bad}: checks.mem.bandwidth: unknown key 'peer_warn_bellow'", p.stderr)
+        p = subprocess.run([RANKSCOPE, "sweep", "--partition", "nosuch"], env=mpi_env(),
+                           capture_output=True, text=True, timeout=60)
+        self.assertEqual(p.returncode, 2)
+        self.assertIn("no nodes to sweep in partition nosuch", p.stderr)
+
+
+if __name__ == "__main__":
+    unittest.main()
