@@ -11,10 +11,10 @@
 #include <vector>
 
 #include "agent/topology/nvml.h"
-#include "core/sweep_result.h"
 #include "core/clock_model.h"
 #include "core/proc_stats.h"
 #include "core/records.h"
+#include "core/sweep_result.h"
 #include "core/time.h"
 
 namespace rankscope {

@@ -6,8 +6,8 @@
 #include "core/clock_model.h"
 #include "core/proc_stats.h"
 #include "core/records.h"
-#include "core/sweep_result.h"
 #include "core/status.h"
+#include "core/sweep_result.h"
 #include "rankscope/v1/rankscope.pb.h"
 
 namespace rankscope {
