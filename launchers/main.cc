@@ -145,6 +145,10 @@ int main(int argc, char** argv) {
   sweep_cmd->add_option("-o,--output", sweep.out_dir, "Folder (default rankscope-sweep-<time>)");
   sweep_cmd->add_option("--prom-file", sweep.prom_file,
                         "Also write the metrics here (node_exporter textfile collector)");
+  sweep_cmd->add_option("--baseline,--history", sweep.baseline,
+                        "History to compare with and add to (default "
+                        "~/.local/share/rankscope/sweeps.sqlite)");
+  sweep_cmd->add_flag("--no-history", sweep.no_history, "Neither compare with nor record history");
   sweep_cmd->add_option("--bind", sweep.bind_address, "Address for the nodes to reach");
   sweep_cmd->add_option("--node-limit", sweep.node_limit_s,
                         "Seconds per node, queueing included (default by level: 120/300/900)");

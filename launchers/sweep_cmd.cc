@@ -14,9 +14,11 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <memory>
 #include <sstream>
 
 #include "coordinator/service.h"
+#include "coordinator/sweep/sweep_history.h"
 #include "coordinator/sweep/sweep_report.h"
 #include "coordinator/sweep/verdicts.h"
 #include "launchers/run.h"
@@ -100,6 +102,9 @@ pid_t StartNode(const std::vector<std::string>& argv, const std::string& log) {
   }
   return pid;
 }
+
+// How many earlier sweeps of the same level a node's figures are compared with.
+constexpr int kHistorySweeps = 10;
 
 double DefaultNodeLimit(const std::string& level) {
   return level == "deep" ? 900 : level == "standard" ? 300 : 120;
@@ -321,6 +326,23 @@ int RunSweep(const SweepOptions& options, const std::string& self_exe) {
   run.started_unix_s = started_unix;
   run.duration_s = static_cast<double>(MonotonicNow() - started) / 1e9;
 
+  // Each node against its own past; then this sweep joins the history.
+  std::unique_ptr<SweepHistory> history;
+  if (!options.no_history) {
+    const std::string path =
+        options.baseline.empty() ? DefaultSweepHistoryPath() : options.baseline;
+    Result<std::unique_ptr<SweepHistory>> opened = SweepHistory::Open(path);
+    Result<SweepPast> past = opened.ok() ? opened.value()->Past(options.level, kHistorySweeps)
+                                         : Result<SweepPast>::Error(opened.status().message());
+    if (past.ok()) {
+      ApplyTrends(past.value(), thresholds, &verdicts);
+      history = std::move(opened).value();
+    } else {
+      run.notes.push_back("history " + past.status().message() +
+                          "; this sweep is neither compared with the past nor recorded");
+    }
+  }
+
   // --drain: nodes whose checks failed and that nobody else has drained meanwhile. A node that
   // did not answer is not drained: a missing or broken rankscope there is as likely as a fault.
   if (options.drain) {
@@ -346,6 +368,11 @@ int RunSweep(const SweepOptions& options, const std::string& self_exe) {
     }
   }
 
+  if (history != nullptr) {
+    if (Status s = history->Record(run, verdicts); !s.ok()) {
+      run.notes.push_back("history: this sweep was not recorded: " + s.message());
+    }
+  }
   const std::string text = SweepReportText(run, verdicts);
   const std::string prom = SweepPrometheus(run, verdicts);
   bool written = WriteAtomically(out_dir + "/report.txt", text) &&

@@ -18,8 +18,12 @@ struct SweepOptions {
   bool drain = false;           // drain the nodes that fail (never one drained by someone else)
   std::string out_dir;          // empty: rankscope-sweep-<time>
   std::string prom_file;        // also write the metrics here (a node_exporter textfile path)
-  std::string bind_address;     // empty: this host's address the nodes can reach
-  double node_limit_s = 0;      // per node, queueing included; 0: by level (120/300/900 s)
+  // The history each node is compared with and this sweep is added to; empty: the default
+  // (coordinator/sweep/sweep_history.h); no_history: neither.
+  std::string baseline;
+  bool no_history = false;
+  std::string bind_address;          // empty: this host's address the nodes can reach
+  double node_limit_s = 0;           // per node, queueing included; 0: by level (120/300/900 s)
   std::vector<std::string> scratch;  // file systems to check; empty: $TMPDIR and /dev/shm
   bool quiet = false;
 };

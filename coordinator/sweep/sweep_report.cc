@@ -163,6 +163,8 @@ std::string SweepReportJson(const SweepRunInfo& run, const std::vector<NodeVerdi
       }
       if (!c.reason.empty()) check["reason"] = c.reason;
       if (c.peer_median) check["peer_median"] = *c.peer_median;
+      if (c.past_median) check["past_median"] = *c.past_median;
+      if (c.trend) check["trend"] = true;
       checks.push_back(std::move(check));
     }
     node["checks"] = std::move(checks);

@@ -71,13 +71,15 @@ Result<SweepThresholds> ParseSweepThresholds(const std::string& text, const std:
         limits.abs = value.get<bool>();
         continue;
       }
-      std::optional<double>* field = key == "warn_below"        ? &limits.warn_below
-                                     : key == "fail_below"      ? &limits.fail_below
-                                     : key == "warn_above"      ? &limits.warn_above
-                                     : key == "fail_above"      ? &limits.fail_above
-                                     : key == "peer_warn_below" ? &limits.peer_warn_below
-                                     : key == "peer_fail_below" ? &limits.peer_fail_below
-                                                                : nullptr;
+      std::optional<double>* field = key == "warn_below"         ? &limits.warn_below
+                                     : key == "fail_below"       ? &limits.fail_below
+                                     : key == "warn_above"       ? &limits.warn_above
+                                     : key == "fail_above"       ? &limits.fail_above
+                                     : key == "peer_warn_below"  ? &limits.peer_warn_below
+                                     : key == "peer_fail_below"  ? &limits.peer_fail_below
+                                     : key == "trend_warn_below" ? &limits.trend_warn_below
+                                     : key == "trend_fail_below" ? &limits.trend_fail_below
+                                                                 : nullptr;
       if (field == nullptr) {
         return Result<SweepThresholds>::Error(source + ": checks." + name + ": unknown key '" +
                                               key + "'");
@@ -200,6 +202,37 @@ std::vector<SweepCheckResult> ClockChecks(const std::vector<SweepCheckResult>& r
           {"clock.uncertainty", "", uncertainty, "seconds", "",
            std::to_string(fit.value().samples_used) + " of " +
                std::to_string(fit.value().samples_total) + " clock samples used"}};
+}
+
+void ApplyTrends(const SweepPast& past, const SweepThresholds& thresholds,
+                 std::vector<NodeVerdict>* nodes) {
+  for (NodeVerdict& n : *nodes) {
+    for (CheckVerdict& c : n.checks) {
+      if (!c.result.error.empty()) continue;
+      auto limits = thresholds.checks.find(c.result.name);
+      if (limits == thresholds.checks.end()) continue;
+      const CheckLimits& l = limits->second;
+      if (!l.trend_warn_below && !l.trend_fail_below) continue;
+      auto values = past.find({n.node, c.result.key()});
+      if (values == past.end() || values->second.size() < 2) continue;
+      const double median = Median(values->second);
+      c.past_median = median;
+      if (median <= 0) continue;
+      const double ratio = c.result.value / median;
+      const std::string why = "trend: " + FormatValue(c.result.value, c.result.unit) + " is " +
+                              FormatDouble("%.0f%%", ratio * 100) + " of this node's median " +
+                              FormatValue(median, c.result.unit) + " over its last " +
+                              std::to_string(values->second.size()) + " sweeps";
+      const SweepStatus before = c.status;
+      if (l.trend_fail_below && ratio < *l.trend_fail_below) {
+        Raise(&c, SweepStatus::kFail, why);
+      } else if (l.trend_warn_below && ratio < *l.trend_warn_below) {
+        Raise(&c, SweepStatus::kWarn, why);
+      }
+      if (c.status != before) c.trend = true;
+      n.status = std::max(n.status, c.status);
+    }
+  }
 }
 
 int SweepExitCode(const std::vector<NodeVerdict>& nodes) {

@@ -21,6 +21,8 @@ struct CheckLimits {
   std::optional<double> warn_below, fail_below, warn_above, fail_above;
   bool abs = false;
   std::optional<double> peer_warn_below, peer_fail_below;  // fractions of the peers' median
+  // Fractions of the node's own median over its past sweeps (ApplyTrends).
+  std::optional<double> trend_warn_below, trend_fail_below;
 };
 
 struct SweepThresholds {
@@ -45,6 +47,8 @@ struct CheckVerdict {
   SweepStatus status = SweepStatus::kPass;
   std::string reason;                 // empty when it passes
   std::optional<double> peer_median;  // of the other nodes, when compared with them
+  std::optional<double> past_median;  // of this node's past sweeps, when compared with them
+  bool trend = false;                 // the status comes from the comparison with the past
 };
 
 struct NodeVerdict {
@@ -68,6 +72,15 @@ std::vector<NodeVerdict> JudgeSweep(const std::vector<SweepNodeInput>& nodes,
 std::vector<SweepCheckResult> ClockChecks(const std::vector<SweepCheckResult>& results,
                                           const Result<ClockModel>& fit,
                                           double coordinator_realtime_minus_monotonic);
+
+// Past figures per (node, check key), oldest first (coordinator/sweep/sweep_history.h).
+using SweepPast = std::map<std::pair<std::string, std::string>, std::vector<double>>;
+
+// Compares each figure with the node's own past (at least 2 earlier sweeps): a figure below
+// trend_*_below of its past median raises the check (and node) status, marked as a trend, even
+// when it still passes against the peers.
+void ApplyTrends(const SweepPast& past, const SweepThresholds& thresholds,
+                 std::vector<NodeVerdict>* nodes);
 
 // 2 when a node failed, 1 when one warned, else 0: the sweep's exit code.
 int SweepExitCode(const std::vector<NodeVerdict>& nodes);

@@ -32,8 +32,10 @@ def sinfo():
 
 @unittest.skipUnless(os.environ.get("SLURM_CONF"), "needs the slurm fixture (SLURM_CONF)")
 class Sweep(RankscopeTest):
-    def sweep(self, *args):
-        out = os.path.join(self.tmp, "sweep")
+    def sweep(self, *args, out="sweep"):
+        out = os.path.join(self.tmp, out)
+        if "--baseline" not in args:
+            args += ("--baseline", os.path.join(self.tmp, "history.sqlite"))
         p = subprocess.run([RANKSCOPE, "sweep", "-o", out] + list(args), env=mpi_env(),
                            capture_output=True, text=True, timeout=280)
         with open(os.path.join(out, "report.json")) as f:
@@ -114,6 +116,49 @@ class Sweep(RankscopeTest):
         self.assertEqual(states["n2"][0], "idle")
         self.assertEqual(states["n1"][0], "idle")
         self.assertIn("n2 not drained: it did not answer", p.stdout)
+
+    @unittest.skipUnless(os.geteuid() == 0, "plants a fault with nsenter and mount (root)")
+    def test_a_fall_from_the_nodes_own_past_is_a_trend(self):
+        # Only the history decides here: a config with a trend limit and nothing else.
+        config = os.path.join(self.tmp, "trend.json")
+        with open(config, "w") as f:
+            json.dump({"checks": {"fs.free_bytes": {"trend_warn_below": 0.5}}}, f)
+        scratch = os.path.join(self.tmp, "scratch")
+        os.makedirs(scratch)
+        in_node("n3", "mount", "-t", "tmpfs", "-o", "size=64m", "tmpfs", scratch)
+        try:
+            args = ("--config", config, "--scratch", scratch)
+            for night in ("1", "2"):
+                p, _, _ = self.sweep(*args, out="night" + night)
+                self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+            in_node("n3", "dd", "if=/dev/zero", f"of={scratch}/fill", "bs=1M", "count=48",
+                    "status=none")
+            p, _, report = self.sweep(*args, out="night3")
+        finally:
+            in_node("n3", "umount", scratch)
+        self.assertEqual(p.returncode, 1, p.stdout + p.stderr)
+        nodes = {n["node"]: n for n in report["nodes"]}
+        self.assertEqual([n for n in nodes if nodes[n]["status"] != "pass"], ["n3"], p.stdout)
+        check = next(c for c in nodes["n3"]["checks"]
+                     if c["name"] == "fs.free_bytes" and c["subject"] == scratch)
+        self.assertEqual(check["status"], "warn")
+        self.assertTrue(check["trend"])
+        self.assertEqual(check["past_median"], 64 * 2**20)
+        self.assertRegex(check["reason"], r"^trend: 16\.0 MiB is 25% of this node's median "
+                                          r"64\.0 MiB over its last 2 sweeps$")
+
+    def test_a_corrupt_history_is_named_and_the_sweep_goes_on(self):
+        history = os.path.join(self.tmp, "broken.sqlite")
+        garbage = b"not an sqlite file " * 10
+        with open(history, "wb") as f:
+            f.write(garbage)
+        p, _, report = self.sweep("--baseline", history, "--nodes", "n[1-2]")
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        self.assertIn(f"note: history {history}: file is not a database; this sweep is neither "
+                      "compared with the past nor recorded", p.stdout)
+        self.assertEqual([n["status"] for n in report["nodes"]], ["pass", "pass"])
+        with open(history, "rb") as f:
+            self.assertEqual(f.read(), garbage)  # left as it was
 
     def test_bad_input_is_refused_before_anything_runs(self):
         p = subprocess.run([RANKSCOPE, "sweep", "--level", "nightly"], env=mpi_env(),
