@@ -377,6 +377,7 @@ int RunSweep(const SweepOptions& options, const std::string& self_exe) {
   const std::string prom = SweepPrometheus(run, verdicts);
   bool written = WriteAtomically(out_dir + "/report.txt", text) &&
                  WriteAtomically(out_dir + "/report.json", SweepReportJson(run, verdicts)) &&
+                 WriteAtomically(out_dir + "/report.html", SweepReportHtml(run, verdicts)) &&
                  WriteAtomically(out_dir + "/junit.xml", SweepJUnit(run, verdicts)) &&
                  WriteAtomically(out_dir + "/rankscope_sweep.prom", prom);
   if (!options.prom_file.empty() && !WriteAtomically(options.prom_file, prom)) {
@@ -389,7 +390,7 @@ int RunSweep(const SweepOptions& options, const std::string& self_exe) {
                  out_dir.c_str());
   } else if (!options.quiet) {
     std::printf(
-        "rankscope sweep: written to %s/ (report.txt .json, junit.xml, "
+        "rankscope sweep: written to %s/ (report.txt .json .html, junit.xml, "
         "rankscope_sweep.prom, nodes/*.log)\n",
         out_dir.c_str());
   }

@@ -58,6 +58,26 @@ std::string XmlEscape(const std::string& s) {
   return out;
 }
 
+// Every check key in first-seen order: the grid's columns.
+std::vector<std::string> CheckKeys(const std::vector<NodeVerdict>& nodes) {
+  std::vector<std::string> keys;
+  for (const NodeVerdict& n : nodes) {
+    for (const CheckVerdict& c : n.checks) {
+      if (std::find(keys.begin(), keys.end(), c.result.key()) == keys.end()) {
+        keys.push_back(c.result.key());
+      }
+    }
+  }
+  return keys;
+}
+
+const CheckVerdict* FindCheck(const NodeVerdict& n, const std::string& key) {
+  for (const CheckVerdict& c : n.checks) {
+    if (c.result.key() == key) return &c;
+  }
+  return nullptr;
+}
+
 std::string Pad(std::string s, size_t width) {
   if (s.size() < width) s.append(width - s.size(), ' ');
   return s;
@@ -85,14 +105,7 @@ std::string SweepReportText(const SweepRunInfo& run, const std::vector<NodeVerdi
   out += "  " + std::to_string(counts[0]) + " pass, " + std::to_string(counts[1]) + " warn, " +
          std::to_string(counts[2]) + " fail\n\n";
   // The grid: one column per check key, in first-seen order.
-  std::vector<std::string> keys;
-  for (const NodeVerdict& n : nodes) {
-    for (const CheckVerdict& c : n.checks) {
-      if (std::find(keys.begin(), keys.end(), c.result.key()) == keys.end()) {
-        keys.push_back(c.result.key());
-      }
-    }
-  }
+  const std::vector<std::string> keys = CheckKeys(nodes);
   size_t node_width = 6;
   for (const NodeVerdict& n : nodes) node_width = std::max(node_width, n.node.size() + 2);
   std::vector<size_t> widths;
@@ -103,10 +116,9 @@ std::string SweepReportText(const SweepRunInfo& run, const std::vector<NodeVerdi
   for (const NodeVerdict& n : nodes) {
     std::string line = Pad(n.node, node_width) + Pad(SweepStatusName(n.status), 9);
     for (size_t i = 0; i < keys.size(); ++i) {
-      auto c = std::find_if(n.checks.begin(), n.checks.end(),
-                            [&](const CheckVerdict& v) { return v.result.key() == keys[i]; });
+      const CheckVerdict* c = FindCheck(n, keys[i]);
       std::string cell = "-";
-      if (c != n.checks.end()) {
+      if (c != nullptr) {
         cell = Shown(*c);
         if (c->status != SweepStatus::kPass) cell += c->status == SweepStatus::kFail ? " !!" : " !";
       }
@@ -172,6 +184,59 @@ std::string SweepReportJson(const SweepRunInfo& run, const std::vector<NodeVerdi
   }
   j["nodes"] = std::move(list);
   return j.dump(2) + "\n";
+}
+
+std::string SweepReportHtml(const SweepRunInfo& run, const std::vector<NodeVerdict>& nodes) {
+  const std::vector<std::string> keys = CheckKeys(nodes);
+  std::string out =
+      "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
+      "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; "
+      "style-src 'unsafe-inline'\">\n<title>rankscope sweep " +
+      XmlEscape(run.id) +
+      "</title>\n<style>body{font-family:sans-serif;margin:1.5em}table{border-collapse:collapse}"
+      "td,th{border:1px solid #ccc;padding:.3em .6em;text-align:right;white-space:nowrap}"
+      "th{background:#f4f4f4}td.node{text-align:left;font-weight:bold}"
+      ".pass{background:#e6f4ea}.warn{background:#fff4cc}.fail{background:#fbd5d5}"
+      ".none{color:#999}</style></head><body>\n<h1>rankscope sweep</h1>\n<p>" +
+      XmlEscape(run.id) + " &middot; level " + XmlEscape(run.level) + " &middot; " +
+      std::to_string(nodes.size()) + " nodes &middot; " + FormatDouble("%.1f s", run.duration_s) +
+      "</p>\n<table>\n<tr><th>node</th><th>verdict</th>";
+  for (const std::string& k : keys) out += "<th>" + XmlEscape(k) + "</th>";
+  out += "</tr>\n";
+  for (const NodeVerdict& n : nodes) {
+    const std::string status = SweepStatusName(n.status);
+    out += "<tr><td class=\"node\">" + XmlEscape(n.node) + "</td><td class=\"" + status +
+           "\" title=\"" + XmlEscape(n.Summary()) + "\">" + status + "</td>";
+    for (const std::string& k : keys) {
+      const CheckVerdict* c = FindCheck(n, k);
+      if (c == nullptr) {
+        out += "<td class=\"none\">-</td>";
+        continue;
+      }
+      std::string title = c->reason.empty() ? c->result.detail : c->reason;
+      if (!c->result.error.empty()) title = c->result.error;
+      out += "<td class=\"" + std::string(SweepStatusName(c->status)) + "\" title=\"" +
+             XmlEscape(title) + "\">" + XmlEscape(Shown(*c)) + "</td>";
+    }
+    out += "</tr>\n";
+  }
+  out += "</table>\n";
+  std::string problems;
+  for (const NodeVerdict& n : nodes) {
+    if (n.status == SweepStatus::kPass) continue;
+    if (!n.problem.empty()) {
+      problems += "<li class=\"" + std::string(SweepStatusName(n.status)) + "\">" +
+                  XmlEscape(n.node + ": " + n.problem) + "</li>\n";
+    }
+    for (const CheckVerdict& c : n.checks) {
+      if (c.status == SweepStatus::kPass) continue;
+      problems += "<li class=\"" + std::string(SweepStatusName(c.status)) + "\">" +
+                  XmlEscape(n.node + " " + c.result.key() + ": " + c.reason) + "</li>\n";
+    }
+  }
+  if (!problems.empty()) out += "<h2>Problems</h2>\n<ul>\n" + problems + "</ul>\n";
+  for (const std::string& note : run.notes) out += "<p>note: " + XmlEscape(note) + "</p>\n";
+  return out + "</body></html>\n";
 }
 
 std::string SweepPrometheus(const SweepRunInfo& run, const std::vector<NodeVerdict>& nodes) {

@@ -1,5 +1,5 @@
-// The outputs of `rankscope sweep` from its verdicts: report.txt (a node x check grid),
-// report.json, node_exporter textfile metrics (.prom) and JUnit XML. Pure: strings out; the
+// The outputs of `rankscope sweep` from its verdicts: report.txt and report.html (a node x
+// check grid), report.json, node_exporter textfile metrics (.prom) and JUnit XML. Pure: strings out; the
 // sweep command writes them (the .prom atomically).
 #pragma once
 
@@ -20,6 +20,9 @@ struct SweepRunInfo {
 
 std::string SweepReportText(const SweepRunInfo& run, const std::vector<NodeVerdict>& nodes);
 std::string SweepReportJson(const SweepRunInfo& run, const std::vector<NodeVerdict>& nodes);
+// A self-contained page (no scripts): the node x check grid coloured by status, each cell's
+// reason and detail on hover, then the problems.
+std::string SweepReportHtml(const SweepRunInfo& run, const std::vector<NodeVerdict>& nodes);
 // Prometheus text format: rankscope_sweep_* gauges in base units, one series per node (and
 // subject), plus each check's and node's status (0 pass, 1 warn, 2 fail).
 std::string SweepPrometheus(const SweepRunInfo& run, const std::vector<NodeVerdict>& nodes);

@@ -33,6 +33,17 @@ TEST(SweepReport, TextGridAndProblems) {
   EXPECT_NE(text.find("note: n5: unknown node"), std::string::npos);
 }
 
+TEST(SweepReport, HtmlGridEscapesAndColours) {
+  std::vector<NodeVerdict> v = Verdicts();
+  v[3].problem = "did not answer: <script>";
+  const std::string html = SweepReportHtml(SweepRun(), v);
+  EXPECT_NE(html.find("<td class=\"fail\" title=\"976.6 KiB &lt; 100.0 MiB\">976.6 KiB</td>"),
+            std::string::npos)
+      << html;
+  EXPECT_NE(html.find("n4: did not answer: &lt;script&gt;"), std::string::npos);
+  EXPECT_EQ(html.find("<script>"), std::string::npos);
+}
+
 TEST(SweepReport, JsonCarriesEveryFigure) {
   auto j = nlohmann::json::parse(SweepReportJson(SweepRun(), Verdicts()));
   EXPECT_EQ(j["sweep"]["exit_code"], 2);

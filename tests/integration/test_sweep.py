@@ -13,6 +13,7 @@ import xml.etree.ElementTree as ET
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness import BUILD, RANKSCOPE, RankscopeTest, mpi_env  # noqa: E402
+from test_report_html import CHROMIUM, console_lines, render  # noqa: E402
 
 SLURM_DIR = os.path.dirname(os.environ.get("SLURM_CONF", "/nonexistent/slurm.conf"))
 
@@ -67,6 +68,10 @@ class Sweep(RankscopeTest):
         self.assertEqual(sum(int(s.get("failures")) for s in suites), 0)
         for node in ("n1", "n2", "n3", "n4"):
             self.assertTrue(os.path.exists(os.path.join(out, "nodes", node + ".log")))
+        if CHROMIUM:  # the grid page renders and logs nothing (no script, a strict CSP)
+            rc, log = render(os.path.join(out, "report.html"), os.path.join(self.tmp, "s.png"))
+            self.assertEqual(rc, 0, log)
+            self.assertEqual(console_lines(log), [])
 
     @unittest.skipUnless(os.geteuid() == 0, "plants faults with nsenter and mount (root)")
     def test_planted_faults_are_found_on_their_node_and_drained(self):
