@@ -137,6 +137,8 @@ int main(int argc, char** argv) {
       "sweep", "Health sweep of the cluster's nodes through SLURM (docs/sweep.md)");
   sweep_cmd->add_option("--partition,-p", sweep.partition, "Only this partition's nodes");
   sweep_cmd->add_option("--nodes,-w", sweep.nodes, "SLURM host list, e.g. n[1-4] (default: all)");
+  sweep_cmd->add_option("--hostfile", sweep.hostfile,
+                        "No SLURM: sweep these hosts, each through `mpirun --host H -np 1`");
   sweep_cmd->add_option("--level", sweep.level, "quick (default), standard or deep");
   sweep_cmd->add_option("--config", sweep.config_file,
                         "Thresholds file (default: the built-in config/sweep.json)");

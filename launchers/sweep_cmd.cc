@@ -15,12 +15,14 @@
 #include <fstream>
 #include <map>
 #include <memory>
+#include <regex>
 #include <sstream>
 
 #include "coordinator/service.h"
 #include "coordinator/sweep/sweep_history.h"
 #include "coordinator/sweep/sweep_report.h"
 #include "coordinator/sweep/verdicts.h"
+#include "launchers/launch_plan.h"
 #include "launchers/run.h"
 #include "launchers/subprocess.h"
 #include "launchers/sweep_plan.h"
@@ -59,14 +61,16 @@ bool WriteAtomically(const std::string& path, const std::string& text) {
   return true;
 }
 
-// What a node's srun log says went wrong: its first error line other than srun's own summary
-// ("task 0: Exited with exit code 2"), else its last line.
+// What a node's launcher log says went wrong: its first line that reads like an error, other
+// than srun's own summary ("task 0: Exited with exit code 2"), else its last line of words.
 std::string WhyInLog(const std::string& path) {
+  static const std::regex kError("error|cannot|could not|unable|no such|not found",
+                                 std::regex::icase);
   std::ifstream in(path);
   std::string line, last;
   while (std::getline(in, line)) {
-    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
-    if (line.find("error") != std::string::npos &&
+    if (line.find_first_not_of(" \t\r-=*") == std::string::npos) continue;  // rules, blanks
+    if (std::regex_search(line, kError) &&
         line.find("Exited with exit code") == std::string::npos) {
       return line;
     }
@@ -106,6 +110,57 @@ pid_t StartNode(const std::vector<std::string>& argv, const std::string& log) {
 // How many earlier sweeps of the same level a node's figures are compared with.
 constexpr int kHistorySweeps = 10;
 
+// The nodes as SLURM knows them: sinfo's list (of the partition), or the requested host list.
+Result<std::vector<SweepTarget>> PlanFromSlurm(const SweepOptions& options) {
+  using R = Result<std::vector<SweepTarget>>;
+  std::vector<std::string> sinfo = {"sinfo", "-h", "-N", "-o", "%N|%t|%E"};
+  if (!options.partition.empty()) {
+    sinfo.push_back("-p");
+    sinfo.push_back(options.partition);
+  }
+  auto [sinfo_rc, sinfo_out] = CaptureOutput(sinfo);
+  if (sinfo_rc == 127 || sinfo_rc < 0) {
+    return R::Error("sinfo is not installed or did not run (without SLURM: --hostfile)");
+  }
+  if (sinfo_rc != 0) {
+    return R::Error("sinfo failed (exit " + std::to_string(sinfo_rc) + "): is slurmctld up?");
+  }
+  std::vector<std::string> requested;
+  if (!options.nodes.empty()) {
+    auto [rc, out] = CaptureOutput({"scontrol", "show", "hostnames", options.nodes});
+    std::istringstream names(out);
+    for (std::string n; names >> n;) requested.push_back(n);
+    if (rc != 0 || requested.empty()) {
+      return R::Error("'" + options.nodes + "' is not a host list scontrol understands");
+    }
+  }
+  std::vector<SweepTarget> plan = PlanSweepNodes(requested, ParseSinfoNodes(sinfo_out));
+  if (plan.empty()) {
+    return R::Error(std::string("no nodes to sweep") +
+                    (options.partition.empty() ? "" : " in partition " + options.partition));
+  }
+  return plan;
+}
+
+// How a node's sweep-node is started: one exclusive SLURM job step, or without SLURM one MPI
+// process on that host (the secret travels in the environment either way).
+std::vector<std::string> NodeLauncher(const SweepOptions& options, const std::string& node,
+                                      const std::string& minutes, MpiFlavor mpi) {
+  if (options.hostfile.empty()) {
+    return {"srun",
+            "-w",
+            node,
+            "-N1",
+            "-n1",
+            "--exclusive",
+            "-J",
+            "rankscope-sweep",
+            "--time=" + minutes};
+  }
+  if (mpi == MpiFlavor::kHydra) return {"mpiexec", "-hosts", node, "-n", "1"};
+  return {"mpirun", "--host", node, "-np", "1", "-x", "RANKSCOPE_TOKEN"};
+}
+
 double DefaultNodeLimit(const std::string& level) {
   return level == "deep" ? 900 : level == "standard" ? 300 : 120;
 }
@@ -135,37 +190,38 @@ int RunSweep(const SweepOptions& options, const std::string& self_exe) {
     thresholds = parsed.value();
   }
 
-  // The nodes, as SLURM knows them.
-  std::vector<std::string> sinfo = {"sinfo", "-h", "-N", "-o", "%N|%t|%E"};
-  if (!options.partition.empty()) {
-    sinfo.push_back("-p");
-    sinfo.push_back(options.partition);
-  }
-  auto [sinfo_rc, sinfo_out] = CaptureOutput(sinfo);
-  if (sinfo_rc == 127 || sinfo_rc < 0) {
-    std::fprintf(stderr, "rankscope sweep: sinfo is not installed or did not run\n");
-    return 2;
-  }
-  if (sinfo_rc != 0) {
-    std::fprintf(stderr, "rankscope sweep: sinfo failed (exit %d): is slurmctld up?\n", sinfo_rc);
-    return 2;
-  }
-  std::vector<std::string> requested;
-  if (!options.nodes.empty()) {
-    auto [rc, out] = CaptureOutput({"scontrol", "show", "hostnames", options.nodes});
-    std::istringstream names(out);
-    for (std::string n; names >> n;) requested.push_back(n);
-    if (rc != 0 || requested.empty()) {
-      std::fprintf(stderr, "rankscope sweep: '%s' is not a host list scontrol understands\n",
-                   options.nodes.c_str());
+  std::vector<SweepTarget> plan;
+  if (!options.hostfile.empty()) {
+    if (options.drain || !options.partition.empty() || !options.nodes.empty()) {
+      std::fprintf(stderr,
+                   "rankscope sweep: --hostfile is for clusters without SLURM: no --drain, "
+                   "--partition or --nodes with it\n");
       return 2;
     }
-  }
-  const std::vector<SweepTarget> plan = PlanSweepNodes(requested, ParseSinfoNodes(sinfo_out));
-  if (plan.empty()) {
-    std::fprintf(stderr, "rankscope sweep: no nodes to sweep%s\n",
-                 options.partition.empty() ? "" : (" in partition " + options.partition).c_str());
-    return 2;
+    std::ifstream in(options.hostfile);
+    if (!in) {
+      std::fprintf(stderr, "rankscope sweep: cannot read %s\n", options.hostfile.c_str());
+      return 2;
+    }
+    std::stringstream text;
+    text << in.rdbuf();
+    for (const std::string& host : ParseHostfile(text.str())) {
+      SweepTarget t;
+      t.node = host;
+      t.run = true;
+      plan.push_back(std::move(t));
+    }
+    if (plan.empty()) {
+      std::fprintf(stderr, "rankscope sweep: %s lists no hosts\n", options.hostfile.c_str());
+      return 2;
+    }
+  } else {
+    Result<std::vector<SweepTarget>> slurm = PlanFromSlurm(options);
+    if (!slurm.ok()) {
+      std::fprintf(stderr, "rankscope sweep: %s\n", slurm.status().message().c_str());
+      return 2;
+    }
+    plan = std::move(slurm).value();
   }
 
   // A coordinator of its own; the nodes get its address on the command line and the secret
@@ -202,32 +258,18 @@ int RunSweep(const SweepOptions& options, const std::string& self_exe) {
   const std::string minutes = std::to_string(static_cast<int>(std::ceil(limit_s / 60)) + 1);
   const TimeNs started = MonotonicNow();
   const double started_unix = static_cast<double>(std::time(nullptr));
+  const MpiFlavor mpi =
+      options.hostfile.empty() ? MpiFlavor::kOpenMpi : DetectLaunchContext({"mpirun"}).mpi;
   std::map<size_t, Running> running;
   for (size_t i = 0; i < plan.size(); ++i) {
     if (!plan[i].run) continue;
-    std::vector<std::string> argv = {"srun",
-                                     "-w",
-                                     plan[i].node,
-                                     "-N1",
-                                     "-n1",
-                                     "--exclusive",
-                                     "-J",
-                                     "rankscope-sweep",
-                                     "--time=" + minutes,
-                                     self_exe,
-                                     "sweep-node",
-                                     "--coordinator",
-                                     server.address(),
-                                     "--session",
-                                     config.session_id,
-                                     "--index",
-                                     std::to_string(i),
-                                     "--count",
-                                     std::to_string(plan.size()),
-                                     "--level",
-                                     options.level,
-                                     "--node",
-                                     plan[i].node};
+    std::vector<std::string> argv = NodeLauncher(options, plan[i].node, minutes, mpi);
+    for (const std::string& word : std::vector<std::string>{
+             self_exe, "sweep-node", "--coordinator", server.address(), "--session",
+             config.session_id, "--index", std::to_string(i), "--count",
+             std::to_string(plan.size()), "--level", options.level, "--node", plan[i].node}) {
+      argv.push_back(word);
+    }
     for (const std::string& path : options.scratch) {
       argv.push_back("--scratch");
       argv.push_back(path);
@@ -300,7 +342,9 @@ int RunSweep(const SweepOptions& options, const std::string& self_exe) {
                    " s (node busy, or a check stuck); srun stopped";
     } else {
       const std::string last = WhyInLog(r.log);
-      in.problem = "srun exit " + std::to_string(r.exit_code) + (last.empty() ? "" : ": " + last);
+      const std::string launcher = options.hostfile.empty() ? "srun" : "mpirun";
+      in.problem =
+          launcher + " exit " + std::to_string(r.exit_code) + (last.empty() ? "" : ": " + last);
     }
     input_of_plan[i] = inputs.size();
     inputs.push_back(std::move(in));

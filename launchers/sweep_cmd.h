@@ -1,5 +1,6 @@
 // `rankscope sweep`: a health sweep of the cluster's nodes (docs/sweep.md). Runs one exclusive
-// `srun -w NODE rankscope sweep-node` per node in parallel against a coordinator of its own,
+// `srun -w NODE rankscope sweep-node` per node (or `mpirun --host H -np 1 ...` per host of a
+// hostfile, without SLURM) in parallel against a coordinator of its own,
 // judges the figures (coordinator/sweep/verdicts.h), writes report.txt/.json, JUnit XML and
 // node_exporter metrics, optionally drains the nodes that failed, and exits 0/1/2 for
 // ok/warn/fail.
@@ -13,6 +14,7 @@ namespace rankscope {
 struct SweepOptions {
   std::string partition;        // only this partition's nodes
   std::string nodes;            // a SLURM host list ("n[1-3],n7"); empty: every node
+  std::string hostfile;         // no SLURM: these hosts, each through `mpirun -np 1`
   std::string level = "quick";  // quick | standard | deep
   std::string config_file;      // thresholds; empty: the built-in config/sweep.json
   bool drain = false;           // drain the nodes that fail (never one drained by someone else)

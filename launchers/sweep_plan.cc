@@ -55,6 +55,23 @@ std::vector<SweepTarget> PlanSweepNodes(const std::vector<std::string>& requeste
   return out;
 }
 
+std::vector<std::string> ParseHostfile(const std::string& text) {
+  std::vector<std::string> hosts;
+  std::istringstream lines(text);
+  std::string line;
+  while (std::getline(lines, line)) {
+    line = line.substr(0, line.find('#'));
+    std::istringstream words(line);
+    std::string host;
+    if (!(words >> host)) continue;
+    host = host.substr(0, host.find(':'));
+    if (!host.empty() && std::find(hosts.begin(), hosts.end(), host) == hosts.end()) {
+      hosts.push_back(host);
+    }
+  }
+  return hosts;
+}
+
 std::vector<std::string> DrainCommand(const std::string& node, const std::string& summary) {
   std::string reason = "rankscope: " + summary;
   if (reason.size() > 120) reason = reason.substr(0, 117) + "...";

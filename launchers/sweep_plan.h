@@ -29,6 +29,10 @@ struct SweepTarget {
 std::vector<SweepTarget> PlanSweepNodes(const std::vector<std::string>& requested,
                                         const std::vector<SinfoNode>& known);
 
+// The hosts of an MPI hostfile, once each, in order: Open MPI's "host slots=N", Hydra's
+// "host:N", '#' comments and blank lines skipped.
+std::vector<std::string> ParseHostfile(const std::string& text);
+
 // `scontrol update` arguments that drain `node` with a reason that says it was rankscope.
 std::vector<std::string> DrainCommand(const std::string& node, const std::string& summary);
 

@@ -42,6 +42,12 @@ TEST(SweepPlan, RequestedNodesKeepTheirOrderAndUnknownOnesFail) {
   EXPECT_TRUE(plan[2].run);
 }
 
+TEST(SweepPlan, HostfilesOfBothMpiFamilies) {
+  EXPECT_EQ(ParseHostfile("# rack 1\nnodeA slots=8\nnodeB:4\n\n  nodeA slots=8 # again\nnodeC"),
+            (std::vector<std::string>{"nodeA", "nodeB", "nodeC"}));
+  EXPECT_TRUE(ParseHostfile("# nothing\n\n").empty());
+}
+
 TEST(SweepPlan, DrainReasonSaysRankscope) {
   auto argv = DrainCommand("n3", "fs.free_bytes:/scratch: 1.0 MiB < 100.0 MiB");
   ASSERT_EQ(argv.size(), 5u);

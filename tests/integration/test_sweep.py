@@ -183,5 +183,29 @@ class Sweep(RankscopeTest):
         self.assertIn("no nodes to sweep in partition nosuch", p.stderr)
 
 
+class SweepWithoutSlurm(RankscopeTest):
+    def test_a_hostfile_sweeps_through_mpirun(self):
+        hosts = os.path.join(self.tmp, "hosts")
+        with open(hosts, "w") as f:
+            f.write("# this machine, and one that does not exist\nlocalhost slots=4\nnosuchhost\n")
+        env = mpi_env()
+        env.pop("SLURM_CONF", None)
+        out = os.path.join(self.tmp, "sweep")
+        p = subprocess.run([RANKSCOPE, "sweep", "--hostfile", hosts, "-o", out, "--no-history"],
+                           env=env, capture_output=True, text=True, timeout=200)
+        self.assertEqual(p.returncode, 2, p.stdout + p.stderr)
+        with open(os.path.join(out, "report.json")) as f:
+            nodes = {n["node"]: n for n in json.load(f)["nodes"]}
+        self.assertEqual(list(nodes), ["localhost", "nosuchhost"])
+        self.assertEqual(nodes["localhost"]["status"], "pass", nodes["localhost"])
+        self.assertEqual(len(nodes["localhost"]["checks"]), 8)
+        self.assertRegex(nodes["nosuchhost"]["problem"],
+                         r"^did not answer: mpirun exit \d+: .*nosuchhost")
+        p = subprocess.run([RANKSCOPE, "sweep", "--hostfile", hosts, "--drain"], env=env,
+                           capture_output=True, text=True, timeout=60)
+        self.assertEqual(p.returncode, 2)
+        self.assertIn("--hostfile is for clusters without SLURM: no --drain", p.stderr)
+
+
 if __name__ == "__main__":
     unittest.main()
