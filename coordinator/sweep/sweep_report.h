@@ -1,6 +1,6 @@
 // The outputs of `rankscope sweep` from its verdicts: report.txt and report.html (a node x
-// check grid), report.json, node_exporter textfile metrics (.prom) and JUnit XML. Pure: strings out; the
-// sweep command writes them (the .prom atomically).
+// check grid), report.json, node_exporter textfile metrics (.prom) and JUnit XML. Pure: strings
+// out; the sweep command writes them (the .prom atomically).
 #pragma once
 
 #include <string>
