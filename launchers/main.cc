@@ -152,6 +152,8 @@ int main(int argc, char** argv) {
                         "~/.local/share/rankscope/sweeps.sqlite)");
   sweep_cmd->add_flag("--no-history", sweep.no_history, "Neither compare with nor record history");
   sweep_cmd->add_option("--bind", sweep.bind_address, "Address for the nodes to reach");
+  sweep_cmd->add_option("--mpi", sweep.mpi,
+                        "srun --mpi= type for the MPI ping-pong pairs (default: the cluster's)");
   sweep_cmd->add_option("--node-limit", sweep.node_limit_s,
                         "Seconds per node, queueing included (default by level: 120/300/900)");
   sweep_cmd->add_option("--scratch", sweep.scratch,

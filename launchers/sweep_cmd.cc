@@ -161,6 +161,87 @@ std::vector<std::string> NodeLauncher(const SweepOptions& options, const std::st
   return {"mpirun", "--host", node, "-np", "1", "-x", "RANKSCOPE_TOKEN"};
 }
 
+// Waits for every started launcher until `deadline`, then stops the rest (SIGTERM to the
+// group: srun cancels its step; SIGKILL 3 s later). On a terminal, a progress line.
+void WaitAll(std::map<size_t, Running>* running, TimeNs deadline, const char* what, bool tty) {
+  const TimeNs started = MonotonicNow();
+  for (;;) {
+    size_t done = 0;
+    for (auto& [i, r] : *running) {
+      if (r.exit_code == -1) {
+        int status = 0;
+        if (waitpid(r.pid, &status, WNOHANG) == r.pid) {
+          r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+        }
+      }
+      done += r.exit_code != -1;
+    }
+    if (tty) {
+      std::fprintf(stderr, "\rrankscope sweep: %zu/%zu %s done, %.0f s", done, running->size(),
+                   what, static_cast<double>(MonotonicNow() - started) / 1e9);
+    }
+    if (done == running->size()) break;
+    if (MonotonicNow() > deadline) {
+      for (auto& [i, r] : *running) {
+        if (r.exit_code != -1) continue;
+        r.timed_out = true;
+        kill(-r.pid, SIGTERM);
+      }
+      usleep(3'000'000);
+      for (auto& [i, r] : *running) {
+        if (r.exit_code != -1) continue;
+        kill(-r.pid, SIGKILL);
+        int status = 0;
+        waitpid(r.pid, &status, 0);
+        r.exit_code = 128 + SIGKILL;
+      }
+      break;
+    }
+    usleep(100'000);
+  }
+  if (tty) std::fprintf(stderr, "\n");
+}
+
+// Reads rankscope-pingpong's line from a pair's log.
+bool ParsePingPong(const std::string& log, PairResult* out) {
+  static const std::regex kLine(
+      R"(rankscope-pingpong: latency_s=([0-9.eE+-]+) bandwidth_Bps=([0-9.eE+-]+))");
+  std::ifstream in(log);
+  std::string line;
+  std::smatch m;
+  while (std::getline(in, line)) {
+    if (std::regex_search(line, m, kLine)) {
+      out->latency_s = std::stod(m[1]);
+      out->bandwidth = std::stod(m[2]);
+      return true;
+    }
+  }
+  return false;
+}
+
+// How a pair's rankscope-pingpong is started: a two-node SLURM step, or two MPI processes.
+std::vector<std::string> PairLauncher(const SweepOptions& options, const std::string& a,
+                                      const std::string& b, const std::string& minutes,
+                                      MpiFlavor mpi) {
+  const std::string hosts = a + "," + b;
+  if (options.hostfile.empty()) {
+    std::vector<std::string> argv = {"srun",
+                                     "-w",
+                                     hosts,
+                                     "-N2",
+                                     "-n2",
+                                     "--ntasks-per-node=1",
+                                     "--exclusive",
+                                     "-J",
+                                     "rankscope-sweep",
+                                     "--time=" + minutes};
+    if (!options.mpi.empty()) argv.push_back("--mpi=" + options.mpi);
+    return argv;
+  }
+  if (mpi == MpiFlavor::kHydra) return {"mpiexec", "-hosts", hosts, "-n", "2", "-ppn", "1"};
+  return {"mpirun", "--host", hosts, "-np", "2", "--map-by", "node"};
+}
+
 double DefaultNodeLimit(const std::string& level) {
   return level == "deep" ? 900 : level == "standard" ? 300 : 120;
 }
@@ -283,47 +364,14 @@ int RunSweep(const SweepOptions& options, const std::string& self_exe) {
 
   // Wait for every node, with a progress line on a terminal.
   const bool tty = isatty(STDERR_FILENO) == 1 && !options.quiet;
-  const TimeNs deadline = started + static_cast<DurationNs>(limit_s * 1e9);
-  for (;;) {
-    size_t done = 0;
-    for (auto& [i, r] : running) {
-      if (r.exit_code == -1) {
-        int status = 0;
-        if (waitpid(r.pid, &status, WNOHANG) == r.pid) {
-          r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-        }
-      }
-      done += r.exit_code != -1;
-    }
-    if (tty) {
-      std::fprintf(stderr, "\rrankscope sweep: %zu/%zu nodes done, %.0f s", done, running.size(),
-                   static_cast<double>(MonotonicNow() - started) / 1e9);
-    }
-    if (done == running.size()) break;
-    if (MonotonicNow() > deadline) {
-      for (auto& [i, r] : running) {
-        if (r.exit_code != -1) continue;
-        r.timed_out = true;
-        kill(-r.pid, SIGTERM);  // srun cancels its job step on SIGTERM
-      }
-      usleep(3'000'000);
-      for (auto& [i, r] : running) {
-        if (r.exit_code != -1) continue;
-        kill(-r.pid, SIGKILL);
-        int status = 0;
-        waitpid(r.pid, &status, 0);
-        r.exit_code = 128 + SIGKILL;
-      }
-      break;
-    }
-    usleep(100'000);
-  }
-  if (tty) std::fprintf(stderr, "\n");
+  WaitAll(&running, started + static_cast<DurationNs>(limit_s * 1e9), "nodes", tty);
 
   // The nodes' figures, with their clocks as the coordinator fitted them.
   CoordinatorService& service = server.service();
   const Session session = service.Snapshot();
   const double anchor = RealtimeMinusMonotonic();
+  const std::string launcher = options.hostfile.empty() ? "srun" : "mpirun";
+  std::vector<std::string> notes;
   std::vector<SweepNodeInput> inputs;
   std::vector<size_t> input_of_plan(plan.size(), SIZE_MAX);
   for (auto& [i, r] : running) {
@@ -342,12 +390,59 @@ int RunSweep(const SweepOptions& options, const std::string& self_exe) {
                    " s (node busy, or a check stuck); srun stopped";
     } else {
       const std::string last = WhyInLog(r.log);
-      const std::string launcher = options.hostfile.empty() ? "srun" : "mpirun";
       in.problem =
           launcher + " exit " + std::to_string(r.exit_code) + (last.empty() ? "" : ": " + last);
     }
     input_of_plan[i] = inputs.size();
     inputs.push_back(std::move(in));
+  }
+  // The fabric: MPI ping-pong between ring neighbours among the nodes that answered.
+  std::vector<size_t> answered;
+  for (size_t k = 0; k < inputs.size(); ++k) {
+    if (inputs[k].answered) answered.push_back(k);
+  }
+  std::vector<PairResult> pairs;
+  const std::string pingpong = self_exe.substr(0, self_exe.rfind('/') + 1) + "rankscope-pingpong";
+  if (answered.size() >= 2 && access(pingpong.c_str(), X_OK) != 0) {
+    notes.push_back("MPI ping-pong not run: " + pingpong + " is missing");
+  } else if (answered.size() >= 2) {
+    const std::string batches = options.level == "quick"      ? "5"
+                                : options.level == "standard" ? "20"
+                                                              : "100";
+    for (const auto& round : PairRounds(answered.size())) {
+      std::map<size_t, Running> jobs;
+      std::vector<PairResult> round_pairs;
+      for (size_t p = 0; p < round.size(); ++p) {
+        PairResult pr;
+        pr.a = inputs[answered[round[p].first]].node;
+        pr.b = inputs[answered[round[p].second]].node;
+        std::vector<std::string> argv = PairLauncher(options, pr.a, pr.b, minutes, mpi);
+        argv.insert(argv.end(), {pingpong, "--batches", batches});
+        Running r;
+        r.log = out_dir + "/nodes/pair-" + pr.a + "-" + pr.b + ".log";
+        r.pid = StartNode(argv, r.log);
+        if (r.pid < 0) r.exit_code = -2;
+        jobs[p] = r;
+        round_pairs.push_back(pr);
+      }
+      WaitAll(&jobs, MonotonicNow() + static_cast<DurationNs>(limit_s * 1e9), "pairs", tty);
+      for (auto& [p, r] : jobs) {
+        PairResult& pr = round_pairs[p];
+        if (!ParsePingPong(r.log, &pr)) {
+          const std::string why = WhyInLog(r.log);
+          pr.error = r.timed_out
+                         ? "no result within " + std::to_string(static_cast<int>(limit_s)) + " s"
+                         : launcher + " exit " + std::to_string(r.exit_code) +
+                               (why.empty() ? "" : ": " + why);
+        }
+        pairs.push_back(pr);
+      }
+    }
+    for (size_t k : answered) {
+      for (SweepCheckResult& c : PairChecksFor(inputs[k].node, pairs)) {
+        inputs[k].results.push_back(std::move(c));
+      }
+    }
   }
   const std::vector<NodeVerdict> judged = JudgeSweep(inputs, thresholds);
   std::vector<NodeVerdict> verdicts;
@@ -369,6 +464,7 @@ int RunSweep(const SweepOptions& options, const std::string& self_exe) {
   run.level = options.level;
   run.started_unix_s = started_unix;
   run.duration_s = static_cast<double>(MonotonicNow() - started) / 1e9;
+  run.notes = notes;
 
   // Each node against its own past; then this sweep joins the history.
   std::unique_ptr<SweepHistory> history;

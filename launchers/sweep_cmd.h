@@ -24,8 +24,9 @@ struct SweepOptions {
   // (coordinator/sweep/sweep_history.h); no_history: neither.
   std::string baseline;
   bool no_history = false;
-  std::string bind_address;          // empty: this host's address the nodes can reach
-  double node_limit_s = 0;           // per node, queueing included; 0: by level (120/300/900 s)
+  std::string bind_address;  // empty: this host's address the nodes can reach
+  std::string mpi;           // srun --mpi= for the ping-pong pairs; empty: the cluster's default
+  double node_limit_s = 0;   // per node, queueing included; 0: by level (120/300/900 s)
   std::vector<std::string> scratch;  // file systems to check; empty: $TMPDIR and /dev/shm
   bool quiet = false;
 };

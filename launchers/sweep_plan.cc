@@ -72,6 +72,31 @@ std::vector<std::string> ParseHostfile(const std::string& text) {
   return hosts;
 }
 
+std::vector<std::vector<std::pair<size_t, size_t>>> PairRounds(size_t nodes) {
+  std::vector<std::vector<std::pair<size_t, size_t>>> rounds;
+  if (nodes < 2) return rounds;
+  if (nodes == 2) return {{{0, 1}}};
+  std::vector<std::pair<size_t, size_t>> ring;
+  for (size_t i = 0; i < nodes; ++i) ring.emplace_back(i, (i + 1) % nodes);
+  // Greedy: each pair into the first round where neither node is busy yet.
+  for (const auto& pair : ring) {
+    bool placed = false;
+    for (auto& round : rounds) {
+      const bool busy = std::any_of(round.begin(), round.end(), [&pair](const auto& p) {
+        return p.first == pair.first || p.second == pair.first || p.first == pair.second ||
+               p.second == pair.second;
+      });
+      if (!busy) {
+        round.push_back(pair);
+        placed = true;
+        break;
+      }
+    }
+    if (!placed) rounds.push_back({pair});
+  }
+  return rounds;
+}
+
 std::vector<std::string> DrainCommand(const std::string& node, const std::string& summary) {
   std::string reason = "rankscope: " + summary;
   if (reason.size() > 120) reason = reason.substr(0, 117) + "...";

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace rankscope {
@@ -32,6 +33,11 @@ std::vector<SweepTarget> PlanSweepNodes(const std::vector<std::string>& requeste
 // The hosts of an MPI hostfile, once each, in order: Open MPI's "host slots=N", Hydra's
 // "host:N", '#' comments and blank lines skipped.
 std::vector<std::string> ParseHostfile(const std::string& text);
+
+// The node pairs of the fabric check: each node with its two ring neighbours (one pair for two
+// nodes, none for one), in rounds within which no node appears twice, so a round's pairs run at
+// the same time without sharing a node. Indices into the node list.
+std::vector<std::vector<std::pair<size_t, size_t>>> PairRounds(size_t nodes);
 
 // `scontrol update` arguments that drain `node` with a reason that says it was rankscope.
 std::vector<std::string> DrainCommand(const std::string& node, const std::string& summary);

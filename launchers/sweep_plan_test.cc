@@ -48,6 +48,15 @@ TEST(SweepPlan, HostfilesOfBothMpiFamilies) {
   EXPECT_TRUE(ParseHostfile("# nothing\n\n").empty());
 }
 
+TEST(SweepPlan, PairRoundsCoverTheRingWithoutSharingANode) {
+  using Rounds = std::vector<std::vector<std::pair<size_t, size_t>>>;
+  EXPECT_TRUE(PairRounds(1).empty());
+  EXPECT_EQ(PairRounds(2), (Rounds{{{0, 1}}}));
+  EXPECT_EQ(PairRounds(3), (Rounds{{{0, 1}}, {{1, 2}}, {{2, 0}}}));
+  EXPECT_EQ(PairRounds(4), (Rounds{{{0, 1}, {2, 3}}, {{1, 2}, {3, 0}}}));
+  EXPECT_EQ(PairRounds(5), (Rounds{{{0, 1}, {2, 3}}, {{1, 2}, {3, 4}}, {{4, 0}}}));
+}
+
 TEST(SweepPlan, DrainReasonSaysRankscope) {
   auto argv = DrainCommand("n3", "fs.free_bytes:/scratch: 1.0 MiB < 100.0 MiB");
   ASSERT_EQ(argv.size(), 5u);

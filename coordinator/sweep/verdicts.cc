@@ -26,6 +26,20 @@ double Median(std::vector<double> v) {
   return n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
+// The numeric keys of a check's entry in config/sweep.json.
+constexpr std::pair<const char*, std::optional<double> CheckLimits::*> kLimitFields[] = {
+    {"warn_below", &CheckLimits::warn_below},
+    {"fail_below", &CheckLimits::fail_below},
+    {"warn_above", &CheckLimits::warn_above},
+    {"fail_above", &CheckLimits::fail_above},
+    {"peer_warn_below", &CheckLimits::peer_warn_below},
+    {"peer_fail_below", &CheckLimits::peer_fail_below},
+    {"peer_warn_above", &CheckLimits::peer_warn_above},
+    {"peer_fail_above", &CheckLimits::peer_fail_above},
+    {"trend_warn_below", &CheckLimits::trend_warn_below},
+    {"trend_fail_below", &CheckLimits::trend_fail_below},
+};
+
 void Raise(CheckVerdict* c, SweepStatus s, const std::string& reason) {
   if (s > c->status) {
     c->status = s;
@@ -71,15 +85,10 @@ Result<SweepThresholds> ParseSweepThresholds(const std::string& text, const std:
         limits.abs = value.get<bool>();
         continue;
       }
-      std::optional<double>* field = key == "warn_below"         ? &limits.warn_below
-                                     : key == "fail_below"       ? &limits.fail_below
-                                     : key == "warn_above"       ? &limits.warn_above
-                                     : key == "fail_above"       ? &limits.fail_above
-                                     : key == "peer_warn_below"  ? &limits.peer_warn_below
-                                     : key == "peer_fail_below"  ? &limits.peer_fail_below
-                                     : key == "trend_warn_below" ? &limits.trend_warn_below
-                                     : key == "trend_fail_below" ? &limits.trend_fail_below
-                                                                 : nullptr;
+      std::optional<double>* field = nullptr;
+      for (const auto& [field_name, member] : kLimitFields) {
+        if (key == field_name) field = &(limits.*member);
+      }
       if (field == nullptr) {
         return Result<SweepThresholds>::Error(source + ": checks." + name + ": unknown key '" +
                                               key + "'");
@@ -160,15 +169,19 @@ std::vector<NodeVerdict> JudgeSweep(const std::vector<SweepNodeInput>& nodes,
         for (const auto& [node, value] : by_key[r.key()]) {
           if (node != i) peers.push_back(value);
         }
-        if ((l.peer_warn_below || l.peer_fail_below) && peers.size() >= 2) {
+        const bool by_peers =
+            l.peer_warn_below || l.peer_fail_below || l.peer_warn_above || l.peer_fail_above;
+        if (by_peers && peers.size() >= 2) {
           const double median = Median(peers);
           c.peer_median = median;
           const double ratio = median > 0 ? r.value / median : 1.0;
           const std::string why = shown + " is " + FormatDouble("%.0f%%", ratio * 100) +
                                   " of the other nodes' median " + FormatValue(median, r.unit);
-          if (l.peer_fail_below && ratio < *l.peer_fail_below) {
+          if ((l.peer_fail_below && ratio < *l.peer_fail_below) ||
+              (l.peer_fail_above && ratio > *l.peer_fail_above)) {
             Raise(&c, SweepStatus::kFail, why);
-          } else if (l.peer_warn_below && ratio < *l.peer_warn_below) {
+          } else if ((l.peer_warn_below && ratio < *l.peer_warn_below) ||
+                     (l.peer_warn_above && ratio > *l.peer_warn_above)) {
             Raise(&c, SweepStatus::kWarn, why);
           }
         }
@@ -233,6 +246,36 @@ void ApplyTrends(const SweepPast& past, const SweepThresholds& thresholds,
       n.status = std::max(n.status, c.status);
     }
   }
+}
+
+std::vector<SweepCheckResult> PairChecksFor(const std::string& node,
+                                            const std::vector<PairResult>& pairs) {
+  const PairResult* best = nullptr;
+  std::string detail, errors;
+  int mine = 0;
+  for (const PairResult& p : pairs) {
+    if (p.a != node && p.b != node) continue;
+    ++mine;
+    const std::string& peer = p.a == node ? p.b : p.a;
+    if (!p.error.empty()) {
+      errors += (errors.empty() ? "" : "; ") + ("with " + peer + ": " + p.error);
+      continue;
+    }
+    detail +=
+        (detail.empty() ? "" : ", ") + ("to " + peer + " " + FormatValue(p.latency_s, "seconds") +
+                                        " " + FormatValue(p.bandwidth, "bytes_per_second"));
+    if (best == nullptr || p.latency_s < best->latency_s) best = &p;
+  }
+  if (mine == 0) return {};
+  if (best == nullptr) return {{"mpi.pingpong", "", 0, "", errors, ""}};
+  double bandwidth = 0;
+  for (const PairResult& p : pairs) {
+    if ((p.a == node || p.b == node) && p.error.empty())
+      bandwidth = std::max(bandwidth, p.bandwidth);
+  }
+  if (!errors.empty()) detail += "; failed " + errors;
+  return {{"mpi.latency", "", best->latency_s, "seconds", "", "best pair; " + detail},
+          {"mpi.bandwidth", "", bandwidth, "bytes_per_second", "", "best pair; " + detail}};
 }
 
 int SweepExitCode(const std::vector<NodeVerdict>& nodes) {

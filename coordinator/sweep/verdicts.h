@@ -21,6 +21,7 @@ struct CheckLimits {
   std::optional<double> warn_below, fail_below, warn_above, fail_above;
   bool abs = false;
   std::optional<double> peer_warn_below, peer_fail_below;  // fractions of the peers' median
+  std::optional<double> peer_warn_above, peer_fail_above;  // multiples of it (latencies)
   // Fractions of the node's own median over its past sweeps (ApplyTrends).
   std::optional<double> trend_warn_below, trend_fail_below;
 };
@@ -81,6 +82,21 @@ using SweepPast = std::map<std::pair<std::string, std::string>, std::vector<doub
 // when it still passes against the peers.
 void ApplyTrends(const SweepPast& past, const SweepThresholds& thresholds,
                  std::vector<NodeVerdict>* nodes);
+
+// One MPI ping-pong between two nodes (rankscope-pingpong), or why it did not run.
+struct PairResult {
+  std::string a, b;
+  std::string error;  // empty: the figures hold
+  double latency_s = 0;
+  double bandwidth = 0;  // bytes per second, one direction
+};
+
+// `node`'s fabric figures from the pairs it was in: "mpi.latency" (seconds) and
+// "mpi.bandwidth" of its best pair, since a node with one good link is not the slow one (the
+// node on both ends of slow pairs is), every pair in the detail; one "mpi.pingpong" error when
+// all of its pairs failed; nothing when it was in none.
+std::vector<SweepCheckResult> PairChecksFor(const std::string& node,
+                                            const std::vector<PairResult>& pairs);
 
 // 2 when a node failed, 1 when one warned, else 0: the sweep's exit code.
 int SweepExitCode(const std::vector<NodeVerdict>& nodes);

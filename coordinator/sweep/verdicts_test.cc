@@ -100,5 +100,31 @@ TEST(SweepVerdicts, ClockOffsetFromTheFitAndBothAnchors) {
   EXPECT_EQ(unfitted[0].error, "no clock fit: no usable samples");
 }
 
+TEST(SweepVerdicts, TheNodeOnBothEndsOfSlowPairsIsTheSlowOne) {
+  // A ring of four; n3's links are slow, so (n2,n3) and (n3,n4) are, (n1,n2) and (n4,n1) not.
+  std::vector<PairResult> pairs = {{"n1", "n2", "", 4e-6, 5e9},
+                                   {"n2", "n3", "", 40e-6, 1e9},
+                                   {"n3", "n4", "", 41e-6, 1.1e9},
+                                   {"n4", "n1", "", 4.2e-6, 5.2e9}};
+  std::vector<SweepNodeInput> nodes;
+  for (const char* n : {"n1", "n2", "n3", "n4"})
+    nodes.push_back({n, true, "", PairChecksFor(n, pairs)});
+  ASSERT_EQ(nodes[2].results.size(), 2u);
+  EXPECT_DOUBLE_EQ(nodes[2].results[0].value, 40e-6);  // its best pair
+  EXPECT_EQ(nodes[2].results[0].detail,
+            "best pair; to n2 40.0 us 1.00 GB/s, to n4 41.0 us 1.10 GB/s");
+  auto v = JudgeSweep(nodes, DefaultSweepThresholds());
+  EXPECT_EQ(v[0].status, SweepStatus::kPass);
+  EXPECT_EQ(v[1].status, SweepStatus::kPass);  // n2's best pair is with n1
+  EXPECT_EQ(v[2].status, SweepStatus::kFail);  // 40 us is 10x the others' 4 us
+  EXPECT_EQ(v[3].status, SweepStatus::kPass);
+  // A node whose every pair failed says so; a node in no pair has no figures.
+  std::vector<PairResult> failed = {{"n1", "n2", "srun exit 1: no route", 0, 0}};
+  auto r = PairChecksFor("n2", failed);
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_EQ(r[0].error, "with n1: srun exit 1: no route");
+  EXPECT_TRUE(PairChecksFor("n9", pairs).empty());
+}
+
 }  // namespace
 }  // namespace rankscope

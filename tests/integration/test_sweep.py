@@ -15,6 +15,9 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from harness import BUILD, RANKSCOPE, RankscopeTest, mpi_env  # noqa: E402
 from test_report_html import CHROMIUM, console_lines, render  # noqa: E402
 
+# The testbed's thresholds (see the file): no peer comparison of figures that only show how
+# four "nodes" on one 2-core host were scheduled.
+TESTBED_CONFIG = os.path.join(os.path.dirname(os.path.abspath(__file__)), "sweep_testbed.json")
 SLURM_DIR = os.path.dirname(os.environ.get("SLURM_CONF", "/nonexistent/slurm.conf"))
 
 
@@ -37,6 +40,9 @@ class Sweep(RankscopeTest):
         out = os.path.join(self.tmp, out)
         if "--baseline" not in args:
             args += ("--baseline", os.path.join(self.tmp, "history.sqlite"))
+        if "--config" not in args:
+            args += ("--config", TESTBED_CONFIG)
+        args += ("--mpi", "pmix")  # the testbed's slurm.conf has MpiDefault=none
         p = subprocess.run([RANKSCOPE, "sweep", "-o", out] + list(args), env=mpi_env(),
                            capture_output=True, text=True, timeout=280)
         with open(os.path.join(out, "report.json")) as f:
@@ -53,9 +59,13 @@ class Sweep(RankscopeTest):
             self.assertEqual(n["status"], "pass", n)
             checks = {c["name"]: c for c in n["checks"]}
             for name in ("mem.bandwidth", "cpu.flops", "fs.free_bytes", "fs.free_ratio",
-                         "clock.offset", "clock.uncertainty"):
+                         "clock.offset", "clock.uncertainty", "mpi.latency", "mpi.bandwidth"):
                 self.assertIn(name, checks)
             self.assertGreater(checks["mem.bandwidth"]["value"], 1e8)
+            # MPI over TCP on loopback: microseconds, not milliseconds; both ring neighbours.
+            self.assertLess(checks["mpi.latency"]["value"], 1e-3)
+            self.assertGreater(checks["mpi.bandwidth"]["value"], 1e7)
+            self.assertEqual(checks["mpi.latency"]["detail"].count(" to n"), 2, checks)
             # All four "nodes" share this host's clock: the offset is what alignment leaves.
             self.assertLess(abs(checks["clock.offset"]["value"]), 1e-3, checks["clock.offset"])
         with open(os.path.join(out, "rankscope_sweep.prom")) as f:
@@ -66,8 +76,9 @@ class Sweep(RankscopeTest):
         suites = ET.parse(os.path.join(out, "junit.xml")).getroot()
         self.assertEqual(len(suites), 4)
         self.assertEqual(sum(int(s.get("failures")) for s in suites), 0)
-        for node in ("n1", "n2", "n3", "n4"):
-            self.assertTrue(os.path.exists(os.path.join(out, "nodes", node + ".log")))
+        for log in ("n1", "n2", "n3", "n4", "pair-n1-n2", "pair-n2-n3", "pair-n3-n4",
+                    "pair-n4-n1"):
+            self.assertTrue(os.path.exists(os.path.join(out, "nodes", log + ".log")), log)
         if CHROMIUM:  # the grid page renders and logs nothing (no script, a strict CSP)
             rc, log = render(os.path.join(out, "report.html"), os.path.join(self.tmp, "s.png"))
             self.assertEqual(rc, 0, log)
