@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
@@ -437,6 +438,13 @@ int RunSweep(const SweepOptions& options, const std::string& self_exe) {
         }
         pairs.push_back(pr);
       }
+    }
+    if (std::all_of(pairs.begin(), pairs.end(),
+                    [](const PairResult& p) { return !p.error.empty(); })) {
+      notes.push_back("every MPI pair failed: if the nodes are fine, the MPI launch is not (" +
+                      std::string(options.hostfile.empty() ? "srun's MPI plugin: --mpi TYPE"
+                                                           : "mpirun on these hosts") +
+                      "; nodes/pair-*.log)");
     }
     for (size_t k : answered) {
       for (SweepCheckResult& c : PairChecksFor(inputs[k].node, pairs)) {
