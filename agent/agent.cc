@@ -39,7 +39,9 @@ void ForwardSignal(int sig, siginfo_t* info, void*) {
       info->si_pid == g_step_daemon_pid) {
     return;
   }
+  const int saved_errno = errno;  // the interrupted code may be about to read it
   if (g_child_pid > 0) kill(g_child_pid, sig);
+  errno = saved_errno;
 }
 
 // Our parent's pid when it is slurmstepd, else 0.
@@ -287,14 +289,13 @@ ChildExit RunAgent(const AgentOptions& options) {
       proc->Start();
     }
     int status = 0;
-    if (proc) {
-      // Wait for the exit without reaping, so the program's final counters are still readable.
-      siginfo_t info{};
-      while (waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOWAIT) < 0 &&
-             errno == EINTR) {
-      }
-      proc_stats = proc->Finish();
+    // Wait for the exit without reaping: the program's final counters stay readable, and its pid
+    // cannot be reused while the forwarder may still signal it.
+    siginfo_t info{};
+    while (waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOWAIT) < 0 && errno == EINTR) {
     }
+    if (proc) proc_stats = proc->Finish();
+    g_child_pid = 0;
     while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
     }
     if (WIFSIGNALED(status)) {

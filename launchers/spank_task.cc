@@ -47,11 +47,16 @@ void RunAsSpankTaskIfAsked(int argc, char** argv, const std::string& self_exe) {
   }
   for (int i = 1; i < argc; ++i) options.program.emplace_back(argv[i]);
   unsetenv("RANKSCOPE_SPANK_ARGV0");
+  // The session is the one srun's plugin started: whatever RANKSCOPE_* the user's environment
+  // carried from elsewhere (an old token, a dormant flag) must not override it.
   for (const char* name : {"COORDINATOR", "TOKEN", "SESSION", "DORMANT"}) {
     const std::string from = std::string("SLURM_RANKSCOPE_") + name;
+    const std::string to = std::string("RANKSCOPE_") + name;
     if (const char* value = std::getenv(from.c_str()); value != nullptr) {
-      setenv((std::string("RANKSCOPE_") + name).c_str(), std::string(value).c_str(), 0);
+      setenv(to.c_str(), std::string(value).c_str(), 1);
       unsetenv(from.c_str());
+    } else {
+      unsetenv(to.c_str());
     }
   }
   FillAgentOptionsFromEnvironment(self_exe, &options);

@@ -88,6 +88,11 @@ struct Running {
 };
 
 pid_t StartNode(const std::vector<std::string>& argv, const std::string& log) {
+  // Everything the child needs is made before fork: this process has gRPC threads.
+  std::vector<char*> args;
+  for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  const std::string failed = "cannot run " + argv[0] + "\n";
   const pid_t pid = fork();
   if (pid == 0) {
     const int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
@@ -98,13 +103,11 @@ pid_t StartNode(const std::vector<std::string>& argv, const std::string& log) {
     const int null_fd = open("/dev/null", O_RDONLY);
     if (null_fd >= 0) dup2(null_fd, STDIN_FILENO);
     setpgid(0, 0);  // a group of its own: a timeout stops srun and whatever it started
-    std::vector<char*> args;
-    for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-    args.push_back(nullptr);
     execvp(args[0], args.data());
-    std::fprintf(stderr, "cannot run %s: %s\n", args[0], std::strerror(errno));
+    (void)!write(STDERR_FILENO, failed.data(), failed.size());
     _exit(127);
   }
+  if (pid > 0) setpgid(pid, pid);  // also here, so a kill(-pid) right after fork reaches it
   return pid;
 }
 
@@ -162,8 +165,13 @@ std::vector<std::string> NodeLauncher(const SweepOptions& options, const std::st
   return {"mpirun", "--host", node, "-np", "1", "-x", "RANKSCOPE_TOKEN"};
 }
 
-// Waits for every started launcher until `deadline`, then stops the rest (SIGTERM to the
-// group: srun cancels its step; SIGKILL 3 s later). On a terminal, a progress line.
+// Set by SIGINT/SIGTERM/SIGHUP: stop the launchers (their exclusive jobs hold whole nodes) and
+// write what there is.
+volatile sig_atomic_t g_sweep_interrupted = 0;
+
+// Waits for every started launcher until `deadline` (or an interrupt), then stops the rest
+// (SIGTERM to the group: srun cancels its step; SIGKILL 3 s later). On a terminal, a progress
+// line.
 void WaitAll(std::map<size_t, Running>* running, TimeNs deadline, const char* what, bool tty) {
   const TimeNs started = MonotonicNow();
   for (;;) {
@@ -182,7 +190,7 @@ void WaitAll(std::map<size_t, Running>* running, TimeNs deadline, const char* wh
                    what, static_cast<double>(MonotonicNow() - started) / 1e9);
     }
     if (done == running->size()) break;
-    if (MonotonicNow() > deadline) {
+    if (MonotonicNow() > deadline || g_sweep_interrupted) {
       for (auto& [i, r] : *running) {
         if (r.exit_code != -1) continue;
         r.timed_out = true;
@@ -212,9 +220,13 @@ bool ParsePingPong(const std::string& log, PairResult* out) {
   std::smatch m;
   while (std::getline(in, line)) {
     if (std::regex_search(line, m, kLine)) {
-      out->latency_s = std::stod(m[1]);
-      out->bandwidth = std::stod(m[2]);
-      return true;
+      const std::string latency = m[1], bandwidth = m[2];
+      char* end_latency = nullptr;
+      char* end_bandwidth = nullptr;
+      out->latency_s = std::strtod(latency.c_str(), &end_latency);
+      out->bandwidth = std::strtod(bandwidth.c_str(), &end_bandwidth);
+      return *end_latency == '\0' && *end_bandwidth == '\0' && out->latency_s > 0 &&
+             out->bandwidth > 0;
     }
   }
   return false;
@@ -363,6 +375,11 @@ int RunSweep(const SweepOptions& options, const std::string& self_exe) {
     running[i] = r;
   }
 
+  struct sigaction on_stop {};
+  on_stop.sa_handler = [](int) { g_sweep_interrupted = 1; };
+  sigemptyset(&on_stop.sa_mask);
+  for (int sig : {SIGINT, SIGTERM, SIGHUP}) sigaction(sig, &on_stop, nullptr);
+
   // Wait for every node, with a progress line on a terminal.
   const bool tty = isatty(STDERR_FILENO) == 1 && !options.quiet;
   WaitAll(&running, started + static_cast<DurationNs>(limit_s * 1e9), "nodes", tty);
@@ -403,6 +420,7 @@ int RunSweep(const SweepOptions& options, const std::string& self_exe) {
     if (inputs[k].answered) answered.push_back(k);
   }
   std::vector<PairResult> pairs;
+  if (g_sweep_interrupted) answered.clear();
   const std::string pingpong = self_exe.substr(0, self_exe.rfind('/') + 1) + "rankscope-pingpong";
   if (answered.size() >= 2 && access(pingpong.c_str(), X_OK) != 0) {
     notes.push_back("MPI ping-pong not run: " + pingpong + " is missing");
@@ -411,6 +429,7 @@ int RunSweep(const SweepOptions& options, const std::string& self_exe) {
                                 : options.level == "standard" ? "20"
                                                               : "100";
     for (const auto& round : PairRounds(answered.size())) {
+      if (g_sweep_interrupted) break;
       std::map<size_t, Running> jobs;
       std::vector<PairResult> round_pairs;
       for (size_t p = 0; p < round.size(); ++p) {
@@ -451,6 +470,11 @@ int RunSweep(const SweepOptions& options, const std::string& self_exe) {
         inputs[k].results.push_back(std::move(c));
       }
     }
+  }
+  if (g_sweep_interrupted) {
+    notes.push_back(
+        "interrupted: the launchers still running were stopped (their nodes did not "
+        "answer); nothing was drained");
   }
   const std::vector<NodeVerdict> judged = JudgeSweep(inputs, thresholds);
   std::vector<NodeVerdict> verdicts;
@@ -493,13 +517,14 @@ int RunSweep(const SweepOptions& options, const std::string& self_exe) {
 
   // --drain: nodes whose checks failed and that nobody else has drained meanwhile. A node that
   // did not answer is not drained: a missing or broken rankscope there is as likely as a fault.
-  if (options.drain) {
+  if (options.drain && !g_sweep_interrupted) {
     for (size_t i = 0; i < plan.size(); ++i) {
       const NodeVerdict& v = verdicts[i];
       if (v.status != SweepStatus::kFail || !plan[i].run) continue;
-      if (!v.problem.empty()) {
-        run.notes.push_back(v.node + " not drained: it did not answer (see nodes/" + v.node +
-                            ".log)");
+      const std::optional<std::string> reason = DrainReason(v);
+      if (!reason) {
+        run.notes.push_back(v.node + " not drained: what failed there did not run (see nodes/" +
+                            v.node + "*.log)");
         continue;
       }
       auto [rc, now] = CaptureOutput({"sinfo", "-h", "-N", "-n", v.node, "-o", "%N|%t|%E"});
@@ -509,8 +534,8 @@ int RunSweep(const SweepOptions& options, const std::string& self_exe) {
         run.notes.push_back(v.node + " not drained: its state changed during the sweep");
         continue;
       }
-      auto [drain_rc, drain_out] = CaptureOutput(DrainCommand(v.node, v.Summary()));
-      run.notes.push_back(drain_rc == 0 ? "drained " + v.node + ": rankscope: " + v.Summary()
+      auto [drain_rc, drain_out] = CaptureOutput(DrainCommand(v.node, *reason));
+      run.notes.push_back(drain_rc == 0 ? "drained " + v.node + ": rankscope: " + *reason
                                         : "could not drain " + v.node + " (scontrol exit " +
                                               std::to_string(drain_rc) + ")");
     }

@@ -1,5 +1,5 @@
 // rankscope-pingpong: the MPI half of `rankscope sweep`'s fabric check. Run as two ranks on two
-// nodes (`srun -w A,B -N2 -n2 rankscope-pingpong [--iterations N]`); rank 0 prints one line,
+// nodes (`srun -w A,B -N2 -n2 rankscope-pingpong [--batches N]`); rank 0 prints one line,
 //   rankscope-pingpong: latency_s=<one-way, median of batches> bandwidth_Bps=<best> peer=<node>
 // which the sweep reads from the step's output (launchers/sweep_cmd.cc). Kept out of the
 // rankscope binary so that rankscope itself never links an MPI library.

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 
@@ -53,17 +54,16 @@ int RunSweepNode(const SweepNodeOptions& options) {
   id.world_size = options.count;
   if (!options.node.empty()) id.node_name = options.node;
 
-  UplinkOptions up;
-  up.address = options.coordinator;
-  up.token = options.token;
-  Uplink uplink(up, ToProto(id, options.session_id, {"rankscope", "sweep-node"}));
-  uplink.SetProgramPid(getpid());
-  uplink.Start();
-
-  std::vector<std::string> scratch = options.scratch;
-  if (scratch.empty()) {
+  // The checks run in children forked from this process, so they run before the uplink starts
+  // its gRPC threads (a fork of a multithreaded process may inherit a held lock).
+  std::vector<std::string> scratch;
+  std::vector<std::string> wanted = options.scratch;
+  if (wanted.empty()) {
     const char* tmp = std::getenv("TMPDIR");
-    scratch = {tmp != nullptr && tmp[0] != '\0' ? tmp : "/tmp", "/dev/shm"};
+    wanted = {tmp != nullptr && tmp[0] != '\0' ? tmp : "/tmp", "/dev/shm"};
+  }
+  for (const std::string& path : wanted) {  // once each: a repeated series breaks the metrics
+    if (std::find(scratch.begin(), scratch.end(), path) == scratch.end()) scratch.push_back(path);
   }
   std::vector<SweepCheckResult> results;
   auto run = [&results](const std::string& name, DurationNs limit, auto check) {
@@ -76,6 +76,13 @@ int RunSweepNode(const SweepNodeOptions& options) {
   run("mem.bandwidth", LimitFor(budget.memory),
       [&budget] { return MeasureMemoryBandwidth(budget.memory); });
   run("cpu.flops", LimitFor(budget.flops), [&budget] { return MeasureCpuFlops(budget.flops); });
+  UplinkOptions up;
+  up.address = options.coordinator;
+  up.token = options.token;
+  Uplink uplink(up, ToProto(id, options.session_id, {"rankscope", "sweep-node"}));
+  uplink.SetProgramPid(getpid());
+  uplink.Start();
+
   for (const SweepCheckResult& r : results) uplink.AddSweepCheck(ToProto(r));
   uplink.Finish(0, 0);
   if (!uplink.registered()) {

@@ -34,6 +34,8 @@ Result<std::unique_ptr<SweepHistory>> SweepHistory::Open(const std::string& path
   if (Status s = db->Open(SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE); !s.ok()) {
     return R::Error(path + ": " + s.message());
   }
+  // A timer's sweep and a manual one may meet: wait for the other's transaction.
+  sqlite3_busy_timeout(db->get(), 30'000);
   if (Status s = db->Exec(kSchema); !s.ok()) return R::Error(path + ": " + s.message());
   // A file made by something else may have tables of these names with other columns.
   Statement probe(*db, "SELECT sweep_id, node, check_key, value FROM results LIMIT 1");
@@ -44,11 +46,15 @@ Result<std::unique_ptr<SweepHistory>> SweepHistory::Open(const std::string& path
 }
 
 Result<SweepPast> SweepHistory::Past(const std::string& level, int sweeps) {
+  // Per node and check: a node swept only in some sweeps (a partition, a subset) still gets its
+  // own last `sweeps` figures.
   Statement q(*db_,
-              "SELECT r.node, r.check_key, r.value FROM results r JOIN "
-              "(SELECT id, started_unix_s FROM sweeps WHERE level = ? "
-              " ORDER BY started_unix_s DESC LIMIT ?) s ON r.sweep_id = s.id "
-              "WHERE r.value IS NOT NULL ORDER BY s.started_unix_s");
+              "SELECT node, check_key, value FROM ("
+              " SELECT r.node, r.check_key, r.value, s.started_unix_s AS t, ROW_NUMBER() OVER ("
+              "  PARTITION BY r.node, r.check_key ORDER BY s.started_unix_s DESC) AS n"
+              " FROM results r JOIN sweeps s ON r.sweep_id = s.id"
+              " WHERE s.level = ? AND r.value IS NOT NULL)"
+              " WHERE n <= ? ORDER BY t");
   q.Text(level).Int(sweeps);
   SweepPast past;
   while (q.Next()) past[{q.ColumnText(0), q.ColumnText(1)}].push_back(q.ColumnReal(2));

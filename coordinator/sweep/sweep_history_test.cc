@@ -42,6 +42,16 @@ TEST(SweepHistory, RecordsAndReturnsTheLastSweepsOfALevel) {
   const std::vector<double>& values = past.value()[{"n1", "mem.bandwidth"}];
   EXPECT_EQ(values, (std::vector<double>{10e9 + 1, 10e9 + 2, 10e9 + 3}));  // oldest first
   EXPECT_EQ(past.value().count({"n1", "cpu.flops"}), 0u);  // an error is not a figure
+  // n2 was in only the first sweep: its last figures are still its own.
+  ASSERT_TRUE(history.value()->Record({"s9", "quick", 3000, 1, {}}, {}).ok());
+  std::vector<NodeVerdict> n2 = Figures(3e9);
+  n2[0].node = "n2";
+  ASSERT_TRUE(history.value()->Record({"s0b", "quick", 999, 1, {}}, n2).ok());
+  past = history.value()->Past("quick", 3);
+  ASSERT_TRUE(past.ok());
+  const SweepPast::key_type n1_key("n1", "mem.bandwidth"), n2_key("n2", "mem.bandwidth");
+  EXPECT_EQ(past.value()[n2_key], std::vector<double>{3e9});
+  EXPECT_EQ(past.value()[n1_key].size(), 3u);
   std::filesystem::remove_all(TempPath(""));
 }
 

@@ -52,7 +52,12 @@ std::string XmlEscape(const std::string& s) {
         out += "&quot;";
         break;
       default:
-        out += ch;
+        // XML 1.0 has no other control characters (launcher logs may carry ESC or CR).
+        if (static_cast<unsigned char>(ch) < 0x20 && ch != '\t' && ch != '\n') {
+          out += '?';
+        } else {
+          out += ch;
+        }
     }
   }
   return out;

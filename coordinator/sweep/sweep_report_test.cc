@@ -80,6 +80,9 @@ TEST(SweepReport, JUnitFailuresAndErrors) {
   EXPECT_NE(xml.find("<testsuite name=\"n4\" tests=\"1\" failures=\"0\" errors=\"1\">"),
             std::string::npos);
   EXPECT_NE(xml.find("<failure message=\"976.6 KiB &lt; 100.0 MiB\"/>"), std::string::npos);
+  std::vector<NodeVerdict> v = Verdicts();
+  v[3].problem = "srun exit 1: \x1b[31mred\r";
+  EXPECT_NE(SweepJUnit(SweepRun(), v).find("srun exit 1: ?[31mred?"), std::string::npos);
 }
 
 }  // namespace

@@ -278,6 +278,16 @@ std::vector<SweepCheckResult> PairChecksFor(const std::string& node,
           {"mpi.bandwidth", "", bandwidth, "bytes_per_second", "", "best pair; " + detail}};
 }
 
+std::optional<std::string> DrainReason(const NodeVerdict& node) {
+  if (!node.problem.empty()) return std::nullopt;
+  for (const CheckVerdict& c : node.checks) {
+    if (c.status == SweepStatus::kFail && c.result.error.empty()) {
+      return c.result.key() + ": " + c.reason;
+    }
+  }
+  return std::nullopt;
+}
+
 int SweepExitCode(const std::vector<NodeVerdict>& nodes) {
   SweepStatus worst = SweepStatus::kPass;
   for (const NodeVerdict& n : nodes) worst = std::max(worst, n.status);

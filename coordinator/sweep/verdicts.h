@@ -98,6 +98,11 @@ struct PairResult {
 std::vector<SweepCheckResult> PairChecksFor(const std::string& node,
                                             const std::vector<PairResult>& pairs);
 
+// Why `node` should be drained: its first failed check that measured a figure ("key: reason").
+// Nothing for a node that only failed to run something (did not answer, a check or an MPI pair
+// that could not start or timed out): a broken launch or a busy node is not a faulty node.
+std::optional<std::string> DrainReason(const NodeVerdict& node);
+
 // 2 when a node failed, 1 when one warned, else 0: the sweep's exit code.
 int SweepExitCode(const std::vector<NodeVerdict>& nodes);
 

@@ -40,6 +40,17 @@ TEST(SweepVerdicts, ANodeBelowItsPeersAndOneOutOfSpace) {
   EXPECT_EQ(SweepExitCode(v), 2);
 }
 
+TEST(SweepVerdicts, OnlyAMeasuredFailureIsADrainReason) {
+  std::vector<SweepNodeInput> nodes = {Node("n1", 10e9, 0.005)};
+  nodes.push_back({"n2", true, "", {{"mpi.pingpong", "", 0, "", "with n1: srun exit 1", ""}}});
+  nodes.push_back({"n3", false, "srun exit 2", {}});
+  auto v = JudgeSweep(nodes, DefaultSweepThresholds());
+  EXPECT_EQ(DrainReason(v[0]), "fs.free_ratio:/tmp: 0.5% < 1.0%");
+  EXPECT_EQ(v[1].status, SweepStatus::kFail);
+  EXPECT_FALSE(DrainReason(v[1]).has_value());  // could not run: not a measured fault
+  EXPECT_FALSE(DrainReason(v[2]).has_value());
+}
+
 TEST(SweepVerdicts, TooFewPeersMeansNoPeerComparison) {
   auto v = JudgeSweep({Node("n1", 10e9, 0.5), Node("n2", 1e9, 0.5)}, DefaultSweepThresholds());
   EXPECT_EQ(v[1].status, SweepStatus::kPass);

@@ -77,7 +77,8 @@ static int ApplyWord(const char* word, int from_user) {
   } else if (IS("bind")) {
     CopyString(g.bind, sizeof(g.bind), value);
   } else if (IS("wait")) {
-    g.wait_s = atoi(value);
+    const long seconds = strtol(value, NULL, 10);
+    g.wait_s = seconds < 0 ? 0 : seconds > 86400 ? 86400 : (int)seconds;
   } else if (IS("out") && from_user) {
     CopyString(g.out, sizeof(g.out), value);
   } else if (IS("dormant") && eq == NULL) {
@@ -173,7 +174,10 @@ static void StartCoordinator(spank_t sp) {
       ReadOwnCommandLine(command_buf, sizeof(command_buf), command, kMaxWords);
   int multi_prog = 0;
   for (int i = 0; i < command_words; ++i) {
-    if (strncmp(command[i], "--multi-prog", 12) == 0) multi_prog = 1;
+    // srun takes unambiguous prefixes of long options ("--multi"), with or without "=...".
+    const char* w = command[i];
+    const size_t len = strcspn(w, "=");
+    if (len >= 7 && strncmp(w, "--multi-prog", len) == 0) multi_prog = 1;
   }
   if (multi_prog) {
     slurm_error(
@@ -191,7 +195,10 @@ static void StartCoordinator(spank_t sp) {
   }
   snprintf(ranks, sizeof(ranks), "%u", tasks);
   snprintf(pid, sizeof(pid), "%d", (int)getpid());
-  const char* bind = g.bind[0] != '\0' ? g.bind : (nodes > 1 ? "auto" : "127.0.0.1");
+  // srun often runs on a login node and even a one-node step on a compute node: listen where
+  // other hosts can reach (the session secret guards every RPC).
+  const char* bind = g.bind[0] != '\0' ? g.bind : "auto";
+  (void)nodes;
 
   const char* tmp = getenv("TMPDIR");
   char dir[PATH_MAX], token_file[PATH_MAX + 16];
@@ -232,6 +239,12 @@ static void StartCoordinator(spank_t sp) {
   for (int i = 0; i < command_words; ++i) argv[n++] = command[i];
   argv[n] = NULL;
 
+  // srun has threads: between fork and exec the child only makes async-signal-safe calls, with
+  // everything it needs prepared here.
+  char exec_failed[PATH_MAX + 64];
+  const int exec_failed_len =
+      snprintf(exec_failed, sizeof(exec_failed), "rankscope: cannot run %s\n", g.bin);
+  const int null_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
   pid_t child = fork();
   if (child == 0) {
     // Its own session: a Ctrl-C to srun's terminal must not cut the report short. srun's
@@ -240,14 +253,23 @@ static void StartCoordinator(spank_t sp) {
     sigset_t none;
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, NULL);
-    for (int sig = 1; sig < NSIG; ++sig) signal(sig, SIG_DFL);
-    dup2(pipe_fds[1], STDOUT_FILENO);
-    int null_fd = open("/dev/null", O_RDONLY);
+    struct sigaction default_action;
+    memset(&default_action, 0, sizeof(default_action));
+    default_action.sa_handler = SIG_DFL;
+    for (int sig = 1; sig < NSIG; ++sig) sigaction(sig, &default_action, NULL);
+    if (pipe_fds[1] == STDOUT_FILENO) {
+      fcntl(STDOUT_FILENO, F_SETFD, 0);  // srun had no stdout: keep the pipe across exec
+    } else {
+      dup2(pipe_fds[1], STDOUT_FILENO);
+    }
     if (null_fd >= 0) dup2(null_fd, STDIN_FILENO);
+    // Nothing else of srun's (its sockets) reaches the coordinator.
+    close_range(3, ~0U, 0);
     execv(g.bin, (char* const*)argv);
-    dprintf(STDERR_FILENO, "rankscope: cannot run %s: %s\n", g.bin, strerror(errno));
+    if (exec_failed_len > 0) (void)!write(STDERR_FILENO, exec_failed, (size_t)exec_failed_len);
     _exit(127);
   }
+  if (null_fd >= 0) close(null_fd);
   close(pipe_fds[1]);
   if (child < 0) {
     slurm_error("rankscope: fork: %s; the step runs unprofiled", strerror(errno));
@@ -260,18 +282,18 @@ static void StartCoordinator(spank_t sp) {
   char address[256], token[256];
   const int listening = ReadListeningAddress(g_coordinator_out, address, sizeof(address), 10);
   const int have_token = listening == 0 ? ReadToken(token_file, token, sizeof(token)) : -1;
-  unlink(token_file);
-  rmdir(dir);
   if (listening != 0 || have_token != 0) {
     slurm_error(
         "rankscope: the coordinator (%s coordinator) did not start; the step runs "
         "unprofiled",
         g.bin);
-    StopCoordinator();
+    StopCoordinator();  // first, so it cannot write the token after the clean-up
     close(g_coordinator_out);
     g_coordinator_out = -1;
-    return;
   }
+  unlink(token_file);
+  rmdir(dir);
+  if (g_coordinator <= 0) return;
   setenv("SLURM_RANKSCOPE_COORDINATOR", address, 1);
   setenv("SLURM_RANKSCOPE_TOKEN", token, 1);
   setenv("SLURM_RANKSCOPE_SESSION", session, 1);
@@ -313,7 +335,7 @@ int slurm_spank_local_user_init(spank_t sp, int ac, char** av) {
 
 // Waits up to `seconds` for the coordinator to exit; 1 when it did.
 static int WaitCoordinator(int seconds) {
-  for (int i = 0; i < seconds * 10; ++i) {
+  for (long i = 0; i < (long)seconds * 10; ++i) {
     // Keep its stdout drained so it never blocks on a full pipe.
     char sink[256];
     while (read(g_coordinator_out, sink, sizeof(sink)) > 0) {

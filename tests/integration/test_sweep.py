@@ -42,7 +42,8 @@ class Sweep(RankscopeTest):
             args += ("--baseline", os.path.join(self.tmp, "history.sqlite"))
         if "--config" not in args:
             args += ("--config", TESTBED_CONFIG)
-        args += ("--mpi", "pmix")  # the testbed's slurm.conf has MpiDefault=none
+        if "--mpi" not in args:
+            args += ("--mpi", "pmix")  # the testbed's slurm.conf has MpiDefault=none
         p = subprocess.run([RANKSCOPE, "sweep", "-o", out] + list(args), env=mpi_env(),
                            capture_output=True, text=True, timeout=280)
         with open(os.path.join(out, "report.json")) as f:
@@ -131,7 +132,7 @@ class Sweep(RankscopeTest):
         self.assertEqual(states["n4"], ["drain", "admin: bad DIMM"])
         self.assertEqual(states["n2"][0], "idle")
         self.assertEqual(states["n1"][0], "idle")
-        self.assertIn("n2 not drained: it did not answer", p.stdout)
+        self.assertIn("n2 not drained: what failed there did not run", p.stdout)
 
     @unittest.skipUnless(os.geteuid() == 0, "plants a fault with nsenter and mount (root)")
     def test_a_fall_from_the_nodes_own_past_is_a_trend(self):
@@ -162,6 +163,22 @@ class Sweep(RankscopeTest):
         self.assertEqual(check["past_median"], 64 * 2**20)
         self.assertRegex(check["reason"], r"^trend: 16\.0 MiB is 25% of this node's median "
                                           r"64\.0 MiB over its last 2 sweeps$")
+
+    def test_a_broken_mpi_launch_fails_every_pair_and_drains_nothing(self):
+        try:
+            # No PMI for the pairs: every rankscope-pingpong is two singletons.
+            p, _, report = self.sweep("--mpi", "none", "--drain")
+            states = sinfo()
+        finally:
+            subprocess.run(["scontrol", "update", "NodeName=n[1-4]", "State=RESUME"],
+                           env=mpi_env(), capture_output=True)
+        self.assertEqual(p.returncode, 2, p.stdout + p.stderr)
+        for n in report["nodes"]:
+            self.assertEqual(n["status"], "fail", n)
+            pingpong = next(c for c in n["checks"] if c["name"] == "mpi.pingpong")
+            self.assertIn("srun exit", pingpong["error"])
+        self.assertIn("every MPI pair failed: if the nodes are fine, the MPI launch is not", p.stdout)
+        self.assertEqual({s[0] for s in states.values()}, {"idle"}, states)
 
     def test_a_corrupt_history_is_named_and_the_sweep_goes_on(self):
         history = os.path.join(self.tmp, "broken.sqlite")
