@@ -81,6 +81,7 @@ std::string WhyInLog(const std::string& path) {
 }
 
 struct Running {
+  std::string node;  // or the pair, "a-b"
   pid_t pid = 0;
   int exit_code = -1;  // -1 while running
   bool timed_out = false;
@@ -165,6 +166,19 @@ std::vector<std::string> NodeLauncher(const SweepOptions& options, const std::st
   return {"mpirun", "--host", node, "-np", "1", "-x", "RANKSCOPE_TOKEN"};
 }
 
+// The check a node's sweep-node announced last in its log ("" before the first).
+std::string CurrentCheck(const std::string& log) {
+  std::ifstream in(log);
+  std::string line, current;
+  const std::string marker = ": running ";
+  while (std::getline(in, line)) {
+    if (line.rfind("rankscope sweep-node: ", 0) != 0) continue;
+    const size_t at = line.find(marker);
+    if (at != std::string::npos) current = line.substr(at + marker.size());
+  }
+  return current;
+}
+
 // Set by SIGINT/SIGTERM/SIGHUP: stop the launchers (their exclusive jobs hold whole nodes) and
 // write what there is.
 volatile sig_atomic_t g_sweep_interrupted = 0;
@@ -186,8 +200,17 @@ void WaitAll(std::map<size_t, Running>* running, TimeNs deadline, const char* wh
       done += r.exit_code != -1;
     }
     if (tty) {
-      std::fprintf(stderr, "\rrankscope sweep: %zu/%zu %s done, %.0f s", done, running->size(),
-                   what, static_cast<double>(MonotonicNow() - started) / 1e9);
+      // The first unfinished node and what it is doing, e.g. "n3: mem.bandwidth".
+      std::string doing;
+      for (const auto& [i, r] : *running) {
+        if (r.exit_code != -1) continue;
+        const std::string check = CurrentCheck(r.log);
+        if (!check.empty()) doing = "; " + r.node + ": " + check;
+        break;
+      }
+      std::fprintf(stderr, "\rrankscope sweep: %zu/%zu %s done, %.0f s%s\033[K", done,
+                   running->size(), what, static_cast<double>(MonotonicNow() - started) / 1e9,
+                   doing.c_str());
     }
     if (done == running->size()) break;
     if (MonotonicNow() > deadline || g_sweep_interrupted) {
@@ -369,6 +392,7 @@ int RunSweep(const SweepOptions& options, const std::string& self_exe) {
       argv.push_back(path);
     }
     Running r;
+    r.node = plan[i].node;
     r.log = out_dir + "/nodes/" + plan[i].node + ".log";
     r.pid = StartNode(argv, r.log);
     if (r.pid < 0) r.exit_code = -2;
@@ -439,6 +463,7 @@ int RunSweep(const SweepOptions& options, const std::string& self_exe) {
         std::vector<std::string> argv = PairLauncher(options, pr.a, pr.b, minutes, mpi);
         argv.insert(argv.end(), {pingpong, "--batches", batches});
         Running r;
+        r.node = pr.a + "-" + pr.b;
         r.log = out_dir + "/nodes/pair-" + pr.a + "-" + pr.b + ".log";
         r.pid = StartNode(argv, r.log);
         if (r.pid < 0) r.exit_code = -2;

@@ -66,7 +66,10 @@ int RunSweepNode(const SweepNodeOptions& options) {
     if (std::find(scratch.begin(), scratch.end(), path) == scratch.end()) scratch.push_back(path);
   }
   std::vector<SweepCheckResult> results;
-  auto run = [&results](const std::string& name, DurationNs limit, auto check) {
+  // Each check announced on stdout (the sweep's progress line reads it from the node's log).
+  auto run = [&results, &id](const std::string& name, DurationNs limit, auto check) {
+    std::printf("rankscope sweep-node: %s: running %s\n", id.node_name.c_str(), name.c_str());
+    std::fflush(stdout);
     for (SweepCheckResult& r : RunIsolated(name, limit, check)) results.push_back(std::move(r));
   };
   run("clock.realtime_minus_monotonic", 5 * kNsPerSec, [] { return MeasureClockAnchor(); });

@@ -54,6 +54,7 @@ class Sweep(RankscopeTest):
         p, out, report = self.sweep()
         self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
         self.assertIn("4 pass, 0 warn, 0 fail", p.stdout)
+        self.assertNotIn("nodes done", p.stderr)  # no progress line without a terminal
         nodes = {n["node"]: n for n in report["nodes"]}
         self.assertEqual(sorted(nodes), ["n1", "n2", "n3", "n4"])
         for n in nodes.values():
@@ -179,6 +180,20 @@ class Sweep(RankscopeTest):
             self.assertIn("srun exit", pingpong["error"])
         self.assertIn("every MPI pair failed: if the nodes are fine, the MPI launch is not", p.stdout)
         self.assertEqual({s[0] for s in states.values()}, {"idle"}, states)
+
+    def test_progress_on_a_terminal_names_the_current_check(self):
+        # script(1) gives the sweep a pseudo-terminal.
+        log = os.path.join(self.tmp, "typescript")
+        command = (f"{RANKSCOPE} sweep -o {self.tmp}/tty --no-history --mpi pmix "
+                   f"--config {TESTBED_CONFIG} --nodes n[1-2] --level standard")
+        subprocess.run(["script", "-qc", command, log], env=mpi_env(), capture_output=True,
+                       timeout=200)
+        with open(log, errors="replace") as f:
+            screen = f.read().replace("\r", "\n")
+        self.assertRegex(screen, r"rankscope sweep: 0/2 nodes done, \d+ s; n[12]: "
+                                 r"(mem\.bandwidth|cpu\.flops)")
+        self.assertIn("rankscope sweep: 2/2 nodes done", screen)
+        self.assertIn("rankscope sweep: 1/1 pairs done", screen)
 
     def test_a_corrupt_history_is_named_and_the_sweep_goes_on(self):
         history = os.path.join(self.tmp, "broken.sqlite")
