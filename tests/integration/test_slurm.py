@@ -30,8 +30,24 @@ def check_session(test, s):
     test.assertIn('"$SLURM_PROCID" = 5', commands)
 
 
+class SlurmTest(RankscopeTest):
+    """A test on the slurm fixture's cluster."""
+
+    def running_job(self, name, timeout=60):
+        """The id of our running job called `name`, once squeue shows it RUNNING."""
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            q = subprocess.run(["squeue", "-h", "-n", name, "-o", "%i %T"], env=mpi_env(),
+                               capture_output=True, text=True)
+            for line in q.stdout.split("\n"):
+                if line.endswith(" RUNNING"):
+                    return line.split()[0]
+            time.sleep(0.1)
+        self.fail(f"job {name} never ran: {q.stdout} {q.stderr}")
+
+
 @unittest.skipUnless(os.environ.get("SLURM_CONF"), "needs the slurm fixture (SLURM_CONF)")
-class Slurm(RankscopeTest):
+class Slurm(SlurmTest):
     def test_srun_across_four_nodes_finds_the_slow_rank(self):
         proc, out = self.run_rankscope(["srun", "-N", "4", "-n", "8", "--mpi=pmix"] + SLOW_JOB)
         self.assertEqual(proc.returncode, 0, proc.stderr)
@@ -58,18 +74,6 @@ class Slurm(RankscopeTest):
         # The batch job's id names the session's job.
         job_id = p.stdout.split()[-1]
         self.assertEqual(s.report["job"]["id"], job_id, p.stdout)
-
-    def running_job(self, name, timeout=60):
-        """The id of our running job called `name`, once squeue shows it RUNNING."""
-        deadline = time.time() + timeout
-        while time.time() < deadline:
-            q = subprocess.run(["squeue", "-h", "-n", name, "-o", "%i %T"], env=mpi_env(),
-                               capture_output=True, text=True)
-            for line in q.stdout.split("\n"):
-                if line.endswith(" RUNNING"):
-                    return line.split()[0]
-            time.sleep(0.1)
-        self.fail(f"job {name} never ran: {q.stdout} {q.stderr}")
 
     def test_attach_captures_a_window_of_a_dormant_job(self):
         out = os.path.join(self.tmp, "out")

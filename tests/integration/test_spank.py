@@ -4,12 +4,11 @@ is installed by one plugstack.conf line, as docs/spank.md says, for each test an
 import os
 import subprocess
 import sys
-import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import BUILD, MPI_TRAIN, RANKSCOPE, RankscopeTest, Session, mpi_env  # noqa: E402
-from test_slurm import SLOW_JOB, check_session  # noqa: E402
+from harness import BUILD, MPI_TRAIN, RANKSCOPE, Session, mpi_env  # noqa: E402
+from test_slurm import SLOW_JOB, SlurmTest, check_session  # noqa: E402
 
 PLUGIN = os.path.join(BUILD, "lib", "rankscope_spank.so")
 
@@ -27,7 +26,7 @@ print("usr1", len(got), flush=True)
 
 
 @unittest.skipUnless(os.environ.get("SLURM_CONF"), "needs the slurm fixture (SLURM_CONF)")
-class Spank(RankscopeTest):
+class Spank(SlurmTest):
     def setUp(self):
         super().setUp()
         self.assertTrue(os.path.exists(PLUGIN),
@@ -102,17 +101,6 @@ class Spank(RankscopeTest):
             out, err = job.communicate(timeout=60)
             self.assertEqual(job.returncode, 0, err)
             self.assertEqual(out.strip(), "usr1 1", (flag, err))
-
-    def running_job(self, name, timeout=60):
-        deadline = time.time() + timeout
-        while time.time() < deadline:
-            q = subprocess.run(["squeue", "-h", "-n", name, "-o", "%i %T"], env=mpi_env(),
-                               capture_output=True, text=True)
-            for line in q.stdout.split("\n"):
-                if line.endswith(" RUNNING"):
-                    return line.split()[0]
-            time.sleep(0.1)
-        self.fail(f"job {name} never ran: {q.stdout} {q.stderr}")
 
     def test_dormant_step_captured_by_attach(self):
         job = subprocess.Popen(
