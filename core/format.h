@@ -24,4 +24,8 @@ std::string FormatHex(uint64_t value);
 // "_Z10probe_axpyiPKfPf"); names that do not demangle (C kernels, readable names) unchanged.
 std::string Demangle(const std::string& symbol);
 
+// `text` with &, <, >, " and ' replaced by entities: safe in HTML and XML element content and
+// in quoted attribute values.
+std::string HtmlEscape(const std::string& text);
+
 }  // namespace rankscope

@@ -27,6 +27,16 @@ inline TimeNs MonotonicNow() {
   return static_cast<TimeNs>(ts.tv_sec) * kNsPerSec + ts.tv_nsec;
 }
 
+// CLOCK_REALTIME minus CLOCK_MONOTONIC on this host, now: what turns a monotonic reading into
+// wall-clock time here (it moves with NTP steps and slews).
+inline DurationNs RealtimeMinusMonotonic() {
+  timespec real, mono;
+  clock_gettime(CLOCK_REALTIME, &real);
+  clock_gettime(CLOCK_MONOTONIC, &mono);
+  return static_cast<DurationNs>(real.tv_sec - mono.tv_sec) * kNsPerSec +
+         (real.tv_nsec - mono.tv_nsec);
+}
+
 inline double NsToMs(DurationNs d) { return static_cast<double>(d) / 1e6; }
 inline double NsToUs(DurationNs d) { return static_cast<double>(d) / 1e3; }
 

@@ -1,16 +1,12 @@
 #include "launchers/sweep_cmd.h"
 
-#include <fcntl.h>
 #include <signal.h>
-#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <cmath>
 #include <cstdio>
-#include <cstring>
 #include <ctime>
 #include <filesystem>
 #include <fstream>
@@ -19,6 +15,7 @@
 #include <regex>
 #include <sstream>
 
+#include "coordinator/report/session_writer.h"
 #include "coordinator/service.h"
 #include "coordinator/sweep/sweep_history.h"
 #include "coordinator/sweep/sweep_report.h"
@@ -31,35 +28,11 @@
 namespace rankscope {
 namespace {
 
-double RealtimeMinusMonotonic() {
-  timespec real{}, mono{};
-  clock_gettime(CLOCK_REALTIME, &real);
-  clock_gettime(CLOCK_MONOTONIC, &mono);
-  return static_cast<double>(real.tv_sec - mono.tv_sec) +
-         static_cast<double>(real.tv_nsec - mono.tv_nsec) / 1e9;
-}
-
 std::string Stamp() {
   char stamp[32];
   const std::time_t now = std::time(nullptr);
   std::strftime(stamp, sizeof(stamp), "%Y%m%d-%H%M%S", std::localtime(&now));
   return stamp;
-}
-
-// Writes `text` to `path` through a temporary file and a rename, so a reader (node_exporter)
-// never sees half of it.
-bool WriteAtomically(const std::string& path, const std::string& text) {
-  const std::string tmp = path + ".tmp." + std::to_string(getpid());
-  {
-    std::ofstream out(tmp, std::ios::trunc);
-    out << text;
-    if (!out.flush()) return false;
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::remove(tmp.c_str());
-    return false;
-  }
-  return true;
 }
 
 // What a node's launcher log says went wrong: its first line that reads like an error, other
@@ -87,30 +60,6 @@ struct Running {
   bool timed_out = false;
   std::string log;
 };
-
-pid_t StartNode(const std::vector<std::string>& argv, const std::string& log) {
-  // Everything the child needs is made before fork: this process has gRPC threads.
-  std::vector<char*> args;
-  for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-  args.push_back(nullptr);
-  const std::string failed = "cannot run " + argv[0] + "\n";
-  const pid_t pid = fork();
-  if (pid == 0) {
-    const int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd >= 0) {
-      dup2(fd, STDOUT_FILENO);
-      dup2(fd, STDERR_FILENO);
-    }
-    const int null_fd = open("/dev/null", O_RDONLY);
-    if (null_fd >= 0) dup2(null_fd, STDIN_FILENO);
-    setpgid(0, 0);  // a group of its own: a timeout stops srun and whatever it started
-    execvp(args[0], args.data());
-    (void)!write(STDERR_FILENO, failed.data(), failed.size());
-    _exit(127);
-  }
-  if (pid > 0) setpgid(pid, pid);  // also here, so a kill(-pid) right after fork reaches it
-  return pid;
-}
 
 // How many earlier sweeps of the same level a node's figures are compared with.
 constexpr int kHistorySweeps = 10;
@@ -394,7 +343,7 @@ int RunSweep(const SweepOptions& options, const std::string& self_exe) {
     Running r;
     r.node = plan[i].node;
     r.log = out_dir + "/nodes/" + plan[i].node + ".log";
-    r.pid = StartNode(argv, r.log);
+    r.pid = StartLogged(argv, r.log);
     if (r.pid < 0) r.exit_code = -2;
     running[i] = r;
   }
@@ -411,7 +360,7 @@ int RunSweep(const SweepOptions& options, const std::string& self_exe) {
   // The nodes' figures, with their clocks as the coordinator fitted them.
   CoordinatorService& service = server.service();
   const Session session = service.Snapshot();
-  const double anchor = RealtimeMinusMonotonic();
+  const double anchor = static_cast<double>(RealtimeMinusMonotonic()) / 1e9;
   const std::string launcher = options.hostfile.empty() ? "srun" : "mpirun";
   std::vector<std::string> notes;
   std::vector<SweepNodeInput> inputs;
@@ -465,7 +414,7 @@ int RunSweep(const SweepOptions& options, const std::string& self_exe) {
         Running r;
         r.node = pr.a + "-" + pr.b;
         r.log = out_dir + "/nodes/pair-" + pr.a + "-" + pr.b + ".log";
-        r.pid = StartNode(argv, r.log);
+        r.pid = StartLogged(argv, r.log);
         if (r.pid < 0) r.exit_code = -2;
         jobs[p] = r;
         round_pairs.push_back(pr);
@@ -573,14 +522,19 @@ int RunSweep(const SweepOptions& options, const std::string& self_exe) {
   }
   const std::string text = SweepReportText(run, verdicts);
   const std::string prom = SweepPrometheus(run, verdicts);
-  bool written = WriteAtomically(out_dir + "/report.txt", text) &&
-                 WriteAtomically(out_dir + "/report.json", SweepReportJson(run, verdicts)) &&
-                 WriteAtomically(out_dir + "/report.html", SweepReportHtml(run, verdicts)) &&
-                 WriteAtomically(out_dir + "/junit.xml", SweepJUnit(run, verdicts)) &&
-                 WriteAtomically(out_dir + "/rankscope_sweep.prom", prom);
-  if (!options.prom_file.empty() && !WriteAtomically(options.prom_file, prom)) {
-    std::fprintf(stderr, "rankscope sweep: cannot write %s\n", options.prom_file.c_str());
-    written = false;
+  bool written = true;
+  for (const auto& [path, content] : std::vector<std::pair<std::string, std::string>>{
+           {out_dir + "/report.txt", text},
+           {out_dir + "/report.json", SweepReportJson(run, verdicts)},
+           {out_dir + "/report.html", SweepReportHtml(run, verdicts)},
+           {out_dir + "/junit.xml", SweepJUnit(run, verdicts)},
+           {out_dir + "/rankscope_sweep.prom", prom},
+           {options.prom_file, prom}}) {
+    if (path.empty()) continue;  // no --prom-file
+    if (Status s = WriteFileAtomically(path, content); !s.ok()) {
+      std::fprintf(stderr, "rankscope sweep: %s\n", s.message().c_str());
+      written = false;
+    }
   }
   if (!options.quiet) std::fputs(text.c_str(), stdout);
   if (!written) {

@@ -383,11 +383,7 @@ void SetClock(Capture* c) {
     c->convert.clock_offset = 0;
     return;
   }
-  timespec realtime;
-  TimeNs monotonic = MonotonicNow();
-  clock_gettime(CLOCK_REALTIME, &realtime);
-  c->convert.clock_offset =
-      monotonic - (static_cast<TimeNs>(realtime.tv_sec) * kNsPerSec + realtime.tv_nsec);
+  c->convert.clock_offset = -RealtimeMinusMonotonic();
   NoticeOnce(g_said_clock,
              "CUPTI has no timestamp callback; GPU times are CUPTI's CLOCK_REALTIME shifted by "
              "the offset measured at start");

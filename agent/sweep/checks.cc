@@ -93,11 +93,7 @@ std::vector<SweepCheckResult> MeasureFreeSpace(const std::string& path) {
 }
 
 std::vector<SweepCheckResult> MeasureClockAnchor() {
-  timespec real{}, mono{};
-  clock_gettime(CLOCK_REALTIME, &real);
-  clock_gettime(CLOCK_MONOTONIC, &mono);
-  const double diff = static_cast<double>(real.tv_sec - mono.tv_sec) +
-                      static_cast<double>(real.tv_nsec - mono.tv_nsec) / 1e9;
+  const double diff = static_cast<double>(RealtimeMinusMonotonic()) / 1e9;
   return {{"clock.realtime_minus_monotonic", "", diff, "seconds", "", ""}};
 }
 

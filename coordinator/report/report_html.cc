@@ -12,6 +12,7 @@
 #include "coordinator/report/gpu_json.h"
 #include "coordinator/report/report_format.h"
 #include "coordinator/report/report_json.h"
+#include "core/format.h"
 #include "core/records.h"
 #include "core/version.h"
 
@@ -425,33 +426,6 @@ std::string NoticesSection(const Session& session) {
 }
 
 }  // namespace
-
-std::string HtmlEscape(const std::string& text) {
-  std::string out;
-  out.reserve(text.size() + text.size() / 8);
-  for (char c : text) {
-    switch (c) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      case '\'':
-        out += "&#39;";
-        break;
-      default:
-        out += c;
-    }
-  }
-  return out;
-}
 
 // The complete instance where the members waited longest in total (not counting each
 // communicator's first), drawn across all its ranks

@@ -25,8 +25,4 @@ std::string BuildReportHtml(const Session& session,
                             const std::vector<CollectiveInstance>& instances,
                             const std::vector<Finding>& findings, const GpuReport& gpu);
 
-// `text` with &, <, >, " and ' replaced by entities: safe in element content and in quoted
-// attribute values.
-std::string HtmlEscape(const std::string& text);
-
 }  // namespace rankscope

@@ -8,6 +8,7 @@
 
 #include "coordinator/collective_matcher.h"
 #include "coordinator/report/test_session.h"
+#include "core/format.h"
 
 namespace rankscope {
 namespace {

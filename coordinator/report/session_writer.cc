@@ -40,31 +40,6 @@ bool WriteAll(int fd, std::string_view content) {
   return true;
 }
 
-// Publishes `content` as `path` atomically: temp file, then rename, so a reader never sees a
-// half-written file. No fsync: the files are written once, after the job, while the user waits
-// (five fsyncs cost tens of ms on a busy disk); what a power cut in that moment could cost is
-// a session folder, never the job's own results.
-Status WriteFileAtomically(const std::string& path, std::string_view content) {
-  const std::string temp = path + ".tmp." + std::to_string(::getpid());
-  int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return Status::Error(Errno("cannot create", temp));
-  bool ok = WriteAll(fd, content);
-  std::string error = ok ? "" : Errno("cannot write", temp);
-  if (::close(fd) != 0 && ok) {
-    ok = false;
-    error = Errno("cannot write", temp);
-  }
-  if (ok && std::rename(temp.c_str(), path.c_str()) != 0) {
-    ok = false;
-    error = Errno("cannot rename " + temp + " to", path);
-  }
-  if (!ok) {
-    std::remove(temp.c_str());
-    return Status::Error(error);
-  }
-  return Status::Ok();
-}
-
 // Strings from the profiled program may not be valid UTF-8; a report must still be written.
 std::string Dump(const nlohmann::json& value, int indent) {
   return value.dump(indent, ' ', false, nlohmann::json::error_handler_t::replace);
@@ -97,6 +72,27 @@ Status WriteFiles(const std::filesystem::path& folder, const Session& session,
 }
 
 }  // namespace
+
+Status WriteFileAtomically(const std::string& path, std::string_view content) {
+  const std::string temp = path + ".tmp." + std::to_string(::getpid());
+  int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return Status::Error(Errno("cannot create", temp));
+  bool ok = WriteAll(fd, content);
+  std::string error = ok ? "" : Errno("cannot write", temp);
+  if (::close(fd) != 0 && ok) {
+    ok = false;
+    error = Errno("cannot write", temp);
+  }
+  if (ok && std::rename(temp.c_str(), path.c_str()) != 0) {
+    ok = false;
+    error = Errno("cannot rename " + temp + " to", path);
+  }
+  if (!ok) {
+    std::remove(temp.c_str());
+    return Status::Error(error);
+  }
+  return Status::Ok();
+}
 
 Status WriteSessionFolder(const std::string& dir, const Session& session,
                           const SessionMatches& matches, const std::vector<Finding>& findings,

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "coordinator/findings.h"
@@ -26,5 +27,11 @@ Status WriteSessionFolder(const std::string& dir, const Session& session,
                           std::string* report_text_out,
                           std::string* report_text_color_out = nullptr,
                           const std::optional<TraceWindow>& trace_window = std::nullopt);
+
+// Publishes `content` as `path` atomically: a temporary file beside it, then a rename, so a reader
+// (a person, node_exporter) never sees a half-written file. No fsync: these files are written
+// once, after the job, while the user waits, and what a power cut in that moment could cost is
+// a report, never the job's own results. The error names the file and the step that failed.
+Status WriteFileAtomically(const std::string& path, std::string_view content);
 
 }  // namespace rankscope

@@ -11,15 +11,7 @@ namespace rankscope {
 namespace {
 
 std::string Shown(const CheckVerdict& c) {
-  if (!c.result.error.empty()) return "error";
-  const std::string& u = c.result.unit;
-  const double v = c.result.value;
-  if (u == "bytes_per_second") return FormatDouble("%.1f GB/s", v / 1e9);
-  if (u == "bytes") return FormatBytes(static_cast<Bytes>(std::max(0.0, v)));
-  if (u == "ratio") return FormatDouble("%.1f%%", v * 100);
-  if (u == "flops") return FormatDouble("%.1f GF/s", v / 1e9);
-  if (u == "seconds") return FormatDuration(static_cast<DurationNs>(v * 1e9));
-  return FormatDouble("%g", v);
+  return c.result.error.empty() ? FormatSweepValue(c.result.value, c.result.unit, true) : "error";
 }
 
 std::string PromEscape(const std::string& s) {
@@ -35,32 +27,14 @@ std::string PromEscape(const std::string& s) {
   return out;
 }
 
+// HtmlEscape for text that may come from a launcher's log: XML 1.0 allows no control
+// characters but tab and newline (logs carry ESC, CR), so those become '?'.
 std::string XmlEscape(const std::string& s) {
-  std::string out;
-  for (char ch : s) {
-    switch (ch) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      default:
-        // XML 1.0 has no other control characters (launcher logs may carry ESC or CR).
-        if (static_cast<unsigned char>(ch) < 0x20 && ch != '\t' && ch != '\n') {
-          out += '?';
-        } else {
-          out += ch;
-        }
-    }
+  std::string text = s;
+  for (char& ch : text) {
+    if (static_cast<unsigned char>(ch) < 0x20 && ch != '\t' && ch != '\n') ch = '?';
   }
-  return out;
+  return HtmlEscape(text);
 }
 
 // Every check key in first-seen order: the grid's columns.

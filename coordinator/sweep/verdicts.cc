@@ -10,16 +10,6 @@
 namespace rankscope {
 namespace {
 
-// A figure in words, in its unit.
-std::string FormatValue(double v, const std::string& unit) {
-  if (unit == "bytes_per_second") return FormatDouble("%.2f GB/s", v / 1e9);
-  if (unit == "bytes") return FormatBytes(static_cast<Bytes>(std::max(0.0, v)));
-  if (unit == "ratio") return FormatDouble("%.1f%%", v * 100);
-  if (unit == "flops") return FormatDouble("%.2f GFLOP/s", v / 1e9);
-  if (unit == "seconds") return FormatDuration(static_cast<DurationNs>(v * 1e9));
-  return FormatDouble("%g", v) + (unit.empty() ? "" : " " + unit);
-}
-
 double Median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   const size_t n = v.size();
@@ -48,6 +38,15 @@ void Raise(CheckVerdict* c, SweepStatus s, const std::string& reason) {
 }
 
 }  // namespace
+
+std::string FormatSweepValue(double v, const std::string& unit, bool compact) {
+  if (unit == "bytes_per_second") return FormatDouble(compact ? "%.1f GB/s" : "%.2f GB/s", v / 1e9);
+  if (unit == "bytes") return FormatBytes(static_cast<Bytes>(std::max(0.0, v)));
+  if (unit == "ratio") return FormatDouble("%.1f%%", v * 100);
+  if (unit == "flops") return FormatDouble(compact ? "%.1f GF/s" : "%.2f GFLOP/s", v / 1e9);
+  if (unit == "seconds") return FormatDuration(static_cast<DurationNs>(v * 1e9));
+  return FormatDouble("%g", v) + (compact || unit.empty() ? "" : " " + unit);
+}
 
 const char* SweepStatusName(SweepStatus s) {
   switch (s) {
@@ -154,16 +153,16 @@ std::vector<NodeVerdict> JudgeSweep(const std::vector<SweepNodeInput>& nodes,
       if (limits_it != thresholds.checks.end()) {
         const CheckLimits& l = limits_it->second;
         const double x = l.abs ? std::fabs(r.value) : r.value;
-        const std::string shown = FormatValue(r.value, r.unit);
+        const std::string shown = FormatSweepValue(r.value, r.unit);
         if (l.fail_below && x < *l.fail_below) {
-          Raise(&c, SweepStatus::kFail, shown + " < " + FormatValue(*l.fail_below, r.unit));
+          Raise(&c, SweepStatus::kFail, shown + " < " + FormatSweepValue(*l.fail_below, r.unit));
         } else if (l.warn_below && x < *l.warn_below) {
-          Raise(&c, SweepStatus::kWarn, shown + " < " + FormatValue(*l.warn_below, r.unit));
+          Raise(&c, SweepStatus::kWarn, shown + " < " + FormatSweepValue(*l.warn_below, r.unit));
         }
         if (l.fail_above && x > *l.fail_above) {
-          Raise(&c, SweepStatus::kFail, shown + " > " + FormatValue(*l.fail_above, r.unit));
+          Raise(&c, SweepStatus::kFail, shown + " > " + FormatSweepValue(*l.fail_above, r.unit));
         } else if (l.warn_above && x > *l.warn_above) {
-          Raise(&c, SweepStatus::kWarn, shown + " > " + FormatValue(*l.warn_above, r.unit));
+          Raise(&c, SweepStatus::kWarn, shown + " > " + FormatSweepValue(*l.warn_above, r.unit));
         }
         std::vector<double> peers;
         for (const auto& [node, value] : by_key[r.key()]) {
@@ -176,7 +175,7 @@ std::vector<NodeVerdict> JudgeSweep(const std::vector<SweepNodeInput>& nodes,
           c.peer_median = median;
           const double ratio = median > 0 ? r.value / median : 1.0;
           const std::string why = shown + " is " + FormatDouble("%.0f%%", ratio * 100) +
-                                  " of the other nodes' median " + FormatValue(median, r.unit);
+                                  " of the other nodes' median " + FormatSweepValue(median, r.unit);
           if ((l.peer_fail_below && ratio < *l.peer_fail_below) ||
               (l.peer_fail_above && ratio > *l.peer_fail_above)) {
             Raise(&c, SweepStatus::kFail, why);
@@ -211,7 +210,7 @@ std::vector<SweepCheckResult> ClockChecks(const std::vector<SweepCheckResult>& r
   const double wall_offset = anchor->value - offset_s - coordinator_realtime_minus_monotonic;
   const double uncertainty = static_cast<double>(fit.value().uncertainty_ns) / 1e9;
   return {{"clock.offset", "", wall_offset, "seconds", "",
-           "wall clock minus the coordinator's, ±" + FormatValue(uncertainty, "seconds")},
+           "wall clock minus the coordinator's, ±" + FormatSweepValue(uncertainty, "seconds")},
           {"clock.uncertainty", "", uncertainty, "seconds", "",
            std::to_string(fit.value().samples_used) + " of " +
                std::to_string(fit.value().samples_total) + " clock samples used"}};
@@ -232,9 +231,9 @@ void ApplyTrends(const SweepPast& past, const SweepThresholds& thresholds,
       c.past_median = median;
       if (median <= 0) continue;
       const double ratio = c.result.value / median;
-      const std::string why = "trend: " + FormatValue(c.result.value, c.result.unit) + " is " +
+      const std::string why = "trend: " + FormatSweepValue(c.result.value, c.result.unit) + " is " +
                               FormatDouble("%.0f%%", ratio * 100) + " of this node's median " +
-                              FormatValue(median, c.result.unit) + " over its last " +
+                              FormatSweepValue(median, c.result.unit) + " over its last " +
                               std::to_string(values->second.size()) + " sweeps";
       const SweepStatus before = c.status;
       if (l.trend_fail_below && ratio < *l.trend_fail_below) {
@@ -261,9 +260,9 @@ std::vector<SweepCheckResult> PairChecksFor(const std::string& node,
       errors += (errors.empty() ? "" : "; ") + ("with " + peer + ": " + p.error);
       continue;
     }
-    detail +=
-        (detail.empty() ? "" : ", ") + ("to " + peer + " " + FormatValue(p.latency_s, "seconds") +
-                                        " " + FormatValue(p.bandwidth, "bytes_per_second"));
+    detail += (detail.empty() ? "" : ", ") +
+              ("to " + peer + " " + FormatSweepValue(p.latency_s, "seconds") + " " +
+               FormatSweepValue(p.bandwidth, "bytes_per_second"));
     if (best == nullptr || p.latency_s < best->latency_s) best = &p;
   }
   if (mine == 0) return {};

@@ -17,6 +17,10 @@ namespace rankscope {
 enum class SweepStatus { kPass = 0, kWarn = 1, kFail = 2 };
 const char* SweepStatusName(SweepStatus s);  // "pass", "warn", "fail"
 
+// A figure in words, in its unit ("4.00 GB/s", "976.6 KiB", "0.5%", "40.0 us"); `compact`, for
+// the grid's cells, drops a digit and any unit name the column heading already gives.
+std::string FormatSweepValue(double value, const std::string& unit, bool compact = false);
+
 struct CheckLimits {
   std::optional<double> warn_below, fail_below, warn_above, fail_above;
   bool abs = false;
