@@ -534,7 +534,8 @@ std::string VersionText(const std::string& launcher) {
   return text;
 }
 
-// The first executable NAME in PATH (NAME itself when it has a '/'), or "".
+}  // namespace
+
 std::string InPath(const std::string& name) {
   if (name.find('/') != std::string::npos) return name;
   const char* env_path = std::getenv("PATH");
@@ -543,14 +544,13 @@ std::string InPath(const std::string& name) {
   while (at <= dirs.size()) {
     size_t end = dirs.find(':', at);
     if (end == std::string::npos) end = dirs.size();
-    const std::string candidate = dirs.substr(at, end - at) + "/" + name;
+    const std::string dir = dirs.substr(at, end - at);
+    const std::string candidate = (dir.empty() ? "." : dir) + "/" + name;  // "": this directory
     if (access(candidate.c_str(), X_OK) == 0) return candidate;
     at = end + 1;
   }
   return "";
 }
-
-}  // namespace
 
 std::string ScriptPython(const std::string& path) {
   std::ifstream in(path);

@@ -48,6 +48,10 @@ Result<LaunchPlan> PlanLaunch(const std::vector<std::string>& command,
 // kHydra), and the interpreter of the torchrun found in PATH (ScriptPython).
 LaunchContext DetectLaunchContext(const std::vector<std::string>& command);
 
+// The first executable NAME in PATH (an empty entry is the current directory, as for execvp), NAME
+// itself when it has a '/', or "" when there is none.
+std::string InPath(const std::string& name);
+
 // The Python interpreter a console script at `path` runs with: from its "#!" line
 // (`#!/usr/bin/env [-S] python3` gives python3), or, under pip's "#!/bin/sh" for paths too long
 // for a shebang, from its exec line; empty when neither names a Python.

@@ -9,34 +9,16 @@
 #include <vector>
 
 #include "agent/agent.h"
+#include "launchers/launch_plan.h"
 
 namespace rankscope {
-namespace {
-
-// The program slurmstepd would have executed: a name without '/' searched in PATH (the first
-// executable match, else the name itself), as Slurm's own path lookup does.
-std::string ResolveProgram(const std::string& name) {
-  if (name.find('/') != std::string::npos) return name;
-  const char* path = std::getenv("PATH");
-  std::string dirs = path != nullptr ? path : "";
-  for (size_t start = 0; start <= dirs.size();) {
-    size_t end = dirs.find(':', start);
-    if (end == std::string::npos) end = dirs.size();
-    std::string dir = dirs.substr(start, end - start);
-    std::string candidate = (dir.empty() ? "." : dir) + "/" + name;
-    if (access(candidate.c_str(), X_OK) == 0) return candidate;
-    start = end + 1;
-  }
-  return name;
-}
-
-}  // namespace
-
 void RunAsSpankTaskIfAsked(int argc, char** argv, const std::string& self_exe) {
   const char* argv0 = std::getenv("RANKSCOPE_SPANK_ARGV0");
   if (argv0 == nullptr) return;
   AgentOptions options;
-  options.program.emplace_back(ResolveProgram(argv0));
+  // The program slurmstepd would have executed: a bare name found in PATH, as Slurm looks it up.
+  const std::string found = InPath(argv0);
+  options.program.emplace_back(found.empty() ? std::string(argv0) : found);
   // A program that cannot run fails as it would without rankscope: Slurm's message and the
   // errno as exit code (srun then reports "Exited with exit code 2" for a missing file).
   if (access(options.program[0].c_str(), X_OK) != 0) {
