@@ -14,6 +14,9 @@ struct SweepCheckResult {
   std::string unit;     // a base unit: "bytes_per_second", "bytes", "ratio", "flops", "seconds"
   std::string error;    // why there is no value: the check failed, crashed or timed out
   std::string detail;   // for a person: e.g. "12.0 GiB of 400 GiB free"
+  // The GPU model a GPU check measured ("NVIDIA H200"): it picks the model's thresholds and the
+  // peers the figure is compared with. Empty for node checks.
+  std::string model = {};
 
   // name and subject: what identifies the figure across nodes and nights.
   std::string key() const { return subject.empty() ? name : name + ":" + subject; }

@@ -210,11 +210,13 @@ v1::SweepCheck ToProto(const SweepCheckResult& r) {
   p.set_unit(r.unit);
   p.set_error(r.error);
   p.set_detail(r.detail);
+  p.set_model(r.model);
   return p;
 }
 
 SweepCheckResult FromProto(const v1::SweepCheck& p) {
-  return SweepCheckResult{p.name(), p.subject(), p.value(), p.unit(), p.error(), p.detail()};
+  return SweepCheckResult{p.name(),  p.subject(), p.value(), p.unit(),
+                          p.error(), p.detail(),  p.model()};
 }
 
 }  // namespace rankscope

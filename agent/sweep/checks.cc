@@ -97,33 +97,59 @@ std::vector<SweepCheckResult> MeasureClockAnchor() {
   return {{"clock.realtime_minus_monotonic", "", diff, "seconds", "", ""}};
 }
 
-std::vector<SweepCheckResult> RunIsolated(
-    const std::string& name, DurationNs limit,
-    const std::function<std::vector<SweepCheckResult>()>& check) {
-  auto failed = [&name](const std::string& why) {
-    return std::vector<SweepCheckResult>{{name, "", 0, "", why, ""}};
-  };
-  int fds[2];
-  if (pipe2(fds, O_CLOEXEC) != 0) return failed(std::string("pipe: ") + std::strerror(errno));
-  const pid_t pid = fork();
-  if (pid == 0) {
-    close(fds[0]);
+IsolatedCheck::IsolatedCheck(const std::string& name,
+                             const std::function<std::vector<SweepCheckResult>(int)>& check)
+    : name_(name) {
+  int results[2], stop[2];
+  if (pipe2(results, O_CLOEXEC) != 0) {
+    start_error_ = std::string("pipe: ") + std::strerror(errno);
+    return;
+  }
+  if (pipe2(stop, O_CLOEXEC) != 0) {
+    start_error_ = std::string("pipe: ") + std::strerror(errno);
+    close(results[0]);
+    close(results[1]);
+    return;
+  }
+  pid_ = fork();
+  if (pid_ == 0) {
+    close(results[0]);
+    close(stop[1]);
     v1::UploadBatch out;
-    for (const SweepCheckResult& r : check()) *out.add_sweep() = ToProto(r);
+    for (const SweepCheckResult& r : check(stop[0])) *out.add_sweep() = ToProto(r);
     const std::string bytes = out.SerializeAsString();
     size_t written = 0;
     while (written < bytes.size()) {
-      const ssize_t n = write(fds[1], bytes.data() + written, bytes.size() - written);
+      const ssize_t n = write(results[1], bytes.data() + written, bytes.size() - written);
       if (n <= 0) _exit(1);
       written += static_cast<size_t>(n);
     }
     _exit(0);
   }
-  close(fds[1]);
-  if (pid < 0) {
-    close(fds[0]);
-    return failed(std::string("fork: ") + std::strerror(errno));
+  close(results[1]);
+  close(stop[0]);
+  if (pid_ < 0) {
+    start_error_ = std::string("fork: ") + std::strerror(errno);
+    close(results[0]);
+    close(stop[1]);
+    return;
   }
+  results_fd_ = results[0];
+  stop_fd_ = stop[1];
+}
+
+IsolatedCheck::~IsolatedCheck() {
+  if (pid_ > 0) Collect(0);
+}
+
+std::vector<SweepCheckResult> IsolatedCheck::Collect(DurationNs limit) {
+  auto failed = [this](const std::string& why) {
+    return std::vector<SweepCheckResult>{{name_, "", 0, "", why, ""}};
+  };
+  if (!start_error_.empty()) return failed(start_error_);
+  if (pid_ <= 0) return {};
+  close(stop_fd_);
+  stop_fd_ = -1;
   std::string bytes;
   bool timed_out = false;
   const TimeNs deadline = MonotonicNow() + limit;
@@ -133,21 +159,23 @@ std::vector<SweepCheckResult> RunIsolated(
       timed_out = true;
       break;
     }
-    pollfd p{fds[0], POLLIN, 0};
+    pollfd p{results_fd_, POLLIN, 0};
     const int ready =
         poll(&p, 1, static_cast<int>(std::min<DurationNs>(left / kNsPerMs + 1, 1000)));
     if (ready < 0 && errno != EINTR) break;
     if (ready <= 0) continue;
     char buf[4096];
-    const ssize_t n = read(fds[0], buf, sizeof(buf));
+    const ssize_t n = read(results_fd_, buf, sizeof(buf));
     if (n <= 0) break;  // the child is done (or gone)
     bytes.append(buf, static_cast<size_t>(n));
   }
-  close(fds[0]);
-  if (timed_out) kill(pid, SIGKILL);
+  close(results_fd_);
+  results_fd_ = -1;
+  if (timed_out) kill(pid_, SIGKILL);
   int status = 0;
-  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  while (waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
   }
+  pid_ = -1;
   if (timed_out) {
     return failed("timed out after " + FormatDouble("%.0f", static_cast<double>(limit) / 1e9) +
                   " s (killed)");
@@ -156,12 +184,19 @@ std::vector<SweepCheckResult> RunIsolated(
     return failed(std::string("crashed: ") + strsignal(WTERMSIG(status)));
   }
   v1::UploadBatch in;
-  if (WEXITSTATUS(status) != 0 || !in.ParseFromString(bytes) || in.sweep_size() == 0) {
+  if (WEXITSTATUS(status) != 0 || !in.ParseFromString(bytes)) {
     return failed("ended without results (exit code " + std::to_string(WEXITSTATUS(status)) + ")");
   }
   std::vector<SweepCheckResult> out;
   for (const v1::SweepCheck& c : in.sweep()) out.push_back(FromProto(c));
   return out;
+}
+
+std::vector<SweepCheckResult> RunIsolated(
+    const std::string& name, DurationNs limit,
+    const std::function<std::vector<SweepCheckResult>()>& check) {
+  IsolatedCheck child(name, [&check](int) { return check(); });
+  return child.Collect(limit);
 }
 
 }  // namespace rankscope

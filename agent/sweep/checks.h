@@ -3,6 +3,8 @@
 // hangs or crashes is killed and reported, never taking the sweep down with it.
 #pragma once
 
+#include <sys/types.h>
+
 #include <functional>
 #include <string>
 #include <vector>
@@ -30,10 +32,31 @@ std::vector<SweepCheckResult> MeasureFreeSpace(const std::string& path);
 std::vector<SweepCheckResult> MeasureClockAnchor();
 
 // Runs `check` in a child process and returns its results. A child that outlives `limit` is
-// killed and gives one result {name, error "timed out after N s"}; one that crashes or exits
-// without results gives {name, error naming how it ended}.
+// killed and gives one result {name, error "timed out after N s"}; one that crashes or fails to
+// hand its results over gives {name, error naming how it ended}. A check may return nothing
+// (a GPU check on a node without GPUs).
 std::vector<SweepCheckResult> RunIsolated(
     const std::string& name, DurationNs limit,
     const std::function<std::vector<SweepCheckResult>()>& check);
+
+// A check running in a child process while others run: started by StartIsolated, which hands
+// `check` the read end of a pipe; Collect closes the write end (the child's cue to finish) and
+// waits up to `limit` for its results, as RunIsolated does.
+class IsolatedCheck {
+ public:
+  IsolatedCheck(const std::string& name,
+                const std::function<std::vector<SweepCheckResult>(int)>& check);
+  ~IsolatedCheck();
+  IsolatedCheck(const IsolatedCheck&) = delete;
+  IsolatedCheck& operator=(const IsolatedCheck&) = delete;
+  std::vector<SweepCheckResult> Collect(DurationNs limit);
+
+ private:
+  std::string name_;
+  pid_t pid_ = -1;
+  int results_fd_ = -1;
+  int stop_fd_ = -1;
+  std::string start_error_;
+};
 
 }  // namespace rankscope

@@ -31,14 +31,39 @@ TEST(SweepChecks, AHangingCheckIsKilledAtItsLimit) {
   EXPECT_EQ(results[0].error, "timed out after 0 s (killed)");
 }
 
-TEST(SweepChecks, ACrashOrNoResultIsAnError) {
+TEST(SweepChecks, ACrashOrAnExitIsAnErrorButNothingToMeasureIsNot) {
   auto crashed =
       RunIsolated("crash", kNsPerSec, []() -> std::vector<SweepCheckResult> { std::abort(); });
   ASSERT_EQ(crashed.size(), 1u);
   EXPECT_EQ(crashed[0].error, "crashed: Aborted");
+  auto exited = RunIsolated("exit", kNsPerSec, []() -> std::vector<SweepCheckResult> { _exit(3); });
+  ASSERT_EQ(exited.size(), 1u);
+  EXPECT_EQ(exited[0].error, "ended without results (exit code 3)");
+  // A GPU check on a CPU node measures nothing, and that is no failure.
   auto empty = RunIsolated("empty", kNsPerSec, [] { return std::vector<SweepCheckResult>{}; });
-  ASSERT_EQ(empty.size(), 1u);
-  EXPECT_EQ(empty[0].error, "ended without results (exit code 0)");
+  EXPECT_TRUE(empty.empty());
+}
+
+TEST(SweepChecks, AnIsolatedCheckRunsUntilCollected) {
+  // The child watches until its stop pipe closes, as the GPU health watch does.
+  IsolatedCheck watch("watch", [](int stop_fd) {
+    int turns = 0;
+    char c;
+    while (read(stop_fd, &c, 1) > 0) ++turns;
+    return std::vector<SweepCheckResult>{{"watch", "", static_cast<double>(turns), "", "", ""}};
+  });
+  usleep(50 * 1000);
+  auto results = watch.Collect(kNsPerSec);
+  ASSERT_EQ(results.size(), 1u);
+  EXPECT_EQ(results[0].error, "");
+  EXPECT_EQ(results[0].value, 0);
+
+  IsolatedCheck deaf("deaf", [](int) -> std::vector<SweepCheckResult> {
+    for (;;) pause();
+  });
+  auto killed = deaf.Collect(200 * kNsPerMs);
+  ASSERT_EQ(killed.size(), 1u);
+  EXPECT_EQ(killed[0].error, "timed out after 0 s (killed)");
 }
 
 TEST(SweepChecks, FreeSpaceOfAPathAndOfNoPath) {

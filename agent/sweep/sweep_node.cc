@@ -8,6 +8,7 @@
 
 #include "agent/identity.h"
 #include "agent/sweep/checks.h"
+#include "agent/sweep/gpu_checks.h"
 #include "agent/uplink.h"
 #include "proto/convert.h"
 
@@ -17,15 +18,17 @@ namespace {
 struct LevelBudget {
   DurationNs memory;
   DurationNs flops;
+  DurationNs gpu;     // per GPU check kind, shared by the node's GPUs
+  size_t nccl_bytes;  // per all-reduce call
 };
 
 bool BudgetOf(const std::string& level, LevelBudget* out) {
   if (level == "quick") {
-    *out = {1 * kNsPerSec, kNsPerSec / 2};
+    *out = {1 * kNsPerSec, kNsPerSec / 2, 1 * kNsPerSec, size_t{64} << 20};
   } else if (level == "standard") {
-    *out = {3 * kNsPerSec, 2 * kNsPerSec};
+    *out = {3 * kNsPerSec, 2 * kNsPerSec, 3 * kNsPerSec, size_t{256} << 20};
   } else if (level == "deep") {
-    *out = {10 * kNsPerSec, 5 * kNsPerSec};
+    *out = {10 * kNsPerSec, 5 * kNsPerSec, 10 * kNsPerSec, size_t{1} << 30};
   } else {
     return false;
   }
@@ -79,6 +82,22 @@ int RunSweepNode(const SweepNodeOptions& options) {
   run("mem.bandwidth", LimitFor(budget.memory),
       [&budget] { return MeasureMemoryBandwidth(budget.memory); });
   run("cpu.flops", LimitFor(budget.flops), [&budget] { return MeasureCpuFlops(budget.flops); });
+  // GPUs (nothing on a node without a driver or GPUs): NVML watches health in a child of its own
+  // while the performance checks load the GPUs, so XIDs and clock-event reasons under load count.
+  const char* nvml_env = std::getenv("RANKSCOPE_NVML_LIBRARY");
+  const std::string nvml = nvml_env != nullptr ? nvml_env : "libnvidia-ml.so.1";
+  const char* nccl_env = std::getenv("RANKSCOPE_NCCL_LIBRARY");
+  const std::string nccl = nccl_env != nullptr ? nccl_env : "libnccl.so.2";
+  {
+    IsolatedCheck health("gpu.health",
+                         [&nvml](int stop_fd) { return WatchGpuHealth(stop_fd, nvml); });
+    run("gpu.copy_bandwidth", LimitFor(budget.gpu),
+        [&budget] { return MeasureGpuCopyBandwidth(budget.gpu); });
+    run("gpu.fp32_flops", LimitFor(budget.gpu), [&budget] { return MeasureGpuFlops(budget.gpu); });
+    run("gpu.nccl_allreduce_busbw", LimitFor(budget.gpu),
+        [&budget, &nccl] { return MeasureNcclAllReduce(budget.gpu, budget.nccl_bytes, nccl); });
+    for (SweepCheckResult& r : health.Collect(20 * kNsPerSec)) results.push_back(std::move(r));
+  }
   UplinkOptions up;
   up.address = options.coordinator;
   up.token = options.token;

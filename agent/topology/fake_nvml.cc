@@ -2,6 +2,11 @@
 // made-up GPUs: GPU 0 healthy (PCIe gen 5 x16, 18 NVLinks up), GPU 1 trained down (gen 3 x8 of
 // gen 5 x16, 2 of 18 NVLinks down). With FAKE_NVML_FAIL_INIT set, nvmlInit_v2 fails; with
 // FAKE_NVML_LOST_GPU set, GPU 1 is lost (handle lookup fails).
+// For NvmlHealthWatch GPU 1 is also sick: ECC errors, remapped rows (one pending), a hardware
+// slowdown, 91 C, PCIe replays and NVLink CRC errors that rise while watched; neither GPU retires
+// pages (Hopper). FAKE_NVML_XIDS="GPU:XID,..." are delivered as XID events, one per
+// nvmlEventSetWait_v2.
+#include <cstddef>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -11,6 +16,8 @@ struct FakeDevice {
   int index;
 };
 FakeDevice g_devices[2] = {{0}, {1}};
+int g_event_set = 0;
+size_t g_xids_delivered = 0;
 int Index(void* device) { return static_cast<FakeDevice*>(device)->index; }
 void Copy(char* out, unsigned size, const char* text) { std::snprintf(out, size, "%s", text); }
 }  // namespace
@@ -83,6 +90,86 @@ int nvmlDeviceGetMemoryInfo(void*, Memory* m) {
   m->free = m->total;
   m->used = 0;
   return 0;
+}
+
+int nvmlDeviceGetTotalEccErrors(void* device, int error_type, int counter_type,
+                                unsigned long long* v) {
+  static const unsigned long long kSick[2][2] = {{7, 1}, {40, 3}};  // [aggregate][uncorrected]
+  *v = Index(device) == 0 ? 0 : kSick[counter_type][error_type];
+  return 0;
+}
+int nvmlDeviceGetRetiredPages(void*, int, unsigned*, unsigned long long*) {
+  return 3;  // NVML_ERROR_NOT_SUPPORTED
+}
+int nvmlDeviceGetRemappedRows(void* device, unsigned* corr, unsigned* unc, unsigned* pending,
+                              unsigned* failed) {
+  const bool sick = Index(device) == 1;
+  *corr = sick ? 2 : 0;
+  *unc = sick ? 1 : 0;
+  *pending = sick ? 1 : 0;
+  *failed = 0;
+  return 0;
+}
+int nvmlDeviceGetCurrentClocksEventReasons(void* device, unsigned long long* reasons) {
+  *reasons = Index(device) == 0 ? 0x1 : 0x8 | 0x4;
+  return 0;
+}
+int nvmlDeviceGetTemperature(void* device, int, unsigned* c) {
+  *c = Index(device) == 0 ? 45 : 91;
+  return 0;
+}
+int nvmlDeviceGetPowerUsage(void* device, unsigned* mw) {
+  *mw = Index(device) == 0 ? 120000 : 650000;
+  return 0;
+}
+int nvmlDeviceGetEnforcedPowerLimit(void*, unsigned* mw) {
+  *mw = 700000;
+  return 0;
+}
+// GPU 1's link counters rise between the first read and the later ones (a watch sees the rise).
+int nvmlDeviceGetPcieReplayCounter(void* device, unsigned* v) {
+  static int reads = 0;
+  *v = Index(device) == 0 ? 0 : reads++ == 0 ? 12 : 20;
+  return 0;
+}
+int nvmlDeviceGetNvLinkErrorCounter(void* device, unsigned link, int counter,
+                                    unsigned long long* v) {
+  static int reads = 0;
+  if (link >= 18) return 2;
+  *v = Index(device) == 1 && link == 3 && counter == 2 ? (reads++ == 0 ? 5 : 9) : 0;
+  return 0;
+}
+
+int nvmlEventSetCreate(void** set) {
+  *set = &g_event_set;
+  g_xids_delivered = 0;
+  return 0;
+}
+int nvmlEventSetFree(void*) { return 0; }
+int nvmlDeviceRegisterEvents(void*, unsigned long long, void*) { return 0; }
+struct EventData {
+  void* device;
+  unsigned long long event_type, event_data;
+  unsigned gpu_instance_id, compute_instance_id;
+};
+int nvmlEventSetWait_v2(void*, EventData* data, unsigned) {
+  const char* list = std::getenv("FAKE_NVML_XIDS");
+  size_t seen = 0;
+  for (const char* p = list; p != nullptr && *p != '\0';) {
+    int gpu = 0;
+    unsigned long long xid = 0;
+    if (std::sscanf(p, "%d:%llu", &gpu, &xid) != 2) break;
+    if (seen++ == g_xids_delivered) {
+      ++g_xids_delivered;
+      data->device = &g_devices[gpu];
+      data->event_type = 0x8;
+      data->event_data = xid;
+      return 0;
+    }
+    p = std::strchr(p, ',');
+    if (p != nullptr) ++p;
+  }
+  return 10;  // NVML_ERROR_TIMEOUT
 }
 
 }  // extern "C"

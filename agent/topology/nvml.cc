@@ -3,8 +3,12 @@
 #include <dlfcn.h>
 
 #include <algorithm>
+#include <array>
+#include <cstdio>
 #include <cstring>
 #include <map>
+
+#include "core/time.h"
 
 namespace rankscope {
 namespace {
@@ -29,6 +33,17 @@ struct NvmlMemory {  // nvmlMemory_t (v1)
   unsigned long long total, free, used;
 };
 
+using NvmlEventSet = void*;
+struct NvmlEventData {  // nvmlEventData_t
+  NvmlDevice device;
+  unsigned long long event_type;
+  unsigned long long event_data;  // the XID for XID events
+  unsigned gpu_instance_id, compute_instance_id;
+};
+constexpr unsigned long long kNvmlEventXidCritical = 0x8;  // nvmlEventTypeXidCriticalError
+constexpr NvmlReturn kNvmlTimeout = 10;                    // NVML_ERROR_TIMEOUT
+constexpr NvmlReturn kNvmlInsufficientSize = 7;            // NVML_ERROR_INSUFFICIENT_SIZE
+
 struct Api {
   void* handle = nullptr;
   NvmlReturn (*init)() = nullptr;
@@ -46,6 +61,21 @@ struct Api {
   NvmlReturn (*width_max)(NvmlDevice, unsigned*) = nullptr;
   NvmlReturn (*nvlink_state)(NvmlDevice, unsigned, int*) = nullptr;
   NvmlReturn (*memory)(NvmlDevice, NvmlMemory*) = nullptr;
+  // Health (NvmlHealthWatch); all optional.
+  NvmlReturn (*ecc_total)(NvmlDevice, int, int, unsigned long long*) = nullptr;
+  NvmlReturn (*retired_pages)(NvmlDevice, int, unsigned*, unsigned long long*) = nullptr;
+  NvmlReturn (*retired_pending)(NvmlDevice, int*) = nullptr;
+  NvmlReturn (*remapped_rows)(NvmlDevice, unsigned*, unsigned*, unsigned*, unsigned*) = nullptr;
+  NvmlReturn (*clock_event_reasons)(NvmlDevice, unsigned long long*) = nullptr;
+  NvmlReturn (*temperature)(NvmlDevice, int, unsigned*) = nullptr;
+  NvmlReturn (*power_usage)(NvmlDevice, unsigned*) = nullptr;
+  NvmlReturn (*power_limit)(NvmlDevice, unsigned*) = nullptr;
+  NvmlReturn (*pcie_replays)(NvmlDevice, unsigned*) = nullptr;
+  NvmlReturn (*nvlink_errors)(NvmlDevice, unsigned, int, unsigned long long*) = nullptr;
+  NvmlReturn (*event_set_create)(NvmlEventSet*) = nullptr;
+  NvmlReturn (*event_set_free)(NvmlEventSet) = nullptr;
+  NvmlReturn (*register_events)(NvmlDevice, unsigned long long, NvmlEventSet) = nullptr;
+  NvmlReturn (*event_wait)(NvmlEventSet, NvmlEventData*, unsigned) = nullptr;
 
   std::string Error(NvmlReturn r) const {
     const char* text = error_string != nullptr ? error_string(r) : nullptr;
@@ -80,6 +110,23 @@ const char* ResolveAll(Api* api) {
   Resolve(h, "nvmlDeviceGetMaxPcieLinkWidth", &api->width_max);
   Resolve(h, "nvmlDeviceGetNvLinkState", &api->nvlink_state);
   Resolve(h, "nvmlDeviceGetMemoryInfo", &api->memory);
+  Resolve(h, "nvmlDeviceGetTotalEccErrors", &api->ecc_total);
+  Resolve(h, "nvmlDeviceGetRetiredPages", &api->retired_pages);
+  Resolve(h, "nvmlDeviceGetRetiredPagesPendingStatus", &api->retired_pending);
+  Resolve(h, "nvmlDeviceGetRemappedRows", &api->remapped_rows);
+  // Renamed in CUDA 12.2's NVML; the old name stays for older drivers.
+  if (!Resolve(h, "nvmlDeviceGetCurrentClocksEventReasons", &api->clock_event_reasons)) {
+    Resolve(h, "nvmlDeviceGetCurrentClocksThrottleReasons", &api->clock_event_reasons);
+  }
+  Resolve(h, "nvmlDeviceGetTemperature", &api->temperature);
+  Resolve(h, "nvmlDeviceGetPowerUsage", &api->power_usage);
+  Resolve(h, "nvmlDeviceGetEnforcedPowerLimit", &api->power_limit);
+  Resolve(h, "nvmlDeviceGetPcieReplayCounter", &api->pcie_replays);
+  Resolve(h, "nvmlDeviceGetNvLinkErrorCounter", &api->nvlink_errors);
+  Resolve(h, "nvmlEventSetCreate", &api->event_set_create);
+  Resolve(h, "nvmlEventSetFree", &api->event_set_free);
+  Resolve(h, "nvmlDeviceRegisterEvents", &api->register_events);
+  Resolve(h, "nvmlEventSetWait_v2", &api->event_wait);
   return nullptr;
 }
 
@@ -123,24 +170,56 @@ NvmlGpu ReadGpu(const Api& api, unsigned index, NvmlDevice device) {
   return gpu;
 }
 
+// The PCIe replay counter and the NVLink error counters by kind, summed over links (-1: none).
+void ReadLinkErrors(const Api& api, NvmlDevice device, int64_t* pcie_replays,
+                    int64_t nvlink_errors[4]) {
+  unsigned replays = 0;
+  *pcie_replays = api.pcie_replays != nullptr && api.pcie_replays(device, &replays) == kNvmlSuccess
+                      ? static_cast<int64_t>(replays)
+                      : -1;
+  for (int kind = 0; kind < 4; ++kind) nvlink_errors[kind] = -1;
+  if (api.nvlink_errors == nullptr) return;
+  for (unsigned link = 0; link < kMaxNvLinks; ++link) {
+    for (int kind = 0; kind < 4; ++kind) {
+      unsigned long long v = 0;
+      if (api.nvlink_errors(device, link, kind, &v) != kNvmlSuccess) continue;
+      nvlink_errors[kind] = std::max<int64_t>(nvlink_errors[kind], 0) + static_cast<int64_t>(v);
+    }
+  }
+}
+
+int64_t SumKnown(const int64_t values[4]) {
+  int64_t sum = -1;
+  for (int i = 0; i < 4; ++i) {
+    if (values[i] >= 0) sum = std::max<int64_t>(sum, 0) + values[i];
+  }
+  return sum;
+}
+
+// Loads `library`, resolves its entry points and initialises NVML.
+Status LoadAndInit(const std::string& library, Api* api) {
+  api->handle = dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (api->handle == nullptr) {
+    const char* why = dlerror();
+    return Status::Error("NVML: cannot load " + library + ": " +
+                         (why != nullptr ? why : "unknown error") +
+                         " (no NVIDIA driver on this node?)");
+  }
+  // Unloading NVML while a driver thread may still run is not worth the risk: kept loaded.
+  if (const char* missing = ResolveAll(api)) {
+    return Status::Error("NVML: " + library + " has no " + missing);
+  }
+  if (NvmlReturn r = api->init(); r != kNvmlSuccess) {
+    return Status::Error("NVML: nvmlInit_v2 failed: " + api->Error(r));
+  }
+  return Status();
+}
+
 }  // namespace
 
 Result<NvmlSnapshot> ReadNvml(const std::string& library) {
   Api api;
-  api.handle = dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (api.handle == nullptr) {
-    const char* why = dlerror();
-    return Result<NvmlSnapshot>::Error("NVML: cannot load " + library + ": " +
-                                       (why != nullptr ? why : "unknown error") +
-                                       " (no NVIDIA driver on this node?)");
-  }
-  // Unloading NVML while a driver thread may still run is not worth the risk: kept loaded.
-  if (const char* missing = ResolveAll(&api)) {
-    return Result<NvmlSnapshot>::Error("NVML: " + library + " has no " + missing);
-  }
-  if (NvmlReturn r = api.init(); r != kNvmlSuccess) {
-    return Result<NvmlSnapshot>::Error("NVML: nvmlInit_v2 failed: " + api.Error(r));
-  }
+  if (Status loaded = LoadAndInit(library, &api); !loaded.ok()) return loaded;
   NvmlSnapshot out;
   char version[96] = {};
   if (api.driver_version != nullptr &&
@@ -188,6 +267,209 @@ NvmlSnapshot MergeNvml(NvmlSnapshot earlier, const NvmlSnapshot& later) {
   }
   if (earlier.driver_version.empty()) earlier.driver_version = later.driver_version;
   return earlier;
+}
+
+std::string NvmlClockEventReasonNames(uint64_t mask) {
+  static constexpr std::pair<uint64_t, const char*> kNames[] = {
+      {0x1, "gpu_idle"},    {0x2, "applications_clocks"}, {0x4, "sw_power_cap"},
+      {0x8, "hw_slowdown"}, {0x10, "sync_boost"},         {0x20, "sw_thermal"},
+      {0x40, "hw_thermal"}, {0x80, "hw_power_brake"},     {0x100, "display_clocks"},
+  };
+  std::string out;
+  for (const auto& [bit, name] : kNames) {
+    if ((mask & bit) != 0) out += (out.empty() ? "" : ", ") + std::string(name);
+  }
+  const uint64_t known = 0x1ff;
+  if ((mask & ~known) != 0) {
+    out += (out.empty() ? "" : ", ") + std::string("other 0x") + [&] {
+      char hex[32];
+      std::snprintf(hex, sizeof(hex), "%llx", static_cast<unsigned long long>(mask & ~known));
+      return std::string(hex);
+    }();
+  }
+  return out.empty() ? "none" : out;
+}
+
+struct NvmlHealthWatch::State {
+  Api api;
+  NvmlEventSet events = nullptr;
+  std::vector<NvmlDevice> devices;  // by NVML index; nullptr for a GPU NVML cannot reach
+  std::vector<NvmlGpuHealth> gpus;
+  // The link error counters when the watch started, per GPU.
+  std::vector<int64_t> pcie_replays_start;
+  std::vector<std::array<int64_t, 4>> nvlink_errors_start;
+};
+
+Result<std::unique_ptr<NvmlHealthWatch>> NvmlHealthWatch::Start(const std::string& library) {
+  std::unique_ptr<NvmlHealthWatch> watch(new NvmlHealthWatch());
+  watch->state_ = std::make_unique<State>();
+  State& st = *watch->state_;
+  if (Status loaded = LoadAndInit(library, &st.api); !loaded.ok()) return loaded;
+  unsigned count = 0;
+  if (NvmlReturn r = st.api.count(&count); r != kNvmlSuccess) {
+    return Status::Error("NVML: nvmlDeviceGetCount_v2 failed: " + st.api.Error(r));
+  }
+  if (st.api.event_set_create == nullptr || st.api.register_events == nullptr ||
+      st.api.event_wait == nullptr) {
+    watch->xid_watch_error_ = "this NVML has no event sets";
+  } else if (NvmlReturn r = st.api.event_set_create(&st.events); r != kNvmlSuccess) {
+    watch->xid_watch_error_ = "nvmlEventSetCreate failed: " + st.api.Error(r);
+    st.events = nullptr;
+  }
+  for (unsigned i = 0; i < count; ++i) {
+    NvmlDevice device = nullptr;
+    NvmlGpuHealth gpu;
+    gpu.index = i;
+    if (NvmlReturn r = st.api.by_index(i, &device); r != kNvmlSuccess) {
+      gpu.name = "unreachable: " + st.api.Error(r);
+      device = nullptr;
+    } else {
+      const NvmlGpu facts = ReadGpu(st.api, i, device);
+      gpu.name = facts.name;
+      gpu.uuid = facts.uuid;
+      gpu.bus_id = facts.bus_id;
+      gpu.pcie_gen_max = facts.pcie_gen_max;
+      gpu.pcie_width_max = facts.pcie_width_max;
+      gpu.nvlinks_total = facts.nvlinks_total;
+      if (st.events != nullptr) {
+        const NvmlReturn reg = st.api.register_events(device, kNvmlEventXidCritical, st.events);
+        if (reg != kNvmlSuccess && watch->xid_watch_error_.empty()) {
+          watch->xid_watch_error_ = "GPU " + std::to_string(i) +
+                                    ": XID events cannot be registered: " + st.api.Error(reg);
+        }
+      }
+    }
+    int64_t replays = -1;
+    std::array<int64_t, 4> nvlink{-1, -1, -1, -1};
+    if (device != nullptr) ReadLinkErrors(st.api, device, &replays, nvlink.data());
+    st.devices.push_back(device);
+    st.gpus.push_back(gpu);
+    st.pcie_replays_start.push_back(replays);
+    st.nvlink_errors_start.push_back(nvlink);
+  }
+  watch->Sample();
+  return watch;
+}
+
+NvmlHealthWatch::~NvmlHealthWatch() {
+  if (state_ == nullptr || state_->api.handle == nullptr) return;
+  if (state_->events != nullptr && state_->api.event_set_free != nullptr) {
+    state_->api.event_set_free(state_->events);
+  }
+  if (state_->api.shutdown != nullptr) state_->api.shutdown();
+}
+
+void NvmlHealthWatch::Sample() {
+  State& st = *state_;
+  for (size_t i = 0; i < st.devices.size(); ++i) {
+    NvmlDevice device = st.devices[i];
+    if (device == nullptr) continue;
+    NvmlGpuHealth& g = st.gpus[i];
+    unsigned long long reasons = 0;
+    if (st.api.clock_event_reasons != nullptr &&
+        st.api.clock_event_reasons(device, &reasons) == kNvmlSuccess) {
+      g.clock_event_reasons |= reasons;
+      g.clock_event_reasons_known = true;
+    }
+    unsigned value = 0;
+    if (st.api.temperature != nullptr && st.api.temperature(device, 0, &value) == kNvmlSuccess) {
+      g.temperature_max_c = std::max(g.temperature_max_c, static_cast<int>(value));
+    }
+    if (st.api.power_usage != nullptr && st.api.power_usage(device, &value) == kNvmlSuccess) {
+      g.power_max_w = std::max(g.power_max_w, value / 1000.0);
+    }
+    g.pcie_gen_current = std::max(g.pcie_gen_current, ReadUnsigned(st.api.gen_current, device));
+    g.pcie_width_current =
+        std::max(g.pcie_width_current, ReadUnsigned(st.api.width_current, device));
+  }
+}
+
+void NvmlHealthWatch::WaitEvents(int timeout_ms) {
+  State& st = *state_;
+  if (st.events == nullptr) return;
+  const TimeNs deadline = MonotonicNow() + static_cast<DurationNs>(timeout_ms) * kNsPerMs;
+  for (;;) {
+    const DurationNs left = deadline - MonotonicNow();
+    if (left <= 0) return;
+    NvmlEventData data{};
+    const NvmlReturn r =
+        st.api.event_wait(st.events, &data, static_cast<unsigned>(left / kNsPerMs + 1));
+    if (r == kNvmlTimeout) return;
+    if (r != kNvmlSuccess) {
+      if (xid_watch_error_.empty())
+        xid_watch_error_ = "nvmlEventSetWait failed: " + st.api.Error(r);
+      return;
+    }
+    if ((data.event_type & kNvmlEventXidCritical) == 0) continue;
+    for (size_t i = 0; i < st.devices.size(); ++i) {
+      if (st.devices[i] == data.device) ++st.gpus[i].xids[data.event_data];
+    }
+  }
+}
+
+std::vector<NvmlGpuHealth> NvmlHealthWatch::Finish() {
+  State& st = *state_;
+  Sample();
+  for (size_t i = 0; i < st.devices.size(); ++i) {
+    NvmlDevice device = st.devices[i];
+    if (device == nullptr) continue;
+    NvmlGpuHealth& g = st.gpus[i];
+    const Api& api = st.api;
+    if (api.ecc_total != nullptr) {
+      // (error type, counter type): 0 corrected / 1 uncorrected, 0 volatile / 1 aggregate.
+      auto ecc = [&](int error_type, int counter_type) -> int64_t {
+        unsigned long long v = 0;
+        return api.ecc_total(device, error_type, counter_type, &v) == kNvmlSuccess
+                   ? static_cast<int64_t>(v)
+                   : -1;
+      };
+      g.ecc_corrected_volatile = ecc(0, 0);
+      g.ecc_uncorrected_volatile = ecc(1, 0);
+      g.ecc_corrected_aggregate = ecc(0, 1);
+      g.ecc_uncorrected_aggregate = ecc(1, 1);
+    }
+    if (api.retired_pages != nullptr) {
+      // A zero-sized query returns the count (INSUFFICIENT_SIZE when there are pages).
+      auto pages = [&](int cause) -> int64_t {
+        unsigned n = 0;
+        const NvmlReturn r = api.retired_pages(device, cause, &n, nullptr);
+        return r == kNvmlSuccess || r == kNvmlInsufficientSize ? static_cast<int64_t>(n) : -1;
+      };
+      g.retired_pages_sbe = pages(0);
+      g.retired_pages_dbe = pages(1);
+    }
+    int pending = 0;
+    if (api.retired_pending != nullptr && api.retired_pending(device, &pending) == kNvmlSuccess) {
+      g.retired_pending = pending != 0 ? 1 : 0;
+    }
+    unsigned corr = 0, unc = 0, remap_pending = 0, failed = 0;
+    if (api.remapped_rows != nullptr &&
+        api.remapped_rows(device, &corr, &unc, &remap_pending, &failed) == kNvmlSuccess) {
+      g.remapped_correctable = corr;
+      g.remapped_uncorrectable = unc;
+      g.remap_pending = remap_pending != 0 ? 1 : 0;
+      g.remap_failed = failed != 0 ? 1 : 0;
+    }
+    unsigned value = 0;
+    if (api.power_limit != nullptr && api.power_limit(device, &value) == kNvmlSuccess) {
+      g.power_limit_w = value / 1000.0;
+    }
+    ReadLinkErrors(api, device, &g.pcie_replays, g.nvlink_errors);
+    if (g.pcie_replays >= 0 && st.pcie_replays_start[i] >= 0) {
+      g.pcie_replays_during = g.pcie_replays - st.pcie_replays_start[i];
+    }
+    const int64_t before = SumKnown(st.nvlink_errors_start[i].data());
+    const int64_t after = SumKnown(g.nvlink_errors);
+    if (before >= 0 && after >= 0) g.nvlink_errors_during = after - before;
+    g.nvlinks_up = 0;
+    for (unsigned link = 0; link < kMaxNvLinks && api.nvlink_state != nullptr; ++link) {
+      int state = 0;
+      if (api.nvlink_state(device, link, &state) == kNvmlSuccess && state == kNvmlFeatureEnabled) {
+        ++g.nvlinks_up;
+      }
+    }
+  }
+  return st.gpus;
 }
 
 }  // namespace rankscope

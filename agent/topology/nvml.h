@@ -9,6 +9,8 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -43,5 +45,78 @@ Result<NvmlSnapshot> ReadNvml(const std::string& library = "libnvidia-ml.so.1");
 // `later` read again: GPUs matched by uuid keep the highest current PCIe generation and width
 // and the most NVLinks up either read saw; GPUs only one read has are kept as they are.
 NvmlSnapshot MergeNvml(NvmlSnapshot earlier, const NvmlSnapshot& later);
+
+// What a health sweep (`rankscope sweep`, docs/sweep.md) wants to know of one GPU. Every
+// counter is -1 when NVML cannot say (an older driver, a part without the feature: H100/H200
+// remap rows instead of retiring pages).
+struct NvmlGpuHealth {
+  uint32_t index = 0;
+  std::string name, uuid, bus_id;
+  // ECC errors: corrected (single-bit) and uncorrected (double-bit), since the driver loaded
+  // (volatile) and over the GPU's life (aggregate).
+  int64_t ecc_corrected_volatile = -1, ecc_uncorrected_volatile = -1;
+  int64_t ecc_corrected_aggregate = -1, ecc_uncorrected_aggregate = -1;
+  // Page retirement (before Ampere): pages retired for single- and double-bit errors, and
+  // whether a retirement waits for the next driver load (1) or not (0).
+  int64_t retired_pages_sbe = -1, retired_pages_dbe = -1;
+  int retired_pending = -1;
+  // Row remapping (Ampere on): rows remapped for correctable / uncorrectable errors, a remap
+  // waiting for a GPU reset, and a remap that failed (the GPU needs replacing).
+  int64_t remapped_correctable = -1, remapped_uncorrectable = -1;
+  int remap_pending = -1, remap_failed = -1;
+  // Sampled during the watch: every clock-event ("throttle") reason seen (NVML's bit mask),
+  // the hottest temperature, the highest power draw and the enforced limit.
+  uint64_t clock_event_reasons = 0;
+  bool clock_event_reasons_known = false;
+  int temperature_max_c = -1;
+  double power_max_w = -1, power_limit_w = -1;
+  // PCIe: the best link seen while sampling (idle GPUs train down), the maximum, and the replay
+  // counter (link-level retransmissions: a bad riser or slot) since driver load and its rise
+  // during the watch.
+  int pcie_gen_current = -1, pcie_gen_max = -1, pcie_width_current = -1, pcie_width_max = -1;
+  int64_t pcie_replays = -1, pcie_replays_during = -1;
+  // NVLink: links up of those the GPU has; the links' error counters summed over links, by kind
+  // (replays, recoveries, CRC flit errors, CRC data errors: kNvlinkErrorKinds) since driver
+  // load, and the rise of their total during the watch; -1 when no link gives a counter.
+  int nvlinks_up = 0, nvlinks_total = 0;
+  int64_t nvlink_errors[4] = {-1, -1, -1, -1};
+  int64_t nvlink_errors_during = -1;
+  // XID events seen while watching, counted per XID (not a last value).
+  std::map<uint64_t, int> xids;
+};
+
+// The kinds of NvmlGpuHealth::nvlink_errors, in order (nvmlNvLinkErrorCounter_t 0..3).
+constexpr const char* kNvlinkErrorKinds[4] = {"replay", "recovery", "CRC flit", "CRC data"};
+
+// Clock-event reasons that mean the GPU was slowed by something wrong (hardware slowdown,
+// thermal or power-brake events), as opposed to idling, application clocks or the power cap.
+constexpr uint64_t kNvmlBadClockEventReasons = 0x8 | 0x20 | 0x40 | 0x80;
+// "hw_slowdown, sw_thermal" for a mask.
+std::string NvmlClockEventReasonNames(uint64_t mask);
+
+// Watches a node's GPUs for a while: Start registers for XID events on every GPU, Sample reads
+// the gauges (call it every few hundred ms while the GPUs work), WaitEvents collects XIDs, and
+// Finish reads the counters and returns one record per GPU. For `rankscope sweep-node`, which
+// runs it in a child process of its own.
+class NvmlHealthWatch {
+ public:
+  static Result<std::unique_ptr<NvmlHealthWatch>> Start(
+      const std::string& library = "libnvidia-ml.so.1");
+  ~NvmlHealthWatch();
+  NvmlHealthWatch(const NvmlHealthWatch&) = delete;
+  NvmlHealthWatch& operator=(const NvmlHealthWatch&) = delete;
+
+  void Sample();
+  void WaitEvents(int timeout_ms);
+  std::vector<NvmlGpuHealth> Finish();
+  // Why XID events are not watched ("" when they are): the GPUs are then still read.
+  const std::string& xid_watch_error() const { return xid_watch_error_; }
+
+ private:
+  NvmlHealthWatch() = default;
+  struct State;
+  std::unique_ptr<State> state_;
+  std::string xid_watch_error_;
+};
 
 }  // namespace rankscope

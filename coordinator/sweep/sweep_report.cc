@@ -147,6 +147,7 @@ std::string SweepReportJson(const SweepRunInfo& run, const std::vector<NodeVerdi
                               {"status", SweepStatusName(c.status)},
                               {"unit", c.result.unit},
                               {"detail", c.result.detail}};
+      if (!c.result.model.empty()) check["model"] = c.result.model;
       if (c.result.error.empty()) {
         check["value"] = c.result.value;
       } else {
