@@ -1,6 +1,7 @@
 #include "coordinator/sweep/sweep_report.h"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -37,29 +38,57 @@ std::string XmlEscape(const std::string& s) {
   return HtmlEscape(text);
 }
 
-// Every check key in first-seen order: the grid's columns.
+// The grid column a figure falls in: its key, but one column per GPU check for all of a node's
+// GPUs (eight GPUs would make eight columns of every check).
+std::string GridColumn(const SweepCheckResult& r) { return r.model.empty() ? r.key() : r.name; }
+
+// Every grid column in first-seen order.
 std::vector<std::string> CheckKeys(const std::vector<NodeVerdict>& nodes) {
   std::vector<std::string> keys;
   for (const NodeVerdict& n : nodes) {
     for (const CheckVerdict& c : n.checks) {
-      if (std::find(keys.begin(), keys.end(), c.result.key()) == keys.end()) {
-        keys.push_back(c.result.key());
+      if (std::find(keys.begin(), keys.end(), GridColumn(c.result)) == keys.end()) {
+        keys.push_back(GridColumn(c.result));
       }
     }
   }
   return keys;
 }
 
-const CheckVerdict* FindCheck(const NodeVerdict& n, const std::string& key) {
+// The figure a grid cell shows: the node's only figure in that column or, for a GPU check, the
+// GPU with the worst verdict and, among equals, the one farthest from the node's other GPUs'
+// median (the odd one out).
+const CheckVerdict* FindCheck(const NodeVerdict& n, const std::string& column) {
+  std::vector<const CheckVerdict*> in;
+  std::vector<double> values;
   for (const CheckVerdict& c : n.checks) {
-    if (c.result.key() == key) return &c;
+    if (GridColumn(c.result) != column) continue;
+    in.push_back(&c);
+    if (c.result.error.empty()) values.push_back(c.result.value);
   }
-  return nullptr;
+  if (in.empty()) return nullptr;
+  std::sort(values.begin(), values.end());
+  const double median = values.empty() ? 0 : values[values.size() / 2];
+  auto odd = [median](const CheckVerdict* c) {
+    return c->result.error.empty() ? std::abs(c->result.value - median) : 0.0;
+  };
+  return *std::max_element(in.begin(), in.end(),
+                           [&odd](const CheckVerdict* a, const CheckVerdict* b) {
+                             if (a->status != b->status) return a->status < b->status;
+                             return odd(a) < odd(b);
+                           });
 }
 
 std::string Pad(std::string s, size_t width) {
   if (s.size() < width) s.append(width - s.size(), ' ');
   return s;
+}
+
+// A cell's text: the figure, and which GPU it is when the column holds several.
+std::string Cell(const CheckVerdict& c) {
+  std::string cell = Shown(c);
+  if (!c.result.model.empty()) cell += " " + c.result.subject;
+  return cell;
 }
 
 }  // namespace
@@ -98,7 +127,7 @@ std::string SweepReportText(const SweepRunInfo& run, const std::vector<NodeVerdi
       const CheckVerdict* c = FindCheck(n, keys[i]);
       std::string cell = "-";
       if (c != nullptr) {
-        cell = Shown(*c);
+        cell = c->status == SweepStatus::kPass ? Shown(*c) : Cell(*c);
         if (c->status != SweepStatus::kPass) cell += c->status == SweepStatus::kFail ? " !!" : " !";
       }
       line += Pad(cell, widths[i]);
@@ -195,6 +224,8 @@ std::string SweepReportHtml(const SweepRunInfo& run, const std::vector<NodeVerdi
       }
       std::string title = c->reason.empty() ? c->result.detail : c->reason;
       if (!c->result.error.empty()) title = c->result.error;
+      if (!c->result.model.empty())
+        title = c->result.subject + " (" + c->result.model + "): " + title;
       out += "<td class=\"" + std::string(SweepStatusName(c->status)) + "\" title=\"" +
              XmlEscape(title) + "\">" + XmlEscape(Shown(*c)) + "</td>";
     }

@@ -28,7 +28,38 @@ constexpr std::pair<const char*, std::optional<double> CheckLimits::*> kLimitFie
     {"peer_fail_above", &CheckLimits::peer_fail_above},
     {"trend_warn_below", &CheckLimits::trend_warn_below},
     {"trend_fail_below", &CheckLimits::trend_fail_below},
+    {"trend_warn_increase", &CheckLimits::trend_warn_increase},
+    {"trend_fail_increase", &CheckLimits::trend_fail_increase},
 };
+
+// One check's entry of config/sweep.json; `where` names it in errors ("checks.mem.bandwidth").
+Result<CheckLimits> ParseLimits(const nlohmann::json& entry, const std::string& where,
+                                const std::string& source, const CheckLimits& base) {
+  if (!entry.is_object())
+    return Result<CheckLimits>::Error(source + ": " + where + " is not an object");
+  CheckLimits limits = base;
+  for (const auto& [key, value] : entry.items()) {
+    if (key == "abs") {
+      if (!value.is_boolean()) {
+        return Result<CheckLimits>::Error(source + ": " + where + ".abs is not true/false");
+      }
+      limits.abs = value.get<bool>();
+      continue;
+    }
+    std::optional<double>* field = nullptr;
+    for (const auto& [field_name, member] : kLimitFields) {
+      if (key == field_name) field = &(limits.*member);
+    }
+    if (field == nullptr) {
+      return Result<CheckLimits>::Error(source + ": " + where + ": unknown key '" + key + "'");
+    }
+    if (!value.is_number()) {
+      return Result<CheckLimits>::Error(source + ": " + where + "." + key + " is not a number");
+    }
+    *field = value.get<double>();
+  }
+  return limits;
+}
 
 void Raise(CheckVerdict* c, SweepStatus s, const std::string& reason) {
   if (s > c->status) {
@@ -40,11 +71,19 @@ void Raise(CheckVerdict* c, SweepStatus s, const std::string& reason) {
 }  // namespace
 
 std::string FormatSweepValue(double v, const std::string& unit, bool compact) {
+  if (unit == "bytes_per_second" && v >= 1e12) {
+    return FormatDouble(compact ? "%.2f TB/s" : "%.3f TB/s", v / 1e12);
+  }
   if (unit == "bytes_per_second") return FormatDouble(compact ? "%.1f GB/s" : "%.2f GB/s", v / 1e9);
   if (unit == "bytes") return FormatBytes(static_cast<Bytes>(std::max(0.0, v)));
   if (unit == "ratio") return FormatDouble("%.1f%%", v * 100);
+  if (unit == "flops" && v >= 1e12) {
+    return FormatDouble(compact ? "%.1f TF/s" : "%.2f TFLOP/s", v / 1e12);
+  }
   if (unit == "flops") return FormatDouble(compact ? "%.1f GF/s" : "%.2f GFLOP/s", v / 1e9);
   if (unit == "seconds") return FormatDuration(static_cast<DurationNs>(v * 1e9));
+  if (unit == "celsius") return FormatDouble("%.0f C", v);
+  if (unit == "watts") return FormatDouble("%.0f W", v);
   return FormatDouble("%g", v) + (compact || unit.empty() ? "" : " " + unit);
 }
 
@@ -66,41 +105,51 @@ Result<SweepThresholds> ParseSweepThresholds(const std::string& text, const std:
     return Result<SweepThresholds>::Error(source + ": not a JSON object");
   }
   SweepThresholds out;
-  if (!j.contains("checks")) return out;
-  if (!j["checks"].is_object()) {
+  if (j.contains("checks") && !j["checks"].is_object()) {
     return Result<SweepThresholds>::Error(source + ": \"checks\" is not an object");
   }
-  for (const auto& [name, entry] : j["checks"].items()) {
-    if (!entry.is_object()) {
-      return Result<SweepThresholds>::Error(source + ": checks." + name + " is not an object");
+  const nlohmann::json checks = j.contains("checks") ? j["checks"] : nlohmann::json::object();
+  for (const auto& [name, entry] : checks.items()) {
+    Result<CheckLimits> limits = ParseLimits(entry, "checks." + name, source, CheckLimits{});
+    if (!limits.ok()) return limits.status();
+    out.checks[name] = limits.value();
+  }
+  if (!j.contains("models")) return out;
+  if (!j["models"].is_object()) {
+    return Result<SweepThresholds>::Error(source + ": \"models\" is not an object");
+  }
+  for (const auto& [model, entries_json] : j["models"].items()) {
+    if (!entries_json.is_object()) {
+      return Result<SweepThresholds>::Error(source + ": models." + model + " is not an object");
     }
-    CheckLimits limits;
-    for (const auto& [key, value] : entry.items()) {
-      if (key == "abs") {
-        if (!value.is_boolean()) {
-          return Result<SweepThresholds>::Error(source + ": checks." + name +
-                                                ".abs is not true/false");
-        }
-        limits.abs = value.get<bool>();
-        continue;
-      }
-      std::optional<double>* field = nullptr;
-      for (const auto& [field_name, member] : kLimitFields) {
-        if (key == field_name) field = &(limits.*member);
-      }
-      if (field == nullptr) {
-        return Result<SweepThresholds>::Error(source + ": checks." + name + ": unknown key '" +
-                                              key + "'");
-      }
-      if (!value.is_number()) {
-        return Result<SweepThresholds>::Error(source + ": checks." + name + "." + key +
-                                              " is not a number");
-      }
-      *field = value.get<double>();
+    auto& entries = out.models[model];
+    for (const auto& [name, entry] : entries_json.items()) {
+      // Parsed on their own: For() lays them over the general entry when judging.
+      Result<CheckLimits> limits =
+          ParseLimits(entry, "models." + model + "." + name, source, CheckLimits{});
+      if (!limits.ok()) return limits.status();
+      entries[name] = limits.value();
     }
-    out.checks[name] = limits;
   }
   return out;
+}
+
+std::optional<CheckLimits> SweepThresholds::For(const std::string& name,
+                                                const std::string& model) const {
+  std::optional<CheckLimits> out;
+  if (auto it = checks.find(name); it != checks.end()) out = it->second;
+  if (model.empty()) return out;
+  auto m = models.find(model);
+  if (m == models.end()) return out;
+  auto entry = m->second.find(name);
+  if (entry == m->second.end()) return out;
+  CheckLimits merged = out.value_or(CheckLimits{});
+  const CheckLimits& over = entry->second;
+  for (const auto& [field_name, member] : kLimitFields) {
+    if (over.*member) merged.*member = over.*member;
+  }
+  if (over.abs) merged.abs = true;
+  return merged;
 }
 
 const SweepThresholds& DefaultSweepThresholds() {
@@ -121,11 +170,16 @@ std::string NodeVerdict::Summary() const {
 
 std::vector<NodeVerdict> JudgeSweep(const std::vector<SweepNodeInput>& nodes,
                                     const SweepThresholds& thresholds) {
-  // Every node's figure per check key, for the peer comparison.
-  std::map<std::string, std::vector<std::pair<size_t, double>>> by_key;
+  // Every node's figures per peer group, for the peer comparison: a node figure is compared
+  // with the same figure (name and subject) of the other nodes; a GPU figure with the same
+  // check on every GPU of the same model on the other nodes.
+  auto group_of = [](const SweepCheckResult& r) {
+    return r.model.empty() ? r.key() : r.name + "@" + r.model;
+  };
+  std::map<std::string, std::vector<std::pair<size_t, double>>> by_group;
   for (size_t i = 0; i < nodes.size(); ++i) {
     for (const SweepCheckResult& r : nodes[i].results) {
-      if (r.error.empty()) by_key[r.key()].emplace_back(i, r.value);
+      if (r.error.empty()) by_group[group_of(r)].emplace_back(i, r.value);
     }
   }
   std::vector<NodeVerdict> out;
@@ -149,9 +203,8 @@ std::vector<NodeVerdict> JudgeSweep(const std::vector<SweepNodeInput>& nodes,
         v.checks.push_back(std::move(c));
         continue;
       }
-      auto limits_it = thresholds.checks.find(r.name);
-      if (limits_it != thresholds.checks.end()) {
-        const CheckLimits& l = limits_it->second;
+      if (const std::optional<CheckLimits> limits = thresholds.For(r.name, r.model)) {
+        const CheckLimits& l = *limits;
         const double x = l.abs ? std::fabs(r.value) : r.value;
         const std::string shown = FormatSweepValue(r.value, r.unit);
         if (l.fail_below && x < *l.fail_below) {
@@ -165,7 +218,7 @@ std::vector<NodeVerdict> JudgeSweep(const std::vector<SweepNodeInput>& nodes,
           Raise(&c, SweepStatus::kWarn, shown + " > " + FormatSweepValue(*l.warn_above, r.unit));
         }
         std::vector<double> peers;
-        for (const auto& [node, value] : by_key[r.key()]) {
+        for (const auto& [node, value] : by_group[group_of(r)]) {
           if (node != i) peers.push_back(value);
         }
         const bool by_peers =
@@ -175,7 +228,9 @@ std::vector<NodeVerdict> JudgeSweep(const std::vector<SweepNodeInput>& nodes,
           c.peer_median = median;
           const double ratio = median > 0 ? r.value / median : 1.0;
           const std::string why = shown + " is " + FormatDouble("%.0f%%", ratio * 100) +
-                                  " of the other nodes' median " + FormatSweepValue(median, r.unit);
+                                  " of the other nodes' median " +
+                                  FormatSweepValue(median, r.unit) +
+                                  (r.model.empty() ? "" : " (" + r.model + ")");
           if ((l.peer_fail_below && ratio < *l.peer_fail_below) ||
               (l.peer_fail_above && ratio > *l.peer_fail_above)) {
             Raise(&c, SweepStatus::kFail, why);
@@ -221,25 +276,46 @@ void ApplyTrends(const SweepPast& past, const SweepThresholds& thresholds,
   for (NodeVerdict& n : *nodes) {
     for (CheckVerdict& c : n.checks) {
       if (!c.result.error.empty()) continue;
-      auto limits = thresholds.checks.find(c.result.name);
-      if (limits == thresholds.checks.end()) continue;
-      const CheckLimits& l = limits->second;
-      if (!l.trend_warn_below && !l.trend_fail_below) continue;
+      const std::optional<CheckLimits> limits = thresholds.For(c.result.name, c.result.model);
+      if (!limits) continue;
+      const CheckLimits& l = *limits;
+      const bool falls = l.trend_warn_below || l.trend_fail_below;
+      const bool rises = l.trend_warn_increase || l.trend_fail_increase;
+      if (!falls && !rises) continue;
       auto values = past.find({n.node, c.result.key()});
-      if (values == past.end() || values->second.size() < 2) continue;
-      const double median = Median(values->second);
-      c.past_median = median;
-      if (median <= 0) continue;
-      const double ratio = c.result.value / median;
-      const std::string why = "trend: " + FormatSweepValue(c.result.value, c.result.unit) + " is " +
-                              FormatDouble("%.0f%%", ratio * 100) + " of this node's median " +
-                              FormatSweepValue(median, c.result.unit) + " over its last " +
-                              std::to_string(values->second.size()) + " sweeps";
+      if (values == past.end() || values->second.empty()) continue;
+      const std::vector<double>& history = values->second;
+      const std::string over = " over its last " + std::to_string(history.size()) + " sweeps";
       const SweepStatus before = c.status;
-      if (l.trend_fail_below && ratio < *l.trend_fail_below) {
-        Raise(&c, SweepStatus::kFail, why);
-      } else if (l.trend_warn_below && ratio < *l.trend_warn_below) {
-        Raise(&c, SweepStatus::kWarn, why);
+      if (rises) {
+        // A counter only grows: any rise past the node's highest earlier figure is new damage.
+        const double most = *std::max_element(history.begin(), history.end());
+        const double rise = c.result.value - most;
+        const std::string why = "trend: " + FormatSweepValue(c.result.value, c.result.unit) +
+                                ", up " + FormatSweepValue(rise, c.result.unit) +
+                                " from this node's highest " +
+                                FormatSweepValue(most, c.result.unit) + over;
+        if (l.trend_fail_increase && rise > *l.trend_fail_increase) {
+          Raise(&c, SweepStatus::kFail, why);
+        } else if (l.trend_warn_increase && rise > *l.trend_warn_increase) {
+          Raise(&c, SweepStatus::kWarn, why);
+        }
+      }
+      if (falls && history.size() >= 2) {
+        const double median = Median(history);
+        c.past_median = median;
+        if (median > 0) {
+          const double ratio = c.result.value / median;
+          const std::string why = "trend: " + FormatSweepValue(c.result.value, c.result.unit) +
+                                  " is " + FormatDouble("%.0f%%", ratio * 100) +
+                                  " of this node's median " +
+                                  FormatSweepValue(median, c.result.unit) + over;
+          if (l.trend_fail_below && ratio < *l.trend_fail_below) {
+            Raise(&c, SweepStatus::kFail, why);
+          } else if (l.trend_warn_below && ratio < *l.trend_warn_below) {
+            Raise(&c, SweepStatus::kWarn, why);
+          }
+        }
       }
       if (c.status != before) c.trend = true;
       n.status = std::max(n.status, c.status);

@@ -28,10 +28,18 @@ struct CheckLimits {
   std::optional<double> peer_warn_above, peer_fail_above;  // multiples of it (latencies)
   // Fractions of the node's own median over its past sweeps (ApplyTrends).
   std::optional<double> trend_warn_below, trend_fail_below;
+  // For counters (ECC errors, retired pages): how far the figure may rise above the most the node
+  // showed in its past sweeps (0: any rise).
+  std::optional<double> trend_warn_increase, trend_fail_increase;
 };
 
 struct SweepThresholds {
   std::map<std::string, CheckLimits> checks;  // by check name
+  // Per GPU model ("NVIDIA H200", as NVML names it): entries whose keys override the same
+  // check's keys in `checks` for that model's figures.
+  std::map<std::string, std::map<std::string, CheckLimits>> models;
+  // The limits for `name` measured on `model` (empty: not a GPU figure); nullopt when none.
+  std::optional<CheckLimits> For(const std::string& name, const std::string& model) const;
 };
 
 // Parses config/sweep.json's format; the error names `source` and what is wrong.

@@ -137,5 +137,87 @@ TEST(SweepVerdicts, TheNodeOnBothEndsOfSlowPairsIsTheSlowOne) {
   EXPECT_TRUE(PairChecksFor("n9", pairs).empty());
 }
 
+// Two GPUs of `model` on `node`, with D2D copy bandwidths `a` and `b`.
+SweepNodeInput GpuNode(const std::string& node, const std::string& model, double a, double b) {
+  SweepCheckResult g0{"gpu.d2d_bandwidth", "gpu0", a, "bytes_per_second", "", ""};
+  SweepCheckResult g1{"gpu.d2d_bandwidth", "gpu1", b, "bytes_per_second", "", ""};
+  g0.model = g1.model = model;
+  return {node, true, "", {g0, g1}};
+}
+
+TEST(SweepVerdicts, GpuFiguresMeetTheirModelsLimitsAndPeers) {
+  // H200s copy at about 4.2 TB/s; one of n3's at 3.0 is below the H200 floor (config/sweep.json
+  // "models"). The H100s have no model entry: they are judged by their H100 peers only, never by
+  // the H200s: n6's slow GPU is 71% of the other H100s.
+  std::vector<SweepNodeInput> nodes = {
+      GpuNode("n1", "NVIDIA H200", 4.2e12, 4.17e12), GpuNode("n2", "NVIDIA H200", 4.16e12, 4.2e12),
+      GpuNode("n3", "NVIDIA H200", 4.2e12, 3.0e12),  GpuNode("n4", "NVIDIA H100", 2.8e12, 2.8e12),
+      GpuNode("n5", "NVIDIA H100", 2.8e12, 2.8e12),  GpuNode("n6", "NVIDIA H100", 2.8e12, 2.0e12)};
+  auto v = JudgeSweep(nodes, DefaultSweepThresholds());
+  EXPECT_EQ(v[0].status, SweepStatus::kPass);
+  EXPECT_EQ(v[1].status, SweepStatus::kPass);
+  EXPECT_EQ(v[2].checks[0].status, SweepStatus::kPass);
+  EXPECT_EQ(v[2].checks[1].status, SweepStatus::kWarn);
+  EXPECT_EQ(v[2].checks[1].reason, "3.000 TB/s < 3.500 TB/s");
+  EXPECT_DOUBLE_EQ(*v[2].checks[1].peer_median, 4.185e12);  // the 4 GPUs of n1 and n2
+  EXPECT_EQ(v[3].status, SweepStatus::kPass);
+  EXPECT_DOUBLE_EQ(*v[3].checks[0].peer_median, 2.8e12);  // H100s only
+  EXPECT_EQ(v[5].checks[0].status, SweepStatus::kPass);
+  EXPECT_EQ(v[5].checks[1].status, SweepStatus::kWarn);
+  EXPECT_EQ(v[5].checks[1].reason,
+            "2.000 TB/s is 71% of the other nodes' median 2.800 TB/s (NVIDIA H100)");
+
+  // The H200 floor: a whole node of slow H200s fails on its own.
+  auto alone = JudgeSweep({GpuNode("n1", "NVIDIA H200", 2.0e12, 2.0e12)}, DefaultSweepThresholds());
+  EXPECT_EQ(alone[0].status, SweepStatus::kFail);
+  EXPECT_EQ(alone[0].Summary(), "gpu.d2d_bandwidth:gpu0: 2.000 TB/s < 2.500 TB/s");
+}
+
+TEST(SweepVerdicts, ModelEntriesOverrideOnlyTheirKeys) {
+  auto t = ParseSweepThresholds(R"({"checks": {"gpu.temperature": {"warn_above": 85,
+                                       "fail_above": 95}},
+                                    "models": {"NVIDIA A100-SXM4-80GB":
+                                      {"gpu.temperature": {"warn_above": 80}}}})",
+                                "f.json");
+  ASSERT_TRUE(t.ok()) << t.status().message();
+  const CheckLimits a100 = *t->For("gpu.temperature", "NVIDIA A100-SXM4-80GB");
+  EXPECT_DOUBLE_EQ(*a100.warn_above, 80);
+  EXPECT_DOUBLE_EQ(*a100.fail_above, 95);  // kept from the general entry
+  EXPECT_DOUBLE_EQ(*t->For("gpu.temperature", "NVIDIA H200")->warn_above, 85);
+  EXPECT_FALSE(t->For("gpu.power", "NVIDIA H200").has_value());
+  EXPECT_EQ(ParseSweepThresholds(R"({"models": {"X": {"gpu.power": {"hot": 1}}}})", "f.json")
+                .status()
+                .message(),
+            "f.json: models.X.gpu.power: unknown key 'hot'");
+  EXPECT_EQ(ParseSweepThresholds(R"({"models": []})", "f.json").status().message(),
+            "f.json: \"models\" is not an object");
+}
+
+TEST(SweepVerdicts, ARisingCounterIsATrendAndAHealthyGpuPasses) {
+  SweepCheckResult ecc{"gpu.ecc_uncorrected_aggregate", "gpu1", 3, "", "", ""};
+  SweepCheckResult xid{"gpu.xid_events", "gpu1", 0, "", "", "none while watched"};
+  ecc.model = xid.model = "NVIDIA H200";
+  auto v = JudgeSweep({{"n1", true, "", {ecc, xid}}}, DefaultSweepThresholds());
+  EXPECT_EQ(v[0].status, SweepStatus::kPass);
+  SweepPast past;
+  past[{"n1", "gpu.ecc_uncorrected_aggregate:gpu1"}] = {1, 2};
+  ApplyTrends(past, DefaultSweepThresholds(), &v);
+  EXPECT_EQ(v[0].checks[0].status, SweepStatus::kWarn);
+  EXPECT_TRUE(v[0].checks[0].trend);
+  EXPECT_EQ(v[0].checks[0].reason,
+            "trend: 3, up 1 from this node's highest 2 over its last 2 sweeps");
+  // The same count as before is no trend, even from a single past sweep.
+  auto same = JudgeSweep({{"n1", true, "", {ecc}}}, DefaultSweepThresholds());
+  ApplyTrends({{{"n1", "gpu.ecc_uncorrected_aggregate:gpu1"}, {3}}}, DefaultSweepThresholds(),
+              &same);
+  EXPECT_EQ(same[0].status, SweepStatus::kPass);
+  // An XID during the sweep fails the node.
+  xid.value = 2;
+  xid.detail = "XID 79 x2";
+  auto sick = JudgeSweep({{"n1", true, "", {xid}}}, DefaultSweepThresholds());
+  EXPECT_EQ(sick[0].status, SweepStatus::kFail);
+  EXPECT_EQ(DrainReason(sick[0]), "gpu.xid_events:gpu1: 2 > 0");
+}
+
 }  // namespace
 }  // namespace rankscope
