@@ -183,6 +183,26 @@ void WaitAll(std::map<size_t, Running>* running, TimeNs deadline, const char* wh
   if (tty) std::fprintf(stderr, "\n");
 }
 
+// Reads rankscope-pingpong's NCCL line, when there is one, from the rest of a pair's log.
+void ParseNcclPair(std::istream* in, PairResult* out) {
+  static const std::regex kBusbw(
+      R"(rankscope-pingpong: nccl_busbw_Bps=([0-9.eE+-]+) gpus=([0-9]+))");
+  static const std::string kError = "rankscope-pingpong: nccl_error=";
+  std::string line;
+  std::smatch m;
+  while (std::getline(*in, line)) {
+    if (std::regex_search(line, m, kBusbw)) {
+      out->nccl_busbw = std::strtod(m[1].str().c_str(), nullptr);
+      out->nccl_gpus = std::atoi(m[2].str().c_str());
+      return;
+    }
+    if (const size_t at = line.find(kError); at != std::string::npos) {
+      out->nccl_error = line.substr(at + kError.size());
+      return;
+    }
+  }
+}
+
 // Reads rankscope-pingpong's line from a pair's log.
 bool ParsePingPong(const std::string& log, PairResult* out) {
   static const std::regex kLine(
@@ -197,8 +217,12 @@ bool ParsePingPong(const std::string& log, PairResult* out) {
       char* end_bandwidth = nullptr;
       out->latency_s = std::strtod(latency.c_str(), &end_latency);
       out->bandwidth = std::strtod(bandwidth.c_str(), &end_bandwidth);
-      return *end_latency == '\0' && *end_bandwidth == '\0' && out->latency_s > 0 &&
-             out->bandwidth > 0;
+      if (*end_latency != '\0' || *end_bandwidth != '\0' || out->latency_s <= 0 ||
+          out->bandwidth <= 0) {
+        return false;
+      }
+      ParseNcclPair(&in, out);
+      return true;
     }
   }
   return false;
@@ -401,6 +425,10 @@ int RunSweep(const SweepOptions& options, const std::string& self_exe) {
     const std::string batches = options.level == "quick"      ? "5"
                                 : options.level == "standard" ? "20"
                                                               : "100";
+    // NCCL across the pair's GPUs, when they have some: per all-reduce, as sweep-node's.
+    const std::string nccl_bytes = options.level == "quick"      ? "67108864"
+                                   : options.level == "standard" ? "268435456"
+                                                                 : "1073741824";
     for (const auto& round : PairRounds(answered.size())) {
       if (g_sweep_interrupted) break;
       std::map<size_t, Running> jobs;
@@ -410,7 +438,7 @@ int RunSweep(const SweepOptions& options, const std::string& self_exe) {
         pr.a = inputs[answered[round[p].first]].node;
         pr.b = inputs[answered[round[p].second]].node;
         std::vector<std::string> argv = PairLauncher(options, pr.a, pr.b, minutes, mpi);
-        argv.insert(argv.end(), {pingpong, "--batches", batches});
+        argv.insert(argv.end(), {pingpong, "--batches", batches, "--nccl-bytes", nccl_bytes});
         Running r;
         r.node = pr.a + "-" + pr.b;
         r.log = out_dir + "/nodes/pair-" + pr.a + "-" + pr.b + ".log";

@@ -10,6 +10,7 @@
 #include <memory>
 
 #include "agent/sweep/cuda_driver.h"
+#include "agent/sweep/nccl_allreduce.h"
 #include "core/format.h"
 
 namespace rankscope {
@@ -216,7 +217,15 @@ std::vector<SweepCheckResult> GpuHealthResults(const std::vector<NvmlGpuHealth>&
         }
         out.push_back(Figure("gpu.nvlink_errors", g, static_cast<double>(g.nvlink_errors_during),
                              "",
-                             "errors while watched, over all links; since driver load: " + kinds));
+                             "replays, recoveries and flit CRC errors while watched, over all "
+                             "links; since driver load: " +
+                                 kinds));
+      }
+      if (g.nvlink_data_crc_during >= 0) {
+        out.push_back(Figure("gpu.nvlink_data_crc", g,
+                             static_cast<double>(g.nvlink_data_crc_during), "",
+                             "data CRC count while watched, over all links (on H200 what lane ECC "
+                             "corrected: a rise far above the other GPUs' marks a weak link)"));
       }
     }
     if (xid_watch_error.empty()) {
@@ -411,92 +420,41 @@ std::vector<SweepCheckResult> MeasureNcclAllReduce(DurationNs budget, size_t byt
   std::vector<Gpu> gpus;
   std::vector<SweepCheckResult> out;
   if (!OpenGpus("gpu.nccl_allreduce_busbw", &cu, &gpus, &out) || gpus.size() < 2) return out;
-  void* h = dlopen(nccl_library.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (h == nullptr) {
-    std::printf("rankscope sweep-node: NCCL all-reduce skipped: cannot load %s\n",
-                nccl_library.c_str());
+  NcclLibrary nccl;
+  if (Status s = nccl.Load(nccl_library); !s.ok()) {
+    // Many nodes run NCCL from their framework's wheel only: nothing to judge, said in the log.
+    std::printf("rankscope sweep-node: NCCL all-reduce skipped: %s\n", s.message().c_str());
     return out;
   }
-  using CommInitAll = int (*)(void**, int, const int*);
-  using AllReduce = int (*)(const void*, void*, size_t, int, int, void*, void*);
-  using Group = int (*)();
-  using ErrorString = const char* (*)(int);
-  auto init_all = reinterpret_cast<CommInitAll>(dlsym(h, "ncclCommInitAll"));
-  auto all_reduce = reinterpret_cast<AllReduce>(dlsym(h, "ncclAllReduce"));
-  auto group_start = reinterpret_cast<Group>(dlsym(h, "ncclGroupStart"));
-  auto group_end = reinterpret_cast<Group>(dlsym(h, "ncclGroupEnd"));
-  auto error_string = reinterpret_cast<ErrorString>(dlsym(h, "ncclGetErrorString"));
-  const std::string model = gpus[0].name;
-  auto failed = [&](const std::string& why) {
+  auto failed = [&gpus](const std::string& why) {
     SweepCheckResult r{"gpu.nccl_allreduce_busbw", "node", 0, "", "NCCL: " + why, ""};
-    r.model = model;
+    r.model = gpus[0].name;
     return std::vector<SweepCheckResult>{r};
   };
-  if (!init_all || !all_reduce || !group_start || !group_end || !error_string) {
-    return failed(nccl_library + " lacks an entry point (ncclCommInitAll, ncclAllReduce, ...)");
-  }
   const int n = static_cast<int>(gpus.size());
   std::vector<int> devices;
   for (const Gpu& g : gpus) devices.push_back(g.ordinal);
   std::vector<void*> comms(gpus.size());
-  if (int r = init_all(comms.data(), n, devices.data()); r != 0) {
-    return failed(std::string("ncclCommInitAll: ") + error_string(r));
+  if (int r = nccl.comm_init_all(comms.data(), n, devices.data()); r != 0) {
+    return failed(nccl.Error("ncclCommInitAll", r));
   }
-  std::vector<std::unique_ptr<DeviceBuffer>> buffers;
-  for (const Gpu& g : gpus) {
+  std::vector<AllReduceGpu> all;
+  for (size_t i = 0; i < gpus.size(); ++i)
+    all.push_back({gpus[i].context, gpus[i].stream, comms[i], 0});
+  Result<double> algbw = TimeAllReduce(cu, nccl, &all, bytes, budget, [](int*, bool*) {});
+  for (const AllReduceGpu& g : all) {
     cu.ctx_set_current(g.context);
-    auto buffer = std::make_unique<DeviceBuffer>();
-    buffer->cu = &cu;
-    CudaDriver::Result r = cu.mem_alloc(&buffer->ptr, bytes);
-    if (r == 0) r = cu.memset_d8(buffer->ptr, 0, bytes);
-    if (r != 0)
-      return failed("allocating on GPU " + std::to_string(g.ordinal) + ": " + cu.Error(r));
-    buffers.push_back(std::move(buffer));
+    if (g.buffer != 0) cu.mem_free(g.buffer);
   }
-  // One all-reduce of `bytes` floats in place on every GPU, `reps` times; wall time from the
-  // first enqueue to the last stream's end (NCCL's GPUs finish a collective together).
-  auto round = [&](int reps, double* seconds) -> std::string {
-    const TimeNs t0 = MonotonicNow();
-    for (int rep = 0; rep < reps; ++rep) {
-      group_start();
-      for (size_t i = 0; i < gpus.size(); ++i) {
-        void* p = reinterpret_cast<void*>(buffers[i]->ptr);
-        if (int r = all_reduce(p, p, bytes / sizeof(float), /*ncclFloat32=*/7, /*ncclSum=*/0,
-                               comms[i], gpus[i].stream);
-            r != 0) {
-          group_end();
-          return std::string("ncclAllReduce: ") + error_string(r);
-        }
-      }
-      if (int r = group_end(); r != 0) return std::string("ncclGroupEnd: ") + error_string(r);
-    }
-    for (const Gpu& g : gpus) {
-      cu.ctx_set_current(g.context);
-      if (CudaDriver::Result r = cu.stream_synchronize(g.stream); r != 0) return cu.Error(r);
-    }
-    *seconds = static_cast<double>(MonotonicNow() - t0) / 1e9;
-    return "";
-  };
-  double seconds = 0;
-  if (std::string e = round(2, &seconds); !e.empty()) return failed(e);  // warm-up
-  const TimeNs deadline = MonotonicNow() + budget;
-  double best = 0;
-  int reps = 1;
-  while (MonotonicNow() < deadline || best == 0) {
-    if (std::string e = round(reps, &seconds); !e.empty()) return failed(e);
-    if (seconds > 0) best = std::max(best, reps * static_cast<double>(bytes) / seconds);
-    if (seconds < 0.05 && reps < (1 << 16)) reps *= 2;
-  }
-  // nccl-tests' bus bandwidth for all-reduce: algorithm bandwidth x 2(n-1)/n.
-  const double busbw = best * 2.0 * (n - 1) / n;
+  if (!algbw.ok()) return failed(algbw.status().message());
   SweepCheckResult r{"gpu.nccl_allreduce_busbw",
                      "node",
-                     busbw,
+                     AllReduceBusBandwidth(algbw.value(), n),
                      "bytes_per_second",
                      "",
                      std::to_string(n) + " GPUs in one process, " +
                          FormatBytes(static_cast<Bytes>(bytes)) + " float sums"};
-  r.model = model;
+  r.model = gpus[0].name;
   out.push_back(r);
   return out;
 }

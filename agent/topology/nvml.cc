@@ -188,9 +188,10 @@ void ReadLinkErrors(const Api& api, NvmlDevice device, int64_t* pcie_replays,
   }
 }
 
-int64_t SumKnown(const int64_t values[4]) {
+// The sum of values[first..last] that NVML gave (-1: none).
+int64_t SumKnown(const int64_t values[4], int first, int last) {
   int64_t sum = -1;
-  for (int i = 0; i < 4; ++i) {
+  for (int i = first; i <= last; ++i) {
     if (values[i] >= 0) sum = std::max<int64_t>(sum, 0) + values[i];
   }
   return sum;
@@ -458,9 +459,14 @@ std::vector<NvmlGpuHealth> NvmlHealthWatch::Finish() {
     if (g.pcie_replays >= 0 && st.pcie_replays_start[i] >= 0) {
       g.pcie_replays_during = g.pcie_replays - st.pcie_replays_start[i];
     }
-    const int64_t before = SumKnown(st.nvlink_errors_start[i].data());
-    const int64_t after = SumKnown(g.nvlink_errors);
-    if (before >= 0 && after >= 0) g.nvlink_errors_during = after - before;
+    // Replays, recoveries and flit CRC errors; then data CRC (corrected on H200) on its own.
+    auto rise = [&](int first, int last) -> int64_t {
+      const int64_t before = SumKnown(st.nvlink_errors_start[i].data(), first, last);
+      const int64_t after = SumKnown(g.nvlink_errors, first, last);
+      return before >= 0 && after >= 0 ? after - before : -1;
+    };
+    g.nvlink_errors_during = rise(0, 2);
+    g.nvlink_data_crc_during = rise(3, 3);
     g.nvlinks_up = 0;
     for (unsigned link = 0; link < kMaxNvLinks && api.nvlink_state != nullptr; ++link) {
       int state = 0;

@@ -77,10 +77,13 @@ struct NvmlGpuHealth {
   int64_t pcie_replays = -1, pcie_replays_during = -1;
   // NVLink: links up of those the GPU has; the links' error counters summed over links, by kind
   // (replays, recoveries, CRC flit errors, CRC data errors: kNvlinkErrorKinds) since driver
-  // load, and the rise of their total during the watch; -1 when no link gives a counter.
+  // load; the rise during the watch of the first three (retransmissions and link retraining:
+  // trouble) and of the fourth, apart: on H200 it counts what NVLink 4's lane ECC corrected
+  // (thousands per sweep on a healthy pair while nvidia-smi shows 0 CRC errors, matching the sum
+  // of `nvidia-smi nvlink -ec`'s lane correction counts). -1 when no link gives a counter.
   int nvlinks_up = 0, nvlinks_total = 0;
   int64_t nvlink_errors[4] = {-1, -1, -1, -1};
-  int64_t nvlink_errors_during = -1;
+  int64_t nvlink_errors_during = -1, nvlink_data_crc_during = -1;
   // XID events seen while watching, counted per XID (not a last value).
   std::map<uint64_t, int> xids;
 };

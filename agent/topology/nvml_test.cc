@@ -113,6 +113,7 @@ TEST(NvmlHealthWatch, ReadsCountersGaugesAndXidEventsPerGpu) {
   EXPECT_EQ(sick.nvlink_errors[2], 9);  // CRC flit errors since driver load
   EXPECT_EQ(sick.nvlink_errors[0], 0);
   EXPECT_EQ(sick.nvlink_errors_during, 4);
+  EXPECT_EQ(sick.nvlink_data_crc_during, 0);
   // Counted per XID over the watch, not the last event's value.
   EXPECT_EQ(sick.xids, (std::map<uint64_t, int>{{79, 2}}));
 }

@@ -349,8 +349,32 @@ std::vector<SweepCheckResult> PairChecksFor(const std::string& node,
       bandwidth = std::max(bandwidth, p.bandwidth);
   }
   if (!errors.empty()) detail += "; failed " + errors;
-  return {{"mpi.latency", "", best->latency_s, "seconds", "", "best pair; " + detail},
-          {"mpi.bandwidth", "", bandwidth, "bytes_per_second", "", "best pair; " + detail}};
+  std::vector<SweepCheckResult> out = {
+      {"mpi.latency", "", best->latency_s, "seconds", "", "best pair; " + detail},
+      {"mpi.bandwidth", "", bandwidth, "bytes_per_second", "", "best pair; " + detail}};
+  // NCCL across the pair's GPUs, judged the same way: by the node's best pair.
+  const PairResult* best_nccl = nullptr;
+  std::string nccl_detail, nccl_errors;
+  for (const PairResult& p : pairs) {
+    if ((p.a != node && p.b != node) || !p.error.empty()) continue;
+    const std::string& peer = p.a == node ? p.b : p.a;
+    if (!p.nccl_error.empty()) {
+      nccl_errors += (nccl_errors.empty() ? "" : "; ") + ("with " + peer + ": " + p.nccl_error);
+    } else if (p.nccl_busbw > 0) {
+      nccl_detail += (nccl_detail.empty() ? "" : ", ") +
+                     ("to " + peer + " " + FormatSweepValue(p.nccl_busbw, "bytes_per_second") +
+                      " over " + std::to_string(p.nccl_gpus) + " GPUs");
+      if (best_nccl == nullptr || p.nccl_busbw > best_nccl->nccl_busbw) best_nccl = &p;
+    }
+  }
+  if (best_nccl != nullptr) {
+    if (!nccl_errors.empty()) nccl_detail += "; failed " + nccl_errors;
+    out.push_back({"nccl.pair_busbw", "", best_nccl->nccl_busbw, "bytes_per_second", "",
+                   "best pair's all-reduce bus bandwidth; " + nccl_detail});
+  } else if (!nccl_errors.empty()) {
+    out.push_back({"nccl.pair_busbw", "", 0, "", nccl_errors, ""});
+  }
+  return out;
 }
 
 std::optional<std::string> DrainReason(const NodeVerdict& node) {

@@ -101,12 +101,18 @@ struct PairResult {
   std::string error;  // empty: the figures hold
   double latency_s = 0;
   double bandwidth = 0;  // bytes per second, one direction
+  // NCCL all-reduce bus bandwidth across both nodes' GPUs (0: not measured: no GPUs), or why it
+  // failed.
+  double nccl_busbw = 0;
+  int nccl_gpus = 0;
+  std::string nccl_error = {};
 };
 
 // `node`'s fabric figures from the pairs it was in: "mpi.latency" (seconds) and
 // "mpi.bandwidth" of its best pair, since a node with one good link is not the slow one (the
 // node on both ends of slow pairs is), every pair in the detail; one "mpi.pingpong" error when
-// all of its pairs failed; nothing when it was in none.
+// all of its pairs failed; nothing when it was in none. With GPUs, "nccl.pair_busbw" likewise:
+// its best pair's NCCL all-reduce bus bandwidth, or an error when every NCCL pair failed.
 std::vector<SweepCheckResult> PairChecksFor(const std::string& node,
                                             const std::vector<PairResult>& pairs);
 

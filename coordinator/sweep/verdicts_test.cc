@@ -137,6 +137,33 @@ TEST(SweepVerdicts, TheNodeOnBothEndsOfSlowPairsIsTheSlowOne) {
   EXPECT_TRUE(PairChecksFor("n9", pairs).empty());
 }
 
+TEST(SweepVerdicts, NcclAcrossPairsIsJudgedByTheBestPair) {
+  PairResult ab{"n1", "n2", "", 4e-6, 5e9};
+  ab.nccl_busbw = 90e9;
+  ab.nccl_gpus = 16;
+  PairResult bc{"n2", "n3", "", 4e-6, 5e9};
+  bc.nccl_error = "ncclCommInitRank: remote process exited or there was a network error";
+  PairResult cd{"n3", "n4", "", 4e-6, 5e9};
+  cd.nccl_busbw = 20e9;
+  cd.nccl_gpus = 16;
+  const std::vector<PairResult> pairs = {ab, bc, cd};
+  auto n2 = PairChecksFor("n2", pairs);
+  ASSERT_EQ(n2.size(), 3u);
+  EXPECT_EQ(n2[2].name, "nccl.pair_busbw");
+  EXPECT_DOUBLE_EQ(n2[2].value, 90e9);
+  EXPECT_EQ(n2[2].detail,
+            "best pair's all-reduce bus bandwidth; to n1 90.00 GB/s over 16 GPUs; failed with n3: "
+            "ncclCommInitRank: remote process exited or there was a network error");
+  auto n3 = PairChecksFor("n3", pairs);
+  ASSERT_EQ(n3.size(), 3u);
+  EXPECT_DOUBLE_EQ(n3[2].value, 20e9);
+  // Only failed NCCL pairs: an error; CPU pairs (no NCCL line at all): no figure.
+  auto only_failed = PairChecksFor("n2", {bc});
+  ASSERT_EQ(only_failed.size(), 3u);
+  EXPECT_EQ(only_failed[2].error, "with n3: " + bc.nccl_error);
+  EXPECT_EQ(PairChecksFor("n1", {{"n1", "n2", "", 4e-6, 5e9}}).size(), 2u);
+}
+
 // Two GPUs of `model` on `node`, with D2D copy bandwidths `a` and `b`.
 SweepNodeInput GpuNode(const std::string& node, const std::string& model, double a, double b) {
   SweepCheckResult g0{"gpu.d2d_bandwidth", "gpu0", a, "bytes_per_second", "", ""};

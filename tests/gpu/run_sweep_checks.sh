@@ -20,3 +20,14 @@ for level in quick standard; do
   python3 "$here/check_sweep.py" "$out/sweep-$level/report.json" >> "$out/sweep-$level.txt" 2>&1
   echo "check_sweep exit $?" >> "$out/sweep-$level.txt"
 done
+# NCCL between a pair of nodes: rankscope-pingpong as the sweep starts it, here two processes of
+# this host with one GPU each (as two one-GPU nodes would be).
+OMPI_MCA_btl=self,vader,tcp timeout 120 mpirun --allow-run-as-root -np 2 sh -c \
+  'CUDA_VISIBLE_DEVICES=$OMPI_COMM_WORLD_RANK exec "$0" --batches 20 --nccl-bytes 268435456' \
+  "$prefix/bin/rankscope-pingpong" > "$out/pingpong-nccl.txt" 2>&1
+echo "pingpong exit $?" >> "$out/pingpong-nccl.txt"
+# Both processes seeing both GPUs: NCCL refuses a GPU twice in one communicator; the pair must
+# end with an nccl_error line, not hang.
+OMPI_MCA_btl=self,vader,tcp timeout 120 mpirun --allow-run-as-root -np 2 \
+  "$prefix/bin/rankscope-pingpong" --batches 5 > "$out/pingpong-nccl-duplicate.txt" 2>&1
+echo "pingpong exit $?" >> "$out/pingpong-nccl-duplicate.txt"
