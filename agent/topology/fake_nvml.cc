@@ -19,6 +19,13 @@ FakeDevice g_devices[2] = {{0}, {1}};
 int g_event_set = 0;
 size_t g_xids_delivered = 0;
 int Index(void* device) { return static_cast<FakeDevice*>(device)->index; }
+bool SickNode() {
+  const char* sick = std::getenv("FAKE_NVML_SICK_NODE");
+  const char* here = std::getenv("SLURMD_NODENAME");
+  return sick == nullptr || (here != nullptr && std::strcmp(sick, here) == 0);
+}
+// GPU 1, on the sick node: every value below that is not GPU 0's.
+bool Sick(void* device) { return Index(device) == 1 && SickNode(); }
 void Copy(char* out, unsigned size, const char* text) { std::snprintf(out, size, "%s", text); }
 }  // namespace
 
@@ -62,7 +69,7 @@ int nvmlDeviceGetPciInfo_v3(void* device, PciInfo* pci) {
   return 0;
 }
 int nvmlDeviceGetCurrPcieLinkGeneration(void* device, unsigned* v) {
-  *v = Index(device) == 0 ? 5 : 3;
+  *v = !Sick(device) ? 5 : 3;
   return 0;
 }
 int nvmlDeviceGetMaxPcieLinkGeneration(void*, unsigned* v) {
@@ -70,7 +77,7 @@ int nvmlDeviceGetMaxPcieLinkGeneration(void*, unsigned* v) {
   return 0;
 }
 int nvmlDeviceGetCurrPcieLinkWidth(void* device, unsigned* v) {
-  *v = Index(device) == 0 ? 16 : 8;
+  *v = !Sick(device) ? 16 : 8;
   return 0;
 }
 int nvmlDeviceGetMaxPcieLinkWidth(void*, unsigned* v) {
@@ -79,7 +86,7 @@ int nvmlDeviceGetMaxPcieLinkWidth(void*, unsigned* v) {
 }
 int nvmlDeviceGetNvLinkState(void* device, unsigned link, int* state) {
   if (link >= 18) return 2;  // NVML_ERROR_INVALID_ARGUMENT
-  *state = Index(device) == 1 && link >= 16 ? 0 : 1;
+  *state = Sick(device) && link >= 16 ? 0 : 1;
   return 0;
 }
 struct Memory {
@@ -95,7 +102,7 @@ int nvmlDeviceGetMemoryInfo(void*, Memory* m) {
 int nvmlDeviceGetTotalEccErrors(void* device, int error_type, int counter_type,
                                 unsigned long long* v) {
   static const unsigned long long kSick[2][2] = {{7, 1}, {40, 3}};  // [aggregate][uncorrected]
-  *v = Index(device) == 0 ? 0 : kSick[counter_type][error_type];
+  *v = !Sick(device) ? 0 : kSick[counter_type][error_type];
   return 0;
 }
 int nvmlDeviceGetRetiredPages(void*, int, unsigned*, unsigned long long*) {
@@ -103,7 +110,7 @@ int nvmlDeviceGetRetiredPages(void*, int, unsigned*, unsigned long long*) {
 }
 int nvmlDeviceGetRemappedRows(void* device, unsigned* corr, unsigned* unc, unsigned* pending,
                               unsigned* failed) {
-  const bool sick = Index(device) == 1;
+  const bool sick = Sick(device);
   *corr = sick ? 2 : 0;
   *unc = sick ? 1 : 0;
   *pending = sick ? 1 : 0;
@@ -111,15 +118,15 @@ int nvmlDeviceGetRemappedRows(void* device, unsigned* corr, unsigned* unc, unsig
   return 0;
 }
 int nvmlDeviceGetCurrentClocksEventReasons(void* device, unsigned long long* reasons) {
-  *reasons = Index(device) == 0 ? 0x1 : 0x8 | 0x4;
+  *reasons = !Sick(device) ? 0x1 : 0x8 | 0x4;
   return 0;
 }
 int nvmlDeviceGetTemperature(void* device, int, unsigned* c) {
-  *c = Index(device) == 0 ? 45 : 91;
+  *c = !Sick(device) ? 45 : 91;
   return 0;
 }
 int nvmlDeviceGetPowerUsage(void* device, unsigned* mw) {
-  *mw = Index(device) == 0 ? 120000 : 650000;
+  *mw = !Sick(device) ? 120000 : 650000;
   return 0;
 }
 int nvmlDeviceGetEnforcedPowerLimit(void*, unsigned* mw) {
@@ -129,14 +136,14 @@ int nvmlDeviceGetEnforcedPowerLimit(void*, unsigned* mw) {
 // GPU 1's link counters rise between the first read and the later ones (a watch sees the rise).
 int nvmlDeviceGetPcieReplayCounter(void* device, unsigned* v) {
   static int reads = 0;
-  *v = Index(device) == 0 ? 0 : reads++ == 0 ? 12 : 20;
+  *v = !Sick(device) ? 0 : reads++ == 0 ? 12 : 20;
   return 0;
 }
 int nvmlDeviceGetNvLinkErrorCounter(void* device, unsigned link, int counter,
                                     unsigned long long* v) {
   static int reads = 0;
   if (link >= 18) return 2;
-  *v = Index(device) == 1 && link == 3 && counter == 2 ? (reads++ == 0 ? 5 : 9) : 0;
+  *v = Sick(device) && link == 3 && counter == 2 ? (reads++ == 0 ? 5 : 9) : 0;
   return 0;
 }
 
@@ -153,7 +160,7 @@ struct EventData {
   unsigned gpu_instance_id, compute_instance_id;
 };
 int nvmlEventSetWait_v2(void*, EventData* data, unsigned) {
-  const char* list = std::getenv("FAKE_NVML_XIDS");
+  const char* list = SickNode() ? std::getenv("FAKE_NVML_XIDS") : nullptr;
   size_t seen = 0;
   for (const char* p = list; p != nullptr && *p != '\0';) {
     int gpu = 0;

@@ -34,9 +34,19 @@ def sinfo():
     return {line.split("|")[0]: line.split("|", 2)[1:] for line in out.splitlines()}
 
 
+def resume(nodes):
+    """Returns drained `nodes` to service and waits until every node is idle again (slurmctld
+    shows a resumed node as not responding, idle*, for about a second)."""
+    subprocess.run(["scontrol", "update", f"NodeName={nodes}", "State=RESUME"], env=mpi_env(),
+                   capture_output=True)
+    deadline = time.time() + 60
+    while time.time() < deadline and any(s[0] != "idle" for s in sinfo().values()):
+        time.sleep(0.5)
+
+
 @unittest.skipUnless(os.environ.get("SLURM_CONF"), "needs the slurm fixture (SLURM_CONF)")
 class Sweep(RankscopeTest):
-    def sweep(self, *args, out="sweep"):
+    def sweep(self, *args, out="sweep", env=None):
         out = os.path.join(self.tmp, out)
         if "--baseline" not in args:
             args += ("--baseline", os.path.join(self.tmp, "history.sqlite"))
@@ -44,8 +54,9 @@ class Sweep(RankscopeTest):
             args += ("--config", TESTBED_CONFIG)
         if "--mpi" not in args:
             args += ("--mpi", "pmix")  # the testbed's slurm.conf has MpiDefault=none
-        p = subprocess.run([RANKSCOPE, "sweep", "-o", out] + list(args), env=mpi_env(),
-                           capture_output=True, text=True, timeout=280)
+        p = subprocess.run([RANKSCOPE, "sweep", "-o", out] + list(args),
+                           env=dict(mpi_env(), **(env or {})), capture_output=True, text=True,
+                           timeout=280)
         with open(os.path.join(out, "report.json")) as f:
             report = json.load(f)
         return p, out, report
@@ -105,11 +116,7 @@ class Sweep(RankscopeTest):
         finally:
             for node, path in mounted:
                 in_node(node, "umount", path)
-            subprocess.run(["scontrol", "update", "NodeName=n2,n3,n4", "State=RESUME"],
-                           env=mpi_env(), capture_output=True)
-            deadline = time.time() + 60
-            while time.time() < deadline and any(s[0] != "idle" for s in sinfo().values()):
-                time.sleep(0.5)
+            resume("n2,n3,n4")
         self.assertEqual(p.returncode, 2, p.stdout + p.stderr)
         nodes = {n["node"]: n for n in report["nodes"]}
         self.assertEqual(list(nodes), ["n1", "n2", "n3", "n4", "n9"])
@@ -136,6 +143,65 @@ class Sweep(RankscopeTest):
         self.assertIn("n2 not drained: what failed there did not run", p.stdout)
 
     @unittest.skipUnless(os.geteuid() == 0, "plants a fault with nsenter and mount (root)")
+    def test_a_sick_gpu_is_found_on_its_node_and_drained(self):
+        # NVML is the stand-in library (agent/topology/fake_nvml.cc): every node has two H200s,
+        # and on n2 alone GPU 1 is sick: an XID 79 while watched, an uncorrected ECC error, a
+        # pending row remap, a hardware slowdown, 91 C, PCIe trained down to gen 3 x8, 2 NVLinks
+        # down and NVLink replays rising. The GPU limits are config/sweep.json's own.
+        with open(os.path.join(os.path.dirname(TESTBED_CONFIG), "..", "..", "config",
+                               "sweep.json")) as f:
+            defaults = json.load(f)
+        with open(TESTBED_CONFIG) as f:
+            config = json.load(f)
+        config["checks"].update({k: v for k, v in defaults["checks"].items()
+                                 if k.startswith("gpu.")})
+        config["models"] = defaults["models"]
+        path = os.path.join(self.tmp, "gpu-config.json")
+        with open(path, "w") as f:
+            json.dump(config, f)
+        fake = os.path.join(BUILD, "tests", "libfake_nvml.so")
+        self.assertTrue(os.path.exists(fake), fake)
+        try:
+            p, out, report = self.sweep("--config", path, "--drain", env={
+                "RANKSCOPE_NVML_LIBRARY": fake, "FAKE_NVML_SICK_NODE": "n2",
+                "FAKE_NVML_XIDS": "1:79"})
+            states = sinfo()
+        finally:
+            resume("n2")
+        self.assertEqual(p.returncode, 2, p.stdout + p.stderr)
+        nodes = {n["node"]: n for n in report["nodes"]}
+        for name in ["n1", "n3", "n4"]:
+            self.assertEqual(nodes[name]["status"], "pass", nodes[name]["summary"])
+            gpu = [c for c in nodes[name]["checks"] if c["name"].startswith("gpu.")]
+            self.assertEqual({c["subject"] for c in gpu}, {"gpu0", "gpu1"})
+            self.assertTrue(all(c["model"] == "NVIDIA H200" for c in gpu))
+        sick = {(c["name"], c["subject"]): c for c in nodes["n2"]["checks"]}
+        self.assertEqual(nodes["n2"]["status"], "fail")
+        xid = sick[("gpu.xid_events", "gpu1")]
+        self.assertEqual((xid["value"], xid["status"], xid["detail"]), (1, "fail", "XID 79 x1"))
+        self.assertEqual(sick[("gpu.xid_events", "gpu0")]["status"], "pass")
+        for name, status in [("gpu.ecc_uncorrected_volatile", "fail"),
+                             ("gpu.row_remap_pending", "warn"), ("gpu.clock_events", "warn"),
+                             ("gpu.temperature", "fail"), ("gpu.pcie_gen_below_max", "warn"),
+                             ("gpu.pcie_lanes_below_max", "fail"), ("gpu.nvlinks_down", "fail"),
+                             ("gpu.nvlink_errors", "warn")]:
+            self.assertEqual(sick[(name, "gpu1")]["status"], status, sick[(name, "gpu1")])
+            self.assertEqual(sick[(name, "gpu0")]["status"], "pass", sick[(name, "gpu0")])
+        # Drained with the first failed GPU figure; the healthy nodes untouched.
+        self.assertEqual(states["n2"][0], "drain")
+        self.assertTrue(states["n2"][1].startswith("rankscope: gpu."), states["n2"])
+        for name in ["n1", "n3", "n4"]:
+            self.assertEqual(states[name][0], "idle", states)
+        # The grid folds the GPUs into one column per check and names the sick GPU.
+        with open(os.path.join(out, "report.txt")) as f:
+            text = f.read()
+        self.assertIn("gpu.temperature", text)
+        self.assertNotIn("gpu.temperature:gpu1", text.split("Problems")[0])
+        self.assertIn("91 C gpu1 !!", text)
+        with open(os.path.join(out, "rankscope_sweep.prom")) as f:
+            prom = f.read()
+        self.assertIn('rankscope_sweep_gpu_temperature_celsius{node="n2",subject="gpu1"} 91', prom)
+
     def test_a_fall_from_the_nodes_own_past_is_a_trend(self):
         # Only the history decides here: a config with a trend limit and nothing else.
         config = os.path.join(self.tmp, "trend.json")
@@ -171,8 +237,7 @@ class Sweep(RankscopeTest):
             p, _, report = self.sweep("--mpi", "none", "--drain")
             states = sinfo()
         finally:
-            subprocess.run(["scontrol", "update", "NodeName=n[1-4]", "State=RESUME"],
-                           env=mpi_env(), capture_output=True)
+            resume("n[1-4]")
         self.assertEqual(p.returncode, 2, p.stdout + p.stderr)
         for n in report["nodes"]:
             self.assertEqual(n["status"], "fail", n)
