@@ -73,13 +73,25 @@ TEST(DiagnosisTest, RandomizedCleanSessionsGiveNoFinding) {
     sim.jitter = uniform(0, 4 * kNsPerMs);
     sim.collective = uniform(10 * kNsPerUs, 2 * kNsPerMs);
     sim.clock_uncertainty = uniform(10 * kNsPerUs, 1 * kNsPerMs);
+    // Every wait-state pattern: N-to-N, one-to-all from a random root (Late Broadcast), all-to-
+    // one to a random root (Early Reduce); with and without NVTX step ranges.
+    static constexpr CollectiveOp kOps[] = {CollectiveOp::kAllreduce, CollectiveOp::kAlltoall,
+                                            CollectiveOp::kAllgather, CollectiveOp::kBarrier,
+                                            CollectiveOp::kBcast,     CollectiveOp::kScatter,
+                                            CollectiveOp::kReduce,    CollectiveOp::kGather};
+    sim.op = kOps[uniform(0, std::size(kOps) - 1)];
+    sim.root = WaitPatternOf(sim.op) == WaitPattern::kAllToAll
+                   ? -1
+                   : static_cast<int>(uniform(0, sim.ranks - 1));
+    sim.step_ranges = uniform(0, 3) != 0;
     // Residual alignment errors, each within the rank's stated uncertainty.
     for (int r = 0; r < sim.ranks; ++r) {
       sim.clock_offset[r] = uniform(-sim.clock_uncertainty, sim.clock_uncertainty);
     }
     const Session s = Simulate(sim);
     const std::vector<Finding> findings = Diagnose(s, AnalysisOptions{});
-    EXPECT_TRUE(findings.empty()) << "trial " << trial << ": n=" << sim.ranks
+    EXPECT_TRUE(findings.empty()) << "trial " << trial << ": " << CollectiveOpName(sim.op)
+                                  << " root " << sim.root << " n=" << sim.ranks
                                   << " steps=" << sim.steps << " jitter=" << sim.jitter
                                   << " uncertainty=" << sim.clock_uncertainty << ": "
                                   << findings.front().summary;
