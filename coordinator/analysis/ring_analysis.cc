@@ -16,6 +16,32 @@
 namespace rankscope {
 namespace {
 
+// The nccl-tests binary that measures `op` the way the job calls it.
+std::string NcclTestsBinary(NcclOp op) {
+  switch (op) {
+    case NcclOp::kAllGather:
+      return "all_gather_perf";
+    case NcclOp::kReduceScatter:
+      return "reduce_scatter_perf";
+    case NcclOp::kBroadcast:
+      return "broadcast_perf";
+    case NcclOp::kReduce:
+      return "reduce_perf";
+    case NcclOp::kAllToAll:
+      return "alltoall_perf";
+    case NcclOp::kGather:
+      return "gather_perf";
+    case NcclOp::kScatter:
+      return "scatter_perf";
+    case NcclOp::kSend:
+    case NcclOp::kRecv:
+    case NcclOp::kSendRecv:
+      return "sendrecv_perf";
+    default:
+      return "all_reduce_perf";
+  }
+}
+
 // One communicator as the ranks' logs and records describe it.
 struct Comm {
   std::string id;  // as NCCL prints it
@@ -192,12 +218,14 @@ std::vector<Finding> FindImbalancedRings(const Session& aligned, const RingOptio
                                       hosts += (hosts.empty() ? "" : ",") + n;
                                     return hosts;
                                   }() +
-                                  " all_reduce_perf -b " + std::to_string(bytes) + " -e " +
-                                  std::to_string(bytes) + " -g 1",
+                                  " " + NcclTestsBinary(ParseNcclOp(op)) + " -b " +
+                                  std::to_string(bytes) + " -e " + std::to_string(bytes) + " -g 1",
                               "busbw on these ranks' nodes alone against the peers' " +
                                   FormatDouble("%.0f", peer_median) + " GB/s"});
       f.next_steps.push_back({"NCCL_DEBUG",
-                              "NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,GRAPH ... (rerun)",
+                              "NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,GRAPH " +
+                                  (aligned.command.empty() ? "<the job's launch command>"
+                                                           : ShellJoin(aligned.command)),
                               "the Channel/Ring lines and 'via' transports of this communicator"});
       out.push_back(std::move(f));
     }

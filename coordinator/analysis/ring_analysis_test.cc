@@ -14,7 +14,8 @@ namespace {
 // `groups` data-parallel communicators of 2 ranks each, one node per communicator, each running
 // `steps` all-reduces of 64 MiB. The communicator `slow` (if >= 0) takes `factor` times longer and
 // connects its ranks over SHM where the others use P2P/CUMEM. Kernel times jitter by +-2%.
-Session Rings(int groups, int slow, double factor, int steps = 20, uint64_t seed = 1) {
+Session Rings(int groups, int slow, double factor, int steps = 20, uint64_t seed = 1,
+              const std::string& op = "AllReduce") {
   std::mt19937_64 rng(seed);
   std::uniform_real_distribution<double> jitter(0.98, 1.02);
   Session s;
@@ -41,8 +42,8 @@ Session Rings(int groups, int slow, double factor, int steps = 20, uint64_t seed
           static_cast<DurationNs>(258'000 * (is_slow ? factor : 1.0) * jitter(rng));
       for (int local = 0; local < 2; ++local) {
         RankData& r = s.ranks[static_cast<size_t>(2 * g + local)];
-        r.nccl->calls.push_back({comm_id, static_cast<uint64_t>(k), "AllReduce", 16 << 20,
-                                 "ncclFloat32", 64 << 20, -1, "RING", "SIMPLE", 24});
+        r.nccl->calls.push_back({comm_id, static_cast<uint64_t>(k), op, 16 << 20, "ncclFloat32",
+                                 64 << 20, -1, "RING", "SIMPLE", 24});
         CollectiveRecord c;
         c.source = CollectiveRecord::Source::kNccl;
         c.comm_id = NcclCommKey(comm_id);
@@ -73,6 +74,18 @@ TEST(Rings, TheSlowCommunicatorIsNamedWithItsOddTransport) {
   EXPECT_NEAR(static_cast<double>(f[0].cost_ns), 20 * 258'000.0 * 2, 20 * 258'000.0 * 0.2);
   ASSERT_GE(f[0].next_steps.size(), 2u);
   EXPECT_NE(f[0].next_steps[1].command.find("all_reduce_perf -b 67108864"), std::string::npos);
+}
+
+TEST(Rings, NextStepsMeasureTheOpTheJobCallsWithItsOwnCommand) {
+  Session s = Rings(4, 1, 2.0, 20, 1, "AllGather");
+  s.command = {"mpirun", "-np", "8", "./train"};
+  std::vector<Finding> f = FindImbalancedRings(s, RingOptions{});
+  ASSERT_EQ(f.size(), 1u);
+  ASSERT_GE(f[0].next_steps.size(), 3u);
+  EXPECT_NE(f[0].next_steps[1].command.find("all_gather_perf -b 67108864"), std::string::npos)
+      << f[0].next_steps[1].command;
+  EXPECT_EQ(f[0].next_steps[2].command,
+            "NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,GRAPH mpirun -np 8 ./train");
 }
 
 // NVML on local rank 0 of each node: 2 H200s with 18 NVLinks up and full PCIe, except what the
