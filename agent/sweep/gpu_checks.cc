@@ -142,19 +142,19 @@ std::vector<SweepCheckResult> GpuHealthResults(const std::vector<NvmlGpuHealth>&
           " uncorrected; lifetime: " + std::to_string(g.ecc_corrected_aggregate) + " corrected, " +
           std::to_string(g.ecc_uncorrected_aggregate) + " uncorrected";
       out.push_back(Figure("gpu.ecc_uncorrected_volatile", g,
-                           static_cast<double>(g.ecc_uncorrected_volatile), "", ecc));
+                           static_cast<double>(g.ecc_uncorrected_volatile), "total", ecc));
       out.push_back(Figure("gpu.ecc_corrected_volatile", g,
-                           static_cast<double>(g.ecc_corrected_volatile), "", ecc));
+                           static_cast<double>(g.ecc_corrected_volatile), "total", ecc));
     }
     if (g.ecc_uncorrected_aggregate >= 0) {
       out.push_back(Figure("gpu.ecc_uncorrected_aggregate", g,
-                           static_cast<double>(g.ecc_uncorrected_aggregate), "", where));
+                           static_cast<double>(g.ecc_uncorrected_aggregate), "total", where));
       out.push_back(Figure("gpu.ecc_corrected_aggregate", g,
-                           static_cast<double>(g.ecc_corrected_aggregate), "", where));
+                           static_cast<double>(g.ecc_corrected_aggregate), "total", where));
     }
     if (g.retired_pages_sbe >= 0 && g.retired_pages_dbe >= 0) {
       out.push_back(Figure("gpu.retired_pages", g,
-                           static_cast<double>(g.retired_pages_sbe + g.retired_pages_dbe), "",
+                           static_cast<double>(g.retired_pages_sbe + g.retired_pages_dbe), "total",
                            std::to_string(g.retired_pages_sbe) + " for single-bit, " +
                                std::to_string(g.retired_pages_dbe) + " for double-bit errors" +
                                (g.retired_pending == 1 ? "; a retirement is pending" : "")));
@@ -165,7 +165,7 @@ std::vector<SweepCheckResult> GpuHealthResults(const std::vector<NvmlGpuHealth>&
                                (g.remap_pending == 1 ? "; a remap waits for a GPU reset" : "") +
                                (g.remap_failed == 1 ? "; a remap FAILED" : "");
       out.push_back(Figure("gpu.remapped_rows_uncorrectable", g,
-                           static_cast<double>(g.remapped_uncorrectable), "", rows));
+                           static_cast<double>(g.remapped_uncorrectable), "total", rows));
       out.push_back(Figure("gpu.row_remap_pending", g, g.remap_pending, "", rows));
       out.push_back(Figure("gpu.row_remap_failed", g, g.remap_failed, "", rows));
     }

@@ -252,8 +252,11 @@ std::string SweepReportHtml(const SweepRunInfo& run, const std::vector<NodeVerdi
 
 std::string SweepPrometheus(const SweepRunInfo& run, const std::vector<NodeVerdict>& nodes) {
   std::string out;
+  // Figures in unit "total" only grow (lifetime ECC counts): counters, named ..._total.
   auto family = [&out](const std::string& name, const std::string& help) {
-    out += "# HELP " + name + " " + help + "\n# TYPE " + name + " gauge\n";
+    const bool counter = name.size() > 6 && name.compare(name.size() - 6, 6, "_total") == 0;
+    out += "# HELP " + name + " " + help + "\n# TYPE " + name + (counter ? " counter" : " gauge") +
+           "\n";
   };
   family("rankscope_sweep_timestamp_seconds", "When the last sweep started (Unix time).");
   out += "rankscope_sweep_timestamp_seconds " + FormatDouble("%.3f", run.started_unix_s) + "\n";

@@ -72,6 +72,30 @@ TEST(SweepReport, PrometheusNamesAndFamilies) {
             prom.find("rankscope_sweep_mem_bandwidth_bytes_per_second{node=\"n1\"}"));
 }
 
+TEST(SweepReport, GpuCountersAreCountersAndGpusShareAColumn) {
+  SweepCheckResult ecc0{"gpu.ecc_uncorrected_aggregate", "gpu0", 0, "total", "", ""};
+  SweepCheckResult ecc1{"gpu.ecc_uncorrected_aggregate", "gpu1", 2, "total", "", ""};
+  SweepCheckResult hot{"gpu.temperature", "gpu1", 93, "celsius", "", ""};
+  ecc0.model = ecc1.model = hot.model = "NVIDIA H200";
+  auto v = JudgeSweep({{"n1", true, "", {ecc0, ecc1, hot}}}, DefaultSweepThresholds());
+  EXPECT_EQ(SweepMetricName("gpu.ecc_uncorrected_aggregate", "total"),
+            "rankscope_sweep_gpu_ecc_uncorrected_aggregate_total");
+  const std::string prom = SweepPrometheus(SweepRun(), v);
+  EXPECT_NE(prom.find("# TYPE rankscope_sweep_gpu_ecc_uncorrected_aggregate_total counter\n"),
+            std::string::npos)
+      << prom;
+  EXPECT_NE(prom.find("rankscope_sweep_gpu_ecc_uncorrected_aggregate_total{node=\"n1\","
+                      "subject=\"gpu1\"} 2\n"),
+            std::string::npos);
+  EXPECT_NE(prom.find("# TYPE rankscope_sweep_gpu_temperature_celsius gauge\n"), std::string::npos);
+  // One grid column per GPU check; the hot GPU's cell names it.
+  const std::string text = SweepReportText(SweepRun(), v);
+  EXPECT_EQ(text.find("gpu.ecc_uncorrected_aggregate:gpu0"), std::string::npos) << text;
+  EXPECT_NE(text.find("93 C gpu1 !!"), std::string::npos) << text;
+  const std::string html = SweepReportHtml(SweepRun(), v);
+  EXPECT_NE(html.find("title=\"gpu1 (NVIDIA H200): 93 C &gt; 90 C\""), std::string::npos) << html;
+}
+
 TEST(SweepReport, JUnitFailuresAndErrors) {
   const std::string xml = SweepJUnit(SweepRun(), Verdicts());
   EXPECT_NE(xml.find("<testsuite name=\"n3\" tests=\"2\" failures=\"1\" errors=\"0\">"),

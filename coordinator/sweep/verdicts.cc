@@ -84,6 +84,7 @@ std::string FormatSweepValue(double v, const std::string& unit, bool compact) {
   if (unit == "seconds") return FormatDuration(static_cast<DurationNs>(v * 1e9));
   if (unit == "celsius") return FormatDouble("%.0f C", v);
   if (unit == "watts") return FormatDouble("%.0f W", v);
+  if (unit == "total") return FormatDouble("%g", v);
   return FormatDouble("%g", v) + (compact || unit.empty() ? "" : " " + unit);
 }
 
