@@ -149,7 +149,7 @@ std::vector<Finding> Diagnose(const Session& aligned, const SessionMatches& matc
     }
   }
   for (auto* find : {&FindLateSenders, &FindLateReceivers}) {
-    for (Finding& f : find(aligned, matches.messages, matches.p2p, options.p2p)) {
+    for (Finding& f : find(aligned, matches.messages, matches.p2p, options.p2p, notes)) {
       findings.push_back(std::move(f));
     }
   }

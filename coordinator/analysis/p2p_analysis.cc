@@ -24,6 +24,7 @@ struct WaitState {
   const char* waited_in;     // where the others waited: "receives" / "sends"
   const char* late_because;  // "it sent them late" / "it posted the receives late"
   const char* before;        // what the blamed rank does after the waiting: "sends" / "receives"
+  const char* finding_name;  // for notes: "a late sender" / "a late receiver"
   const char* others_key;    // evidence key for the ranks that waited
   const char* ranges_key;    // evidence key for where the blamed rank was
   int Blamed(const P2PMessage& m) const { return blame_sender ? m.sender : m.receiver; }
@@ -39,6 +40,7 @@ constexpr WaitState kLateSender{.kind = "late_sender",
                                 .waited_in = "receives",
                                 .late_because = "it sent them late",
                                 .before = "sends",
+                                .finding_name = "a late sender",
                                 .others_key = "receivers",
                                 .ranges_key = "sender_ranges"};
 constexpr WaitState kLateReceiver{.kind = "late_receiver",
@@ -47,12 +49,13 @@ constexpr WaitState kLateReceiver{.kind = "late_receiver",
                                   .waited_in = "sends",
                                   .late_because = "it posted the receives late",
                                   .before = "receives",
+                                  .finding_name = "a late receiver",
                                   .others_key = "senders",
                                   .ranges_key = "receiver_ranges"};
 
 std::vector<Finding> FindWaitStates(const Session& aligned, const std::vector<P2PMessage>& messages,
                                     const P2PMatchStats& stats, const PointToPointOptions& options,
-                                    const WaitState& state) {
+                                    const WaitState& state, std::vector<std::string>* notes) {
   if (messages.empty()) return {};
 
   // The span the waiting ranks' time is measured over: first to last point-to-point call.
@@ -108,6 +111,35 @@ std::vector<Finding> FindWaitStates(const Session& aligned, const std::vector<P2
     const RankData* data = aligned.FindRank(rank);
     if (data == nullptr) continue;
 
+    std::string others;
+    for (int r : s.others) others += (others.empty() ? "" : ", ") + std::to_string(r);
+    const std::string label = RankLabel(aligned, rank);
+    // A wait compares the blamed rank's clock with the waiting ranks': either side's alignment
+    // error can fake it. The same rule as for stragglers: the larger of its uncertainty and the
+    // waiting ranks' median one, clock_k times over.
+    std::vector<DurationNs> other_uncertainty;
+    for (int o : s.others) {
+      if (const RankData* d = aligned.FindRank(o)) {
+        other_uncertainty.push_back(d->clock.uncertainty_ns);
+      }
+    }
+    const DurationNs clock_uncertainty =
+        std::max(data->clock.uncertainty_ns, MedianNs(other_uncertainty));
+    if (static_cast<double>(median) <= options.clock_k * static_cast<double>(clock_uncertainty)) {
+      if (notes != nullptr) {
+        notes->push_back(
+            label + " " + state.late_verb + ": " + (s.others.size() == 1 ? "rank " : "ranks ") +
+            others + " waited in " + state.waited_in + " for " + std::to_string(s.messages.size()) +
+            " of its " + std::to_string(s.matched) + " messages, median " + FormatDuration(median) +
+            " per message, but clock alignment between rank " + std::to_string(rank) + " and " +
+            (s.others.size() == 1 ? "rank " : "ranks ") + others + " is only good to " +
+            FormatDuration(clock_uncertainty) + ", so it is not reported as " + state.finding_name +
+            "; a tighter clock sync (lower round-trip time to the coordinator) "
+            "would decide it.");
+      }
+      continue;
+    }
+
     // Where the blamed rank was while the others waited: NVTX self time over those windows.
     RangeTimeline timeline(&data->ranges);
     std::map<std::string, DurationNs> by_range;
@@ -138,8 +170,6 @@ std::vector<Finding> FindWaitStates(const Session& aligned, const std::vector<P2
                                            static_cast<double>(std::max<DurationNs>(median, 1))),
                    0.0, 1.0);
 
-    std::string others;
-    for (int r : s.others) others += (others.empty() ? "" : ", ") + std::to_string(r);
     nlohmann::json& e = f.evidence;
     e["late_messages"] = s.messages.size();
     e[state.blame_sender ? "sends" : "receives"] = s.matched;
@@ -149,6 +179,7 @@ std::vector<Finding> FindWaitStates(const Session& aligned, const std::vector<P2
     e["propagated_wait_ns"] = s.wait - s.direct;
     e["cost_fraction"] = cost_fraction;
     e["p2p_span_ns"] = span;
+    e["clock_uncertainty_ns"] = clock_uncertainty;
     e["matched_messages"] = stats.matched;
     e["unmapped_records"] = stats.unmapped;
     const Bytes median_bytes =
@@ -163,7 +194,6 @@ std::vector<Finding> FindWaitStates(const Session& aligned, const std::vector<P2
     e[state.ranges_key] = ranges;
     e[state.blame_sender ? "sender_untracked_ns" : "receiver_untracked_ns"] = windows - covered;
 
-    const std::string label = RankLabel(aligned, rank);
     std::string summary = label + " " + state.late_verb + ": " +
                           (s.others.size() == 1 ? "rank " : "ranks ") + others + " waited in " +
                           state.waited_in + " for " + std::to_string(s.messages.size()) + " of " +
@@ -210,16 +240,17 @@ std::vector<Finding> FindWaitStates(const Session& aligned, const std::vector<P2
 
 std::vector<Finding> FindLateSenders(const Session& aligned,
                                      const std::vector<P2PMessage>& messages,
-                                     const P2PMatchStats& stats,
-                                     const PointToPointOptions& options) {
-  return FindWaitStates(aligned, messages, stats, options, kLateSender);
+                                     const P2PMatchStats& stats, const PointToPointOptions& options,
+                                     std::vector<std::string>* notes) {
+  return FindWaitStates(aligned, messages, stats, options, kLateSender, notes);
 }
 
 std::vector<Finding> FindLateReceivers(const Session& aligned,
                                        const std::vector<P2PMessage>& messages,
                                        const P2PMatchStats& stats,
-                                       const PointToPointOptions& options) {
-  return FindWaitStates(aligned, messages, stats, options, kLateReceiver);
+                                       const PointToPointOptions& options,
+                                       std::vector<std::string>* notes) {
+  return FindWaitStates(aligned, messages, stats, options, kLateReceiver, notes);
 }
 
 }  // namespace rankscope

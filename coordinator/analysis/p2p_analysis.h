@@ -9,6 +9,7 @@
 //                  MPI_Ssend, the Wait of a large Isend) before this rank posted it.
 #pragma once
 
+#include <string>
 #include <vector>
 
 #include "coordinator/findings.h"
@@ -34,19 +35,26 @@ struct PointToPointOptions {
   double min_direct_share = 0.25;
   // Severity critical above this share.
   double critical_cost_fraction = 0.25;
+  // The median delay must also exceed this many times the clock uncertainty of the comparison
+  // (the larger of the blamed rank's and the waiting ranks' median uncertainty), as
+  // StragglerOptions::clock_k asks of a straggler's lateness: a wait compares two ranks' clocks.
+  double clock_k = 3.0;
 };
 
 // "late_sender" findings: per rank, the direct waits it caused its receivers, where it was (NVTX)
-// while they waited, and next steps. `messages` and `stats` are MatchMessages(aligned).
+// while they waited, and next steps. `messages` and `stats` are MatchMessages(aligned). When only
+// the clock uncertainty stands between a rank and a finding, a sentence saying so is appended to
+// *notes (may be nullptr) instead.
 std::vector<Finding> FindLateSenders(const Session& aligned,
                                      const std::vector<P2PMessage>& messages,
-                                     const P2PMatchStats& stats,
-                                     const PointToPointOptions& options);
+                                     const P2PMatchStats& stats, const PointToPointOptions& options,
+                                     std::vector<std::string>* notes = nullptr);
 
 // "late_receiver" findings: the same for the senders that waited for a rank to post receives.
 std::vector<Finding> FindLateReceivers(const Session& aligned,
                                        const std::vector<P2PMessage>& messages,
                                        const P2PMatchStats& stats,
-                                       const PointToPointOptions& options);
+                                       const PointToPointOptions& options,
+                                       std::vector<std::string>* notes = nullptr);
 
 }  // namespace rankscope

@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <map>
 #include <random>
+#include <string>
+#include <vector>
 
 #include "coordinator/analysis/diagnosis.h"
 #include "core/comm_id.h"
@@ -277,6 +279,67 @@ TEST(LateReceiverTest, BalancedRendezvousPipelinesGiveNoFinding) {
     const Session s = SimulatePipeline(sim);
     EXPECT_TRUE(Diagnose(s, AnalysisOptions{}).empty()) << "seed " << seed;
   }
+}
+
+// A late sender's waits compare its clock with its receiver's: well above the clocks'
+// uncertainty they are a finding, within it only a note.
+TEST(LateSenderTest, WaitsWellAboveClockUncertaintyAreStillAFinding) {
+  PipelineSim sim;
+  sim.slow[1] = 20 * kNsPerMs;
+  Session s = SimulatePipeline(sim);
+  for (RankData& r : s.ranks) r.clock.uncertainty_ns = 1 * kNsPerMs;  // 3x = 3 ms << 20 ms
+  std::vector<std::string> notes;
+  P2PMatchStats stats;
+  const std::vector<Finding> findings =
+      FindLateSenders(s, MatchMessages(s, &stats), stats, PointToPointOptions{}, &notes);
+  ASSERT_EQ(findings.size(), 1u);
+  EXPECT_EQ(findings[0].ranks, std::vector<int>{1});
+  EXPECT_EQ(findings[0].evidence["clock_uncertainty_ns"], 1 * kNsPerMs);
+  EXPECT_TRUE(notes.empty()) << notes[0];
+}
+
+TEST(LateSenderTest, WaitsWithinClockUncertaintyAreOnlyNoted) {
+  PipelineSim sim;
+  sim.slow[1] = 20 * kNsPerMs;
+  Session s = SimulatePipeline(sim);
+  // Only the late sender's clock is poorly aligned: the larger side counts.
+  s.ranks[1].clock.uncertainty_ns = 25 * kNsPerMs;
+  std::vector<std::string> notes;
+  P2PMatchStats stats;
+  const std::vector<P2PMessage> messages = MatchMessages(s, &stats);
+  EXPECT_TRUE(FindLateSenders(s, messages, stats, PointToPointOptions{}, &notes).empty());
+  ASSERT_EQ(notes.size(), 1u);
+  EXPECT_NE(notes[0].find("rank 1 (node n1) sent late: rank 2 waited in receives"),
+            std::string::npos)
+      << notes[0];
+  EXPECT_NE(notes[0].find("median 20."), std::string::npos) << notes[0];
+  EXPECT_NE(notes[0].find("clock alignment between rank 1 and rank 2 is only good to 25.00 ms"),
+            std::string::npos)
+      << notes[0];
+  EXPECT_NE(notes[0].find("not reported as a late sender"), std::string::npos) << notes[0];
+
+  // Diagnose passes the note on, for the report.
+  notes.clear();
+  EXPECT_TRUE(Diagnose(s, AnalysisOptions{}, &notes).empty());
+  ASSERT_EQ(notes.size(), 1u);
+  EXPECT_NE(notes[0].find("not reported as a late sender"), std::string::npos) << notes[0];
+}
+
+// The same for a late receiver: the senders' waits in rendezvous sends are within the clocks'
+// uncertainty.
+TEST(LateReceiverTest, WaitsWithinClockUncertaintyAreOnlyNoted) {
+  PipelineSim sim;
+  sim.slow[3] = 20 * kNsPerMs;
+  sim.rendezvous = true;
+  Session s = SimulatePipeline(sim);
+  for (RankData& r : s.ranks) r.clock.uncertainty_ns = 10 * kNsPerMs;  // 3x = 30 ms > 20 ms
+  std::vector<std::string> notes;
+  P2PMatchStats stats;
+  const std::vector<P2PMessage> messages = MatchMessages(s, &stats);
+  EXPECT_TRUE(FindLateReceivers(s, messages, stats, PointToPointOptions{}, &notes).empty());
+  ASSERT_EQ(notes.size(), 1u);
+  EXPECT_NE(notes[0].find("rank 3 (node n3) received late"), std::string::npos) << notes[0];
+  EXPECT_NE(notes[0].find("not reported as a late receiver"), std::string::npos) << notes[0];
 }
 
 TEST(LateSenderTest, UnplaceablePeersAreCountedNotMatched) {

@@ -22,10 +22,13 @@ namespace {
 
 // Who waited for whom in one complete instance.
 struct InstanceWaits {
-  int culprit = -1;                  // member index the others waited for, -1 when nobody did
-  DurationNs caused = 0;             // waits attributed to the culprit, summed over the others
-  std::vector<DurationNs> waits;     // per member: time spent waiting inside the collective
-  std::vector<DurationNs> lateness;  // per member: enter minus the other members' median enter
+  int culprit = -1;               // member index the others waited for, -1 when nobody did
+  DurationNs caused = 0;          // waits attributed to the culprit, summed over the others
+  std::vector<DurationNs> waits;  // per member: time spent waiting inside the collective
+  // Per member: enter minus the other members' median enter; at all-to-one operations minus the
+  // root's enter (the root is the one that waits there; senders need not wait for anyone, so
+  // their arrivals need not stay together).
+  std::vector<DurationNs> lateness;
 };
 
 int RootIndex(const CollectiveInstance& inst) {
@@ -85,7 +88,11 @@ InstanceWaits ComputeWaits(const CollectiveInstance& inst) {
     case WaitPattern::kAllToRoot: {
       // Early Reduce: the root waits for the last sender; senders need not wait for anyone.
       const int root = RootIndex(inst);
-      if (root < 0 || static_cast<int>(last) == root) break;
+      if (root < 0) break;
+      for (size_t i = 0; i < n; ++i) {
+        out.lateness[i] = inst.members[i].enter - inst.members[static_cast<size_t>(root)].enter;
+      }
+      if (static_cast<int>(last) == root) break;
       out.waits[static_cast<size_t>(root)] =
           Wait(inst.members[static_cast<size_t>(root)], last_enter);
       if (out.waits[static_cast<size_t>(root)] > 0) out.culprit = static_cast<int>(last);
@@ -337,6 +344,14 @@ struct Verdict {
     DurationNs others_wait = 0;
   };
   std::map<uint64_t, CommShare> comms;  // per communicator
+  // Per Scalasca wait-state pattern of the operations (Wait at NxN, Late Broadcast, Early Reduce).
+  struct PatternShare {
+    int instances = 0;  // its instances of this pattern where it could hold the others up
+    int late = 0;       // ... where it did
+    int last = 0;       // ... of those, it was the culprit
+    std::map<std::string, int> ops;
+  };
+  std::map<WaitPattern, PatternShare> patterns;
   bool passes_frac = false, passes_noise = false, passes_clock = false, passes_cost = false;
 };
 
@@ -372,6 +387,21 @@ int MarkLate(const std::vector<CollectiveInstance>& instances, const RankArrival
   return count;
 }
 
+// Whether a member can make the others wait at an operation of this pattern: anyone at N-to-N
+// operations, only the root at one-to-all (Late Broadcast), only a sender at all-to-one (Early
+// Reduce).
+bool CanHoldUp(WaitPattern pattern, bool is_root) {
+  switch (pattern) {
+    case WaitPattern::kAllToAll:
+      return true;
+    case WaitPattern::kRootToAll:
+      return is_root;
+    case WaitPattern::kAllToRoot:
+      return !is_root;
+  }
+  return true;
+}
+
 Verdict Judge(const Session& session, const std::vector<CollectiveInstance>& instances,
               const ArrivalTable& table, int rank, const RankArrivals& arrivals,
               const StragglerOptions& options) {
@@ -394,13 +424,21 @@ Verdict Judge(const Session& session, const std::vector<CollectiveInstance>& ins
   const auto min_lateness = static_cast<double>(options.min_lateness);
   if (MarkLate(instances, arrivals, min_lateness, &v.late) < v.frac_late_needed * n) return v;
 
-  // Noise: how far the other ranks' arrivals scatter around the instance medians.
+  // Noise: how far the other ranks' arrivals scatter around the instance medians. At all-to-one
+  // operations only a sender's arrival after the root's costs anything: how early a sender
+  // comes is no noise there (senders that never wait run ahead of the root by more every call),
+  // and the root is the reference.
   std::vector<double> other_lateness;
   for (size_t j = 0; j < arrivals.instances.size(); ++j) {
+    const CollectiveInstance& inst = instances[arrivals.instances[j]];
+    const bool all_to_root = WaitPatternOf(inst.op) == WaitPattern::kAllToRoot;
     const InstanceWaits& w = table.waits[arrivals.instances[j]];
     for (size_t i = 0; i < w.lateness.size(); ++i) {
-      if (i != arrivals.member_index[j]) {
+      if (i == arrivals.member_index[j]) continue;
+      if (!all_to_root) {
         other_lateness.push_back(static_cast<double>(w.lateness[i]));
+      } else if (inst.members[i].comm_rank != inst.root_comm_rank) {
+        other_lateness.push_back(static_cast<double>(std::max<DurationNs>(w.lateness[i], 0)));
       }
     }
   }
@@ -420,9 +458,19 @@ Verdict Judge(const Session& session, const std::vector<CollectiveInstance>& ins
     for (const CollectiveParticipant& m : inst.members) {
       if (m.rank != rank) others.insert(m.rank);
     }
+    const WaitPattern pattern = WaitPatternOf(inst.op);
+    Verdict::PatternShare& share = v.patterns[pattern];
+    if (CanHoldUp(pattern,
+                  inst.members[arrivals.member_index[j]].comm_rank == inst.root_comm_rank)) {
+      ++share.instances;
+    }
     if (!v.late[j]) continue;
     lateness.push_back(arrivals.lateness[j]);
-    ++v.ops[std::string(CollectiveOpName(inst.op))];
+    const std::string op(CollectiveOpName(inst.op));
+    ++v.ops[op];
+    ++share.late;
+    ++share.ops[op];
+    if (arrivals.culprit[j]) ++share.last;
     Verdict::CommShare& comm = v.comms[inst.comm_id];
     ++comm.late;
     const DurationNs wait_before = v.others_wait;
@@ -507,6 +555,45 @@ std::string Persistence(const Verdict& v) {
 double MarginFactor(double value, double threshold) {
   if (threshold <= 0) return 1.0;
   return std::clamp(1.0 - 0.5 * threshold / std::max(value, 1.0), 0.0, 1.0);
+}
+
+// Scalasca's name of the wait state at operations of this pattern, and its evidence key.
+const char* PatternName(WaitPattern pattern) {
+  switch (pattern) {
+    case WaitPattern::kAllToAll:
+      return "Wait at NxN";
+    case WaitPattern::kRootToAll:
+      return "Late Broadcast";
+    case WaitPattern::kAllToRoot:
+      return "Early Reduce";
+  }
+  return "";
+}
+
+const char* PatternKey(WaitPattern pattern) {
+  switch (pattern) {
+    case WaitPattern::kAllToAll:
+      return "wait_at_nxn";
+    case WaitPattern::kRootToAll:
+      return "late_broadcast";
+    case WaitPattern::kAllToRoot:
+      return "early_reduce";
+  }
+  return "";
+}
+
+// The pattern in which the rank held the others up most often (on a tie, the first in
+// WaitPattern's order).
+WaitPattern DominantPattern(const Verdict& v) {
+  WaitPattern best = WaitPattern::kAllToAll;
+  int most = -1;
+  for (const auto& [pattern, share] : v.patterns) {
+    if (share.late > most) {
+      best = pattern;
+      most = share.late;
+    }
+  }
+  return best;
 }
 
 std::string OpsLabel(const std::map<std::string, int>& ops) {
@@ -669,6 +756,11 @@ Finding MakeFinding(const Session& session, const Verdict& v, const CauseStats& 
   e["others_wait_fraction"] = v.cost_fraction;
   e["clock_uncertainty_ns"] = v.clock_uncertainty;
   e["ops"] = v.ops;
+  nlohmann::json wait_states = nlohmann::json::object();
+  for (const auto& [pattern, share] : v.patterns) {
+    if (share.late > 0) wait_states[PatternKey(pattern)] = share.late;
+  }
+  e["wait_states"] = std::move(wait_states);
   // Where the others waited for it. With several communicators (a tensor-parallel group per
   // node, data-parallel groups across nodes) first the one where it is the last to arrive (it
   // holds that group up itself), then the ones its lateness spreads to (its whole node is late
@@ -730,15 +822,45 @@ Finding MakeFinding(const Session& session, const Verdict& v, const CauseStats& 
 
   const std::string label = RankLabel(session, v.rank);
   const std::string ops = OpsLabel(v.ops);
-  std::string summary = label + " arrived last at " + std::to_string(v.instances_last) + "/" +
-                        std::to_string(v.instances) + " " + ops + " calls";
-  if (v.instances_late > v.instances_last) {
-    // Another straggler came even later in those: this one still held everyone else up.
-    summary += " (and late at " + std::to_string(v.instances_late - v.instances_last) + " more)";
+  // Led by the wait-state pattern in which it held the others up most, in Scalasca's terms.
+  const WaitPattern dominant = DominantPattern(v);
+  const Verdict::PatternShare& main_share = v.patterns.at(dominant);
+  const std::string main_ops = OpsLabel(main_share.ops);
+  std::string summary = label;
+  switch (dominant) {
+    case WaitPattern::kAllToAll:
+      summary += " arrived last at " + std::to_string(main_share.last) + "/" +
+                 std::to_string(main_share.instances) + " " + main_ops + " calls";
+      if (main_share.late > main_share.last) {
+        // Another straggler came even later in those: this one still held everyone else up.
+        summary += " (and late at " + std::to_string(main_share.late - main_share.last) + " more)";
+      }
+      break;
+    case WaitPattern::kRootToAll:
+      summary += " held up " + std::to_string(main_share.late) + "/" +
+                 std::to_string(main_share.instances) + " " + main_ops + " calls as their root";
+      break;
+    case WaitPattern::kAllToRoot:
+      summary += " was the last sender into " + std::to_string(main_share.late) + "/" +
+                 std::to_string(main_share.instances) + " " + main_ops + " calls";
+      break;
+  }
+  for (const auto& [pattern, share] : v.patterns) {
+    if (pattern == dominant || share.late == 0) continue;
+    std::string names;
+    for (const auto& [op, count] : share.ops) names += (names.empty() ? "" : ", ") + op;
+    summary += " (and " + std::to_string(share.late) + " " + PatternName(pattern) +
+               " calls: " + names + ")";
   }
   summary += std::string(", median ") + FormatDuration(v.median_lateness) + " late; the other " +
              std::to_string(v.waiters) + (v.waiters == 1 ? " rank" : " ranks") + " lost " +
-             FormatDuration(v.others_wait) + " waiting.";
+             FormatDuration(v.others_wait) + " waiting (" + PatternName(dominant);
+  if (dominant == WaitPattern::kRootToAll) {
+    summary += ": they entered first and waited for the root";
+  } else if (dominant == WaitPattern::kAllToRoot) {
+    summary += ": the root entered first and waited for the last sender";
+  }
+  summary += ").";
   std::string look_for;
   if (launch_known && !gpu_side) {
     summary += " It also launched those collectives " + FormatDuration(launch.launch_lateness) +

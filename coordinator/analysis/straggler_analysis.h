@@ -64,9 +64,11 @@ struct RankArrivalStats {
 std::vector<RankArrivalStats> DescribeArrivals(const std::vector<CollectiveInstance>& instances);
 
 // Findings of kind "straggler", at most one per rank, for the ranks that pass every threshold in
-// options; a clean run gives none. `instances` is MatchCollectives(session) of the same, aligned,
-// session. When only the clock uncertainty stands between a rank and a finding, a sentence saying
-// so is appended to *notes (may be nullptr) instead.
+// options; a clean run gives none. Each names, in its summary and in evidence "wait_states"
+// (late instances per pattern: "wait_at_nxn", "late_broadcast", "early_reduce"), the wait-state
+// patterns in which it held the others up. `instances` is MatchCollectives(session) of the same,
+// aligned, session. When only the clock uncertainty stands between a rank and a finding, a sentence
+// saying so is appended to *notes (may be nullptr) instead.
 std::vector<Finding> FindStragglers(const Session& session,
                                     const std::vector<CollectiveInstance>& instances,
                                     const StragglerOptions& options,

@@ -34,6 +34,7 @@ TEST(StragglerAnalysisTest, SlowComputeOnOneRank) {
   EXPECT_EQ(f.evidence["cause"]["range"], "compute");
   EXPECT_EQ(f.evidence["persistence"], "throughout");
   EXPECT_EQ(f.evidence["ops"]["allreduce"], 50);
+  EXPECT_EQ(f.evidence["wait_states"], (nlohmann::json{{"wait_at_nxn", 50}}));
   const double planted = 30.0 * kNsPerMs * 50 * 3;
   EXPECT_NEAR(f.evidence["others_wait_ns"].get<double>(), planted, 0.05 * planted);
   EXPECT_EQ(f.cost_ns, f.evidence["others_wait_ns"].get<int64_t>());
@@ -46,6 +47,7 @@ TEST(StragglerAnalysisTest, SlowComputeOnOneRank) {
   EXPECT_NE(f.summary.find("rank 2 (node n2) arrived last at 50/50 allreduce calls"),
             std::string::npos)
       << f.summary;
+  EXPECT_NE(f.summary.find("waiting (Wait at NxN)."), std::string::npos) << f.summary;
   EXPECT_NE(f.summary.find("NVTX range 'compute'"), std::string::npos) << f.summary;
   ASSERT_FALSE(f.next_steps.empty());
   EXPECT_EQ(f.next_steps[0].tool, "nsys");
@@ -299,8 +301,16 @@ TEST(StragglerAnalysisTest, LateBroadcastRootMakesOthersWait) {
   const Session s = Simulate(sim);
   const std::vector<Finding> findings = Stragglers(s);
   ASSERT_EQ(findings.size(), 1u);
-  EXPECT_EQ(findings[0].ranks, std::vector<int>{0});
-  EXPECT_EQ(findings[0].evidence["ops"]["bcast"], 50);
+  const Finding& f = findings[0];
+  EXPECT_EQ(f.ranks, std::vector<int>{0});
+  EXPECT_EQ(f.evidence["ops"]["bcast"], 50);
+  EXPECT_EQ(f.evidence["wait_states"], (nlohmann::json{{"late_broadcast", 50}}));
+  EXPECT_NE(f.summary.find("rank 0 (node n0) held up 50/50 bcast calls as their root"),
+            std::string::npos)
+      << f.summary;
+  EXPECT_NE(f.summary.find("(Late Broadcast: they entered first and waited for the root)"),
+            std::string::npos)
+      << f.summary;
 }
 
 TEST(StragglerAnalysisTest, LateNonRootAtBroadcastMakesNobodyWait) {
@@ -336,6 +346,61 @@ TEST(StragglerAnalysisTest, EarlyReduceRootWaitsForTheLastSender) {
       EXPECT_EQ(r.instances_last, 50);
     }
   }
+  std::vector<std::string> notes;
+  const std::vector<Finding> findings = FindStragglers(s, instances, StragglerOptions{}, &notes);
+  ASSERT_EQ(findings.size(), 1u) << ::testing::PrintToString(notes);
+  const Finding& f = findings[0];
+  EXPECT_EQ(f.ranks, std::vector<int>{2});
+  EXPECT_EQ(f.evidence["wait_states"], (nlohmann::json{{"early_reduce", 50}}));
+  EXPECT_EQ(f.evidence["others_waiting"], 1);  // only the root waits
+  EXPECT_NEAR(f.evidence["others_wait_ns"].get<double>(), 50.0 * 20 * kNsPerMs, 50.0 * kNsPerMs);
+  EXPECT_NE(f.summary.find("rank 2 (node n2) was the last sender into 50/50 reduce calls"),
+            std::string::npos)
+      << f.summary;
+  EXPECT_NE(f.summary.find("(Early Reduce: the root entered first and waited for the last "
+                           "sender)"),
+            std::string::npos)
+      << f.summary;
+}
+
+// Without a planted delay, rooted operations give no finding: at a reduce the senders run ahead
+// of the root by more every call (they never wait), which is neither lateness nor noise.
+TEST(StragglerAnalysisTest, CleanRootedOperationsGiveNoFinding) {
+  for (CollectiveOp op : {CollectiveOp::kReduce, CollectiveOp::kGather, CollectiveOp::kBcast}) {
+    for (uint64_t seed = 1; seed <= 10; ++seed) {
+      TrainingSim sim;
+      sim.op = op;
+      sim.root = static_cast<int>(seed % 4);
+      sim.seed = seed;
+      sim.jitter = (seed % 3 + 1) * kNsPerMs;
+      EXPECT_TRUE(Stragglers(Simulate(sim)).empty()) << CollectiveOpName(op) << " seed " << seed;
+    }
+  }
+}
+
+// A late root at broadcasts that are sometimes all-reduces: the summary leads with the pattern it
+// held the others up in most, and names the other.
+TEST(StragglerAnalysisTest, MixedPatternsLeadWithTheDominantOne) {
+  TrainingSim sim;
+  sim.op = CollectiveOp::kBcast;
+  sim.root = 0;
+  sim.slow_compute[0] = 20 * kNsPerMs;
+  Session s = Simulate(sim);
+  for (RankData& r : s.ranks) {
+    for (CollectiveRecord& c : r.collectives) {
+      if (c.seq < 10) c.op = CollectiveOp::kAllreduce;  // the root came last: others waited
+    }
+  }
+  const std::vector<Finding> findings = Stragglers(s);
+  ASSERT_EQ(findings.size(), 1u);
+  const Finding& f = findings[0];
+  EXPECT_EQ(f.evidence["wait_states"],
+            (nlohmann::json{{"late_broadcast", 40}, {"wait_at_nxn", 10}}));
+  EXPECT_NE(f.summary.find("rank 0 (node n0) held up 40/40 bcast calls as their root (and 10 "
+                           "Wait at NxN calls: allreduce), median"),
+            std::string::npos)
+      << f.summary;
+  EXPECT_NE(f.summary.find("(Late Broadcast: "), std::string::npos) << f.summary;
 }
 
 TEST(StragglerAnalysisTest, IncompleteInstancesAreIgnored) {
