@@ -1,8 +1,12 @@
 #include "coordinator/analysis/diagnosis.h"
 
 #include <algorithm>
+#include <map>
+#include <optional>
 #include <utility>
 
+#include "agent/topology/topology.h"
+#include "agent/topology/topology_paths.h"
 #include "coordinator/analysis/describe.h"
 #include "coordinator/analysis/gpu_link_analysis.h"
 #include "coordinator/collective_matcher.h"
@@ -54,8 +58,45 @@ void Merge(const Finding& straggler, Finding* dataloader) {
   }
 }
 
-// What NVML said about a node's GPU links: no NVLink at all, or PCIe links below their maximum.
-// Empty when the node's GPUs have NVLink up and full PCIe links, or when NVML was not read there.
+// The node's NCCL topology dump, from the first of its ranks that read one.
+std::optional<NodeTopology> TopologyOf(const Session& session, const std::string& node) {
+  for (const RankData& r : session.ranks) {
+    if (r.id.node != node || r.topology_xml.empty()) continue;
+    Result<NodeTopology> topo = ParseNcclTopology(r.topology_xml, r.topology_source);
+    if (topo.ok()) return topo.value();
+  }
+  return std::nullopt;
+}
+
+// From the topology: the GPU pairs with no NVLink and the PCIe route they take instead.
+std::string PcieOnlyPairs(const NodeTopology& topo) {
+  std::string pairs;
+  for (const GpuPair& p : topo.gpu_pairs) {
+    if (!p.pcie_only()) continue;
+    pairs += (pairs.empty() ? "" : ", ") + std::to_string(p.gpu_a) + "-" + std::to_string(p.gpu_b) +
+             " " + std::string(PciePathName(p.pcie));
+  }
+  return pairs.empty() ? "" : "GPU pairs over PCIe only (NCCL topology): " + pairs;
+}
+
+// From the topology: the GPUs whose nearest NIC is reached through the CPU (PHB, SYS) rather
+// than a PCIe switch, so their network traffic crosses the root complex (GPUDirect RDMA slow or
+// off).
+std::string NicPathsThroughCpu(const NodeTopology& topo) {
+  std::string gpus;
+  for (size_t g = 0; g < topo.gpus.size(); ++g) {
+    const GpuNicPath* path = NearestNicPath(topo, static_cast<int>(g));
+    if (path == nullptr || !path->through_cpu()) continue;
+    gpus += (gpus.empty() ? "" : ", ") +
+            ("GPU " + std::to_string(g) + " to " + topo.nics[static_cast<size_t>(path->nic)].name +
+             " " + std::string(PciePathName(path->pcie)));
+  }
+  return gpus.empty() ? "" : "GPUs reach their nearest NIC through the CPU: " + gpus;
+}
+
+// What NVML said about a node's GPU links: no NVLink at all, or PCIe links below their maximum;
+// without NVML, the GPU pairs the NCCL topology dump shows without NVLink. Empty when the links
+// are fine or nothing was read there.
 std::string WeakLinksOf(const Session& session, const std::string& node) {
   for (const RankData& r : session.ranks) {
     if (r.id.node != node || !r.nvml || r.nvml->gpus.empty()) continue;
@@ -76,7 +117,31 @@ std::string WeakLinksOf(const Session& session, const std::string& node) {
     if (!degraded.empty()) out += (out.empty() ? "" : "; ") + degraded;
     return out;
   }
-  return "";
+  const std::optional<NodeTopology> topo = TopologyOf(session, node);
+  return topo ? PcieOnlyPairs(*topo) : "";
+}
+
+// Turns `ring` into (or folds it into) the pcie_bound finding of `nodes`, whose weak links are
+// `weak`; `measured` says what the communicator measured.
+void FoldIntoPcieBound(Finding ring, const std::vector<std::string>& nodes, const std::string& weak,
+                       const std::string& measured, std::vector<Finding>* out) {
+  for (Finding& f : *out) {
+    if (f.kind != "pcie_bound" || f.nodes != nodes) continue;
+    f.summary += " Measured: " + measured + ".";
+    f.evidence["measured"] = ring.evidence;
+    f.cost_ns += ring.cost_ns;
+    f.confidence = std::max(f.confidence, ring.confidence);
+    return;
+  }
+  std::string names;
+  for (const std::string& n : nodes) names += (names.empty() ? "" : ", ") + n;
+  ring.kind = "pcie_bound";
+  ring.summary = std::string(nodes.size() == 1 ? "Node " : "Nodes ") + names + " " +
+                 (nodes.size() == 1 ? "is" : "are") + " PCIe-bound: " + weak + ", and " + measured +
+                 ".";
+  ring.evidence["links"] = weak;
+  ring.nodes = nodes;
+  out->push_back(std::move(ring));
 }
 
 // A communicator within one node that is slower than its peers, on a node whose GPUs talk over
@@ -86,38 +151,49 @@ void JoinPcieBound(const Session& session, std::vector<Finding>* findings) {
   std::vector<Finding> out;
   std::vector<Finding> rings;
   for (Finding& f : *findings) {
-    (f.kind == "imbalanced_ring" && f.nodes.size() == 1 ? rings : out).push_back(std::move(f));
+    (f.kind == "imbalanced_ring" ? rings : out).push_back(std::move(f));
+  }
+  // Which nodes' GPUs reach their NIC through the CPU; it tells a slow cross-node communicator's
+  // nodes apart only when some other node's GPUs do not.
+  std::map<std::string, std::string> through_cpu;
+  bool some_node_direct = false;
+  for (const RankData& r : session.ranks) {
+    if (through_cpu.count(r.id.node) || r.topology_xml.empty()) continue;
+    const std::optional<NodeTopology> topo = TopologyOf(session, r.id.node);
+    if (!topo || topo->nics.empty()) continue;
+    through_cpu[r.id.node] = NicPathsThroughCpu(*topo);
+    some_node_direct |= through_cpu[r.id.node].empty();
   }
   for (Finding& ring : rings) {
-    const std::string& node = ring.nodes.front();
-    const std::string weak = WeakLinksOf(session, node);
-    if (weak.empty()) {
-      out.push_back(std::move(ring));
-      continue;
-    }
     const nlohmann::json& e = ring.evidence;
     const std::string measured =
         "its communicator " + e.value("comm_id", std::string("?")) + " runs " +
         e.value("op", std::string("?")) + " at " +
         FormatDouble("%.1f", e.value("busbw_gbps", 0.0)) + " GB/s bus bandwidth, where " +
-        std::to_string(e.value("peers", 0)) + " like it on other nodes reach " +
+        std::to_string(e.value("peers", 0)) + " like it " +
+        (ring.nodes.size() == 1 ? "on other nodes" : "elsewhere") + " reach " +
         FormatDouble("%.1f", e.value("peer_median_busbw_gbps", 0.0)) + " GB/s";
-    Finding* existing = nullptr;
-    for (Finding& f : out) {
-      if (f.kind == "pcie_bound" && f.nodes == ring.nodes) existing = &f;
+    if (ring.nodes.size() == 1) {
+      const std::string weak = WeakLinksOf(session, ring.nodes.front());
+      if (!weak.empty()) {
+        FoldIntoPcieBound(std::move(ring), {ring.nodes.front()}, weak, measured, &out);
+        continue;
+      }
+    } else if (some_node_direct) {
+      std::vector<std::string> nodes;
+      std::string weak;
+      for (const std::string& n : ring.nodes) {
+        auto it = through_cpu.find(n);
+        if (it == through_cpu.end() || it->second.empty()) continue;
+        nodes.push_back(n);
+        weak += (weak.empty() ? "" : "; ") + n + ": " + it->second;
+      }
+      if (!nodes.empty()) {
+        FoldIntoPcieBound(std::move(ring), nodes, weak, measured, &out);
+        continue;
+      }
     }
-    if (existing != nullptr) {
-      existing->summary += " Measured: " + measured + ".";
-      existing->evidence["measured"] = ring.evidence;
-      existing->cost_ns += ring.cost_ns;
-      existing->confidence = std::max(existing->confidence, ring.confidence);
-      continue;
-    }
-    Finding f = std::move(ring);
-    f.kind = "pcie_bound";
-    f.summary = "Node " + node + " is PCIe-bound: " + weak + ", and " + measured + ".";
-    f.evidence["links"] = weak;
-    out.push_back(std::move(f));
+    out.push_back(std::move(ring));
   }
   *findings = std::move(out);
 }

@@ -2,7 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <functional>
+#include <iterator>
 #include <random>
 
 #include "coordinator/analysis/diagnosis.h"
@@ -131,6 +133,61 @@ TEST(Rings, ASlowCommunicatorOnANodeWithoutNvlinkIsAPcieBoundNode) {
   Session nvlink = Rings(4, 2, 4.0);
   AddNvml(&nvlink, [](const std::string&, NvmlGpu*) {});
   f = Diagnose(nvlink, AnalysisOptions{});
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].kind, "imbalanced_ring");
+}
+
+std::string ReadTestTopology(const std::string& name) {
+  std::ifstream in(std::string(TOPOLOGY_TESTDATA_DIR) + "/" + name);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+// Without NVML, the NCCL topology dump says which GPU pairs have no NVLink.
+TEST(Rings, WithoutNvmlTheTopologyDumpShowsThePcieOnlyNode) {
+  Session s = Rings(4, 2, 4.0);
+  for (RankData& r : s.ranks) {
+    r.topology_xml =
+        ReadTestTopology(r.id.node == "n2" ? "pcie_only_4gpu.xml" : "nvswitch_8gpu.xml");
+  }
+  std::vector<Finding> f = Diagnose(s, AnalysisOptions{});
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].kind, "pcie_bound");
+  EXPECT_NE(f[0].summary.find("Node n2 is PCIe-bound: GPU pairs over PCIe only (NCCL topology): "
+                              "0-1 PIX"),
+            std::string::npos)
+      << f[0].summary;
+}
+
+// A slow communicator across nodes, one of whose nodes reaches its NIC through the CPU where the
+// other nodes' GPUs sit behind a PCIe switch with theirs: that node is named.
+TEST(Rings, ACrossNodeRingOnANodeWhoseGpusReachTheNicThroughTheCpu) {
+  auto spread = [](Session* s) {  // each communicator's two ranks on two nodes
+    for (RankData& r : s->ranks) r.id.node = (r.id.rank % 2 == 0 ? "a" : "b") + r.id.node;
+  };
+  Session s = Rings(4, 2, 4.0);
+  spread(&s);
+  for (RankData& r : s.ranks) {
+    r.topology_xml =
+        ReadTestTopology(r.id.node == "an2" ? "pcie_only_4gpu.xml" : "nvswitch_8gpu.xml");
+  }
+  std::vector<Finding> f = Diagnose(s, AnalysisOptions{});
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].kind, "pcie_bound");
+  EXPECT_EQ(f[0].nodes, std::vector<std::string>{"an2"});
+  EXPECT_NE(f[0].summary.find("Node an2 is PCIe-bound: an2: GPUs reach their nearest NIC through "
+                              "the CPU: GPU 2 to mlx5_0 PHB, GPU 3 to mlx5_0 PHB"),
+            std::string::npos)
+      << f[0].summary;
+  EXPECT_NE(f[0].summary.find("like it elsewhere reach"), std::string::npos) << f[0].summary;
+
+  // Every node behind the CPU (a cloud VM's virtio NIC): nothing tells the slow one apart.
+  Session vms = Rings(4, 2, 4.0);
+  spread(&vms);
+  std::ifstream in(std::string(RANKSCOPE_FIXTURES_DIR) + "/h200x2-torch-allreduce/topo.xml");
+  const std::string h200(std::istreambuf_iterator<char>(in), {});
+  ASSERT_FALSE(h200.empty());
+  for (RankData& r : vms.ranks) r.topology_xml = h200;
+  f = Diagnose(vms, AnalysisOptions{});
   ASSERT_EQ(f.size(), 1u);
   EXPECT_EQ(f[0].kind, "imbalanced_ring");
 }
