@@ -13,7 +13,10 @@ namespace rankscope {
 
 // The report of an aligned session, for a terminal: a header (job, ranks, nodes, duration,
 // COMPLETE/PARTIAL and why), the findings worst first with their key evidence and first next
-// command (or what was checked when nothing was found), a compact clock table and the notices.
+// command (or what was checked when nothing was found), the GPU side (NCCL call shapes with the
+// most data, nodes and GPUs in groups, GPUs with degraded links one by one), a compact clock
+// table and the notices. At most 50 lines: the clock table is cut first, then GPU details, then
+// notices, findings last; a final line points to report.html when anything was left out.
 // ANSI colour only when `color` is true (the caller decides, e.g. from isatty). Control
 // characters in strings from the session are replaced, so a program cannot drive the terminal.
 std::string BuildReportText(const Session& session, const std::vector<Finding>& findings,
