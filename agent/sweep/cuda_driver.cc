@@ -20,6 +20,21 @@ std::string CudaDriver::Error(Result r) const {
                          : "CUDA error " + std::to_string(r);
 }
 
+CudaDriver::Result CudaDriver::Open(int ordinal, Context* context, Stream* stream,
+                                    std::string* name) const {
+  Device device = 0;
+  Result r = device_get(&device, ordinal);
+  if (r == 0 && name != nullptr) {
+    char text[128] = {};
+    r = device_name(text, sizeof(text) - 1, device);
+    *name = text;
+  }
+  if (r == 0) r = primary_ctx_retain(context, device);
+  if (r == 0) r = ctx_set_current(*context);
+  if (r == 0) r = stream_create(stream, 0);
+  return r;
+}
+
 Status LoadCudaDriver(CudaDriver* out, CudaPresence* presence) {
   *presence = CudaPresence::kNoDriver;
   void* h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);

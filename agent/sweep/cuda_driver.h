@@ -52,6 +52,10 @@ struct CudaDriver {
 
   // "CUDA_ERROR_OUT_OF_MEMORY: out of memory"-like text for a result.
   std::string Error(Result r) const;
+
+  // Opens GPU `ordinal` for work: its primary context (the one the CUDA runtime and NCCL use),
+  // made current, and a stream of its own; `name` gets its model ("NVIDIA H200") when not null.
+  Result Open(int ordinal, Context* context, Stream* stream, std::string* name = nullptr) const;
 };
 
 constexpr int kCudaAttributeMultiprocessorCount = 16;  // CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT

@@ -58,15 +58,7 @@ bool OpenGpus(const std::string& check, CudaDriver* cu, std::vector<Gpu>* gpus,
   for (int i = 0; i < count; ++i) {
     Gpu gpu;
     gpu.ordinal = i;
-    CudaDriver::Device device = 0;
-    char name[128] = {};
-    CudaDriver::Result r = cu->device_get(&device, i);
-    if (r == 0) r = cu->device_name(name, sizeof(name) - 1, device);
-    gpu.name = name;
-    if (r == 0) r = cu->primary_ctx_retain(&gpu.context, device);
-    if (r == 0) r = cu->ctx_set_current(gpu.context);
-    if (r == 0) r = cu->stream_create(&gpu.stream, 0);
-    if (r != 0) {
+    if (CudaDriver::Result r = cu->Open(i, &gpu.context, &gpu.stream, &gpu.name); r != 0) {
       errors->push_back(GpuError(check, gpu, "cannot open the GPU: " + cu->Error(r)));
       continue;
     }

@@ -106,13 +106,9 @@ double NcclPair(int rank, size_t bytes, double budget_s, int* total_gpus, std::s
   if (ready) {
     cu.device_count(&local);
     for (int i = 0; i < local && local_error.empty(); ++i) {
-      CudaDriver::Device device = 0;
       AllReduceGpu g;
-      CudaDriver::Result r = cu.device_get(&device, i);
-      if (r == 0) r = cu.primary_ctx_retain(&g.context, device);
-      if (r == 0) r = cu.ctx_set_current(g.context);
-      if (r == 0) r = cu.stream_create(&g.stream, 0);
-      if (r != 0) local_error = "GPU " + std::to_string(i) + ": " + cu.Error(r);
+      if (CudaDriver::Result r = cu.Open(i, &g.context, &g.stream); r != 0)
+        local_error = "GPU " + std::to_string(i) + ": " + cu.Error(r);
       gpus.push_back(g);
     }
   }
