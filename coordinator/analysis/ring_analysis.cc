@@ -50,7 +50,7 @@ struct Comm {
   std::map<int, std::string> node_of;                    // world rank -> node
   std::set<std::string> transports;                      // kinds used by any member
   std::map<std::pair<int, int>, std::string> pair_kind;  // (world, world) -> kind
-  std::vector<int> ring;                                 // channel 0's ring, world ranks
+  std::vector<int> ring;                                 // channel 0's ring, comm ranks
   // Per call shape (op, bytes): the sequence numbers of its calls.
   std::map<std::pair<std::string, Bytes>, std::set<uint64_t>> calls;
 };
@@ -89,6 +89,20 @@ std::map<uint64_t, Comm> CollectCommunicators(const Session& s) {
     }
   }
   return comms;
+}
+
+// The hops of channel 0's ring that leave a node, as (world rank, world rank) in ring order.
+std::vector<std::pair<int, int>> CrossNodeHops(const Comm& comm) {
+  std::vector<std::pair<int, int>> hops;
+  for (size_t i = 0; i < comm.ring.size(); ++i) {
+    auto a = comm.world_of.find(comm.ring[i]);
+    auto b = comm.world_of.find(comm.ring[(i + 1) % comm.ring.size()]);
+    if (a != comm.world_of.end() && b != comm.world_of.end() &&
+        comm.node_of.at(a->second) != comm.node_of.at(b->second)) {
+      hops.emplace_back(a->second, b->second);
+    }
+  }
+  return hops;
 }
 
 std::string RankList(const std::vector<int>& ranks) {
@@ -163,14 +177,25 @@ std::vector<Finding> FindImbalancedRings(const Session& aligned, const RingOptio
         odd_pairs += (odd_pairs.empty() ? "" : ", ") + std::to_string(pair.first) + "<->" +
                      std::to_string(pair.second) + " over " + kind;
       }
-      int cross_node_hops = 0;
-      for (size_t i = 0; i < comm.ring.size(); ++i) {
-        auto a = comm.world_of.find(comm.ring[i]);
-        auto b = comm.world_of.find(comm.ring[(i + 1) % comm.ring.size()]);
-        if (a != comm.world_of.end() && b != comm.world_of.end() &&
-            comm.node_of.at(a->second) != comm.node_of.at(b->second)) {
-          ++cross_node_hops;
+      // Its ring against its peers': a ring that leaves its nodes more often than theirs pays
+      // the network (or the CPU's PCIe root) more often per loop.
+      const std::vector<std::pair<int, int>> hops = CrossNodeHops(comm);
+      const int cross_node_hops = static_cast<int>(hops.size());
+      std::vector<double> peer_hops;
+      for (const Measured& p : members) {
+        const Comm& peer = comms.at(p.key);
+        if (p.key != m.key && !peer.ring.empty()) {
+          peer_hops.push_back(static_cast<double>(CrossNodeHops(peer).size()));
         }
+      }
+      const double peer_median_hops = peer_hops.empty() ? -1 : Median(peer_hops);
+      std::string hop_list;
+      nlohmann::json hop_json = nlohmann::json::array();
+      for (const auto& [from, to] : hops) {
+        hop_list += (hop_list.empty() ? "" : ", ") + std::to_string(from) + "->" +
+                    std::to_string(to) + " (" + comm.node_of.at(from) + "->" + comm.node_of.at(to) +
+                    ")";
+        hop_json.push_back({{"from", from}, {"to", to}});
       }
       Finding f;
       f.kind = "imbalanced_ring";
@@ -194,6 +219,11 @@ std::vector<Finding> FindImbalancedRings(const Session& aligned, const RingOptio
       if (!odd_pairs.empty()) {
         f.summary += " It connects " + odd_pairs + ", which no peer uses.";
       }
+      if (peer_median_hops >= 0 && cross_node_hops > peer_median_hops) {
+        f.summary += " Its ring leaves a node " + std::to_string(cross_node_hops) +
+                     " times per loop where its peers' rings do " +
+                     FormatDouble("%g", peer_median_hops) + ": " + hop_list + ".";
+      }
       f.evidence = {
           {"comm_id", comm.id},
           {"op", op},
@@ -205,7 +235,9 @@ std::vector<Finding> FindImbalancedRings(const Session& aligned, const RingOptio
           {"instances", m.instances},
           {"transports", std::vector<std::string>(comm.transports.begin(), comm.transports.end())},
           {"odd_links", odd},
-          {"ring_cross_node_hops", cross_node_hops}};
+          {"ring_cross_node_hops", cross_node_hops},
+          {"ring_cross_node_hop_list", hop_json},
+          {"peer_median_ring_cross_node_hops", peer_median_hops}};
       const int first = f.ranks.front();
       f.next_steps.push_back(
           {"nvidia-smi", OnRankNode(aligned, first, {"nvidia-smi", "topo", "-m"}),

@@ -142,6 +142,71 @@ std::string ReadTestTopology(const std::string& name) {
   return std::string(std::istreambuf_iterator<char>(in), {});
 }
 
+// `groups` communicators of 4 ranks on two nodes each (comm ranks 0, 1 on x<g>, 2, 3 on y<g>),
+// all over the same transports; channel 0's ring is 0 1 2 3 (2 hops leave a node), except
+// group `slow`'s, 0 2 1 3 (every hop leaves a node), which runs `factor` times slower.
+Session CrossNodeRings(int groups, int slow, double factor) {
+  Session s;
+  s.aligned = true;
+  for (int g = 0; g < groups; ++g) {
+    const std::string comm_id = "0xd0" + std::to_string(g);
+    for (int local = 0; local < 4; ++local) {
+      RankData r;
+      r.id.rank = 4 * g + local;
+      r.id.node = (local < 2 ? "x" : "y") + std::to_string(g);
+      RankNccl n;
+      NcclCommInfo c{comm_id, local, 4, 1, 24, "", local, {}, {}};
+      c.transports.push_back({0, local ^ 1, "P2P/CUMEM", "", false});
+      c.transports.push_back({0, (local + 2) % 4, "NET/IB", "", false});
+      if (local == 0)
+        c.ring_order = g == slow ? std::vector<int>{0, 2, 1, 3} : std::vector<int>{0, 1, 2, 3};
+      n.communicators.push_back(c);
+      r.nccl = n;
+      s.ranks.push_back(r);
+    }
+    for (int k = 0; k < 20; ++k) {
+      const TimeNs start = 1'000'000'000 + k * 10'000'000;
+      const DurationNs d = static_cast<DurationNs>(400'000 * (g == slow ? factor : 1.0) *
+                                                   (1.0 + 0.01 * ((k + g) % 3)));
+      for (int local = 0; local < 4; ++local) {
+        RankData& r = s.ranks[static_cast<size_t>(4 * g + local)];
+        r.nccl->calls.push_back({comm_id, static_cast<uint64_t>(k), "AllReduce", 16 << 20,
+                                 "ncclFloat32", 64 << 20, -1, "RING", "SIMPLE", 24});
+        CollectiveRecord c;
+        c.source = CollectiveRecord::Source::kNccl;
+        c.comm_id = NcclCommKey(comm_id);
+        c.seq = static_cast<uint64_t>(k);
+        c.op = CollectiveOp::kAllreduce;
+        c.comm_size = 4;
+        c.comm_rank = local;
+        c.bytes = 64 << 20;
+        c.enter = start;
+        c.exit = start + d;
+        r.collectives.push_back(c);
+      }
+    }
+  }
+  return s;
+}
+
+TEST(Rings, ARingThatLeavesItsNodesMoreOftenThanItsPeersSaysWhere) {
+  std::vector<Finding> f = FindImbalancedRings(CrossNodeRings(4, 1, 2.0), RingOptions{});
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].ranks, (std::vector<int>{4, 5, 6, 7}));
+  EXPECT_EQ(f[0].evidence["ring_cross_node_hops"], 4);
+  EXPECT_EQ(f[0].evidence["peer_median_ring_cross_node_hops"], 2.0);
+  EXPECT_NE(f[0].summary.find("Its ring leaves a node 4 times per loop where its peers' rings do "
+                              "2: 4->6 (x1->y1), 6->5 (y1->x1), 5->7 (x1->y1), 7->4 (y1->x1)."),
+            std::string::npos)
+      << f[0].summary;
+  // The same ring order everywhere: the slow one is slow, but not for its ring.
+  Session same = CrossNodeRings(4, 1, 2.0);
+  same.ranks[4].nccl->communicators[0].ring_order = {0, 1, 2, 3};
+  f = FindImbalancedRings(same, RingOptions{});
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].summary.find("Its ring leaves"), std::string::npos) << f[0].summary;
+}
+
 // Without NVML, the NCCL topology dump says which GPU pairs have no NVLink.
 TEST(Rings, WithoutNvmlTheTopologyDumpShowsThePcieOnlyNode) {
   Session s = Rings(4, 2, 4.0);
