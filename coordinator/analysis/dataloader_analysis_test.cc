@@ -125,7 +125,8 @@ TEST(DataloaderAnalysisTest, LoaderBetweenStepRangesCountsTowardTheNextStep) {
 
 // The agents' /proc figures say how the slow loader spends its time: reading, computing, or
 // neither (waiting). 4 ranks, rank 1's data range 24 ms longer over 50 steps (1.2 s in all).
-std::string ProcessVerdict(uint64_t rchar1, uint64_t read1, int64_t cpu1_ms, Finding* out) {
+std::string ProcessVerdict(uint64_t rchar1, uint64_t read1, int64_t cpu1_ms, Finding* out,
+                           DurationNs blkio1 = 0) {
   TrainingSim sim;
   sim.slow_data[1] = 24 * kNsPerMs;
   Session s = Simulate(sim);
@@ -138,6 +139,7 @@ std::string ProcessVerdict(uint64_t rchar1, uint64_t read1, int64_t cpu1_ms, Fin
       p.rchar = rchar1;
       p.read_bytes = read1;
       p.cpu_user_ns = cpu1_ms * kNsPerMs;
+      p.blkio_delay_ns = blkio1;
     }
     r.proc = p;
   }
@@ -159,6 +161,14 @@ TEST(DataloaderAnalysisTest, ProcessFiguresSayWhetherTheLoaderReadsComputesOrWai
   EXPECT_EQ(ProcessVerdict(10 << 20, 1 << 20, 1100, &f), "waiting");
   EXPECT_NE(f.summary.find("the loader waits"), std::string::npos) << f.summary;
   EXPECT_EQ(f.evidence["process"]["others_cpu_ns"], 1000.0 * kNsPerMs);
+  // Reads no more than the others, but waits on the device (a slow disk or network file
+  // system): 900 ms of the 1.2 s excess blocked on block I/O.
+  EXPECT_EQ(ProcessVerdict(10 << 20, 1 << 20, 1000, &f, 900 * kNsPerMs), "io");
+  EXPECT_NE(f.summary.find("spent 900.00 ms blocked on block I/O (other ranks: 0 ns)"),
+            std::string::npos)
+      << f.summary;
+  // A little block I/O delay is no verdict.
+  EXPECT_EQ(ProcessVerdict(10 << 20, 1 << 20, 1100, &f, 20 * kNsPerMs), "waiting");
 }
 
 TEST(DataloaderAnalysisTest, CleanAndEmptySessionsGiveNothing) {

@@ -29,12 +29,13 @@ std::string ProcessEvidence(const Session& session, int rank, DurationNs excess,
                             const ProcessWords& words, Finding* f) {
   const RankData* self = session.FindRank(rank);
   if (self == nullptr || !self->proc) return "";
-  std::vector<double> rchar, read_bytes, cpu;
+  std::vector<double> rchar, read_bytes, cpu, blkio;
   for (const RankData& r : session.ranks) {
     if (r.id.rank == rank || !r.proc || r.proc->io_unreadable) continue;
     rchar.push_back(static_cast<double>(r.proc->rchar));
     read_bytes.push_back(static_cast<double>(r.proc->read_bytes));
     cpu.push_back(static_cast<double>(r.proc->cpu_user_ns + r.proc->cpu_system_ns));
+    blkio.push_back(static_cast<double>(r.proc->blkio_delay_ns));
   }
   if (cpu.empty()) return "";
   const ProcessTreeStats& p = *self->proc;
@@ -52,7 +53,15 @@ std::string ProcessEvidence(const Session& session, int rank, DurationNs excess,
   // excess time spent computing, and 30% more CPU than theirs, already says the loader computes.
   const bool busy =
       my_cpu >= 1.3 * others_cpu && my_cpu - others_cpu >= 0.3 * static_cast<double>(excess);
-  const std::string verdict = io || storage ? "io" : busy ? "cpu" : "waiting";
+  // Blocked on block I/O (delay accounting): a loader that waits on a slow disk or network file
+  // system reads no more than the others, but spends a good part of the excess in the kernel
+  // waiting for the device.
+  const double others_blkio = Median(blkio);
+  const double my_blkio = static_cast<double>(p.blkio_delay_ns);
+  const bool blocked = my_blkio >= 2 * others_blkio &&
+                       my_blkio - others_blkio >= 0.3 * static_cast<double>(excess) &&
+                       my_blkio >= 50.0 * kNsPerMs;
+  const std::string verdict = io || storage || blocked ? "io" : busy ? "cpu" : "waiting";
   f->evidence["process"] = {{"verdict", verdict},
                             {"rchar_bytes", p.rchar},
                             {"others_rchar_bytes", others_rchar},
@@ -61,12 +70,18 @@ std::string ProcessEvidence(const Session& session, int rank, DurationNs excess,
                             {"cpu_ns", my_cpu},
                             {"others_cpu_ns", others_cpu},
                             {"blkio_delay_ns", p.blkio_delay_ns},
+                            {"others_blkio_delay_ns", others_blkio},
                             {"processes", p.processes},
                             {"io_unreadable", p.io_unreadable}};
   auto gb = [](double bytes) { return FormatBytes(static_cast<int64_t>(bytes)); };
   const std::string cpu_text =
       FormatDuration(static_cast<DurationNs>(my_cpu)) +
       " of CPU (other ranks: " + FormatDuration(static_cast<DurationNs>(others_cpu)) + ")";
+  if (verdict == "io" && !io && !storage) {
+    return " Its processes spent " + FormatDuration(p.blkio_delay_ns) +
+           " blocked on block I/O (other ranks: " +
+           FormatDuration(static_cast<DurationNs>(others_blkio)) + "): " + words.io + ".";
+  }
   if (verdict == "io") {
     return " Its processes read " +
            (storage
