@@ -5,6 +5,7 @@
 #include <string>
 
 #include "coordinator/analysis/analysis_test_util.h"
+#include "coordinator/analysis/diagnosis.h"
 
 namespace rankscope {
 namespace {
@@ -58,6 +59,24 @@ TEST(DataloaderAnalysisTest, WithoutDataRangesTheFirstKernelLaunchMarksTheLoader
       << f.summary;
   // Clean, the same loop has nothing to say.
   EXPECT_TRUE(FindDataloaderSkew(WithLaunchRecords(TrainingSim{}), DataloaderOptions{}).empty());
+}
+
+// No NVTX range at all before the first launch: the straggler's late time is untracked host
+// time, and it is the slow loader's: one finding that says both.
+TEST(DataloaderAnalysisTest, WithoutDataRangesTheStragglerJoinsItsLoader) {
+  TrainingSim sim;
+  sim.slow_data[1] = 20 * kNsPerMs;
+  Session s = WithLaunchRecords(sim);
+  for (RankData& r : s.ranks) {
+    std::erase_if(r.ranges, [](const RangeRecord& range) { return range.name == "host prep"; });
+  }
+  const std::vector<Finding> findings = Diagnose(s, AnalysisOptions{});
+  ASSERT_EQ(findings.size(), 1u) << findings[0].summary << " / " << findings.back().summary;
+  EXPECT_EQ(findings[0].kind, "dataloader_skew");
+  EXPECT_EQ(findings[0].ranks, std::vector<int>{1});
+  EXPECT_NE(findings[0].summary.find("This makes the other 3 ranks wait"), std::string::npos)
+      << findings[0].summary;
+  EXPECT_TRUE(findings[0].evidence.contains("straggler"));
 }
 
 TEST(DataloaderAnalysisTest, SlowDataOnOneRank) {

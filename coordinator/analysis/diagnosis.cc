@@ -21,6 +21,22 @@ bool CausedByDataRange(const Finding& straggler, const DataloaderOptions& option
   return std::regex_search(cause["range"].get<std::string>(), options.data_pattern);
 }
 
+// The straggler's lateness is its loader's, found by the dataloader analysis on the same rank:
+// its cause is a data range or, where there are no data ranges (the loader is then the part of
+// each step before its first kernel launch), host time outside any range but the step's own.
+bool CausedByLoader(const Finding& straggler, const Finding& dataloader,
+                    const DataloaderOptions& options) {
+  if (CausedByDataRange(straggler, options)) return true;
+  if (dataloader.evidence.value("step_source", std::string()) != "first_kernel_launch") {
+    return false;
+  }
+  const std::string kind = straggler.evidence.value("cause_kind", std::string());
+  if (kind == "untracked_host_time") return true;
+  const nlohmann::json& cause = straggler.evidence.value("cause", nlohmann::json());
+  return kind == "nvtx_range" && cause.is_object() && cause.contains("range") &&
+         std::regex_search(cause["range"].get<std::string>(), options.step_pattern);
+}
+
 std::string WaitOps(const Finding& straggler) {
   const nlohmann::json& ops = straggler.evidence.value("ops", nlohmann::json::object());
   std::string out;
@@ -213,9 +229,10 @@ std::vector<Finding> Diagnose(const Session& aligned, const SessionMatches& matc
 
   for (Finding& straggler : stragglers) {
     Finding* same_rank = nullptr;
-    if (CausedByDataRange(straggler, options.dataloader)) {
-      for (Finding& f : findings) {
-        if (f.kind == "dataloader_skew" && f.ranks == straggler.ranks) same_rank = &f;
+    for (Finding& f : findings) {
+      if (f.kind == "dataloader_skew" && f.ranks == straggler.ranks &&
+          CausedByLoader(straggler, f, options.dataloader)) {
+        same_rank = &f;
       }
     }
     if (same_rank != nullptr) {
