@@ -330,6 +330,10 @@ struct Verdict {
   double frac_second_half = 0;
   DurationNs median_lateness = 0;
   DurationNs p90_lateness = 0;
+  // The lateness distribution over its late calls: p10, p25, p50, p75, p90, max.
+  std::vector<DurationNs> lateness_quantiles;
+  // The fraction of calls it was late at in each tenth of the run (persistence over steps).
+  std::vector<double> frac_late_by_decile;
   DurationNs noise = 0;
   DurationNs noise_threshold = 0;
   DurationNs clock_uncertainty = 0;
@@ -505,8 +509,19 @@ Verdict Judge(const Session& session, const std::vector<CollectiveInstance>& ins
   v.frac_first_half = half > 0 ? first / static_cast<double>(half) : 0;
   v.frac_second_half = second / static_cast<double>(arrivals.instances.size() - half);
 
+  for (int d = 0; d < 10; ++d) {
+    const size_t from = arrivals.instances.size() * static_cast<size_t>(d) / 10;
+    const size_t to = arrivals.instances.size() * static_cast<size_t>(d + 1) / 10;
+    int late_here = 0;
+    for (size_t j = from; j < to; ++j) late_here += v.late[j] ? 1 : 0;
+    v.frac_late_by_decile.push_back(to > from ? late_here / static_cast<double>(to - from) : 0);
+  }
+
   v.median_lateness = MedianNs(lateness);
   v.p90_lateness = QuantileNs(lateness, 0.9);
+  for (double q : {0.1, 0.25, 0.5, 0.75, 0.9, 1.0}) {
+    v.lateness_quantiles.push_back(QuantileNs(lateness, q));
+  }
 
   // Lateness compares this rank's clock with the others', so either side's alignment error can
   // fake it: take the larger of its uncertainty and the others' typical one.
@@ -749,6 +764,12 @@ Finding MakeFinding(const Session& session, const Verdict& v, const CauseStats& 
   e["persistence"] = Persistence(v);
   e["median_lateness_ns"] = v.median_lateness;
   e["p90_lateness_ns"] = v.p90_lateness;
+  if (v.lateness_quantiles.size() == 6) {
+    const auto& q = v.lateness_quantiles;
+    e["lateness_ns"] = {{"p10", q[0]}, {"p25", q[1]}, {"p50", q[2]},
+                        {"p75", q[3]}, {"p90", q[4]}, {"max", q[5]}};
+  }
+  e["frac_late_by_decile"] = v.frac_late_by_decile;
   e["noise_ns"] = v.noise;
   e["lateness_threshold_ns"] = std::max(noise_threshold, clock_threshold);
   e["others_wait_ns"] = v.others_wait;

@@ -39,6 +39,15 @@ TEST(StragglerAnalysisTest, SlowComputeOnOneRank) {
   EXPECT_NEAR(f.evidence["others_wait_ns"].get<double>(), planted, 0.05 * planted);
   EXPECT_EQ(f.cost_ns, f.evidence["others_wait_ns"].get<int64_t>());
   EXPECT_NEAR(f.evidence["median_lateness_ns"].get<double>(), 30.0 * kNsPerMs, 1.0 * kNsPerMs);
+  // The distribution: ordered quantiles around the planted 30 ms (jitter is 0.5 ms).
+  const nlohmann::json& q = f.evidence["lateness_ns"];
+  EXPECT_LE(q["p10"].get<int64_t>(), q["p50"].get<int64_t>());
+  EXPECT_LE(q["p50"].get<int64_t>(), q["p90"].get<int64_t>());
+  EXPECT_LE(q["p90"].get<int64_t>(), q["max"].get<int64_t>());
+  EXPECT_NEAR(q["p10"].get<double>(), 30.0 * kNsPerMs, 1.0 * kNsPerMs);
+  EXPECT_NEAR(q["max"].get<double>(), 30.0 * kNsPerMs, 1.5 * kNsPerMs);
+  // Late in every tenth of the run.
+  EXPECT_EQ(f.evidence["frac_late_by_decile"], nlohmann::json(std::vector<double>(10, 1.0)));
   const int64_t late = f.evidence["cause"]["late_rank_ns_per_instance"];
   const int64_t others = f.evidence["cause"]["others_ns_per_instance"];
   EXPECT_NEAR(late - others, 30 * kNsPerMs, 1 * kNsPerMs);
@@ -238,6 +247,11 @@ TEST(StragglerAnalysisTest, PersistenceSaysWhenItStarted) {
   // 40 planted, plus the early steps where it happened to be last by chance.
   EXPECT_GE(findings[0].evidence["instances_late"].get<int>(), 40);
   EXPECT_NE(findings[0].summary.find("second half of the run"), std::string::npos);
+  // By tenths of the run (6 steps each): late in every step from step 20 (the 4th tenth on).
+  const std::vector<double> deciles = findings[0].evidence["frac_late_by_decile"];
+  ASSERT_EQ(deciles.size(), 10u);
+  for (size_t d = 4; d < 10; ++d) EXPECT_EQ(deciles[d], 1.0) << d;
+  EXPECT_LT(deciles[0], 1.0);
 }
 
 TEST(StragglerAnalysisTest, TimeInPointToPointCallsIsNamed) {
