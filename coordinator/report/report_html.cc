@@ -8,6 +8,8 @@
 #include <optional>
 #include <unordered_map>
 
+#include "agent/topology/pcie_link.h"
+#include "agent/topology/topology.h"
 #include "coordinator/report/collective_waits.h"
 #include "coordinator/report/gpu_json.h"
 #include "coordinator/report/report_format.h"
@@ -425,13 +427,202 @@ std::string NoticesSection(const Session& session) {
   return out + "</ul></section>\n";
 }
 
-}  // namespace
+// One collective call on a timeline row.
+struct TimelineCall {
+  CollectiveOp op = CollectiveOp::kUnknown;
+  TimeNs enter = 0;
+  TimeNs exit = 0;
+  DurationNs wait = 0;
+};
+
+// One rank's row: its NVTX ranges in the window come from `rank` (when known), the calls are
+// given.
+struct TimelineRow {
+  int rank = -1;
+  const RankData* data = nullptr;
+  std::vector<TimelineCall> calls;
+};
+
+// The rows on one aligned time axis [from, to]: per rank its NVTX ranges by depth (blue), then
+// its calls (green, red while waiting for the others). `label` names the picture for screen
+// readers.
+std::string TimelineSvg(const std::vector<TimelineRow>& rows, TimeNs from, TimeNs to,
+                        const std::string& label) {
+  const double span = static_cast<double>(std::max<DurationNs>(1, to - from));
+  constexpr int kLabel = 150, kWidth = 820, kRow = 12, kRankGap = 8, kDepths = 3;
+  auto x = [&](TimeNs t) {
+    return kLabel + static_cast<int>(std::lround(
+                        std::clamp(static_cast<double>(t - from) / span, 0.0, 1.0) * kWidth));
+  };
+  std::string svg;
+  int y = 0;
+  static const char* kRangeColors[kDepths] = {"#9ecae1", "#c6dbef", "#deebf7"};
+  for (const TimelineRow& row : rows) {
+    svg += "<text x=\"0\" y=\"" + Num(y + 10) + "\">rank " + Num(row.rank) +
+           (row.data != nullptr && !row.data->id.node.empty() ? " " + HtmlEscape(row.data->id.node)
+                                                              : "") +
+           "</text>";
+    if (row.data != nullptr) {
+      for (const RangeRecord& r : row.data->ranges) {
+        if (r.end < from || r.start > to || r.depth >= kDepths) continue;
+        const int x0 = x(r.start), x1 = std::max(x(r.end), x0 + 1);
+        svg += "<rect x=\"" + Num(x0) + "\" y=\"" + Num(y + static_cast<int>(r.depth) * kRow) +
+               "\" width=\"" + Num(x1 - x0) + "\" height=\"" + Num(kRow - 1) + "\" fill=\"" +
+               kRangeColors[r.depth] + "\"><title>" + HtmlEscape(r.name) + ": " +
+               HtmlEscape(FormatDuration(r.end - r.start)) + "</title></rect>";
+        if (x1 - x0 > 40) {
+          svg += "<text x=\"" + Num(x0 + 2) + "\" y=\"" +
+                 Num(y + static_cast<int>(r.depth) * kRow + 9) + "\">" + HtmlEscape(r.name) +
+                 "</text>";
+        }
+      }
+    }
+    const int call_y = y + kDepths * kRow;
+    for (const TimelineCall& call : row.calls) {
+      const int x0 = x(call.enter), x_wait = x(call.enter + call.wait);
+      const int x1 = std::max(x(call.exit), x0 + 1);
+      svg += "<rect x=\"" + Num(x0) + "\" y=\"" + Num(call_y) + "\" width=\"" + Num(x1 - x0) +
+             "\" height=\"" + Num(kRow - 1) + "\" fill=\"#74c476\"><title>" +
+             HtmlEscape(std::string(CollectiveOpName(call.op))) + ": " +
+             HtmlEscape(FormatDuration(call.exit - call.enter)) + ", waited " +
+             HtmlEscape(FormatDuration(call.wait)) + "</title></rect>";
+      if (x_wait > x0) {
+        svg += "<rect x=\"" + Num(x0) + "\" y=\"" + Num(call_y) + "\" width=\"" + Num(x_wait - x0) +
+               "\" height=\"" + Num(kRow - 1) + "\" fill=\"#de2d26\"><title>rank " + Num(row.rank) +
+               " waiting " + HtmlEscape(FormatDuration(call.wait)) + "</title></rect>";
+      }
+    }
+    svg += "\n";
+    y += (kDepths + 1) * kRow + kRankGap;
+  }
+  svg += "<text x=\"" + Num(kLabel) + "\" y=\"" + Num(y + 8) + "\">" +
+         HtmlEscape(FormatDuration(0)) + "</text><text x=\"" + Num(kLabel + kWidth - 60) +
+         "\" y=\"" + Num(y + 8) + "\">" + HtmlEscape(FormatDuration(to - from)) + "</text>";
+  return "<div class=\"scroll\"><svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" +
+         Num(kLabel + kWidth + 10) + "\" height=\"" + Num(y + 12) +
+         "\" role=\"img\" aria-label=\"" + HtmlEscape(label) + "\">\n" + svg + "\n</svg></div>";
+}
+
+// The index of the step in `steps` (start-ordered windows) that contains `t`, if any.
+std::optional<size_t> StepOf(const std::vector<std::pair<TimeNs, TimeNs>>& steps, TimeNs t) {
+  auto it = std::upper_bound(steps.begin(), steps.end(), std::make_pair(t, TimeNs{0}),
+                             [](const auto& a, const auto& b) { return a.first < b.first; });
+  if (it == steps.begin() || t > std::prev(it)->second) return std::nullopt;
+  return static_cast<size_t>(std::prev(it) - steps.begin());
+}
+
+// When every rank that made collective calls has NVTX step ranges: the step (k-th step range of
+// each rank, as in the heatmap) whose collective calls hold the most summed wait, drawn across
+// every rank over that step's window (the earliest start to the latest end of the ranks' k-th
+// steps). The first step absorbs start-up and is skipped when there are more than two. Beyond
+// kMaxTimelineRanks ranks, the latest arrivals (up to a quarter of the rows) and then the ranks
+// that waited longest in that step's calls are drawn.
+// Empty without step ranges or without any wait in a step.
+std::string WorstStepTimeline(const Session& session,
+                              const std::vector<CollectiveInstance>& instances) {
+  constexpr size_t kMaxTimelineRanks = 64;
+  std::unordered_map<int, size_t> row_of;
+  std::vector<std::vector<std::pair<TimeNs, TimeNs>>> steps(session.ranks.size());
+  size_t most = 0;
+  for (size_t r = 0; r < session.ranks.size(); ++r) {
+    row_of.emplace(session.ranks[r].id.rank, r);
+    steps[r] = StepWindows(session.ranks[r]);
+    if (steps[r].empty() && !session.ranks[r].collectives.empty()) return "";
+    most = std::max(most, steps[r].size());
+  }
+  if (most == 0) return "";
+  std::vector<DurationNs> step_wait(most, 0);
+  for (const CollectiveInstance& inst : instances) {
+    const std::vector<DurationNs> waits = MemberWaits(inst);
+    for (size_t m = 0; m < inst.members.size(); ++m) {
+      auto row = row_of.find(inst.members[m].rank);
+      if (row == row_of.end()) continue;
+      if (auto k = StepOf(steps[row->second], inst.members[m].enter)) step_wait[*k] += waits[m];
+    }
+  }
+  size_t worst = most > 2 ? 1 : 0;
+  for (size_t k = worst; k < most; ++k) {
+    if (step_wait[k] > step_wait[worst]) worst = k;
+  }
+  if (step_wait[worst] <= 0) return "";
+
+  TimeNs from = 0, to = 0;
+  bool any = false;
+  for (const auto& mine : steps) {
+    if (mine.size() <= worst) continue;
+    from = any ? std::min(from, mine[worst].first) : mine[worst].first;
+    to = any ? std::max(to, mine[worst].second) : mine[worst].second;
+    any = true;
+  }
+  // Every rank's calls in the window; what it waited and how late it arrived in the step's
+  // calls pick the rows when there are too many.
+  std::vector<TimelineRow> rows(session.ranks.size());
+  std::vector<DurationNs> wait(session.ranks.size(), 0), lateness(session.ranks.size(), 0);
+  for (size_t r = 0; r < session.ranks.size(); ++r) {
+    rows[r].rank = session.ranks[r].id.rank;
+    rows[r].data = &session.ranks[r];
+  }
+  for (const CollectiveInstance& inst : instances) {
+    if (inst.members.empty()) continue;
+    const std::vector<DurationNs> waits = MemberWaits(inst);
+    TimeNs first_enter = inst.members.front().enter;
+    for (const CollectiveParticipant& p : inst.members)
+      first_enter = std::min(first_enter, p.enter);
+    for (size_t m = 0; m < inst.members.size(); ++m) {
+      const CollectiveParticipant& p = inst.members[m];
+      auto row = row_of.find(p.rank);
+      if (row == row_of.end() || p.exit < from || p.enter > to) continue;
+      rows[row->second].calls.push_back({inst.op, p.enter, p.exit, waits[m]});
+      if (StepOf(steps[row->second], p.enter) == worst) {
+        wait[row->second] += waits[m];
+        if (inst.complete) lateness[row->second] += p.enter - first_enter;
+      }
+    }
+  }
+  size_t left_out = 0;
+  if (rows.size() > kMaxTimelineRanks) {
+    // The latest arrivals first (the ranks the others wait for; a quarter of the rows at
+    // most), then the ranks that waited most.
+    std::vector<size_t> order(rows.size());
+    for (size_t r = 0; r < order.size(); ++r) order[r] = r;
+    std::stable_sort(order.begin(), order.end(),
+                     [&](size_t a, size_t b) { return lateness[a] > lateness[b]; });
+    size_t late = 0;
+    while (late < kMaxTimelineRanks / 4 && lateness[order[late]] > 0) ++late;
+    std::stable_sort(order.begin() + static_cast<std::ptrdiff_t>(late), order.end(),
+                     [&](size_t a, size_t b) { return wait[a] > wait[b]; });
+    order.resize(kMaxTimelineRanks);
+    std::sort(order.begin(), order.end());  // back to session order
+    std::vector<TimelineRow> kept;
+    for (size_t r : order) kept.push_back(std::move(rows[r]));
+    left_out = rows.size() - kept.size();
+    rows = std::move(kept);
+  }
+  const std::string step = "step " + Num(static_cast<int64_t>(worst));
+  const std::string span = FormatDuration(from - session.start) + " to " +
+                           FormatDuration(to - session.start) + " into the session";
+  std::string out =
+      "<section id=\"worst\"><h2>The step with the most waiting: " + HtmlEscape(step) + " (" +
+      HtmlEscape(span) + ")</h2>\n<p class=\"meta\">" + HtmlEscape(step) + " of " +
+      Num(static_cast<int64_t>(most)) + " (the ranks' NVTX step ranges), " +
+      HtmlEscape(FormatDuration(to - from)) + " long: the ranks waited " +
+      HtmlEscape(FormatDuration(step_wait[worst])) +
+      " in total in its collective calls. Rows per rank: NVTX ranges by depth "
+      "(blue), then the calls (green; red while waiting for the others), on the "
+      "aligned time axis.</p>\n";
+  if (left_out > 0) {
+    out += "<p class=\"meta\">Showing the " + Num(static_cast<int64_t>(rows.size())) +
+           " ranks that arrived latest or waited longest in this step's calls; " +
+           Num(static_cast<int64_t>(left_out)) + " other ranks are left out.</p>\n";
+  }
+  to += (to - from) / 50;
+  return out + TimelineSvg(rows, from, to, "worst step timeline") + "</section>\n";
+}
 
 // The complete instance where the members waited longest in total (not counting each
-// communicator's first), drawn across all its ranks
-// on the aligned time axis from the previous instance of its communicator (or a window as long
-// as the longest wait before it) to its last exit: each rank's NVTX ranges (by depth) and the
-// call itself, the part spent waiting in red. Empty when there is no complete instance.
+// communicator's first), drawn across all its ranks on the aligned time axis from the previous
+// instance of its communicator (or a window as long as the longest wait before it) to its last
+// exit. Empty when there is no complete instance with waiting.
 std::string WorstInstanceTimeline(const Session& session,
                                   const std::vector<CollectiveInstance>& instances) {
   const CollectiveInstance* worst = nullptr;
@@ -460,10 +651,13 @@ std::string WorstInstanceTimeline(const Session& session,
   TimeNs first_enter = worst->members.front().enter;
   TimeNs last_exit = worst->members.front().exit;
   DurationNs longest_wait = 0;
+  std::vector<TimelineRow> rows;
   for (size_t m = 0; m < worst->members.size(); ++m) {
-    first_enter = std::min(first_enter, worst->members[m].enter);
-    last_exit = std::max(last_exit, worst->members[m].exit);
+    const CollectiveParticipant& p = worst->members[m];
+    first_enter = std::min(first_enter, p.enter);
+    last_exit = std::max(last_exit, p.exit);
     longest_wait = std::max(longest_wait, waits[m]);
+    rows.push_back({p.rank, session.FindRank(p.rank), {{worst->op, p.enter, p.exit, waits[m]}}});
   }
   TimeNs from = first_enter - std::max<DurationNs>(longest_wait, kNsPerMs);
   for (size_t i = worst_index; i-- > 0;) {  // the previous instance of the same communicator
@@ -475,67 +669,15 @@ std::string WorstInstanceTimeline(const Session& session,
     break;
   }
   const TimeNs to = last_exit + (last_exit - from) / 50;
-  const double span = static_cast<double>(std::max<DurationNs>(1, to - from));
-  constexpr int kLabel = 150, kWidth = 820, kRow = 12, kRankGap = 8, kDepths = 3;
-  auto x = [&](TimeNs t) {
-    return kLabel + static_cast<int>(std::lround(
-                        std::clamp(static_cast<double>(t - from) / span, 0.0, 1.0) * kWidth));
-  };
-  std::string svg;
-  int y = 0;
-  static const char* kRangeColors[kDepths] = {"#9ecae1", "#c6dbef", "#deebf7"};
-  for (size_t m = 0; m < worst->members.size(); ++m) {
-    const CollectiveParticipant& p = worst->members[m];
-    const RankData* rank = session.FindRank(p.rank);
-    svg += "<text x=\"0\" y=\"" + Num(y + 10) + "\">rank " + Num(p.rank) +
-           (rank != nullptr && !rank->id.node.empty() ? " " + HtmlEscape(rank->id.node) : "") +
-           "</text>";
-    if (rank != nullptr) {
-      for (const RangeRecord& r : rank->ranges) {
-        if (r.end < from || r.start > to || r.depth >= kDepths) continue;
-        const int x0 = x(r.start), x1 = std::max(x(r.end), x0 + 1);
-        svg += "<rect x=\"" + Num(x0) + "\" y=\"" + Num(y + static_cast<int>(r.depth) * kRow) +
-               "\" width=\"" + Num(x1 - x0) + "\" height=\"" + Num(kRow - 1) + "\" fill=\"" +
-               kRangeColors[r.depth] + "\"><title>" + HtmlEscape(r.name) + ": " +
-               HtmlEscape(FormatDuration(r.end - r.start)) + "</title></rect>";
-        if (x1 - x0 > 40) {
-          svg += "<text x=\"" + Num(x0 + 2) + "\" y=\"" +
-                 Num(y + static_cast<int>(r.depth) * kRow + 9) + "\">" + HtmlEscape(r.name) +
-                 "</text>";
-        }
-      }
-    }
-    const int call_y = y + kDepths * kRow;
-    const int x0 = x(p.enter), x_wait = x(p.enter + waits[m]), x1 = std::max(x(p.exit), x0 + 1);
-    svg += "<rect x=\"" + Num(x0) + "\" y=\"" + Num(call_y) + "\" width=\"" + Num(x1 - x0) +
-           "\" height=\"" + Num(kRow - 1) + "\" fill=\"#74c476\"><title>" +
-           HtmlEscape(std::string(CollectiveOpName(worst->op))) + ": " +
-           HtmlEscape(FormatDuration(p.exit - p.enter)) + ", waited " +
-           HtmlEscape(FormatDuration(waits[m])) + "</title></rect>";
-    if (x_wait > x0) {
-      svg += "<rect x=\"" + Num(x0) + "\" y=\"" + Num(call_y) + "\" width=\"" + Num(x_wait - x0) +
-             "\" height=\"" + Num(kRow - 1) + "\" fill=\"#de2d26\"><title>rank " + Num(p.rank) +
-             " waiting " + HtmlEscape(FormatDuration(waits[m])) + "</title></rect>";
-    }
-    y += (kDepths + 1) * kRow + kRankGap;
-  }
-  svg += "<text x=\"" + Num(kLabel) + "\" y=\"" + Num(y + 8) + "\">" +
-         HtmlEscape(FormatDuration(0)) + "</text><text x=\"" + Num(kLabel + kWidth - 60) +
-         "\" y=\"" + Num(y + 8) + "\">" + HtmlEscape(FormatDuration(to - from)) + "</text>";
   return "<section id=\"worst\"><h2>The instance with the most waiting</h2>\n<p class=\"meta\">" +
          HtmlEscape(std::string(CollectiveOpName(worst->op))) + " seq " +
          Num(static_cast<int64_t>(worst->seq)) + ": the ranks waited " +
          HtmlEscape(FormatDuration(worst_wait)) +
          " in total. Rows per rank: NVTX ranges by depth (blue), then the call (green; red while "
-         "waiting for the others), on the aligned time axis.</p>\n<div class=\"scroll\"><svg "
-         "xmlns=\"http://www.w3.org/2000/svg\" width=\"" +
-         Num(kLabel + kWidth + 10) + "\" height=\"" + Num(y + 12) +
-         "\" role=\"img\" aria-label=\"worst instance timeline\">\n" + svg +
-         "\n</svg></div></section>\n";
+         "waiting for the others), on the aligned time axis.</p>\n" +
+         TimelineSvg(rows, from, to, "worst instance timeline") + "</section>\n";
 }
 
-// NCCL: per communicator, bus bandwidth by call shape (kernel time and call to call); then each
-// node's GPUs as NVML saw them. Empty when the session has neither.
 // Per rank with CUPTI kernels: how many, GPU time, launch latency (kernel start - its launch
 // call's end: small when the GPU waits for the CPU) and NCCL queue time (NCCL kernel start - its
 // launch). Empty without kernels.
@@ -566,6 +708,159 @@ std::string KernelsTable(const Session& session, const GpuReport& gpu) {
          rows + "</table></div>\n";
 }
 
+// A GPU pair's cell in the node's GPU matrix, as `nvidia-smi topo -m` prints it: NV# for direct
+// NVLinks, NV# and "NVSwitch" for the NVSwitch fabric (# = the fewer of the two GPUs' links into
+// it), NVB through another GPU, else the PCIe path (PHB/SYS, through the CPU, as a warning).
+std::string GpuPairCell(const NodeTopology& topo, const GpuPair& pair) {
+  auto switch_links = [&](int gpu) {
+    int n = 0;
+    for (const TopoNvLink& l : topo.gpus[static_cast<size_t>(gpu)].nvlinks) {
+      if (l.target_class == PciClass::kNvSwitch) n += l.count;
+    }
+    return n;
+  };
+  switch (pair.nvlink) {
+    case NvLinkReach::kDirect:
+      return "<td title=\"direct NVLink\">NV" + Num(pair.direct_nvlinks) + "</td>";
+    case NvLinkReach::kNvSwitch: {
+      const int links = std::min(switch_links(pair.gpu_a), switch_links(pair.gpu_b));
+      return "<td title=\"through the NVSwitch fabric\">" +
+             (links > 0 ? "NV" + Num(links) + " " : std::string()) + "NVSwitch</td>";
+    }
+    case NvLinkReach::kViaGpu:
+      return "<td title=\"NVLink through another GPU\">NVB</td>";
+    case NvLinkReach::kNone:
+      break;
+  }
+  const bool through_cpu = pair.pcie == PciePath::kHostBridge || pair.pcie == PciePath::kCrossCpu;
+  return std::string("<td") + (through_cpu ? " class=\"warn\"" : "") + " title=\"PCIe only\">" +
+         HtmlEscape(std::string(PciePathName(pair.pcie))) + "</td>";
+}
+
+// One node's topology without its name: the GPU matrix with each GPU's nearest NIC, the NICs,
+// and the PCIe links below their peers.
+std::string NodeTopologyTables(const NodeTopology& topo) {
+  std::string out;
+  const size_t n = topo.gpus.size();
+  if (n > 0) {
+    std::vector<const GpuPair*> pair_of(n * n, nullptr);
+    for (const GpuPair& p : topo.gpu_pairs) {
+      const auto a = static_cast<size_t>(p.gpu_a), b = static_cast<size_t>(p.gpu_b);
+      if (a < n && b < n) pair_of[a * n + b] = pair_of[b * n + a] = &p;
+    }
+    out += "<div class=\"scroll\"><table><tr><th></th>";
+    for (const TopoGpu& g : topo.gpus) out += "<th>GPU" + Num(g.dev) + "</th>";
+    out += "<th>nearest NIC</th><th>NIC path</th><th>NUMA</th><th>PCIe to CPU</th></tr>\n";
+    for (size_t i = 0; i < n; ++i) {
+      const TopoGpu& g = topo.gpus[i];
+      out += "<tr><th>GPU" + Num(g.dev) + " <span class=\"dim\">" + HtmlEscape(g.bus_id) +
+             "</span></th>";
+      for (size_t j = 0; j < n; ++j) {
+        if (i == j) {
+          out += "<td class=\"dim\">X</td>";
+        } else if (pair_of[i * n + j] == nullptr) {
+          out += "<td class=\"dim\">?</td>";
+        } else {
+          out += GpuPairCell(topo, *pair_of[i * n + j]);
+        }
+      }
+      // Nearest first in PciePath's order; an unknown path only when nothing else is known.
+      const GpuNicPath* nearest = nullptr;
+      auto rank = [](PciePath p) { return p == PciePath::kUnknown ? 99 : static_cast<int>(p); };
+      for (const GpuNicPath& p : topo.gpu_nic_paths) {
+        if (static_cast<size_t>(p.gpu) != i) continue;
+        if (nearest == nullptr || rank(p.pcie) < rank(nearest->pcie)) nearest = &p;
+      }
+      if (nearest == nullptr) {
+        out += "<td class=\"dim\">none</td><td></td>";
+      } else {
+        out += "<td>" + HtmlEscape(topo.nics[static_cast<size_t>(nearest->nic)].name) + "</td><td" +
+               (nearest->through_cpu() ? " class=\"warn\">" : ">") +
+               HtmlEscape(std::string(PciePathName(nearest->pcie))) +
+               (nearest->through_cpu() ? " (through the CPU)" : "") + "</td>";
+      }
+      out += "<td class=\"num\">" + (g.numa_id ? Num(*g.numa_id) : std::string("?")) + "</td><td>" +
+             HtmlEscape(FormatPcieLink(g.pcie_path_to_cpu)) + "</td></tr>\n";
+    }
+    out += "</table></div>\n";
+  }
+  if (!topo.nics.empty()) {
+    out +=
+        "<div class=\"scroll\"><table><tr><th>NIC</th><th>speed</th><th>bus id</th>"
+        "<th>NUMA</th><th>GPUDirect RDMA</th></tr>\n";
+    for (const TopoNic& nic : topo.nics) {
+      out += "<tr><td>" + HtmlEscape(nic.name) + "</td><td class=\"num\">" +
+             (nic.speed_mbps ? HtmlEscape(FormatDouble("%g Gb/s", *nic.speed_mbps / 1000.0))
+                             : std::string("?")) +
+             "</td><td>" +
+             (nic.bus_id.empty() ? std::string("<span class=\"dim\">not PCI</span>")
+                                 : HtmlEscape(nic.bus_id)) +
+             "</td><td class=\"num\">" + (nic.numa_id ? Num(*nic.numa_id) : std::string("?")) +
+             "</td><td>" + (nic.gdr ? (*nic.gdr ? "yes" : "no") : "?") + "</td></tr>\n";
+    }
+    out += "</table></div>\n";
+  }
+  if (!topo.slow_pcie_links.empty()) {
+    out += "<p class=\"warn\">PCIe links below their peers:</p><ul>";
+    for (const SlowPcieLink& s : topo.slow_pcie_links) {
+      PcieLink best;
+      best.gen = s.peers_max_gen;
+      best.width_lanes = s.peers_max_width_lanes;
+      out += "<li class=\"warn\">" + HtmlEscape(std::string(PciClassName(s.device_class))) + " " +
+             HtmlEscape(s.bus_id) + ": " + HtmlEscape(FormatPcieLink(s.link)) + ", its peers " +
+             HtmlEscape(FormatPcieLink(best)) + "</li>";
+    }
+    out += "</ul>\n";
+  }
+  return out;
+}
+
+// Each node's NCCL topology dump (the first rank's of the node), nodes that look the same shown
+// once; dumps that do not parse say why. Empty when no rank sent one.
+std::string TopologySection(const Session& session) {
+  constexpr size_t kMaxNodeNames = 8;
+  std::vector<std::pair<std::string, std::vector<std::string>>> groups;  // tables -> nodes
+  std::vector<std::string> seen;
+  for (const RankData& r : session.ranks) {
+    if (r.topology_xml.empty()) continue;
+    if (std::find(seen.begin(), seen.end(), r.id.node) != seen.end()) continue;
+    seen.push_back(r.id.node);
+    Result<NodeTopology> topo = ParseNcclTopology(r.topology_xml, r.topology_source);
+    std::string tables = topo.ok() ? NodeTopologyTables(topo.value())
+                                   : "<p class=\"warn\">the topology dump does not parse: " +
+                                         HtmlEscape(topo.status().message()) + "</p>\n";
+    auto it = std::find_if(groups.begin(), groups.end(),
+                           [&](const auto& g) { return g.first == tables; });
+    if (it == groups.end()) {
+      groups.emplace_back(std::move(tables), std::vector<std::string>{r.id.node});
+    } else {
+      it->second.push_back(r.id.node);
+    }
+  }
+  if (groups.empty()) return "";
+  std::string out =
+      "<h3>Node topology (NCCL topology dump)</h3>\n<p class=\"meta\">GPU to GPU as nvidia-smi "
+      "topo -m prints it: NV# = that many direct NVLinks, NVSwitch = through the NVSwitch "
+      "fabric, NVB = NVLink through another GPU; PCIe only: PIX = one PCIe switch, PXB = several "
+      "switches, PHB = through the CPU's host bridge, SYS = across CPUs (the last two in "
+      "orange).</p>\n";
+  for (const auto& [tables, nodes] : groups) {
+    std::string names;
+    for (size_t i = 0; i < nodes.size() && i < kMaxNodeNames; ++i) {
+      names += (i ? ", " : "") + nodes[i];
+    }
+    if (nodes.size() > kMaxNodeNames) {
+      names += " and " + Num(static_cast<int64_t>(nodes.size() - kMaxNodeNames)) + " more";
+    }
+    out += "<h4>" + std::string(nodes.size() > 1 ? "nodes " : "node ") + HtmlEscape(names) +
+           (nodes.size() > 1 ? ": same topology" : "") + "</h4>\n" + tables;
+  }
+  return out;
+}
+
+// NCCL: per communicator, bus bandwidth by call shape (kernel time and call to call); then each
+// node's GPUs as NVML saw them, each node's topology dump, and the kernels. Empty when the
+// session has none of these.
 std::string GpuSection(const Session& session, const GpuReport& gpu) {
   std::string out;
   const nlohmann::json& nccl = gpu.nccl;
@@ -630,10 +925,13 @@ std::string GpuSection(const Session& session, const GpuReport& gpu) {
         "<th>NVLinks up</th></tr>\n" +
         rows + "</table></div>\n";
   }
+  out += TopologySection(session);
   out += KernelsTable(session, gpu);
   if (out.empty()) return "";
   return "<section id=\"gpu\"><h2>GPU and NCCL</h2>\n" + out + "</section>\n";
 }
+
+}  // namespace
 
 std::string BuildReportHtml(const Session& session,
                             const std::vector<CollectiveInstance>& instances,
@@ -658,7 +956,8 @@ std::string BuildReportHtml(const Session& session,
   out += Header(session);
   out += FindingsSection(session, overview, findings);
   out += Heatmap(session, instances);
-  out += WorstInstanceTimeline(session, instances);
+  std::string timeline = WorstStepTimeline(session, instances);
+  out += timeline.empty() ? WorstInstanceTimeline(session, instances) : timeline;
   out += GpuSection(session, gpu);
   out += RanksTable(session);
   out += ActivityTable(session, overview);

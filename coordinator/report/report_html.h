@@ -13,8 +13,10 @@
 namespace rankscope {
 
 // The page for an aligned session and its matched collectives (from MatchCollectives on the
-// same session): job header, finding cards worst first, a rank x collective-instance heatmap
-// of wait time, the ranks with their clocks, a per-rank activity summary and the notices.
+// same session): job header, finding cards worst first, a rank x step (or x collective
+// instance) heatmap of wait time, the worst step's timeline across the ranks (the worst instance
+// without NVTX step ranges), NCCL/NVML figures with each node's topology from its NCCL dump, the
+// ranks with their clocks, a per-rank activity summary and the notices.
 // Every string from the session or the findings is HTML-escaped, and a Content-Security-Policy
 // forbids scripts and network access, so a hostile NVTX name cannot run code in the viewer.
 std::string BuildReportHtml(const Session& session,

@@ -5,6 +5,9 @@
 
 #include <algorithm>
 #include <cctype>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
 
 #include "coordinator/collective_matcher.h"
 #include "coordinator/report/test_session.h"
@@ -98,8 +101,13 @@ TEST(ReportHtml, WithoutStepRangesTheHeatmapHasAColumnPerInstance) {
   EXPECT_THAT(html, HasSubstr("rank 2, allreduce seq 3: not a member"));
 }
 
-TEST(ReportHtml, TheInstanceWithTheMostWaitingIsDrawnAcrossItsRanks) {
+TEST(ReportHtml, WithoutStepRangesTheInstanceWithTheMostWaitingIsDrawnAcrossItsRanks) {
   Session s = report_test::MakeSession();
+  for (RankData& r : s.ranks) {
+    for (RangeRecord& range : r.ranges) {
+      if (range.name == "step") range.name = "iteration body";
+    }
+  }
   std::string html = BuildReportHtml(s, MatchCollectives(s), report_test::MakeFindings());
   const std::string section = Section(html, "worst");
   ASSERT_FALSE(section.empty());
@@ -144,6 +152,122 @@ TEST(ReportHtml, BinsLongRunsIntoBoundedColumns) {
   EXPECT_LE(Count(Section(html, "heatmap"), "<rect x="), 4u * 400u + 1u);
   EXPECT_THAT(html, HasSubstr("per column"));
   EXPECT_THAT(html, HasSubstr("No problems found"));
+}
+
+// `ranks` ranks, 8 to a node, each with 5 NVTX "step" ranges of 9 ms every 10 ms and in each
+// step a "forward" range then an allreduce at 5 ms that everyone leaves at 8.5 ms. Everyone
+// arrives within a few microseconds, except `slow_rank`, 3 ms late in step `slow_step`.
+Session MakeStepSession(int ranks, int slow_rank, int slow_step) {
+  constexpr TimeNs kStart = 1000 * kNsPerSec;
+  Session s;
+  s.session_id = "s-steps";
+  s.world_size = ranks;
+  s.start = kStart;
+  s.end = kStart + 60 * kNsPerMs;
+  s.aligned = true;
+  for (int rank = 0; rank < ranks; ++rank) {
+    RankData r;
+    r.id.rank = rank;
+    r.id.world_size = ranks;
+    r.id.local_rank = rank % 8;
+    r.id.node = "node-" + std::to_string(rank / 8);
+    r.finished = true;
+    r.clock_fitted = true;
+    for (int k = 0; k < 5; ++k) {
+      const TimeNs base = kStart + k * 10 * kNsPerMs;
+      r.ranges.push_back({"", "step", base, base + 9 * kNsPerMs, 1, 0});
+      r.ranges.push_back({"", "forward", base, base + 4 * kNsPerMs, 1, 1});
+      CollectiveRecord c;
+      c.comm_id = 9;
+      c.seq = static_cast<uint64_t>(k);
+      c.op = CollectiveOp::kAllreduce;
+      c.comm_size = ranks;
+      c.comm_rank = rank;
+      c.enter = base + 5 * kNsPerMs + (rank % 7) * kNsPerUs +
+                (rank == slow_rank && k == slow_step ? 3 * kNsPerMs : 0);
+      c.exit = base + 8 * kNsPerMs + 500 * kNsPerUs;
+      c.tid = 1;
+      r.collectives.push_back(c);
+    }
+    s.ranks.push_back(std::move(r));
+  }
+  return s;
+}
+
+TEST(ReportHtml, TheStepWithTheMostWaitingIsDrawnAcrossAllRanks) {
+  Session s = MakeStepSession(8, 5, 3);
+  const std::string section = Section(BuildReportHtml(s, MatchCollectives(s), {}), "worst");
+  ASSERT_FALSE(section.empty());
+  EXPECT_THAT(section, HasSubstr("The step with the most waiting: step 3 (30.00 ms to 39.00 ms "
+                                 "into the session)"));
+  EXPECT_THAT(section, HasSubstr("step 3 of 5"));
+  for (int rank = 0; rank < 8; ++rank) {
+    EXPECT_THAT(section, HasSubstr(">rank " + std::to_string(rank) + " node-0</text>"));
+  }
+  EXPECT_EQ(Count(section, "<text x=\"0\""), 8u);  // a row per rank
+  EXPECT_THAT(section, HasSubstr("rank 0 waiting 3.00 ms"));
+  EXPECT_THAT(section, Not(HasSubstr("rank 5 waiting")));
+  EXPECT_THAT(section, HasSubstr("<title>forward: 4.00 ms</title>"));
+  EXPECT_THAT(section, Not(HasSubstr("left out")));
+}
+
+TEST(ReportHtml, TheWorstStepShowsAtMost64RanksAndSaysHowManyAreLeftOut) {
+  Session s = MakeStepSession(70, 69, 2);
+  const std::string section = Section(BuildReportHtml(s, MatchCollectives(s), {}), "worst");
+  EXPECT_THAT(section, HasSubstr("The step with the most waiting: step 2 (20.00 ms to 29.00 ms"));
+  EXPECT_EQ(Count(section, "<text x=\"0\""), 64u);
+  EXPECT_THAT(section, HasSubstr("6 other ranks are left out"));
+  EXPECT_THAT(section, HasSubstr(">rank 69 node-8</text>"));  // the late one is kept
+}
+
+// A file of the source tree, found from this file's path (the report test has no fixture
+// directory definition).
+std::string ReadSourceFile(const std::string& relative) {
+  const std::filesystem::path root = std::filesystem::path(__FILE__).parent_path() / "../..";
+  std::ifstream in(root / relative);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+TEST(ReportHtml, NodeTopologyTablesFromTheNcclDumps) {
+  const std::string h200 = ReadSourceFile("tests/fixtures/h200x2-torch-allreduce/topo.xml");
+  const std::string pcie = ReadSourceFile("agent/topology/testdata/pcie_only_4gpu.xml");
+  ASSERT_FALSE(h200.empty());
+  ASSERT_FALSE(pcie.empty());
+  Session s = report_test::MakeCleanSession();
+  s.ranks[0].id.node = s.ranks[1].id.node = "h200-a";
+  s.ranks[2].id.node = "h200-b";
+  s.ranks[3].id.node = "<b>pcie</b>";
+  for (size_t r = 0; r < 3; ++r) s.ranks[r].topology_xml = h200;
+  s.ranks[3].topology_xml = pcie;
+  s.ranks[3].topology_source = "topo.xml";
+  const std::string gpu = Section(BuildReportHtml(s, MatchCollectives(s), {}), "gpu");
+  ASSERT_THAT(gpu, HasSubstr("Node topology"));
+  // The two H200 nodes look the same: shown once, the pair on the NVSwitch fabric.
+  EXPECT_THAT(gpu, HasSubstr("nodes h200-a, h200-b: same topology"));
+  EXPECT_EQ(Count(gpu, "NV18 NVSwitch"), 2u);
+  EXPECT_THAT(gpu, HasSubstr("<td>eth0</td><td class=\"num\">10 Gb/s</td>"));
+  // The PCIe-only node: its name escaped, PIX within a switch, PHB across, GPUs 2 and 3 reach
+  // mlx5_0 only through the CPU, GPU 2's link runs below its peers.
+  EXPECT_THAT(gpu, HasSubstr("node &lt;b&gt;pcie&lt;/b&gt;</h4>"));
+  EXPECT_THAT(gpu, Not(HasSubstr("<b>pcie</b>")));
+  EXPECT_THAT(gpu, HasSubstr("<td title=\"PCIe only\">PIX</td>"));
+  EXPECT_THAT(gpu, HasSubstr("<td class=\"warn\" title=\"PCIe only\">PHB</td>"));
+  EXPECT_THAT(gpu, HasSubstr("<td>mlx5_0</td><td class=\"warn\">PHB (through the CPU)</td>"));
+  EXPECT_EQ(Count(gpu, "<td>mlx5_0</td><td>PIX</td>"), 2u);  // GPUs 0 and 1
+  EXPECT_EQ(Count(gpu, "<td>mlx5_0</td><td class=\"warn\">PHB (through the CPU)"),
+            2u);  // GPUs 2 and 3
+  EXPECT_THAT(gpu, HasSubstr("<td>mlx5_0</td><td class=\"num\">200 Gb/s</td>"));
+  EXPECT_THAT(gpu, HasSubstr("GPU 0000:83:00.0: gen3 x8, its peers gen4 x16"));
+}
+
+TEST(ReportHtml, ATopologyDumpThatDoesNotParseSaysWhy) {
+  Session s = report_test::MakeCleanSession();
+  s.ranks[0].topology_xml = "<system version=\"1\"><cpu>";
+  s.ranks[0].topology_source = "bad<topo>.xml";
+  const std::string gpu = Section(BuildReportHtml(s, MatchCollectives(s), {}), "gpu");
+  EXPECT_THAT(gpu, HasSubstr("the topology dump does not parse: bad&lt;topo&gt;.xml"));
 }
 
 TEST(HtmlEscape, ReplacesMarkupCharacters) {
