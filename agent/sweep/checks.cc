@@ -10,9 +10,11 @@
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <ctime>
 #include <memory>
+#include <vector>
 
 #include "core/format.h"
 #include "proto/convert.h"
@@ -97,6 +99,23 @@ std::vector<SweepCheckResult> MeasureClockAnchor() {
   return {{"clock.realtime_minus_monotonic", "", diff, "seconds", "", ""}};
 }
 
+namespace {
+
+// The parent's ends of the pipes of every IsolatedCheck still running. A child forked for another
+// check closes them: holding a copy of a running check's stop pipe would keep that check from
+// ever seeing its end (pipes are O_CLOEXEC, which only acts on exec).
+std::vector<int>& LiveParentFds() {
+  static std::vector<int> fds;
+  return fds;
+}
+
+void Forget(int fd) {
+  auto& fds = LiveParentFds();
+  fds.erase(std::remove(fds.begin(), fds.end(), fd), fds.end());
+}
+
+}  // namespace
+
 IsolatedCheck::IsolatedCheck(const std::string& name,
                              const std::function<std::vector<SweepCheckResult>(int)>& check)
     : name_(name) {
@@ -115,6 +134,7 @@ IsolatedCheck::IsolatedCheck(const std::string& name,
   if (pid_ == 0) {
     close(results[0]);
     close(stop[1]);
+    for (int fd : LiveParentFds()) close(fd);
     v1::UploadBatch out;
     for (const SweepCheckResult& r : check(stop[0])) *out.add_sweep() = ToProto(r);
     const std::string bytes = out.SerializeAsString();
@@ -124,6 +144,7 @@ IsolatedCheck::IsolatedCheck(const std::string& name,
       if (n <= 0) _exit(1);
       written += static_cast<size_t>(n);
     }
+    std::fflush(nullptr);  // what the check printed, before _exit skips it
     _exit(0);
   }
   close(results[1]);
@@ -136,6 +157,8 @@ IsolatedCheck::IsolatedCheck(const std::string& name,
   }
   results_fd_ = results[0];
   stop_fd_ = stop[1];
+  LiveParentFds().push_back(results_fd_);
+  LiveParentFds().push_back(stop_fd_);
 }
 
 IsolatedCheck::~IsolatedCheck() {
@@ -148,6 +171,7 @@ std::vector<SweepCheckResult> IsolatedCheck::Collect(DurationNs limit) {
   };
   if (!start_error_.empty()) return failed(start_error_);
   if (pid_ <= 0) return {};
+  Forget(stop_fd_);
   close(stop_fd_);
   stop_fd_ = -1;
   std::string bytes;
@@ -169,13 +193,29 @@ std::vector<SweepCheckResult> IsolatedCheck::Collect(DurationNs limit) {
     if (n <= 0) break;  // the child is done (or gone)
     bytes.append(buf, static_cast<size_t>(n));
   }
+  Forget(results_fd_);
   close(results_fd_);
   results_fd_ = -1;
   if (timed_out) kill(pid_, SIGKILL);
+  // A child stuck in the kernel (a hung GPU's driver) may not die even of SIGKILL: wait a little,
+  // then leave it and say so rather than hang the node's sweep.
   int status = 0;
-  while (waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
+  const TimeNs give_up = MonotonicNow() + 10 * kNsPerSec;
+  pid_t reaped = 0;
+  while ((reaped = waitpid(pid_, &status, WNOHANG)) == 0 && MonotonicNow() < give_up) {
+    if (!timed_out) {
+      while ((reaped = waitpid(pid_, &status, 0)) < 0 && errno == EINTR) {
+      }
+      break;
+    }
+    usleep(10 * 1000);
   }
+  const pid_t child = pid_;
   pid_ = -1;
+  if (reaped != child) {
+    return failed("timed out after " + FormatDouble("%.0f", static_cast<double>(limit) / 1e9) +
+                  " s and did not end when killed (stuck in the kernel, e.g. a hung GPU driver)");
+  }
   if (timed_out) {
     return failed("timed out after " + FormatDouble("%.0f", static_cast<double>(limit) / 1e9) +
                   " s (killed)");

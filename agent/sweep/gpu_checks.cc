@@ -135,14 +135,16 @@ std::vector<SweepCheckResult> GpuHealthResults(const std::vector<NvmlGpuHealth>&
           std::to_string(g.ecc_uncorrected_aggregate) + " uncorrected";
       out.push_back(Figure("gpu.ecc_uncorrected_volatile", g,
                            static_cast<double>(g.ecc_uncorrected_volatile), "total", ecc));
-      out.push_back(Figure("gpu.ecc_corrected_volatile", g,
-                           static_cast<double>(g.ecc_corrected_volatile), "total", ecc));
+      if (g.ecc_corrected_volatile >= 0)
+        out.push_back(Figure("gpu.ecc_corrected_volatile", g,
+                             static_cast<double>(g.ecc_corrected_volatile), "total", ecc));
     }
     if (g.ecc_uncorrected_aggregate >= 0) {
       out.push_back(Figure("gpu.ecc_uncorrected_aggregate", g,
                            static_cast<double>(g.ecc_uncorrected_aggregate), "total", where));
-      out.push_back(Figure("gpu.ecc_corrected_aggregate", g,
-                           static_cast<double>(g.ecc_corrected_aggregate), "total", where));
+      if (g.ecc_corrected_aggregate >= 0)
+        out.push_back(Figure("gpu.ecc_corrected_aggregate", g,
+                             static_cast<double>(g.ecc_corrected_aggregate), "total", where));
     }
     if (g.retired_pages_sbe >= 0 && g.retired_pages_dbe >= 0) {
       out.push_back(Figure("gpu.retired_pages", g,
@@ -242,15 +244,18 @@ std::vector<SweepCheckResult> WatchGpuHealth(int stop_fd, const std::string& lib
   if (!watch.ok()) return {{"gpu.nvml", "", 0, "", watch.status().message(), ""}};
   NvmlHealthWatch& w = *watch.value();
   for (;;) {
+    // One sample per 200 ms, whether or not XID events can be waited for.
+    const TimeNs next = MonotonicNow() + 200 * kNsPerMs;
     w.WaitEvents(200);
     w.Sample();
     pollfd p{stop_fd, POLLIN, 0};
-    if (poll(&p, 1, 0) > 0) {
+    const int wait_ms = static_cast<int>(std::max<DurationNs>(next - MonotonicNow(), 0) / kNsPerMs);
+    if (poll(&p, 1, wait_ms) > 0) {
       char c;
       if (read(stop_fd, &c, 1) <= 0) break;  // the sweep closed its end: the GPU checks are done
     }
   }
-  w.WaitEvents(0);
+  w.WaitEvents(0);  // what came in since the last wait
   const std::vector<NvmlGpuHealth> gpus = w.Finish();
   return GpuHealthResults(gpus, w.xid_watch_error());
 }
@@ -416,12 +421,14 @@ std::vector<SweepCheckResult> MeasureNcclAllReduce(DurationNs budget, size_t byt
   if (Status s = nccl.Load(nccl_library); !s.ok()) {
     // Many nodes run NCCL from their framework's wheel only: nothing to judge, said in the log.
     std::printf("rankscope sweep-node: NCCL all-reduce skipped: %s\n", s.message().c_str());
+    std::fflush(stdout);  // the check's child ends with _exit
     return out;
   }
-  auto failed = [&gpus](const std::string& why) {
+  auto failed = [&gpus, &out](const std::string& why) {
     SweepCheckResult r{"gpu.nccl_allreduce_busbw", "node", 0, "", "NCCL: " + why, ""};
     r.model = gpus[0].name;
-    return std::vector<SweepCheckResult>{r};
+    out.push_back(r);  // after any GPU that could not be opened
+    return out;
   };
   const int n = static_cast<int>(gpus.size());
   std::vector<int> devices;
@@ -433,7 +440,7 @@ std::vector<SweepCheckResult> MeasureNcclAllReduce(DurationNs budget, size_t byt
   std::vector<AllReduceGpu> all;
   for (size_t i = 0; i < gpus.size(); ++i)
     all.push_back({gpus[i].context, gpus[i].stream, comms[i], 0});
-  Result<double> algbw = TimeAllReduce(cu, nccl, &all, bytes, budget, [](int*, bool*) {});
+  Result<double> algbw = TimeAllReduce(cu, nccl, &all, bytes, budget, [](int*, bool*, bool*) {});
   for (const AllReduceGpu& g : all) {
     cu.ctx_set_current(g.context);
     if (g.buffer != 0) cu.mem_free(g.buffer);

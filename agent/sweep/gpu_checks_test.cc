@@ -66,6 +66,12 @@ TEST(GpuChecks, NoDriverMeansNoGpuFigures) {
     return WatchGpuHealth(stop_fd, "libnvidia-ml-does-not-exist.so.1");
   });
   EXPECT_TRUE(watch.Collect(5 * kNsPerSec).empty());
+  // The library installed but no driver loaded (nvmlInit: Driver Not Loaded): a CPU node too.
+  setenv("FAKE_NVML_FAIL_INIT", "1", 1);
+  IsolatedCheck unloaded("gpu.health",
+                         [](int stop_fd) { return WatchGpuHealth(stop_fd, FAKE_NVML_SO); });
+  unsetenv("FAKE_NVML_FAIL_INIT");
+  EXPECT_TRUE(unloaded.Collect(5 * kNsPerSec).empty());
 }
 
 TEST(GpuChecks, AnUnreachableGpuAndAnUnwatchedXidAreErrors) {

@@ -36,14 +36,18 @@ std::string NcclLibrary::Error(const char* call, int r) const {
          " (NCCL result " + std::to_string(r) + ")";
 }
 
-Result<double> TimeAllReduce(const CudaDriver& cu, const NcclLibrary& nccl,
-                             std::vector<AllReduceGpu>* gpus, size_t bytes, DurationNs budget,
-                             const std::function<void(int* reps, bool* more)>& agree) {
+Result<double> TimeAllReduce(
+    const CudaDriver& cu, const NcclLibrary& nccl, std::vector<AllReduceGpu>* gpus, size_t bytes,
+    DurationNs budget, const std::function<void(int* reps, bool* more, bool* failed)>& agree) {
+  Status local;  // this process's first failure
   for (AllReduceGpu& g : *gpus) {
     cu.ctx_set_current(g.context);
     CudaDriver::Result r = cu.mem_alloc(&g.buffer, bytes);
     if (r == 0) r = cu.memset_d8(g.buffer, 0, bytes);
-    if (r != 0) return Status::Error("allocating " + std::to_string(bytes) + " B: " + cu.Error(r));
+    if (r != 0) {
+      local = Status::Error("allocating " + std::to_string(bytes) + " B: " + cu.Error(r));
+      break;
+    }
   }
   // `reps` all-reduces back to back, then every stream drained: the seconds it took.
   auto round = [&](int reps, double* seconds) -> Status {
@@ -70,18 +74,28 @@ Result<double> TimeAllReduce(const CudaDriver& cu, const NcclLibrary& nccl,
     *seconds = static_cast<double>(MonotonicNow() - t0) / 1e9;
     return Status();
   };
+  // Every process learns whether any failed before it starts a round.
+  auto go_on = [&](int* reps, bool* more) {
+    bool failed = !local.ok();
+    agree(reps, more, &failed);
+    return !failed;
+  };
+  auto failure = [&local] {
+    return local.ok() ? Status::Error("another process of the all-reduce failed") : local;
+  };
   double seconds = 0;
   int reps = 2;
   bool more = true;
-  agree(&reps, &more);
-  if (Status s = round(reps, &seconds); !s.ok()) return s;  // warm-up: connections, buffers
+  if (!go_on(&reps, &more)) return failure();
+  local = round(reps, &seconds);  // warm-up: connections, buffers
   const TimeNs deadline = MonotonicNow() + budget;
   double best = 0;
   reps = 1;
   for (;;) {
-    agree(&reps, &more);
+    if (!go_on(&reps, &more)) return failure();
     if (!more) break;
-    if (Status s = round(reps, &seconds); !s.ok()) return s;
+    local = round(reps, &seconds);
+    if (!local.ok()) continue;  // said to the others at the next agreement
     if (seconds > 0) best = std::max(best, reps * static_cast<double>(bytes) / seconds);
     if (seconds < 0.05 && reps < (1 << 16)) reps *= 2;
     more = MonotonicNow() < deadline || best == 0;

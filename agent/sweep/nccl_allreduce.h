@@ -42,11 +42,15 @@ struct AllReduceGpu {
 // Times in-place float-sum all-reduces of `bytes` on every GPU in `gpus` (one group call per
 // all-reduce), in rounds until `budget` passes, and returns the best algorithm bandwidth
 // (bytes per second per all-reduce). Rounds double their all-reduce count until one lasts 50 ms.
-// With several processes every round must match: `agree(reps, more)` is called before each
-// round with this process's choice and must leave every process with the same one (rank 0's).
+// With several processes every round must match: `agree(reps, more, failed)` is called after
+// allocating and before each round with this process's choice and whether it failed so far, and
+// must leave every process with the same reps and more (rank 0's) and failed if any failed, so
+// a process whose allocation or enqueue failed stops the others before they start the next
+// round. (A failure inside NCCL while a collective runs can still leave the peer waiting until
+// the step's time limit ends it.)
 Result<double> TimeAllReduce(const CudaDriver& cu, const NcclLibrary& nccl,
                              std::vector<AllReduceGpu>* gpus, size_t bytes, DurationNs budget,
-                             const std::function<void(int* reps, bool* more)>& agree);
+                             const std::function<void(int* reps, bool* more, bool* failed)>& agree);
 
 // nccl-tests' bus bandwidth of an all-reduce over `ranks` GPUs: algorithm bandwidth x 2(n-1)/n.
 inline double AllReduceBusBandwidth(double algorithm_bandwidth, int ranks) {

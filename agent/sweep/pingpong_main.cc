@@ -81,7 +81,8 @@ double Bandwidth(int rank, int rounds, int count) {
 // The NCCL all-reduce across both nodes' GPUs, one communicator rank per GPU, this process
 // driving all of its node's GPUs. Returns the bus bandwidth in bytes per second, 0 when either
 // node has nothing to measure (no driver, GPU or NCCL), or sets `error`. Both ranks take every
-// MPI step in the same order, whatever fails, so neither is left waiting.
+// MPI step in the same order, whatever fails before or between NCCL calls; a failure inside
+// NCCL's own init or collectives can leave the peer waiting until the step's time limit.
 double NcclPair(int rank, size_t bytes, double budget_s, int* total_gpus, std::string* error) {
   setenv("CUDA_DEVICE_ORDER", "PCI_BUS_ID", 0);
   CudaDriver cu;
@@ -125,7 +126,12 @@ double NcclPair(int rank, size_t bytes, double budget_s, int* total_gpus, std::s
   *total_gpus = all[0] + all[2];
   const int first = rank == 0 ? 0 : all[0];
   NcclLibrary::UniqueId id{};
-  if (rank == 0) nccl.get_unique_id(&id);
+  int id_result = rank == 0 ? nccl.get_unique_id(&id) : 0;
+  MPI_Bcast(&id_result, 1, MPI_INT, 0, MPI_COMM_WORLD);
+  if (id_result != 0) {
+    *error = nccl.Error("ncclGetUniqueId", id_result);
+    return 0;
+  }
   MPI_Bcast(&id, sizeof(id), MPI_BYTE, 0, MPI_COMM_WORLD);
   nccl.group_start();
   int init = 0;
@@ -143,11 +149,14 @@ double NcclPair(int rank, size_t bytes, double budget_s, int* total_gpus, std::s
     return 0;
   }
   // Rank 0 decides every round's size and when to stop; the other follows.
-  auto agree = [](int* reps, bool* more) {
+  auto agree = [](int* reps, bool* more, bool* failed) {
     int decision[2] = {*reps, *more ? 1 : 0};
     MPI_Bcast(decision, 2, MPI_INT, 0, MPI_COMM_WORLD);
     *reps = decision[0];
     *more = decision[1] != 0;
+    int mine = *failed ? 1 : 0, any = 0;
+    MPI_Allreduce(&mine, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    *failed = any != 0;
   };
   rankscope::Result<double> algbw = rankscope::TimeAllReduce(
       cu, nccl, &gpus, bytes, static_cast<rankscope::DurationNs>(budget_s * 1e9), agree);

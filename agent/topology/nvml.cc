@@ -198,7 +198,10 @@ int64_t SumKnown(const int64_t values[4], int first, int last) {
 }
 
 // Loads `library`, resolves its entry points and initialises NVML.
-Status LoadAndInit(const std::string& library, Api* api) {
+constexpr NvmlReturn kNvmlDriverNotLoaded = 9;  // NVML_ERROR_DRIVER_NOT_LOADED
+
+// `init_result` (when not null) gets nvmlInit's answer, so a caller can tell "no driver" apart.
+Status LoadAndInit(const std::string& library, Api* api, NvmlReturn* init_result = nullptr) {
   api->handle = dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (api->handle == nullptr) {
     const char* why = dlerror();
@@ -210,9 +213,9 @@ Status LoadAndInit(const std::string& library, Api* api) {
   if (const char* missing = ResolveAll(api)) {
     return Status::Error("NVML: " + library + " has no " + missing);
   }
-  if (NvmlReturn r = api->init(); r != kNvmlSuccess) {
-    return Status::Error("NVML: nvmlInit_v2 failed: " + api->Error(r));
-  }
+  const NvmlReturn r = api->init();
+  if (init_result != nullptr) *init_result = r;
+  if (r != kNvmlSuccess) return Status::Error("NVML: nvmlInit_v2 failed: " + api->Error(r));
   return Status();
 }
 
@@ -305,7 +308,15 @@ Result<std::unique_ptr<NvmlHealthWatch>> NvmlHealthWatch::Start(const std::strin
   std::unique_ptr<NvmlHealthWatch> watch(new NvmlHealthWatch());
   watch->state_ = std::make_unique<State>();
   State& st = *watch->state_;
-  if (Status loaded = LoadAndInit(library, &st.api); !loaded.ok()) return loaded;
+  NvmlReturn init = kNvmlSuccess;
+  if (Status loaded = LoadAndInit(library, &st.api, &init); !loaded.ok()) {
+    // The library without a loaded driver (a CPU node with the driver package): no GPUs here.
+    if (init == kNvmlDriverNotLoaded) {
+      st.api.shutdown = nullptr;  // never initialised
+      return watch;
+    }
+    return loaded;
+  }
   unsigned count = 0;
   if (NvmlReturn r = st.api.count(&count); r != kNvmlSuccess) {
     return Status::Error("NVML: nvmlDeviceGetCount_v2 failed: " + st.api.Error(r));
@@ -387,14 +398,15 @@ void NvmlHealthWatch::Sample() {
 
 void NvmlHealthWatch::WaitEvents(int timeout_ms) {
   State& st = *state_;
-  if (st.events == nullptr) return;
+  if (st.events == nullptr || st.devices.empty()) return;
   const TimeNs deadline = MonotonicNow() + static_cast<DurationNs>(timeout_ms) * kNsPerMs;
-  for (;;) {
+  // At least one wait, so WaitEvents(0) drains what is already there.
+  for (bool first = true;; first = false) {
     const DurationNs left = deadline - MonotonicNow();
-    if (left <= 0) return;
+    if (left <= 0 && !first) return;
     NvmlEventData data{};
-    const NvmlReturn r =
-        st.api.event_wait(st.events, &data, static_cast<unsigned>(left / kNsPerMs + 1));
+    const NvmlReturn r = st.api.event_wait(
+        st.events, &data, static_cast<unsigned>(std::max<DurationNs>(left, 0) / kNsPerMs));
     if (r == kNvmlTimeout) return;
     if (r != kNvmlSuccess) {
       if (xid_watch_error_.empty())

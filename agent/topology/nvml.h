@@ -100,7 +100,8 @@ std::string NvmlClockEventReasonNames(uint64_t mask);
 // Watches a node's GPUs for a while: Start registers for XID events on every GPU, Sample reads
 // the gauges (call it every few hundred ms while the GPUs work), WaitEvents collects XIDs, and
 // Finish reads the counters and returns one record per GPU. For `rankscope sweep-node`, which
-// runs it in a child process of its own.
+// runs it in a child process of its own. Where the library is installed but no driver is
+// loaded (a CPU node), Start succeeds and the watch has no GPUs.
 class NvmlHealthWatch {
  public:
   static Result<std::unique_ptr<NvmlHealthWatch>> Start(

@@ -190,9 +190,10 @@ void JoinPcieBound(const Session& session, std::vector<Finding>* findings) {
         (ring.nodes.size() == 1 ? "on other nodes" : "elsewhere") + " reach " +
         FormatDouble("%.1f", e.value("peer_median_busbw_gbps", 0.0)) + " GB/s";
     if (ring.nodes.size() == 1) {
-      const std::string weak = WeakLinksOf(session, ring.nodes.front());
+      const std::vector<std::string> node = ring.nodes;  // before `ring` is moved
+      const std::string weak = WeakLinksOf(session, node.front());
       if (!weak.empty()) {
-        FoldIntoPcieBound(std::move(ring), {ring.nodes.front()}, weak, measured, &out);
+        FoldIntoPcieBound(std::move(ring), node, weak, measured, &out);
         continue;
       }
     } else if (some_node_direct) {

@@ -540,7 +540,15 @@ Verdict Judge(const Session& session, const std::vector<CollectiveInstance>& ins
   // *all* its instances (not only the late ones, whose lateness is positive by selection): a
   // median of N instances has a standard error ~sigma/sqrt(N). Under CPU contention the others
   // scatter by milliseconds, yet a rank whose median over 52 calls is 14 ms late is no accident.
-  std::vector<DurationNs> all_lateness(arrivals.lateness.begin(), arrivals.lateness.end());
+  // Only calls where its arrival could hold anyone up count: at a reduce where it is the root, or a
+  // broadcast where it is not, its lateness says nothing (0 by definition at its own root).
+  std::vector<DurationNs> all_lateness;
+  for (size_t j = 0; j < arrivals.instances.size(); ++j) {
+    const CollectiveInstance& inst = instances[arrivals.instances[j]];
+    const bool is_root = inst.members[arrivals.member_index[j]].comm_rank == inst.root_comm_rank;
+    if (CanHoldUp(WaitPatternOf(inst.op), is_root)) all_lateness.push_back(arrivals.lateness[j]);
+  }
+  if (all_lateness.empty()) all_lateness.assign(arrivals.lateness.begin(), arrivals.lateness.end());
   const double overall_median = static_cast<double>(MedianNs(all_lateness));
   const double median_threshold =
       std::max(min_lateness, options.noise_k * static_cast<double>(v.noise) /
@@ -769,7 +777,10 @@ Finding MakeFinding(const Session& session, const Verdict& v, const CauseStats& 
     e["lateness_ns"] = {{"p10", q[0]}, {"p25", q[1]}, {"p50", q[2]},
                         {"p75", q[3]}, {"p90", q[4]}, {"max", q[5]}};
   }
-  e["frac_late_by_decile"] = v.frac_late_by_decile;
+  // Tenths of the run need ten calls at least; fewer would read as "not late" in empty tenths.
+  if (v.frac_late_by_decile.size() == 10 && v.instances >= 10) {
+    e["frac_late_by_decile"] = v.frac_late_by_decile;
+  }
   e["noise_ns"] = v.noise;
   e["lateness_threshold_ns"] = std::max(noise_threshold, clock_threshold);
   e["others_wait_ns"] = v.others_wait;

@@ -423,11 +423,12 @@ double LinkLoss(const nlohmann::json& g) {
 
 void AddNccl(const nlohmann::json& nccl, const Painter& paint, GpuLines* out) {
   if (nccl.is_null()) return;
-  out->nccl_title = paint.Bold("NCCL") + paint.Dim(" " + nccl["version"].get<std::string>()) + "\n";
+  out->nccl_title =
+      paint.Bold("NCCL") + paint.Dim(" " + Clean(nccl.value("version", std::string()))) + "\n";
   for (const auto& c : nccl["communicators"]) {
     std::string transports;
     for (const auto& [kind, n] : c["transports"].items()) {
-      transports += (transports.empty() ? "" : ", ") + kind;
+      transports += (transports.empty() ? "" : ", ") + Clean(kind);
     }
     std::string line = "  comm " + Clean(c["comm_id"].get<std::string>()) + "  " +
                        std::to_string(c["nranks"].get<int>()) + " ranks";
@@ -441,9 +442,13 @@ void AddNccl(const nlohmann::json& nccl, const Painter& paint, GpuLines* out) {
     out->comms.push_back(line + "\n");
     if (c["shapes"].empty()) out->shapes.push_back({comm, "", 0});
     for (const auto& shape : c["shapes"]) {
-      std::string tuning = shape["algo"].is_string() ? shape["algo"].get<std::string>() + "/" +
-                                                           shape["proto"].get<std::string>()
-                                                     : "untuned";
+      // Strings from NCCL's log: cleaned, and a missing protocol is no crash.
+      std::string tuning = shape["algo"].is_string()
+                               ? Clean(shape["algo"].get<std::string>()) + "/" +
+                                     (shape.contains("proto") && shape["proto"].is_string()
+                                          ? Clean(shape["proto"].get<std::string>())
+                                          : std::string("?"))
+                               : "untuned";
       std::string busbw;
       if (shape["busbw_gbps"].is_number()) {
         busbw = FormatDouble("  busbw %.1f GB/s", shape["busbw_gbps"].get<double>());
@@ -457,9 +462,9 @@ void AddNccl(const nlohmann::json& nccl, const Painter& paint, GpuLines* out) {
       const int64_t bytes = shape["bytes"].get<int64_t>();
       out->shapes.push_back(
           {comm,
-           paint.Dim("    " + std::to_string(calls) + " x " + shape["op"].get<std::string>() + " " +
-                     FormatBytes(bytes) + " " + shape["datatype"].get<std::string>() + "  " +
-                     tuning + busbw) +
+           paint.Dim("    " + std::to_string(calls) + " x " +
+                     Clean(shape["op"].get<std::string>()) + " " + FormatBytes(bytes) + " " +
+                     Clean(shape["datatype"].get<std::string>()) + "  " + tuning + busbw) +
                "\n",
            static_cast<double>(calls) * static_cast<double>(bytes)});
     }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <nlohmann/json.hpp>
 
 #include "coordinator/sweep/sweep_defaults.h"
@@ -227,11 +228,15 @@ std::vector<NodeVerdict> JudgeSweep(const std::vector<SweepNodeInput>& nodes,
         if (by_peers && peers.size() >= 2) {
           const double median = Median(peers);
           c.peer_median = median;
-          const double ratio = median > 0 ? r.value / median : 1.0;
-          const std::string why = shown + " is " + FormatDouble("%.0f%%", ratio * 100) +
-                                  " of the other nodes' median " +
-                                  FormatSweepValue(median, r.unit) +
-                                  (r.model.empty() ? "" : " (" + r.model + ")");
+          // Against peers at 0 (no errors anywhere else), any count is infinitely more.
+          const double ratio = median > 0    ? r.value / median
+                               : r.value > 0 ? std::numeric_limits<double>::infinity()
+                                             : 1.0;
+          const std::string why =
+              (std::isinf(ratio) ? shown + " where the other nodes' median is "
+                                 : shown + " is " + FormatDouble("%.0f%%", ratio * 100) +
+                                       " of the other nodes' median ") +
+              FormatSweepValue(median, r.unit) + (r.model.empty() ? "" : " (" + r.model + ")");
           if ((l.peer_fail_below && ratio < *l.peer_fail_below) ||
               (l.peer_fail_above && ratio > *l.peer_fail_above)) {
             Raise(&c, SweepStatus::kFail, why);

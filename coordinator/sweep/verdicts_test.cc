@@ -164,6 +164,20 @@ TEST(SweepVerdicts, NcclAcrossPairsIsJudgedByTheBestPair) {
   EXPECT_EQ(PairChecksFor("n1", {{"n1", "n2", "", 4e-6, 5e9}}).size(), 2u);
 }
 
+TEST(SweepVerdicts, AnyCountAgainstPeersAtZeroIsAbovePeers) {
+  std::vector<SweepNodeInput> nodes;
+  for (const char* n : {"n1", "n2", "n3"}) {
+    SweepCheckResult crc{"gpu.nvlink_data_crc", "gpu0", 0, "", "", ""};
+    crc.model = "NVIDIA H100";
+    nodes.push_back({n, true, "", {crc}});
+  }
+  nodes[2].results[0].value = 40;
+  auto v = JudgeSweep(nodes, DefaultSweepThresholds());
+  EXPECT_EQ(v[0].status, SweepStatus::kPass);
+  EXPECT_EQ(v[2].status, SweepStatus::kWarn);
+  EXPECT_EQ(v[2].checks[0].reason, "40 where the other nodes' median is 0 (NVIDIA H100)");
+}
+
 // Two GPUs of `model` on `node`, with D2D copy bandwidths `a` and `b`.
 SweepNodeInput GpuNode(const std::string& node, const std::string& model, double a, double b) {
   SweepCheckResult g0{"gpu.d2d_bandwidth", "gpu0", a, "bytes_per_second", "", ""};
