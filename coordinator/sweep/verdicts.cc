@@ -7,15 +7,10 @@
 
 #include "coordinator/sweep/sweep_defaults.h"
 #include "core/format.h"
+#include "core/robust_stats.h"
 
 namespace rankscope {
 namespace {
-
-double Median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
 
 // The numeric keys of a check's entry in config/sweep.json.
 constexpr std::pair<const char*, std::optional<double> CheckLimits::*> kLimitFields[] = {
