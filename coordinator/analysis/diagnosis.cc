@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <map>
-#include <optional>
 #include <utility>
 
 #include "agent/topology/topology.h"
@@ -74,14 +73,15 @@ void Merge(const Finding& straggler, Finding* dataloader) {
   }
 }
 
-// The node's NCCL topology dump, from the first of its ranks that read one.
-std::optional<NodeTopology> TopologyOf(const Session& session, const std::string& node) {
+// Every node's NCCL topology dump, parsed once: from the first of its ranks whose dump parses.
+std::map<std::string, NodeTopology> NodeTopologies(const Session& session) {
+  std::map<std::string, NodeTopology> out;
   for (const RankData& r : session.ranks) {
-    if (r.id.node != node || r.topology_xml.empty()) continue;
+    if (r.topology_xml.empty() || out.count(r.id.node)) continue;
     Result<NodeTopology> topo = ParseNcclTopology(r.topology_xml, r.topology_source);
-    if (topo.ok()) return topo.value();
+    if (topo.ok()) out.emplace(r.id.node, std::move(topo.value()));
   }
-  return std::nullopt;
+  return out;
 }
 
 // From the topology: the GPU pairs with no NVLink and the PCIe route they take instead.
@@ -113,7 +113,9 @@ std::string NicPathsThroughCpu(const NodeTopology& topo) {
 // What NVML said about a node's GPU links: no NVLink at all, or PCIe links below their maximum;
 // without NVML, the GPU pairs the NCCL topology dump shows without NVLink. Empty when the links
 // are fine or nothing was read there.
-std::string WeakLinksOf(const Session& session, const std::string& node) {
+std::string WeakLinksOf(const Session& session,
+                        const std::map<std::string, NodeTopology>& topologies,
+                        const std::string& node) {
   for (const RankData& r : session.ranks) {
     if (r.id.node != node || !r.nvml || r.nvml->gpus.empty()) continue;
     int nvlinks_up = 0;
@@ -133,8 +135,8 @@ std::string WeakLinksOf(const Session& session, const std::string& node) {
     if (!degraded.empty()) out += (out.empty() ? "" : "; ") + degraded;
     return out;
   }
-  const std::optional<NodeTopology> topo = TopologyOf(session, node);
-  return topo ? PcieOnlyPairs(*topo) : "";
+  auto topo = topologies.find(node);
+  return topo != topologies.end() ? PcieOnlyPairs(topo->second) : "";
 }
 
 // Turns `ring` into (or folds it into) the pcie_bound finding of `nodes`, whose weak links are
@@ -169,16 +171,19 @@ void JoinPcieBound(const Session& session, std::vector<Finding>* findings) {
   for (Finding& f : *findings) {
     (f.kind == "imbalanced_ring" ? rings : out).push_back(std::move(f));
   }
+  if (rings.empty()) {  // nothing to join: the topology dumps are not even parsed
+    *findings = std::move(out);
+    return;
+  }
+  const std::map<std::string, NodeTopology> topologies = NodeTopologies(session);
   // Which nodes' GPUs reach their NIC through the CPU; it tells a slow cross-node communicator's
   // nodes apart only when some other node's GPUs do not.
   std::map<std::string, std::string> through_cpu;
   bool some_node_direct = false;
-  for (const RankData& r : session.ranks) {
-    if (through_cpu.count(r.id.node) || r.topology_xml.empty()) continue;
-    const std::optional<NodeTopology> topo = TopologyOf(session, r.id.node);
-    if (!topo || topo->nics.empty()) continue;
-    through_cpu[r.id.node] = NicPathsThroughCpu(*topo);
-    some_node_direct |= through_cpu[r.id.node].empty();
+  for (const auto& [node, topo] : topologies) {
+    if (topo.nics.empty()) continue;
+    through_cpu[node] = NicPathsThroughCpu(topo);
+    some_node_direct |= through_cpu[node].empty();
   }
   for (Finding& ring : rings) {
     const nlohmann::json& e = ring.evidence;
@@ -191,7 +196,7 @@ void JoinPcieBound(const Session& session, std::vector<Finding>* findings) {
         FormatDouble("%.1f", e.value("peer_median_busbw_gbps", 0.0)) + " GB/s";
     if (ring.nodes.size() == 1) {
       const std::vector<std::string> node = ring.nodes;  // before `ring` is moved
-      const std::string weak = WeakLinksOf(session, node.front());
+      const std::string weak = WeakLinksOf(session, topologies, node.front());
       if (!weak.empty()) {
         FoldIntoPcieBound(std::move(ring), node, weak, measured, &out);
         continue;
