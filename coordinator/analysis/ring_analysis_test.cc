@@ -13,6 +13,29 @@
 namespace rankscope {
 namespace {
 
+// NCCL call `k` of communicator `comm_id`, a 64 MiB `op` (16 Mi floats), on its `size`
+// members (world ranks first..first+size-1, comm rank = their order): the log line and the
+// collective record, entered together at `start`, lasting `d`.
+void AddCall(Session* s, int first, int size, const std::string& comm_id, int k,
+             const std::string& op, TimeNs start, DurationNs d) {
+  for (int local = 0; local < size; ++local) {
+    RankData& r = s->ranks[static_cast<size_t>(first + local)];
+    r.nccl->calls.push_back({comm_id, static_cast<uint64_t>(k), op, 16 << 20, "ncclFloat32",
+                             64 << 20, -1, "RING", "SIMPLE", 24});
+    CollectiveRecord c;
+    c.source = CollectiveRecord::Source::kNccl;
+    c.comm_id = NcclCommKey(comm_id);
+    c.seq = static_cast<uint64_t>(k);
+    c.op = CollectiveOp::kAllreduce;
+    c.comm_size = size;
+    c.comm_rank = local;
+    c.bytes = 64 << 20;
+    c.enter = start;
+    c.exit = start + d;
+    r.collectives.push_back(c);
+  }
+}
+
 // `groups` data-parallel communicators of 2 ranks each, one node per communicator, each running
 // `steps` all-reduces of 64 MiB. The communicator `slow` (if >= 0) takes `factor` times longer and
 // connects its ranks over SHM where the others use P2P/CUMEM. Kernel times jitter by +-2%.
@@ -42,22 +65,7 @@ Session Rings(int groups, int slow, double factor, int steps = 20, uint64_t seed
       const TimeNs start = 1'000'000'000 + k * 10'000'000;
       const DurationNs d =
           static_cast<DurationNs>(258'000 * (is_slow ? factor : 1.0) * jitter(rng));
-      for (int local = 0; local < 2; ++local) {
-        RankData& r = s.ranks[static_cast<size_t>(2 * g + local)];
-        r.nccl->calls.push_back({comm_id, static_cast<uint64_t>(k), op, 16 << 20, "ncclFloat32",
-                                 64 << 20, -1, "RING", "SIMPLE", 24});
-        CollectiveRecord c;
-        c.source = CollectiveRecord::Source::kNccl;
-        c.comm_id = NcclCommKey(comm_id);
-        c.seq = static_cast<uint64_t>(k);
-        c.op = CollectiveOp::kAllreduce;
-        c.comm_size = 2;
-        c.comm_rank = local;
-        c.bytes = 64 << 20;
-        c.enter = start;
-        c.exit = start + d;
-        r.collectives.push_back(c);
-      }
+      AddCall(&s, 2 * g, 2, comm_id, k, op, start, d);
     }
   }
   return s;
@@ -168,22 +176,7 @@ Session CrossNodeRings(int groups, int slow, double factor) {
       const TimeNs start = 1'000'000'000 + k * 10'000'000;
       const DurationNs d = static_cast<DurationNs>(400'000 * (g == slow ? factor : 1.0) *
                                                    (1.0 + 0.01 * ((k + g) % 3)));
-      for (int local = 0; local < 4; ++local) {
-        RankData& r = s.ranks[static_cast<size_t>(4 * g + local)];
-        r.nccl->calls.push_back({comm_id, static_cast<uint64_t>(k), "AllReduce", 16 << 20,
-                                 "ncclFloat32", 64 << 20, -1, "RING", "SIMPLE", 24});
-        CollectiveRecord c;
-        c.source = CollectiveRecord::Source::kNccl;
-        c.comm_id = NcclCommKey(comm_id);
-        c.seq = static_cast<uint64_t>(k);
-        c.op = CollectiveOp::kAllreduce;
-        c.comm_size = 4;
-        c.comm_rank = local;
-        c.bytes = 64 << 20;
-        c.enter = start;
-        c.exit = start + d;
-        r.collectives.push_back(c);
-      }
+      AddCall(&s, 4 * g, 4, comm_id, k, "AllReduce", start, d);
     }
   }
   return s;
