@@ -581,29 +581,25 @@ double MarginFactor(double value, double threshold) {
 }
 
 // Scalasca's name of the wait state at operations of this pattern, and its evidence key.
-const char* PatternName(WaitPattern pattern) {
+struct PatternWords {
+  const char* name;  // "Late Broadcast"
+  const char* key;   // "late_broadcast"
+};
+
+PatternWords WordsFor(WaitPattern pattern) {
   switch (pattern) {
     case WaitPattern::kAllToAll:
-      return "Wait at NxN";
+      return {"Wait at NxN", "wait_at_nxn"};
     case WaitPattern::kRootToAll:
-      return "Late Broadcast";
+      return {"Late Broadcast", "late_broadcast"};
     case WaitPattern::kAllToRoot:
-      return "Early Reduce";
+      return {"Early Reduce", "early_reduce"};
   }
-  return "";
+  return {"", ""};
 }
 
-const char* PatternKey(WaitPattern pattern) {
-  switch (pattern) {
-    case WaitPattern::kAllToAll:
-      return "wait_at_nxn";
-    case WaitPattern::kRootToAll:
-      return "late_broadcast";
-    case WaitPattern::kAllToRoot:
-      return "early_reduce";
-  }
-  return "";
-}
+const char* PatternName(WaitPattern pattern) { return WordsFor(pattern).name; }
+const char* PatternKey(WaitPattern pattern) { return WordsFor(pattern).key; }
 
 // The pattern in which the rank held the others up most often (on a tie, the first in
 // WaitPattern's order).
