@@ -20,6 +20,7 @@
 #include "coordinator/sweep/sweep_history.h"
 #include "coordinator/sweep/sweep_report.h"
 #include "coordinator/sweep/verdicts.h"
+#include "core/sweep_levels.h"
 #include "launchers/launch_plan.h"
 #include "launchers/run.h"
 #include "launchers/subprocess.h"
@@ -251,14 +252,11 @@ std::vector<std::string> PairLauncher(const SweepOptions& options, const std::st
   return {"mpirun", "--host", hosts, "-np", "2", "--map-by", "node"};
 }
 
-double DefaultNodeLimit(const std::string& level) {
-  return level == "deep" ? 900 : level == "standard" ? 300 : 120;
-}
-
 }  // namespace
 
 int RunSweep(const SweepOptions& options, const std::string& self_exe) {
-  if (options.level != "quick" && options.level != "standard" && options.level != "deep") {
+  const SweepLevel* level = FindSweepLevel(options.level);
+  if (level == nullptr) {
     std::fprintf(stderr, "rankscope sweep: unknown level '%s' (quick, standard, deep)\n",
                  options.level.c_str());
     return 2;
@@ -343,8 +341,7 @@ int RunSweep(const SweepOptions& options, const std::string& self_exe) {
     return 1;
   }
 
-  const double limit_s =
-      options.node_limit_s > 0 ? options.node_limit_s : DefaultNodeLimit(options.level);
+  const double limit_s = options.node_limit_s > 0 ? options.node_limit_s : level->node_limit_s;
   const std::string minutes = std::to_string(static_cast<int>(std::ceil(limit_s / 60)) + 1);
   const TimeNs started = MonotonicNow();
   const double started_unix = static_cast<double>(std::time(nullptr));
@@ -422,13 +419,9 @@ int RunSweep(const SweepOptions& options, const std::string& self_exe) {
   if (answered.size() >= 2 && access(pingpong.c_str(), X_OK) != 0) {
     notes.push_back("MPI ping-pong not run: " + pingpong + " is missing");
   } else if (answered.size() >= 2) {
-    const std::string batches = options.level == "quick"      ? "5"
-                                : options.level == "standard" ? "20"
-                                                              : "100";
+    const std::string batches = std::to_string(level->pair_batches);
     // NCCL across the pair's GPUs, when they have some: per all-reduce, as sweep-node's.
-    const std::string nccl_bytes = options.level == "quick"      ? "67108864"
-                                   : options.level == "standard" ? "268435456"
-                                                                 : "1073741824";
+    const std::string nccl_bytes = std::to_string(level->nccl_bytes);
     for (const auto& round : PairRounds(answered.size())) {
       if (g_sweep_interrupted) break;
       std::map<size_t, Running> jobs;

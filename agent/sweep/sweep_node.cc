@@ -10,30 +10,11 @@
 #include "agent/sweep/checks.h"
 #include "agent/sweep/gpu_checks.h"
 #include "agent/uplink.h"
+#include "core/sweep_levels.h"
 #include "proto/convert.h"
 
 namespace rankscope {
 namespace {
-
-struct LevelBudget {
-  DurationNs memory;
-  DurationNs flops;
-  DurationNs gpu;     // per GPU check kind, shared by the node's GPUs
-  size_t nccl_bytes;  // per all-reduce call
-};
-
-bool BudgetOf(const std::string& level, LevelBudget* out) {
-  if (level == "quick") {
-    *out = {1 * kNsPerSec, kNsPerSec / 2, 1 * kNsPerSec, size_t{64} << 20};
-  } else if (level == "standard") {
-    *out = {3 * kNsPerSec, 2 * kNsPerSec, 3 * kNsPerSec, size_t{256} << 20};
-  } else if (level == "deep") {
-    *out = {10 * kNsPerSec, 5 * kNsPerSec, 10 * kNsPerSec, size_t{1} << 30};
-  } else {
-    return false;
-  }
-  return true;
-}
 
 // A check may take a few times its budget on a loaded node; past that it is stuck.
 DurationNs LimitFor(DurationNs budget) { return 4 * budget + 20 * kNsPerSec; }
@@ -41,12 +22,14 @@ DurationNs LimitFor(DurationNs budget) { return 4 * budget + 20 * kNsPerSec; }
 }  // namespace
 
 int RunSweepNode(const SweepNodeOptions& options) {
-  LevelBudget budget{};
-  if (!BudgetOf(options.level, &budget)) {
+  const SweepLevel* level = FindSweepLevel(options.level);
+  if (level == nullptr) {
     std::fprintf(stderr, "rankscope sweep-node: unknown level '%s' (quick, standard, deep)\n",
                  options.level.c_str());
     return 2;
   }
+  const SweepLevel& budget = *level;
+
   const EnvMap env = CurrentEnvironment();
   char host[256] = {};
   gethostname(host, sizeof(host) - 1);
