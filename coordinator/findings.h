@@ -1,5 +1,5 @@
 // Findings: what the analyses conclude. Each says what is wrong, where (ranks, nodes), how sure
-// (confidence 0..1), the numbers behind it (evidence), and what to run next.
+// (confidence 0..1), the numbers behind it (evidence), and what to run next (from the planner).
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -38,6 +38,10 @@ struct Finding {
   std::string summary;                                 // one or two sentences a person reads first
   nlohmann::json evidence = nlohmann::json::object();  // numbers, in named units (_ns, _ms, ...)
   double confidence = 0.0;
+  // What the next tool's output should show about this finding, in the analysis' words ("what
+  // rank 2 does inside NVTX range 'data' ..."); the planner puts it into the steps it chooses.
+  std::string focus;
+  // Filled in by the planner (coordinator/advise/advisor.h, PlanNextSteps), never by an analysis.
   std::vector<NextStep> next_steps;
   // How much job time this costs (ns summed over the ranks that waited); orders findings.
   int64_t cost_ns = 0;

@@ -32,7 +32,7 @@ Result<PipelineOutput> DiagnoseAndWrite(Session aligned, const std::string& out_
   std::vector<Finding> findings = Diagnose(aligned, matches, options, &notes);
   std::error_code absolute_error;
   const std::filesystem::path dir = std::filesystem::absolute(out_dir, absolute_error);
-  AddPlannerSteps(aligned, absolute_error ? out_dir : dir.lexically_normal().string(), &findings);
+  PlanNextSteps(aligned, absolute_error ? out_dir : dir.lexically_normal().string(), &findings);
   for (std::string& n : notes) {
     // A re-analysis of a saved session may arrive at a note it already carries.
     if (std::find(aligned.analysis_notes.begin(), aligned.analysis_notes.end(), n) ==

@@ -5,6 +5,7 @@
 #include <map>
 #include <set>
 
+#include "agent/nccl/nccl_types.h"
 #include "coordinator/analysis/next_steps.h"
 #include "core/format.h"
 
@@ -22,6 +23,8 @@ std::string KernelRegex(const std::string& mangled) {
     if (depth == 0) bare += c;
     if (c == '>') --depth;
   }
+  // A demangled name may lead with its return type ("void gemm<float>(float*)").
+  if (size_t space = bare.rfind(' '); space != std::string::npos) bare = bare.substr(space + 1);
   if (size_t colon = bare.rfind("::"); colon != std::string::npos) bare = bare.substr(colon + 2);
   std::string regex;
   for (char c : bare) {
@@ -29,6 +32,32 @@ std::string KernelRegex(const std::string& mangled) {
     regex += c;
   }
   return regex.empty() ? "KERNEL" : regex;
+}
+
+// The nccl-tests binary that measures `op` the way the job calls it.
+std::string NcclTestsBinary(NcclOp op) {
+  switch (op) {
+    case NcclOp::kAllGather:
+      return "all_gather_perf";
+    case NcclOp::kReduceScatter:
+      return "reduce_scatter_perf";
+    case NcclOp::kBroadcast:
+      return "broadcast_perf";
+    case NcclOp::kReduce:
+      return "reduce_perf";
+    case NcclOp::kAllToAll:
+      return "alltoall_perf";
+    case NcclOp::kGather:
+      return "gather_perf";
+    case NcclOp::kScatter:
+      return "scatter_perf";
+    case NcclOp::kSend:
+    case NcclOp::kRecv:
+    case NcclOp::kSendRecv:
+      return "sendrecv_perf";
+    default:
+      return "all_reduce_perf";
+  }
 }
 
 // A command run on the rank's node (srun --overlap / ssh) or, without a session, as is.
@@ -47,6 +76,191 @@ std::string OnRank(const AdviceFacts& f, const std::vector<std::string>& tool) {
 }
 
 std::string R(const AdviceFacts& f) { return std::to_string(f.rank); }
+
+// --- The steps. Every command the planner hands out is built by one of these, for the catalogue
+// and for findings alike; `look_for` overrides the step's own words where a finding knows more.
+
+std::string Or(std::string look_for, std::string otherwise) {
+  return look_for.empty() ? std::move(otherwise) : std::move(look_for);
+}
+
+// nsys on the rank alone (an output per rank: nsys' %q{} of the launcher's rank variable).
+NextStep NsysOnRank(const AdviceFacts& f, std::string_view trace, std::string look_for = "") {
+  const std::string output =
+      f.session != nullptr ? RankOutputName(*f.session, f.rank) : "rank%q{OMPI_COMM_WORLD_RANK}";
+  return {"nsys",
+          OnRank(f, {"nsys", "profile", "--trace=" + std::string(trace), "--output=" + output}),
+          Or(std::move(look_for), "the timeline of rank " + R(f) +
+                                      ": gaps with no kernel on the GPU rows, long CUDA API "
+                                      "calls, MPI/NCCL waits")};
+}
+
+// nsys on every rank, one report each, to compare the late rank's timeline with another's.
+NextStep NsysOnEveryRank(const AdviceFacts& f) {
+  const std::vector<std::string> tool = {
+      "nsys", "profile", "--trace=cuda,nvtx,osrt,mpi",
+      "--output=" + (f.session != nullptr ? RankOutputName(*f.session, f.rank)
+                                          : std::string("rank%q{OMPI_COMM_WORLD_RANK}"))};
+  std::string command;
+  if (f.session != nullptr) {
+    command = RelaunchWithToolOnEveryRank(*f.session, tool);
+  } else {
+    std::vector<std::string> argv = {"mpirun", "-np", "N"};
+    argv.insert(argv.end(), tool.begin(), tool.end());
+    argv.push_back("./app");
+    command = ShellJoin(argv);
+  }
+  return {"nsys", command,
+          "one report per rank: open them together (nsys-ui multi-report view) and compare the "
+          "late rank's row with a punctual one's"};
+}
+
+NextStep NsysStats(const AdviceFacts& f) {
+  return {"nsys",
+          "nsys stats --report cuda_gpu_kern_sum,cuda_api_sum,nvtx_sum rank" + R(f) + ".nsys-rep",
+          "the kernels and API calls that take most of the time"};
+}
+
+// A CPU profile of the rank in the next run: py-spy for Python programs, perf otherwise (the job
+// is over when a report is read, so its pid is useless).
+NextStep CpuProfile(const AdviceFacts& f, std::string look_for = "") {
+  look_for = Or(std::move(look_for),
+                "host stacks when the GPU idles: data loading, Python "
+                "overhead, a lock");
+  const std::string name = "rank" + R(f);
+  if (f.session == nullptr) {
+    return {"py-spy", OnRank(f, {"py-spy", "record", "--native", "--output", name + ".svg", "--"}),
+            look_for};
+  }
+  if (IsPythonProgram(*f.session, f.rank)) {
+    return {"py-spy", OnRank(f, {"py-spy", "record", "--native", "--output", name + ".svg", "--"}),
+            look_for};
+  }
+  return {"perf", OnRank(f, {"perf", "record", "-g", "--output", name + ".perf.data", "--"}),
+          look_for};
+}
+
+// The rank's stacks now, by pid on its node, while the job still runs (a session attached from
+// outside); else a CPU profile of the next run.
+NextStep Stacks(const AdviceFacts& f, std::string look_for = "") {
+  const RankData* r = f.session != nullptr ? f.session->FindRank(f.rank) : nullptr;
+  if (f.session != nullptr && !f.session->SampledFromOutsideOnly()) {
+    return CpuProfile(f, std::move(look_for));
+  }
+  const std::string pid =
+      r != nullptr && r->id.program_pid > 0 ? std::to_string(r->id.program_pid) : "PID";
+  look_for = Or(std::move(look_for), "where the rank's threads (and its loader's workers) are");
+  if (f.session != nullptr && !IsPythonProgram(*f.session, f.rank)) {
+    return {"perf", OnNode(f, {"perf", "top", "-p", pid}), look_for};
+  }
+  return {"py-spy", OnNode(f, {"py-spy", "dump", "--native", "--pid", pid}), look_for};
+}
+
+NextStep Pidstat(const AdviceFacts& f) {
+  return {"pidstat", OnRank(f, {"pidstat", "-d", "1", "-e"}),
+          "kB_rd/s and iodelay of rank " + R(f) +
+              "'s process while it runs: high iodelay means it waits for storage; compare with a "
+              "rank on another node"};
+}
+
+NextStep Iostat(const AdviceFacts& f) {
+  return {"iostat", OnNode(f, {"iostat", "-x", "1", "30"}),
+          "%util and r_await of the device the data is read from on node " + f.node +
+              ", compared with another node; iowait on the CPU line"};
+}
+
+NextStep GpuClocks(const AdviceFacts& f) {
+  return {"nvidia-smi", OnNode(f, {"nvidia-smi", "-q", "-d", "PERFORMANCE,CLOCK,TEMPERATURE"}),
+          "clocks below the other GPUs', or active throttle reasons (HW Slowdown, HW Thermal, SW "
+          "Power Cap) on the GPU of rank " +
+              R(f)};
+}
+
+NextStep NcuFull(const AdviceFacts& f) {
+  return {
+      "ncu",
+      OnRank(f, {"ncu", "--set", "full", "-k", "regex:" + f.kernel, "--launch-skip", "10",
+                 "--launch-count", "1", "-o", "rank" + R(f) + "_kernel"}),
+      "GPU Speed Of Light: memory vs compute throughput % of " + f.kernel + "; the roofline chart"};
+}
+
+NextStep TopoMatrix(const AdviceFacts& f) {
+  return {"nvidia-smi", OnNode(f, {"nvidia-smi", "topo", "-m"}),
+          "the link between the ranks' GPUs and to the NICs: NV# (NVLink) vs PIX/PXB (a PCIe "
+          "switch) vs PHB/SYS (PCIe through the CPU)"};
+}
+
+// nccl-tests on the finding's nodes, for the op and size the job runs; generic without them.
+NextStep NcclTests(const AdviceFacts& f, const nlohmann::json& ring) {
+  if (!ring.contains("op") || f.nodes.empty()) {
+    return {"nccl-tests", "mpirun -np N all_reduce_perf -b 8 -e 256M -f 2 -g 1",
+            "busbw of the large sizes against the same GPUs' peers; a pair or node far below"};
+  }
+  const int nranks = ring.value("nranks", 0);
+  const int per_node = (nranks + static_cast<int>(f.nodes.size()) - 1) /
+                       std::max(1, static_cast<int>(f.nodes.size()));
+  std::string hosts;
+  for (const std::string& n : f.nodes) {
+    hosts += (hosts.empty() ? "" : ",") + n + ":" + std::to_string(per_node);
+  }
+  const std::string bytes = std::to_string(ring.value("bytes", int64_t{0}));
+  const double peers = ring.value("peer_median_busbw_gbps", 0.0);
+  return {"nccl-tests",
+          ShellJoin({"mpirun", "-np", std::to_string(nranks), "-H", hosts,
+                     NcclTestsBinary(ParseNcclOp(ring.value("op", std::string("AllReduce")))), "-b",
+                     bytes, "-e", bytes, "-g", "1"}),
+          "busbw on these ranks' nodes alone" +
+              (peers > 0 ? " against the peers' " + FormatDouble("%.0f", peers) + " GB/s"
+                         : std::string(" against what their links allow"))};
+}
+
+NextStep NcclDebug(const AdviceFacts& f) {
+  const std::string command = f.session != nullptr && !f.session->command.empty()
+                                  ? ShellJoin(f.session->command)
+                                  : std::string("./app");
+  return {"NCCL_DEBUG", "NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,GRAPH " + command,
+          "the Channel/Ring lines and 'via' transports per peer (P2P/NVLink vs SHM vs NET), "
+          "NET/IB vs Socket"};
+}
+
+NextStep PcieQuery(const AdviceFacts& f) {
+  return {"nvidia-smi", OnNode(f, {"nvidia-smi", "-q", "-d", "PCIE"}),
+          "Link Generation/Width Current below Max while the GPU is busy; Replay counters"};
+}
+
+NextStep Lspci(const AdviceFacts& f) {
+  return {"lspci", OnNode(f, {"lspci", "-vv"}),
+          "LnkSta of the GPU (and the bridges above it) against LnkCap"};
+}
+
+NextStep NvbandwidthCopies(const AdviceFacts& f) {
+  return {"nvbandwidth",
+          OnNode(f, {"nvbandwidth", "-t", "host_to_device_memcpy_ce", "device_to_host_memcpy_ce",
+                     "device_to_device_memcpy_read_ce"}),
+          "host<->device and device<->device copy bandwidth of each GPU against the others"};
+}
+
+NextStep NvlinkStatus(const AdviceFacts& f) {
+  return {"nvidia-smi", OnNode(f, {"nvidia-smi", "nvlink", "--status"}),
+          "links shown inactive or slower, per GPU"};
+}
+
+NextStep NvlinkErrors(const AdviceFacts& f) {
+  return {"nvidia-smi", OnNode(f, {"nvidia-smi", "nvlink", "-e"}),
+          "replay, recovery and CRC error counters rising on a link"};
+}
+
+NextStep DcgmDiag(const AdviceFacts& f) {
+  return {"dcgmi", OnNode(f, {"dcgmi", "diag", "-r", "2"}),
+          "any test not Pass (PCIe, memory, NVLink, targeted stress) on the node's GPUs"};
+}
+
+// The rest of the chain for this session.
+NextStep AdviseMore(const std::string& id, const std::string& question,
+                    const std::string& session_dir) {
+  return {"rankscope", ShellJoin({"rankscope", "advise", id, "--session", session_dir}),
+          "the planner's whole chain for \"" + question + "\", with this job's commands filled in"};
+}
 
 std::vector<std::string> Words(std::string_view text) {
   std::vector<std::string> out;
@@ -78,103 +292,92 @@ struct Entry {
 
 std::vector<Entry> Entries(const AdviceFacts& f) {
   const std::string rank = R(f);
+  const std::string job =
+      f.session != nullptr ? ShellJoin(f.session->command) : std::string("mpirun -np N ./app");
   std::vector<Entry> e;
   e.push_back(
       {{"cluster-health",
         "fleet",
         "Is the cluster healthy? Which nodes will slow tomorrow's jobs?",
-        {{"dcgmi", OnNode(f, {"dcgmi", "diag", "-r", "2"}),
-          "any test not Pass (PCIe, memory, NVLink, targeted stress) on a node"},
+        {DcgmDiag(f),
          {"nvidia-smi", OnNode(f, {"nvidia-smi", "-q", "-d", "ECC,PAGE_RETIREMENT,ROW_REMAPPER"}),
           "volatile/aggregate double-bit ECC errors, pending page retirements or row remaps"},
          {"nvidia-smi", OnNode(f, {"nvidia-smi", "-q", "-d", "PERFORMANCE"}),
-          "Clocks Event Reasons active while busy: HW Slowdown, HW Thermal, SW Power Cap"}}},
+          "Clocks Event Reasons active while busy: HW Slowdown, HW Thermal, SW Power Cap"},
+         {"rankscope", "rankscope sweep --level standard",
+          "the grid of every node's checks against its peers and its own past"}}},
        "node nodes broken bad gpu errors ecc xid sweep nightly fleet"});
-  e.push_back(
-      {{"slow-rank",
-        "system",
-        "Which rank (or node) makes my job slow, and why?",
-        {{"rankscope",
-          "rankscope run -o out -- " + (f.session != nullptr ? ShellJoin(f.session->command)
-                                                             : std::string("mpirun -np N ./app")),
-          "the straggler finding: the late rank, how late, what it did meanwhile"},
-         {"rankscope", "rankscope report out --min-lateness-ms 0.2",
-          "smaller stragglers, re-analysed from the saved session"}}},
-       "straggler straggle late last waiting wait imbalance who culprit"});
-  e.push_back(
-      {{"where-time-goes",
-        "rank",
-        "Where does one rank's time go?",
-        {{"nsys",
-          OnRank(f, {"nsys", "profile", "-t", "cuda,nvtx,osrt,mpi", "--cuda-memory-usage=false",
-                     "-o", "rank" + rank + ".%p"}),
-          "the timeline of rank " + rank +
-              ": gaps with no kernel on the GPU rows, long CUDA API calls, MPI/NCCL waits"},
-         {"nsys",
-          "nsys stats --report cuda_gpu_kern_sum,cuda_api_sum,nvtx_sum rank" + rank + ".*.nsys-rep",
-          "the kernels and API calls that take most of the time"},
-         {"py-spy / perf",
-          f.session != nullptr && CpuProfileStepForRank(*f.session, f.rank, "")
-              ? CpuProfileStepForRank(*f.session, f.rank, "")->command
-              : OnNode(f, {"py-spy", "record", "--native", "-o", "rank" + rank + ".svg", "--pid",
-                           "PID"}),
-          "host stacks when the GPU idles: data loading, Python overhead, a lock"}}},
-       "profile timeline breakdown busy idle nsys spend"});
+  e.push_back({{"slow-rank",
+                "system",
+                "Which rank (or node) makes my job slow, and why?",
+                {{"rankscope", "rankscope run -o out -- " + job,
+                  "the straggler finding: the late rank, how late, what it did meanwhile"},
+                 {"rankscope", "rankscope report out --min-lateness-ms 0.2",
+                  "smaller stragglers, re-analysed from the saved session"},
+                 NsysOnEveryRank(f)}},
+               "straggler straggle late last waiting wait imbalance who culprit"});
+  e.push_back({{"where-time-goes",
+                "rank",
+                "Where does one rank's time go?",
+                {NsysOnRank(f, "cuda,nvtx,osrt,mpi"), NsysStats(f), CpuProfile(f)}},
+               "profile timeline breakdown busy idle nsys spend"});
   e.push_back(
       {{"launch-bound",
         "rank",
         "Is the GPU starved by the CPU (launch-bound)?",
-        {{"nsys", OnRank(f, {"nsys", "profile", "-t", "cuda,nvtx", "-o", "rank" + rank + ".%p"}),
-          "short kernels with gaps between them while the CPU thread is inside cudaLaunchKernel"},
-         {"rankscope", "rankscope run --gpu-activity all -o out -- ...",
+        {NsysOnRank(f, "cuda,nvtx",
+                    "short kernels with gaps between them while the CPU thread is inside "
+                    "cudaLaunchKernel"),
+         {"rankscope", "rankscope run --gpu-activity all -o out -- " + job,
           "launch arrows in trace.json: launch-to-start latency growing means the queue is empty"},
          {"ncu", OnRank(f, {"ncu", "--metrics", "gpu__time_duration.sum", "-c", "200"}),
           "kernels of a few microseconds: candidates for fusion or CUDA graphs"}}},
        "cpu bound starved gaps small kernels cuda graphs overhead python"});
-  e.push_back(
-      {{"nccl-slow",
-        "system",
-        "Is communication (NCCL) slower than the hardware allows?",
-        {{"rankscope", "rankscope run -o out -- ...",
-          "NCCL section: busbw per call shape against the links' speed (NVLink, PCIe, network)"},
-         {"nccl-tests", "mpirun -np N all_reduce_perf -b 8 -e 256M -f 2 -g 1",
-          "busbw of the large sizes against the same GPUs' peers; a pair or node far below"},
-         {"NCCL_DEBUG", "NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,GRAPH,TUNING,NET ./app",
-          "transports per peer (P2P/NVLink vs SHM vs NET), rings and trees, NET/IB vs Socket"}}},
-       "communication allreduce all reduce collective bandwidth busbw ring network ib"});
-  e.push_back(
-      {{"link-slow",
-        "node",
-        "Is a GPU link (PCIe, NVLink) slower than it should be?",
-        {{"nvidia-smi", OnNode(f, {"nvidia-smi", "-q", "-d", "PCIE"}),
-          "Link Generation/Width Current below Max while the GPU is busy; Replay counters"},
-         {"nvidia-smi", OnNode(f, {"nvidia-smi", "nvlink", "-s"}), "links inactive or slower"},
-         {"nvbandwidth", OnNode(f, {"nvbandwidth"}),
-          "host<->device and device<->device copy bandwidth of each GPU against the others"},
-         {"dcgmi", OnNode(f, {"dcgmi", "dmon", "-e", "1009,1010,1011,1012"}),
-          "PCIe and NVLink bytes per second while the job runs"}}},
-       "pcie nvlink bandwidth copy memcpy h2d d2h link width generation"});
+  e.push_back({{"gpu-slow",
+                "node",
+                "Is this GPU slower than its peers (clocks, power, heat)?",
+                {GpuClocks(f),
+                 {"dcgmi", OnNode(f, {"dcgmi", "dmon", "-e", "100,101,140,150,155"}),
+                  "SM and memory clocks, memory and GPU temperature, power while the job runs, "
+                  "against another node's GPUs"},
+                 DcgmDiag(f)}},
+               "gpu clock clocks throttle throttling thermal power slowdown hot temperature"});
+  e.push_back({{"nccl-slow",
+                "system",
+                "Is communication (NCCL) slower than the hardware allows?",
+                {{"rankscope", "rankscope run -o out -- " + job,
+                  "NCCL section: busbw per call shape against the links' speed (NVLink, PCIe, "
+                  "network)"},
+                 NcclTests(f, nlohmann::json::object()),
+                 NcclDebug(f),
+                 TopoMatrix(f)}},
+               "communication allreduce all reduce collective bandwidth busbw ring network ib"});
+  e.push_back({{"link-slow",
+                "node",
+                "Is a GPU link (PCIe, NVLink) slower than it should be?",
+                {PcieQuery(f),
+                 NvlinkStatus(f),
+                 NvbandwidthCopies(f),
+                 Lspci(f),
+                 {"dcgmi", OnNode(f, {"dcgmi", "dmon", "-e", "1009,1010,1011,1012"}),
+                  "PCIe and NVLink bytes per second while the job runs"}}},
+               "pcie nvlink bandwidth copy memcpy h2d d2h link width generation"});
   e.push_back({{"dataloader",
                 "rank",
                 "Is data loading holding the job back?",
-                {{"rankscope", "rankscope run -o out -- ...",
+                {{"rankscope", "rankscope run -o out -- " + job,
                   "the dataloader_skew finding: time in data ranges per step and rank"},
-                 {"py-spy", OnNode(f, {"py-spy", "dump", "--pid", "PID"}),
-                  "where the data-loading threads or workers are"},
-                 {"iostat", OnNode(f, {"iostat", "-x", "1"}),
-                  "%util and await of the dataset's disk; iowait on the CPU line"}}},
+                 Stacks(f, "where the data-loading threads or workers are"),
+                 Pidstat(f),
+                 Iostat(f)}},
                "data loader input io disk dataset batch prefetch"});
   e.push_back({{"kernel-bound",
                 "kernel",
                 "Is this kernel memory-bound or compute-bound?",
-                {{"ncu",
-                  OnRank(f, {"ncu", "--set", "full", "-k", "regex:" + f.kernel, "--launch-skip",
-                             "10", "--launch-count", "1", "-o", "rank" + rank + "_kernel"}),
-                  "GPU Speed Of Light: memory vs compute throughput %; the roofline chart"},
+                {NcuFull(f),
                  {"ncu",
                   "ncu --import rank" + rank +
-                      "_kernel.ncu-rep --page details --section "
-                      "MemoryWorkloadAnalysis",
+                      "_kernel.ncu-rep --page details --section MemoryWorkloadAnalysis",
                   "which memory level saturates (DRAM, L2, L1/shared) and the access pattern"},
                  {"ncu",
                   OnRank(f, {"ncu", "--section", "WarpStateStats", "-k", "regex:" + f.kernel,
@@ -211,6 +414,74 @@ std::vector<Entry> Entries(const AdviceFacts& f) {
   return e;
 }
 
+// The facts of one finding: its first rank and that rank's node, the finding's nodes, and the
+// kernel it names (else the rank's heaviest).
+AdviceFacts FactsOfFinding(const Session& session, const Finding& finding) {
+  AdviceFacts f = FactsOf(session, {finding});
+  f.nodes = finding.nodes;
+  if (f.nodes.empty() && f.node != "NODE") f.nodes = {f.node};
+  const nlohmann::json kernels = finding.evidence.value("kernels", nlohmann::json::array());
+  if (kernels.is_array() && !kernels.empty() && kernels[0].contains("kernel")) {
+    f.kernel = KernelRegex(kernels[0]["kernel"].get<std::string>());
+  }
+  return f;
+}
+
+// The steps a finding calls for, before the way to the rest of its question's chain.
+std::vector<NextStep> StepsFor(const Finding& finding, const AdviceFacts& f) {
+  const nlohmann::json& e = finding.evidence;
+  const std::string& focus = finding.focus;
+  if (finding.kind == "straggler") {
+    const std::string cause = e.value("cause_kind", "");
+    if (cause == "gpu_queue" || cause == "gpu_kernels") {
+      return {NsysOnRank(f, "cuda,nvtx", focus), GpuClocks(f), NcuFull(f)};
+    }
+    if (cause == "nvtx_range" || cause == "untracked_host_time") {
+      // Host work shows up in a CPU profile; time blocked in MPI or unexplained time does not.
+      return {NsysOnRank(f, "mpi,nvtx,osrt", focus),
+              CpuProfile(f, "the hottest stacks of rank " + R(f) +
+                                " while it runs (profile while the job is slow)")};
+    }
+    return {NsysOnRank(f, "mpi,nvtx,osrt", focus)};
+  }
+  if (finding.kind == "late_sender" || finding.kind == "late_receiver") {
+    return {NsysOnRank(f, "mpi,nvtx,osrt", focus),
+            CpuProfile(f, "the hottest stacks of rank " + R(f) + " while it runs")};
+  }
+  if (finding.kind == "dataloader_skew") {
+    return {Stacks(f, focus.empty() ? ""
+                                    : "the stacks of rank " + R(f) + " inside " + focus +
+                                          ": decoding/augmentation (CPU), file reads (I/O) "
+                                          "or waiting for worker processes"),
+            Pidstat(f), Iostat(f),
+            NsysOnRank(f, "mpi,nvtx,osrt",
+                       "OS runtime calls (read, pread, open, futex) inside " +
+                           Or(focus, "the data ranges") + " on rank " + R(f))};
+  }
+  if (finding.kind == "imbalanced_ring") {
+    return {TopoMatrix(f), NcclTests(f, e), NcclDebug(f)};
+  }
+  if (finding.kind == "pcie_bound") {
+    if (e.contains("degraded_pcie_links")) {
+      return {PcieQuery(f), Lspci(f), NvbandwidthCopies(f)};
+    }
+    // From the topology and a slow communicator it measured.
+    const nlohmann::json& ring = e.contains("measured") ? e["measured"] : e;
+    return {TopoMatrix(f), PcieQuery(f), NcclTests(f, ring)};
+  }
+  if (finding.kind == "nvlink_down") return {NvlinkStatus(f), NvlinkErrors(f), DcgmDiag(f)};
+  if (finding.kind == "process_outlier") {
+    const RankData* r = f.session != nullptr ? f.session->FindRank(f.rank) : nullptr;
+    std::string relaunch = "rankscope run --dormant -- srun <your srun options>";
+    if (r != nullptr && !r->id.program.empty()) relaunch += " " + ShellJoin(r->id.program);
+    return {Stacks(f, focus),
+            {"rankscope", relaunch,
+             "relaunch under rankscope (dormant: no cost until attached), then rankscope "
+             "attach: call timings show whether the others wait for it"}};
+  }
+  return {};
+}
+
 }  // namespace
 
 AdviceFacts FactsOf(const Session& session, const std::vector<Finding>& findings) {
@@ -242,7 +513,7 @@ AdviceFacts FactsOf(const Session& session, const std::vector<Finding>& findings
 std::string QuestionFor(const Finding& finding) {
   if (finding.kind == "straggler") {
     const std::string cause = finding.evidence.value("cause_kind", "");
-    return cause == "gpu_queue" || cause == "gpu_kernels" ? "kernel-bound" : "where-time-goes";
+    return cause == "gpu_queue" || cause == "gpu_kernels" ? "gpu-slow" : "where-time-goes";
   }
   if (finding.kind == "late_sender" || finding.kind == "late_receiver" ||
       finding.kind == "process_outlier") {
@@ -254,31 +525,18 @@ std::string QuestionFor(const Finding& finding) {
   return "";
 }
 
-void AddPlannerSteps(const Session& session, const std::string& session_dir,
-                     std::vector<Finding>* findings) {
-  for (Finding& f : *findings) {
-    const std::string id = QuestionFor(f);
+void PlanNextSteps(const Session& session, const std::string& session_dir,
+                   std::vector<Finding>* findings) {
+  for (Finding& finding : *findings) {
+    finding.next_steps.clear();
+    const std::string id = QuestionFor(finding);
     if (id.empty()) continue;
-    const std::vector<Answer> answers = Ask(id, FactsOf(session, {f}));
-    if (answers.empty()) continue;
-    std::set<std::string> tools, commands;
-    for (const NextStep& s : f.next_steps) {
-      tools.insert(s.tool);
-      commands.insert(s.command);
+    const AdviceFacts facts = FactsOfFinding(session, finding);
+    finding.next_steps = StepsFor(finding, facts);
+    const std::vector<Answer> answers = Ask(id, facts);
+    if (!answers.empty()) {
+      finding.next_steps.push_back(AdviseMore(id, answers.front().question, session_dir));
     }
-    int added = 0;
-    for (const AdviceStep& step : answers.front().steps) {
-      if (added == 2) break;
-      if (tools.count(step.tool) > 0 || commands.count(step.command) > 0) continue;
-      tools.insert(step.tool);
-      commands.insert(step.command);
-      f.next_steps.push_back({step.tool, step.command, step.look_for});
-      ++added;
-    }
-    f.next_steps.push_back({"rankscope",
-                            ShellJoin({"rankscope", "advise", id, "--session", session_dir}),
-                            "the planner's whole chain for \"" + answers.front().question +
-                                "\", with this job's commands filled in"});
   }
 }
 

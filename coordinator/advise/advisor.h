@@ -2,7 +2,10 @@
 // about a slow distributed GPU job, from the fleet down to the SASS, each answered by the tools
 // that answer it, in order: the exact command, what to look for in its output, and what to try
 // when that does not answer it. Given a session, the commands are filled in with the job's facts
-// (the rank and node to look at, the program, its heaviest kernel, its launcher). Pure.
+// (the rank and node to look at, the program, its heaviest kernel, its launcher). The planner is
+// the one source of next steps: every finding's next_steps are chosen and built here
+// (PlanNextSteps), from the finding's kind, evidence and focus; the analyses only say what is
+// wrong. Pure.
 #pragma once
 
 #include <string>
@@ -20,19 +23,17 @@ struct AdviceFacts {
   const Session* session = nullptr;  // not owned; may be null
   int rank = 0;                      // the rank to look at (a finding's, else 0)
   std::string node = "NODE";
-  std::string kernel = "KERNEL";  // a regex for ncu -k: the rank's heaviest kernel
-  std::string why;                // why this rank: "rank 2 is the straggler" etc.
+  std::vector<std::string> nodes;  // a finding's nodes (nccl-tests runs across them)
+  std::string kernel = "KERNEL";   // a regex for ncu -k: the rank's heaviest kernel
+  std::string why;                 // why this rank: "rank 2 is the straggler" etc.
 };
 
 // The facts of a session: the rank of its worst finding (else rank 0), its node, and the GPU
 // kernel that took most of that rank's GPU time.
 AdviceFacts FactsOf(const Session& session, const std::vector<Finding>& findings);
 
-struct AdviceStep {
-  std::string tool;
-  std::string command;   // one line for a POSIX shell
-  std::string look_for;  // what in its output answers the question
-};
+// tool, command (one line for a POSIX shell), look_for (what in its output answers the question).
+using AdviceStep = NextStep;
 
 struct Answer {
   std::string id;                 // short name: "where-time-goes"
@@ -45,15 +46,16 @@ struct Answer {
 std::vector<Answer> Catalogue(const AdviceFacts& facts);
 
 // The catalogue question a finding raises: "where-time-goes" for a host-side straggler or a late
-// sender, "kernel-bound" for a straggler whose GPU work is the cause, "dataloader", "nccl-slow"
+// sender, "gpu-slow" for a straggler whose GPU work is the cause, "dataloader", "nccl-slow"
 // for an imbalanced ring, "link-slow" for PCIe/NVLink findings; empty for an unknown kind.
 std::string QuestionFor(const Finding& finding);
 
-// Appends to each finding's next_steps what the planner answers for its question, filled in with
-// the finding's rank and node: up to two steps whose tool the finding does not already name, then
-// `rankscope advise ID --session SESSION_DIR` for the rest of the chain.
-void AddPlannerSteps(const Session& session, const std::string& session_dir,
-                     std::vector<Finding>* findings);
+// Sets each finding's next_steps to the planner's plan for it: the steps of its question's chain
+// that fit the finding, filled in with its rank, node, kernel, communicator and the analysis'
+// focus, then `rankscope advise ID --session SESSION_DIR` for the rest of the chain. A finding of
+// an unknown kind gets none.
+void PlanNextSteps(const Session& session, const std::string& session_dir,
+                   std::vector<Finding>* findings);
 
 // The answers whose question best matches `text` (words shared with the question and its
 // keywords; an exact id matches alone), best first, at most `most`; empty when nothing matches.

@@ -93,38 +93,175 @@ TEST(Advisor, ASessionFillsInTheRankNodeKernelAndLauncher) {
   EXPECT_NE(link.steps[0].command.find("-w n2"), std::string::npos) << link.steps[0].command;
 }
 
-// Findings' next steps end with the planner's: tools the finding did not name yet, then the way
-// to the rest of the chain for this session.
+// Every finding's next steps come from the planner: the steps its kind and cause call for, with
+// the analysis' focus as what to look for, then the way to the rest of the chain.
 TEST(Advisor, FindingsGetThePlannersStepsForTheirQuestion) {
   Session s = StragglerSession();
   Finding host;
   host.kind = "straggler";
   host.ranks = {3};
+  host.nodes = {"n2"};
   host.evidence["cause_kind"] = "nvtx_range";
-  host.next_steps.push_back({"nsys", "nsys profile ...", "its own"});
+  host.focus = "what rank 3 does inside NVTX range 'fwd'";
+  host.next_steps.push_back({"stale", "stale", "replaced"});
   Finding gpu = host;
-  gpu.evidence["cause_kind"] = "gpu_queue";
+  gpu.evidence["cause_kind"] = "gpu_kernels";
+  gpu.evidence["kernels"] = {{{"kernel", "void gemm_kernel<float>(float*, int)"}}};
   Finding unknown;
   unknown.kind = "something_new";
+  unknown.next_steps.push_back({"stale", "stale", "replaced"});
   std::vector<Finding> findings = {host, gpu, unknown};
-  AddPlannerSteps(s, "/runs/out dir", &findings);
+  PlanNextSteps(s, "/runs/out dir", &findings);
 
   EXPECT_EQ(QuestionFor(findings[0]), "where-time-goes");
-  ASSERT_EQ(findings[0].next_steps.size(), 3u);  // its nsys, py-spy, then advise
-  EXPECT_EQ(findings[0].next_steps[0].command, "nsys profile ...");
-  EXPECT_EQ(findings[0].next_steps[1].tool, "py-spy / perf");
+  ASSERT_EQ(findings[0].next_steps.size(), 3u);  // nsys, py-spy, then advise
+  EXPECT_EQ(findings[0].next_steps[0].tool, "nsys");
+  EXPECT_EQ(findings[0].next_steps[0].look_for, host.focus);
+  // nsys names each rank's report after the launcher's rank variable.
+  EXPECT_NE(findings[0].next_steps[0].command.find("--trace=mpi,nvtx,osrt"), std::string::npos);
+  EXPECT_NE(findings[0].next_steps[0].command.find("--output=rank%q{SLURM_PROCID}"),
+            std::string::npos)
+      << findings[0].next_steps[0].command;
+  EXPECT_EQ(findings[0].next_steps[1].tool, "py-spy");
   EXPECT_NE(findings[0].next_steps[1].command.find("\"$SLURM_PROCID\" = 3"), std::string::npos);
   EXPECT_EQ(findings[0].next_steps[2].command,
             "rankscope advise where-time-goes --session '/runs/out dir'");
 
-  EXPECT_EQ(QuestionFor(findings[1]), "kernel-bound");
-  ASSERT_GE(findings[1].next_steps.size(), 3u);
-  EXPECT_EQ(findings[1].next_steps[1].tool, "ncu");
-  EXPECT_NE(findings[1].next_steps[1].command.find("regex:reduce_kernel"), std::string::npos)
-      << findings[1].next_steps[1].command;
-  EXPECT_NE(findings[1].next_steps.back().command.find("advise kernel-bound"), std::string::npos);
+  EXPECT_EQ(QuestionFor(findings[1]), "gpu-slow");
+  ASSERT_EQ(findings[1].next_steps.size(), 4u);
+  EXPECT_NE(findings[1].next_steps[0].command.find("--trace=cuda,nvtx"), std::string::npos);
+  EXPECT_EQ(findings[1].next_steps[1].command,
+            "srun --jobid=4711 --overlap -w n2 -N1 -n1 nvidia-smi -q -d "
+            "PERFORMANCE,CLOCK,TEMPERATURE");
+  EXPECT_EQ(findings[1].next_steps[2].tool, "ncu");
+  // The kernel the finding names, not the rank's heaviest.
+  EXPECT_NE(findings[1].next_steps[2].command.find("regex:gemm_kernel"), std::string::npos)
+      << findings[1].next_steps[2].command;
+  EXPECT_NE(findings[1].next_steps.back().command.find("advise gpu-slow"), std::string::npos);
 
   EXPECT_TRUE(findings[2].next_steps.empty());
+}
+
+Finding RingFinding(const std::string& op) {
+  Finding f;
+  f.kind = "imbalanced_ring";
+  f.ranks = {4, 5, 6, 7};
+  f.nodes = {"n3", "n4"};
+  f.evidence = {{"comm_id", "0xabc"},
+                {"op", op},
+                {"bytes", 67108864},
+                {"nranks", 4},
+                {"peer_median_busbw_gbps", 180.0}};
+  return f;
+}
+
+Session MpirunSession(int ranks) {
+  Session s;
+  s.launcher = "mpirun";
+  s.command = {"mpirun", "-np", std::to_string(ranks), "./train"};
+  s.world_size = ranks;
+  for (int r = 0; r < ranks; ++r) {
+    RankData d;
+    d.id.rank = r;
+    d.id.node = "n" + std::to_string(r / 2 + 1);
+    d.id.program = {"./train"};
+    s.ranks.push_back(d);
+  }
+  return s;
+}
+
+TEST(Advisor, RingStepsMeasureTheOpTheJobCallsOnItsNodesWithItsOwnCommand) {
+  const Session s = MpirunSession(8);
+  std::vector<Finding> findings = {RingFinding("AllGather"), RingFinding("AllReduce")};
+  PlanNextSteps(s, "out", &findings);
+  ASSERT_EQ(findings[0].next_steps.size(), 4u);
+  EXPECT_EQ(findings[0].next_steps[0].command, "ssh n3 'nvidia-smi topo -m'");
+  EXPECT_EQ(findings[0].next_steps[1].command,
+            "mpirun -np 4 -H n3:2,n4:2 all_gather_perf -b 67108864 -e 67108864 -g 1");
+  EXPECT_NE(findings[0].next_steps[1].look_for.find("180 GB/s"), std::string::npos);
+  EXPECT_EQ(findings[0].next_steps[2].command,
+            "NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,GRAPH mpirun -np 8 ./train");
+  EXPECT_EQ(findings[0].next_steps[3].command, "rankscope advise nccl-slow --session out");
+  EXPECT_NE(findings[1].next_steps[1].command.find("all_reduce_perf"), std::string::npos);
+}
+
+TEST(Advisor, LinkFindingsGetLinkTools) {
+  const Session s = MpirunSession(4);
+  Finding nvml;
+  nvml.kind = "pcie_bound";
+  nvml.ranks = {2, 3};
+  nvml.nodes = {"n2"};
+  nvml.evidence["degraded_pcie_links"] = nlohmann::json::array();
+  Finding measured = RingFinding("AllReduce");  // a slow ring joined into a pcie_bound node
+  measured.kind = "pcie_bound";
+  measured.nodes = {"n2"};
+  measured.ranks = {2, 3};
+  Finding down;
+  down.kind = "nvlink_down";
+  down.ranks = {2, 3};
+  down.nodes = {"n2"};
+  std::vector<Finding> findings = {nvml, measured, down};
+  PlanNextSteps(s, "out", &findings);
+  std::vector<std::string> tools;
+  for (const NextStep& step : findings[0].next_steps) tools.push_back(step.tool);
+  EXPECT_EQ(tools, (std::vector<std::string>{"nvidia-smi", "lspci", "nvbandwidth", "rankscope"}));
+  EXPECT_EQ(findings[0].next_steps[0].command, "ssh n2 'nvidia-smi -q -d PCIE'");
+  ASSERT_EQ(findings[1].next_steps.size(), 4u);
+  EXPECT_EQ(findings[1].next_steps[0].command, "ssh n2 'nvidia-smi topo -m'");
+  EXPECT_EQ(findings[1].next_steps[2].command,
+            "mpirun -np 4 -H n2:4 all_reduce_perf -b 67108864 -e 67108864 -g 1");
+  EXPECT_EQ(findings[1].next_steps.back().command, "rankscope advise link-slow --session out");
+  ASSERT_EQ(findings[2].next_steps.size(), 4u);
+  EXPECT_EQ(findings[2].next_steps[0].command, "ssh n2 'nvidia-smi nvlink --status'");
+  EXPECT_EQ(findings[2].next_steps[2].command, "ssh n2 'dcgmi diag -r 2'");
+}
+
+// A job that still runs (attached from outside): its rank's stacks by pid, on its node; a job
+// that is over: the profiler wraps the rank in the next run.
+TEST(Advisor, StacksByPidWhileTheJobRunsElseInTheNextRun) {
+  Session attached = StragglerSession();
+  attached.launcher = "attach";
+  for (RankData& r : attached.ranks) r.id.launcher = "attach";
+  ASSERT_TRUE(attached.SampledFromOutsideOnly());
+  Finding outlier;
+  outlier.kind = "process_outlier";
+  outlier.ranks = {2};
+  outlier.focus = "which code reads on this rank alone";
+  Finding loader;
+  loader.kind = "dataloader_skew";
+  loader.ranks = {2};
+  loader.focus = "NVTX range 'data'";
+  std::vector<Finding> findings = {outlier, loader};
+  PlanNextSteps(attached, "out", &findings);
+  ASSERT_GE(findings[0].next_steps.size(), 2u);
+  EXPECT_EQ(findings[0].next_steps[0].command,
+            "srun --jobid=4711 --overlap -w n2 -N1 -n1 py-spy dump --native --pid 102");
+  EXPECT_EQ(findings[0].next_steps[0].look_for, outlier.focus);
+  EXPECT_EQ(findings[0].next_steps[1].command,
+            "rankscope run --dormant -- srun <your srun options> python3 train.py");
+  EXPECT_EQ(findings[1].next_steps[0].command, findings[0].next_steps[0].command);
+  EXPECT_NE(findings[1].next_steps[0].look_for.find("inside NVTX range 'data'"), std::string::npos);
+
+  const Session over = MpirunSession(4);
+  findings = {loader};
+  PlanNextSteps(over, "out", &findings);
+  std::vector<std::string> tools;
+  for (const NextStep& step : findings[0].next_steps) tools.push_back(step.tool);
+  EXPECT_EQ(tools, (std::vector<std::string>{"perf", "pidstat", "iostat", "nsys", "rankscope"}));
+  EXPECT_EQ(findings[0].next_steps[0].command,
+            "mpirun -np 4 bash -c 'if [ \"${OMPI_COMM_WORLD_RANK:-$PMI_RANK}\" = 2 ]; then exec "
+            "perf record -g --output rank2.perf.data -- \"$@\"; else exec \"$@\"; fi' _ ./train");
+  EXPECT_EQ(findings[0].next_steps[1].command,
+            "mpirun -np 4 bash -c 'if [ \"${OMPI_COMM_WORLD_RANK:-$PMI_RANK}\" = 2 ]; then exec "
+            "pidstat -d 1 -e \"$@\"; else exec \"$@\"; fi' _ ./train");
+}
+
+TEST(Advisor, EveryRankProfiledWithOneReportEach) {
+  const Session s = MpirunSession(4);
+  const Answer slow = Ask("slow-rank", FactsOf(s, {})).front();
+  EXPECT_EQ(slow.steps.back().command,
+            "mpirun -np 4 nsys profile --trace=cuda,nvtx,osrt,mpi "
+            "'--output=rank%q{OMPI_COMM_WORLD_RANK}' ./train");
 }
 
 }  // namespace

@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "coordinator/advise/advisor.h"
+#include "coordinator/findings.h"
 #include "coordinator/session.h"
 #include "core/records.h"
 #include "core/time.h"
@@ -123,6 +125,12 @@ inline Session Simulate(const TrainingSim& sim) {
   s.start = t0;
   s.end = *std::max_element(start.begin(), start.end());
   return s;
+}
+
+// The findings with the planner's next steps (coordinator/advise), as the pipeline gives them.
+inline std::vector<Finding> Planned(const Session& s, std::vector<Finding> findings) {
+  PlanNextSteps(s, "out", &findings);
+  return findings;
 }
 
 }  // namespace rankscope::testing

@@ -9,7 +9,6 @@
 #include <utility>
 
 #include "coordinator/analysis/describe.h"
-#include "coordinator/analysis/next_steps.h"
 #include "coordinator/analysis/range_timeline.h"
 #include "core/format.h"
 #include "core/robust_stats.h"
@@ -234,25 +233,7 @@ Finding MakeFinding(const Session& session, const RankSteps& rank, const Verdict
        "the loader waits (sleep, network, a lock, or its worker processes)"},
       &f);
 
-  const std::string r = std::to_string(rank.rank);
-  if (std::optional<NextStep> cpu = CpuProfileStepForRank(
-          session, rank.rank,
-          "the stacks of rank " + r + " inside " + label +
-              ": decoding/augmentation (CPU), file reads (I/O) or waiting for worker processes")) {
-    f.next_steps.push_back(std::move(*cpu));
-  }
-  f.next_steps.push_back(
-      {"pidstat", RelaunchWithToolOnRank(session, rank.rank, {"pidstat", "-d", "1", "-e"}),
-       "kB_rd/s and iodelay of rank " + r +
-           "'s process while it runs: high iodelay means it waits for storage; compare with "
-           "a rank on another node"});
-  f.next_steps.push_back({"iostat", OnRankNode(session, rank.rank, {"iostat", "-x", "1", "30"}),
-                          "%util and r_await of the device the data is read from" +
-                              (node.empty() ? std::string() : " on node " + node) +
-                              ", compared with another node"});
-  f.next_steps.push_back(NsysStepForRank(
-      session, rank.rank,
-      "OS runtime calls (read, pread, open, futex) inside " + label + " on rank " + r));
+  f.focus = label;
   return f;
 }
 

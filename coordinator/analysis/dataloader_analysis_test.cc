@@ -10,6 +10,7 @@
 namespace rankscope {
 namespace {
 
+using testing::Planned;
 using testing::Simulate;
 using testing::TrainingSim;
 
@@ -82,7 +83,8 @@ TEST(DataloaderAnalysisTest, WithoutDataRangesTheStragglerJoinsItsLoader) {
 TEST(DataloaderAnalysisTest, SlowDataOnOneRank) {
   TrainingSim sim;
   sim.slow_data[1] = 24 * kNsPerMs;
-  const std::vector<Finding> findings = FindDataloaderSkew(Simulate(sim), DataloaderOptions{});
+  const Session s = Simulate(sim);
+  const std::vector<Finding> findings = Planned(s, FindDataloaderSkew(s, DataloaderOptions{}));
   ASSERT_EQ(findings.size(), 1u);
   const Finding& f = findings[0];
   EXPECT_EQ(f.kind, "dataloader_skew");

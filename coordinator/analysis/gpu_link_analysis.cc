@@ -3,8 +3,6 @@
 #include <map>
 #include <string>
 
-#include "coordinator/analysis/next_steps.h"
-
 namespace rankscope {
 namespace {
 
@@ -61,7 +59,6 @@ std::vector<Finding> FindDegradedGpuLinks(const Session& session) {
                        " NVLinks up";
       }
     }
-    const int rank = reader.id.rank;
     auto node_finding = [&](const char* kind, double confidence) {
       Finding f;
       f.kind = kind;
@@ -79,16 +76,6 @@ std::vector<Finding> FindDegradedGpuLinks(const Session& session) {
                   "run slower than on their peers; reseat or replace the card or riser, or "
                   "check the slot's BIOS settings.";
       f.evidence = {{"degraded_pcie_links", pcie}, {"driver_version", reader.nvml->driver_version}};
-      f.next_steps.push_back(
-          {"nvidia-smi", OnRankNode(session, rank, {"nvidia-smi", "-q", "-d", "PCIE"}),
-           "Link Width / PCIe Generation: Current vs Max while the GPU is busy; Replays"});
-      f.next_steps.push_back({"lspci", OnRankNode(session, rank, {"lspci", "-vv"}),
-                              "LnkSta of the GPU (and the bridges above it) against LnkCap"});
-      f.next_steps.push_back({"nvbandwidth",
-                              OnRankNode(session, rank,
-                                         {"nvbandwidth", "-t", "host_to_device_memcpy_ce",
-                                          "device_to_host_memcpy_ce"}),
-                              "the degraded GPU's copy bandwidth against the others'"});
       out.push_back(std::move(f));
     }
     if (!nvlink.empty()) {
@@ -97,14 +84,6 @@ std::vector<Finding> FindDegradedGpuLinks(const Session& session) {
                   ". Peer-to-peer traffic (NCCL rings, all-to-all) over this GPU loses that "
                   "share of its NVLink bandwidth.";
       f.evidence = {{"nvlinks_down", nvlink}, {"driver_version", reader.nvml->driver_version}};
-      f.next_steps.push_back({"nvidia-smi",
-                              OnRankNode(session, rank, {"nvidia-smi", "nvlink", "--status"}),
-                              "links shown inactive, per GPU"});
-      f.next_steps.push_back(
-          {"nvidia-smi", OnRankNode(session, rank, {"nvidia-smi", "nvlink", "-e"}),
-           "replay, recovery and CRC error counters of the links that are down"});
-      f.next_steps.push_back({"dcgmi", OnRankNode(session, rank, {"dcgmi", "diag", "-r", "2"}),
-                              "the NVLink and PCIe tests' verdicts for this GPU"});
       out.push_back(std::move(f));
     }
   }

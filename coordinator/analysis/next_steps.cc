@@ -118,25 +118,37 @@ std::string ShellJoin(const std::vector<std::string>& words) {
   return out;
 }
 
-std::string RelaunchWithToolOnRank(const Session& session, int rank,
-                                   const std::vector<std::string>& tool_argv) {
-  const std::vector<std::string> program = ProgramOf(session, rank);
+namespace {
+
+// The job's launcher words (its own, else a default one for the launcher the session names) and
+// which launcher they are; empty words when the program ran without one.
+std::pair<std::vector<std::string>, Launcher> JobLauncher(const Session& session,
+                                                          const std::vector<std::string>& program) {
   std::vector<std::string> prefix = LauncherPrefix(session.command, program);
-  Launcher launcher =
+  const Launcher launcher =
       prefix.empty() ? LauncherFromWord(session.launcher) : LauncherFromWord(prefix.front());
   if (prefix.empty()) prefix = DefaultPrefix(launcher, session.world_size);
-  if (launcher == Launcher::kNone || prefix.empty()) {
-    std::vector<std::string> words = tool_argv;
-    words.insert(words.end(), program.begin(), program.end());
-    return ShellJoin(words);
-  }
-  std::vector<std::string> words = prefix;
+  if (launcher == Launcher::kNone) prefix.clear();
   // torchrun treats its first argument as a Python script unless told otherwise.
   if (launcher == Launcher::kTorchrun &&
       std::find_if(prefix.begin(), prefix.end(), [](const std::string& w) {
         return w == "--no-python" || w == "--no_python";
       }) == prefix.end()) {
-    words.push_back("--no-python");
+    prefix.push_back("--no-python");
+  }
+  return {prefix, launcher};
+}
+
+}  // namespace
+
+std::string RelaunchWithToolOnRank(const Session& session, int rank,
+                                   const std::vector<std::string>& tool_argv) {
+  const std::vector<std::string> program = ProgramOf(session, rank);
+  auto [words, launcher] = JobLauncher(session, program);
+  if (words.empty()) {
+    words = tool_argv;
+    words.insert(words.end(), program.begin(), program.end());
+    return ShellJoin(words);
   }
   const std::string script = "if [ \"" + RankVariable(launcher) + "\" = " + std::to_string(rank) +
                              " ]; then exec " + ShellJoin(tool_argv) +
@@ -144,6 +156,29 @@ std::string RelaunchWithToolOnRank(const Session& session, int rank,
   words.insert(words.end(), {"bash", "-c", script, "_"});
   words.insert(words.end(), program.begin(), program.end());
   return ShellJoin(words);
+}
+
+std::string RelaunchWithToolOnEveryRank(const Session& session,
+                                        const std::vector<std::string>& tool_argv) {
+  const std::vector<std::string> program = ProgramOf(session, 0);
+  std::vector<std::string> words = JobLauncher(session, program).first;
+  words.insert(words.end(), tool_argv.begin(), tool_argv.end());
+  words.insert(words.end(), program.begin(), program.end());
+  return ShellJoin(words);
+}
+
+std::string RankOutputName(const Session& session, int rank) {
+  switch (JobLauncher(session, ProgramOf(session, rank)).second) {
+    case Launcher::kMpirun:
+      return "rank%q{OMPI_COMM_WORLD_RANK}";
+    case Launcher::kSrun:
+      return "rank%q{SLURM_PROCID}";
+    case Launcher::kTorchrun:
+      return "rank%q{RANK}";
+    case Launcher::kNone:
+      break;
+  }
+  return "rank" + std::to_string(rank);
 }
 
 std::string OnRankNode(const Session& session, int rank, const std::vector<std::string>& argv) {
@@ -167,38 +202,6 @@ std::string OnRankNode(const Session& session, int rank, const std::vector<std::
 bool IsPythonProgram(const Session& session, int rank) {
   const std::vector<std::string> program = ProgramOf(session, rank);
   return !program.empty() && Basename(program.front()).starts_with("python");
-}
-
-NextStep NsysStepForRank(const Session& session, int rank, std::string look_for,
-                         std::string_view trace) {
-  const std::string name = "rank" + std::to_string(rank);
-  NextStep step;
-  step.tool = "nsys";
-  step.command = RelaunchWithToolOnRank(
-      session, rank,
-      {"nsys", "profile", "--trace=" + std::string(trace), "--output=" + name + ".%p"});
-  step.look_for = std::move(look_for);
-  return step;
-}
-
-std::optional<NextStep> CpuProfileStepForRank(const Session& session, int rank,
-                                              std::string look_for) {
-  // The job is over when the report is read, so attaching to its pid is useless: relaunch
-  // with the profiler wrapped around that one rank.
-  if (session.FindRank(rank) == nullptr) return std::nullopt;
-  const std::string name = "rank" + std::to_string(rank);
-  NextStep step;
-  step.look_for = std::move(look_for);
-  if (IsPythonProgram(session, rank)) {
-    step.tool = "py-spy";
-    step.command = RelaunchWithToolOnRank(
-        session, rank, {"py-spy", "record", "--native", "--output", name + ".svg", "--"});
-  } else {
-    step.tool = "perf";
-    step.command = RelaunchWithToolOnRank(
-        session, rank, {"perf", "record", "-g", "--output", name + ".perf.data", "--"});
-  }
-  return step;
 }
 
 }  // namespace rankscope

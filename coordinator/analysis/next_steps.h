@@ -1,9 +1,8 @@
-// Builds the concrete commands a finding recommends, from what the session knows about the job:
-// the user's launch command, each rank's program argv, pid and node. Every command is a single
-// line for a POSIX shell with its words quoted, so it can be pasted as is.
+// The shell side of the planner's commands (coordinator/advise/advisor.h), from what the session
+// knows about the job: the user's launch command, each rank's program argv, pid and node. Every
+// command is a single line for a POSIX shell with its words quoted, so it can be pasted as is.
 #pragma once
 
-#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -27,21 +26,19 @@ std::string ShellJoin(const std::vector<std::string>& words);
 std::string RelaunchWithToolOnRank(const Session& session, int rank,
                                    const std::vector<std::string>& tool_argv);
 
+// The job relaunched the way the user launched it with tool_argv in front of every rank's program.
+std::string RelaunchWithToolOnEveryRank(const Session& session,
+                                        const std::vector<std::string>& tool_argv);
+
+// An output file name that differs per rank when a tool runs on every rank: nsys' %q{VARIABLE}
+// of the launcher's rank variable ("rank%q{SLURM_PROCID}"), or "rankN" without a launcher.
+std::string RankOutputName(const Session& session, int rank);
+
 // A command that runs argv on the node of rank `rank`: `srun --jobid=J --overlap -w NODE ...`
 // inside a SLURM job, `ssh NODE '...'` otherwise, argv alone when the node is unknown.
 std::string OnRankNode(const Session& session, int rank, const std::vector<std::string>& argv);
 
 // The rank's program is a Python interpreter (py-spy then sees its Python stacks).
 bool IsPythonProgram(const Session& session, int rank);
-
-// An nsys profile of that rank alone, output rankR.<pid>; `trace` is nsys' --trace list (MPI,
-// NVTX and OS runtime by default; CUDA for questions about the GPU's own queue).
-NextStep NsysStepForRank(const Session& session, int rank, std::string look_for,
-                         std::string_view trace = "mpi,nvtx,osrt");
-
-// Samples the running rank's stacks on its node: py-spy for Python programs, perf otherwise.
-// nullopt when the session does not know the program's pid.
-std::optional<NextStep> CpuProfileStepForRank(const Session& session, int rank,
-                                              std::string look_for);
 
 }  // namespace rankscope

@@ -64,13 +64,23 @@ TEST(NextStepsTest, RunsOnTheRanksNode) {
   const Session slurm = TwoRanks("slurm", {"srun", "./app"}, {"./app"});
   EXPECT_EQ(OnRankNode(slurm, 0, {"iostat", "-x", "1"}),
             "srun --jobid=77 --overlap -w node0 -N1 -n1 iostat -x 1");
-  const std::optional<NextStep> perf = CpuProfileStepForRank(ssh, 0, "hot stacks");
-  ASSERT_TRUE(perf.has_value());
-  EXPECT_EQ(perf->tool, "perf");
-  // The job is over when the report is read: the profiler wraps that rank in the next run.
-  EXPECT_EQ(perf->command,
-            "mpirun bash -c 'if [ \"${OMPI_COMM_WORLD_RANK:-$PMI_RANK}\" = 0 ]; then exec perf "
-            "record -g --output rank0.perf.data -- \"$@\"; else exec \"$@\"; fi' _ ./app");
+}
+
+TEST(NextStepsTest, EveryRankAndOneOutputPerRank) {
+  const Session mpi = TwoRanks("mpirun", {"mpirun", "-np", "2", "./app"}, {"./app"});
+  EXPECT_EQ(RelaunchWithToolOnEveryRank(mpi, {"nsys", "profile"}),
+            "mpirun -np 2 nsys profile ./app");
+  EXPECT_EQ(RankOutputName(mpi, 1), "rank%q{OMPI_COMM_WORLD_RANK}");
+  const Session slurm = TwoRanks("slurm", {"srun", "-N2", "./app"}, {"./app"});
+  EXPECT_EQ(RankOutputName(slurm, 1), "rank%q{SLURM_PROCID}");
+  const Session torch = TwoRanks("torchrun", {"torchrun", "--nproc-per-node=2", "train.py"},
+                                 {"/usr/bin/python3", "train.py"});
+  EXPECT_EQ(RankOutputName(torch, 0), "rank%q{RANK}");
+  EXPECT_EQ(RelaunchWithToolOnEveryRank(torch, {"nsys", "profile"}),
+            "torchrun --nproc-per-node=2 --no-python nsys profile /usr/bin/python3 train.py");
+  const Session plain = TwoRanks("none", {"./app"}, {"./app"});
+  EXPECT_EQ(RankOutputName(plain, 1), "rank1");
+  EXPECT_EQ(RelaunchWithToolOnEveryRank(plain, {"nsys", "profile"}), "nsys profile ./app");
 }
 
 }  // namespace

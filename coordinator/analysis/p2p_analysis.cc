@@ -8,7 +8,6 @@
 #include <utility>
 
 #include "coordinator/analysis/describe.h"
-#include "coordinator/analysis/next_steps.h"
 #include "coordinator/analysis/range_timeline.h"
 #include "core/format.h"
 #include "core/robust_stats.h"
@@ -226,11 +225,7 @@ std::vector<Finding> FindWaitStates(const Session& aligned, const std::vector<P2
                  "work) or sending with MPI_Isend and waiting later takes the wait away.";
     }
     f.summary = summary;
-    f.next_steps.push_back(NsysStepForRank(aligned, rank, look_for));
-    if (std::optional<NextStep> cpu = CpuProfileStepForRank(
-            aligned, rank, "the hottest stacks of " + who + " while it runs")) {
-      f.next_steps.push_back(std::move(*cpu));
-    }
+    f.focus = std::move(look_for);
     findings.push_back(std::move(f));
   }
   return findings;

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "coordinator/analysis/analysis_test_util.h"
 #include "coordinator/analysis/diagnosis.h"
 #include "core/comm_id.h"
 
@@ -164,7 +165,7 @@ TEST(LateSenderTest, TheSlowStageIsNamedNotTheStagesBehindIt) {
   EXPECT_GT(from2_wait, 10 * 20 * kNsPerMs);
   EXPECT_LT(from2_direct, from2_wait / 10);
 
-  const std::vector<Finding> findings = LateSenders(s);
+  const std::vector<Finding> findings = testing::Planned(s, LateSenders(s));
   ASSERT_EQ(findings.size(), 1u);
   const Finding& f = findings[0];
   EXPECT_EQ(f.kind, "late_sender");
@@ -236,7 +237,7 @@ TEST(LateReceiverTest, TheSlowLastStageIsNamedNotTheStagesBehindIt) {
     EXPECT_LT(to2_direct, to2_wait / 10) << nonblocking;
 
     EXPECT_TRUE(LateSenders(s).empty());
-    const std::vector<Finding> findings = LateReceivers(s);
+    const std::vector<Finding> findings = testing::Planned(s, LateReceivers(s));
     ASSERT_EQ(findings.size(), 1u) << nonblocking;
     const Finding& f = findings[0];
     EXPECT_EQ(f.kind, "late_receiver");

@@ -4,7 +4,6 @@
 #include <string>
 
 #include "coordinator/analysis/describe.h"
-#include "coordinator/analysis/next_steps.h"
 #include "core/format.h"
 #include "core/robust_stats.h"
 
@@ -113,25 +112,7 @@ std::vector<Finding> FindProcessOutliers(const Session& session,
         ". Without call timings (the job was not launched with rankscope run) whether the others "
         "wait for it is not measured.";
     f.summary = std::move(summary);
-    const RankData* data = session.FindRank(me.rank);
-    if (data != nullptr && data->id.program_pid > 0) {
-      const std::string pid = std::to_string(data->id.program_pid);
-      NextStep live;
-      live.look_for = look_for;
-      if (IsPythonProgram(session, me.rank)) {
-        live.tool = "py-spy";
-        live.command = OnRankNode(session, me.rank, {"py-spy", "dump", "--native", "--pid", pid});
-      } else {
-        live.tool = "perf";
-        live.command = OnRankNode(session, me.rank, {"perf", "top", "-p", pid});
-      }
-      f.next_steps.push_back(std::move(live));
-    }
-    std::string relaunch = "rankscope run --dormant -- srun <your srun options>";
-    if (data != nullptr && !data->id.program.empty()) relaunch += " " + ShellJoin(data->id.program);
-    f.next_steps.push_back({"rankscope", relaunch,
-                            "relaunch under rankscope (dormant: no cost until attached), then "
-                            "rankscope attach: call timings show whether the others wait for it"});
+    f.focus = look_for;
     findings.push_back(std::move(f));
   }
   return findings;

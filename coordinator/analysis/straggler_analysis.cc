@@ -11,7 +11,6 @@
 
 #include "agent/nccl/kernel_name.h"
 #include "coordinator/analysis/describe.h"
-#include "coordinator/analysis/next_steps.h"
 #include "coordinator/analysis/range_timeline.h"
 #include "coordinator/p2p_matcher.h"
 #include "core/format.h"
@@ -966,28 +965,7 @@ Finding MakeFinding(const Session& session, const Verdict& v, const CauseStats& 
   if (persistence == "second_half") summary += " It happens mainly in the second half of the run.";
   f.summary = summary;
 
-  f.next_steps.push_back(
-      NsysStepForRank(session, v.rank, look_for, gpu_side ? "cuda,nvtx" : "mpi,nvtx,osrt"));
-  if (gpu_side) {
-    NextStep clocks;
-    clocks.tool = "nvidia-smi";
-    clocks.command =
-        OnRankNode(session, v.rank, {"nvidia-smi", "-q", "-d", "PERFORMANCE,CLOCK,TEMPERATURE"});
-    clocks.look_for =
-        "clocks below the other GPUs', or active throttle reasons (power, thermal, "
-        "HW slowdown) on the GPU of rank " +
-        std::to_string(v.rank);
-    f.next_steps.push_back(std::move(clocks));
-  }
-  // Host work shows up in a CPU profile; time blocked in MPI or unexplained time does not.
-  if (cause_kind == "nvtx_range" || cause_kind == "untracked_host_time") {
-    if (std::optional<NextStep> cpu =
-            CpuProfileStepForRank(session, v.rank,
-                                  "the hottest stacks of rank " + std::to_string(v.rank) +
-                                      " while it runs (profile while the job is slow)")) {
-      f.next_steps.push_back(std::move(*cpu));
-    }
-  }
+  f.focus = std::move(look_for);
   return f;
 }
 

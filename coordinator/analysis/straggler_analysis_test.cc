@@ -12,6 +12,7 @@
 namespace rankscope {
 namespace {
 
+using testing::Planned;
 using testing::Simulate;
 using testing::TrainingSim;
 
@@ -23,7 +24,7 @@ TEST(StragglerAnalysisTest, SlowComputeOnOneRank) {
   TrainingSim sim;
   sim.slow_compute[2] = 30 * kNsPerMs;
   const Session s = Simulate(sim);
-  const std::vector<Finding> findings = Stragglers(s);
+  const std::vector<Finding> findings = Planned(s, Stragglers(s));
   ASSERT_EQ(findings.size(), 1u);
   const Finding& f = findings[0];
   EXPECT_EQ(f.kind, "straggler");
@@ -150,7 +151,7 @@ TEST(StragglerAnalysisTest, LaunchedOnTimeButStartedLateIsTheGpuQueue) {
   Session s = Simulate(sim);
   SetLaunches(&s, 2 * kNsPerMs, /*launch_tracks_enter=*/false);
   AddComputeKernels(&s);
-  const std::vector<Finding> findings = Stragglers(s);
+  const std::vector<Finding> findings = Planned(s, Stragglers(s));
   ASSERT_EQ(findings.size(), 1u);
   const Finding& f = findings[0];
   EXPECT_EQ(f.ranks, std::vector<int>{2});
@@ -170,10 +171,18 @@ TEST(StragglerAnalysisTest, LaunchedOnTimeButStartedLateIsTheGpuQueue) {
   EXPECT_NEAR(late_ns - others_ns, 30.0 * kNsPerMs, 1.0 * kNsPerMs);
   EXPECT_NE(f.summary.find("kernel 'void sgemm_tile<128>(float*)'"), std::string::npos)
       << f.summary;
-  ASSERT_EQ(f.next_steps.size(), 2u);
+  // The planner's steps for a GPU-side straggler: its kernels in nsys, its GPU's clocks, the
+  // kernel that grew in ncu, then the rest of the "gpu-slow" chain.
+  EXPECT_NE(f.focus.find("the kernels rank 2 runs before each"), std::string::npos) << f.focus;
+  ASSERT_EQ(f.next_steps.size(), 4u);
   EXPECT_NE(f.next_steps[0].command.find("--trace=cuda,nvtx"), std::string::npos);
+  EXPECT_EQ(f.next_steps[0].look_for, f.focus);
   EXPECT_EQ(f.next_steps[1].tool, "nvidia-smi");
   EXPECT_NE(f.next_steps[1].command.find("ssh n2 "), std::string::npos) << f.next_steps[1].command;
+  EXPECT_EQ(f.next_steps[2].tool, "ncu");
+  EXPECT_NE(f.next_steps[2].command.find("regex:sgemm_tile"), std::string::npos)
+      << f.next_steps[2].command;
+  EXPECT_EQ(f.next_steps[3].command, "rankscope advise gpu-slow --session out");
 }
 
 // No launch times (CUPTI modes kernels/gpu), but GPU kernel time before the call grew by the
@@ -202,7 +211,7 @@ TEST(StragglerAnalysisTest, LateLaunchKeepsTheHostCause) {
   sim.slow_compute[2] = 30 * kNsPerMs;
   Session s = Simulate(sim);
   SetLaunches(&s, 100 * kNsPerUs, /*launch_tracks_enter=*/true);
-  const std::vector<Finding> findings = Stragglers(s);
+  const std::vector<Finding> findings = Planned(s, Stragglers(s));
   ASSERT_EQ(findings.size(), 1u);
   const Finding& f = findings[0];
   EXPECT_EQ(f.evidence["cause_kind"], "nvtx_range");

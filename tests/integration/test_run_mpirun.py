@@ -1,6 +1,8 @@
 """`rankscope run -- mpirun ...` end to end: real mpirun, agents, gRPC, analyses, writers."""
 import os
 import re
+import shlex
+import subprocess
 import sys
 import unittest
 
@@ -39,6 +41,17 @@ class RunMpirun(RankscopeTest):
         self.assertIn("compute", f["summary"], f)
         self.assertTrue(f["next_steps"], "a finding names what to run next")
         self.assertIn("rank 2", proc.stderr)  # the printed report
+        # The planner's steps: nsys on rank 2 alone under the job's own mpirun, one report per
+        # rank, and the way to the rest of the chain, which runs on this session as printed.
+        nsys = f["next_steps"][0]["command"]
+        self.assertIn('$PMI_RANK}" = 2 ]; then exec nsys profile', nsys)
+        self.assertIn("rank%q{OMPI_COMM_WORLD_RANK}", nsys)
+        advise = shlex.split(f["next_steps"][-1]["command"])
+        self.assertEqual(advise[:2], ["rankscope", "advise"], f["next_steps"])
+        chain = subprocess.run([RANKSCOPE] + advise[1:], capture_output=True, text=True,
+                               timeout=60)
+        self.assertEqual(chain.returncode, 0, chain.stderr)
+        self.assertIn("looking at rank 2", chain.stdout)
 
     def test_slow_pipeline_stage_is_the_late_sender_not_the_stages_behind_it(self):
         # Rank 1 of a 4-stage MPI_Send/MPI_Recv pipeline computes 20 ms longer: rank 2 waits for
