@@ -12,7 +12,6 @@
 #include "coordinator/completeness.h"
 #include "coordinator/nccl_instances.h"
 #include "coordinator/report/session_writer.h"
-#include "core/format.h"
 
 namespace rankscope {
 
@@ -40,14 +39,9 @@ Result<PipelineOutput> DiagnoseAndWrite(Session aligned, const std::string& out_
       aligned.analysis_notes.push_back(std::move(n));
     }
   }
-  const std::optional<TraceWindow> window = ChooseTraceWindow(aligned, output.max_trace_events);
-  if (window) {
-    aligned.analysis_notes.push_back(
-        "trace.json holds " + FormatDuration(window->end - window->start) +
-        " from the middle of the run (" + std::to_string(window->events_kept) + " of " +
-        std::to_string(window->events_total) +
-        " events; a bigger trace does not open in a browser); --full-trace writes them all");
-  }
+  const std::optional<TraceWindow> window =
+      ChooseTraceWindow(aligned, matches, output.max_trace_events);
+  if (window) aligned.analysis_notes.push_back(DescribeTraceWindow(*window));
   PipelineOutput out;
   if (Status s = WriteSessionFolder(out_dir, aligned, matches, findings, &out.report_text,
                                     &out.report_text_color, window);

@@ -19,8 +19,8 @@ struct PipelineOutput {
 };
 
 struct OutputOptions {
-  // trace.json holds at most this many events (a window of the run's middle, said in a note);
-  // 0 = everything.
+  // trace.json holds at most this many events (a sample of whole steps, or without step ranges a
+  // window of the run's middle; said in a note); 0 = everything.
   size_t max_trace_events = kDefaultMaxTraceEvents;
 };
 

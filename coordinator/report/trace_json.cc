@@ -9,6 +9,7 @@
 #include <unordered_map>
 #include <utility>
 
+#include "coordinator/report/collective_waits.h"
 #include "coordinator/report/json_writer.h"
 #include "core/format.h"
 #include "core/records.h"
@@ -121,10 +122,52 @@ void ForEachEvent(const Session& session, Fn fn) {
   }
 }
 
+// What a TraceWindow keeps, as disjoint time intervals in order (kept steps' spans may overlap
+// when the ranks run out of step): a record is written when it overlaps one of them.
+class KeptSpans {
+ public:
+  // nullptr: everything is kept.
+  explicit KeptSpans(const TraceWindow* window) {
+    if (window == nullptr) return;
+    all_ = false;
+    if (window->steps.empty()) {
+      spans_.emplace_back(window->start, window->end);
+      return;
+    }
+    for (const TraceStep& step : window->steps) spans_.emplace_back(step.start, step.end);
+    std::sort(spans_.begin(), spans_.end());
+    size_t merged = 0;
+    for (size_t i = 1; i < spans_.size(); ++i) {
+      if (spans_[i].first <= spans_[merged].second) {
+        spans_[merged].second = std::max(spans_[merged].second, spans_[i].second);
+      } else {
+        spans_[++merged] = spans_[i];
+      }
+    }
+    spans_.resize(merged + 1);
+  }
+
+  bool Overlaps(TimeNs start, TimeNs end) const {
+    if (all_) return true;
+    // The first interval that does not end before the record starts.
+    auto it = std::lower_bound(spans_.begin(), spans_.end(), start,
+                               [](const auto& span, TimeNs t) { return span.second < t; });
+    return it != spans_.end() && it->first <= std::max(start, end);
+  }
+
+ private:
+  bool all_ = true;
+  std::vector<std::pair<TimeNs, TimeNs>> spans_;
+};
+
 class TraceBuilder {
  public:
   TraceBuilder(const Session& session, std::string* out, const std::optional<TraceWindow>& window)
-      : session_(session), origin_(session.start), w_(out), window_(window) {}
+      : session_(session),
+        origin_(session.start),
+        w_(out),
+        window_(window),
+        kept_(window ? &*window : nullptr) {}
 
   void Build(const SessionMatches& matches) {
     w_.BeginObject().Key("traceEvents").BeginArray();
@@ -144,6 +187,19 @@ class TraceBuilder {
       w_.Member("end_ns", static_cast<int64_t>(window_->end));
       w_.Member("events_total", static_cast<uint64_t>(window_->events_total));
       w_.Member("events_kept", static_cast<uint64_t>(window_->events_kept));
+      if (!window_->steps.empty() || window_->steps_total > 0) {
+        w_.Member("steps_total", static_cast<uint64_t>(window_->steps_total));
+        w_.Key("steps_kept").BeginArray();
+        for (const TraceStep& step : window_->steps) w_.Int(static_cast<int64_t>(step.index));
+        w_.EndArray();
+      }
+      if (window_->worst_step) {
+        w_.Member("step_with_most_waiting", static_cast<uint64_t>(*window_->worst_step));
+      }
+      w_.Member("description", DescribeTraceWindow(*window_));
+      w_.Member("everything",
+                "rankscope report --full-trace SESSION_DIR rewrites trace.json with every event "
+                "(rankscope run --full-trace writes it so in the first place)");
       w_.EndObject();
     }
     w_.EndObject().EndObject();
@@ -159,9 +215,7 @@ class TraceBuilder {
 
   JsonWriter& Ts(TimeNs t) { return w_.Key("ts").Micros(t - origin_); }
 
-  bool InWindow(TimeNs start, TimeNs end) const {
-    return !window_ || (start <= window_->end && std::max(start, end) >= window_->start);
-  }
+  bool InWindow(TimeNs start, TimeNs end) const { return kept_.Overlaps(start, end); }
 
   void Metadata(const char* name, int pid, int64_t tid, const char* arg, const std::string& text) {
     w_.BeginObject().Member("ph", "M").Member("name", name).Member("pid", pid);
@@ -378,9 +432,10 @@ class TraceBuilder {
     }
   }
 
-  // One flow chain per complete instance, in arrival order. Every step sits at the same offset
-  // into its member's slice (half the shortest member's duration), so each step is strictly
-  // inside the slice it binds to and the steps stay in arrival order.
+  // One flow chain per complete instance whose members' slices were all written, in arrival
+  // order. Every step sits at the same offset into its member's slice (half the shortest member's
+  // duration), so each step is strictly inside the slice it binds to and the steps stay in
+  // arrival order.
   void EmitCollectiveFlows(const std::map<int, const RankData*>& ranks,
                            const std::vector<CollectiveInstance>& instances) {
     // (rank, comm, seq) -> index of that rank's collective record.
@@ -400,7 +455,10 @@ class TraceBuilder {
         auto it = index_of.find(std::make_tuple(m.rank, inst.comm_id, inst.seq));
         if (it == index_of.end()) continue;  // instances from another session: nothing to bind
         const Placed& p = placements_[m.rank].collectives[it->second];
-        if (!p.valid) continue;
+        if (!p.valid) {  // a member outside the kept window: an arrow would end at the wrong rank
+          chain.clear();
+          break;
+        }
         nccl = ranks.at(m.rank)->collectives[it->second].source == CollectiveRecord::Source::kNccl;
         chain.push_back(&p);
         pids.push_back(m.rank);
@@ -449,7 +507,8 @@ class TraceBuilder {
   const Session& session_;
   const TimeNs origin_;
   JsonWriter w_;
-  const std::optional<TraceWindow> window_;
+  const std::optional<TraceWindow>& window_;
+  const KeptSpans kept_;
   Demangler demangle_;
   std::map<int, RankPlacement> placements_;
   int64_t next_synthetic_ = kSyntheticTidBase;
@@ -506,24 +565,236 @@ size_t CountTraceEvents(const Session& session) {
   return n;
 }
 
-std::optional<TraceWindow> ChooseTraceWindow(const Session& session, size_t max_events) {
-  const size_t total = CountTraceEvents(session);
-  if (max_events == 0 || total <= max_events) return std::nullopt;
+namespace {
+
+using Spans = std::vector<std::pair<TimeNs, TimeNs>>;
+
+// A rank's outermost NVTX ranges named like a step ("step", "Step 12", ...: the dataloader
+// analysis' default), in start order; empty for a rank with fewer than two. The rule of
+// report.html's step heatmap and worst-step timeline (StepWindows in report_html.cc), so that
+// trace.json numbers the steps as report.html does.
+Spans StepWindows(const RankData& rank) {
+  Spans steps;
+  for (const RangeRecord& r : rank.ranges) {
+    if (r.depth == 0 && r.name.size() >= 4 &&
+        std::equal(r.name.begin(), r.name.begin() + 4, "step", [](char a, char b) {
+          return std::tolower(static_cast<unsigned char>(a)) == b;
+        })) {
+      steps.emplace_back(r.start, r.end);
+    }
+  }
+  std::sort(steps.begin(), steps.end());
+  if (steps.size() < 2) steps.clear();
+  return steps;
+}
+
+// The index of the step in `steps` (start-ordered) that contains `t`, if any.
+std::optional<size_t> StepOf(const Spans& steps, TimeNs t) {
+  auto it = std::upper_bound(steps.begin(), steps.end(), std::make_pair(t, TimeNs{0}),
+                             [](const auto& a, const auto& b) { return a.first < b.first; });
+  if (it == steps.begin() || t > std::prev(it)->second) return std::nullopt;
+  return static_cast<size_t>(std::prev(it) - steps.begin());
+}
+
+// The session's steps: step k spans every rank's k-th step range, from the earliest start to the
+// latest end. None when a rank that made collective calls has no step ranges (its calls would
+// belong to no step), as in report.html.
+struct SessionSteps {
+  std::vector<TraceStep> steps;
+  std::unordered_map<int, Spans> of_rank;  // by rank id; a duplicated rank: its first copy
+};
+
+SessionSteps FindSteps(const Session& session) {
+  SessionSteps out;
+  for (const RankData& rank : session.ranks) {
+    Spans mine = StepWindows(rank);
+    if (mine.empty() && !rank.collectives.empty()) return {};
+    for (size_t k = 0; k < mine.size(); ++k) {
+      if (k == out.steps.size()) out.steps.push_back({k, mine[k].first, mine[k].second});
+      out.steps[k].start = std::min(out.steps[k].start, mine[k].first);
+      out.steps[k].end = std::max(out.steps[k].end, mine[k].second);
+    }
+    out.of_rank.emplace(rank.id.rank, std::move(mine));
+  }
+  return out;
+}
+
+// The step whose collective calls hold the most waiting (MemberWaits of the members that entered
+// the call inside their rank's step), picked as report.html's worst-step timeline picks it: the
+// first step absorbs start-up and is passed over when there are more than two. nullopt when no
+// step holds any wait.
+std::optional<size_t> MostWaitingStep(const SessionSteps& steps,
+                                      const std::vector<CollectiveInstance>& instances) {
+  std::vector<DurationNs> wait(steps.steps.size(), 0);
+  for (const CollectiveInstance& inst : instances) {
+    const std::vector<DurationNs> waits = MemberWaits(inst);
+    for (size_t m = 0; m < inst.members.size(); ++m) {
+      auto mine = steps.of_rank.find(inst.members[m].rank);
+      if (mine == steps.of_rank.end()) continue;
+      if (std::optional<size_t> k = StepOf(mine->second, inst.members[m].enter)) {
+        wait[*k] += waits[m];
+      }
+    }
+  }
+  if (wait.empty()) return std::nullopt;
+  size_t worst = wait.size() > 2 ? 1 : 0;
+  for (size_t k = worst; k < wait.size(); ++k) {
+    if (wait[k] > wait[worst]) worst = k;
+  }
+  if (wait[worst] <= 0) return std::nullopt;
+  return worst;
+}
+
+// How many events overlap each step's span. An event in two overlapping spans counts for both,
+// so a sum over steps never undercounts what they keep together.
+std::vector<size_t> EventsPerStep(const Session& session, const std::vector<TraceStep>& steps) {
+  // The steps' starts never decrease (each rank's k-th step starts before its k+1-th), but a step
+  // may end before the one before it; the running maximum of the ends finds the first candidate.
+  std::vector<TimeNs> starts, latest_end;
+  for (const TraceStep& step : steps) {
+    starts.push_back(step.start);
+    latest_end.push_back(latest_end.empty() ? step.end : std::max(latest_end.back(), step.end));
+  }
+  std::vector<size_t> events(steps.size(), 0);
+  ForEachEvent(session, [&](TimeNs start, TimeNs end) {
+    const auto first = std::lower_bound(latest_end.begin(), latest_end.end(), start);
+    const auto past = std::upper_bound(starts.begin(), starts.end(), std::max(start, end));
+    for (auto k = static_cast<size_t>(first - latest_end.begin());
+         k < static_cast<size_t>(past - starts.begin()); ++k) {
+      if (steps[k].end >= start) ++events[k];
+    }
+  });
+  return events;
+}
+
+// Which steps fit in max_events, given each step's events (at least two steps): the step with the
+// most waiting, the first and the last, in that order of preference, each when it fits (a first
+// step that absorbed start-up may not); then as many steps evenly spaced from the first to the
+// last as fit with them. In step order; empty when not one of the three fits.
+std::vector<size_t> SampleSteps(const std::vector<size_t>& events, std::optional<size_t> worst,
+                                size_t max_events) {
+  const size_t n = events.size();
+  std::vector<size_t> wanted;
+  if (worst) wanted.push_back(*worst);
+  for (size_t k : {size_t{0}, n - 1}) {
+    if (std::find(wanted.begin(), wanted.end(), k) == wanted.end()) wanted.push_back(k);
+  }
+  std::vector<size_t> kept, too_big;
+  size_t used = 0;
+  for (size_t k : wanted) {
+    if (used + events[k] <= max_events) {
+      kept.push_back(k);
+      used += events[k];
+    } else {
+      too_big.push_back(k);
+    }
+  }
+  if (kept.empty()) return kept;
+  // The kept ones and m steps evenly spaced from the first to the last (distinct while m <= n),
+  // but for those that did not fit above.
+  auto sample = [&](size_t m) {
+    std::vector<size_t> out = kept;
+    for (size_t i = 0; i < m; ++i) {
+      const size_t k = (i * (n - 1) + (m - 1) / 2) / (m - 1);
+      if (std::find(too_big.begin(), too_big.end(), k) == too_big.end()) out.push_back(k);
+    }
+    std::sort(out.begin(), out.end());
+    out.erase(std::unique(out.begin(), out.end()), out.end());
+    return out;
+  };
+  auto fits = [&](const std::vector<size_t>& steps) {
+    size_t sum = 0;
+    for (size_t k : steps) sum += events[k];
+    return sum <= max_events;
+  };
+  // sample(2) is `kept`, which fits; the most steps that still fit (a binary search: the events
+  // of m evenly spaced steps grow with m, as evenly as the steps' own events).
+  size_t lo = 2, hi = n;
+  while (lo < hi) {
+    const size_t mid = lo + (hi - lo + 1) / 2;
+    if (fits(sample(mid))) {
+      lo = mid;
+    } else {
+      hi = mid - 1;
+    }
+  }
+  return sample(lo);
+}
+
+// The window of the run's middle that holds max_events of the session's `total` events (by start
+// time): a steady state, past start-up and before shutdown.
+void MiddleWindow(const Session& session, size_t total, size_t max_events, TraceWindow* w) {
   std::vector<TimeNs> starts;
   starts.reserve(total);
   ForEachEvent(session, [&](TimeNs start, TimeNs) { starts.push_back(start); });
-  // The middle of the run: a steady state, past start-up and before shutdown.
   const size_t first = (total - max_events) / 2;
   const size_t last = first + max_events - 1;
   std::nth_element(starts.begin(), starts.begin() + static_cast<ptrdiff_t>(first), starts.end());
-  const TimeNs start = starts[first];
+  w->start = starts[first];
   std::nth_element(starts.begin() + static_cast<ptrdiff_t>(first),
                    starts.begin() + static_cast<ptrdiff_t>(last), starts.end());
-  TraceWindow w{start, starts[last], total, 0};
-  ForEachEvent(session, [&](TimeNs s, TimeNs e) {
-    if (s <= w.end && std::max(s, e) >= w.start) ++w.events_kept;
+  w->end = starts[last];
+}
+
+}  // namespace
+
+std::optional<TraceWindow> ChooseTraceWindow(const Session& session, const SessionMatches& matches,
+                                             size_t max_events) {
+  const size_t total = CountTraceEvents(session);
+  if (max_events == 0 || total <= max_events) return std::nullopt;
+  TraceWindow w;
+  w.events_total = total;
+  const SessionSteps steps = FindSteps(session);
+  w.steps_total = steps.steps.size();
+  if (!steps.steps.empty()) {
+    const std::optional<size_t> worst = MostWaitingStep(steps, matches.collectives);
+    for (size_t k : SampleSteps(EventsPerStep(session, steps.steps), worst, max_events)) {
+      const TraceStep& step = steps.steps[k];
+      if (w.steps.empty()) w.start = step.start;
+      w.end = w.steps.empty() ? step.end : std::max(w.end, step.end);
+      w.steps.push_back(step);
+      if (k == worst) w.worst_step = k;
+    }
+  }
+  if (w.steps.empty()) MiddleWindow(session, total, max_events, &w);
+  const KeptSpans kept(&w);
+  ForEachEvent(session, [&](TimeNs start, TimeNs end) {
+    if (kept.Overlaps(start, end)) ++w.events_kept;
   });
   return w;
+}
+
+std::string DescribeTraceWindow(const TraceWindow& w) {
+  const std::string events =
+      std::to_string(w.events_kept) + " of " + std::to_string(w.events_total) + " events";
+  const std::string why = "a bigger trace does not open in a browser";
+  const std::string everything = "--full-trace writes them all";
+  if (w.steps.empty()) {
+    std::string out = "trace.json holds " + FormatDuration(w.end - w.start) +
+                      " from the middle of the run (" + events + "; " + why;
+    if (w.steps_total > 0) {
+      out += "; its " + std::to_string(w.steps_total) + " steps are too large to keep whole";
+    }
+    return out + "); " + everything;
+  }
+  // The first few and the last of the kept steps: the whole list is in the trace's metadata.
+  constexpr size_t kListed = 8;
+  std::string list;
+  for (size_t i = 0; i < w.steps.size(); ++i) {
+    if (w.steps.size() > kListed && i == kListed - 2) {
+      list += ", ...";
+      i = w.steps.size() - 1;
+    }
+    list += (i == 0 ? "" : ", ") + std::to_string(w.steps[i].index);
+  }
+  std::string out = "trace.json holds " + std::to_string(w.steps.size()) + " of the run's " +
+                    std::to_string(w.steps_total) + " steps, whole and on every rank (steps " +
+                    list;
+  if (w.steps.size() > 3) out += ", evenly spaced";
+  if (w.worst_step) {
+    out += "; step " + std::to_string(*w.worst_step) + " had the most waiting";
+  }
+  return out + "): " + events + ", since " + why + "; " + everything;
 }
 
 }  // namespace rankscope

@@ -15,9 +15,37 @@
 
 namespace rankscope {
 
-// The trace of an aligned session and its matches (MatchSession on the same session), as JSON text.
-// Timestamps are microseconds since session.start, printed with three decimals so nanoseconds
-// survive exactly.
+// Large sessions: a trace.json of several million events does not open in a browser, so
+// ChooseTraceWindow picks what to keep and BuildChromeTrace writes only the records that overlap
+// it. For a training loop with NVTX step ranges that is a sample of whole steps, every rank's
+// records during each kept step; without step ranges, one stretch of the run's middle.
+
+// One step: the ranks' k-th step ranges (outermost NVTX ranges named like "step", counted per
+// rank as report.html's step heatmap and worst-step timeline count them), from the earliest
+// rank's start to the latest rank's end on the aligned axis.
+struct TraceStep {
+  size_t index = 0;  // k
+  TimeNs start = 0;
+  TimeNs end = 0;
+};
+
+// What trace.json keeps of a session over its event budget.
+struct TraceWindow {
+  // The span written: the window, or the first kept step's start to the last one's end.
+  TimeNs start = 0;
+  TimeNs end = 0;
+  size_t events_total = 0;  // slices and instants in the whole session
+  size_t events_kept = 0;   // of those, overlapping what is kept
+  // Whole steps kept, in step order; empty when a window of the middle is kept.
+  std::vector<TraceStep> steps;
+  size_t steps_total = 0;  // steps in the session (also set when none could be kept whole)
+  // The step whose collective calls hold the most waiting (report.html's worst step), when kept.
+  std::optional<size_t> worst_step;
+};
+
+// The trace of an aligned session and its matches (MatchSession on the same session), as JSON
+// text. Timestamps are microseconds since session.start, printed with three decimals so
+// nanoseconds survive exactly.
 //
 // Slices on one track always nest properly, as Perfetto requires: when a slice partially
 // overlaps an earlier one on its thread (e.g. a start/end NVTX range across an MPI call), it
@@ -26,26 +54,39 @@ namespace rankscope {
 // ones in between, "f" (binding to the enclosing slice) on the last; all bind to that rank's
 // MPI slice.
 //
-// Large sessions: with a `window`, only records that overlap it are written (a trace beyond a few
-// million events does not open in a browser), and the metadata says so.
-struct TraceWindow {
-  TimeNs start = 0;
-  TimeNs end = 0;
-  size_t events_total = 0;  // slices and instants in the whole session
-  size_t events_kept = 0;   // of those, in the window
-};
+// With a `window`, only records overlapping its steps (or its span) are written, an instance's
+// flow chain only when every member's slice is, and metadata.window says what was kept, out of
+// how much, and how to get everything.
 std::string BuildChromeTrace(const Session& session, const SessionMatches& matches,
                              const std::optional<TraceWindow>& window = std::nullopt);
 
 // The slices and instants trace.json would hold for the whole session.
 size_t CountTraceEvents(const Session& session);
 
-// nullopt when the session has at most max_events events (or max_events is 0); else the window of
-// the run's middle that holds max_events of them (by start time), for BuildChromeTrace.
-std::optional<TraceWindow> ChooseTraceWindow(const Session& session, size_t max_events);
+// nullopt when the session has at most max_events events (or max_events is 0). Otherwise, when
+// every rank that made collective calls has step ranges: whole steps, as many as fit in
+// max_events (a step costs every event overlapping its span). The step with the most waiting in
+// its collectives (from `matches`, MatchSession of the same session), the first and the last
+// come first, in that order, each when it fits (a first step that absorbed start-up may not);
+// then as many steps evenly spaced from the first to the last as fit with them. Without step
+// ranges, or when not one of those three fits whole: the window of the run's middle that holds
+// max_events events (by start time).
+std::optional<TraceWindow> ChooseTraceWindow(const Session& session, const SessionMatches& matches,
+                                             size_t max_events);
 
-// The default budget: about 1 GB of trace.json at the most, which Perfetto still opens.
-inline constexpr size_t kDefaultMaxTraceEvents = 4'000'000;
+// One line for report.txt and the trace's metadata: what trace.json holds of the session, and
+// that --full-trace writes everything. Starts with "trace.json holds ".
+std::string DescribeTraceWindow(const TraceWindow& window);
+
+// The default budget. trace.json costs 150-400 bytes per event as the writer prints it, flow
+// arrows and track names included (measured: 190 B on a 64-rank x 500-step MPI + NVTX session
+// of coordinator/testing/scale_sim.h, 157 B on the 2xH200 NCCL benchmark fixture with CUPTI
+// kernels, 401 B on the 2xH200 PyTorch fixture with launch records, whose kernels carry long
+// template names and an arrow from their launch each; trace_json_test checks the MPI + NVTX
+// figure). A million events is 150-400 MB of JSON: within what a browser tab running
+// ui.perfetto.dev or chrome://tracing parses before it runs out of memory, a few hundred MB. The
+// former 4 M made 0.6-1.6 GB, which did not open.
+inline constexpr size_t kDefaultMaxTraceEvents = 1'000'000;
 
 // The MPI function name of a collective: "MPI_Allreduce", "MPI_Ireduce_scatter_block", ...
 // "ncclAllReduce" etc., for collectives joined from NCCL logs and kernels.

@@ -281,14 +281,17 @@ TEST(ChromeTrace, MessageArrowsFromSendToReceive) {
   }
 }
 
-TEST(ChromeTrace, LargeSessionsAreCutToAWindowOfTheRunsMiddle) {
-  Session s = report_test::MakeCleanSession();
+TEST(ChromeTrace, LargeSessionsWithoutStepsAreCutToAWindowOfTheRunsMiddle) {
+  Session s = report_test::MakeCleanSession();  // no NVTX ranges: no steps
+  const SessionMatches matches = MatchSession(s);
   const size_t total = CountTraceEvents(s);
   ASSERT_GE(total, 200u);
-  EXPECT_FALSE(ChooseTraceWindow(s, 0).has_value());      // no limit
-  EXPECT_FALSE(ChooseTraceWindow(s, total).has_value());  // fits
-  std::optional<TraceWindow> w = ChooseTraceWindow(s, total / 4);
+  EXPECT_FALSE(ChooseTraceWindow(s, matches, 0).has_value());      // no limit
+  EXPECT_FALSE(ChooseTraceWindow(s, matches, total).has_value());  // fits
+  std::optional<TraceWindow> w = ChooseTraceWindow(s, matches, total / 4);
   ASSERT_TRUE(w.has_value());
+  EXPECT_TRUE(w->steps.empty());
+  EXPECT_EQ(w->steps_total, 0u);
   EXPECT_EQ(w->events_total, total);
   EXPECT_GE(w->events_kept, total / 4);
   EXPECT_LT(w->events_kept, total / 2);  // slices overlapping the edges come too, not many more
@@ -304,7 +307,7 @@ TEST(ChromeTrace, LargeSessionsAreCutToAWindowOfTheRunsMiddle) {
   EXPECT_GT(w->start, first + (last - first) / 4);
   EXPECT_LT(w->end, last - (last - first) / 4);
 
-  json doc = json::parse(BuildChromeTrace(s, MatchSession(s), w));
+  json doc = json::parse(BuildChromeTrace(s, matches, w));
   size_t events = 0;
   for (const json& e : doc["traceEvents"]) {
     if (e["ph"] != "X" && e["ph"] != "i") continue;
@@ -315,8 +318,247 @@ TEST(ChromeTrace, LargeSessionsAreCutToAWindowOfTheRunsMiddle) {
     EXPECT_GE(end, w->start);
   }
   EXPECT_EQ(events, w->events_kept);
-  EXPECT_EQ(doc["metadata"]["window"]["events_total"], total);
-  EXPECT_EQ(doc["metadata"]["window"]["events_kept"], w->events_kept);
+  const json& meta = doc["metadata"]["window"];
+  EXPECT_EQ(meta["events_total"], total);
+  EXPECT_EQ(meta["events_kept"], w->events_kept);
+  EXPECT_FALSE(meta.contains("steps_kept"));
+  EXPECT_EQ(meta["description"], DescribeTraceWindow(*w));
+  EXPECT_NE(meta["description"].get<std::string>().find("from the middle of the run"),
+            std::string::npos);
+  EXPECT_NE(meta["everything"].get<std::string>().find("--full-trace"), std::string::npos);
+}
+
+// The flow chains of a trace, by id.
+std::map<uint64_t, std::vector<json>> CollectiveFlows(const json& doc) {
+  std::map<uint64_t, std::vector<json>> chains;
+  for (const json& e : doc["traceEvents"]) {
+    if ((e["ph"] == "s" || e["ph"] == "t" || e["ph"] == "f") && e["cat"] == "mpi_flow") {
+      chains[e["id"].get<uint64_t>()].push_back(e);
+    }
+  }
+  return chains;
+}
+
+// A window that ends while an all-reduce is being entered (ranks 0 and 1 are in, 2 and 3 not
+// yet): its arrow would end on rank 1 as if it had arrived last, so it has none.
+TEST(ChromeTrace, ACollectiveGetsItsArrowOnlyWhenEveryMemberIsKept) {
+  Session s = report_test::MakeCleanSession();  // allreduce k: rank r enters at k ms + r*10 us
+  const SessionMatches matches = MatchSession(s);
+  TraceWindow w;
+  w.start = s.ranks[0].collectives[10].enter;
+  w.end = s.ranks[1].collectives[20].enter;  // instance 20: ranks 0 and 1 only
+  json doc = json::parse(BuildChromeTrace(s, matches, w));
+  std::set<int> pids_of_seq20;
+  for (const json& e : doc["traceEvents"]) {
+    if (e["ph"] == "X" && e["args"].value("seq", -1) == 20)
+      pids_of_seq20.insert(e["pid"].get<int>());
+  }
+  EXPECT_EQ(pids_of_seq20, (std::set<int>{0, 1}));
+  std::map<uint64_t, std::vector<json>> chains = CollectiveFlows(doc);
+  EXPECT_EQ(chains.size(), 10u);  // instances 10..19
+  for (const auto& [id, chain] : chains) EXPECT_EQ(chain.size(), 4u) << "flow " << id;
+}
+
+// A training loop with NVTX step ranges: 4 ranks, `steps` steps 1 ms apart after a "setup"
+// range. On every rank step k is "step" { "compute"; allreduce seq k } with a mark at its start,
+// the ranks up to 30 us apart; in step `late_step` rank 3 computes 200 us longer, so the others
+// wait for it there and nowhere else. kPerStep events per step, kOutsideSteps outside them.
+constexpr size_t kPerStep = 4 * 4;
+constexpr size_t kOutsideSteps = 4;
+Session MakeStepSession(int steps, int late_step) {
+  Session s = report_test::MakeCleanSession();
+  for (RankData& r : s.ranks) {
+    const int rank = r.id.rank;
+    r.collectives.clear();
+    r.ranges.push_back({"", "setup", s.start + 100 * kNsPerUs, s.start + 900 * kNsPerUs, 1, 0});
+    for (int k = 0; k < steps; ++k) {
+      const TimeNs base = s.start + (k + 1) * kNsPerMs;
+      const TimeNs step_start = base + rank * 10 * kNsPerUs;
+      const DurationNs late = k == late_step ? 200 * kNsPerUs : 0;
+      const TimeNs compute_end = base + 500 * kNsPerUs + (rank == 3 ? late : 0);
+      CollectiveRecord c;
+      c.comm_id = 7;
+      c.seq = static_cast<uint64_t>(k);
+      c.op = CollectiveOp::kAllreduce;
+      c.comm_size = 4;
+      c.comm_rank = rank;
+      c.enter = compute_end;
+      c.exit = base + 600 * kNsPerUs + late;
+      c.tid = 1;
+      r.collectives.push_back(c);
+      r.ranges.push_back({"", "step", step_start, c.exit + 50 * kNsPerUs, 1, 0});
+      r.ranges.push_back({"", "compute", step_start + 10 * kNsPerUs, compute_end, 1, 1});
+      r.marks.push_back({"", "iteration", step_start, 1});
+    }
+  }
+  s.end = s.start + (steps + 2) * kNsPerMs;
+  return s;
+}
+
+// Step k's span in MakeStepSession: rank 0's start to the latest end.
+std::pair<TimeNs, TimeNs> StepSpan(const Session& s, size_t k) {
+  std::pair<TimeNs, TimeNs> span{s.ranks[0].ranges[1 + 2 * k].start, 0};
+  for (const RankData& r : s.ranks) span.second = std::max(span.second, r.ranges[1 + 2 * k].end);
+  return span;
+}
+
+// The step indices whose span holds each written slice or instant; a record outside every step
+// is counted under -1.
+std::map<int, size_t> EventsByStep(const Session& s, const json& doc, int steps) {
+  std::map<int, size_t> by_step;
+  for (const json& e : doc["traceEvents"]) {
+    if (e["ph"] != "X" && e["ph"] != "i") continue;
+    const TimeNs start = Ns(e["ts"]) + s.start;
+    const TimeNs end = start + (e.contains("dur") ? Ns(e["dur"]) : 0);
+    int step = -1;
+    for (int k = 0; k < steps; ++k) {
+      auto [from, to] = StepSpan(s, static_cast<size_t>(k));
+      if (from <= start && end <= to) step = k;
+    }
+    ++by_step[step];
+  }
+  return by_step;
+}
+
+TEST(ChromeTrace, StepSessionOverBudgetKeepsWholeStepsFirstLastWorstAndEvenlySpaced) {
+  constexpr int kSteps = 40;
+  constexpr size_t kLate = 12;
+  Session s = MakeStepSession(kSteps, kLate);
+  const SessionMatches matches = MatchSession(s);
+  const size_t total = CountTraceEvents(s);
+  ASSERT_EQ(total, kSteps * kPerStep + kOutsideSteps);
+  const size_t budget = 10 * kPerStep + kPerStep / 2;  // ten whole steps and a half
+
+  std::optional<TraceWindow> w = ChooseTraceWindow(s, matches, budget);
+  ASSERT_TRUE(w.has_value());
+  EXPECT_EQ(w->steps_total, static_cast<size_t>(kSteps));
+  EXPECT_EQ(w->worst_step, kLate);
+  std::vector<size_t> kept;
+  for (const TraceStep& step : w->steps) kept.push_back(step.index);
+  ASSERT_GE(kept.size(), 9u);   // as many as fit: evenly spaced ones and the worst
+  ASSERT_LE(kept.size(), 10u);  // within the budget
+  EXPECT_TRUE(std::is_sorted(kept.begin(), kept.end()));
+  EXPECT_EQ(kept.front(), 0u);
+  EXPECT_EQ(kept.back(), static_cast<size_t>(kSteps - 1));
+  EXPECT_TRUE(std::count(kept.begin(), kept.end(), kLate));
+  // Without the worst step, the gaps between kept steps differ by at most one.
+  std::vector<size_t> even = kept;
+  std::erase(even, kLate);
+  size_t min_gap = kSteps, max_gap = 0;
+  for (size_t i = 1; i < even.size(); ++i) {
+    min_gap = std::min(min_gap, even[i] - even[i - 1]);
+    max_gap = std::max(max_gap, even[i] - even[i - 1]);
+  }
+  EXPECT_LE(max_gap - min_gap, 1u) << ::testing::PrintToString(kept);
+  EXPECT_EQ(w->events_kept, kept.size() * kPerStep);
+  EXPECT_LE(w->events_kept, budget);
+  for (const TraceStep& step : w->steps) {
+    EXPECT_EQ(std::make_pair(step.start, step.end), StepSpan(s, step.index)) << step.index;
+  }
+
+  // Every rank's records of a kept step are written, none of any other step, nothing outside.
+  json doc = json::parse(BuildChromeTrace(s, matches, w));
+  std::map<int, size_t> expected;
+  for (size_t k : kept) expected[static_cast<int>(k)] = kPerStep;
+  EXPECT_EQ(EventsByStep(s, doc, kSteps), expected);
+  // One arrow per kept step's all-reduce, across all four ranks.
+  std::map<uint64_t, std::vector<json>> chains = CollectiveFlows(doc);
+  EXPECT_EQ(chains.size(), kept.size());
+  for (const auto& [id, chain] : chains) EXPECT_EQ(chain.size(), 4u) << "flow " << id;
+}
+
+TEST(ChromeTrace, MetadataOfSampledStepsListsThemAndHowToGetEverything) {
+  Session s = MakeStepSession(40, 12);
+  const SessionMatches matches = MatchSession(s);
+  std::optional<TraceWindow> w = ChooseTraceWindow(s, matches, 10 * kPerStep);
+  ASSERT_TRUE(w.has_value());
+  json doc = json::parse(BuildChromeTrace(s, matches, w));
+  const json& meta = doc["metadata"]["window"];
+  std::vector<size_t> kept;
+  for (const TraceStep& step : w->steps) kept.push_back(step.index);
+  EXPECT_EQ(meta["steps_kept"].get<std::vector<size_t>>(), kept);
+  EXPECT_EQ(meta["steps_total"], 40);
+  EXPECT_EQ(meta["step_with_most_waiting"], 12);
+  EXPECT_EQ(meta["events_kept"], w->events_kept);
+  EXPECT_EQ(meta["events_total"], 40 * kPerStep + kOutsideSteps);
+  EXPECT_NE(meta["everything"].get<std::string>().find("--full-trace"), std::string::npos);
+  const std::string description = meta["description"];
+  EXPECT_EQ(description, DescribeTraceWindow(*w));
+  EXPECT_EQ(description.rfind("trace.json holds " + std::to_string(kept.size()) +
+                                  " of the run's 40 steps, whole and on every rank (steps 0, ",
+                              0),
+            0u)
+      << description;
+  EXPECT_NE(description.find(", 39, evenly spaced; step 12 had the most waiting)"),
+            std::string::npos)
+      << description;
+  EXPECT_NE(description.find("--full-trace writes them all"), std::string::npos);
+}
+
+// The step with the most waiting is kept first, then the first step, then the last; when not even
+// one step fits whole, the window of the run's middle is kept after all.
+TEST(ChromeTrace, StepsThatDoNotAllFitKeepTheMostWaitingFirstElseAWindow) {
+  Session s = MakeStepSession(40, 12);
+  const SessionMatches matches = MatchSession(s);
+  std::optional<TraceWindow> w = ChooseTraceWindow(s, matches, 2 * kPerStep + kPerStep / 2);
+  ASSERT_TRUE(w.has_value());
+  std::vector<size_t> kept;
+  for (const TraceStep& step : w->steps) kept.push_back(step.index);
+  EXPECT_EQ(kept, (std::vector<size_t>{0, 12}));
+
+  w = ChooseTraceWindow(s, matches, kPerStep - 1);
+  ASSERT_TRUE(w.has_value());
+  EXPECT_TRUE(w->steps.empty());
+  EXPECT_EQ(w->steps_total, 40u);
+  EXPECT_GE(w->events_kept, kPerStep - 1);
+  EXPECT_NE(DescribeTraceWindow(*w).find("its 40 steps are too large to keep whole"),
+            std::string::npos)
+      << DescribeTraceWindow(*w);
+}
+
+// A first step that absorbed a long start-up does not fit: the others are sampled without it.
+TEST(ChromeTrace, AFirstStepTooLargeToKeepLeavesRoomForTheOthers) {
+  Session s = MakeStepSession(40, 12);
+  const TimeNs in_step0 = s.ranks[0].ranges[1].start;
+  for (int i = 0; i < 100; ++i) s.ranks[0].marks.push_back({"", "init", in_step0 + i, 1});
+  const SessionMatches matches = MatchSession(s);
+  const size_t budget = 8 * kPerStep;
+  std::optional<TraceWindow> w = ChooseTraceWindow(s, matches, budget);
+  ASSERT_TRUE(w.has_value());
+  std::vector<size_t> kept;
+  for (const TraceStep& step : w->steps) kept.push_back(step.index);
+  ASSERT_GE(kept.size(), 7u) << ::testing::PrintToString(kept);
+  EXPECT_GT(kept.front(), 0u);
+  EXPECT_EQ(kept.back(), 39u);
+  EXPECT_TRUE(std::count(kept.begin(), kept.end(), 12u));
+  EXPECT_EQ(w->events_kept, kept.size() * kPerStep);
+  EXPECT_LE(w->events_kept, budget);
+}
+
+TEST(ChromeTrace, UnderBudgetOrWithoutOneNothingIsDropped) {
+  Session s = MakeStepSession(40, 12);
+  const SessionMatches matches = MatchSession(s);
+  const size_t total = CountTraceEvents(s);
+  EXPECT_FALSE(ChooseTraceWindow(s, matches, total).has_value());  // fits
+  EXPECT_FALSE(ChooseTraceWindow(s, matches, 0).has_value());      // 0: no budget
+  EXPECT_FALSE(ChooseTraceWindow(s, matches, kDefaultMaxTraceEvents).has_value());
+  json doc = json::parse(BuildChromeTrace(s, matches));
+  std::map<int, size_t> expected{{-1, kOutsideSteps}};
+  for (int k = 0; k < 40; ++k) expected[k] = kPerStep;
+  EXPECT_EQ(EventsByStep(s, doc, 40), expected);
+  EXPECT_FALSE(doc["metadata"].contains("window"));
+  EXPECT_EQ(CollectiveFlows(doc).size(), 40u);
+}
+
+// kDefaultMaxTraceEvents assumes a couple of hundred bytes per event of MPI and NVTX records
+// (flow arrows and track names included): a million of them stays a few hundred MB.
+TEST(ChromeTrace, BytesPerEventKeepTheDefaultBudgetOpenable) {
+  Session s = MakeStepSession(200, 12);
+  const double bytes = static_cast<double>(BuildChromeTrace(s, MatchSession(s)).size());
+  const double per_event = bytes / static_cast<double>(CountTraceEvents(s));
+  EXPECT_GT(per_event, 100.0);
+  EXPECT_LT(per_event, 250.0);
+  EXPECT_LT(per_event * static_cast<double>(kDefaultMaxTraceEvents), 250e6);
 }
 
 TEST(ChromeTrace, MpiFunctionNames) {
