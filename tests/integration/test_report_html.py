@@ -2,6 +2,7 @@
 the screenshot must not be blank and the page must log nothing to the console (it runs no script
 and its Content-Security-Policy refuses anything from outside: a violation is a console error)."""
 import os
+import re
 import shutil
 import struct
 import subprocess
@@ -10,7 +11,9 @@ import unittest
 import zlib
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import MPI_TRAIN, RankscopeTest, mpirun  # noqa: E402
+from harness import MPI_TRAIN, RANKSCOPE, RankscopeTest, mpirun  # noqa: E402
+
+FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fixtures")
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
@@ -59,6 +62,40 @@ class ReportHtml(RankscopeTest):
         pixels, width, height = png_pixels(png)
         self.assertEqual((width, height), (1280, 2000))
         # Not blank: a white page compresses to a handful of byte values.
+        self.assertGreater(len(set(pixels)), 64)
+        self.assertEqual(console_lines(log), [])
+        with open(os.path.join(out, "report.html")) as f:
+            html = f.read()
+        # mpi_train has step ranges: the worst step across all ranks, with the straggler in it.
+        self.assertIn('<section id="worst"><h2>The step with the most waiting', html)
+        self.assertIn('<section id="heatmap">', html)
+        worst = html[html.index('<section id="worst">'):]
+        worst = worst[:worst.index("</section>")]
+        # Every other rank waits for rank 2 there (red "rank N waiting" bars).
+        waiting = {int(r) for r in re.findall(r"<title>rank (\d+) waiting", worst)}
+        self.assertLessEqual({0, 1, 3}, waiting, worst[:2000])
+
+    def test_gpu_session_renders_topology_nccl_and_nvml(self):
+        # The session recorded on 2xH200 (tests/fixtures/h200x2-nccl-allreduce-bench), re-analysed
+        # offline: the GPU sections (NCCL bus bandwidth, NVML, the node's topology matrix) render
+        # without a console message too.
+        out = os.path.join(self.tmp, "gpu")
+        proc = subprocess.run(
+            [RANKSCOPE, "report", os.path.join(FIXTURES, "h200x2-nccl-allreduce-bench"), "-o", out,
+             "-q"], capture_output=True, text=True, timeout=120)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        html_path = os.path.join(out, "report.html")
+        with open(html_path) as f:
+            html = f.read()
+        for heading in ("<h3>NCCL 2.28.3", "<h3>GPUs (NVML", "<h3>Node topology",
+                        '<section id="worst">', '<section id="heatmap">'):
+            self.assertIn(heading, html)
+        topology = html[html.index("<h3>Node topology"):]
+        self.assertIn("NV18", topology[:topology.index("</table>")])
+        png = os.path.join(self.tmp, "gpu.png")
+        rc, log = render(html_path, png)
+        self.assertEqual(rc, 0, log)
+        pixels, _, _ = png_pixels(png)
         self.assertGreater(len(set(pixels)), 64)
         self.assertEqual(console_lines(log), [])
 
