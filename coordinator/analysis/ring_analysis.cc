@@ -1,13 +1,19 @@
 #include "coordinator/analysis/ring_analysis.h"
 
 #include <algorithm>
+#include <charconv>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 #include <tuple>
 
 #include "agent/nccl/bus_bandwidth.h"
 #include "agent/nccl/nccl_types.h"
+#include "agent/topology/pci_bus_id.h"
+#include "agent/topology/pcie_link.h"
+#include "agent/topology/topology.h"
 #include "coordinator/analysis/next_steps.h"
 #include "coordinator/nccl_instances.h"
 #include "core/format.h"
@@ -42,6 +48,19 @@ std::string NcclTestsBinary(NcclOp op) {
   }
 }
 
+// The NIC index in a NET connection's text ("NET/IB/0/GDRDMA", "NET/Socket/1", "NET/IB/0(3)"
+// where rank 3's GPU proxies the send); -1 when it cannot be read.
+int NetDevice(std::string_view via) {
+  const size_t first = via.find('/');
+  const size_t second = first == std::string_view::npos ? first : via.find('/', first + 1);
+  if (second == std::string_view::npos) return -1;
+  std::string_view dev = via.substr(second + 1);
+  dev = dev.substr(0, dev.find_first_of("/("));
+  int value = -1;
+  auto [end, error] = std::from_chars(dev.data(), dev.data() + dev.size(), value);
+  return error == std::errc() && end == dev.data() + dev.size() ? value : -1;
+}
+
 // One communicator as the ranks' logs and records describe it.
 struct Comm {
   std::string id;  // as NCCL prints it
@@ -51,6 +70,12 @@ struct Comm {
   std::set<std::string> transports;                      // kinds used by any member
   std::map<std::pair<int, int>, std::string> pair_kind;  // (world, world) -> kind
   std::vector<int> ring;                                 // channel 0's ring, comm ranks
+  std::map<int, std::string> bus_of;                     // world rank -> NCCL busId ("60000")
+  // Every connection a member logged, as (its world rank, the peer's, kind), and per node the
+  // NICs (NCCL's net device index, -1 unreadable) its members' NET connections use.
+  std::set<std::tuple<int, int, std::string>> connections;
+  std::map<std::string, std::set<int>> net_devices;
+  bool connections_complete = true;  // every connection's peer is a known member
   // Per call shape (op, bytes): the sequence numbers of its calls.
   std::map<std::pair<std::string, Bytes>, std::set<uint64_t>> calls;
 };
@@ -65,6 +90,7 @@ std::map<uint64_t, Comm> CollectCommunicators(const Session& s) {
       comm.nranks = std::max(comm.nranks, c.nranks);
       comm.world_of[c.rank] = r.id.rank;
       comm.node_of[r.id.rank] = r.id.node;
+      comm.bus_of[r.id.rank] = c.bus_id;
       for (const NcclTransportInfo& t : c.transports) comm.transports.insert(t.kind);
       if (comm.ring.empty() && !c.ring_order.empty()) comm.ring = c.ring_order;  // comm ranks
     }
@@ -77,6 +103,13 @@ std::map<uint64_t, Comm> CollectCommunicators(const Session& s) {
       for (const NcclTransportInfo& t : c.transports) {
         auto peer = comm.world_of.find(t.peer);
         if (peer != comm.world_of.end()) comm.pair_kind[{r.id.rank, peer->second}] = t.kind;
+        if (t.peer < 0) continue;  // CollNet: no peer rank
+        if (peer == comm.world_of.end()) {
+          comm.connections_complete = false;
+          continue;
+        }
+        comm.connections.insert({r.id.rank, peer->second, t.kind});
+        if (t.kind.starts_with("NET/")) comm.net_devices[r.id.node].insert(NetDevice(t.via));
       }
     }
   }
@@ -118,6 +151,375 @@ struct Measured {
   int instances = 0;
 };
 
+// ---- What the links allow ----
+
+// Nominal NVLink bandwidth per link and direction by GPU architecture (compute capability x10),
+// from NVIDIA's per-GPU totals (both directions over all links). NCCL's topology dump gives the
+// link counts but no rate. H100/H200 links signal at 26.5625 GB/s; 25 is what they carry.
+std::optional<double> NvLinkGBpsPerLink(std::optional<int> sm) {
+  if (!sm) return std::nullopt;
+  switch (*sm) {
+    case 60:  // P100, NVLink 1: 4 links, 160 GB/s
+      return 20.0;
+    case 70:  // V100, NVLink 2: 6 links, 300 GB/s
+    case 80:  // A100, NVLink 3: 12 links, 600 GB/s
+    case 90:  // H100/H200, NVLink 4: 18 links, 900 GB/s
+      return 25.0;
+    case 86:  // A40 / RTX A6000 bridge: 4 links, 112.5 GB/s
+      return 14.0625;
+    case 100:  // B200/GB200, NVLink 5: 18 links, 1.8 TB/s
+    case 103:  // B300
+      return 50.0;
+    default:
+      return std::nullopt;
+  }
+}
+
+// PCIe bandwidth per lane and direction after line encoding, by generation (gen6: FLIT mode).
+std::optional<double> PcieLaneGBps(int gen) {
+  static constexpr double kLane[] = {0, 0.25, 0.5, 0.985, 1.969, 3.938, 7.563};
+  if (gen < 1 || gen > 6) return std::nullopt;
+  return kLane[gen];
+}
+
+std::optional<int64_t> HexValue(std::string_view text) {
+  int64_t value = 0;
+  auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value, 16);
+  if (text.empty() || error != std::errc() || end != text.data() + text.size()) return std::nullopt;
+  return value;
+}
+
+// A node's hardware as its NCCL topology dump (parsed once) and NVML describe it.
+struct NodeHardware {
+  std::optional<NodeTopology> topology;
+  const NvmlSnapshot* nvml = nullptr;  // into the session
+};
+
+std::map<std::string, NodeHardware> ReadNodeHardware(const Session& s) {
+  std::map<std::string, NodeHardware> out;
+  for (const RankData& r : s.ranks) {
+    NodeHardware& hw = out[r.id.node];
+    if (!hw.topology && !r.topology_xml.empty()) {
+      Result<NodeTopology> topo = ParseNcclTopology(r.topology_xml, r.topology_source);
+      if (topo.ok()) hw.topology = std::move(topo.value());
+    }
+    if (hw.nvml == nullptr && r.nvml && !r.nvml->gpus.empty()) hw.nvml = &*r.nvml;
+  }
+  return out;
+}
+
+// One GPU of a node, found by the busId NCCL's log gave its rank.
+struct NodeGpu {
+  int topo_index = -1;  // into the topology's gpus
+  const TopoGpu* topo = nullptr;
+  const NvmlGpu* nvml = nullptr;
+  int rank = -1;  // the world rank on it
+};
+
+NodeGpu FindGpu(const NodeHardware& hw, const std::string& nccl_bus_id, int rank) {
+  NodeGpu g;
+  g.rank = rank;
+  const std::optional<int64_t> bus = HexValue(nccl_bus_id);
+  if (!bus) return g;
+  if (hw.topology) {
+    for (size_t i = 0; i < hw.topology->gpus.size(); ++i) {
+      if (HexValue(hw.topology->gpus[i].nccl_bus_id) == bus) {
+        g.topo_index = static_cast<int>(i);
+        g.topo = &hw.topology->gpus[i];
+      }
+    }
+  }
+  if (hw.nvml != nullptr) {
+    for (const NvmlGpu& n : hw.nvml->gpus) {
+      if (NcclBusIdValue(n.bus_id) == bus) g.nvml = &n;
+    }
+  }
+  return g;
+}
+
+// The nominal one-direction bandwidth of the link under one connection, and what sets it.
+struct Capacity {
+  std::string medium;  // "NVLink", "PCIe", "network"
+  std::string link;    // "18 NVLinks x 25 GB/s to the NVSwitch", "PCIe gen5 x16", "mlx5_0 ..."
+  double nominal_gbps = 0;
+};
+
+// A GPU's PCIe link (its own, or the narrowest hop up to its CPU), with NVML's maximum generation
+// and width where the dump left them unknown (NCCL writes link_width="0" inside VMs).
+std::optional<Capacity> PcieOf(const NodeGpu& g, bool up_to_cpu) {
+  PcieLink link;
+  if (g.topo != nullptr) link = up_to_cpu ? g.topo->pcie_path_to_cpu : g.topo->pcie_link;
+  if (g.nvml != nullptr) {
+    if (!link.gen && g.nvml->pcie_gen_max > 0) link.gen = g.nvml->pcie_gen_max;
+    if (!link.width_lanes && g.nvml->pcie_width_max > 0) link.width_lanes = g.nvml->pcie_width_max;
+  }
+  if (!link.gen || !link.width_lanes) return std::nullopt;
+  const std::optional<double> lane = PcieLaneGBps(*link.gen);
+  if (!lane) return std::nullopt;
+  return Capacity{"PCIe", "PCIe " + FormatPcieLink(link), *lane * *link.width_lanes};
+}
+
+// Two GPUs over PCIe: the slower of their links bounds the traffic between them.
+std::optional<Capacity> PciePair(const NodeGpu& a, const NodeGpu& b, bool up_to_cpu) {
+  std::optional<Capacity> pa = PcieOf(a, up_to_cpu), pb = PcieOf(b, up_to_cpu);
+  if (!pa || !pb) return std::nullopt;
+  if (pa->nominal_gbps == pb->nominal_gbps) return pa;
+  const bool a_slower = pa->nominal_gbps < pb->nominal_gbps;
+  Capacity slow = a_slower ? *pa : *pb;
+  slow.link += " (rank " + std::to_string(a_slower ? a.rank : b.rank) + "'s GPU)";
+  return slow;
+}
+
+int NvSwitchLinks(const TopoGpu& g) {
+  int links = 0;
+  for (const TopoNvLink& l : g.nvlinks) {
+    if (l.target_class == PciClass::kNvSwitch) links += l.count;
+  }
+  return links;
+}
+
+std::optional<Capacity> NvLinks(int links, const TopoGpu& a, const TopoGpu& b,
+                                const std::string& where) {
+  const std::optional<double> ra = NvLinkGBpsPerLink(a.sm), rb = NvLinkGBpsPerLink(b.sm);
+  if (links <= 0 || !ra || !rb) return std::nullopt;
+  const double rate = std::min(*ra, *rb);
+  return Capacity{
+      "NVLink", std::to_string(links) + " NVLinks x " + FormatDouble("%g", rate) + " GB/s " + where,
+      links * rate};
+}
+
+// A P2P or SHM connection between two GPUs of one node.
+std::optional<Capacity> IntraNodeCapacity(const std::string& kind, const NodeHardware& hw,
+                                          const NodeGpu& a, const NodeGpu& b) {
+  if (kind == "SHM") return PciePair(a, b, /*up_to_cpu=*/true);  // through host memory
+  if (!kind.starts_with("P2P/") || kind == "P2P/indirect") return std::nullopt;
+  if (a.topo != nullptr && b.topo != nullptr) {
+    const int lo = std::min(a.topo_index, b.topo_index), hi = std::max(a.topo_index, b.topo_index);
+    for (const GpuPair& p : hw.topology->gpu_pairs) {
+      if (p.gpu_a != lo || p.gpu_b != hi) continue;
+      switch (p.nvlink) {
+        case NvLinkReach::kDirect:
+          return NvLinks(p.direct_nvlinks, *a.topo, *b.topo, "between the pair");
+        case NvLinkReach::kNvSwitch:
+          return NvLinks(std::min(NvSwitchLinks(*a.topo), NvSwitchLinks(*b.topo)), *a.topo, *b.topo,
+                         "to the NVSwitch");
+        case NvLinkReach::kViaGpu:
+          return std::nullopt;
+        case NvLinkReach::kNone:
+          return PciePair(a, b,
+                          p.pcie != PciePath::kSameSwitch && p.pcie != PciePath::kAcrossSwitches);
+      }
+    }
+    return std::nullopt;
+  }
+  // NVML alone: P2P crosses PCIe when neither GPU has an NVLink up.
+  if (a.nvml != nullptr && b.nvml != nullptr && a.nvml->nvlinks_up == 0 &&
+      b.nvml->nvlinks_up == 0) {
+    return PciePair(a, b, /*up_to_cpu=*/true);
+  }
+  return std::nullopt;
+}
+
+// The NICs `devices` of `node` together (NCCL spreads its channels over them).
+std::optional<Capacity> NodeNetCapacity(const NodeHardware& hw, const std::set<int>& devices,
+                                        const std::string& node) {
+  if (!hw.topology || devices.empty()) return std::nullopt;
+  int64_t mbps = 0;
+  std::string names;
+  for (int dev : devices) {
+    auto nic = std::find_if(hw.topology->nics.begin(), hw.topology->nics.end(),
+                            [&](const TopoNic& n) { return n.dev == dev; });
+    if (nic == hw.topology->nics.end() || !nic->speed_mbps) return std::nullopt;
+    mbps += *nic->speed_mbps;
+    names += (names.empty() ? "" : ", ") + nic->name;
+  }
+  return Capacity{"network",
+                  names + " on " + node + ", " + FormatDouble("%g", mbps / 1000.0) + " Gb/s",
+                  static_cast<double>(mbps) / 8000.0};
+}
+
+// One connection of a communicator on its link.
+struct Hop {
+  int from = -1;  // world ranks: the member that logged it, its peer
+  int to = -1;
+  std::string from_node, to_node;
+  std::string transport;  // as NCCL's log names it: "P2P/CUMEM", "SHM", "NET/IB"
+  Capacity capacity;
+  double min_fraction = 0;  // of the nominal bandwidth, what healthy NCCL reaches over it
+  double Floor() const { return capacity.nominal_gbps * min_fraction; }
+};
+
+double HealthyFraction(const Hop& h, const RingOptions& o) {
+  if (h.capacity.medium == "NVLink") return o.nvlink_ceiling_fraction;
+  if (h.capacity.medium == "network") {
+    return h.transport == "NET/Socket" ? o.socket_ceiling_fraction : o.net_ceiling_fraction;
+  }
+  return h.transport == "SHM" ? o.shm_ceiling_fraction : o.pcie_ceiling_fraction;
+}
+
+// The hop that bounds the communicator's bus bandwidth: the lowest healthy floor over every
+// connection its members logged. nullopt when a member's log is missing or any hop's link is
+// unknown (that hop could be the slowest).
+std::optional<Hop> LimitingHop(const Comm& comm, const std::map<std::string, NodeHardware>& nodes,
+                               const RingOptions& options) {
+  if (static_cast<int>(comm.world_of.size()) != comm.nranks || !comm.connections_complete ||
+      comm.connections.empty()) {
+    return std::nullopt;
+  }
+  static const NodeHardware kUnknown;
+  auto hardware = [&](const std::string& node) -> const NodeHardware& {
+    auto it = nodes.find(node);
+    return it == nodes.end() ? kUnknown : it->second;
+  };
+  auto net_devices = [&](const std::string& node) {
+    auto it = comm.net_devices.find(node);
+    return it == comm.net_devices.end() ? std::set<int>() : it->second;
+  };
+  std::optional<Hop> worst;
+  for (const auto& [from, to, kind] : comm.connections) {
+    Hop h;
+    h.from = from;
+    h.to = to;
+    h.from_node = comm.node_of.at(from);
+    h.to_node = comm.node_of.at(to);
+    h.transport = kind;
+    const NodeHardware& hw_from = hardware(h.from_node);
+    const NodeHardware& hw_to = hardware(h.to_node);
+    const NodeGpu a = FindGpu(hw_from, comm.bus_of.at(from), from);
+    const NodeGpu b = FindGpu(hw_to, comm.bus_of.at(to), to);
+    std::optional<Capacity> capacity;
+    if (kind.starts_with("NET/")) {
+      std::optional<Capacity> ca = NodeNetCapacity(hw_from, net_devices(h.from_node), h.from_node);
+      std::optional<Capacity> cb = NodeNetCapacity(hw_to, net_devices(h.to_node), h.to_node);
+      if (ca && cb) capacity = ca->nominal_gbps <= cb->nominal_gbps ? ca : cb;
+    } else if (h.from_node == h.to_node) {
+      capacity = IntraNodeCapacity(kind, hw_from, a, b);
+    } else if (kind == "P2P/MNNVL" && a.topo != nullptr && b.topo != nullptr) {
+      capacity = NvLinks(std::min(NvSwitchLinks(*a.topo), NvSwitchLinks(*b.topo)), *a.topo, *b.topo,
+                         "to the NVSwitch fabric");
+    }
+    if (!capacity) return std::nullopt;
+    h.capacity = *capacity;
+    h.min_fraction = HealthyFraction(h, options);
+    if (!worst || h.Floor() < worst->Floor()) worst = std::move(h);
+  }
+  return worst;
+}
+
+// "ranks 0 -> 1 on n0 over P2P/CUMEM (NVLink: 18 NVLinks x 25 GB/s to the NVSwitch)".
+std::string HopText(const Hop& h) {
+  const std::string where =
+      h.from_node == h.to_node
+          ? std::to_string(h.from) + " -> " + std::to_string(h.to) + " on " + h.from_node
+          : std::to_string(h.from) + " (" + h.from_node + ") -> " + std::to_string(h.to) + " (" +
+                h.to_node + ")";
+  return "ranks " + where + " over " + h.transport + " (" + h.capacity.medium + ": " +
+         h.capacity.link + ")";
+}
+
+// One (communicator, shape) held against its limiting link.
+struct CeilingVerdict {
+  Hop hop;
+  double fraction = 0;  // measured busbw / the link's nominal bandwidth
+  bool below = false;   // under the link's healthy floor
+};
+
+// Collectives whose bus bandwidth is what crosses each ring (or tree) link; all-to-all and
+// point-to-point traffic takes other paths.
+bool RingShaped(NcclOp op) {
+  return op == NcclOp::kAllReduce || op == NcclOp::kAllGather || op == NcclOp::kReduceScatter ||
+         op == NcclOp::kBroadcast || op == NcclOp::kReduce;
+}
+
+void AddCeilingEvidence(const CeilingVerdict& v, nlohmann::json* e) {
+  (*e)["below_transport_ceiling"] = v.below;
+  (*e)["ceiling_busbw_gbps"] = v.hop.capacity.nominal_gbps;
+  (*e)["ceiling_fraction_reached"] = v.fraction;
+  (*e)["ceiling_min_fraction"] = v.hop.min_fraction;
+  (*e)["limiting_link"] = {
+      {"from_rank", v.hop.from},      {"to_rank", v.hop.to},
+      {"from_node", v.hop.from_node}, {"to_node", v.hop.to_node},
+      {"transport", v.hop.transport}, {"medium", v.hop.capacity.medium},
+      {"link", v.hop.capacity.link},  {"nominal_gbps", v.hop.capacity.nominal_gbps}};
+}
+
+std::string Percent(double fraction) { return FormatDouble("%.0f", 100 * fraction) + "%"; }
+
+// The communicator's world ranks (sorted) and nodes onto `f`.
+void SetMembers(const Comm& comm, Finding* f) {
+  std::set<std::string> nodes;
+  for (const auto& [comm_rank, world] : comm.world_of) {
+    f->ranks.push_back(world);
+    nodes.insert(comm.node_of.at(world));
+  }
+  std::sort(f->ranks.begin(), f->ranks.end());
+  f->nodes.assign(nodes.begin(), nodes.end());
+}
+
+// A shape of one communicator judged against its link.
+struct Judged {
+  std::string op;
+  Bytes bytes = 0;
+  Measured measured;
+  CeilingVerdict verdict;
+  // Time it would have saved at the link's healthy floor, on every member.
+  DurationNs cost = 0;
+  bool reported = false;  // in this shape's imbalanced_ring finding
+};
+
+// "Its slowest link, ..., allows 450 GB/s per direction; it reaches 10% of that, where a healthy
+// NCCL reaches over 50%."
+std::string CeilingSentence(const CeilingVerdict& v) {
+  return "Its slowest link, " + HopText(v.hop) + ", allows " +
+         FormatDouble("%.0f", v.hop.capacity.nominal_gbps) + " GB/s per direction; it reaches " +
+         Percent(v.fraction) + " of that, where a healthy NCCL reaches over " +
+         Percent(v.hop.min_fraction) + ".";
+}
+
+// One finding for a communicator whose shapes `below` (none slower than peers) reach less than
+// their limiting link's healthy floor; the costliest shape leads.
+Finding BelowCeilingFinding(const Comm& comm, const std::vector<const Judged*>& below) {
+  const Judged& lead =
+      **std::max_element(below.begin(), below.end(),
+                         [](const Judged* a, const Judged* b) { return a->cost < b->cost; });
+  const CeilingVerdict& v = lead.verdict;
+  Finding f;
+  f.kind = "below_link_ceiling";
+  f.severity = Severity::kWarning;
+  SetMembers(comm, &f);
+  for (const Judged* j : below) f.cost_ns += j->cost;
+  f.confidence = std::min(0.9, 0.5 + 0.4 * (1.0 - lead.measured.busbw / v.hop.Floor()));
+  f.summary = "NCCL communicator " + comm.id + " (ranks " + RankList(f.ranks) + ") runs " +
+              lead.op + " of " + FormatBytes(lead.bytes) + " at " +
+              FormatDouble("%.1f", lead.measured.busbw) + " GB/s bus bandwidth, " +
+              Percent(v.fraction) + " of the " + FormatDouble("%.0f", v.hop.capacity.nominal_gbps) +
+              " GB/s per direction its slowest link allows: " + HopText(v.hop) +
+              ". A healthy NCCL reaches over " + Percent(v.hop.min_fraction) + " of such a link.";
+  if (below.size() > 1) {
+    f.summary +=
+        " " + std::to_string(below.size() - 1) + " more of its message sizes fall short too.";
+  }
+  nlohmann::json shapes = nlohmann::json::array();
+  for (const Judged* j : below) {
+    shapes.push_back({{"op", j->op},
+                      {"bytes", j->bytes},
+                      {"busbw_gbps", j->measured.busbw},
+                      {"ceiling_fraction_reached", j->verdict.fraction},
+                      {"instances", j->measured.instances}});
+  }
+  f.evidence = {
+      {"comm_id", comm.id},
+      {"op", lead.op},
+      {"bytes", lead.bytes},
+      {"nranks", comm.nranks},
+      {"busbw_gbps", lead.measured.busbw},
+      {"instances", lead.measured.instances},
+      {"transports", std::vector<std::string>(comm.transports.begin(), comm.transports.end())},
+      {"shapes_below_ceiling", shapes}};
+  AddCeilingEvidence(v, &f.evidence);
+  return f;
+}
+
 }  // namespace
 
 std::vector<Finding> FindImbalancedRings(const Session& aligned, const RingOptions& options) {
@@ -144,6 +546,37 @@ std::vector<Finding> FindImbalancedRings(const Session& aligned, const RingOptio
       if (m.instances < options.min_instances) continue;
       m.busbw = Median(bw);
       groups[{shape.first, shape.second, comm.nranks}].push_back(m);
+    }
+  }
+
+  // Against the links: each communicator's large ring-shaped calls held against its limiting hop.
+  std::optional<std::map<std::string, NodeHardware>> hardware;  // read only when something counts
+  std::map<uint64_t, std::optional<Hop>> limiting;
+  std::map<uint64_t, std::map<std::pair<std::string, Bytes>, Judged>> judged;
+  for (const auto& [shape, members] : groups) {
+    const auto& [shape_op, shape_bytes, shape_nranks] = shape;
+    const NcclOp nccl_op = ParseNcclOp(shape_op);
+    if (!RingShaped(nccl_op) || shape_nranks < 2 ||
+        NcclTestsSizeBytes(nccl_op, shape_bytes, shape_nranks) < options.ceiling_min_bytes) {
+      continue;
+    }
+    if (!hardware) hardware = ReadNodeHardware(aligned);
+    for (const Measured& m : members) {
+      auto [hop, fresh] = limiting.try_emplace(m.key);
+      if (fresh) hop->second = LimitingHop(comms.at(m.key), *hardware, options);
+      if (!hop->second || hop->second->capacity.nominal_gbps <= 0) continue;
+      Judged j;
+      j.op = shape_op;
+      j.bytes = shape_bytes;
+      j.measured = m;
+      j.verdict.hop = *hop->second;
+      j.verdict.fraction = m.busbw / hop->second->capacity.nominal_gbps;
+      j.verdict.below = m.busbw < hop->second->Floor();
+      if (j.verdict.below) {
+        j.cost = static_cast<DurationNs>(static_cast<double>(m.total) *
+                                         (1.0 - m.busbw / hop->second->Floor()) * shape_nranks);
+      }
+      judged[m.key][{shape_op, shape_bytes}] = std::move(j);
     }
   }
 
@@ -200,13 +633,7 @@ std::vector<Finding> FindImbalancedRings(const Session& aligned, const RingOptio
       Finding f;
       f.kind = "imbalanced_ring";
       f.severity = Severity::kWarning;
-      std::set<std::string> nodes;
-      for (const auto& [comm_rank, world] : comm.world_of) {
-        f.ranks.push_back(world);
-        nodes.insert(comm.node_of.at(world));
-      }
-      std::sort(f.ranks.begin(), f.ranks.end());
-      f.nodes.assign(nodes.begin(), nodes.end());
+      SetMembers(comm, &f);
       // Time it would have saved at its peers' bandwidth, on every member.
       const double slowdown = 1.0 - m.busbw / peer_median;
       f.cost_ns = static_cast<int64_t>(static_cast<double>(m.total) * slowdown * comm.nranks);
@@ -238,6 +665,14 @@ std::vector<Finding> FindImbalancedRings(const Session& aligned, const RingOptio
           {"ring_cross_node_hops", cross_node_hops},
           {"ring_cross_node_hop_list", hop_json},
           {"peer_median_ring_cross_node_hops", peer_median_hops}};
+      // The same shape against its link: one finding says both.
+      if (auto jc = judged.find(m.key); jc != judged.end()) {
+        if (auto j = jc->second.find({op, bytes}); j != jc->second.end()) {
+          AddCeilingEvidence(j->second.verdict, &f.evidence);
+          if (j->second.verdict.below) f.summary += " " + CeilingSentence(j->second.verdict);
+          j->second.reported = true;
+        }
+      }
       const int first = f.ranks.front();
       f.next_steps.push_back(
           {"nvidia-smi", OnRankNode(aligned, first, {"nvidia-smi", "topo", "-m"}),
@@ -261,6 +696,15 @@ std::vector<Finding> FindImbalancedRings(const Session& aligned, const RingOptio
                               "the Channel/Ring lines and 'via' transports of this communicator"});
       out.push_back(std::move(f));
     }
+  }
+
+  // Below their link with nothing to compare them with (or as slow as their peers).
+  for (const auto& [key, shapes] : judged) {
+    std::vector<const Judged*> below;
+    for (const auto& [shape, j] : shapes) {
+      if (j.verdict.below && !j.reported) below.push_back(&j);
+    }
+    if (!below.empty()) out.push_back(BelowCeilingFinding(comms.at(key), below));
   }
   return out;
 }

@@ -5,23 +5,27 @@
 #include <fstream>
 #include <functional>
 #include <iterator>
+#include <map>
 #include <random>
 
+#include "agent/nccl/nccl_log.h"
+#include "agent/nccl/nccl_log_file.h"
 #include "coordinator/analysis/diagnosis.h"
 #include "coordinator/nccl_instances.h"
 
 namespace rankscope {
 namespace {
 
-// NCCL call `k` of communicator `comm_id`, a 64 MiB `op` (16 Mi floats), on its `size`
-// members (world ranks first..first+size-1, comm rank = their order): the log line and the
+// NCCL call `k` of communicator `comm_id`, an `op` of `bytes` (64 MiB: 16 Mi floats), on its
+// `size` members (world ranks first..first+size-1, comm rank = their order): the log line and the
 // collective record, entered together at `start`, lasting `d`.
 void AddCall(Session* s, int first, int size, const std::string& comm_id, int k,
-             const std::string& op, TimeNs start, DurationNs d) {
+             const std::string& op, TimeNs start, DurationNs d, Bytes bytes = Bytes{64} << 20) {
   for (int local = 0; local < size; ++local) {
     RankData& r = s->ranks[static_cast<size_t>(first + local)];
-    r.nccl->calls.push_back({comm_id, static_cast<uint64_t>(k), op, 16 << 20, "ncclFloat32",
-                             64 << 20, -1, "RING", "SIMPLE", 24});
+    r.nccl->calls.push_back({comm_id, static_cast<uint64_t>(k), op,
+                             static_cast<uint64_t>(bytes / 4), "ncclFloat32", bytes, -1, "RING",
+                             "SIMPLE", 24});
     CollectiveRecord c;
     c.source = CollectiveRecord::Source::kNccl;
     c.comm_id = NcclCommKey(comm_id);
@@ -29,7 +33,7 @@ void AddCall(Session* s, int first, int size, const std::string& comm_id, int k,
     c.op = CollectiveOp::kAllreduce;
     c.comm_size = size;
     c.comm_rank = local;
-    c.bytes = 64 << 20;
+    c.bytes = bytes;
     c.enter = start;
     c.exit = start + d;
     r.collectives.push_back(c);
@@ -279,6 +283,319 @@ TEST(Rings, BalancedCommunicatorsGiveNothing) {
 TEST(Rings, TooFewPeersOrInstancesGiveNoVerdict) {
   EXPECT_TRUE(FindImbalancedRings(Rings(2, 1, 3.0), RingOptions{}).empty());     // one peer
   EXPECT_TRUE(FindImbalancedRings(Rings(4, 1, 3.0, 3), RingOptions{}).empty());  // 3 instances
+}
+
+// ---- Against the links the communicator crosses ----
+
+struct Member {
+  std::string node;
+  std::string bus_id;  // as NCCL's log prints it ("18000" is PCI 0000:18:00.0)
+};
+
+struct Connection {
+  int from = -1;  // comm ranks; `from` logs it
+  int to = -1;
+  std::string kind;  // "P2P/CUMEM", "SHM", "NET/IB"
+  std::string via;   // the text after "via "
+};
+
+// The time of one all-reduce of `bytes` on `n` ranks at `busbw_gbps` bus bandwidth (nccl-tests:
+// busbw = 2(n-1)/n x bytes / time; bytes per GB/s are nanoseconds).
+DurationNs AllReduceTime(Bytes bytes, int n, double busbw_gbps) {
+  return static_cast<DurationNs>(2.0 * (n - 1) / n * static_cast<double>(bytes) / busbw_gbps);
+}
+
+// One communicator, 0xe00, on `members` (world rank = comm rank = index) connected by
+// `connections`, running 10 all-reduces of `bytes` at `busbw_gbps` with no peer to compare with.
+// The first rank on each node carries the node's topology dump from `topology`, if it has one.
+Session Lone(const std::vector<Member>& members, const std::vector<Connection>& connections,
+             const std::map<std::string, std::string>& topology, Bytes bytes, double busbw_gbps) {
+  Session s;
+  s.aligned = true;
+  const int n = static_cast<int>(members.size());
+  for (int i = 0; i < n; ++i) {
+    const Member& m = members[static_cast<size_t>(i)];
+    RankData r;
+    r.id.rank = i;
+    r.id.node = m.node;
+    NcclCommInfo c{"0xe00", i, n, 1, 24, m.bus_id, i, {}, {}};
+    for (const Connection& t : connections) {
+      if (t.from == i) c.transports.push_back({0, t.to, t.kind, t.via, false});
+    }
+    if (i == 0) {
+      for (int k = 0; k < n; ++k) c.ring_order.push_back(k);
+    }
+    RankNccl nccl;
+    nccl.communicators.push_back(c);
+    r.nccl = nccl;
+    const bool first_on_node = std::none_of(s.ranks.begin(), s.ranks.end(),
+                                            [&](const RankData& o) { return o.id.node == m.node; });
+    if (first_on_node && topology.count(m.node)) r.topology_xml = topology.at(m.node);
+    s.ranks.push_back(r);
+  }
+  for (int k = 0; k < 10; ++k) {
+    AddCall(&s, 0, n, "0xe00", k, "AllReduce", 1'000'000'000 + k * 10'000'000,
+            AllReduceTime(bytes, n, busbw_gbps), bytes);
+  }
+  return s;
+}
+
+constexpr Bytes k256MiB = Bytes{256} << 20;
+
+// GPUs 0 and 1 of an 8xH100 NVSwitch node (18 NVLinks each), talking over P2P.
+Session NvlinkPair(double busbw_gbps, Bytes bytes = k256MiB) {
+  return Lone({{"n0", "18000"}, {"n0", "1b000"}},
+              {{0, 1, "P2P/CUMEM", "P2P/CUMEM"}, {1, 0, "P2P/CUMEM", "P2P/CUMEM"}},
+              {{"n0", ReadTestTopology("nvswitch_8gpu.xml")}}, bytes, busbw_gbps);
+}
+
+TEST(RingCeiling, ALoneCommunicatorFarBelowItsNvlinkIsFoundWithTheLimitingLink) {
+  std::vector<Finding> f = FindImbalancedRings(NvlinkPair(45.0), RingOptions{});
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].kind, "below_link_ceiling");
+  EXPECT_EQ(f[0].ranks, (std::vector<int>{0, 1}));
+  EXPECT_EQ(f[0].nodes, std::vector<std::string>{"n0"});
+  const nlohmann::json& e = f[0].evidence;
+  EXPECT_EQ(e["below_transport_ceiling"], true);
+  EXPECT_DOUBLE_EQ(e["ceiling_busbw_gbps"].get<double>(), 450.0);  // 18 x 25 GB/s
+  EXPECT_NEAR(e["ceiling_fraction_reached"].get<double>(), 0.10, 0.005);
+  EXPECT_EQ(e["ceiling_min_fraction"], 0.5);
+  EXPECT_EQ(e["limiting_link"]["from_rank"], 0);
+  EXPECT_EQ(e["limiting_link"]["to_rank"], 1);
+  EXPECT_EQ(e["limiting_link"]["from_node"], "n0");
+  EXPECT_EQ(e["limiting_link"]["transport"], "P2P/CUMEM");
+  EXPECT_EQ(e["limiting_link"]["medium"], "NVLink");
+  EXPECT_EQ(e["limiting_link"]["link"], "18 NVLinks x 25 GB/s to the NVSwitch");
+  EXPECT_EQ(e["bytes"], k256MiB);
+  EXPECT_NE(f[0].summary.find("runs AllReduce of 256.0 MiB at 45.0 GB/s bus bandwidth, 10% of "
+                              "the 450 GB/s per direction its slowest link allows: ranks 0 -> 1 "
+                              "on n0 over P2P/CUMEM (NVLink: 18 NVLinks x 25 GB/s to the "
+                              "NVSwitch)"),
+            std::string::npos)
+      << f[0].summary;
+  // 10 calls on 2 ranks at a fifth of the healthy floor (225 GB/s): 80% of their time lost.
+  EXPECT_NEAR(static_cast<double>(f[0].cost_ns),
+              10 * 2 * 0.8 * static_cast<double>(AllReduceTime(k256MiB, 2, 45.0)), 1e4);
+  // The diagnosis keeps it as it is (it is not a ring slower than peers to fold elsewhere).
+  std::vector<Finding> d = Diagnose(NvlinkPair(45.0), AnalysisOptions{});
+  ASSERT_EQ(d.size(), 1u);
+  EXPECT_EQ(d[0].kind, "below_link_ceiling");
+}
+
+TEST(RingCeiling, WhatHealthyNcclReachesOverNvlinkIsNotAFinding) {
+  // 65% of line rate is NCCL's usual efficiency over NVLink.
+  EXPECT_TRUE(FindImbalancedRings(NvlinkPair(0.65 * 450), RingOptions{}).empty());
+  // The threshold is half of it: 55% passes, 45% does not.
+  EXPECT_TRUE(FindImbalancedRings(NvlinkPair(0.55 * 450), RingOptions{}).empty());
+  EXPECT_EQ(FindImbalancedRings(NvlinkPair(0.45 * 450), RingOptions{}).size(), 1u);
+  RingOptions strict;
+  strict.nvlink_ceiling_fraction = 0.7;
+  EXPECT_EQ(FindImbalancedRings(NvlinkPair(0.65 * 450), strict).size(), 1u);
+}
+
+TEST(RingCeiling, SmallMessagesAreNotJudged) {
+  // 16 MiB at a tenth of the link: latency-bound sizes say nothing about the link.
+  EXPECT_TRUE(FindImbalancedRings(NvlinkPair(45.0, Bytes{16} << 20), RingOptions{}).empty());
+  RingOptions small;
+  small.ceiling_min_bytes = Bytes{16} << 20;
+  EXPECT_EQ(FindImbalancedRings(NvlinkPair(45.0, Bytes{16} << 20), small).size(), 1u);
+}
+
+// A40-class PCIe node (pcie_only_4gpu.xml): GPUs 0 and 1 (gen4 x16) behind one switch, GPU 2
+// (gen3 x8) and 3 (gen4 x16) behind another.
+Session PciePair(const std::string& bus_a, const std::string& bus_b, const std::string& kind,
+                 double busbw_gbps) {
+  const std::string via = kind == "SHM" ? "SHM/direct/direct" : kind;
+  return Lone({{"n0", bus_a}, {"n0", bus_b}}, {{0, 1, kind, via}, {1, 0, kind, via}},
+              {{"n0", ReadTestTopology("pcie_only_4gpu.xml")}}, k256MiB, busbw_gbps);
+}
+
+TEST(RingCeiling, ShmAndPcieAreHeldAgainstTheGpusPcieLinks) {
+  // SHM between two gen4 x16 GPUs: 31.5 GB/s per direction, healthy above a quarter.
+  std::vector<Finding> f = FindImbalancedRings(PciePair("43000", "44000", "SHM", 3.0), {});
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].evidence["limiting_link"]["medium"], "PCIe");
+  EXPECT_EQ(f[0].evidence["limiting_link"]["transport"], "SHM");
+  EXPECT_EQ(f[0].evidence["limiting_link"]["link"], "PCIe gen4 x16");
+  EXPECT_NEAR(f[0].evidence["ceiling_busbw_gbps"].get<double>(), 31.5, 0.01);
+  EXPECT_TRUE(FindImbalancedRings(PciePair("43000", "44000", "SHM", 12.0), {}).empty());
+
+  // P2P over PCIe between GPU 2 (gen3 x8) and GPU 3: the narrower link bounds it, 7.9 GB/s.
+  f = FindImbalancedRings(PciePair("83000", "84000", "P2P/IPC", 2.0), {});
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].evidence["limiting_link"]["link"], "PCIe gen3 x8 (rank 0's GPU)");
+  EXPECT_NEAR(f[0].evidence["ceiling_busbw_gbps"].get<double>(), 7.88, 0.01);
+  EXPECT_TRUE(FindImbalancedRings(PciePair("83000", "84000", "P2P/IPC", 5.0), {}).empty());
+}
+
+std::string ReadFixture(const std::string& path) {
+  std::ifstream in(std::string(RANKSCOPE_FIXTURES_DIR) + "/" + path);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+// NVML of the 2xH200 machine as recorded: PCIe gen5 x16 and 18 NVLinks up per GPU.
+NvmlSnapshot H200Nvml() {
+  NvmlSnapshot n;
+  for (uint32_t i = 0; i < 2; ++i) {
+    NvmlGpu g;
+    g.index = i;
+    g.name = "NVIDIA H200";
+    g.bus_id = i == 0 ? "00000000:00:06.0" : "00000000:00:07.0";
+    g.pcie_gen_current = g.pcie_gen_max = 5;
+    g.pcie_width_current = g.pcie_width_max = 16;
+    g.nvlinks_up = g.nvlinks_total = 18;
+    n.gpus.push_back(g);
+  }
+  return n;
+}
+
+// The 2xH200 VM's dump leaves the PCIe width unknown (link_width="0"); NVML's gen5 x16 fills it.
+// With P2P turned off (NCCL_P2P_DISABLE=1) its pair talks over SHM, bounded by 63 GB/s.
+TEST(RingCeiling, AnH200PairOverShmFarBelowPcieGen5x16) {
+  auto session = [](double busbw_gbps, bool nvml) {
+    Session s = Lone({{"vm", "60"}, {"vm", "70"}},
+                     {{0, 1, "SHM", "SHM/direct/direct"}, {1, 0, "SHM", "SHM/direct/direct"}},
+                     {{"vm", ReadFixture("h200x2-torch-allreduce/topo.xml")}}, k256MiB, busbw_gbps);
+    if (nvml) s.ranks[0].nvml = H200Nvml();
+    return s;
+  };
+  std::vector<Finding> f = FindImbalancedRings(session(5.0, true), {});
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].evidence["limiting_link"]["link"], "PCIe gen5 x16");
+  EXPECT_NEAR(f[0].evidence["ceiling_busbw_gbps"].get<double>(), 63.0, 0.01);
+  EXPECT_TRUE(FindImbalancedRings(session(25.0, true), {}).empty());
+  // Without NVML the width is unknown, so is the ceiling: no verdict rather than a guess.
+  EXPECT_TRUE(FindImbalancedRings(session(5.0, false), {}).empty());
+}
+
+// One rank on each of two 8xH100 nodes, over InfiniBand: the NICs the NET lines name bound it.
+Session NetPair(double busbw_gbps, const std::string& second_channel_via, bool both_dumps = true) {
+  std::vector<Connection> c = {{0, 1, "NET/IB", "NET/IB/0/GDRDMA"},
+                               {1, 0, "NET/IB", "NET/IB/0/GDRDMA"}};
+  if (!second_channel_via.empty()) {
+    c.push_back({0, 1, "NET/IB", second_channel_via});
+    c.push_back({1, 0, "NET/IB", second_channel_via});
+  }
+  std::map<std::string, std::string> topology = {{"a", ReadTestTopology("nvswitch_8gpu.xml")}};
+  if (both_dumps) topology["b"] = topology["a"];
+  return Lone({{"a", "18000"}, {"b", "18000"}}, c, topology, k256MiB, busbw_gbps);
+}
+
+TEST(RingCeiling, ACrossNodeCommunicatorIsHeldAgainstItsNics) {
+  // mlx5_0 at 400 Gb/s: 50 GB/s per direction.
+  std::vector<Finding> f = FindImbalancedRings(NetPair(10.0, ""), {});
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].nodes, (std::vector<std::string>{"a", "b"}));
+  const nlohmann::json& link = f[0].evidence["limiting_link"];
+  EXPECT_EQ(link["medium"], "network");
+  EXPECT_EQ(link["transport"], "NET/IB");
+  EXPECT_EQ(link["link"], "mlx5_0 on a, 400 Gb/s");
+  EXPECT_EQ(link["from_node"], "a");
+  EXPECT_EQ(link["to_node"], "b");
+  EXPECT_DOUBLE_EQ(f[0].evidence["ceiling_busbw_gbps"].get<double>(), 50.0);
+  EXPECT_NE(f[0].summary.find("ranks 0 (a) -> 1 (b) over NET/IB (network: mlx5_0 on a, 400 Gb/s)"),
+            std::string::npos)
+      << f[0].summary;
+  EXPECT_TRUE(FindImbalancedRings(NetPair(40.0, ""), {}).empty());
+  // Channels spread over two NICs: together 100 GB/s, so 40 is short of half.
+  f = FindImbalancedRings(NetPair(40.0, "NET/IB/1/GDRDMA"), {});
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].evidence["limiting_link"]["link"], "mlx5_0, mlx5_1 on a, 800 Gb/s");
+  // A node without a dump: its NICs, maybe the slowest hop, are unknown; no verdict.
+  EXPECT_TRUE(FindImbalancedRings(NetPair(10.0, "", /*both_dumps=*/false), {}).empty());
+}
+
+// A communicator slower than its peers and below its link: one imbalanced_ring finding says both.
+TEST(RingCeiling, APeerVerdictAndALinkVerdictOnOneShapeAreOneFinding) {
+  Session s = Rings(4, 2, 20.0);  // the slow one over SHM at ~13 GB/s, the others ~260 over P2P
+  const std::string h200 = ReadFixture("h200x2-torch-allreduce/topo.xml");
+  for (RankData& r : s.ranks) {
+    const bool local0 = r.id.rank % 2 == 0;
+    r.nccl->communicators[0].bus_id = local0 ? "60" : "70";
+    if (local0) {
+      r.topology_xml = h200;
+      r.nvml = H200Nvml();
+    }
+  }
+  std::vector<Finding> f = FindImbalancedRings(s, RingOptions{});
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].kind, "imbalanced_ring");
+  EXPECT_EQ(f[0].ranks, (std::vector<int>{4, 5}));
+  EXPECT_EQ(f[0].evidence["below_transport_ceiling"], true);
+  EXPECT_EQ(f[0].evidence["limiting_link"]["transport"], "SHM");
+  EXPECT_NE(f[0].summary.find("4<->5 over SHM"), std::string::npos) << f[0].summary;
+  EXPECT_NEAR(f[0].evidence["ceiling_fraction_reached"].get<double>(), 13.0 / 63.0, 0.01);
+  EXPECT_NE(f[0].summary.find("Its slowest link, ranks 4 -> 5 on n2 over SHM (PCIe: PCIe gen5 "
+                              "x16), allows 63 GB/s per direction; it reaches "),
+            std::string::npos)
+      << f[0].summary;
+}
+
+// The real 2xH200 run: NCCL's own logs and topology dump (tests/fixtures/h200x2-torch-allreduce),
+// the machine's NVML, and the bus bandwidth the all-reduce benchmark measured there
+// (h200x2-nccl-allreduce-bench/bench.json: 271, 287 and 301 GB/s at 64, 128 and 256 MiB).
+Session RealH200(double slowdown) {
+  Session s;
+  s.aligned = true;
+  for (int rank = 0; rank < 2; ++rank) {
+    Result<NcclLog> log =
+        ParseNcclLogFile(std::string(RANKSCOPE_FIXTURES_DIR) + "/h200x2-torch-allreduce/nccl.vm." +
+                         (rank == 0 ? "747" : "748") + ".log");
+    EXPECT_TRUE(log.ok()) << log.status().message();
+    if (!log.ok()) return s;
+    RankData r;
+    r.id.rank = rank;
+    r.id.node = "vm";
+    RankNccl nccl;
+    for (const NcclCommunicator& c : log.value().communicators) {
+      NcclCommInfo info{c.comm_id, c.rank,     c.nranks, c.nnodes, c.nchannels,
+                        c.bus_id,  c.cuda_dev, {},       {}};
+      for (const NcclTransport& t : c.transports) {
+        info.transports.push_back(
+            {t.channel, t.peer_rank, std::string(NcclTransportKindName(t.kind)), t.via, t.gdrdma});
+      }
+      if (!c.rings.empty()) info.ring_order = c.rings.front().order;
+      nccl.communicators.push_back(info);
+    }
+    r.nccl = nccl;
+    if (rank == 0) {
+      r.topology_xml = ReadFixture("h200x2-torch-allreduce/topo.xml");
+      r.nvml = H200Nvml();
+    }
+    s.ranks.push_back(r);
+  }
+  if (s.ranks[0].nccl->communicators.size() != 1) return s;
+  const std::string comm_id = s.ranks[0].nccl->communicators[0].comm_id;
+  const nlohmann::json bench =
+      nlohmann::json::parse(ReadFixture("h200x2-nccl-allreduce-bench/bench.json"));
+  int k = 0;
+  for (const nlohmann::json& size : bench["results"]) {
+    const Bytes bytes = size["bytes"].get<Bytes>();
+    if (bytes < (Bytes{64} << 20)) continue;
+    const auto d = static_cast<DurationNs>(size["time_us"].get<double>() * 1000 * slowdown);
+    for (int i = 0; i < 10; ++i, ++k) {
+      AddCall(&s, 0, 2, comm_id, k, "AllReduce", 1'000'000'000 + k * 10'000'000, d, bytes);
+    }
+  }
+  return s;
+}
+
+TEST(RingCeiling, TheReal2xH200RunIsSilent) {
+  Session s = RealH200(1.0);
+  ASSERT_EQ(s.ranks.size(), 2u);
+  ASSERT_EQ(s.ranks[0].nccl->communicators.size(), 1u);
+  ASSERT_EQ(s.ranks[0].nccl->communicators[0].bus_id, "60");
+  EXPECT_TRUE(FindImbalancedRings(s, RingOptions{}).empty());
+  EXPECT_TRUE(Diagnose(s, AnalysisOptions{}).empty());
+  // The same run three times slower (~100 GB/s, 22% of the NVLink) is found, on the real link.
+  std::vector<Finding> f = FindImbalancedRings(RealH200(3.0), RingOptions{});
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].kind, "below_link_ceiling");
+  EXPECT_EQ(f[0].evidence["limiting_link"]["link"], "18 NVLinks x 25 GB/s to the NVSwitch");
+  EXPECT_EQ(f[0].evidence["limiting_link"]["transport"], "P2P/CUMEM");
+  EXPECT_EQ(f[0].evidence["shapes_below_ceiling"].size(), 3u);  // 64, 128 and 256 MiB
+  EXPECT_NE(f[0].summary.find("2 more of its message sizes fall short too"), std::string::npos)
+      << f[0].summary;
 }
 
 }  // namespace
