@@ -52,7 +52,8 @@ int main(int argc, char** argv) {
                       "Seconds to wait for agents' last records after the job ends");
   run_cmd->add_flag("-q,--quiet", run.quiet, "Do not print the report");
   run_cmd->add_flag("--full-trace", run.full_trace,
-                    "trace.json with every event (default: at most 4 M, the run's middle)");
+                    "trace.json with every event (default: at most 1 M, whole steps sampled, else "
+                    "the run's middle)");
   std::string cupti_mode, capture_range, capture_steps, capture_every, step_range;
   run_cmd
       ->add_option("--gpu-activity", cupti_mode,
@@ -185,7 +186,8 @@ int main(int argc, char** argv) {
   report_cmd->add_option("-o,--output", report.out_dir, "Write here (default: the session folder)");
   report_cmd->add_flag("-q,--quiet", report.quiet, "Do not print the report");
   report_cmd->add_flag("--full-trace", report.full_trace,
-                       "trace.json with every event (default: at most 4 M, the run's middle)");
+                       "trace.json with every event (default: at most 1 M, whole steps sampled, "
+                       "else the run's middle)");
   report_cmd->add_option("--min-lateness-ms", min_lateness_ms,
                          "Straggler: least median lateness (default 1)");
   report_cmd->add_option("--min-frac-last", report.analysis.straggler.min_frac_last,

@@ -1,6 +1,7 @@
 #include "coordinator/report/collective_waits.h"
 
 #include <algorithm>
+#include <cctype>
 #include <string>
 #include <unordered_map>
 
@@ -102,6 +103,69 @@ CollectiveOverview SummarizeCollectives(const std::vector<CollectiveInstance>& i
     overview.ranks.push_back(s);
   }
   return overview;
+}
+
+TimeSpans StepRanges(const RankData& rank) {
+  TimeSpans steps;
+  for (const RangeRecord& r : rank.ranges) {
+    if (r.depth == 0 && r.name.size() >= 4 &&
+        std::equal(r.name.begin(), r.name.begin() + 4, "step", [](char a, char b) {
+          return std::tolower(static_cast<unsigned char>(a)) == b;
+        })) {
+      steps.emplace_back(r.start, r.end);
+    }
+  }
+  std::sort(steps.begin(), steps.end());
+  if (steps.size() < 2) steps.clear();
+  return steps;
+}
+
+std::optional<size_t> StepContaining(const TimeSpans& steps, TimeNs t) {
+  auto it = std::upper_bound(steps.begin(), steps.end(), std::make_pair(t, TimeNs{0}),
+                             [](const auto& a, const auto& b) { return a.first < b.first; });
+  if (it == steps.begin() || t > std::prev(it)->second) return std::nullopt;
+  return static_cast<size_t>(std::prev(it) - steps.begin());
+}
+
+SessionSteps FindSessionSteps(const Session& session) {
+  SessionSteps out;
+  for (const RankData& rank : session.ranks) {
+    TimeSpans mine = StepRanges(rank);
+    if (mine.empty() && !rank.collectives.empty()) return {};
+    for (size_t k = 0; k < mine.size(); ++k) {
+      if (k == out.spans.size()) out.spans.push_back(mine[k]);
+      out.spans[k].first = std::min(out.spans[k].first, mine[k].first);
+      out.spans[k].second = std::max(out.spans[k].second, mine[k].second);
+    }
+    out.of_rank.emplace(rank.id.rank, std::move(mine));
+  }
+  return out;
+}
+
+std::vector<DurationNs> WaitPerStep(const SessionSteps& steps,
+                                    const std::vector<CollectiveInstance>& instances) {
+  std::vector<DurationNs> wait(steps.spans.size(), 0);
+  for (const CollectiveInstance& inst : instances) {
+    const std::vector<DurationNs> waits = MemberWaits(inst);
+    for (size_t m = 0; m < inst.members.size(); ++m) {
+      auto mine = steps.of_rank.find(inst.members[m].rank);
+      if (mine == steps.of_rank.end()) continue;
+      if (std::optional<size_t> k = StepContaining(mine->second, inst.members[m].enter)) {
+        wait[*k] += waits[m];
+      }
+    }
+  }
+  return wait;
+}
+
+std::optional<size_t> MostWaitingStep(const std::vector<DurationNs>& wait) {
+  if (wait.empty()) return std::nullopt;
+  size_t worst = wait.size() > 2 ? 1 : 0;
+  for (size_t k = worst; k < wait.size(); ++k) {
+    if (wait[k] > wait[worst]) worst = k;
+  }
+  if (wait[worst] <= 0) return std::nullopt;
+  return worst;
 }
 
 }  // namespace rankscope

@@ -6,10 +6,14 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
+#include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "coordinator/collective_matcher.h"
+#include "coordinator/session.h"
 #include "core/time.h"
 
 namespace rankscope {
@@ -40,6 +44,35 @@ struct CollectiveOverview {
   DurationNs max_median_lateness = 0;
   int max_median_lateness_rank = -1;
 };
+
+// --- Steps, as every writer counts them (report.html's heatmap and worst step, trace.json's step
+// sample): a rank's outermost NVTX ranges named like a step ("step", "Step 12", ...: the
+// dataloader analysis' default), its k-th such range being its step k.
+using TimeSpans = std::vector<std::pair<TimeNs, TimeNs>>;
+
+// The rank's step ranges in start order; empty for a rank with fewer than two.
+TimeSpans StepRanges(const RankData& rank);
+
+// The index of the span in `steps` (start-ordered) that contains `t`, if any.
+std::optional<size_t> StepContaining(const TimeSpans& steps, TimeNs t);
+
+struct SessionSteps {
+  TimeSpans spans;  // step k: the earliest start to the latest end of the ranks' k-th steps
+  std::unordered_map<int, TimeSpans> of_rank;  // by rank id; a duplicated rank: its first copy
+};
+
+// The session's steps; none (no spans) when a rank that made collective calls has no step ranges,
+// since its calls would belong to no step.
+SessionSteps FindSessionSteps(const Session& session);
+
+// Per step, the summed MemberWaits of the members that entered a call inside their own rank's
+// step of that index.
+std::vector<DurationNs> WaitPerStep(const SessionSteps& steps,
+                                    const std::vector<CollectiveInstance>& instances);
+
+// The step with the most waiting; the first step absorbs start-up and is passed over when there
+// are more than two. nullopt when no step holds any wait.
+std::optional<size_t> MostWaitingStep(const std::vector<DurationNs>& wait_per_step);
 
 // Summarises instances as MatchCollectives returns them. Per-rank numbers use complete
 // instances only, since an incomplete one has no trustworthy last arrival.

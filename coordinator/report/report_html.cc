@@ -172,23 +172,6 @@ struct HeatGrid {
   DurationNs max_wait = 0;
 };
 
-// Each rank's outermost NVTX ranges named like a step ("step", "Step 12", ...: the dataloader
-// analysis' default), in start order; empty for a rank with fewer than two.
-std::vector<std::pair<TimeNs, TimeNs>> StepWindows(const RankData& rank) {
-  std::vector<std::pair<TimeNs, TimeNs>> steps;
-  for (const RangeRecord& r : rank.ranges) {
-    if (r.depth == 0 && r.name.size() >= 4 &&
-        std::equal(r.name.begin(), r.name.begin() + 4, "step", [](char a, char b) {
-          return std::tolower(static_cast<unsigned char>(a)) == b;
-        })) {
-      steps.emplace_back(r.start, r.end);
-    }
-  }
-  std::sort(steps.begin(), steps.end());
-  if (steps.size() < 2) steps.clear();
-  return steps;
-}
-
 // Rank x step, when every rank that made collective calls has step ranges: the rank's k-th
 // step's cell sums its waits in the collectives it entered during that step (steps grouped when
 // there are more than fit). Nullopt otherwise.
@@ -196,33 +179,28 @@ std::optional<HeatGrid> GridBySteps(const Session& session,
                                     const std::vector<CollectiveInstance>& instances,
                                     const std::unordered_map<int, size_t>& row_of,
                                     size_t max_columns) {
-  std::vector<std::vector<std::pair<TimeNs, TimeNs>>> steps(session.ranks.size());
-  size_t most = 0;
-  for (size_t r = 0; r < session.ranks.size(); ++r) {
-    steps[r] = StepWindows(session.ranks[r]);
-    if (steps[r].empty() && !session.ranks[r].collectives.empty()) return std::nullopt;
-    most = std::max(most, steps[r].size());
-  }
+  const SessionSteps found = FindSessionSteps(session);
+  const size_t most = found.spans.size();
   if (most == 0) return std::nullopt;
+  std::vector<const TimeSpans*> steps(session.ranks.size());
+  for (size_t r = 0; r < session.ranks.size(); ++r) {
+    steps[r] = &found.of_rank.at(session.ranks[r].id.rank);
+  }
   HeatGrid g;
   const size_t per_column = (most + max_columns - 1) / max_columns;
   g.columns = (most + per_column - 1) / per_column;
   g.cells.assign(session.ranks.size() * g.columns, -1);
   for (size_t r = 0; r < session.ranks.size(); ++r) {
-    for (size_t k = 0; k < steps[r].size(); ++k) g.cells[r * g.columns + k / per_column] = 0;
+    for (size_t k = 0; k < steps[r]->size(); ++k) g.cells[r * g.columns + k / per_column] = 0;
   }
   for (const CollectiveInstance& inst : instances) {
     const std::vector<DurationNs> waits = MemberWaits(inst);
     for (size_t m = 0; m < inst.members.size(); ++m) {
       auto row = row_of.find(inst.members[m].rank);
       if (row == row_of.end()) continue;
-      const auto& mine = steps[row->second];
-      const TimeNs enter = inst.members[m].enter;
-      // The last step starting at or before the call, if the call is inside it.
-      auto it = std::upper_bound(mine.begin(), mine.end(), std::make_pair(enter, TimeNs{0}),
-                                 [](const auto& a, const auto& b) { return a.first < b.first; });
-      if (it == mine.begin() || enter > std::prev(it)->second) continue;
-      const size_t k = static_cast<size_t>(std::prev(it) - mine.begin());
+      const std::optional<size_t> step = StepContaining(*steps[row->second], inst.members[m].enter);
+      if (!step) continue;
+      const size_t k = *step;
       DurationNs& cell = g.cells[row->second * g.columns + k / per_column];
       cell += waits[m];
       g.max_wait = std::max(g.max_wait, cell);
@@ -503,14 +481,6 @@ std::string TimelineSvg(const std::vector<TimelineRow>& rows, TimeNs from, TimeN
          "\" role=\"img\" aria-label=\"" + HtmlEscape(label) + "\">\n" + svg + "\n</svg></div>";
 }
 
-// The index of the step in `steps` (start-ordered windows) that contains `t`, if any.
-std::optional<size_t> StepOf(const std::vector<std::pair<TimeNs, TimeNs>>& steps, TimeNs t) {
-  auto it = std::upper_bound(steps.begin(), steps.end(), std::make_pair(t, TimeNs{0}),
-                             [](const auto& a, const auto& b) { return a.first < b.first; });
-  if (it == steps.begin() || t > std::prev(it)->second) return std::nullopt;
-  return static_cast<size_t>(std::prev(it) - steps.begin());
-}
-
 // When every rank that made collective calls has NVTX step ranges: the step (k-th step range of
 // each rank, as in the heatmap) whose collective calls hold the most summed wait, drawn across
 // every rank over that step's window (the earliest start to the latest end of the ranks' k-th
@@ -521,39 +491,15 @@ std::optional<size_t> StepOf(const std::vector<std::pair<TimeNs, TimeNs>>& steps
 std::string WorstStepTimeline(const Session& session,
                               const std::vector<CollectiveInstance>& instances) {
   constexpr size_t kMaxTimelineRanks = 64;
+  const SessionSteps steps = FindSessionSteps(session);
+  const size_t most = steps.spans.size();
+  const std::vector<DurationNs> step_wait = WaitPerStep(steps, instances);
+  const std::optional<size_t> worst_step = MostWaitingStep(step_wait);
+  if (!worst_step) return "";
+  const size_t worst = *worst_step;
+  TimeNs from = steps.spans[worst].first, to = steps.spans[worst].second;
   std::unordered_map<int, size_t> row_of;
-  std::vector<std::vector<std::pair<TimeNs, TimeNs>>> steps(session.ranks.size());
-  size_t most = 0;
-  for (size_t r = 0; r < session.ranks.size(); ++r) {
-    row_of.emplace(session.ranks[r].id.rank, r);
-    steps[r] = StepWindows(session.ranks[r]);
-    if (steps[r].empty() && !session.ranks[r].collectives.empty()) return "";
-    most = std::max(most, steps[r].size());
-  }
-  if (most == 0) return "";
-  std::vector<DurationNs> step_wait(most, 0);
-  for (const CollectiveInstance& inst : instances) {
-    const std::vector<DurationNs> waits = MemberWaits(inst);
-    for (size_t m = 0; m < inst.members.size(); ++m) {
-      auto row = row_of.find(inst.members[m].rank);
-      if (row == row_of.end()) continue;
-      if (auto k = StepOf(steps[row->second], inst.members[m].enter)) step_wait[*k] += waits[m];
-    }
-  }
-  size_t worst = most > 2 ? 1 : 0;
-  for (size_t k = worst; k < most; ++k) {
-    if (step_wait[k] > step_wait[worst]) worst = k;
-  }
-  if (step_wait[worst] <= 0) return "";
-
-  TimeNs from = 0, to = 0;
-  bool any = false;
-  for (const auto& mine : steps) {
-    if (mine.size() <= worst) continue;
-    from = any ? std::min(from, mine[worst].first) : mine[worst].first;
-    to = any ? std::max(to, mine[worst].second) : mine[worst].second;
-    any = true;
-  }
+  for (size_t r = 0; r < session.ranks.size(); ++r) row_of.emplace(session.ranks[r].id.rank, r);
   // Every rank's calls in the window; what it waited and how late it arrived in the step's
   // calls pick the rows when there are too many.
   std::vector<TimelineRow> rows(session.ranks.size());
@@ -573,7 +519,7 @@ std::string WorstStepTimeline(const Session& session,
       auto row = row_of.find(p.rank);
       if (row == row_of.end() || p.exit < from || p.enter > to) continue;
       rows[row->second].calls.push_back({inst.op, p.enter, p.exit, waits[m]});
-      if (StepOf(steps[row->second], p.enter) == worst) {
+      if (StepContaining(steps.of_rank.at(p.rank), p.enter) == worst) {
         wait[row->second] += waits[m];
         if (inst.complete) lateness[row->second] += p.enter - first_enter;
       }

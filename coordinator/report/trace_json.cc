@@ -567,84 +567,6 @@ size_t CountTraceEvents(const Session& session) {
 
 namespace {
 
-using Spans = std::vector<std::pair<TimeNs, TimeNs>>;
-
-// A rank's outermost NVTX ranges named like a step ("step", "Step 12", ...: the dataloader
-// analysis' default), in start order; empty for a rank with fewer than two. The rule of
-// report.html's step heatmap and worst-step timeline (StepWindows in report_html.cc), so that
-// trace.json numbers the steps as report.html does.
-Spans StepWindows(const RankData& rank) {
-  Spans steps;
-  for (const RangeRecord& r : rank.ranges) {
-    if (r.depth == 0 && r.name.size() >= 4 &&
-        std::equal(r.name.begin(), r.name.begin() + 4, "step", [](char a, char b) {
-          return std::tolower(static_cast<unsigned char>(a)) == b;
-        })) {
-      steps.emplace_back(r.start, r.end);
-    }
-  }
-  std::sort(steps.begin(), steps.end());
-  if (steps.size() < 2) steps.clear();
-  return steps;
-}
-
-// The index of the step in `steps` (start-ordered) that contains `t`, if any.
-std::optional<size_t> StepOf(const Spans& steps, TimeNs t) {
-  auto it = std::upper_bound(steps.begin(), steps.end(), std::make_pair(t, TimeNs{0}),
-                             [](const auto& a, const auto& b) { return a.first < b.first; });
-  if (it == steps.begin() || t > std::prev(it)->second) return std::nullopt;
-  return static_cast<size_t>(std::prev(it) - steps.begin());
-}
-
-// The session's steps: step k spans every rank's k-th step range, from the earliest start to the
-// latest end. None when a rank that made collective calls has no step ranges (its calls would
-// belong to no step), as in report.html.
-struct SessionSteps {
-  std::vector<TraceStep> steps;
-  std::unordered_map<int, Spans> of_rank;  // by rank id; a duplicated rank: its first copy
-};
-
-SessionSteps FindSteps(const Session& session) {
-  SessionSteps out;
-  for (const RankData& rank : session.ranks) {
-    Spans mine = StepWindows(rank);
-    if (mine.empty() && !rank.collectives.empty()) return {};
-    for (size_t k = 0; k < mine.size(); ++k) {
-      if (k == out.steps.size()) out.steps.push_back({k, mine[k].first, mine[k].second});
-      out.steps[k].start = std::min(out.steps[k].start, mine[k].first);
-      out.steps[k].end = std::max(out.steps[k].end, mine[k].second);
-    }
-    out.of_rank.emplace(rank.id.rank, std::move(mine));
-  }
-  return out;
-}
-
-// The step whose collective calls hold the most waiting (MemberWaits of the members that entered
-// the call inside their rank's step), picked as report.html's worst-step timeline picks it: the
-// first step absorbs start-up and is passed over when there are more than two. nullopt when no
-// step holds any wait.
-std::optional<size_t> MostWaitingStep(const SessionSteps& steps,
-                                      const std::vector<CollectiveInstance>& instances) {
-  std::vector<DurationNs> wait(steps.steps.size(), 0);
-  for (const CollectiveInstance& inst : instances) {
-    const std::vector<DurationNs> waits = MemberWaits(inst);
-    for (size_t m = 0; m < inst.members.size(); ++m) {
-      auto mine = steps.of_rank.find(inst.members[m].rank);
-      if (mine == steps.of_rank.end()) continue;
-      if (std::optional<size_t> k = StepOf(mine->second, inst.members[m].enter)) {
-        wait[*k] += waits[m];
-      }
-    }
-  }
-  if (wait.empty()) return std::nullopt;
-  size_t worst = wait.size() > 2 ? 1 : 0;
-  for (size_t k = worst; k < wait.size(); ++k) {
-    if (wait[k] > wait[worst]) worst = k;
-  }
-  if (wait[worst] <= 0) return std::nullopt;
-  return worst;
-}
-
 // How many events overlap each step's span. An event in two overlapping spans counts for both,
 // so a sum over steps never undercounts what they keep together.
 std::vector<size_t> EventsPerStep(const Session& session, const std::vector<TraceStep>& steps) {
@@ -744,12 +666,16 @@ std::optional<TraceWindow> ChooseTraceWindow(const Session& session, const Sessi
   if (max_events == 0 || total <= max_events) return std::nullopt;
   TraceWindow w;
   w.events_total = total;
-  const SessionSteps steps = FindSteps(session);
-  w.steps_total = steps.steps.size();
-  if (!steps.steps.empty()) {
-    const std::optional<size_t> worst = MostWaitingStep(steps, matches.collectives);
-    for (size_t k : SampleSteps(EventsPerStep(session, steps.steps), worst, max_events)) {
-      const TraceStep& step = steps.steps[k];
+  const SessionSteps found = FindSessionSteps(session);
+  std::vector<TraceStep> steps;
+  for (size_t k = 0; k < found.spans.size(); ++k) {
+    steps.push_back({k, found.spans[k].first, found.spans[k].second});
+  }
+  w.steps_total = steps.size();
+  if (!steps.empty()) {
+    const std::optional<size_t> worst = MostWaitingStep(WaitPerStep(found, matches.collectives));
+    for (size_t k : SampleSteps(EventsPerStep(session, steps), worst, max_events)) {
+      const TraceStep& step = steps[k];
       if (w.steps.empty()) w.start = step.start;
       w.end = w.steps.empty() ? step.end : std::max(w.end, step.end);
       w.steps.push_back(step);
