@@ -29,8 +29,8 @@ inline const char* SeverityName(Severity s) {
 }
 
 struct Finding {
-  // straggler | late_sender | late_receiver | dataloader_skew | imbalanced_ring | pcie_bound |
-  // nvlink_down | process_outlier
+  // straggler | late_sender | late_receiver | dataloader_skew | imbalanced_ring |
+  // below_link_ceiling | pcie_bound | nvlink_down | process_outlier
   std::string kind;
   Severity severity = Severity::kWarning;
   std::vector<int> ranks;

@@ -6,7 +6,7 @@
 #include <set>
 
 #include "agent/nccl/nccl_types.h"
-#include "coordinator/analysis/next_steps.h"
+#include "coordinator/advise/next_steps.h"
 #include "core/format.h"
 
 namespace rankscope {
@@ -461,6 +461,24 @@ std::vector<NextStep> StepsFor(const Finding& finding, const AdviceFacts& f) {
   if (finding.kind == "imbalanced_ring") {
     return {TopoMatrix(f), NcclTests(f, e), NcclDebug(f)};
   }
+  if (finding.kind == "below_link_ceiling") {
+    // On the limiting link's node: the link's own state, then NCCL alone on these ranks' nodes,
+    // then which transport NCCL chose.
+    AdviceFacts on_link = f;
+    const nlohmann::json link = e.value("limiting_link", nlohmann::json::object());
+    if (const int from = link.value("from_rank", -1); from >= 0) on_link.rank = from;
+    const std::string medium = link.value("medium", "");
+    std::vector<NextStep> steps = {TopoMatrix(on_link)};
+    if (medium == "NVLink") steps.push_back(NvlinkStatus(on_link));
+    if (medium == "PCIe") steps.push_back(PcieQuery(on_link));
+    if (medium == "network") {
+      steps.push_back({"ibstat", OnNode(on_link, {"ibstat"}),
+                       "State Active, Physical state LinkUp and Rate of the NICs NCCL uses"});
+    }
+    steps.push_back(NcclTests(f, e));
+    steps.push_back(NcclDebug(f));
+    return steps;
+  }
   if (finding.kind == "pcie_bound") {
     if (e.contains("degraded_pcie_links")) {
       return {PcieQuery(f), Lspci(f), NvbandwidthCopies(f)};
@@ -521,6 +539,11 @@ std::string QuestionFor(const Finding& finding) {
   }
   if (finding.kind == "dataloader_skew") return "dataloader";
   if (finding.kind == "imbalanced_ring") return "nccl-slow";
+  if (finding.kind == "below_link_ceiling") {
+    // A GPU link (NVLink, PCIe) that NCCL cannot fill is the link's question; a NIC's is NCCL's.
+    const nlohmann::json link = finding.evidence.value("limiting_link", nlohmann::json::object());
+    return link.value("medium", "") == "network" ? "nccl-slow" : "link-slow";
+  }
   if (finding.kind == "pcie_bound" || finding.kind == "nvlink_down") return "link-slow";
   return "";
 }

@@ -47,7 +47,8 @@ std::vector<Answer> Catalogue(const AdviceFacts& facts);
 
 // The catalogue question a finding raises: "where-time-goes" for a host-side straggler or a late
 // sender, "gpu-slow" for a straggler whose GPU work is the cause, "dataloader", "nccl-slow"
-// for an imbalanced ring, "link-slow" for PCIe/NVLink findings; empty for an unknown kind.
+// for an imbalanced ring or a ring below a NIC's ceiling, "link-slow" for PCIe/NVLink findings and
+// rings below a GPU link's ceiling; empty for an unknown kind.
 std::string QuestionFor(const Finding& finding);
 
 // Sets each finding's next_steps to the planner's plan for it: the steps of its question's chain

@@ -216,6 +216,27 @@ TEST(Advisor, LinkFindingsGetLinkTools) {
   EXPECT_EQ(findings[2].next_steps[2].command, "ssh n2 'dcgmi diag -r 2'");
 }
 
+// A ring far below its slowest link: that link's node and state first, then NCCL alone.
+TEST(Advisor, BelowLinkCeilingLooksAtTheLimitingLink) {
+  const Session s = MpirunSession(4);
+  Finding nvlink = RingFinding("AllReduce");
+  nvlink.kind = "below_link_ceiling";
+  nvlink.evidence["limiting_link"] = {{"from_rank", 2}, {"to_rank", 3}, {"medium", "NVLink"}};
+  Finding net = nvlink;
+  net.evidence["limiting_link"] = {{"from_rank", 1}, {"to_rank", 2}, {"medium", "network"}};
+  std::vector<Finding> findings = {nvlink, net};
+  PlanNextSteps(s, "out", &findings);
+  EXPECT_EQ(QuestionFor(findings[0]), "link-slow");
+  ASSERT_EQ(findings[0].next_steps.size(), 5u);
+  EXPECT_EQ(findings[0].next_steps[0].command, "ssh n2 'nvidia-smi topo -m'");
+  EXPECT_EQ(findings[0].next_steps[1].command, "ssh n2 'nvidia-smi nvlink --status'");
+  EXPECT_NE(findings[0].next_steps[2].command.find("all_reduce_perf -b 67108864"),
+            std::string::npos);
+  EXPECT_EQ(findings[0].next_steps[4].command, "rankscope advise link-slow --session out");
+  EXPECT_EQ(QuestionFor(findings[1]), "nccl-slow");
+  EXPECT_EQ(findings[1].next_steps[1].command, "ssh n1 ibstat");
+}
+
 // A job that still runs (attached from outside): its rank's stacks by pid, on its node; a job
 // that is over: the profiler wraps the rank in the next run.
 TEST(Advisor, StacksByPidWhileTheJobRunsElseInTheNextRun) {

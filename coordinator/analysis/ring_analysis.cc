@@ -14,39 +14,12 @@
 #include "agent/topology/pci_bus_id.h"
 #include "agent/topology/pcie_link.h"
 #include "agent/topology/topology.h"
-#include "coordinator/analysis/next_steps.h"
 #include "coordinator/nccl_instances.h"
 #include "core/format.h"
 #include "core/robust_stats.h"
 
 namespace rankscope {
 namespace {
-
-// The nccl-tests binary that measures `op` the way the job calls it.
-std::string NcclTestsBinary(NcclOp op) {
-  switch (op) {
-    case NcclOp::kAllGather:
-      return "all_gather_perf";
-    case NcclOp::kReduceScatter:
-      return "reduce_scatter_perf";
-    case NcclOp::kBroadcast:
-      return "broadcast_perf";
-    case NcclOp::kReduce:
-      return "reduce_perf";
-    case NcclOp::kAllToAll:
-      return "alltoall_perf";
-    case NcclOp::kGather:
-      return "gather_perf";
-    case NcclOp::kScatter:
-      return "scatter_perf";
-    case NcclOp::kSend:
-    case NcclOp::kRecv:
-    case NcclOp::kSendRecv:
-      return "sendrecv_perf";
-    default:
-      return "all_reduce_perf";
-  }
-}
 
 // The NIC index in a NET connection's text ("NET/IB/0/GDRDMA", "NET/Socket/1", "NET/IB/0(3)"
 // where rank 3's GPU proxies the send); -1 when it cannot be read.
@@ -673,27 +646,6 @@ std::vector<Finding> FindImbalancedRings(const Session& aligned, const RingOptio
           j->second.reported = true;
         }
       }
-      const int first = f.ranks.front();
-      f.next_steps.push_back(
-          {"nvidia-smi", OnRankNode(aligned, first, {"nvidia-smi", "topo", "-m"}),
-           "the link between these ranks' GPUs: NV# (NVLink) vs PHB/SYS (PCIe through the CPU)"});
-      f.next_steps.push_back({"nccl-tests",
-                              "mpirun -np " + std::to_string(nranks) + " -H " +
-                                  [&] {
-                                    std::string hosts;
-                                    for (const std::string& n : f.nodes)
-                                      hosts += (hosts.empty() ? "" : ",") + n;
-                                    return hosts;
-                                  }() +
-                                  " " + NcclTestsBinary(ParseNcclOp(op)) + " -b " +
-                                  std::to_string(bytes) + " -e " + std::to_string(bytes) + " -g 1",
-                              "busbw on these ranks' nodes alone against the peers' " +
-                                  FormatDouble("%.0f", peer_median) + " GB/s"});
-      f.next_steps.push_back({"NCCL_DEBUG",
-                              "NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,GRAPH " +
-                                  (aligned.command.empty() ? "<the job's launch command>"
-                                                           : ShellJoin(aligned.command)),
-                              "the Channel/Ring lines and 'via' transports of this communicator"});
       out.push_back(std::move(f));
     }
   }

@@ -10,6 +10,7 @@
 
 #include "agent/nccl/nccl_log.h"
 #include "agent/nccl/nccl_log_file.h"
+#include "coordinator/analysis/analysis_test_util.h"
 #include "coordinator/analysis/diagnosis.h"
 #include "coordinator/nccl_instances.h"
 
@@ -76,7 +77,8 @@ Session Rings(int groups, int slow, double factor, int steps = 20, uint64_t seed
 }
 
 TEST(Rings, TheSlowCommunicatorIsNamedWithItsOddTransport) {
-  std::vector<Finding> f = FindImbalancedRings(Rings(4, 2, 2.0), RingOptions{});
+  const Session s = Rings(4, 2, 2.0);
+  std::vector<Finding> f = testing::Planned(s, FindImbalancedRings(s, RingOptions{}));
   ASSERT_EQ(f.size(), 1u);
   EXPECT_EQ(f[0].kind, "imbalanced_ring");
   EXPECT_EQ(f[0].ranks, (std::vector<int>{4, 5}));
@@ -93,7 +95,7 @@ TEST(Rings, TheSlowCommunicatorIsNamedWithItsOddTransport) {
 TEST(Rings, NextStepsMeasureTheOpTheJobCallsWithItsOwnCommand) {
   Session s = Rings(4, 1, 2.0, 20, 1, "AllGather");
   s.command = {"mpirun", "-np", "8", "./train"};
-  std::vector<Finding> f = FindImbalancedRings(s, RingOptions{});
+  std::vector<Finding> f = testing::Planned(s, FindImbalancedRings(s, RingOptions{}));
   ASSERT_EQ(f.size(), 1u);
   ASSERT_GE(f[0].next_steps.size(), 3u);
   EXPECT_NE(f[0].next_steps[1].command.find("all_gather_perf -b 67108864"), std::string::npos)

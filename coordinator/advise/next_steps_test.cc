@@ -1,4 +1,4 @@
-#include "coordinator/analysis/next_steps.h"
+#include "coordinator/advise/next_steps.h"
 
 #include <gtest/gtest.h>
 
