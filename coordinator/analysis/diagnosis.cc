@@ -9,6 +9,7 @@
 #include "coordinator/analysis/describe.h"
 #include "coordinator/analysis/gpu_link_analysis.h"
 #include "coordinator/collective_matcher.h"
+#include "coordinator/node_topologies.h"
 
 namespace rankscope {
 namespace {
@@ -73,17 +74,6 @@ void Merge(const Finding& straggler, Finding* dataloader) {
   }
 }
 
-// Every node's NCCL topology dump, parsed once: from the first of its ranks whose dump parses.
-std::map<std::string, NodeTopology> NodeTopologies(const Session& session) {
-  std::map<std::string, NodeTopology> out;
-  for (const RankData& r : session.ranks) {
-    if (r.topology_xml.empty() || out.count(r.id.node)) continue;
-    Result<NodeTopology> topo = ParseNcclTopology(r.topology_xml, r.topology_source);
-    if (topo.ok()) out.emplace(r.id.node, std::move(topo.value()));
-  }
-  return out;
-}
-
 // From the topology: the GPU pairs with no NVLink and the PCIe route they take instead.
 std::string PcieOnlyPairs(const NodeTopology& topo) {
   std::string pairs;
@@ -114,7 +104,7 @@ std::string NicPathsThroughCpu(const NodeTopology& topo) {
 // without NVML, the GPU pairs the NCCL topology dump shows without NVLink. Empty when the links
 // are fine or nothing was read there.
 std::string WeakLinksOf(const Session& session,
-                        const std::map<std::string, NodeTopology>& topologies,
+                        const std::map<std::string, NodeTopologyDump>& topologies,
                         const std::string& node) {
   for (const RankData& r : session.ranks) {
     if (r.id.node != node || !r.nvml || r.nvml->gpus.empty()) continue;
@@ -136,7 +126,8 @@ std::string WeakLinksOf(const Session& session,
     return out;
   }
   auto topo = topologies.find(node);
-  return topo != topologies.end() ? PcieOnlyPairs(topo->second) : "";
+  return topo != topologies.end() && topo->second.topology ? PcieOnlyPairs(*topo->second.topology)
+                                                           : "";
 }
 
 // Turns `ring` into (or folds it into) the pcie_bound finding of `nodes`, whose weak links are
@@ -175,14 +166,14 @@ void JoinPcieBound(const Session& session, std::vector<Finding>* findings) {
     *findings = std::move(out);
     return;
   }
-  const std::map<std::string, NodeTopology> topologies = NodeTopologies(session);
+  const std::map<std::string, NodeTopologyDump> topologies = ParseNodeTopologies(session);
   // Which nodes' GPUs reach their NIC through the CPU; it tells a slow cross-node communicator's
   // nodes apart only when some other node's GPUs do not.
   std::map<std::string, std::string> through_cpu;
   bool some_node_direct = false;
-  for (const auto& [node, topo] : topologies) {
-    if (topo.nics.empty()) continue;
-    through_cpu[node] = NicPathsThroughCpu(topo);
+  for (const auto& [node, dump] : topologies) {
+    if (!dump.topology || dump.topology->nics.empty()) continue;
+    through_cpu[node] = NicPathsThroughCpu(*dump.topology);
     some_node_direct |= through_cpu[node].empty();
   }
   for (Finding& ring : rings) {

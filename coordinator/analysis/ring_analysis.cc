@@ -15,6 +15,7 @@
 #include "agent/topology/pcie_link.h"
 #include "agent/topology/topology.h"
 #include "coordinator/nccl_instances.h"
+#include "coordinator/node_topologies.h"
 #include "core/format.h"
 #include "core/robust_stats.h"
 
@@ -170,12 +171,9 @@ struct NodeHardware {
 
 std::map<std::string, NodeHardware> ReadNodeHardware(const Session& s) {
   std::map<std::string, NodeHardware> out;
+  for (auto& [node, dump] : ParseNodeTopologies(s)) out[node].topology = std::move(dump.topology);
   for (const RankData& r : s.ranks) {
     NodeHardware& hw = out[r.id.node];
-    if (!hw.topology && !r.topology_xml.empty()) {
-      Result<NodeTopology> topo = ParseNcclTopology(r.topology_xml, r.topology_source);
-      if (topo.ok()) hw.topology = std::move(topo.value());
-    }
     if (hw.nvml == nullptr && r.nvml && !r.nvml->gpus.empty()) hw.nvml = &*r.nvml;
   }
   return out;

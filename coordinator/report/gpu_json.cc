@@ -11,6 +11,7 @@
 #include "agent/topology/topology.h"
 #include "agent/topology/topology_json.h"
 #include "coordinator/nccl_instances.h"
+#include "coordinator/node_topologies.h"
 #include "core/robust_stats.h"
 
 namespace rankscope {
@@ -203,15 +204,13 @@ json NcclReportJson(const Session& session) {
 
 json TopologyReportJson(const Session& session) {
   json out = json::array();
-  for (const RankData& r : session.ranks) {
-    if (r.topology_xml.empty()) continue;
-    json entry = {{"node", r.id.node}, {"rank", r.id.rank}, {"source", r.topology_source}};
-    Result<NodeTopology> topo = ParseNcclTopology(r.topology_xml, r.topology_source);
-    if (topo.ok()) {
+  for (const auto& [node, dump] : ParseNodeTopologies(session)) {
+    json entry = {{"node", node}, {"rank", dump.rank}, {"source", dump.source}};
+    if (dump.topology) {
       // ordered_json -> json: the report is one document type.
-      entry["topology"] = json::parse(TopologyToJson(topo.value()).dump());
+      entry["topology"] = json::parse(TopologyToJson(*dump.topology).dump());
     } else {
-      entry["error"] = topo.status().message();
+      entry["error"] = dump.error;
     }
     out.push_back(std::move(entry));
   }

@@ -10,6 +10,7 @@
 
 #include "agent/topology/pcie_link.h"
 #include "agent/topology/topology.h"
+#include "coordinator/node_topologies.h"
 #include "coordinator/report/collective_waits.h"
 #include "coordinator/report/gpu_json.h"
 #include "coordinator/report/report_format.h"
@@ -766,21 +767,16 @@ std::string NodeTopologyTables(const NodeTopology& topo) {
 std::string TopologySection(const Session& session) {
   constexpr size_t kMaxNodeNames = 8;
   std::vector<std::pair<std::string, std::vector<std::string>>> groups;  // tables -> nodes
-  std::vector<std::string> seen;
-  for (const RankData& r : session.ranks) {
-    if (r.topology_xml.empty()) continue;
-    if (std::find(seen.begin(), seen.end(), r.id.node) != seen.end()) continue;
-    seen.push_back(r.id.node);
-    Result<NodeTopology> topo = ParseNcclTopology(r.topology_xml, r.topology_source);
-    std::string tables = topo.ok() ? NodeTopologyTables(topo.value())
-                                   : "<p class=\"warn\">the topology dump does not parse: " +
-                                         HtmlEscape(topo.status().message()) + "</p>\n";
+  for (const auto& [node, dump] : ParseNodeTopologies(session)) {
+    std::string tables = dump.topology ? NodeTopologyTables(*dump.topology)
+                                       : "<p class=\"warn\">the topology dump does not parse: " +
+                                             HtmlEscape(dump.error) + "</p>\n";
     auto it = std::find_if(groups.begin(), groups.end(),
                            [&](const auto& g) { return g.first == tables; });
     if (it == groups.end()) {
-      groups.emplace_back(std::move(tables), std::vector<std::string>{r.id.node});
+      groups.emplace_back(std::move(tables), std::vector<std::string>{node});
     } else {
-      it->second.push_back(r.id.node);
+      it->second.push_back(node);
     }
   }
   if (groups.empty()) return "";
