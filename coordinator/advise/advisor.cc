@@ -15,10 +15,17 @@ namespace {
 // ncu -k matches the kernel's function name (no namespace, parameters or template arguments).
 std::string KernelRegex(const std::string& mangled) {
   std::string name = Demangle(mangled);
-  name = name.substr(0, name.find('('));
+  // "(anonymous namespace)::" is a scope, not the parameter list.
+  constexpr std::string_view kAnonymous = "(anonymous namespace)";
+  for (size_t at; (at = name.find(kAnonymous)) != std::string::npos;) {
+    name.replace(at, kAnonymous.size(), "anonymous_namespace");
+  }
+  // Up to the parameter list (the first '(' outside template arguments, which may hold lambdas'
+  // parameter lists), without the template arguments.
   int depth = 0;
   std::string bare;
-  for (char c : name) {  // drop template arguments
+  for (char c : name) {
+    if (c == '(' && depth == 0) break;
     if (c == '<') ++depth;
     if (depth == 0) bare += c;
     if (c == '>') --depth;

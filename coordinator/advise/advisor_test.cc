@@ -93,6 +93,40 @@ TEST(Advisor, ASessionFillsInTheRankNodeKernelAndLauncher) {
   EXPECT_NE(link.steps[0].command.find("-w n2"), std::string::npos) << link.steps[0].command;
 }
 
+// ncu -k regex: matches the kernel's function name: the real names CUPTI gave on 2xH200
+// (tests/fixtures/h200x2-torchrun-launch) reduced to it, lambdas, anonymous namespaces and
+// templates in the arguments included.
+TEST(Advisor, KernelRegexOfRealKernelNamesIsTheirFunctionName) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"_ZN2at6native54_GLOBAL__N__d8ceb000_21_DistributionNormal_cu_0c5b6e8543distribution_"
+       "elementwise_grid_stride_kernelIfLi4EZNS0_9templates4cuda20normal_and_transformIffPNS_"
+       "17CUDAGeneratorImplEZZZNS4_13normal_kernelIS7_EEvRKNS_10TensorBaseEddT_ENKUlvE_"
+       "clEvENKUlvE0_"
+       "clEvEUlfE_EEvRNS_18TensorIteratorBaseET1_T2_EUlP24curandStatePhilox4_32_10E0_ZNS1_27"
+       "distribution_nullary_kernelIff6float4S7_SM_SF_EEvSH_SJ_RKT3_T4_EUlifE_EEvlNS_"
+       "15PhiloxCudaStateESI_SJ_",
+       "distribution_elementwise_grid_stride_kernel"},
+      {"_ZN2at6native29vectorized_elementwise_kernelILi4ENS0_"
+       "11FillFunctorIfEESt5arrayIPcLm1EEEEviT0_"
+       "T1_",
+       "vectorized_elementwise_kernel"},
+      {"sm80_xmma_gemm_f32f32_f32f32_f32_nn_n_tilesize256x128x8_stage3_warpsize4x2x1_ffma_aligna4_"
+       "alignc4_execute_kernel__5x_cublas",
+       "sm80_xmma_gemm_f32f32_f32f32_f32_nn_n_tilesize256x128x8_stage3_warpsize4x2x1_ffma_aligna4_"
+       "alignc4_execute_kernel__5x_cublas"},
+      {"_Z39ncclDevKernel_AllReduce_Sum_f32_RING_LL24ncclDevKernelArgsStorageILm4096EE",
+       "ncclDevKernel_AllReduce_Sum_f32_RING_LL"}};
+  for (const auto& [mangled, function] : cases) {
+    Session s = StragglerSession();
+    s.ranks[3].gpu.resize(1);
+    s.ranks[3].gpu[0].name = mangled;
+    Finding f;
+    f.kind = "straggler";
+    f.ranks = {3};
+    EXPECT_EQ(FactsOf(s, {f}).kernel, function) << mangled;
+  }
+}
+
 // Every finding's next steps come from the planner: the steps its kind and cause call for, with
 // the analysis' focus as what to look for, then the way to the rest of the chain.
 TEST(Advisor, FindingsGetThePlannersStepsForTheirQuestion) {
