@@ -1,5 +1,6 @@
 #include "launchers/advise_cmd.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
@@ -41,7 +42,26 @@ int RunAdvise(const AdviseOptions& options) {
       return 1;
     }
     session = std::move(loaded).value();
-    facts = FactsOf(session, Diagnose(session, AnalysisOptions{}));
+    const std::vector<Finding> findings = Diagnose(session, AnalysisOptions{});
+    facts = FactsOf(session, findings);
+    if (options.rank >= 0) {
+      // The rank a finding's next steps name: its facts, and the finding about it if any.
+      if (session.FindRank(options.rank) == nullptr) {
+        std::fprintf(stderr, "rankscope advise: %s has no rank %d\n", options.session_dir.c_str(),
+                     options.rank);
+        return 1;
+      }
+      Finding chosen;
+      chosen.kind = "chosen with --rank";
+      for (const Finding& f : findings) {
+        if (std::find(f.ranks.begin(), f.ranks.end(), options.rank) != f.ranks.end()) {
+          chosen.kind = f.kind;
+          break;
+        }
+      }
+      chosen.ranks = {options.rank};
+      facts = FactsOf(session, {chosen});
+    }
   }
   std::string question;
   for (const std::string& w : options.question) question += (question.empty() ? "" : " ") + w;

@@ -207,6 +207,9 @@ int main(int argc, char** argv) {
   advise_cmd->add_option("question", advise.question, "Your question in words, or an answer's id");
   advise_cmd->add_option("--session", advise.session_dir,
                          "Fill the commands in with this session's rank, node and kernel");
+  advise_cmd->add_option("--rank", advise.rank,
+                         "With --session: fill the commands in for this rank (default: the rank "
+                         "of the worst finding)");
   advise_cmd->add_flag("--json", advise.json, "JSON instead of text");
 
   CLI::App* inspect_cmd = app.add_subcommand("inspect", "Offline: NCCL logs and topology dumps");

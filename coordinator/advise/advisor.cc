@@ -5,6 +5,7 @@
 #include <map>
 #include <set>
 
+#include "agent/nccl/bus_bandwidth.h"
 #include "agent/nccl/nccl_types.h"
 #include "coordinator/advise/next_steps.h"
 #include "core/format.h"
@@ -82,6 +83,12 @@ std::string OnRank(const AdviceFacts& f, const std::vector<std::string>& tool) {
   return ShellJoin(argv);
 }
 
+// The job relaunched with `tool` in front of every rank's program; the same generic line without
+// a session.
+std::string OnEveryRank(const AdviceFacts& f, const std::vector<std::string>& tool) {
+  return f.session != nullptr ? RelaunchWithToolOnEveryRank(*f.session, tool) : OnRank(f, tool);
+}
+
 std::string R(const AdviceFacts& f) { return std::to_string(f.rank); }
 
 // --- The steps. Every command the planner hands out is built by one of these, for the catalogue
@@ -91,33 +98,24 @@ std::string Or(std::string look_for, std::string otherwise) {
   return look_for.empty() ? std::move(otherwise) : std::move(look_for);
 }
 
-// nsys on the rank alone (an output per rank: nsys' %q{} of the launcher's rank variable).
+// nsys on the rank alone, its report rankN.nsys-rep (overwritten when the step is run again).
 NextStep NsysOnRank(const AdviceFacts& f, std::string_view trace, std::string look_for = "") {
-  const std::string output =
-      f.session != nullptr ? RankOutputName(*f.session, f.rank) : "rank%q{OMPI_COMM_WORLD_RANK}";
   return {"nsys",
-          OnRank(f, {"nsys", "profile", "--trace=" + std::string(trace), "--output=" + output}),
+          OnRank(f, {"nsys", "profile", "--trace=" + std::string(trace), "--force-overwrite=true",
+                     "--output=rank" + R(f)}),
           Or(std::move(look_for), "the timeline of rank " + R(f) +
                                       ": gaps with no kernel on the GPU rows, long CUDA API "
                                       "calls, MPI/NCCL waits")};
 }
 
 // nsys on every rank, one report each, to compare the late rank's timeline with another's.
+// nsys names each rank's report with %q{} of the launcher's rank variable.
 NextStep NsysOnEveryRank(const AdviceFacts& f) {
-  const std::vector<std::string> tool = {
-      "nsys", "profile", "--trace=cuda,nvtx,osrt,mpi",
-      "--output=" + (f.session != nullptr ? RankOutputName(*f.session, f.rank)
-                                          : std::string("rank%q{OMPI_COMM_WORLD_RANK}"))};
-  std::string command;
-  if (f.session != nullptr) {
-    command = RelaunchWithToolOnEveryRank(*f.session, tool);
-  } else {
-    std::vector<std::string> argv = {"mpirun", "-np", "N"};
-    argv.insert(argv.end(), tool.begin(), tool.end());
-    argv.push_back("./app");
-    command = ShellJoin(argv);
-  }
-  return {"nsys", command,
+  const std::string output = f.session != nullptr ? RankOutputName(*f.session, f.rank)
+                                                  : std::string("rank%q{OMPI_COMM_WORLD_RANK}");
+  return {"nsys",
+          OnEveryRank(f, {"nsys", "profile", "--trace=cuda,nvtx,osrt,mpi", "--force-overwrite=true",
+                          "--output=" + output}),
           "one report per rank: open them together (nsys-ui multi-report view) and compare the "
           "late rank's row with a punctual one's"};
 }
@@ -135,11 +133,7 @@ NextStep CpuProfile(const AdviceFacts& f, std::string look_for = "") {
                 "host stacks when the GPU idles: data loading, Python "
                 "overhead, a lock");
   const std::string name = "rank" + R(f);
-  if (f.session == nullptr) {
-    return {"py-spy", OnRank(f, {"py-spy", "record", "--native", "--output", name + ".svg", "--"}),
-            look_for};
-  }
-  if (IsPythonProgram(*f.session, f.rank)) {
+  if (f.session == nullptr || IsPythonProgram(*f.session, f.rank)) {
     return {"py-spy", OnRank(f, {"py-spy", "record", "--native", "--output", name + ".svg", "--"}),
             look_for};
   }
@@ -158,7 +152,11 @@ NextStep Stacks(const AdviceFacts& f, std::string look_for = "") {
       r != nullptr && r->id.program_pid > 0 ? std::to_string(r->id.program_pid) : "PID";
   look_for = Or(std::move(look_for), "where the rank's threads (and its loader's workers) are");
   if (f.session != nullptr && !IsPythonProgram(*f.session, f.rank)) {
-    return {"perf", OnNode(f, {"perf", "top", "-p", pid}), look_for};
+    // perf top needs a terminal, which srun/ssh do not give: record 10 s instead.
+    return {"perf",
+            OnNode(f, {"perf", "record", "-g", "-p", pid, "--output", "rank" + R(f) + ".perf.data",
+                       "--", "sleep", "10"}),
+            look_for};
   }
   return {"py-spy", OnNode(f, {"py-spy", "dump", "--native", "--pid", pid}), look_for};
 }
@@ -203,31 +201,64 @@ NextStep NcclTests(const AdviceFacts& f, const nlohmann::json& ring) {
     return {"nccl-tests", "mpirun -np N all_reduce_perf -b 8 -e 256M -f 2 -g 1",
             "busbw of the large sizes against the same GPUs' peers; a pair or node far below"};
   }
-  const int nranks = ring.value("nranks", 0);
-  const int per_node = (nranks + static_cast<int>(f.nodes.size()) - 1) /
-                       std::max(1, static_cast<int>(f.nodes.size()));
-  std::string hosts;
-  for (const std::string& n : f.nodes) {
-    hosts += (hosts.empty() ? "" : ",") + n + ":" + std::to_string(per_node);
+  // The communicator's ranks where they ran: so many on each node, in the order first seen.
+  std::vector<std::pair<std::string, int>> per_node;
+  for (int rank : f.ranks) {
+    const RankData* r = f.session != nullptr ? f.session->FindRank(rank) : nullptr;
+    const std::string node = r == nullptr ? "" : r->id.node;
+    if (node.empty()) return NcclTests(f, nlohmann::json::object());
+    auto it = std::find_if(per_node.begin(), per_node.end(),
+                           [&](const auto& p) { return p.first == node; });
+    if (it == per_node.end()) {
+      per_node.emplace_back(node, 1);
+    } else {
+      ++it->second;
+    }
   }
-  const std::string bytes = std::to_string(ring.value("bytes", int64_t{0}));
+  const int nranks = static_cast<int>(f.ranks.size());
+  if (nranks < 2) return NcclTests(f, nlohmann::json::object());
+  const NcclOp op = ParseNcclOp(ring.value("op", std::string("AllReduce")));
+  // nccl-tests' -b/-e is its whole buffer (all ranks' parts for all-gather and reduce-scatter).
+  const std::string bytes =
+      std::to_string(NcclTestsSizeBytes(op, ring.value("bytes", Bytes{0}), nranks));
+  std::vector<std::string> argv;
+  std::string hosts;
+  bool even = true;
+  for (const auto& [node, count] : per_node) {
+    hosts += (hosts.empty() ? "" : ",") + node;
+    even &= count == per_node.front().second;
+  }
+  if (f.session != nullptr && JobLauncherName(*f.session) == "srun" && even) {
+    argv = {"srun",
+            "-N",
+            std::to_string(per_node.size()),
+            "-n",
+            std::to_string(nranks),
+            "--ntasks-per-node=" + std::to_string(per_node.front().second),
+            "-w",
+            hosts};
+  } else {
+    hosts.clear();
+    for (const auto& [node, count] : per_node) {
+      hosts += (hosts.empty() ? "" : ",") + node + ":" + std::to_string(count);
+    }
+    argv = {"mpirun", "-np", std::to_string(nranks), "-H", hosts};
+  }
+  argv.insert(argv.end(), {NcclTestsBinary(op), "-b", bytes, "-e", bytes, "-g", "1"});
   const double peers = ring.value("peer_median_busbw_gbps", 0.0);
-  return {"nccl-tests",
-          ShellJoin({"mpirun", "-np", std::to_string(nranks), "-H", hosts,
-                     NcclTestsBinary(ParseNcclOp(ring.value("op", std::string("AllReduce")))), "-b",
-                     bytes, "-e", bytes, "-g", "1"}),
+  return {"nccl-tests", ShellJoin(argv),
           "busbw on these ranks' nodes alone" +
               (peers > 0 ? " against the peers' " + FormatDouble("%.0f", peers) + " GB/s"
                          : std::string(" against what their links allow"))};
 }
 
 NextStep NcclDebug(const AdviceFacts& f) {
-  const std::string command = f.session != nullptr && !f.session->command.empty()
-                                  ? ShellJoin(f.session->command)
-                                  : std::string("./app");
-  return {"NCCL_DEBUG", "NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,GRAPH " + command,
-          "the Channel/Ring lines and 'via' transports per peer (P2P/NVLink vs SHM vs NET), "
-          "NET/IB vs Socket"};
+  const std::vector<std::string> env = {"NCCL_DEBUG=INFO", "NCCL_DEBUG_SUBSYS=INIT,GRAPH"};
+  return {
+      "NCCL_DEBUG",
+      f.session != nullptr ? RelaunchWithEnvironment(*f.session, env) : ShellJoin(env) + " ./app",
+      "the Channel/Ring lines and 'via' transports per peer (P2P/NVLink vs SHM vs NET), "
+      "NET/IB vs Socket"};
 }
 
 NextStep PcieQuery(const AdviceFacts& f) {
@@ -264,8 +295,10 @@ NextStep DcgmDiag(const AdviceFacts& f) {
 
 // The rest of the chain for this session.
 NextStep AdviseMore(const std::string& id, const std::string& question,
-                    const std::string& session_dir) {
-  return {"rankscope", ShellJoin({"rankscope", "advise", id, "--session", session_dir}),
+                    const std::string& session_dir, int rank) {
+  return {"rankscope",
+          ShellJoin({"rankscope", "advise", id, "--session", session_dir, "--rank",
+                     std::to_string(rank)}),
           "the planner's whole chain for \"" + question + "\", with this job's commands filled in"};
 }
 
@@ -425,8 +458,19 @@ std::vector<Entry> Entries(const AdviceFacts& f) {
 // kernel it names (else the rank's heaviest).
 AdviceFacts FactsOfFinding(const Session& session, const Finding& finding) {
   AdviceFacts f = FactsOf(session, {finding});
+  f.ranks = finding.ranks;
   f.nodes = finding.nodes;
   if (f.nodes.empty() && f.node != "NODE") f.nodes = {f.node};
+  // Node-level steps go to the first node the finding names (a pcie_bound finding may name only
+  // some of its communicator's nodes), through a rank that ran there.
+  for (int rank : finding.ranks) {
+    const RankData* r = session.FindRank(rank);
+    if (r != nullptr && !finding.nodes.empty() && r->id.node == finding.nodes.front()) {
+      f.rank = rank;
+      f.node = r->id.node;
+      break;
+    }
+  }
   const nlohmann::json kernels = finding.evidence.value("kernels", nlohmann::json::array());
   if (kernels.is_array() && !kernels.empty() && kernels[0].contains("kernel")) {
     f.kernel = KernelRegex(kernels[0]["kernel"].get<std::string>());
@@ -473,7 +517,9 @@ std::vector<NextStep> StepsFor(const Finding& finding, const AdviceFacts& f) {
     // then which transport NCCL chose.
     AdviceFacts on_link = f;
     const nlohmann::json link = e.value("limiting_link", nlohmann::json::object());
-    if (const int from = link.value("from_rank", -1); from >= 0) on_link.rank = from;
+    // The member on the limiting side (the weaker node's, for a NIC).
+    const int at = link.value("at_rank", link.value("from_rank", -1));
+    if (at >= 0) on_link.rank = at;
     const std::string medium = link.value("medium", "");
     std::vector<NextStep> steps = {TopoMatrix(on_link)};
     if (medium == "NVLink") steps.push_back(NvlinkStatus(on_link));
@@ -497,7 +543,7 @@ std::vector<NextStep> StepsFor(const Finding& finding, const AdviceFacts& f) {
   if (finding.kind == "nvlink_down") return {NvlinkStatus(f), NvlinkErrors(f), DcgmDiag(f)};
   if (finding.kind == "process_outlier") {
     const RankData* r = f.session != nullptr ? f.session->FindRank(f.rank) : nullptr;
-    std::string relaunch = "rankscope run --dormant -- srun <your srun options>";
+    std::string relaunch = "rankscope run --dormant -- srun SRUN_OPTIONS";
     if (r != nullptr && !r->id.program.empty()) relaunch += " " + ShellJoin(r->id.program);
     return {Stacks(f, focus),
             {"rankscope", relaunch,
@@ -565,7 +611,8 @@ void PlanNextSteps(const Session& session, const std::string& session_dir,
     finding.next_steps = StepsFor(finding, facts);
     const std::vector<Answer> answers = Ask(id, facts);
     if (!answers.empty()) {
-      finding.next_steps.push_back(AdviseMore(id, answers.front().question, session_dir));
+      finding.next_steps.push_back(
+          AdviseMore(id, answers.front().question, session_dir, facts.rank));
     }
   }
 }

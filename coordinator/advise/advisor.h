@@ -23,7 +23,8 @@ struct AdviceFacts {
   const Session* session = nullptr;  // not owned; may be null
   int rank = 0;                      // the rank to look at (a finding's, else 0)
   std::string node = "NODE";
-  std::vector<std::string> nodes;  // a finding's nodes (nccl-tests runs across them)
+  std::vector<int> ranks;          // a finding's ranks (nccl-tests runs them where they ran)
+  std::vector<std::string> nodes;  // a finding's nodes
   std::string kernel = "KERNEL";   // a regex for ncu -k: the rank's heaviest kernel
   std::string why;                 // why this rank: "rank 2 is the straggler" etc.
 };
@@ -53,8 +54,8 @@ std::string QuestionFor(const Finding& finding);
 
 // Sets each finding's next_steps to the planner's plan for it: the steps of its question's chain
 // that fit the finding, filled in with its rank, node, kernel, communicator and the analysis'
-// focus, then `rankscope advise ID --session SESSION_DIR` for the rest of the chain. A finding of
-// an unknown kind gets none.
+// focus, then `rankscope advise ID --session SESSION_DIR --rank R` for the rest of the chain. A
+// finding of an unknown kind gets none.
 void PlanNextSteps(const Session& session, const std::string& session_dir,
                    std::vector<Finding>* findings);
 

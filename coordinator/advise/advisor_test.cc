@@ -151,15 +151,13 @@ TEST(Advisor, FindingsGetThePlannersStepsForTheirQuestion) {
   ASSERT_EQ(findings[0].next_steps.size(), 3u);  // nsys, py-spy, then advise
   EXPECT_EQ(findings[0].next_steps[0].tool, "nsys");
   EXPECT_EQ(findings[0].next_steps[0].look_for, host.focus);
-  // nsys names each rank's report after the launcher's rank variable.
   EXPECT_NE(findings[0].next_steps[0].command.find("--trace=mpi,nvtx,osrt"), std::string::npos);
-  EXPECT_NE(findings[0].next_steps[0].command.find("--output=rank%q{SLURM_PROCID}"),
-            std::string::npos)
+  EXPECT_NE(findings[0].next_steps[0].command.find("--output=rank3 "), std::string::npos)
       << findings[0].next_steps[0].command;
   EXPECT_EQ(findings[0].next_steps[1].tool, "py-spy");
   EXPECT_NE(findings[0].next_steps[1].command.find("\"$SLURM_PROCID\" = 3"), std::string::npos);
   EXPECT_EQ(findings[0].next_steps[2].command,
-            "rankscope advise where-time-goes --session '/runs/out dir'");
+            "rankscope advise where-time-goes --session '/runs/out dir' --rank 3");
 
   EXPECT_EQ(QuestionFor(findings[1]), "gpu-slow");
   ASSERT_EQ(findings[1].next_steps.size(), 4u);
@@ -210,13 +208,31 @@ TEST(Advisor, RingStepsMeasureTheOpTheJobCallsOnItsNodesWithItsOwnCommand) {
   PlanNextSteps(s, "out", &findings);
   ASSERT_EQ(findings[0].next_steps.size(), 4u);
   EXPECT_EQ(findings[0].next_steps[0].command, "ssh n3 'nvidia-smi topo -m'");
+  // nccl-tests' size is the whole buffer: 4 ranks' 64 MiB parts.
   EXPECT_EQ(findings[0].next_steps[1].command,
-            "mpirun -np 4 -H n3:2,n4:2 all_gather_perf -b 67108864 -e 67108864 -g 1");
+            "mpirun -np 4 -H n3:2,n4:2 all_gather_perf -b 268435456 -e 268435456 -g 1");
   EXPECT_NE(findings[0].next_steps[1].look_for.find("180 GB/s"), std::string::npos);
+  // mpirun forwards the variables to other nodes' ranks only with -x.
   EXPECT_EQ(findings[0].next_steps[2].command,
-            "NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,GRAPH mpirun -np 8 ./train");
-  EXPECT_EQ(findings[0].next_steps[3].command, "rankscope advise nccl-slow --session out");
-  EXPECT_NE(findings[1].next_steps[1].command.find("all_reduce_perf"), std::string::npos);
+            "mpirun -x NCCL_DEBUG=INFO -x NCCL_DEBUG_SUBSYS=INIT,GRAPH -np 8 ./train");
+  EXPECT_EQ(findings[0].next_steps[3].command, "rankscope advise nccl-slow --session out --rank 4");
+  EXPECT_NE(findings[1].next_steps[1].command.find("all_reduce_perf -b 67108864"),
+            std::string::npos);
+}
+
+// Under SLURM, nccl-tests runs with srun on the communicator's nodes, as many ranks on each as
+// it had; NCCL_DEBUG in front of srun reaches every rank.
+TEST(Advisor, RingStepsUnderSlurm) {
+  Session s = MpirunSession(8);
+  s.launcher = "slurm";
+  s.command = {"srun", "-n", "8", "./train"};
+  std::vector<Finding> findings = {RingFinding("ReduceScatter")};
+  PlanNextSteps(s, "out", &findings);
+  EXPECT_EQ(findings[0].next_steps[1].command,
+            "srun -N 2 -n 4 --ntasks-per-node=2 -w n3,n4 reduce_scatter_perf -b 268435456 -e "
+            "268435456 -g 1");
+  EXPECT_EQ(findings[0].next_steps[2].command,
+            "NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,GRAPH srun -n 8 ./train");
 }
 
 TEST(Advisor, LinkFindingsGetLinkTools) {
@@ -243,8 +259,9 @@ TEST(Advisor, LinkFindingsGetLinkTools) {
   ASSERT_EQ(findings[1].next_steps.size(), 4u);
   EXPECT_EQ(findings[1].next_steps[0].command, "ssh n2 'nvidia-smi topo -m'");
   EXPECT_EQ(findings[1].next_steps[2].command,
-            "mpirun -np 4 -H n2:4 all_reduce_perf -b 67108864 -e 67108864 -g 1");
-  EXPECT_EQ(findings[1].next_steps.back().command, "rankscope advise link-slow --session out");
+            "mpirun -np 2 -H n2:2 all_reduce_perf -b 67108864 -e 67108864 -g 1");
+  EXPECT_EQ(findings[1].next_steps.back().command,
+            "rankscope advise link-slow --session out --rank 2");
   ASSERT_EQ(findings[2].next_steps.size(), 4u);
   EXPECT_EQ(findings[2].next_steps[0].command, "ssh n2 'nvidia-smi nvlink --status'");
   EXPECT_EQ(findings[2].next_steps[2].command, "ssh n2 'dcgmi diag -r 2'");
@@ -252,12 +269,14 @@ TEST(Advisor, LinkFindingsGetLinkTools) {
 
 // A ring far below its slowest link: that link's node and state first, then NCCL alone.
 TEST(Advisor, BelowLinkCeilingLooksAtTheLimitingLink) {
-  const Session s = MpirunSession(4);
+  const Session s = MpirunSession(8);
   Finding nvlink = RingFinding("AllReduce");
   nvlink.kind = "below_link_ceiling";
   nvlink.evidence["limiting_link"] = {{"from_rank", 2}, {"to_rank", 3}, {"medium", "NVLink"}};
   Finding net = nvlink;
-  net.evidence["limiting_link"] = {{"from_rank", 1}, {"to_rank", 2}, {"medium", "network"}};
+  // The weaker NIC is on the peer's side: the NIC check goes there.
+  net.evidence["limiting_link"] = {
+      {"from_rank", 4}, {"to_rank", 6}, {"at_rank", 6}, {"medium", "network"}};
   std::vector<Finding> findings = {nvlink, net};
   PlanNextSteps(s, "out", &findings);
   EXPECT_EQ(QuestionFor(findings[0]), "link-slow");
@@ -266,9 +285,9 @@ TEST(Advisor, BelowLinkCeilingLooksAtTheLimitingLink) {
   EXPECT_EQ(findings[0].next_steps[1].command, "ssh n2 'nvidia-smi nvlink --status'");
   EXPECT_NE(findings[0].next_steps[2].command.find("all_reduce_perf -b 67108864"),
             std::string::npos);
-  EXPECT_EQ(findings[0].next_steps[4].command, "rankscope advise link-slow --session out");
+  EXPECT_EQ(findings[0].next_steps[4].command, "rankscope advise link-slow --session out --rank 4");
   EXPECT_EQ(QuestionFor(findings[1]), "nccl-slow");
-  EXPECT_EQ(findings[1].next_steps[1].command, "ssh n1 ibstat");
+  EXPECT_EQ(findings[1].next_steps[1].command, "ssh n4 ibstat");
 }
 
 // A job that still runs (attached from outside): its rank's stacks by pid, on its node; a job
@@ -293,7 +312,7 @@ TEST(Advisor, StacksByPidWhileTheJobRunsElseInTheNextRun) {
             "srun --jobid=4711 --overlap -w n2 -N1 -n1 py-spy dump --native --pid 102");
   EXPECT_EQ(findings[0].next_steps[0].look_for, outlier.focus);
   EXPECT_EQ(findings[0].next_steps[1].command,
-            "rankscope run --dormant -- srun <your srun options> python3 train.py");
+            "rankscope run --dormant -- srun SRUN_OPTIONS python3 train.py");
   EXPECT_EQ(findings[1].next_steps[0].command, findings[0].next_steps[0].command);
   EXPECT_NE(findings[1].next_steps[0].look_for.find("inside NVTX range 'data'"), std::string::npos);
 
@@ -315,7 +334,7 @@ TEST(Advisor, EveryRankProfiledWithOneReportEach) {
   const Session s = MpirunSession(4);
   const Answer slow = Ask("slow-rank", FactsOf(s, {})).front();
   EXPECT_EQ(slow.steps.back().command,
-            "mpirun -np 4 nsys profile --trace=cuda,nvtx,osrt,mpi "
+            "mpirun -np 4 nsys profile --trace=cuda,nvtx,osrt,mpi --force-overwrite=true "
             "'--output=rank%q{OMPI_COMM_WORLD_RANK}' ./train");
 }
 

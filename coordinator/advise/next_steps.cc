@@ -167,6 +167,36 @@ std::string RelaunchWithToolOnEveryRank(const Session& session,
   return ShellJoin(words);
 }
 
+std::string JobLauncherName(const Session& session) {
+  switch (JobLauncher(session, ProgramOf(session, 0)).second) {
+    case Launcher::kMpirun:
+      return "mpirun";
+    case Launcher::kSrun:
+      return "srun";
+    case Launcher::kTorchrun:
+      return "torchrun";
+    case Launcher::kNone:
+      break;
+  }
+  return "";
+}
+
+std::string RelaunchWithEnvironment(const Session& session,
+                                    const std::vector<std::string>& assignments) {
+  std::vector<std::string> command = session.command;
+  if (command.empty()) command = {"./app"};
+  // mpirun starts remote ranks without the caller's environment unless -x names it.
+  if (LauncherFromWord(command.front()) == Launcher::kMpirun) {
+    std::vector<std::string> words = {command.front()};
+    for (const std::string& a : assignments) words.insert(words.end(), {"-x", a});
+    words.insert(words.end(), command.begin() + 1, command.end());
+    return ShellJoin(words);
+  }
+  std::vector<std::string> words = assignments;
+  words.insert(words.end(), command.begin(), command.end());
+  return ShellJoin(words);
+}
+
 std::string RankOutputName(const Session& session, int rank) {
   switch (JobLauncher(session, ProgramOf(session, rank)).second) {
     case Launcher::kMpirun:

@@ -30,6 +30,15 @@ std::string RelaunchWithToolOnRank(const Session& session, int rank,
 std::string RelaunchWithToolOnEveryRank(const Session& session,
                                         const std::vector<std::string>& tool_argv);
 
+// "mpirun", "srun", "torchrun", or "" when the job ran without a launcher rankscope knows.
+std::string JobLauncherName(const Session& session);
+
+// The user's own command with environment assignments ("NCCL_DEBUG=INFO") for every rank: in
+// front of it, or as mpirun's `-x` options (mpirun does not forward the environment to other
+// nodes otherwise).
+std::string RelaunchWithEnvironment(const Session& session,
+                                    const std::vector<std::string>& assignments);
+
 // An output file name that differs per rank when a tool runs on every rank: nsys' %q{VARIABLE}
 // of the launcher's rank variable ("rank%q{SLURM_PROCID}"), or "rankN" without a launcher.
 std::string RankOutputName(const Session& session, int rank);

@@ -66,12 +66,6 @@ void Merge(const Finding& straggler, Finding* dataloader) {
   dataloader->cost_ns = std::max(dataloader->cost_ns, straggler.cost_ns);
   dataloader->severity = std::max(dataloader->severity, straggler.severity);
   dataloader->confidence = std::max(dataloader->confidence, straggler.confidence);
-  for (const NextStep& step : straggler.next_steps) {
-    const bool known =
-        std::any_of(dataloader->next_steps.begin(), dataloader->next_steps.end(),
-                    [&](const NextStep& have) { return have.command == step.command; });
-    if (!known) dataloader->next_steps.push_back(step);
-  }
 }
 
 // From the topology: the GPU pairs with no NVLink and the PCIe route they take instead.
@@ -211,6 +205,39 @@ void JoinPcieBound(const Session& session, std::vector<Finding>* findings) {
   *findings = std::move(out);
 }
 
+// A communicator below its GPU link's ceiling on a node whose links NVML already found degraded
+// (pcie_bound for a PCIe link, nvlink_down for NVLink) is that finding's measured cost, not a
+// second problem: it joins it.
+void JoinLinkCeilings(std::vector<Finding>* findings) {
+  std::vector<Finding> out;
+  std::vector<Finding> ceilings;
+  for (Finding& f : *findings) {
+    (f.kind == "below_link_ceiling" ? ceilings : out).push_back(std::move(f));
+  }
+  for (Finding& c : ceilings) {
+    const nlohmann::json link = c.evidence.value("limiting_link", nlohmann::json::object());
+    const std::string medium = link.value("medium", "");
+    const std::string kind = medium == "PCIe"     ? "pcie_bound"
+                             : medium == "NVLink" ? "nvlink_down"
+                                                  : "";
+    const std::string a = link.value("from_node", ""), b = link.value("to_node", "");
+    auto host = std::find_if(out.begin(), out.end(), [&](const Finding& f) {
+      return !kind.empty() && f.kind == kind &&
+             (std::count(f.nodes.begin(), f.nodes.end(), a) > 0 ||
+              std::count(f.nodes.begin(), f.nodes.end(), b) > 0);
+    });
+    if (host == out.end()) {
+      out.push_back(std::move(c));
+      continue;
+    }
+    host->summary += " Measured: " + c.summary;
+    host->evidence["below_link_ceiling"] = std::move(c.evidence);
+    host->cost_ns += c.cost_ns;
+    host->confidence = std::max(host->confidence, c.confidence);
+  }
+  *findings = std::move(out);
+}
+
 }  // namespace
 
 std::vector<Finding> Diagnose(const Session& aligned, const AnalysisOptions& options,
@@ -246,6 +273,7 @@ std::vector<Finding> Diagnose(const Session& aligned, const SessionMatches& matc
   for (Finding& f : FindDegradedGpuLinks(aligned)) findings.push_back(std::move(f));
   for (Finding& f : FindImbalancedRings(aligned, options.ring)) findings.push_back(std::move(f));
   JoinPcieBound(aligned, &findings);
+  JoinLinkCeilings(&findings);
   if (aligned.SampledFromOutsideOnly()) {
     for (Finding& f : FindProcessOutliers(aligned, options.process))
       findings.push_back(std::move(f));

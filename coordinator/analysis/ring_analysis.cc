@@ -291,28 +291,50 @@ std::optional<Capacity> IntraNodeCapacity(const std::string& kind, const NodeHar
   return std::nullopt;
 }
 
-// The NICs `devices` of `node` together (NCCL spreads its channels over them).
+// How many communicators' logs name each NIC of each node (node, NCCL net device): they may run
+// at the same time (data-parallel groups of a DPxTP job), each getting its share of the NIC.
+using NicUsers = std::map<std::pair<std::string, int>, int>;
+
+NicUsers CountNicUsers(const std::map<uint64_t, Comm>& comms) {
+  NicUsers users;
+  for (const auto& [key, comm] : comms) {
+    for (const auto& [node, devices] : comm.net_devices) {
+      for (int dev : devices) ++users[{node, dev}];
+    }
+  }
+  return users;
+}
+
+// The NICs `devices` of `node` together (NCCL spreads its channels over them), each NIC's speed
+// divided among the communicators that use it.
 std::optional<Capacity> NodeNetCapacity(const NodeHardware& hw, const std::set<int>& devices,
-                                        const std::string& node) {
+                                        const std::string& node, const NicUsers& users) {
   if (!hw.topology || devices.empty()) return std::nullopt;
-  int64_t mbps = 0;
+  double mbps = 0;
+  int most_users = 1;
   std::string names;
   for (int dev : devices) {
     auto nic = std::find_if(hw.topology->nics.begin(), hw.topology->nics.end(),
                             [&](const TopoNic& n) { return n.dev == dev; });
     if (nic == hw.topology->nics.end() || !nic->speed_mbps) return std::nullopt;
-    mbps += *nic->speed_mbps;
+    auto shared = users.find({node, dev});
+    const int n = shared == users.end() ? 1 : std::max(1, shared->second);
+    most_users = std::max(most_users, n);
+    mbps += static_cast<double>(*nic->speed_mbps) / n;
     names += (names.empty() ? "" : ", ") + nic->name;
   }
-  return Capacity{"network",
-                  names + " on " + node + ", " + FormatDouble("%g", mbps / 1000.0) + " Gb/s",
-                  static_cast<double>(mbps) / 8000.0};
+  std::string link = names + " on " + node + ", " + FormatDouble("%g", mbps / 1000.0) + " Gb/s";
+  if (most_users > 1) {
+    link += " (its share: " + std::to_string(most_users) + " communicators use these NICs)";
+  }
+  return Capacity{"network", std::move(link), mbps / 8000.0};
 }
 
 // One connection of a communicator on its link.
 struct Hop {
   int from = -1;  // world ranks: the member that logged it, its peer
   int to = -1;
+  int at = -1;  // the member on the side whose link is the limit (the weaker node's for NET)
   std::string from_node, to_node;
   std::string transport;  // as NCCL's log names it: "P2P/CUMEM", "SHM", "NET/IB"
   Capacity capacity;
@@ -332,7 +354,7 @@ double HealthyFraction(const Hop& h, const RingOptions& o) {
 // connection its members logged. nullopt when a member's log is missing or any hop's link is
 // unknown (that hop could be the slowest).
 std::optional<Hop> LimitingHop(const Comm& comm, const std::map<std::string, NodeHardware>& nodes,
-                               const RingOptions& options) {
+                               const NicUsers& nic_users, const RingOptions& options) {
   if (static_cast<int>(comm.world_of.size()) != comm.nranks || !comm.connections_complete ||
       comm.connections.empty()) {
     return std::nullopt;
@@ -351,6 +373,7 @@ std::optional<Hop> LimitingHop(const Comm& comm, const std::map<std::string, Nod
     Hop h;
     h.from = from;
     h.to = to;
+    h.at = from;
     h.from_node = comm.node_of.at(from);
     h.to_node = comm.node_of.at(to);
     h.transport = kind;
@@ -360,9 +383,15 @@ std::optional<Hop> LimitingHop(const Comm& comm, const std::map<std::string, Nod
     const NodeGpu b = FindGpu(hw_to, comm.bus_of.at(to), to);
     std::optional<Capacity> capacity;
     if (kind.starts_with("NET/")) {
-      std::optional<Capacity> ca = NodeNetCapacity(hw_from, net_devices(h.from_node), h.from_node);
-      std::optional<Capacity> cb = NodeNetCapacity(hw_to, net_devices(h.to_node), h.to_node);
-      if (ca && cb) capacity = ca->nominal_gbps <= cb->nominal_gbps ? ca : cb;
+      std::optional<Capacity> ca =
+          NodeNetCapacity(hw_from, net_devices(h.from_node), h.from_node, nic_users);
+      std::optional<Capacity> cb =
+          NodeNetCapacity(hw_to, net_devices(h.to_node), h.to_node, nic_users);
+      if (ca && cb) {
+        const bool from_weaker = ca->nominal_gbps <= cb->nominal_gbps;
+        capacity = from_weaker ? ca : cb;
+        h.at = from_weaker ? from : to;  // the weaker node's side
+      }
     } else if (h.from_node == h.to_node) {
       capacity = IntraNodeCapacity(kind, hw_from, a, b);
     } else if (kind == "P2P/MNNVL" && a.topo != nullptr && b.topo != nullptr) {
@@ -407,11 +436,15 @@ void AddCeilingEvidence(const CeilingVerdict& v, nlohmann::json* e) {
   (*e)["ceiling_busbw_gbps"] = v.hop.capacity.nominal_gbps;
   (*e)["ceiling_fraction_reached"] = v.fraction;
   (*e)["ceiling_min_fraction"] = v.hop.min_fraction;
-  (*e)["limiting_link"] = {
-      {"from_rank", v.hop.from},      {"to_rank", v.hop.to},
-      {"from_node", v.hop.from_node}, {"to_node", v.hop.to_node},
-      {"transport", v.hop.transport}, {"medium", v.hop.capacity.medium},
-      {"link", v.hop.capacity.link},  {"nominal_gbps", v.hop.capacity.nominal_gbps}};
+  (*e)["limiting_link"] = {{"from_rank", v.hop.from},
+                           {"to_rank", v.hop.to},
+                           {"at_rank", v.hop.at},
+                           {"from_node", v.hop.from_node},
+                           {"to_node", v.hop.to_node},
+                           {"transport", v.hop.transport},
+                           {"medium", v.hop.capacity.medium},
+                           {"link", v.hop.capacity.link},
+                           {"nominal_gbps", v.hop.capacity.nominal_gbps}};
 }
 
 std::string Percent(double fraction) { return FormatDouble("%.0f", 100 * fraction) + "%"; }
@@ -522,19 +555,24 @@ std::vector<Finding> FindImbalancedRings(const Session& aligned, const RingOptio
 
   // Against the links: each communicator's large ring-shaped calls held against its limiting hop.
   std::optional<std::map<std::string, NodeHardware>> hardware;  // read only when something counts
+  NicUsers nic_users;
   std::map<uint64_t, std::optional<Hop>> limiting;
   std::map<uint64_t, std::map<std::pair<std::string, Bytes>, Judged>> judged;
   for (const auto& [shape, members] : groups) {
     const auto& [shape_op, shape_bytes, shape_nranks] = shape;
     const NcclOp nccl_op = ParseNcclOp(shape_op);
     if (!RingShaped(nccl_op) || shape_nranks < 2 ||
-        NcclTestsSizeBytes(nccl_op, shape_bytes, shape_nranks) < options.ceiling_min_bytes) {
+        NcclTestsSizeBytes(nccl_op, shape_bytes, shape_nranks) / shape_nranks <
+            options.ceiling_min_chunk_bytes) {
       continue;
     }
-    if (!hardware) hardware = ReadNodeHardware(aligned);
+    if (!hardware) {
+      hardware = ReadNodeHardware(aligned);
+      nic_users = CountNicUsers(comms);
+    }
     for (const Measured& m : members) {
       auto [hop, fresh] = limiting.try_emplace(m.key);
-      if (fresh) hop->second = LimitingHop(comms.at(m.key), *hardware, options);
+      if (fresh) hop->second = LimitingHop(comms.at(m.key), *hardware, nic_users, options);
       if (!hop->second || hop->second->capacity.nominal_gbps <= 0) continue;
       Judged j;
       j.op = shape_op;

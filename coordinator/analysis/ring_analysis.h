@@ -14,9 +14,11 @@
 // put on the hardware under it — NVLink (links between the pair, or to the NVSwitch, x the
 // architecture's per-link rate), PCIe (generation x width of the two GPUs' links, for P2P over
 // PCIe and for SHM through the CPU), or the network (the NICs the log's NET lines name, at the
-// speed the topology dump gives) — from each node's NCCL topology dump, with NVML filling what the
+// speed the topology dump gives, shared among the communicators whose logs name the same NIC) —
+// from each node's NCCL topology dump, with NVML filling what the
 // dump leaves unknown. The slowest hop bounds the bus bandwidth (for a ring, busbw is what crosses
-// each link in one direction). Sizes of at least ceiling_min_bytes that reach less than the
+// each link in one direction). Calls with chunks of at least ceiling_min_chunk_bytes that reach
+// less than the
 // transport's healthy fraction of that ceiling are a finding; when any hop's ceiling is unknown,
 // no verdict.
 #pragma once
@@ -36,9 +38,11 @@ struct RingOptions {
   // The peers must agree: their spread (1.4826 MAD / median) below this, else no verdict.
   double max_peer_spread = 0.15;
 
-  // Against the link ceiling: only messages this large (nccl-tests' size) are judged; below it
-  // latency and launch overhead, not the link, set the time.
-  Bytes ceiling_min_bytes = Bytes{64} << 20;
+  // Against the link ceiling: only calls whose chunk per rank (nccl-tests' size / ranks) is this
+  // large are judged; below it latency and launch overhead, not the link, set the time. A ring of
+  // n ranks moves the message in n chunks: 2xH200 reached 0.50 of NVLink at 16 MiB (8 MiB
+  // chunks) and 0.60 at 64 MiB (32 MiB chunks), so larger rings need larger messages.
+  Bytes ceiling_min_chunk_bytes = Bytes{32} << 20;
   // Below `fraction x nominal bandwidth` of the limiting link is a finding. Each fraction is
   // what a healthy NCCL reaches of that kind of link's nominal (line) rate, with a margin:
   // NVLink: line rate is 25 GB/s per link and direction (H100/H200: 18 links, 450 GB/s); NCCL's

@@ -92,18 +92,6 @@ TEST(Rings, TheSlowCommunicatorIsNamedWithItsOddTransport) {
   EXPECT_NE(f[0].next_steps[1].command.find("all_reduce_perf -b 67108864"), std::string::npos);
 }
 
-TEST(Rings, NextStepsMeasureTheOpTheJobCallsWithItsOwnCommand) {
-  Session s = Rings(4, 1, 2.0, 20, 1, "AllGather");
-  s.command = {"mpirun", "-np", "8", "./train"};
-  std::vector<Finding> f = testing::Planned(s, FindImbalancedRings(s, RingOptions{}));
-  ASSERT_EQ(f.size(), 1u);
-  ASSERT_GE(f[0].next_steps.size(), 3u);
-  EXPECT_NE(f[0].next_steps[1].command.find("all_gather_perf -b 67108864"), std::string::npos)
-      << f[0].next_steps[1].command;
-  EXPECT_EQ(f[0].next_steps[2].command,
-            "NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,GRAPH mpirun -np 8 ./train");
-}
-
 // NVML on local rank 0 of each node: 2 H200s with 18 NVLinks up and full PCIe, except what the
 // test changes.
 void AddNvml(Session* s, const std::function<void(const std::string& node, NvmlGpu*)>& edit) {
@@ -399,7 +387,7 @@ TEST(RingCeiling, SmallMessagesAreNotJudged) {
   // 16 MiB at a tenth of the link: latency-bound sizes say nothing about the link.
   EXPECT_TRUE(FindImbalancedRings(NvlinkPair(45.0, Bytes{16} << 20), RingOptions{}).empty());
   RingOptions small;
-  small.ceiling_min_bytes = Bytes{16} << 20;
+  small.ceiling_min_chunk_bytes = Bytes{8} << 20;
   EXPECT_EQ(FindImbalancedRings(NvlinkPair(45.0, Bytes{16} << 20), small).size(), 1u);
 }
 
@@ -468,6 +456,16 @@ TEST(RingCeiling, AnH200PairOverShmFarBelowPcieGen5x16) {
   EXPECT_TRUE(FindImbalancedRings(session(25.0, true), {}).empty());
   // Without NVML the width is unknown, so is the ceiling: no verdict rather than a guess.
   EXPECT_TRUE(FindImbalancedRings(session(5.0, false), {}).empty());
+  // NVML saw GPU 1's link at x8: the node is PCIe-bound, and the slow communicator is that
+  // finding's measurement, not a second finding.
+  Session degraded = session(5.0, true);
+  degraded.ranks[0].nvml->gpus[1].pcie_width_current = 8;
+  const std::vector<Finding> all = Diagnose(degraded, AnalysisOptions{});
+  ASSERT_EQ(all.size(), 1u) << all[1].summary;
+  EXPECT_EQ(all[0].kind, "pcie_bound");
+  EXPECT_TRUE(all[0].evidence.contains("below_link_ceiling"));
+  EXPECT_NE(all[0].summary.find("Measured: NCCL communicator 0xe00"), std::string::npos)
+      << all[0].summary;
 }
 
 // One rank on each of two 8xH100 nodes, over InfiniBand: the NICs the NET lines name bound it.
@@ -505,6 +503,33 @@ TEST(RingCeiling, ACrossNodeCommunicatorIsHeldAgainstItsNics) {
   EXPECT_EQ(f[0].evidence["limiting_link"]["link"], "mlx5_0, mlx5_1 on a, 800 Gb/s");
   // A node without a dump: its NICs, maybe the slowest hop, are unknown; no verdict.
   EXPECT_TRUE(FindImbalancedRings(NetPair(10.0, "", /*both_dumps=*/false), {}).empty());
+}
+
+// Two communicators naming the same NIC (data-parallel groups of a DPxTP job) each get half of
+// it: 20 GB/s is 0.4 of mlx5_0's 50 GB/s alone, but 0.8 of its share.
+TEST(RingCeiling, CommunicatorsSharingANicAreHeldAgainstTheirShare) {
+  Session s = NetPair(20.0, "");
+  ASSERT_EQ(FindImbalancedRings(s, {}).size(), 1u);
+  for (RankData& r : s.ranks) {
+    NcclCommInfo other = r.nccl->communicators.front();
+    other.comm_id = "0xe01";
+    r.nccl->communicators.push_back(other);
+  }
+  EXPECT_TRUE(FindImbalancedRings(s, {}).empty());
+  // At 5 GB/s it is below even its share; the link says it is shared, and the evidence names the
+  // weaker node's rank for the NIC checks.
+  Session slow = NetPair(5.0, "");
+  for (RankData& r : slow.ranks) {
+    NcclCommInfo other = r.nccl->communicators.front();
+    other.comm_id = "0xe01";
+    r.nccl->communicators.push_back(other);
+  }
+  std::vector<Finding> f = FindImbalancedRings(slow, {});
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].evidence["limiting_link"]["link"],
+            "mlx5_0 on a, 200 Gb/s (its share: 2 communicators use these NICs)");
+  EXPECT_DOUBLE_EQ(f[0].evidence["ceiling_busbw_gbps"].get<double>(), 25.0);
+  EXPECT_EQ(f[0].evidence["limiting_link"]["at_rank"], 0);
 }
 
 // A communicator slower than its peers and below its link: one imbalanced_ring finding says both.

@@ -182,7 +182,7 @@ TEST(StragglerAnalysisTest, LaunchedOnTimeButStartedLateIsTheGpuQueue) {
   EXPECT_EQ(f.next_steps[2].tool, "ncu");
   EXPECT_NE(f.next_steps[2].command.find("regex:sgemm_tile"), std::string::npos)
       << f.next_steps[2].command;
-  EXPECT_EQ(f.next_steps[3].command, "rankscope advise gpu-slow --session out");
+  EXPECT_EQ(f.next_steps[3].command, "rankscope advise gpu-slow --session out --rank 2");
 }
 
 // No launch times (CUPTI modes kernels/gpu), but GPU kernel time before the call grew by the

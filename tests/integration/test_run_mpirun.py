@@ -45,7 +45,7 @@ class RunMpirun(RankscopeTest):
         # rank, and the way to the rest of the chain, which runs on this session as printed.
         nsys = f["next_steps"][0]["command"]
         self.assertIn('$PMI_RANK}" = 2 ]; then exec nsys profile', nsys)
-        self.assertIn("rank%q{OMPI_COMM_WORLD_RANK}", nsys)
+        self.assertIn("--output=rank2 ", nsys)
         advise = shlex.split(f["next_steps"][-1]["command"])
         self.assertEqual(advise[:2], ["rankscope", "advise"], f["next_steps"])
         chain = subprocess.run([RANKSCOPE] + advise[1:], capture_output=True, text=True,
