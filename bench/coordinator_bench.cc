@@ -1,8 +1,11 @@
 // Coordinator throughput, measured through the real gRPC service on loopback:
 //   BM_UploadIngest       collective records/s one agent (or N agent threads) can push
-//   BM_AnalyzeSession     align + match + diagnose of a synthetic R-rank x S-step session
+//   BM_AnalyzeSession     align + match + diagnose of a synthetic R-rank x C-collective session
+//   BM_AnalyzeNcclSession the same for an NCCL session, with the join of calls and kernels
 //   BM_WriteSessionFolder the five session files of such a session (what the user waits for
-//                         after the job), BM_ChromeTrace / BM_SaveSession the two big ones
+//                         after the job), BM_Writer/<file> each file alone, BM_ChromeTrace /
+//                         BM_SaveSession the two big ones
+// Each runs at issue 4's scale point too, 1,024 ranks x 2,000 collectives each, once.
 // Run: build/bin/bench_coordinator [--benchmark_filter=...]
 #include <benchmark/benchmark.h>
 #include <grpcpp/grpcpp.h>
@@ -20,6 +23,12 @@
 #include "coordinator/aligner.h"
 #include "coordinator/analysis/diagnosis.h"
 #include "coordinator/collective_matcher.h"
+#include "coordinator/nccl_instances.h"
+#include "coordinator/report/collective_waits.h"
+#include "coordinator/report/gpu_json.h"
+#include "coordinator/report/report_html.h"
+#include "coordinator/report/report_json.h"
+#include "coordinator/report/report_text.h"
 #include "coordinator/report/session_store.h"
 #include "coordinator/report/session_writer.h"
 #include "coordinator/report/trace_json.h"
@@ -106,8 +115,14 @@ Session MakeSession(int ranks, int collectives) {
   return testing::SimulateScale(sim);
 }
 
-// Heap bytes in use now (glibc's allocator statistics).
-double HeapBytes() { return static_cast<double>(mallinfo2().uordblks); }
+// Heap bytes in use now (glibc's allocator statistics): small blocks from the arena and large
+// ones mmapped on their own. The vectors of a big session are large blocks: they are mmapped in a
+// fresh process, and come from the arena once frees have raised glibc's mmap threshold, so
+// counting the arena alone depends on which benchmarks ran before.
+double HeapBytes() {
+  const struct mallinfo2 m = mallinfo2();
+  return static_cast<double>(m.uordblks + m.hblkhd);
+}
 
 // Align + match + diagnose, as after a job. Counters: the findings (2 planted: a straggler and a
 // loader), the session's memory per collective record (its ranges included, 1.5 per collective),
@@ -142,25 +157,100 @@ BENCHMARK(BM_AnalyzeSession)
 // records on 128 nodes, 136 communicators), once.
 BENCHMARK(BM_AnalyzeSession)->Args({1024, 2000})->Iterations(1)->Unit(benchmark::kMillisecond);
 
+// The same job on NCCL (testing::ScaleSim::nccl): per collective an NCCL log call, a kernel and
+// its launch record instead of a collective record, and one planted slow data-parallel ring (local
+// rank 2, half bandwidth) besides the slow rank and loader (3 findings). Align + join calls with
+// kernels + match + diagnose, as the pipeline runs them. Counters as above; the session's bytes
+// per collective are its log calls, kernels and launches (and ranges), before the join adds
+// collective records.
+void BM_AnalyzeNcclSession(benchmark::State& state) {
+  const int ranks = static_cast<int>(state.range(0));
+  const int collectives = static_cast<int>(state.range(1));
+  testing::ScaleSim sim;
+  sim.ranks = ranks;
+  sim.steps = std::max(1, collectives / 2);
+  sim.slow_compute[3] = 4 * kNsPerMs;
+  sim.slow_data[ranks - 1] = 6 * kNsPerMs;
+  sim.raw_clocks = true;
+  sim.nccl = true;
+  sim.transfer_jitter = 0.03;
+  sim.slow_ring_local_rank = 2;
+  const double before = HeapBytes();
+  Session raw = testing::SimulateScale(sim);
+  const double session_bytes = HeapBytes() - before;
+  size_t findings = 0;
+  for (auto _ : state) {
+    Session aligned = AlignSession(raw);
+    AddNcclCollectives(&aligned);
+    findings = Diagnose(aligned, AnalysisOptions{}).size();
+    benchmark::DoNotOptimize(findings);
+  }
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  const double records = static_cast<double>(ranks) * collectives;
+  state.counters["collective_records"] = records;
+  state.counters["findings"] = static_cast<double>(findings);
+  state.counters["session_B_per_collective"] = session_bytes / records;
+  state.counters["peak_rss_MB"] = static_cast<double>(usage.ru_maxrss) / 1e3;
+  state.SetItemsProcessed(state.iterations() * ranks * collectives);
+}
+BENCHMARK(BM_AnalyzeNcclSession)->Args({256, 400})->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_AnalyzeNcclSession)->Args({1024, 2000})->Iterations(1)->Unit(benchmark::kMillisecond);
+
+// What the writers take: an analysed session, as the pipeline hands it over.
+struct Analysed {
+  Session session;
+  SessionMatches matches;
+  std::vector<Finding> findings;
+  std::optional<TraceWindow> window;  // the pipeline's default trace budget
+};
+
+Analysed Analyse(int ranks, int collectives) {
+  Analysed a;
+  a.session = AlignSession(MakeSession(ranks, collectives));
+  a.matches = MatchSession(a.session);
+  a.findings = Diagnose(a.session, a.matches, AnalysisOptions{}, nullptr);
+  a.window = ChooseTraceWindow(a.session, a.matches, kDefaultMaxTraceEvents);
+  return a;
+}
+
+// The process's peak resident set so far, in MB.
+double PeakRssMB() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return static_cast<double>(usage.ru_maxrss) / 1e3;
+}
+
+// What the files directly in `dir` hold, in MB.
+double DirectoryMB(const std::string& dir) {
+  std::error_code ec;
+  uintmax_t bytes = 0;
+  for (const auto& e : std::filesystem::directory_iterator(dir, ec)) bytes += e.file_size(ec);
+  return static_cast<double>(bytes) / 1e6;
+}
+
+// The five files as the pipeline writes them: trace.json cut to the default event budget
+// (kDefaultMaxTraceEvents), which of the sizes here only 1024 x 2000 exceeds.
 void BM_WriteSessionFolder(benchmark::State& state) {
   const int ranks = static_cast<int>(state.range(0));
-  const int steps = static_cast<int>(state.range(1));
-  const Session aligned = AlignSession(MakeSession(ranks, steps));
-  const SessionMatches matches = MatchSession(aligned);
-  const std::vector<Finding> findings = Diagnose(aligned, matches, AnalysisOptions{}, nullptr);
+  const int collectives = static_cast<int>(state.range(1));
+  const Analysed a = Analyse(ranks, collectives);
   char dir[] = "/tmp/rankscope-bench-session.XXXXXX";
   if (mkdtemp(dir) == nullptr) {
     state.SkipWithError("mkdtemp failed");
     return;
   }
   for (auto _ : state) {
-    Status s = WriteSessionFolder(dir, aligned, matches, findings, nullptr);
+    Status s =
+        WriteSessionFolder(dir, a.session, a.matches, a.findings, nullptr, nullptr, a.window);
     if (!s.ok()) state.SkipWithError(s.message().c_str());
   }
+  state.counters["folder_MB"] = DirectoryMB(dir);
   std::filesystem::remove_all(dir);
   // Per collective: itself and 1.5 ranges (data, compute, step every two collectives).
-  const double records = static_cast<double>(ranks) * steps * 2.5;
+  const double records = static_cast<double>(ranks) * collectives * 2.5;
   state.counters["records"] = records;
+  state.counters["peak_rss_MB"] = PeakRssMB();
   state.SetItemsProcessed(static_cast<int64_t>(static_cast<double>(state.iterations()) * records));
 }
 BENCHMARK(BM_WriteSessionFolder)
@@ -168,6 +258,77 @@ BENCHMARK(BM_WriteSessionFolder)
     ->Args({64, 1000})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
+BENCHMARK(BM_WriteSessionFolder)
+    ->Args({1024, 2000})
+    ->Iterations(1)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+
+// One file of the folder alone, built and written (atomically, as the folder's are); `shared` is
+// what report.json, report.txt and report.html share, computed once per folder.
+enum class SessionFile { kShared, kReportJson, kReportText, kReportHtml, kTraceJson };
+
+void BM_Writer(benchmark::State& state, SessionFile file) {
+  const Analysed a = Analyse(static_cast<int>(state.range(0)), static_cast<int>(state.range(1)));
+  const GpuReport gpu = BuildGpuReport(a.session);
+  const CollectiveOverview overview = SummarizeCollectives(a.matches.collectives);
+  const std::string path = "/tmp/rankscope-bench-" + std::to_string(getpid()) + ".out";
+  size_t bytes = 0;
+  for (auto _ : state) {
+    std::string content;
+    switch (file) {
+      case SessionFile::kShared: {
+        const GpuReport g = BuildGpuReport(a.session);
+        const CollectiveOverview o = SummarizeCollectives(a.matches.collectives);
+        benchmark::DoNotOptimize(g);
+        benchmark::DoNotOptimize(o);
+        break;
+      }
+      case SessionFile::kReportJson:
+        content = BuildReportJson(a.session, a.findings, gpu, overview)
+                      .dump(2, ' ', false, nlohmann::json::error_handler_t::replace) +
+                  "\n";
+        break;
+      case SessionFile::kReportText:
+        content = BuildReportText(a.session, a.findings, gpu, overview, /*color=*/false);
+        break;
+      case SessionFile::kReportHtml:
+        content = BuildReportHtml(a.session, a.matches.collectives, a.findings, gpu);
+        break;
+      case SessionFile::kTraceJson:
+        content = BuildChromeTrace(a.session, a.matches, a.window);
+        break;
+    }
+    if (file == SessionFile::kShared) continue;
+    bytes = content.size();
+    Status s = WriteFileAtomically(path, content);
+    if (!s.ok()) state.SkipWithError(s.message().c_str());
+  }
+  std::remove(path.c_str());
+  state.counters["bytes"] = static_cast<double>(bytes);
+  state.counters["peak_rss_MB"] = PeakRssMB();
+}
+// BM_Writer/<file>/<ranks>/<collectives>, at 64 x 1000 and at 1024 x 2000 once.
+[[maybe_unused]] const bool kWritersRegistered = [] {
+  const std::pair<const char*, SessionFile> files[] = {{"shared", SessionFile::kShared},
+                                                       {"report_json", SessionFile::kReportJson},
+                                                       {"report_txt", SessionFile::kReportText},
+                                                       {"report_html", SessionFile::kReportHtml},
+                                                       {"trace_json", SessionFile::kTraceJson}};
+  for (const auto& [name, file] : files) {
+    const std::string full = std::string("BM_Writer/") + name;
+    benchmark::RegisterBenchmark(full.c_str(), BM_Writer, file)
+        ->Args({64, 1000})
+        ->Unit(benchmark::kMillisecond)
+        ->UseRealTime();
+    benchmark::RegisterBenchmark(full.c_str(), BM_Writer, file)
+        ->Args({1024, 2000})
+        ->Iterations(1)
+        ->Unit(benchmark::kMillisecond)
+        ->UseRealTime();
+  }
+  return true;
+}();
 
 void BM_ChromeTrace(benchmark::State& state) {
   const Session aligned = AlignSession(MakeSession(64, 1000));
@@ -180,15 +341,24 @@ void BM_ChromeTrace(benchmark::State& state) {
 BENCHMARK(BM_ChromeTrace)->Unit(benchmark::kMillisecond);
 
 void BM_SaveSession(benchmark::State& state) {
-  const Session aligned = AlignSession(MakeSession(64, 1000));
+  const Session aligned =
+      AlignSession(MakeSession(static_cast<int>(state.range(0)), static_cast<int>(state.range(1))));
   const std::string path = "/tmp/rankscope-bench-" + std::to_string(getpid()) + ".sqlite";
   for (auto _ : state) {
     Status s = SaveSession(path, aligned, {});
     if (!s.ok()) state.SkipWithError(s.message().c_str());
   }
+  std::error_code ec;
+  state.counters["MB"] = static_cast<double>(std::filesystem::file_size(path, ec)) / 1e6;
+  state.counters["peak_rss_MB"] = PeakRssMB();
   std::remove(path.c_str());
 }
-BENCHMARK(BM_SaveSession)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_SaveSession)->Args({64, 1000})->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_SaveSession)
+    ->Args({1024, 2000})
+    ->Iterations(1)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 
 }  // namespace
 }  // namespace rankscope

@@ -1,13 +1,18 @@
 // The analyses on large generated sessions (coordinator/testing/scale_sim.h): silent on clean
 // runs, and each planted problem found on its rank, node and communicator, with the wait it
-// spreads through the node and across the data-parallel groups not blamed on anyone else.
+// spreads through the node and across the data-parallel groups not blamed on anyone else. MPI
+// sessions for the stragglers and loaders; NCCL sessions (logs and kernels, joined as the pipeline
+// joins them) for the slow ring and the PCIe-bound node.
 #include <gtest/gtest.h>
 
+#include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "coordinator/aligner.h"
 #include "coordinator/analysis/diagnosis.h"
+#include "coordinator/nccl_instances.h"
 #include "coordinator/testing/scale_sim.h"
 #include "core/format.h"
 
@@ -15,6 +20,7 @@ namespace rankscope {
 namespace {
 
 using testing::DataParallelComm;
+using testing::NcclCommIdOf;
 using testing::ScaleSim;
 using testing::SimulateScale;
 using testing::TensorParallelComm;
@@ -78,6 +84,115 @@ TEST(ScaleTest, PlantedProblemsAreFoundWhereTheyWerePlanted) {
   for (const Finding& f : findings) {
     for (int r : f.ranks) EXPECT_TRUE(r == 37 || r == 200) << f.summary;
   }
+}
+
+// 128 ranks on 16 nodes x 100 steps of NCCL all-reduces: 25,600 calls, each with its kernel and
+// launch record; 16 tensor-parallel communicators of 8 ranks, 8 data-parallel ones of 16. Transfers
+// vary by +-3%, and clocks are raw, so kernel times cross nodes only through the aligner.
+ScaleSim NcclMedium(uint64_t seed) {
+  ScaleSim sim;
+  sim.ranks = 128;
+  sim.steps = 100;
+  sim.seed = seed;
+  sim.nccl = true;
+  sim.transfer_jitter = 0.03;
+  sim.raw_clocks = true;
+  return sim;
+}
+
+// What the pipeline does before the analyses: align, then join each rank's NCCL calls with their
+// kernels into collective records (every call has its kernel here).
+std::vector<Finding> DiagnoseNccl(Session raw) {
+  Session aligned = AlignSession(std::move(raw));
+  const NcclJoinStats joined = AddNcclCollectives(&aligned);
+  EXPECT_EQ(joined.calls_without_kernel, 0);
+  EXPECT_EQ(joined.kernels_without_call, 0);
+  EXPECT_EQ(joined.joined, 2 * 128 * 100);
+  std::vector<std::string> notes;
+  return Diagnose(aligned, AnalysisOptions{}, &notes);
+}
+
+// For failure messages: every finding's kind and summary.
+std::string Summaries(const std::vector<Finding>& findings) {
+  std::string out;
+  for (const Finding& f : findings) out += "\n" + f.kind + ": " + f.summary;
+  return out;
+}
+
+std::vector<std::string> AllNodes(int nodes) {
+  std::set<std::string> names;  // in the order findings list them
+  for (int n = 0; n < nodes; ++n) names.insert("node" + std::to_string(n));
+  return {names.begin(), names.end()};
+}
+
+TEST(ScaleTest, CleanNcclSessionsGiveNoFinding) {
+  for (uint64_t seed : {1, 2, 3}) {
+    ScaleSim sim = NcclMedium(seed);
+    sim.jitter = static_cast<DurationNs>(seed) * kNsPerMs;
+    sim.topology = seed != 2;  // dumps (every node on NVSwitch) but on seed 2
+    const std::vector<Finding> findings = DiagnoseNccl(SimulateScale(sim));
+    EXPECT_TRUE(findings.empty()) << "seed " << seed << Summaries(findings);
+  }
+}
+
+// Local rank 3's data-parallel ring runs at half its 7 peers' bandwidth: one finding, naming that
+// communicator, its 16 ranks (one per node) and so all nodes. Its members start each next step a
+// millisecond late, having left the slow all-reduce late: a note at most, never a straggler.
+TEST(ScaleTest, APlantedSlowRingIsNamedWithItsRanksAndNodesAlone) {
+  for (uint64_t seed : {4, 5}) {
+    ScaleSim sim = NcclMedium(seed);
+    sim.slow_ring_local_rank = 3;
+    sim.slow_ring_bandwidth = 0.5;
+    sim.topology = true;
+    const std::vector<Finding> findings = DiagnoseNccl(SimulateScale(sim));
+    ASSERT_EQ(findings.size(), 1u) << "seed " << seed << ": " << Summaries(findings);
+    const Finding& f = findings[0];
+    EXPECT_EQ(f.kind, "imbalanced_ring");
+    EXPECT_EQ(f.evidence["comm_id"], NcclCommIdOf(DataParallelComm(3)));
+    std::vector<int> ranks;
+    for (int node = 0; node < 16; ++node) ranks.push_back(8 * node + 3);
+    EXPECT_EQ(f.ranks, ranks);
+    EXPECT_EQ(f.nodes, AllNodes(16));
+    EXPECT_EQ(f.evidence["nranks"], 16);
+    EXPECT_EQ(f.evidence["peers"], 7);
+    EXPECT_EQ(f.evidence["instances"], 100);
+    EXPECT_EQ(f.evidence["bytes"], testing::kNcclDataParallelBytes);
+    EXPECT_NEAR(
+        f.evidence["busbw_gbps"].get<double>() / f.evidence["peer_median_busbw_gbps"].get<double>(),
+        0.5, 0.03);
+    EXPECT_NE(f.summary.find("NCCL communicator " + NcclCommIdOf(DataParallelComm(3))),
+              std::string::npos)
+        << f.summary;
+  }
+}
+
+// node5's GPUs have no NVLink (its topology dump) and its tensor-parallel all-reduces run at 0.15
+// of the other nodes' bandwidth: the slow communicator and the dump make one pcie_bound finding on
+// node5. Its ranks come late to every data-parallel all-reduce, having left the slow one late:
+// a note at most. Without the dumps the same measurement is an imbalanced ring of node5's ranks.
+TEST(ScaleTest, APlantedPcieOnlyNodeIsFoundPcieBound) {
+  ScaleSim sim = NcclMedium(6);
+  sim.pcie_bound_node = 5;
+  sim.topology = true;
+  std::vector<Finding> findings = DiagnoseNccl(SimulateScale(sim));
+  ASSERT_EQ(findings.size(), 1u) << Summaries(findings);
+  EXPECT_EQ(findings[0].kind, "pcie_bound");
+  EXPECT_EQ(findings[0].nodes, std::vector<std::string>{"node5"});
+  EXPECT_EQ(findings[0].ranks, (std::vector<int>{40, 41, 42, 43, 44, 45, 46, 47}));
+  EXPECT_NE(findings[0].summary.find(
+                "Node node5 is PCIe-bound: GPU pairs over PCIe only (NCCL topology): 0-1 PIX"),
+            std::string::npos)
+      << findings[0].summary;
+  EXPECT_NE(findings[0].summary.find("its communicator " + NcclCommIdOf(TensorParallelComm(5))),
+            std::string::npos)
+      << findings[0].summary;
+
+  sim.topology = false;
+  findings = DiagnoseNccl(SimulateScale(sim));
+  ASSERT_EQ(findings.size(), 1u) << Summaries(findings);
+  EXPECT_EQ(findings[0].kind, "imbalanced_ring");
+  EXPECT_EQ(findings[0].evidence["comm_id"], NcclCommIdOf(TensorParallelComm(5)));
+  EXPECT_EQ(findings[0].nodes, std::vector<std::string>{"node5"});
 }
 
 }  // namespace
