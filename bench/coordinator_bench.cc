@@ -127,6 +127,20 @@ double HeapBytes() {
 // Align + match + diagnose, as after a job. Counters: the findings (2 planted: a straggler and a
 // loader), the session's memory per collective record (its ranges included, 1.5 per collective),
 // and how far the resident set grew above the session during the analysis (peak RSS).
+// The analysis benchmarks' counters: records analysed, findings, the session's bytes per
+// collective record and the process' peak RSS.
+void SetAnalysisCounters(benchmark::State& state, int ranks, int collectives, size_t findings,
+                         double session_bytes) {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  const double records = static_cast<double>(ranks) * collectives;
+  state.counters["collective_records"] = records;
+  state.counters["findings"] = static_cast<double>(findings);
+  state.counters["session_B_per_collective"] = session_bytes / records;
+  state.counters["peak_rss_MB"] = static_cast<double>(usage.ru_maxrss) / 1e3;
+  state.SetItemsProcessed(state.iterations() * ranks * collectives);
+}
+
 void BM_AnalyzeSession(benchmark::State& state) {
   const int ranks = static_cast<int>(state.range(0));
   const int collectives = static_cast<int>(state.range(1));
@@ -139,14 +153,7 @@ void BM_AnalyzeSession(benchmark::State& state) {
     findings = Diagnose(aligned, AnalysisOptions{}).size();
     benchmark::DoNotOptimize(findings);
   }
-  rusage usage{};
-  getrusage(RUSAGE_SELF, &usage);
-  const double records = static_cast<double>(ranks) * collectives;
-  state.counters["collective_records"] = records;
-  state.counters["findings"] = static_cast<double>(findings);
-  state.counters["session_B_per_collective"] = session_bytes / records;
-  state.counters["peak_rss_MB"] = static_cast<double>(usage.ru_maxrss) / 1e3;
-  state.SetItemsProcessed(state.iterations() * ranks * collectives);
+  SetAnalysisCounters(state, ranks, collectives, findings, session_bytes);
 }
 BENCHMARK(BM_AnalyzeSession)
     ->Args({8, 2000})
@@ -185,14 +192,7 @@ void BM_AnalyzeNcclSession(benchmark::State& state) {
     findings = Diagnose(aligned, AnalysisOptions{}).size();
     benchmark::DoNotOptimize(findings);
   }
-  rusage usage{};
-  getrusage(RUSAGE_SELF, &usage);
-  const double records = static_cast<double>(ranks) * collectives;
-  state.counters["collective_records"] = records;
-  state.counters["findings"] = static_cast<double>(findings);
-  state.counters["session_B_per_collective"] = session_bytes / records;
-  state.counters["peak_rss_MB"] = static_cast<double>(usage.ru_maxrss) / 1e3;
-  state.SetItemsProcessed(state.iterations() * ranks * collectives);
+  SetAnalysisCounters(state, ranks, collectives, findings, session_bytes);
 }
 BENCHMARK(BM_AnalyzeNcclSession)->Args({256, 400})->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_AnalyzeNcclSession)->Args({1024, 2000})->Iterations(1)->Unit(benchmark::kMillisecond);
