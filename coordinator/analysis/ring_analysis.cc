@@ -123,7 +123,50 @@ struct Measured {
   double busbw = 0;      // median GB/s
   DurationNs total = 0;  // summed instance time
   int instances = 0;
+  // The instances no member's GPU ran other (non-NCCL) kernels beside: what the link gave NCCL
+  // alone. The link ceiling is judged on these only; overlapped compute (FSDP prefetch, a
+  // backward pass) takes SMs and memory bandwidth from NCCL's kernels on a healthy link.
+  double alone_busbw = 0;  // median GB/s
+  DurationNs alone_total = 0;
+  int alone_instances = 0;
 };
+
+using TimeSpanList = std::vector<std::pair<TimeNs, TimeNs>>;
+
+// Each rank's non-NCCL GPU kernels as a sorted union of disjoint spans.
+std::map<int, TimeSpanList> ComputeKernelSpans(const Session& s) {
+  std::map<int, TimeSpanList> out;
+  for (const RankData& r : s.ranks) {
+    TimeSpanList spans;
+    for (const GpuActivityRecord& g : r.gpu) {
+      if (g.kind != GpuActivityKind::kKernel || g.end <= g.start) continue;
+      if (g.name.find("nccl") != std::string::npos) continue;  // ncclDevKernel_*, ncclKernel_*
+      spans.emplace_back(g.start, g.end);
+    }
+    std::sort(spans.begin(), spans.end());
+    TimeSpanList merged;
+    for (const auto& span : spans) {
+      if (!merged.empty() && span.first <= merged.back().second) {
+        merged.back().second = std::max(merged.back().second, span.second);
+      } else {
+        merged.push_back(span);
+      }
+    }
+    out.emplace(r.id.rank, std::move(merged));
+  }
+  return out;
+}
+
+// How much of [from, to) `spans` (sorted, disjoint) cover.
+DurationNs Covered(const TimeSpanList& spans, TimeNs from, TimeNs to) {
+  auto it = std::upper_bound(spans.begin(), spans.end(), std::make_pair(from, TimeNs{0}));
+  if (it != spans.begin()) --it;
+  DurationNs covered = 0;
+  for (; it != spans.end() && it->first < to; ++it) {
+    covered += std::max<DurationNs>(0, std::min(to, it->second) - std::max(from, it->first));
+  }
+  return covered;
+}
 
 // ---- What the links allow ----
 
@@ -529,12 +572,13 @@ Finding BelowCeilingFinding(const Comm& comm, const std::vector<const Judged*>& 
 std::vector<Finding> FindImbalancedRings(const Session& aligned, const RingOptions& options) {
   std::map<uint64_t, Comm> comms = CollectCommunicators(aligned);
   const auto spans = NcclInstanceSpans(aligned);
+  const std::map<int, TimeSpanList> compute = ComputeKernelSpans(aligned);
   // Peers: same op, message size and communicator size.
   std::map<std::tuple<std::string, Bytes, int>, std::vector<Measured>> groups;
   for (const auto& [key, comm] : comms) {
     for (const auto& [shape, seqs] : comm.calls) {
       const NcclOp op = ParseNcclOp(shape.first);
-      std::vector<double> bw;
+      std::vector<double> bw, alone_bw;
       Measured m{key};
       for (uint64_t seq : seqs) {
         auto found = spans.find({key, seq});
@@ -546,9 +590,23 @@ std::vector<Finding> FindImbalancedRings(const Session& aligned, const RingOptio
                                       comm.nranks));
         m.total += d;
         ++m.instances;
+        const bool alone = std::none_of(
+            comm.world_of.begin(), comm.world_of.end(), [&](const std::pair<const int, int>& w) {
+              auto mine = compute.find(w.second);
+              return mine != compute.end() &&
+                     Covered(mine->second, span.last_enter, span.last_exit) >
+                         static_cast<DurationNs>(options.ceiling_max_overlap *
+                                                 static_cast<double>(d));
+            });
+        if (alone) {
+          alone_bw.push_back(bw.back());
+          m.alone_total += d;
+          ++m.alone_instances;
+        }
       }
       if (m.instances < options.min_instances) continue;
       m.busbw = Median(bw);
+      if (!alone_bw.empty()) m.alone_busbw = Median(alone_bw);
       groups[{shape.first, shape.second, comm.nranks}].push_back(m);
     }
   }
@@ -571,6 +629,7 @@ std::vector<Finding> FindImbalancedRings(const Session& aligned, const RingOptio
       nic_users = CountNicUsers(comms);
     }
     for (const Measured& m : members) {
+      if (m.alone_instances < options.min_instances) continue;  // too few free of other kernels
       auto [hop, fresh] = limiting.try_emplace(m.key);
       if (fresh) hop->second = LimitingHop(comms.at(m.key), *hardware, nic_users, options);
       if (!hop->second || hop->second->capacity.nominal_gbps <= 0) continue;
@@ -579,11 +638,12 @@ std::vector<Finding> FindImbalancedRings(const Session& aligned, const RingOptio
       j.bytes = shape_bytes;
       j.measured = m;
       j.verdict.hop = *hop->second;
-      j.verdict.fraction = m.busbw / hop->second->capacity.nominal_gbps;
-      j.verdict.below = m.busbw < hop->second->Floor();
+      j.verdict.fraction = m.alone_busbw / hop->second->capacity.nominal_gbps;
+      j.verdict.below = m.alone_busbw < hop->second->Floor();
       if (j.verdict.below) {
-        j.cost = static_cast<DurationNs>(static_cast<double>(m.total) *
-                                         (1.0 - m.busbw / hop->second->Floor()) * shape_nranks);
+        j.cost =
+            static_cast<DurationNs>(static_cast<double>(m.alone_total) *
+                                    (1.0 - m.alone_busbw / hop->second->Floor()) * shape_nranks);
       }
       judged[m.key][{shape_op, shape_bytes}] = std::move(j);
     }

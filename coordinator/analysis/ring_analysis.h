@@ -43,6 +43,9 @@ struct RingOptions {
   // n ranks moves the message in n chunks: 2xH200 reached 0.50 of NVLink at 16 MiB (8 MiB
   // chunks) and 0.60 at 64 MiB (32 MiB chunks), so larger rings need larger messages.
   Bytes ceiling_min_chunk_bytes = Bytes{32} << 20;
+  // Only instances during which no member's GPU ran other (non-NCCL) kernels for more than this
+  // fraction of the transfer are held against the link (at least min_instances of them).
+  double ceiling_max_overlap = 0.1;
   // Below `fraction x nominal bandwidth` of the limiting link is a finding. Each fraction is
   // what a healthy NCCL reaches of that kind of link's nominal (line) rate, with a margin:
   // NVLink: line rate is 25 GB/s per link and direction (H100/H200: 18 links, 450 GB/s); NCCL's

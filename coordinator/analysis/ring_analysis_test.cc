@@ -383,6 +383,26 @@ TEST(RingCeiling, WhatHealthyNcclReachesOverNvlinkIsNotAFinding) {
   EXPECT_EQ(FindImbalancedRings(NvlinkPair(0.65 * 450), strict).size(), 1u);
 }
 
+// Compute kernels beside NCCL's (FSDP prefetch, a backward pass) slow its kernels on a healthy
+// link: such instances are not held against the link.
+TEST(RingCeiling, InstancesOverlappedByComputeAreNotHeldAgainstTheLink) {
+  Session s = NvlinkPair(45.0);
+  ASSERT_EQ(FindImbalancedRings(s, RingOptions{}).size(), 1u);
+  // A GEMM on rank 1's GPU across each call.
+  for (const CollectiveRecord& c : s.ranks[0].collectives) {
+    GpuActivityRecord k;
+    k.kind = GpuActivityKind::kKernel;
+    k.name = "sm90_xmma_gemm_bf16bf16_bf16f32";
+    k.start = c.enter - 1000;
+    k.end = c.exit + 1000;
+    s.ranks[1].gpu.push_back(k);
+  }
+  EXPECT_TRUE(FindImbalancedRings(s, RingOptions{}).empty());
+  // NCCL's own kernels do not count as overlap.
+  for (GpuActivityRecord& k : s.ranks[1].gpu) k.name = "ncclDevKernel_AllGather_RING_LL";
+  EXPECT_EQ(FindImbalancedRings(s, RingOptions{}).size(), 1u);
+}
+
 TEST(RingCeiling, SmallMessagesAreNotJudged) {
   // 16 MiB at a tenth of the link: latency-bound sizes say nothing about the link.
   EXPECT_TRUE(FindImbalancedRings(NvlinkPair(45.0, Bytes{16} << 20), RingOptions{}).empty());
