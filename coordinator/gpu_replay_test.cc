@@ -1,6 +1,6 @@
 // Replays sessions recorded on 2xH200 (tests/fixtures/h200x2-torchrun-sessions,
-// h200x2-torchrun-launch, h200x2-nccl-allreduce-bench) through the analyses and writers: the GPU
-// path's result, checked on every CI run without a GPU.
+// h200x2-torchrun-launch, h200x2-nccl-allreduce-bench, h200x2-nccl-allreduce-shm) through the
+// analyses and writers: the GPU path's result, checked on every CI run without a GPU.
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -155,6 +155,24 @@ Bench LoadBench() {
     b.bench_busbw[r["bytes"].get<int64_t>()] = r["busbw_gbps"].get<double>();
   }
   return b;
+}
+
+// A healthy SHM ring, measured (NCCL_P2P_DISABLE=1 on 2xH200): 27-28 GB/s busbw, 0.44 of the PCIe
+// gen 5 x16 link the ceiling puts under SHM. Silent at the default SHM fraction; a stricter one
+// flags it on that link, which shows the ceiling is evaluated on the real logs and topology.
+TEST(GpuReplay, AHealthyShmRingIsJudgedAgainstPcieAndStaysSilent) {
+  const Session s = Load("session", "h200x2-nccl-allreduce-shm");
+  ASSERT_EQ(s.ranks.size(), 2u);
+  EXPECT_TRUE(Diagnose(s, AnalysisOptions{}).empty());
+  AnalysisOptions strict;
+  strict.ring.shm_ceiling_fraction = 0.5;
+  const std::vector<Finding> findings = Diagnose(s, strict);
+  ASSERT_EQ(findings.size(), 1u);
+  EXPECT_EQ(findings[0].kind, "below_link_ceiling");
+  const nlohmann::json& e = findings[0].evidence;
+  EXPECT_EQ(e["limiting_link"]["transport"], "SHM");
+  EXPECT_EQ(e["limiting_link"]["link"], "PCIe gen5 x16");
+  EXPECT_NEAR(e["ceiling_fraction_reached"].get<double>(), 0.44, 0.03);
 }
 
 TEST(GpuReplay, NcclBusBandwidthMatchesTheBenchmarksOwnTiming) {

@@ -58,7 +58,8 @@ struct RingOptions {
   // CPU's root complex reaches less on some CPUs.
   double pcie_ceiling_fraction = 0.4;
   // SHM: the GPUs' kernels write and read host memory across both PCIe links; healthy NCCL gets
-  // 6-9 GB/s over gen3 x16 (0.38-0.57, NVIDIA's figures), so only a quarter flags.
+  // 6-9 GB/s over gen3 x16 (0.38-0.57, NVIDIA's figures), and 2xH200 with P2P off measured 27-28
+  // GB/s over gen5 x16 (0.44; tests/fixtures/h200x2-nccl-allreduce-shm), so only a quarter flags.
   double shm_ceiling_fraction = 0.25;
   // NET over InfiniBand/RoCE (or another plugin): NCCL reaches 0.8-0.95 of the NICs' line rate.
   double net_ceiling_fraction = 0.5;
