@@ -105,14 +105,18 @@ BENCHMARK(BM_UploadIngest)->Arg(1000)->Threads(4)->UseRealTime();
 // range, a compute range, a tensor-parallel all-reduce in the node and a data-parallel one across
 // nodes, jitter, one slow rank (3) and one slow loader (the last rank), raw clocks n seconds off
 // on node n with clock samples. `collectives` per rank (two per step).
-Session MakeSession(int ranks, int collectives) {
+testing::ScaleSim BenchSim(int ranks, int collectives) {
   testing::ScaleSim sim;
   sim.ranks = ranks;
   sim.steps = std::max(1, collectives / 2);
   sim.slow_compute[3] = 4 * kNsPerMs;
   sim.slow_data[ranks - 1] = 6 * kNsPerMs;
   sim.raw_clocks = true;
-  return testing::SimulateScale(sim);
+  return sim;
+}
+
+Session MakeSession(int ranks, int collectives) {
+  return testing::SimulateScale(BenchSim(ranks, collectives));
 }
 
 // Heap bytes in use now (glibc's allocator statistics): small blocks from the arena and large
@@ -173,12 +177,7 @@ BENCHMARK(BM_AnalyzeSession)->Args({1024, 2000})->Iterations(1)->Unit(benchmark:
 void BM_AnalyzeNcclSession(benchmark::State& state) {
   const int ranks = static_cast<int>(state.range(0));
   const int collectives = static_cast<int>(state.range(1));
-  testing::ScaleSim sim;
-  sim.ranks = ranks;
-  sim.steps = std::max(1, collectives / 2);
-  sim.slow_compute[3] = 4 * kNsPerMs;
-  sim.slow_data[ranks - 1] = 6 * kNsPerMs;
-  sim.raw_clocks = true;
+  testing::ScaleSim sim = BenchSim(ranks, collectives);
   sim.nccl = true;
   sim.transfer_jitter = 0.03;
   sim.slow_ring_local_rank = 2;
