@@ -115,8 +115,9 @@ bool ParseTreeArrow(std::string_view text, NcclTree* tree) {
   return true;
 }
 
-// Fills kind and the flags of a transport from the text after "via ".
-bool ClassifyVia(std::string_view via, NcclTransport* t) {
+}  // namespace
+
+bool ClassifyNcclVia(std::string_view via, NcclTransport* t) {
   auto segments = SplitOn(via, '/');
   std::string_view head = segments[0];
   t->gdrdma = Contains(via, "/GDRDMA");
@@ -172,8 +173,6 @@ bool ClassifyVia(std::string_view via, NcclTransport* t) {
   }
   return false;
 }
-
-}  // namespace
 
 void NcclLogParser::Feed(std::string_view chunk) {
   if (finished_) return;
@@ -682,7 +681,7 @@ bool NcclLogParser::ParseTransport(const Line& line) {
   std::string_view via = line.message.substr(line.message.find(" via ") + 5);
   via = TrimRight(via);
   t.via = std::string(via);
-  if (!ClassifyVia(via, &t)) {
+  if (!ClassifyNcclVia(via, &t)) {
     return Error(line, "unrecognised transport " + Quote(via) + " in " + Quote(line.message));
   }
   int64_t comm_index = CurrentComm(line);

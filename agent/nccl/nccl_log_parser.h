@@ -19,6 +19,11 @@
 
 namespace rankscope {
 
+// Fills kind, net_name, net_dev, proxy_rank, intermediate_rank and the flags of a transport from
+// the text after "via " ("P2P/CUMEM/read", "SHM/direct/direct", "NET/IB/0(3)/GDRDMA"); false when
+// the text is not a transport NCCL prints.
+bool ClassifyNcclVia(std::string_view via, NcclTransport* t);
+
 class NcclLogParser {
  public:
   NcclLogParser() = default;

@@ -10,6 +10,7 @@
 #include <tuple>
 
 #include "agent/nccl/bus_bandwidth.h"
+#include "agent/nccl/nccl_log_parser.h"
 #include "agent/nccl/nccl_types.h"
 #include "agent/topology/pci_bus_id.h"
 #include "agent/topology/pcie_link.h"
@@ -23,16 +24,10 @@ namespace rankscope {
 namespace {
 
 // The NIC index in a NET connection's text ("NET/IB/0/GDRDMA", "NET/Socket/1", "NET/IB/0(3)"
-// where rank 3's GPU proxies the send); -1 when it cannot be read.
+// where rank 3's GPU proxies the send), as NCCL's log parser reads it; -1 when it cannot be read.
 int NetDevice(std::string_view via) {
-  const size_t first = via.find('/');
-  const size_t second = first == std::string_view::npos ? first : via.find('/', first + 1);
-  if (second == std::string_view::npos) return -1;
-  std::string_view dev = via.substr(second + 1);
-  dev = dev.substr(0, dev.find_first_of("/("));
-  int value = -1;
-  auto [end, error] = std::from_chars(dev.data(), dev.data() + dev.size(), value);
-  return error == std::errc() && end == dev.data() + dev.size() ? value : -1;
+  NcclTransport t;
+  return ClassifyNcclVia(via, &t) ? t.net_dev : -1;
 }
 
 // One communicator as the ranks' logs and records describe it.
