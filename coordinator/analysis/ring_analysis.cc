@@ -469,6 +469,13 @@ bool RingShaped(NcclOp op) {
          op == NcclOp::kBroadcast || op == NcclOp::kReduce;
 }
 
+// A call shape whose time its links, not latency, set: ring-shaped, with a chunk per rank of at
+// least ceiling_min_chunk_bytes.
+bool HeldAgainstLink(NcclOp op, Bytes bytes, int nranks, const RingOptions& options) {
+  return RingShaped(op) && nranks >= 2 &&
+         NcclTestsSizeBytes(op, bytes, nranks) / nranks >= options.ceiling_min_chunk_bytes;
+}
+
 void AddCeilingEvidence(const CeilingVerdict& v, nlohmann::json* e) {
   (*e)["below_transport_ceiling"] = v.below;
   (*e)["ceiling_busbw_gbps"] = v.hop.capacity.nominal_gbps;
@@ -567,12 +574,15 @@ Finding BelowCeilingFinding(const Comm& comm, const std::vector<const Judged*>& 
 std::vector<Finding> FindImbalancedRings(const Session& aligned, const RingOptions& options) {
   std::map<uint64_t, Comm> comms = CollectCommunicators(aligned);
   const auto spans = NcclInstanceSpans(aligned);
-  const std::map<int, TimeSpanList> compute = ComputeKernelSpans(aligned);
+  // Read only when some shape is held against its link.
+  std::optional<std::map<int, TimeSpanList>> compute;
   // Peers: same op, message size and communicator size.
   std::map<std::tuple<std::string, Bytes, int>, std::vector<Measured>> groups;
   for (const auto& [key, comm] : comms) {
     for (const auto& [shape, seqs] : comm.calls) {
       const NcclOp op = ParseNcclOp(shape.first);
+      const bool against_link = HeldAgainstLink(op, shape.second, comm.nranks, options);
+      if (against_link && !compute) compute = ComputeKernelSpans(aligned);
       std::vector<double> bw, alone_bw;
       Measured m{key};
       for (uint64_t seq : seqs) {
@@ -585,10 +595,11 @@ std::vector<Finding> FindImbalancedRings(const Session& aligned, const RingOptio
                                       comm.nranks));
         m.total += d;
         ++m.instances;
+        if (!against_link) continue;
         const bool alone = std::none_of(
             comm.world_of.begin(), comm.world_of.end(), [&](const std::pair<const int, int>& w) {
-              auto mine = compute.find(w.second);
-              return mine != compute.end() &&
+              auto mine = compute->find(w.second);
+              return mine != compute->end() &&
                      Covered(mine->second, span.last_enter, span.last_exit) >
                          static_cast<DurationNs>(options.ceiling_max_overlap *
                                                  static_cast<double>(d));
@@ -613,12 +624,7 @@ std::vector<Finding> FindImbalancedRings(const Session& aligned, const RingOptio
   std::map<uint64_t, std::map<std::pair<std::string, Bytes>, Judged>> judged;
   for (const auto& [shape, members] : groups) {
     const auto& [shape_op, shape_bytes, shape_nranks] = shape;
-    const NcclOp nccl_op = ParseNcclOp(shape_op);
-    if (!RingShaped(nccl_op) || shape_nranks < 2 ||
-        NcclTestsSizeBytes(nccl_op, shape_bytes, shape_nranks) / shape_nranks <
-            options.ceiling_min_chunk_bytes) {
-      continue;
-    }
+    if (!HeldAgainstLink(ParseNcclOp(shape_op), shape_bytes, shape_nranks, options)) continue;
     if (!hardware) {
       hardware = ReadNodeHardware(aligned);
       nic_users = CountNicUsers(comms);
