@@ -537,10 +537,11 @@ Finding BelowCeilingFinding(const Comm& comm, const std::vector<const Judged*>& 
   f.severity = Severity::kWarning;
   SetMembers(comm, &f);
   for (const Judged* j : below) f.cost_ns += j->cost;
-  f.confidence = std::min(0.9, 0.5 + 0.4 * (1.0 - lead.measured.busbw / v.hop.Floor()));
+  // The figures the verdict used: the instances that ran free of other kernels.
+  f.confidence = std::min(0.9, 0.5 + 0.4 * (1.0 - lead.measured.alone_busbw / v.hop.Floor()));
   f.summary = "NCCL communicator " + comm.id + " (ranks " + RankList(f.ranks) + ") runs " +
               lead.op + " of " + FormatBytes(lead.bytes) + " at " +
-              FormatDouble("%.1f", lead.measured.busbw) + " GB/s bus bandwidth, " +
+              FormatDouble("%.1f", lead.measured.alone_busbw) + " GB/s bus bandwidth, " +
               Percent(v.fraction) + " of the " + FormatDouble("%.0f", v.hop.capacity.nominal_gbps) +
               " GB/s per direction its slowest link allows: " + HopText(v.hop) +
               ". A healthy NCCL reaches over " + Percent(v.hop.min_fraction) + " of such a link.";
@@ -552,17 +553,17 @@ Finding BelowCeilingFinding(const Comm& comm, const std::vector<const Judged*>& 
   for (const Judged* j : below) {
     shapes.push_back({{"op", j->op},
                       {"bytes", j->bytes},
-                      {"busbw_gbps", j->measured.busbw},
+                      {"busbw_gbps", j->measured.alone_busbw},
                       {"ceiling_fraction_reached", j->verdict.fraction},
-                      {"instances", j->measured.instances}});
+                      {"instances", j->measured.alone_instances}});
   }
   f.evidence = {
       {"comm_id", comm.id},
       {"op", lead.op},
       {"bytes", lead.bytes},
       {"nranks", comm.nranks},
-      {"busbw_gbps", lead.measured.busbw},
-      {"instances", lead.measured.instances},
+      {"busbw_gbps", lead.measured.alone_busbw},
+      {"instances", lead.measured.alone_instances},
       {"transports", std::vector<std::string>(comm.transports.begin(), comm.transports.end())},
       {"shapes_below_ceiling", shapes}};
   AddCeilingEvidence(v, &f.evidence);

@@ -398,6 +398,13 @@ TEST(RingCeiling, InstancesOverlappedByComputeAreNotHeldAgainstTheLink) {
     s.ranks[1].gpu.push_back(k);
   }
   EXPECT_TRUE(FindImbalancedRings(s, RingOptions{}).empty());
+  // With half the calls overlapped, the finding gives the figures of the other half, which the
+  // verdict used: their count and their bus bandwidth.
+  for (size_t i = 0; i < s.ranks[1].gpu.size(); i += 2) s.ranks[1].gpu[i].name = "ncclDevKernel";
+  std::vector<Finding> half = FindImbalancedRings(s, RingOptions{});
+  ASSERT_EQ(half.size(), 1u);
+  EXPECT_EQ(half[0].evidence["instances"], 5);
+  EXPECT_NEAR(half[0].evidence["busbw_gbps"].get<double>(), 45.0, 0.5);
   // NCCL's own kernels do not count as overlap.
   for (GpuActivityRecord& k : s.ranks[1].gpu) k.name = "ncclDevKernel_AllGather_RING_LL";
   EXPECT_EQ(FindImbalancedRings(s, RingOptions{}).size(), 1u);
