@@ -194,13 +194,19 @@ TEST(Rings, ARingThatLeavesItsNodesMoreOftenThanItsPeersSaysWhere) {
   EXPECT_EQ(f[0].summary.find("Its ring leaves"), std::string::npos) << f[0].summary;
 }
 
+// Every rank's NCCL topology dump: `pcie_only_node`'s GPUs talk over PCIe only, the other nodes'
+// over an NVSwitch.
+void AddTopologyDumps(Session* s, const std::string& pcie_only_node) {
+  for (RankData& r : s->ranks) {
+    r.topology_xml =
+        ReadTestTopology(r.id.node == pcie_only_node ? "pcie_only_4gpu.xml" : "nvswitch_8gpu.xml");
+  }
+}
+
 // Without NVML, the NCCL topology dump says which GPU pairs have no NVLink.
 TEST(Rings, WithoutNvmlTheTopologyDumpShowsThePcieOnlyNode) {
   Session s = Rings(4, 2, 4.0);
-  for (RankData& r : s.ranks) {
-    r.topology_xml =
-        ReadTestTopology(r.id.node == "n2" ? "pcie_only_4gpu.xml" : "nvswitch_8gpu.xml");
-  }
+  AddTopologyDumps(&s, "n2");
   std::vector<Finding> f = Diagnose(s, AnalysisOptions{});
   ASSERT_EQ(f.size(), 1u);
   EXPECT_EQ(f[0].kind, "pcie_bound");
@@ -218,10 +224,7 @@ TEST(Rings, ACrossNodeRingOnANodeWhoseGpusReachTheNicThroughTheCpu) {
   };
   Session s = Rings(4, 2, 4.0);
   spread(&s);
-  for (RankData& r : s.ranks) {
-    r.topology_xml =
-        ReadTestTopology(r.id.node == "an2" ? "pcie_only_4gpu.xml" : "nvswitch_8gpu.xml");
-  }
+  AddTopologyDumps(&s, "an2");
   std::vector<Finding> f = Diagnose(s, AnalysisOptions{});
   ASSERT_EQ(f.size(), 1u);
   EXPECT_EQ(f[0].kind, "pcie_bound");
