@@ -9,12 +9,10 @@
 
 namespace rankscope {
 
-Intervals PointToPointIntervals(const RankData& rank) {
-  Intervals calls;
-  for (const P2PRecord& p : rank.p2p) calls.emplace_back(p.enter, p.exit);
-  std::sort(calls.begin(), calls.end());
+Intervals MergeIntervals(Intervals spans) {
+  std::sort(spans.begin(), spans.end());
   Intervals merged;
-  for (const auto& [b, e] : calls) {
+  for (const auto& [b, e] : spans) {
     if (!merged.empty() && b <= merged.back().second) {
       merged.back().second = std::max(merged.back().second, e);
     } else {
@@ -22,6 +20,12 @@ Intervals PointToPointIntervals(const RankData& rank) {
     }
   }
   return merged;
+}
+
+Intervals PointToPointIntervals(const RankData& rank) {
+  Intervals calls;
+  for (const P2PRecord& p : rank.p2p) calls.emplace_back(p.enter, p.exit);
+  return MergeIntervals(std::move(calls));
 }
 
 DurationNs OverlapWith(const Intervals& intervals, TimeNs begin, TimeNs end) {

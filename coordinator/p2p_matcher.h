@@ -36,6 +36,9 @@ namespace rankscope {
 // Sorted, non-overlapping [begin, end) intervals.
 using Intervals = std::vector<std::pair<TimeNs, TimeNs>>;
 
+// `spans` sorted, with the ones that overlap or touch merged into one.
+Intervals MergeIntervals(Intervals spans);
+
 // The time the rank spent inside point-to-point MPI calls, as merged intervals.
 Intervals PointToPointIntervals(const RankData& rank);
 

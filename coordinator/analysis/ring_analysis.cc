@@ -17,6 +17,7 @@
 #include "agent/topology/topology.h"
 #include "coordinator/nccl_instances.h"
 #include "coordinator/node_topologies.h"
+#include "coordinator/p2p_matcher.h"
 #include "core/format.h"
 #include "core/robust_stats.h"
 
@@ -126,41 +127,19 @@ struct Measured {
   int alone_instances = 0;
 };
 
-using TimeSpanList = std::vector<std::pair<TimeNs, TimeNs>>;
-
-// Each rank's non-NCCL GPU kernels as a sorted union of disjoint spans.
-std::map<int, TimeSpanList> ComputeKernelSpans(const Session& s) {
-  std::map<int, TimeSpanList> out;
+// Each rank's non-NCCL GPU kernels as merged intervals.
+std::map<int, Intervals> ComputeKernelSpans(const Session& s) {
+  std::map<int, Intervals> out;
   for (const RankData& r : s.ranks) {
-    TimeSpanList spans;
+    Intervals spans;
     for (const GpuActivityRecord& g : r.gpu) {
       if (g.kind != GpuActivityKind::kKernel || g.end <= g.start) continue;
       if (g.name.find("nccl") != std::string::npos) continue;  // ncclDevKernel_*, ncclKernel_*
       spans.emplace_back(g.start, g.end);
     }
-    std::sort(spans.begin(), spans.end());
-    TimeSpanList merged;
-    for (const auto& span : spans) {
-      if (!merged.empty() && span.first <= merged.back().second) {
-        merged.back().second = std::max(merged.back().second, span.second);
-      } else {
-        merged.push_back(span);
-      }
-    }
-    out.emplace(r.id.rank, std::move(merged));
+    out.emplace(r.id.rank, MergeIntervals(std::move(spans)));
   }
   return out;
-}
-
-// How much of [from, to) `spans` (sorted, disjoint) cover.
-DurationNs Covered(const TimeSpanList& spans, TimeNs from, TimeNs to) {
-  auto it = std::upper_bound(spans.begin(), spans.end(), std::make_pair(from, TimeNs{0}));
-  if (it != spans.begin()) --it;
-  DurationNs covered = 0;
-  for (; it != spans.end() && it->first < to; ++it) {
-    covered += std::max<DurationNs>(0, std::min(to, it->second) - std::max(from, it->first));
-  }
-  return covered;
 }
 
 // ---- What the links allow ----
@@ -576,7 +555,7 @@ std::vector<Finding> FindImbalancedRings(const Session& aligned, const RingOptio
   std::map<uint64_t, Comm> comms = CollectCommunicators(aligned);
   const auto spans = NcclInstanceSpans(aligned);
   // Read only when some shape is held against its link.
-  std::optional<std::map<int, TimeSpanList>> compute;
+  std::optional<std::map<int, Intervals>> compute;
   // Peers: same op, message size and communicator size.
   std::map<std::tuple<std::string, Bytes, int>, std::vector<Measured>> groups;
   for (const auto& [key, comm] : comms) {
@@ -601,7 +580,7 @@ std::vector<Finding> FindImbalancedRings(const Session& aligned, const RingOptio
             comm.world_of.begin(), comm.world_of.end(), [&](const std::pair<const int, int>& w) {
               auto mine = compute->find(w.second);
               return mine != compute->end() &&
-                     Covered(mine->second, span.last_enter, span.last_exit) >
+                     OverlapWith(mine->second, span.last_enter, span.last_exit) >
                          static_cast<DurationNs>(options.ceiling_max_overlap *
                                                  static_cast<double>(d));
             });

@@ -9,6 +9,7 @@
 #include <unordered_map>
 #include <utility>
 
+#include "coordinator/p2p_matcher.h"
 #include "coordinator/report/collective_waits.h"
 #include "coordinator/report/json_writer.h"
 #include "core/format.h"
@@ -134,17 +135,9 @@ class KeptSpans {
       spans_.emplace_back(window->start, window->end);
       return;
     }
-    for (const TraceStep& step : window->steps) spans_.emplace_back(step.start, step.end);
-    std::sort(spans_.begin(), spans_.end());
-    size_t merged = 0;
-    for (size_t i = 1; i < spans_.size(); ++i) {
-      if (spans_[i].first <= spans_[merged].second) {
-        spans_[merged].second = std::max(spans_[merged].second, spans_[i].second);
-      } else {
-        spans_[++merged] = spans_[i];
-      }
-    }
-    spans_.resize(merged + 1);
+    Intervals steps;
+    for (const TraceStep& step : window->steps) steps.emplace_back(step.start, step.end);
+    spans_ = MergeIntervals(std::move(steps));
   }
 
   bool Overlaps(TimeNs start, TimeNs end) const {
@@ -157,7 +150,7 @@ class KeptSpans {
 
  private:
   bool all_ = true;
-  std::vector<std::pair<TimeNs, TimeNs>> spans_;
+  Intervals spans_;
 };
 
 class TraceBuilder {
