@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "agent/topology/pci_bus_id.h"
 #include "core/format.h"
 
 namespace rankscope::testing {
@@ -64,13 +65,6 @@ std::string BusId(int bus) {
   return out;
 }
 
-// As NCCL prints a GPU's bus in its init line ("busId 18000").
-std::string NcclBusId(int bus) {
-  char out[32];
-  std::snprintf(out, sizeof(out), "%x000", bus);
-  return out;
-}
-
 // An HGX H200 GPU's 18 NVLinks: how many go to each of the board's 4 NVSwitches.
 constexpr std::pair<const char*, int> kNvSwitchLinks[] = {
     {"0000:05:00.0", 5}, {"0000:06:00.0", 4}, {"0000:07:00.0", 4}, {"0000:08:00.0", 5}};
@@ -124,7 +118,7 @@ NcclCommInfo CommInfo(const std::string& comm_id, int comm_rank, int size, int n
   c.nranks = size;
   c.nnodes = nnodes;
   c.channels = channels;
-  c.bus_id = NcclBusId(GpuBus(local_rank));
+  c.bus_id = NcclShortBusId(BusId(GpuBus(local_rank)));  // as NCCL's init line prints it
   c.cuda_dev = local_rank;
   if (size > 1) c.transports.push_back({0, (comm_rank + 1) % size, transport, via, gdrdma});
   if (comm_rank == 0) {
