@@ -47,7 +47,8 @@ struct Candidate {
 std::string OutsideNotice(const JobRank& r, bool nccl_log) {
   std::string text =
       "sampled from outside by rankscope attach (the job was not launched with rankscope run): "
-      "CPU, I/O and block-I/O delay of the rank's processes over the window";
+      "CPU, I/O and block-I/O delay of the rank's processes over the window, the time their "
+      "threads waited for a CPU, their context switches and their cgroup's CPU throttling";
   text += nccl_log ? ", and the NCCL log it writes" : "";
   text +=
       "; not seen: MPI and NCCL call timings, NVTX ranges, CUDA kernels (so no wait states or "

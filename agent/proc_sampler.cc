@@ -5,6 +5,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <charconv>
 #include <chrono>
 #include <fstream>
@@ -63,6 +64,7 @@ std::optional<ProcStat> ParseProcStat(std::string_view text) {
     return std::nullopt;
   }
   out.ppid = static_cast<pid_t>(ppid);
+  if (!fields[0].empty()) out.state = fields[0][0];
   field(42, &out.blkio_ticks);  // kernels before 2.6.18 lack it: stays 0
   return out;
 }
@@ -92,6 +94,42 @@ std::optional<ProcIo> ParseProcIo(std::string_view text) {
     }
   }
   if (!any) return std::nullopt;
+  return out;
+}
+
+std::optional<SchedStat> ParseSchedstat(std::string_view text) {
+  // "1012498 10473399 3\n"
+  const size_t space = text.find(' ');
+  if (space == std::string_view::npos) return std::nullopt;
+  std::string_view rest = text.substr(space + 1);
+  const size_t end = std::min(rest.find_first_of(" \n"), rest.size());
+  uint64_t cpu = 0, delay = 0;
+  if (!ParseU64(text.substr(0, space), &cpu) || !ParseU64(rest.substr(0, end), &delay)) {
+    return std::nullopt;
+  }
+  return SchedStat{static_cast<DurationNs>(cpu), static_cast<DurationNs>(delay)};
+}
+
+std::optional<ContextSwitches> ParseContextSwitches(std::string_view status_text) {
+  ContextSwitches out;
+  bool voluntary = false, involuntary = false;
+  std::string_view text = status_text;
+  while (!text.empty()) {
+    const size_t eol = std::min(text.find('\n'), text.size());
+    std::string_view line = text.substr(0, eol);
+    text = text.substr(std::min(eol + 1, text.size()));
+    const size_t colon = line.find(':');
+    if (colon == std::string_view::npos) continue;
+    std::string_view key = line.substr(0, colon);
+    std::string_view value = line.substr(colon + 1);
+    value.remove_prefix(std::min(value.find_first_not_of(" \t"), value.size()));
+    if (key == "voluntary_ctxt_switches") {
+      voluntary = ParseU64(value, &out.voluntary);
+    } else if (key == "nonvoluntary_ctxt_switches") {
+      involuntary = ParseU64(value, &out.involuntary);
+    }
+  }
+  if (!voluntary || !involuntary) return std::nullopt;
   return out;
 }
 
@@ -138,9 +176,13 @@ void ProcSampler::Start() {
 
 void ProcSampler::Loop() {
   std::unique_lock<std::mutex> lock(mu_);
+  // The first sample may come before the program's exec; a second one soon after sees it
+  // settled (in the cgroup a wrapper made it join first, say), so counters start from there.
+  DurationNs wait = std::min<DurationNs>(period_, 50 * kNsPerMs);
   while (!finishing_) {
     SampleOnce();
-    wake_.wait_for(lock, std::chrono::nanoseconds(period_), [this] { return finishing_; });
+    wake_.wait_for(lock, std::chrono::nanoseconds(wait), [this] { return finishing_; });
+    wait = period_;
   }
 }
 
@@ -162,10 +204,14 @@ void ProcSampler::SampleOnce() {
     closedir(dir);
   }
   if (stats.count(root_) == 0) return;  // gone (reaped) or never seen
+  last_sample_ = MonotonicNow();
+  if (first_sample_ == 0) first_sample_ = last_sample_;
+  WatchCgroup(stats.at(root_).state == 'Z');
   for (pid_t pid : Descendants(root_, parents)) {
     const ProcStat& st = stats.at(pid);
     Last& last = last_[{pid, st.start_ticks}];
     last.stat = st;
+    SampleThreads(pid, &last);
     std::optional<std::string> io = ReadSmall(proc_root_ + "/" + std::to_string(pid) + "/io");
     std::optional<ProcIo> parsed = io ? ParseProcIo(*io) : std::nullopt;
     if (parsed) {
@@ -176,12 +222,112 @@ void ProcSampler::SampleOnce() {
   }
 }
 
+void ProcSampler::SampleThreads(pid_t pid, Last* last) {
+  const std::string task_dir = proc_root_ + "/" + std::to_string(pid) + "/task";
+  DIR* dir = opendir(task_dir.c_str());
+  if (dir == nullptr) return;
+  while (dirent* entry = readdir(dir)) {
+    uint64_t tid = 0;
+    if (!ParseU64(entry->d_name, &tid)) continue;
+    const std::string thread_dir = task_dir + "/" + entry->d_name;
+    std::optional<std::string> status = ReadSmall(thread_dir + "/status");
+    std::optional<ContextSwitches> switches = status ? ParseContextSwitches(*status) : std::nullopt;
+    if (!switches) continue;  // exited meanwhile
+    std::optional<std::string> sched_text = ReadSmall(thread_dir + "/schedstat");
+    std::optional<SchedStat> sched = sched_text ? ParseSchedstat(*sched_text) : std::nullopt;
+    if (!sched) sched_unreadable_ = true;
+    ThreadLast& t = last->threads[static_cast<pid_t>(tid)];
+    // Counters only grow: smaller ones belong to a new thread that got an exited one's id.
+    if ((sched && sched->cpu_ns < t.sched.cpu_ns) ||
+        switches->voluntary + switches->involuntary <
+            t.switches.voluntary + t.switches.involuntary) {
+      t.retired_sched.cpu_ns += t.sched.cpu_ns - t.base_sched.cpu_ns;
+      t.retired_sched.run_delay_ns += t.sched.run_delay_ns - t.base_sched.run_delay_ns;
+      t.retired_switches.voluntary += t.switches.voluntary - t.base_switches.voluntary;
+      t.retired_switches.involuntary += t.switches.involuntary - t.base_switches.involuntary;
+      t.base_sched = {};
+      t.base_switches = {};
+    }
+    if (sched) t.sched = *sched;
+    t.switches = *switches;
+  }
+  closedir(dir);
+}
+
+std::optional<CpuThrottling> ProcSampler::ReadThrottling() const {
+  std::optional<std::string> text = ReadSmall(cgroup_->counters_dir + "/cpu.stat");
+  return text ? ParseCpuStat(*text) : std::nullopt;
+}
+
+void ProcSampler::WatchCgroup(bool exited) {
+  if (exited && cgroup_) {
+    if (std::optional<CpuThrottling> now = ReadThrottling()) cgroup_->latest = now;
+    return;
+  }
+  std::optional<std::string> membership =
+      ReadSmall(proc_root_ + "/" + std::to_string(root_) + "/cgroup");
+  if (!membership) return;
+  if (!mounts_) {
+    std::optional<std::string> mountinfo = ReadSmall(proc_root_ + "/self/mountinfo");
+    mounts_ = mountinfo ? ParseCgroupMounts(*mountinfo) : std::vector<CgroupMount>{};
+  }
+  std::optional<CpuCgroupLocation> where = LocateCpuCgroup(ParseProcCgroup(*membership), *mounts_);
+  if (cgroup_ && (!where || cgroup_->stats.path == where->path)) {
+    // Kept for the end, should the cgroup be gone by then (removed with the job step).
+    if (std::optional<CpuThrottling> now = ReadThrottling()) cgroup_->latest = now;
+    return;
+  }
+  if (!where) return;
+  // Seen for the first time, or the program was moved: the quota that binds is the smallest one
+  // on the way up (each level's bandwidth caps everything below it).
+  CgroupWatch watch;
+  watch.stats.version = where->version;
+  watch.stats.path = where->path;
+  watch.stats.limit_path = where->path;
+  std::optional<double> tightest;
+  bool any_quota_file = false;
+  for (const std::string& level : CgroupAncestors(where->path, where->mount_root)) {
+    const std::string dir = where->Dir(level);
+    std::optional<CpuQuota> quota;
+    if (where->version == 1) {
+      std::optional<std::string> q = ReadSmall(dir + "/cpu.cfs_quota_us");
+      std::optional<std::string> p = ReadSmall(dir + "/cpu.cfs_period_us");
+      if (q && p) quota = ParseCfsQuota(*q, *p);
+    } else if (std::optional<std::string> max = ReadSmall(dir + "/cpu.max")) {
+      quota = ParseCpuMax(*max);
+    }
+    if (!quota) continue;
+    if (!any_quota_file) watch.stats.period_us = quota->period_us;  // the nearest level's
+    any_quota_file = true;
+    CpuCgroupStats candidate;
+    candidate.quota_us = quota->quota_us;
+    candidate.period_us = quota->period_us;
+    std::optional<double> cpus = candidate.QuotaCpus();
+    if (cpus && (!tightest || *cpus < *tightest)) {
+      tightest = cpus;
+      watch.stats.limit_path = level;
+      watch.stats.quota_us = quota->quota_us;
+      watch.stats.period_us = quota->period_us;
+    }
+  }
+  watch.counters_dir = where->Dir(watch.stats.limit_path);
+  cgroup_ = std::move(watch);
+  cgroup_->first = ReadThrottling();
+  cgroup_->latest = cgroup_->first;
+  // A v2 hierarchy without the cpu controller enabled has no bandwidth control to report.
+  if (where->version == 2 && !any_quota_file && !cgroup_->first) cgroup_.reset();
+}
+
 void ProcSampler::CountFromNow() {
   std::lock_guard<std::mutex> lock(mu_);
   SampleOnce();
   for (auto& [key, last] : last_) {
     last.base_stat = last.stat;
     last.base_io = last.io.value_or(ProcIo{});
+    for (auto& [tid, t] : last.threads) {
+      t.base_sched = t.sched;
+      t.base_switches = t.switches;
+    }
   }
 }
 
@@ -206,6 +352,16 @@ ProcessTreeStats ProcSampler::Finish() {
     out.cpu_user_ns += ticks(last.stat.utime_ticks, b.utime_ticks);
     out.cpu_system_ns += ticks(last.stat.stime_ticks, b.stime_ticks);
     out.blkio_delay_ns += ticks(last.stat.blkio_ticks, b.blkio_ticks);
+    for (const auto& [tid, t] : last.threads) {
+      ++out.threads;
+      out.sched_cpu_ns += t.retired_sched.cpu_ns + (t.sched.cpu_ns - t.base_sched.cpu_ns);
+      out.run_delay_ns +=
+          t.retired_sched.run_delay_ns + (t.sched.run_delay_ns - t.base_sched.run_delay_ns);
+      out.voluntary_switches +=
+          t.retired_switches.voluntary + (t.switches.voluntary - t.base_switches.voluntary);
+      out.involuntary_switches +=
+          t.retired_switches.involuntary + (t.switches.involuntary - t.base_switches.involuntary);
+    }
     if (!last.io) {
       all_io = false;
       continue;
@@ -216,6 +372,22 @@ ProcessTreeStats ProcSampler::Finish() {
     out.write_bytes += since(last.io->write_bytes, last.base_io.write_bytes);
   }
   out.io_unreadable = io_unreadable_ && !all_io;
+  out.sched_unreadable = sched_unreadable_;
+  out.sampled_wall_ns = last_sample_ - first_sample_;
+  if (cgroup_) {
+    CpuCgroupStats c = cgroup_->stats;
+    std::optional<CpuThrottling> now = ReadThrottling();
+    if (!now) now = cgroup_->latest;
+    if (cgroup_->first && now) {
+      auto since = [](uint64_t a, uint64_t b) { return a > b ? a - b : 0; };
+      c.nr_periods = since(now->nr_periods, cgroup_->first->nr_periods);
+      c.nr_throttled = since(now->nr_throttled, cgroup_->first->nr_throttled);
+      c.throttled_ns = std::max<DurationNs>(now->throttled_ns - cgroup_->first->throttled_ns, 0);
+    } else {
+      c.counters_unreadable = true;
+    }
+    out.cpu_cgroup = std::move(c);
+  }
   return out;
 }
 

@@ -3,6 +3,20 @@
 // last-seen counters at the end. Counters of a process that exits between two samples keep their
 // last sampled values; the program itself gets a final read as a zombie, before it is reaped.
 //
+// Which files cover what (checked on Linux 6.18): /proc/PID/stat's utime/stime and /proc/PID/io
+// sum every thread of the process, the exited ones included; /proc/PID/schedstat, the
+// *_ctxt_switches lines of /proc/PID/status and stat's delayacct_blkio_ticks are the main
+// thread's only. So the scheduler figures are read per thread, from /proc/PID/task/TID/, and a
+// thread keeps its last sampled figures after it exits (the threads of the program that are gone
+// by its final read count up to their last sample).
+//
+// The program's cgroup CPU controller (agent/cpu_cgroup.h; the program's, not its children's)
+// is located at every sample: the program may be moved into a cgroup after it starts, and then
+// the counters count from the sample that first saw it there (the second sample comes 50 ms
+// after the first, so a wrapper that joins a cgroup and execs is seen in it). The counters are
+// read when the cgroup is first seen, at every sample after (kept in case the cgroup is removed
+// before the end) and at the end.
+//
 //   RANKSCOPE_PROC=0   do not sample /proc
 #pragma once
 
@@ -19,6 +33,7 @@
 #include <utility>
 #include <vector>
 
+#include "agent/cpu_cgroup.h"
 #include "core/proc_stats.h"
 #include "core/time.h"
 
@@ -28,6 +43,7 @@ namespace rankscope {
 struct ProcStat {
   pid_t pid = 0;
   pid_t ppid = 0;
+  char state = '?';  // 'R', 'S', 'Z' (exited, not yet reaped), ...
   uint64_t utime_ticks = 0;
   uint64_t stime_ticks = 0;
   uint64_t start_ticks = 0;  // start time after boot: with the pid, names one process
@@ -40,6 +56,21 @@ struct ProcIo {
   uint64_t rchar = 0, wchar = 0, read_bytes = 0, write_bytes = 0;
 };
 std::optional<ProcIo> ParseProcIo(std::string_view text);
+
+// /proc/PID/task/TID/schedstat: "on-CPU ns, run-queue wait ns, timeslices". nullopt otherwise.
+struct SchedStat {
+  DurationNs cpu_ns = 0;
+  DurationNs run_delay_ns = 0;
+};
+std::optional<SchedStat> ParseSchedstat(std::string_view text);
+
+// The voluntary_ctxt_switches and nonvoluntary_ctxt_switches lines of /proc/PID/task/TID/status.
+// nullopt when either is missing.
+struct ContextSwitches {
+  uint64_t voluntary = 0;
+  uint64_t involuntary = 0;
+};
+std::optional<ContextSwitches> ParseContextSwitches(std::string_view status_text);
 
 // The pids of `root` and all its descendants, from (pid, ppid) pairs. Pure.
 std::vector<pid_t> Descendants(pid_t root, const std::vector<std::pair<pid_t, pid_t>>& parents);
@@ -62,14 +93,33 @@ class ProcSampler {
   ProcessTreeStats Finish();
 
  private:
+  // One thread's scheduler figures: the last reading, CountFromNow's (subtracted at the end),
+  // and what earlier threads of the same id counted (a tid reused within the process).
+  struct ThreadLast {
+    SchedStat sched, base_sched, retired_sched;
+    ContextSwitches switches, base_switches, retired_switches;
+  };
   struct Last {
     ProcStat stat;
     std::optional<ProcIo> io;
     ProcStat base_stat;  // CountFromNow's reading, subtracted at the end
     ProcIo base_io;
+    std::map<pid_t, ThreadLast> threads;
+  };
+  // The program's cpu cgroup: where its quota binds, and the counters there when first seen.
+  struct CgroupWatch {
+    CpuCgroupStats stats;                 // version, paths, quota
+    std::string counters_dir;             // the directory of limit_path
+    std::optional<CpuThrottling> first;   // when the program was first seen in it
+    std::optional<CpuThrottling> latest;  // at the last sample that could read it
   };
   void Loop();
-  void SampleOnce();  // requires mu_
+  void SampleOnce();                          // requires mu_
+  void SampleThreads(pid_t pid, Last* last);  // requires mu_
+  // A zombie is no longer in its v1 cgroup (/proc/PID/cgroup says "/"): `exited` keeps the one
+  // it was seen in.
+  void WatchCgroup(bool exited);                        // requires mu_
+  std::optional<CpuThrottling> ReadThrottling() const;  // requires mu_
 
   const pid_t root_;
   const DurationNs period_;
@@ -81,6 +131,10 @@ class ProcSampler {
   std::map<std::pair<pid_t, uint64_t>, Last> last_;  // by (pid, start): guarded by mu_
   int samples_ = 0;                                  // guarded by mu_
   bool io_unreadable_ = false;                       // guarded by mu_
+  bool sched_unreadable_ = false;                    // guarded by mu_
+  TimeNs first_sample_ = 0, last_sample_ = 0;        // guarded by mu_: the root seen
+  std::optional<std::vector<CgroupMount>> mounts_;   // guarded by mu_: read once
+  std::optional<CgroupWatch> cgroup_;                // guarded by mu_
   std::thread thread_;
 };
 

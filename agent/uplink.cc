@@ -12,10 +12,12 @@ std::chrono::system_clock::time_point DeadlineIn(DurationNs timeout) {
   return std::chrono::system_clock::now() + std::chrono::nanoseconds(timeout);
 }
 
+// Every record an upload batch carries, of every kind; the buffer bound compares it with
+// wire::Batch::record_count() of what comes in, which counts the same kinds.
 size_t RecordCount(const v1::UploadBatch& b) {
   return static_cast<size_t>(b.collectives_size() + b.p2p_size() + b.ranges_size() +
                              b.marks_size() + b.clock_samples_size() + b.notices_size() +
-                             b.gpu_size());
+                             b.gpu_size() + b.mpi_calls_size());
 }
 
 bool IsRefusal(const grpc::Status& s) {
@@ -70,7 +72,8 @@ size_t Uplink::PendingRecordsLocked() const {
 
 void Uplink::AddBatch(wire::Batch&& batch) {
   dropped_ += batch.dropped;
-  size_t n = batch.collectives.size() + batch.p2p.size() + batch.ranges.size() + batch.marks.size();
+  // Notices are always kept (they explain losses), so they are not what may be dropped.
+  const size_t n = batch.record_count() - batch.notices.size();
   std::lock_guard<std::mutex> lock(mu_);
   for (const std::string& notice : batch.notices) {
     v1::Notice* out = pending_.add_notices();
@@ -97,6 +100,7 @@ void Uplink::AddBatch(wire::Batch&& batch) {
   for (const auto& r : batch.ranges) ToProto(r, pending_.add_ranges());
   for (const auto& r : batch.gpu) ToProto(r, pending_.add_gpu());
   for (const auto& r : batch.marks) ToProto(r, pending_.add_marks());
+  for (const auto& r : batch.mpi_calls) ToProto(r, pending_.add_mpi_calls());
 }
 
 void Uplink::AddNotice(const std::string& text) {

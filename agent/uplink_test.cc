@@ -88,6 +88,56 @@ TEST_F(UplinkTest, DeliversRecordsClockSamplesAndExit) {
   EXPECT_TRUE(server_->service().WaitForFinal(1, 0));
 }
 
+// MPI calls the analyses do not interpret, and the world ranks of point-to-point peers, reach
+// the coordinator's session as the inject library recorded them.
+TEST_F(UplinkTest, CarriesMpiCallsAndWorldPeers) {
+  StartServer();
+  Uplink up(Options(), Ident("s1", 0));
+  wire::Batch b = BatchWith(0, 2);
+  b.p2p[0].world_peer = 3;
+  b.mpi_calls.push_back({.call = MpiCall::kWinFence, .enter = 10, .exit = 20, .tid = 5});
+  b.mpi_calls.push_back({.call = MpiCall::kFileReadAt,
+                         .comm_id = 9,
+                         .peer = 1,
+                         .bytes = 4096,
+                         .enter = 30,
+                         .exit = 40,
+                         .tid = 6});
+  up.AddBatch(std::move(b));
+  up.Start();
+  ASSERT_TRUE(WaitFor([&] { return up.registered(); }));
+  up.Finish(0, 0);
+  Session s = server_->service().Snapshot();
+  ASSERT_EQ(s.ranks.size(), 1u);
+  const RankData& r = s.ranks[0];
+  ASSERT_EQ(r.p2p.size(), 2u);
+  EXPECT_EQ(r.p2p[0].world_peer, 3);
+  EXPECT_EQ(r.p2p[1].world_peer, kUnknownWorldPeer);
+  ASSERT_EQ(r.mpi_calls.size(), 2u);
+  EXPECT_EQ(r.mpi_calls[0].call, MpiCall::kWinFence);
+  EXPECT_EQ(r.mpi_calls[0].peer, -1);
+  EXPECT_EQ(r.mpi_calls[0].exit, 20);
+  EXPECT_EQ(r.mpi_calls[1].call, MpiCall::kFileReadAt);
+  EXPECT_EQ(r.mpi_calls[1].comm_id, 9u);
+  EXPECT_EQ(r.mpi_calls[1].peer, 1);
+  EXPECT_EQ(r.mpi_calls[1].bytes, 4096);
+  EXPECT_EQ(r.mpi_calls[1].enter, 30);
+  EXPECT_EQ(r.mpi_calls[1].tid, 6u);
+}
+
+// The buffer bound counts every record kind: GPU activity and MPI calls fill it too.
+TEST_F(UplinkTest, BufferBoundCountsEveryRecordKind) {
+  StartServer();
+  UplinkOptions o = Options();
+  o.max_buffered_records = 4;
+  Uplink up(o, Ident("s1", 0));
+  wire::Batch b;
+  b.gpu.resize(3);
+  b.mpi_calls.resize(2);
+  up.AddBatch(std::move(b));
+  EXPECT_EQ(up.dropped(), 5u);
+}
+
 TEST_F(UplinkTest, ControlChannelStopsStartsAndFetchesHeldDetail) {
   StartServer(/*hold_p2p=*/true);
   Uplink up(Options(), Ident("s1", 0));

@@ -31,6 +31,10 @@ Session AlignSession(Session session) {
       r.end = m.ToCoordinator(r.end);
     }
     for (MarkRecord& k : rank.marks) k.time = m.ToCoordinator(k.time);
+    for (MpiCallRecord& c : rank.mpi_calls) {
+      c.enter = m.ToCoordinator(c.enter);
+      c.exit = m.ToCoordinator(c.exit);
+    }
     for (GpuActivityRecord& g : rank.gpu) {
       g.start = m.ToCoordinator(g.start);
       g.end = m.ToCoordinator(g.end);

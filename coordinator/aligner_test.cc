@@ -18,6 +18,7 @@ TEST(Aligner, MovesRecordsOntoTheCoordinatorClock) {
   r.ranges.push_back({"", "step", 6'000'000'000, 6'000'000'500, 1, 0});
   r.marks.push_back({"", "m", 6'000'000'000, 1});
   r.p2p.push_back({.enter = 6'000'000'000, .exit = 6'000'000'001});
+  r.mpi_calls.push_back({.enter = 6'000'000'000, .exit = 6'000'000'300});
   s.ranks.push_back(r);
   Session a = AlignSession(s);
   ASSERT_TRUE(a.aligned);
@@ -28,6 +29,8 @@ TEST(Aligner, MovesRecordsOntoTheCoordinatorClock) {
   EXPECT_NEAR(static_cast<double>(ar.ranges[0].end), 5e9 + 500, 1'000);
   EXPECT_NEAR(static_cast<double>(ar.marks[0].time), 5e9, 1'000);
   EXPECT_NEAR(static_cast<double>(ar.p2p[0].exit), 5e9, 1'000);
+  EXPECT_NEAR(static_cast<double>(ar.mpi_calls[0].enter), 5e9, 1'000);
+  EXPECT_NEAR(static_cast<double>(ar.mpi_calls[0].exit), 5e9 + 300, 1'000);
   // Idempotent.
   Session again = AlignSession(a);
   EXPECT_EQ(again.ranks[0].collectives[0].enter, ar.collectives[0].enter);

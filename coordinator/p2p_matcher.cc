@@ -1,6 +1,7 @@
 #include "coordinator/p2p_matcher.h"
 
 #include <algorithm>
+#include <limits>
 #include <map>
 #include <tuple>
 #include <unordered_map>
@@ -56,8 +57,10 @@ class PeerMap {
     world_size_ = size;
   }
 
-  // -1 when the peer cannot be placed.
-  int WorldRank(uint64_t comm, int32_t peer) const {
+  // -1 when the peer cannot be placed. The world rank the inject library recorded wins; the
+  // collectives and MPI_COMM_WORLD place peers of sessions recorded before it did.
+  int WorldRank(uint64_t comm, int32_t peer, int32_t world_peer) const {
+    if (world_peer >= 0) return world_peer < world_size_ ? world_peer : -1;
     if (peer < 0) return -1;
     if (auto it = world_.find(comm); it != world_.end()) {
       auto p = it->second.find(peer);
@@ -75,13 +78,42 @@ class PeerMap {
 // (communicator, peer world rank, tag): one ordered channel between two ranks.
 using Channel = std::tuple<uint64_t, int, int32_t>;
 
+// How a send may wait for its receiver: a standard (or ready) send only when it is too large to
+// go eagerly, a synchronous one always (it completes only once the receive has started), a
+// buffered one never (it returns once the message is copied).
+enum class SendMode : uint8_t { kStandard, kSynchronous, kBuffered };
+
+SendMode ModeOf(P2PKind send_kind) {
+  switch (send_kind) {
+    case P2PKind::kSsend:
+    case P2PKind::kIssend:
+      return SendMode::kSynchronous;
+    case P2PKind::kBsend:
+    case P2PKind::kIbsend:
+      return SendMode::kBuffered;
+    default:
+      return SendMode::kStandard;
+  }
+}
+
+bool IsPostedSend(P2PKind kind) {
+  return kind == P2PKind::kIsend || kind == P2PKind::kIssend || kind == P2PKind::kIbsend;
+}
+
 // One side of a message on one rank: when it was posted, and the call that blocked for it.
 struct Side {
   TimeNs posted = 0;  // 0: unknown (a Wait whose Irecv could not be paired)
   TimeNs blocked = 0;
   TimeNs done = 0;
-  size_t record = 0;  // the Send / Isend, or the Recv / Wait of the Irecv
+  size_t record = 0;                    // the Send / Isend, or the Recv / Wait of the Irecv
+  SendMode mode = SendMode::kStandard;  // sends only
   TimeNs order() const { return posted > 0 ? posted : blocked; }
+};
+
+// A probe's call on the receiving rank (P2PKind::kProbe).
+struct ProbeSpan {
+  TimeNs enter = 0;
+  TimeNs exit = 0;
 };
 
 struct RankP2P {
@@ -89,6 +121,26 @@ struct RankP2P {
   std::map<Channel, std::vector<Side>> receives;  // by source
   Intervals blocked;                              // inside point-to-point calls
 };
+
+// A receiver that probed for its message before receiving it was waiting from the probe on:
+// each receive takes the earliest probe of its channel that ended at or before the receive was
+// posted and after the previous receive of the channel was, and counts as blocked from that
+// probe's enter. `receives` and `probes` are in time order.
+void BlockFromProbes(std::vector<ProbeSpan> probes, std::vector<Side>* receives) {
+  std::sort(probes.begin(), probes.end(),
+            [](const ProbeSpan& a, const ProbeSpan& b) { return a.exit < b.exit; });
+  size_t next = 0;
+  TimeNs previous = std::numeric_limits<TimeNs>::min();
+  for (Side& rcv : *receives) {
+    const TimeNs start = rcv.order();
+    while (next < probes.size() && probes[next].exit <= previous) ++next;
+    if (next < probes.size() && probes[next].exit <= start) {
+      rcv.blocked = std::min(rcv.blocked, probes[next].enter);
+      while (next < probes.size() && probes[next].exit <= start) ++next;  // used up
+    }
+    previous = start;
+  }
+}
 
 // The non-blocking calls of one channel and the Waits that completed them, paired in order
 // when their counts agree (with MPI_ANY_SOURCE posts they do not, and pairing would guess).
@@ -108,26 +160,34 @@ std::map<int, RankP2P> Collect(const Session& s, const PeerMap& peers, P2PMatchS
     RankP2P& mine = out[r.id.rank];
     mine.blocked = PointToPointIntervals(r);
     std::map<Channel, Posts> isends, irecvs;
+    std::map<Channel, std::vector<ProbeSpan>> probes;
     for (size_t i = 0; i < r.p2p.size(); ++i) {
       const P2PRecord& p = r.p2p[i];
+      if (p.kind == P2PKind::kProbe) {
+        const int peer = peers.WorldRank(p.comm_id, p.peer, p.world_peer);
+        if (peer >= 0 && p.tag >= 0) probes[{p.comm_id, peer, p.tag}].push_back({p.enter, p.exit});
+        continue;
+      }
       const P2PKind kind = p.kind == P2PKind::kWait ? p.completed : p.kind;
-      const bool send = kind == P2PKind::kSend || kind == P2PKind::kIsend;
+      const bool send = IsSendKind(kind);
       if (!send && kind != P2PKind::kRecv && kind != P2PKind::kIrecv) continue;
       // Counted once per message: sends at their post, receives where they complete.
       const bool counted = send ? p.kind != P2PKind::kWait : p.kind != P2PKind::kIrecv;
       if (counted) (send ? stats->sends : stats->receives) += 1;
-      const int peer = peers.WorldRank(p.comm_id, p.peer);
+      const int peer = peers.WorldRank(p.comm_id, p.peer, p.world_peer);
       if (peer < 0 || p.tag < 0) {
         if (counted) ++stats->unmapped;
         continue;
       }
       const Channel channel{p.comm_id, peer, p.tag};
-      if (p.kind == P2PKind::kSend) {
-        mine.sends[channel].push_back({p.enter, p.enter, p.exit, i});
+      if (send && !IsPostedSend(kind)) {
+        mine.sends[channel].push_back({p.enter, p.enter, p.exit, i, ModeOf(kind)});
       } else if (p.kind == P2PKind::kRecv) {
         mine.receives[channel].push_back({p.enter, p.enter, p.exit, i});
       } else {
-        Posts& posts = (kind == P2PKind::kIsend ? isends : irecvs)[channel];
+        // Posted sends of every mode share one list: MPI orders a channel's messages whatever
+        // their mode, so the k-th post meets the k-th completion.
+        Posts& posts = (send ? isends : irecvs)[channel];
         (p.kind == P2PKind::kWait ? posts.waits : posts.posts).push_back(i);
       }
     }
@@ -139,7 +199,8 @@ std::map<int, RankP2P> Collect(const Session& s, const PeerMap& peers, P2PMatchS
         const P2PRecord& post = r.p2p[p.posts[k]];
         // Unpaired: the Isend itself is all we know of its blocking (nothing).
         const P2PRecord& block = paired ? r.p2p[p.waits[k]] : post;
-        mine.sends[channel].push_back({post.enter, block.enter, block.exit, p.posts[k]});
+        mine.sends[channel].push_back(
+            {post.enter, block.enter, block.exit, p.posts[k], ModeOf(post.kind)});
       }
     }
     for (auto& [channel, p] : irecvs) {
@@ -157,6 +218,10 @@ std::map<int, RankP2P> Collect(const Session& s, const PeerMap& peers, P2PMatchS
         std::sort(v.begin(), v.end(),
                   [](const Side& a, const Side& b) { return a.order() < b.order(); });
       }
+    }
+    for (auto& [channel, spans] : probes) {
+      auto it = mine.receives.find(channel);
+      if (it != mine.receives.end()) BlockFromProbes(std::move(spans), &it->second);
     }
   }
   return out;
@@ -200,9 +265,22 @@ std::vector<P2PMessage> MatchMessages(const Session& aligned, P2PMatchStats* sta
         m.wait = std::clamp<DurationNs>(m.posted - rcv.blocked, 0,
                                         std::max<DurationNs>(rcv.done - rcv.blocked, 0));
         m.send_blocked = snd.blocked;
-        // The send waited for the receive only if it was still going when the receive came.
-        if (rcv.posted > snd.blocked && snd.done >= rcv.posted) {
-          m.send_wait = rcv.posted - snd.blocked;
+        switch (snd.mode) {
+          case SendMode::kStandard:
+            // It waited for the receive only if it was still going when the receive came.
+            if (rcv.posted > snd.blocked && snd.done >= rcv.posted) {
+              m.send_wait = rcv.posted - snd.blocked;
+            }
+            break;
+          case SendMode::kSynchronous:
+            // It cannot finish before the receive starts; an end a little before the receive's
+            // post is clock error, so the wait is bounded by the call instead.
+            if (rcv.posted > snd.blocked) {
+              m.send_wait = std::min(rcv.posted, std::max(snd.done, snd.blocked)) - snd.blocked;
+            }
+            break;
+          case SendMode::kBuffered:
+            break;  // copied out and returned: it waited for nobody
         }
         out.push_back(m);
       }

@@ -5,16 +5,19 @@
 //
 // Matching: MPI does not let messages between one pair on one communicator and tag overtake each
 // other, so the i-th send from S to R on (comm, tag) meets R's i-th receive from S on it. Peers
-// are communicator ranks, read as world ranks through the collectives (each rank's comm_rank on
-// that communicator) or, on MPI_COMM_WORLD, directly. Receives with MPI_ANY_TAG unresolved are
-// left out. An MPI_Isend / MPI_Irecv is paired with the i-th Wait (or Test) that completed a
-// request of that kind on the same channel.
+// are the world ranks the inject library recorded (P2PRecord::world_peer); for sessions recorded
+// before it did, communicator ranks read as world ranks through the collectives (each rank's
+// comm_rank on that communicator) or, on MPI_COMM_WORLD, directly. Receives with MPI_ANY_TAG
+// unresolved are left out. A posted send (of any mode) or MPI_Irecv is paired with the i-th Wait
+// (or Test) that completed a request of that kind on the same channel.
 //
-// Late Sender: the receiver blocked (MPI_Recv, or the Wait of its Irecv) before the send was
-// posted. Late Receiver: the sender blocked in a send that cannot complete before the receive is
-// posted (a rendezvous-sized MPI_Send, an MPI_Ssend, the Wait of a large Isend) and the receive
-// was posted after the sender blocked, and the send finished only after that: a send that was
-// over before the receive was posted (eager) waited for nobody.
+// Late Sender: the receiver blocked (MPI_Recv, the Wait of its Irecv, or a probe for the message
+// before either: MPI_Probe, or a loop of MPI_Iprobe) before the send was posted. Late Receiver:
+// the sender blocked in a send that can wait for the receive and the receive was posted after
+// the sender blocked. A synchronous send (MPI_Ssend, the Wait of an MPI_Issend) can always wait;
+// a buffered one (MPI_Bsend, MPI_Ibsend) never does; a standard or ready send (a rendezvous-sized
+// MPI_Send, the Wait of a large Isend) waited only if it finished after the receive was posted:
+// one that was over before (eager) waited for nobody.
 //
 // Wait chains (Scalasca's delay analysis): the rank a wait is blamed on may itself have been
 // blocked in point-to-point calls (a pipeline stage waiting for the stage before it) and only be

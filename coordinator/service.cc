@@ -189,6 +189,12 @@ grpc::Status CoordinatorService::Upload(grpc::ServerContext* ctx, const v1::Uplo
       ++unknown;
     }
   }
+  for (const auto& c : req->mpi_calls()) {
+    // A call this coordinator does not know is still time inside MPI: kept as kUnknown.
+    MpiCallRecord r;
+    FromProto(c, &r);
+    rank.mpi_calls.push_back(r);
+  }
   for (const auto& n : req->notices()) rank.notices.push_back(n.text());
   if (unknown > 0) {
     rank.notices.push_back(std::to_string(unknown) +

@@ -89,6 +89,9 @@ struct RankData {
   std::vector<RangeRecord> ranges;
   std::vector<MarkRecord> marks;
   std::vector<GpuActivityRecord> gpu;  // CUPTI activity (kernels, copies, syncs, runtime calls)
+  // MPI calls the analyses do not interpret (MPI-IO, one-sided synchronisation, persistent
+  // starts): time inside MPI that is neither a collective nor point-to-point.
+  std::vector<MpiCallRecord> mpi_calls;
 
   std::optional<RankNccl> nccl;  // when the rank used NCCL and its log was readable
   std::string topology_source;   // the NCCL topology dump this rank's agent read, if any

@@ -31,8 +31,16 @@ enum class CollectiveOp : uint8_t {
   kGatherv = 12,
   kScatter = 13,
   kScatterv = 14,
+  kScan = 15,
+  kExscan = 16,
+  kAlltoallw = 17,
+  kNeighborAllgather = 18,
+  kNeighborAllgatherv = 19,
+  kNeighborAlltoall = 20,
+  kNeighborAlltoallv = 21,
+  kNeighborAlltoallw = 22,
 };
-inline constexpr int kMaxCollectiveOp = 14;
+inline constexpr int kMaxCollectiveOp = 22;
 
 // Stable lower-case name ("allreduce", "reduce_scatter_block", ...); "unknown" if out of range.
 std::string_view CollectiveOpName(CollectiveOp op);
@@ -68,25 +76,99 @@ struct CollectiveRecord {
   Source source = Source::kMpi;
 };
 
-// Point-to-point operations. Values are part of the wire format.
+// Point-to-point operations. Values are part of the wire format: append only. MPI_Rsend and
+// MPI_Irsend are reported as kSend / kIsend (a ready send waits like a standard one); the send
+// modes whose waiting differs have kinds of their own.
 enum class P2PKind : uint8_t {
   kSend = 1,
   kRecv = 2,
   kIsend = 3,
   kIrecv = 4,
-  kWait = 5,  // completion of an Isend/Irecv (any Wait*/Test* that completed it)
+  kWait = 5,    // completion of a non-blocking send/receive (any Wait*/Test* that completed it)
+  kSsend = 6,   // MPI_Ssend: completes only once the receive has started (can always wait)
+  kBsend = 7,   // MPI_Bsend: copies into the attached buffer and returns (never waits)
+  kIssend = 8,  // MPI_Issend: its Wait can always wait for the receiver
+  kIbsend = 9,  // MPI_Ibsend: its Wait never waits for the receiver
+  // A receive-side wait for a message from `peer` (MPI_Probe, MPI_Mprobe, or a loop of
+  // MPI_Iprobe/MPI_Improbe ending in success: exit = the successful call's exit, length = the
+  // time spent inside those probe calls). peer, tag and bytes are the message's.
+  kProbe = 10,
 };
+inline constexpr int kMaxP2PKind = 10;
 std::string_view P2PKindName(P2PKind kind);
 
+// True for the kinds that name a send (blocking or posted), false for receives, probes, waits.
+constexpr bool IsSendKind(P2PKind kind) {
+  return kind == P2PKind::kSend || kind == P2PKind::kIsend || kind == P2PKind::kSsend ||
+         kind == P2PKind::kBsend || kind == P2PKind::kIssend || kind == P2PKind::kIbsend;
+}
+
+// Marks P2PRecord::world_peer as not known (records made before it existed, or a peer that is
+// MPI_PROC_NULL / outside MPI_COMM_WORLD).
+inline constexpr int32_t kUnknownWorldPeer = -1;
+
 // One point-to-point call. peer is a rank in comm (MPI_ANY_SOURCE resolved from the status
-// where known, else -1). For kWait records, enter/exit are the Wait/Test call that completed it
-// and kind_completed says which request kind finished.
+// where known, else -1); world_peer is the same process as a rank of MPI_COMM_WORLD, translated
+// by the inject library when the communicator was first seen, so the coordinator can place
+// peers on communicators that carry no collectives. For kWait records, enter/exit are the
+// Wait/Test call that completed it (enter pulled back by the time earlier Test/Wait calls spent
+// on the same request) and `completed` says which request kind finished.
 struct P2PRecord {
   P2PKind kind = P2PKind::kSend;
-  P2PKind completed = P2PKind::kSend;  // for kWait: kIsend or kIrecv
+  P2PKind completed = P2PKind::kSend;  // for kWait: kIsend, kIrecv, kIssend or kIbsend
   int32_t peer = -1;
   int32_t tag = 0;
   uint64_t comm_id = 0;
+  Bytes bytes = 0;
+  TimeNs enter = 0;
+  TimeNs exit = 0;
+  uint32_t tid = 0;
+  int32_t world_peer = kUnknownWorldPeer;
+};
+
+// MPI calls the analyses do not interpret (MPI-IO, one-sided synchronisation, persistent
+// request starts, ...), recorded so the coordinator can tell per rank how much time was spent
+// inside MPI and in how many calls it could not read. Values are part of the wire format:
+// append only, never renumber.
+enum class MpiCall : uint16_t {
+  kUnknown = 0,
+  kFileRead = 1,
+  kFileReadAt = 2,
+  kFileReadAll = 3,
+  kFileReadAtAll = 4,
+  kFileWrite = 5,
+  kFileWriteAt = 6,
+  kFileWriteAll = 7,
+  kFileWriteAtAll = 8,
+  kWinFence = 9,
+  kWinLock = 10,
+  kWinUnlock = 11,
+  kWinLockAll = 12,
+  kWinUnlockAll = 13,
+  kWinFlush = 14,
+  kWinFlushAll = 15,
+  kWinFlushLocal = 16,
+  kWinFlushLocalAll = 17,
+  kWinStart = 18,
+  kWinComplete = 19,
+  kWinPost = 20,
+  kWinWait = 21,
+  kStart = 22,
+  kStartall = 23,
+};
+inline constexpr int kMaxMpiCall = 23;
+
+// The MPI function's name ("MPI_File_read_at_all", "MPI_Win_fence", ...); "MPI_unknown" if out
+// of range.
+std::string_view MpiCallName(MpiCall call);
+
+// One call of an MPI function in MpiCall. comm_id is the communicator's id (comm_registry) when
+// the call names one cheaply, else 0; peer is the target rank (in the window's group) for
+// one-sided calls that have one, else -1; bytes is count x type size for MPI-IO, else 0.
+struct MpiCallRecord {
+  MpiCall call = MpiCall::kUnknown;
+  uint64_t comm_id = 0;
+  int32_t peer = -1;
   Bytes bytes = 0;
   TimeNs enter = 0;
   TimeNs exit = 0;

@@ -8,9 +8,11 @@ namespace {
 
 // Fixed body sizes of the fixed-layout records.
 constexpr size_t kCollectiveBody = 8 + 8 + 1 + 1 + 2 + 4 + 4 + 4 + 8 + 8 + 8 + 4;  // 60
-constexpr size_t kP2PBody = 1 + 1 + 2 + 4 + 4 + 8 + 8 + 8 + 8 + 4;                 // 48
-constexpr size_t kRangeFixed = 8 + 8 + 4 + 4 + 1 + 1;                              // 26
-constexpr size_t kMarkFixed = 8 + 4 + 1 + 1;                                       // 14
+constexpr size_t kP2PBody = 1 + 1 + 2 + 4 + 4 + 8 + 8 + 8 + 8 + 4 + 4;             // 52
+// call u16 | reserved u16 | peer i32 | comm_id u64 | bytes i64 | enter i64 | exit i64 | tid u32
+constexpr size_t kMpiCallBody = 2 + 2 + 4 + 8 + 8 + 8 + 8 + 4;  // 44
+constexpr size_t kRangeFixed = 8 + 8 + 4 + 4 + 1 + 1;           // 26
+constexpr size_t kMarkFixed = 8 + 4 + 1 + 1;                    // 14
 // kind u8 | copy_kind u8 | sync_kind u8 | reserved u8 | device u32 | context u32 | stream u32 |
 // correlation_id u32 | tid u32 | start i64 | end i64 | bytes i64 | grid 3 x i32 | block 3 x i32 |
 // name_len u16 | name
@@ -113,6 +115,22 @@ bool BatchBuilder::AppendP2P(const P2PRecord& r) {
   w.Put<uint16_t>(0);
   w.Put<int32_t>(r.peer);
   w.Put<int32_t>(r.tag);
+  w.Put<uint64_t>(r.comm_id);
+  w.Put<int64_t>(r.bytes);
+  w.Put<int64_t>(r.enter);
+  w.Put<int64_t>(r.exit);
+  w.Put<uint32_t>(r.tid);
+  w.Put<int32_t>(r.world_peer);
+  return true;
+}
+
+bool BatchBuilder::AppendMpiCall(const MpiCallRecord& r) {
+  std::byte* body = Reserve(RecordType::kMpiCall, kMpiCallBody);
+  if (body == nullptr) return false;
+  Writer w(body);
+  w.Put<uint16_t>(static_cast<uint16_t>(r.call));
+  w.Put<uint16_t>(0);
+  w.Put<int32_t>(r.peer);
   w.Put<uint64_t>(r.comm_id);
   w.Put<int64_t>(r.bytes);
   w.Put<int64_t>(r.enter);
@@ -270,7 +288,7 @@ Result<Batch> DecodeBatch(std::span<const std::byte> data) {
         P2PRecord p;
         uint8_t kind = r.Get<uint8_t>();
         uint8_t completed = r.Get<uint8_t>();
-        if (kind < 1 || kind > 5 || completed < 1 || completed > 5) {
+        if (kind < 1 || kind > kMaxP2PKind || completed < 1 || completed > kMaxP2PKind) {
           return Result<Batch>::Error(At(offset, "unknown p2p kind"));
         }
         p.kind = static_cast<P2PKind>(kind);
@@ -283,7 +301,24 @@ Result<Batch> DecodeBatch(std::span<const std::byte> data) {
         p.enter = r.Get<int64_t>();
         p.exit = r.Get<int64_t>();
         p.tid = r.Get<uint32_t>();
+        p.world_peer = r.Get<int32_t>();
         batch.p2p.push_back(p);
+        break;
+      }
+      case RecordType::kMpiCall: {
+        if (len != kMpiCallBody) return Result<Batch>::Error(At(offset, "bad mpi call size"));
+        MpiCallRecord m;
+        uint16_t call = r.Get<uint16_t>();
+        if (call > kMaxMpiCall) return Result<Batch>::Error(At(offset, "unknown mpi call"));
+        m.call = static_cast<MpiCall>(call);
+        r.Get<uint16_t>();
+        m.peer = r.Get<int32_t>();
+        m.comm_id = r.Get<uint64_t>();
+        m.bytes = r.Get<int64_t>();
+        m.enter = r.Get<int64_t>();
+        m.exit = r.Get<int64_t>();
+        m.tid = r.Get<uint32_t>();
+        batch.mpi_calls.push_back(m);
         break;
       }
       case RecordType::kRange: {

@@ -23,7 +23,8 @@
 namespace rankscope::wire {
 
 inline constexpr uint32_t kMagic = 0x31435352;  // "RSC1"
-inline constexpr uint16_t kVersion = 1;
+// 2: P2P records carry world_peer; the kMpiCall record type.
+inline constexpr uint16_t kVersion = 2;
 inline constexpr size_t kHeaderSize = 32;
 inline constexpr size_t kRecordHeaderSize = 4;
 // Largest batch a producer sends; fits the default AF_UNIX socket buffer.
@@ -42,6 +43,7 @@ enum class RecordType : uint8_t {
   kMark = 4,
   kNotice = 5,  // a one-line message from the inject library (e.g. "disabled: ...")
   kGpuActivity = 6,
+  kMpiCall = 7,  // an MPI call the analyses do not interpret (MpiCallRecord)
 };
 
 // Builds one batch in a fixed buffer. Not thread-safe; one builder per thread.
@@ -62,6 +64,7 @@ class BatchBuilder {
   bool AppendNotice(std::string_view text);
   // Writes r.name truncated to kMaxGpuNameBytes.
   bool AppendGpuActivity(const GpuActivityRecord& r);
+  bool AppendMpiCall(const MpiCallRecord& r);
 
   // Writes the header and returns the finished batch. The builder stays usable after Reset().
   std::span<const std::byte> Finish(uint32_t pid, uint32_t dropped, TimeNs flush_time);
@@ -91,6 +94,14 @@ struct Batch {
   std::vector<MarkRecord> marks;
   std::vector<std::string> notices;
   std::vector<GpuActivityRecord> gpu;
+  std::vector<MpiCallRecord> mpi_calls;
+
+  // Every record the batch carries, of every kind (notices included): the one count the agent's
+  // buffer bound and drop accounting use.
+  size_t record_count() const {
+    return collectives.size() + p2p.size() + ranges.size() + marks.size() + notices.size() +
+           gpu.size() + mpi_calls.size();
+  }
 };
 
 // Decodes one datagram. Unknown record types are an error (a newer producer must bump the

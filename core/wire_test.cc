@@ -4,6 +4,8 @@
 
 #include <array>
 #include <cstring>
+#include <set>
+#include <string_view>
 #include <vector>
 
 namespace rankscope::wire {
@@ -34,8 +36,17 @@ TEST(Wire, RoundTripsEveryRecordType) {
               .bytes = 8,
               .enter = 5,
               .exit = 6,
-              .tid = 43};
+              .tid = 43,
+              .world_peer = 5};
   ASSERT_TRUE(b.AppendP2P(p));
+  MpiCallRecord m{.call = MpiCall::kFileWriteAtAll,
+                  .comm_id = 0x1234,
+                  .peer = 2,
+                  .bytes = 1 << 20,
+                  .enter = 40,
+                  .exit = 70,
+                  .tid = 46};
+  ASSERT_TRUE(b.AppendMpiCall(m));
   ASSERT_TRUE(b.AppendRange("dom", "step 3", 10, 20, 44, 1));
   ASSERT_TRUE(b.AppendMark("", "epoch", 30, 45));
   ASSERT_TRUE(b.AppendNotice("hello"));
@@ -57,6 +68,16 @@ TEST(Wire, RoundTripsEveryRecordType) {
   ASSERT_EQ(d.p2p.size(), 1u);
   EXPECT_EQ(d.p2p[0].completed, P2PKind::kIrecv);
   EXPECT_EQ(d.p2p[0].peer, 3);
+  EXPECT_EQ(d.p2p[0].world_peer, 5);
+  ASSERT_EQ(d.mpi_calls.size(), 1u);
+  EXPECT_EQ(d.mpi_calls[0].call, MpiCall::kFileWriteAtAll);
+  EXPECT_EQ(d.mpi_calls[0].comm_id, 0x1234u);
+  EXPECT_EQ(d.mpi_calls[0].peer, 2);
+  EXPECT_EQ(d.mpi_calls[0].bytes, 1 << 20);
+  EXPECT_EQ(d.mpi_calls[0].enter, 40);
+  EXPECT_EQ(d.mpi_calls[0].exit, 70);
+  EXPECT_EQ(d.mpi_calls[0].tid, 46u);
+  EXPECT_EQ(d.record_count(), 6u);
   ASSERT_EQ(d.ranges.size(), 1u);
   EXPECT_EQ(d.ranges[0].domain, "dom");
   EXPECT_EQ(d.ranges[0].name, "step 3");
@@ -65,6 +86,47 @@ TEST(Wire, RoundTripsEveryRecordType) {
   EXPECT_EQ(d.marks[0].name, "epoch");
   ASSERT_EQ(d.notices.size(), 1u);
   EXPECT_EQ(d.notices[0], "hello");
+}
+
+// Every value of the wire enums has a name of its own: a value appended without one would print
+// as "unknown" (or an empty string) in every report.
+TEST(Wire, EveryEnumValueHasAName) {
+  std::set<std::string_view> ops;
+  for (int op = 1; op <= kMaxCollectiveOp; ++op) {
+    std::string_view name = CollectiveOpName(static_cast<CollectiveOp>(op));
+    EXPECT_FALSE(name.empty()) << op;
+    EXPECT_NE(name, "unknown") << op;
+    ops.insert(name);
+  }
+  EXPECT_EQ(ops.size(), static_cast<size_t>(kMaxCollectiveOp));
+  EXPECT_EQ(CollectiveOpName(CollectiveOp::kNeighborAlltoallw), "neighbor_alltoallw");
+  EXPECT_EQ(WaitPatternOf(CollectiveOp::kScan), WaitPattern::kAllToAll);
+  EXPECT_EQ(WaitPatternOf(CollectiveOp::kNeighborAllgather), WaitPattern::kAllToAll);
+  std::set<std::string_view> kinds;
+  for (int k = 1; k <= kMaxP2PKind; ++k) {
+    std::string_view name = P2PKindName(static_cast<P2PKind>(k));
+    EXPECT_NE(name, "unknown") << k;
+    kinds.insert(name);
+  }
+  EXPECT_EQ(kinds.size(), static_cast<size_t>(kMaxP2PKind));
+  std::set<std::string_view> calls;
+  for (int c = 1; c <= kMaxMpiCall; ++c) {
+    std::string_view name = MpiCallName(static_cast<MpiCall>(c));
+    EXPECT_TRUE(name.starts_with("MPI_")) << c;
+    EXPECT_NE(name, "MPI_unknown") << c;
+    calls.insert(name);
+  }
+  EXPECT_EQ(calls.size(), static_cast<size_t>(kMaxMpiCall));
+  EXPECT_EQ(MpiCallName(MpiCall::kStartall), "MPI_Startall");
+}
+
+TEST(Wire, RejectsUnknownMpiCall) {
+  std::array<std::byte, kMaxBatchBytes> buf;
+  BatchBuilder b(buf.data(), buf.size());
+  ASSERT_TRUE(b.AppendMpiCall({.call = static_cast<MpiCall>(kMaxMpiCall + 1)}));
+  auto d = DecodeBatch(b.Finish(1, 0, 0));
+  ASSERT_FALSE(d.ok());
+  EXPECT_NE(d.status().message().find("unknown mpi call"), std::string::npos);
 }
 
 TEST(Wire, BuilderRefusesRecordsThatDoNotFit) {

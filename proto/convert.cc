@@ -26,6 +26,29 @@ void ToProto(const P2PRecord& r, v1::P2P* out) {
   out->set_enter(r.enter);
   out->set_exit(r.exit);
   out->set_tid(r.tid);
+  if (r.world_peer != kUnknownWorldPeer) out->set_world_peer(r.world_peer);
+}
+
+void ToProto(const MpiCallRecord& r, v1::MpiCall* out) {
+  out->set_call(static_cast<uint32_t>(r.call));
+  out->set_comm_id(r.comm_id);
+  out->set_peer(r.peer);
+  out->set_bytes(r.bytes);
+  out->set_enter(r.enter);
+  out->set_exit(r.exit);
+  out->set_tid(r.tid);
+}
+
+bool FromProto(const v1::MpiCall& p, MpiCallRecord* out) {
+  const bool known = p.call() <= static_cast<uint32_t>(kMaxMpiCall);
+  out->call = known ? static_cast<MpiCall>(p.call()) : MpiCall::kUnknown;
+  out->comm_id = p.comm_id();
+  out->peer = p.peer();
+  out->bytes = p.bytes();
+  out->enter = p.enter();
+  out->exit = p.exit();
+  out->tid = p.tid();
+  return known;
 }
 
 void ToProto(const RangeRecord& r, v1::Range* out) {
@@ -69,7 +92,7 @@ bool FromProto(const v1::Collective& p, CollectiveRecord* out) {
 
 bool FromProto(const v1::P2P& p, P2PRecord* out) {
   auto kind_of = [](uint32_t k, bool* ok) {
-    if (k >= 1 && k <= 5) return static_cast<P2PKind>(k);
+    if (k >= 1 && k <= static_cast<uint32_t>(kMaxP2PKind)) return static_cast<P2PKind>(k);
     *ok = false;
     return P2PKind::kSend;
   };
@@ -83,6 +106,7 @@ bool FromProto(const v1::P2P& p, P2PRecord* out) {
   out->enter = p.enter();
   out->exit = p.exit();
   out->tid = p.tid();
+  out->world_peer = p.has_world_peer() ? p.world_peer() : kUnknownWorldPeer;
   return ok;
 }
 
@@ -148,6 +172,26 @@ v1::ProcessStats ToProto(const ProcessTreeStats& s) {
   out.set_processes(s.processes);
   out.set_samples(s.samples);
   out.set_io_unreadable(s.io_unreadable);
+  out.set_sched_cpu_ns(s.sched_cpu_ns);
+  out.set_run_delay_ns(s.run_delay_ns);
+  out.set_voluntary_switches(s.voluntary_switches);
+  out.set_involuntary_switches(s.involuntary_switches);
+  out.set_threads(s.threads);
+  out.set_sched_unreadable(s.sched_unreadable);
+  out.set_sampled_wall_ns(s.sampled_wall_ns);
+  if (s.cpu_cgroup) {
+    const CpuCgroupStats& c = *s.cpu_cgroup;
+    v1::CpuCgroup* cg = out.mutable_cpu_cgroup();
+    cg->set_version(c.version);
+    cg->set_path(c.path);
+    cg->set_limit_path(c.limit_path);
+    cg->set_quota_us(c.quota_us);
+    cg->set_period_us(c.period_us);
+    cg->set_nr_periods(c.nr_periods);
+    cg->set_nr_throttled(c.nr_throttled);
+    cg->set_throttled_ns(c.throttled_ns);
+    cg->set_counters_unreadable(c.counters_unreadable);
+  }
   return out;
 }
 
@@ -163,6 +207,27 @@ ProcessTreeStats FromProto(const v1::ProcessStats& p) {
   s.processes = p.processes();
   s.samples = p.samples();
   s.io_unreadable = p.io_unreadable();
+  s.sched_cpu_ns = p.sched_cpu_ns();
+  s.run_delay_ns = p.run_delay_ns();
+  s.voluntary_switches = p.voluntary_switches();
+  s.involuntary_switches = p.involuntary_switches();
+  s.threads = p.threads();
+  s.sched_unreadable = p.sched_unreadable();
+  s.sampled_wall_ns = p.sampled_wall_ns();
+  if (p.has_cpu_cgroup()) {
+    const v1::CpuCgroup& cg = p.cpu_cgroup();
+    CpuCgroupStats c;
+    c.version = cg.version();
+    c.path = cg.path();
+    c.limit_path = cg.limit_path();
+    c.quota_us = cg.quota_us();
+    c.period_us = cg.period_us();
+    c.nr_periods = cg.nr_periods();
+    c.nr_throttled = cg.nr_throttled();
+    c.throttled_ns = cg.throttled_ns();
+    c.counters_unreadable = cg.counters_unreadable();
+    s.cpu_cgroup = std::move(c);
+  }
   return s;
 }
 

@@ -18,6 +18,7 @@ void ToProto(const RangeRecord& r, v1::Range* out);
 void ToProto(const MarkRecord& r, v1::Mark* out);
 void ToProto(const ClockSample& s, v1::ClockSample* out);
 void ToProto(const GpuActivityRecord& r, v1::GpuActivity* out);
+void ToProto(const MpiCallRecord& r, v1::MpiCall* out);
 
 // Fields out of range (an op or kind this build does not know) become kUnknown / kSend and
 // are reported by returning false; the record is still filled.
@@ -27,6 +28,8 @@ RangeRecord FromProto(const v1::Range& p);
 MarkRecord FromProto(const v1::Mark& p);
 ClockSample FromProto(const v1::ClockSample& p);
 bool FromProto(const v1::GpuActivity& p, GpuActivityRecord* out);
+// A call this build does not know becomes MpiCall::kUnknown (false); the rest is kept.
+bool FromProto(const v1::MpiCall& p, MpiCallRecord* out);
 
 // The agent's per-rank summaries, sent once (NVML: an error message when it could not be read).
 v1::ProcessStats ToProto(const ProcessTreeStats& s);

@@ -74,12 +74,15 @@ CommInfo* Describe(MPI_Comm comm, uint64_t salt) {
     return nullptr;
   }
   std::vector<int> members = WorldRanksOf(group, world);
+  std::vector<int> peers = members;  // point-to-point peers of an intracommunicator: its group
   if (is_inter) {
     // The two sides see local and remote swapped; the sorted union reads the same on both.
     MPI_Group remote = MPI_GROUP_NULL;
+    peers.clear();
     if (PMPI_Comm_remote_group(comm, &remote) == MPI_SUCCESS) {
       std::vector<int> other = WorldRanksOf(remote, world);
       members.insert(members.end(), other.begin(), other.end());
+      peers = std::move(other);  // an intercommunicator's peers are in the remote group
       PMPI_Group_free(&remote);
     }
     std::sort(members.begin(), members.end());
@@ -94,6 +97,13 @@ CommInfo* Describe(MPI_Comm comm, uint64_t salt) {
   info->id = salt == 0 ? CommIdOf(members) : Mix(CommIdOf(members), salt);
   info->size = size;
   info->rank = rank;
+  try {
+    // MPI_UNDEFINED (a process outside MPI_COMM_WORLD, after a spawn) is no world rank.
+    info->peer_world.reserve(peers.size());
+    for (int w : peers) info->peer_world.push_back(w < 0 ? kUnknownWorldPeer : w);
+  } catch (...) {
+    info->peer_world.clear();  // out of memory: peers stay unplaced, the id is still right
+  }
   return info;
 }
 

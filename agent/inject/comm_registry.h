@@ -15,8 +15,10 @@
 #include <atomic>
 #include <cstdint>
 #include <span>
+#include <vector>
 
 #include "core/comm_id.h"
+#include "core/records.h"
 
 namespace rankscope::inject {
 
@@ -29,7 +31,22 @@ struct CommInfo {
   std::atomic<uint64_t> next_seq{0};
   // Communicators made from this one so far (the salt of the next child's id).
   std::atomic<uint64_t> children{0};
+  // MPI_COMM_WORLD rank of each rank a point-to-point call on this communicator names (its
+  // group; for an intercommunicator, the remote group), translated once when it is described:
+  // the coordinator can place peers only as world ranks, and a communicator used only for
+  // point-to-point (a cartesian halo exchange) gives it no other way. Set before the CommInfo
+  // is published, never changed after.
+  std::vector<int32_t> peer_world;
 };
+
+// The MPI_COMM_WORLD rank of `peer`, a rank of `info`'s communicator; kUnknownWorldPeer for a
+// null info, a negative peer (MPI_PROC_NULL, MPI_ANY_SOURCE) or one out of range. No locks.
+inline int32_t WorldPeerOf(const CommInfo* info, int peer) {
+  if (info == nullptr || peer < 0 || static_cast<size_t>(peer) >= info->peer_world.size()) {
+    return kUnknownWorldPeer;
+  }
+  return info->peer_world[static_cast<size_t>(peer)];
+}
 
 // Returns the cached description of `comm`, computing it with local PMPI calls on first use.
 // nullptr for MPI_COMM_NULL or when MPI cannot describe it (before MPI_Init, after

@@ -9,8 +9,11 @@
 #include <cstdint>
 
 #include "core/records.h"
+#include "core/time.h"
 
 namespace rankscope::inject {
+
+struct CommInfo;  // comm_registry.h
 
 // What to report when the request completes.
 struct PendingOp {
@@ -18,9 +21,15 @@ struct PendingOp {
   Kind kind = Kind::kCollective;
   // kCollective: the record to emit, all but `exit`.
   CollectiveRecord collective;
-  // kP2P: the kWait record to emit, all but enter/exit/tid (and, for receives, peer, tag and
-  // bytes when the completing call's status says).
+  // kP2P: the kWait record to emit, all but enter/exit/tid (and, for receives, peer, tag,
+  // bytes and world_peer when the completing call's status says).
   P2PRecord p2p;
+  // kP2P: the communicator, to translate a source read from the status into a world rank
+  // (CommInfo objects live until exit); null when it could not be described.
+  const CommInfo* comm = nullptr;
+  // Time spent so far inside Wait/Test calls that tried this request and did not complete it:
+  // a busy MPI_Test loop is waiting, and the completing kWait record starts that much earlier.
+  DurationNs tried = 0;
 };
 
 // A map from request handle to PendingOp with a fixed number of slots. A key lives in one of

@@ -137,6 +137,70 @@ auto ScatterBlockV(const int sendcounts[], MPI_Datatype sendtype, const void* re
   };
 }
 
+// Alltoallw: one block of its own type to every member.
+auto EveryBlockW(const void* sendbuf, const int sendcounts[], const MPI_Datatype sendtypes[],
+                 const int recvcounts[], const MPI_Datatype recvtypes[]) {
+  return [=](const CommInfo& c) {
+    const bool in_place = sendbuf == MPI_IN_PLACE;
+    const int* counts = in_place ? recvcounts : sendcounts;
+    const MPI_Datatype* types = in_place ? recvtypes : sendtypes;
+    if (counts == nullptr || types == nullptr) return Bytes{0};
+    Bytes sum = 0;
+    for (int i = 0; i < c.size; ++i) sum += TypeBytes(counts[i], types[i]);
+    return sum;
+  };
+}
+
+// The neighbours this rank sends to in `comm`'s process topology (cartesian: two per
+// dimension, MPI_PROC_NULL ones included, as MPI counts them; graph: its neighbours;
+// distributed graph: its out-degree); 0 without a topology. Local calls only.
+int OutDegree(MPI_Comm comm, int rank) {
+  int kind = MPI_UNDEFINED;
+  if (PMPI_Topo_test(comm, &kind) != MPI_SUCCESS) return 0;
+  if (kind == MPI_CART) {
+    int ndims = 0;
+    return PMPI_Cartdim_get(comm, &ndims) == MPI_SUCCESS ? 2 * ndims : 0;
+  }
+  if (kind == MPI_GRAPH) {
+    int n = 0;
+    return PMPI_Graph_neighbors_count(comm, rank, &n) == MPI_SUCCESS ? n : 0;
+  }
+  if (kind == MPI_DIST_GRAPH) {
+    int indegree = 0;
+    int outdegree = 0;
+    int weighted = 0;
+    return PMPI_Dist_graph_neighbors_count(comm, &indegree, &outdegree, &weighted) == MPI_SUCCESS
+               ? outdegree
+               : 0;
+  }
+  return 0;
+}
+
+// Neighbourhood collectives: what this rank sends its out-neighbours. Allgather-like sends
+// one block (as MPI_Allgather), alltoall-like one block to each.
+auto NeighborOneBlock(int sendcount, MPI_Datatype sendtype) {
+  return [=](const CommInfo&) { return TypeBytes(sendcount, sendtype); };
+}
+auto NeighborEveryBlock(MPI_Comm comm, int sendcount, MPI_Datatype sendtype) {
+  return [=](const CommInfo& c) {
+    return TypeBytes(int64_t{sendcount} * OutDegree(comm, c.rank), sendtype);
+  };
+}
+auto NeighborEveryBlockV(MPI_Comm comm, const int sendcounts[], MPI_Datatype sendtype) {
+  return [=](const CommInfo& c) {
+    return TypeBytes(SumCounts(sendcounts, OutDegree(comm, c.rank)), sendtype);
+  };
+}
+auto NeighborEveryBlockW(MPI_Comm comm, const int sendcounts[], const MPI_Datatype sendtypes[]) {
+  return [=](const CommInfo& c) {
+    if (sendcounts == nullptr || sendtypes == nullptr) return Bytes{0};
+    const int n = OutDegree(comm, c.rank);
+    Bytes sum = 0;
+    for (int i = 0; i < n; ++i) sum += TypeBytes(sendcounts[i], sendtypes[i]);
+    return sum;
+  };
+}
+
 }  // namespace
 }  // namespace rankscope::inject
 
@@ -257,6 +321,83 @@ extern "C" int MPI_Scatterv(const void* sendbuf, const int sendcounts[], const i
                       [&] {
                         return PMPI_Scatterv(sendbuf, sendcounts, displs, sendtype, recvbuf,
                                              recvcount, recvtype, root, comm);
+                      });
+}
+
+extern "C" int MPI_Scan(const void* sendbuf, void* recvbuf, int count, MPI_Datatype datatype,
+                        MPI_Op op, MPI_Comm comm) {
+  return ri::Blocking(CollectiveOp::kScan, comm, -1, ri::Plain(count, datatype),
+                      [&] { return PMPI_Scan(sendbuf, recvbuf, count, datatype, op, comm); });
+}
+
+extern "C" int MPI_Exscan(const void* sendbuf, void* recvbuf, int count, MPI_Datatype datatype,
+                          MPI_Op op, MPI_Comm comm) {
+  return ri::Blocking(CollectiveOp::kExscan, comm, -1, ri::Plain(count, datatype),
+                      [&] { return PMPI_Exscan(sendbuf, recvbuf, count, datatype, op, comm); });
+}
+
+extern "C" int MPI_Alltoallw(const void* sendbuf, const int sendcounts[], const int sdispls[],
+                             const MPI_Datatype sendtypes[], void* recvbuf, const int recvcounts[],
+                             const int rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm) {
+  return ri::Blocking(CollectiveOp::kAlltoallw, comm, -1,
+                      ri::EveryBlockW(sendbuf, sendcounts, sendtypes, recvcounts, recvtypes), [&] {
+                        return PMPI_Alltoallw(sendbuf, sendcounts, sdispls, sendtypes, recvbuf,
+                                              recvcounts, rdispls, recvtypes, comm);
+                      });
+}
+
+extern "C" int MPI_Neighbor_allgather(const void* sendbuf, int sendcount, MPI_Datatype sendtype,
+                                      void* recvbuf, int recvcount, MPI_Datatype recvtype,
+                                      MPI_Comm comm) {
+  return ri::Blocking(CollectiveOp::kNeighborAllgather, comm, -1,
+                      ri::NeighborOneBlock(sendcount, sendtype), [&] {
+                        return PMPI_Neighbor_allgather(sendbuf, sendcount, sendtype, recvbuf,
+                                                       recvcount, recvtype, comm);
+                      });
+}
+
+extern "C" int MPI_Neighbor_allgatherv(const void* sendbuf, int sendcount, MPI_Datatype sendtype,
+                                       void* recvbuf, const int recvcounts[], const int displs[],
+                                       MPI_Datatype recvtype, MPI_Comm comm) {
+  return ri::Blocking(CollectiveOp::kNeighborAllgatherv, comm, -1,
+                      ri::NeighborOneBlock(sendcount, sendtype), [&] {
+                        return PMPI_Neighbor_allgatherv(sendbuf, sendcount, sendtype, recvbuf,
+                                                        recvcounts, displs, recvtype, comm);
+                      });
+}
+
+extern "C" int MPI_Neighbor_alltoall(const void* sendbuf, int sendcount, MPI_Datatype sendtype,
+                                     void* recvbuf, int recvcount, MPI_Datatype recvtype,
+                                     MPI_Comm comm) {
+  return ri::Blocking(CollectiveOp::kNeighborAlltoall, comm, -1,
+                      ri::NeighborEveryBlock(comm, sendcount, sendtype), [&] {
+                        return PMPI_Neighbor_alltoall(sendbuf, sendcount, sendtype, recvbuf,
+                                                      recvcount, recvtype, comm);
+                      });
+}
+
+extern "C" int MPI_Neighbor_alltoallv(const void* sendbuf, const int sendcounts[],
+                                      const int sdispls[], MPI_Datatype sendtype, void* recvbuf,
+                                      const int recvcounts[], const int rdispls[],
+                                      MPI_Datatype recvtype, MPI_Comm comm) {
+  return ri::Blocking(CollectiveOp::kNeighborAlltoallv, comm, -1,
+                      ri::NeighborEveryBlockV(comm, sendcounts, sendtype), [&] {
+                        return PMPI_Neighbor_alltoallv(sendbuf, sendcounts, sdispls, sendtype,
+                                                       recvbuf, recvcounts, rdispls, recvtype,
+                                                       comm);
+                      });
+}
+
+extern "C" int MPI_Neighbor_alltoallw(const void* sendbuf, const int sendcounts[],
+                                      const MPI_Aint sdispls[], const MPI_Datatype sendtypes[],
+                                      void* recvbuf, const int recvcounts[],
+                                      const MPI_Aint rdispls[], const MPI_Datatype recvtypes[],
+                                      MPI_Comm comm) {
+  return ri::Blocking(CollectiveOp::kNeighborAlltoallw, comm, -1,
+                      ri::NeighborEveryBlockW(comm, sendcounts, sendtypes), [&] {
+                        return PMPI_Neighbor_alltoallw(sendbuf, sendcounts, sdispls, sendtypes,
+                                                       recvbuf, recvcounts, rdispls, recvtypes,
+                                                       comm);
                       });
 }
 
@@ -392,5 +533,87 @@ extern "C" int MPI_Iscatterv(const void* sendbuf, const int sendcounts[], const 
                     request, [&] {
                       return PMPI_Iscatterv(sendbuf, sendcounts, displs, sendtype, recvbuf,
                                             recvcount, recvtype, root, comm, request);
+                    });
+}
+
+extern "C" int MPI_Iscan(const void* sendbuf, void* recvbuf, int count, MPI_Datatype datatype,
+                         MPI_Op op, MPI_Comm comm, MPI_Request* request) {
+  return ri::Posted(CollectiveOp::kScan, comm, -1, ri::Plain(count, datatype), request, [&] {
+    return PMPI_Iscan(sendbuf, recvbuf, count, datatype, op, comm, request);
+  });
+}
+
+extern "C" int MPI_Iexscan(const void* sendbuf, void* recvbuf, int count, MPI_Datatype datatype,
+                           MPI_Op op, MPI_Comm comm, MPI_Request* request) {
+  return ri::Posted(CollectiveOp::kExscan, comm, -1, ri::Plain(count, datatype), request, [&] {
+    return PMPI_Iexscan(sendbuf, recvbuf, count, datatype, op, comm, request);
+  });
+}
+
+extern "C" int MPI_Ialltoallw(const void* sendbuf, const int sendcounts[], const int sdispls[],
+                              const MPI_Datatype sendtypes[], void* recvbuf, const int recvcounts[],
+                              const int rdispls[], const MPI_Datatype recvtypes[], MPI_Comm comm,
+                              MPI_Request* request) {
+  return ri::Posted(CollectiveOp::kAlltoallw, comm, -1,
+                    ri::EveryBlockW(sendbuf, sendcounts, sendtypes, recvcounts, recvtypes), request,
+                    [&] {
+                      return PMPI_Ialltoallw(sendbuf, sendcounts, sdispls, sendtypes, recvbuf,
+                                             recvcounts, rdispls, recvtypes, comm, request);
+                    });
+}
+
+extern "C" int MPI_Ineighbor_allgather(const void* sendbuf, int sendcount, MPI_Datatype sendtype,
+                                       void* recvbuf, int recvcount, MPI_Datatype recvtype,
+                                       MPI_Comm comm, MPI_Request* request) {
+  return ri::Posted(CollectiveOp::kNeighborAllgather, comm, -1,
+                    ri::NeighborOneBlock(sendcount, sendtype), request, [&] {
+                      return PMPI_Ineighbor_allgather(sendbuf, sendcount, sendtype, recvbuf,
+                                                      recvcount, recvtype, comm, request);
+                    });
+}
+
+extern "C" int MPI_Ineighbor_allgatherv(const void* sendbuf, int sendcount, MPI_Datatype sendtype,
+                                        void* recvbuf, const int recvcounts[], const int displs[],
+                                        MPI_Datatype recvtype, MPI_Comm comm,
+                                        MPI_Request* request) {
+  return ri::Posted(CollectiveOp::kNeighborAllgatherv, comm, -1,
+                    ri::NeighborOneBlock(sendcount, sendtype), request, [&] {
+                      return PMPI_Ineighbor_allgatherv(sendbuf, sendcount, sendtype, recvbuf,
+                                                       recvcounts, displs, recvtype, comm, request);
+                    });
+}
+
+extern "C" int MPI_Ineighbor_alltoall(const void* sendbuf, int sendcount, MPI_Datatype sendtype,
+                                      void* recvbuf, int recvcount, MPI_Datatype recvtype,
+                                      MPI_Comm comm, MPI_Request* request) {
+  return ri::Posted(CollectiveOp::kNeighborAlltoall, comm, -1,
+                    ri::NeighborEveryBlock(comm, sendcount, sendtype), request, [&] {
+                      return PMPI_Ineighbor_alltoall(sendbuf, sendcount, sendtype, recvbuf,
+                                                     recvcount, recvtype, comm, request);
+                    });
+}
+
+extern "C" int MPI_Ineighbor_alltoallv(const void* sendbuf, const int sendcounts[],
+                                       const int sdispls[], MPI_Datatype sendtype, void* recvbuf,
+                                       const int recvcounts[], const int rdispls[],
+                                       MPI_Datatype recvtype, MPI_Comm comm, MPI_Request* request) {
+  return ri::Posted(CollectiveOp::kNeighborAlltoallv, comm, -1,
+                    ri::NeighborEveryBlockV(comm, sendcounts, sendtype), request, [&] {
+                      return PMPI_Ineighbor_alltoallv(sendbuf, sendcounts, sdispls, sendtype,
+                                                      recvbuf, recvcounts, rdispls, recvtype, comm,
+                                                      request);
+                    });
+}
+
+extern "C" int MPI_Ineighbor_alltoallw(const void* sendbuf, const int sendcounts[],
+                                       const MPI_Aint sdispls[], const MPI_Datatype sendtypes[],
+                                       void* recvbuf, const int recvcounts[],
+                                       const MPI_Aint rdispls[], const MPI_Datatype recvtypes[],
+                                       MPI_Comm comm, MPI_Request* request) {
+  return ri::Posted(CollectiveOp::kNeighborAlltoallw, comm, -1,
+                    ri::NeighborEveryBlockW(comm, sendcounts, sendtypes), request, [&] {
+                      return PMPI_Ineighbor_alltoallw(sendbuf, sendcounts, sdispls, sendtypes,
+                                                      recvbuf, recvcounts, rdispls, recvtypes, comm,
+                                                      request);
                     });
 }

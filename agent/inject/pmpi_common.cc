@@ -4,6 +4,7 @@
 
 #include <cstring>
 
+#include "agent/inject/comm_registry.h"
 #include "agent/inject/record_sink.h"
 
 namespace rankscope::inject {
@@ -66,6 +67,32 @@ void TrackRequest(MPI_Request request, const PendingOp& op) {
   static std::atomic<bool> said{false};
   NoticeOnce(said,
              "too many non-blocking MPI operations in flight; some completions are not recorded");
+}
+
+P2PRecord DescribeP2P(P2PKind kind, int peer, int tag, MPI_Comm comm, Bytes bytes,
+                      const CommInfo** info) {
+  const CommInfo* described = LookupComm(comm);
+  if (info != nullptr) *info = described;
+  P2PRecord r;
+  r.kind = kind;
+  r.completed = kind;
+  r.peer = peer == MPI_ANY_SOURCE ? -1 : peer;
+  r.world_peer = WorldPeerOf(described, peer);
+  r.tag = tag;
+  r.comm_id = described == nullptr ? 0 : described->id;
+  r.bytes = bytes;
+  r.tid = ThreadId();
+  return r;
+}
+
+void ReadStatus(const MPI_Status& status, const CommInfo* info, P2PRecord* r) {
+  r->peer = status.MPI_SOURCE;
+  r->world_peer = WorldPeerOf(info, status.MPI_SOURCE);
+  r->tag = status.MPI_TAG;
+  int received = 0;
+  if (PMPI_Get_count(&status, ByteType(), &received) == MPI_SUCCESS && received != MPI_UNDEFINED) {
+    r->bytes = received;
+  }
 }
 
 }  // namespace rankscope::inject

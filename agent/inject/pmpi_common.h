@@ -37,4 +37,18 @@ PendingTable& Pending();
 // dropped and the agent is told once.
 void TrackRequest(MPI_Request request, const PendingOp& op);
 
+// A point-to-point call of `kind` to or from `peer` (a rank of `comm`, or MPI_ANY_SOURCE, which
+// is recorded as -1 until a status resolves it), all but enter/exit. *info (when not null) is
+// set to the communicator's description, or null when MPI cannot describe it.
+P2PRecord DescribeP2P(P2PKind kind, int peer, int tag, MPI_Comm comm, Bytes bytes,
+                      const CommInfo** info = nullptr);
+
+// Fills the message's source (as a rank of the communicator `info` describes and as a world
+// rank), tag and size from a status MPI filled in for a receive or a probe.
+void ReadStatus(const MPI_Status& status, const CommInfo* info, P2PRecord* r);
+
+// True when `peer` names no process (MPI_PROC_NULL): such a call moves no message, so the
+// wrappers record nothing for it.
+inline bool NoMessage(int peer) { return peer == MPI_PROC_NULL; }
+
 }  // namespace rankscope::inject

@@ -4,9 +4,12 @@
 // Before the call, the pending operations of the requests it may complete are taken out of the
 // table (after it, a completed request's handle is already MPI_REQUEST_NULL, and another thread
 // may have been handed the same handle value). After the call, a request whose handle changed
-// has completed: its record is emitted with this call's exit time. The others go back.
+// has completed: its record is emitted with this call's exit time. The others go back, with
+// the time this call spent on them added to their PendingOp::tried, so the kWait record of a
+// request completed after a loop of MPI_Test calls covers the time spent polling it.
 #include <new>
 
+#include "agent/inject/comm_registry.h"
 #include "agent/inject/pmpi_common.h"
 #include "agent/inject/record_sink.h"
 
@@ -25,11 +28,14 @@ void EmitCompleted(const PendingOp& op, const MPI_Status* status, TimeNs enter, 
     return;
   }
   P2PRecord r = op.p2p;
-  r.enter = enter;
+  // Waiting started when the first Test/Wait on this request did: enter is pulled back by the
+  // time the earlier, unsuccessful calls spent inside MPI (not by the gaps between them).
+  r.enter = exit - (op.tried + (exit - enter));
   r.exit = exit;
   r.tid = ThreadId();
   if (r.completed == P2PKind::kIrecv && status != nullptr) {
     r.peer = status->MPI_SOURCE;
+    r.world_peer = WorldPeerOf(op.comm, status->MPI_SOURCE);
     r.tag = status->MPI_TAG;
     int received = 0;
     if (PMPI_Get_count(status, ByteType(), &received) == MPI_SUCCESS && received != MPI_UNDEFINED) {
@@ -76,12 +82,13 @@ class Claims {
   void Settle(const MPI_Request* after, TimeNs enter, TimeNs exit, StatusOf status_of) {
     Claim* claims = data();
     for (int k = 0; k < size_; ++k) {
-      const Claim& c = claims[k];
+      Claim& c = claims[k];
       if (after[c.index] != c.request) {
         EmitCompleted(c.op, status_of(c.index), enter, exit);
-      } else if (!Pending().Insert(RequestKey(c.request), c.op)) {
-        CountDropped(1);
+        continue;
       }
+      c.op.tried += exit - enter;
+      if (!Pending().Insert(RequestKey(c.request), c.op)) CountDropped(1);
     }
     size_ = 0;
   }

@@ -395,6 +395,10 @@ void EmitP2P(const P2PRecord& r) {
   Emit(r.exit, [&](wire::BatchBuilder& bb) { return bb.AppendP2P(r); });
 }
 
+void EmitMpiCall(const MpiCallRecord& r) {
+  Emit(r.exit, [&](wire::BatchBuilder& bb) { return bb.AppendMpiCall(r); });
+}
+
 void EmitRange(std::string_view domain, std::string_view name, TimeNs start, TimeNs end,
                uint32_t tid, uint32_t depth) {
   Emit(end, [&](wire::BatchBuilder& bb) {

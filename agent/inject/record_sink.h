@@ -34,6 +34,7 @@ uint32_t ThreadId();
 // records that cannot be delivered are counted and reported to the agent as dropped.
 void EmitCollective(const CollectiveRecord& r);
 void EmitP2P(const P2PRecord& r);
+void EmitMpiCall(const MpiCallRecord& r);
 void EmitRange(std::string_view domain, std::string_view name, TimeNs start, TimeNs end,
                uint32_t tid, uint32_t depth);
 void EmitMark(std::string_view domain, std::string_view name, TimeNs time, uint32_t tid);

@@ -66,7 +66,37 @@ json RankJson(const RankData& r, const GpuReport& gpu) {
                        {"blkio_delay_ns", p.blkio_delay_ns},
                        {"processes", p.processes},
                        {"samples", p.samples},
-                       {"io_unreadable", p.io_unreadable}};
+                       {"io_unreadable", p.io_unreadable},
+                       {"sched_cpu_ns", p.sched_cpu_ns},
+                       {"run_delay_ns", p.run_delay_ns},
+                       {"voluntary_switches", p.voluntary_switches},
+                       {"involuntary_switches", p.involuntary_switches},
+                       {"threads", p.threads},
+                       {"sched_unreadable", p.sched_unreadable},
+                       {"sampled_wall_ns", p.sampled_wall_ns}};
+    // Shares of the sampled wall time, in CPUs: 1.0 is one CPU busy (or waited for) throughout.
+    auto per_wall = [&](DurationNs d) {
+      return p.sampled_wall_ns > 0 ? json(static_cast<double>(d) / p.sampled_wall_ns)
+                                   : json(nullptr);
+    };
+    rank["process"]["cpu_per_wall"] = per_wall(p.sched_cpu_ns);
+    rank["process"]["run_delay_per_wall"] = per_wall(p.run_delay_ns);
+    if (p.cpu_cgroup) {
+      const CpuCgroupStats& c = *p.cpu_cgroup;
+      std::optional<double> cpus = c.QuotaCpus();
+      rank["process"]["cpu_cgroup"] = {
+          {"version", c.version},
+          {"path", c.path},
+          {"limit_path", c.limit_path},
+          {"quota_us", c.quota_us >= 0 ? json(c.quota_us) : json(nullptr)},
+          {"period_us", c.period_us},
+          {"quota_cpus", cpus ? json(*cpus) : json(nullptr)},
+          {"nr_periods", c.nr_periods},
+          {"nr_throttled", c.nr_throttled},
+          {"throttled_ns", c.throttled_ns},
+          {"counters_unreadable", c.counters_unreadable},
+      };
+    }
   }
   if (auto it = gpu.by_rank.find(r.id.rank); it != gpu.by_rank.end()) rank["gpu"] = it->second;
   rank["notices"] = r.notices;

@@ -81,6 +81,35 @@ TEST(ReportJson, HasEveryRequiredFieldWithTheRightType) {
   EXPECT_EQ(r["collectives"]["by_op"], json({{"allreduce", 4}, {"bcast", 1}}));
 }
 
+// Why a rank was slow from outside the program: waiting for a CPU, throttled by its cgroup.
+TEST(ReportJson, ProcessShowsRunDelayAndCgroupThrottling) {
+  json r = BuildReportJson(report_test::MakeSession(), {});
+  const json& p = r["ranks"][1]["process"];
+  EXPECT_EQ(p["sched_cpu_ns"], 2'290'000'000);
+  EXPECT_EQ(p["run_delay_ns"], 8'100'000'000);
+  EXPECT_EQ(p["voluntary_switches"], 1'234);
+  EXPECT_EQ(p["involuntary_switches"], 5'678);
+  EXPECT_EQ(p["threads"], 17);
+  EXPECT_EQ(p["sampled_wall_ns"], 15'300'000'000);
+  EXPECT_NEAR(p["run_delay_per_wall"].get<double>(), 8.1 / 15.3, 1e-9);
+  EXPECT_NEAR(p["cpu_per_wall"].get<double>(), 2.29 / 15.3, 1e-9);
+  const json& c = p["cpu_cgroup"];
+  EXPECT_EQ(c["version"], 1);
+  EXPECT_EQ(c["path"], "/slurm/uid_0/job_7/step_0");
+  EXPECT_EQ(c["limit_path"], "/slurm/uid_0/job_7");
+  EXPECT_EQ(c["quota_us"], 1'500);
+  EXPECT_NEAR(c["quota_cpus"].get<double>(), 0.3, 1e-9);
+  EXPECT_EQ(c["nr_throttled"], 2'950);
+  EXPECT_EQ(c["throttled_ns"], 10'700'000'000);
+  // Nothing sampled: no ratios; an unlimited cgroup has no quota.
+  const json& p2 = r["ranks"][2]["process"];
+  EXPECT_TRUE(p2["cpu_per_wall"].is_null());
+  EXPECT_TRUE(p2["cpu_cgroup"]["quota_us"].is_null());
+  EXPECT_TRUE(p2["cpu_cgroup"]["quota_cpus"].is_null());
+  EXPECT_EQ(p2["cpu_cgroup"]["counters_unreadable"], true);
+  EXPECT_FALSE(r["ranks"][0].contains("process"));
+}
+
 TEST(ReportJson, UnknownExitCodesAreNull) {
   Session s = report_test::MakeSession();
   s.launcher_exit_code.reset();

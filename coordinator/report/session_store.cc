@@ -51,7 +51,10 @@ CREATE TABLE collectives (
   exit_ns INTEGER, tid INTEGER, source INTEGER, launched_ns INTEGER);
 CREATE TABLE p2p (
   rank_idx INTEGER, kind INTEGER, completed INTEGER, peer INTEGER, tag INTEGER, comm_id INTEGER,
-  bytes INTEGER, enter_ns INTEGER, exit_ns INTEGER, tid INTEGER);
+  bytes INTEGER, enter_ns INTEGER, exit_ns INTEGER, tid INTEGER, world_peer INTEGER);
+CREATE TABLE mpi_calls (
+  rank_idx INTEGER, call INTEGER, call_name TEXT, comm_id INTEGER, peer INTEGER, bytes INTEGER,
+  enter_ns INTEGER, exit_ns INTEGER, tid INTEGER);
 CREATE TABLE ranges (
   rank_idx INTEGER, domain TEXT, name TEXT, start_ns INTEGER, end_ns INTEGER, tid INTEGER,
   depth INTEGER);
@@ -63,7 +66,12 @@ CREATE TABLE gpu_names (id INTEGER PRIMARY KEY, name TEXT);
 CREATE TABLE rank_proc (
   rank_idx INTEGER, rchar INTEGER, wchar INTEGER, read_bytes INTEGER, write_bytes INTEGER,
   cpu_user_ns INTEGER, cpu_system_ns INTEGER, blkio_delay_ns INTEGER, processes INTEGER,
-  samples INTEGER, io_unreadable INTEGER);
+  samples INTEGER, io_unreadable INTEGER, sched_cpu_ns INTEGER, run_delay_ns INTEGER,
+  voluntary_switches INTEGER, involuntary_switches INTEGER, threads INTEGER,
+  sched_unreadable INTEGER, sampled_wall_ns INTEGER, cgroup_version INTEGER, cgroup_path TEXT,
+  cgroup_limit_path TEXT, cgroup_quota_us INTEGER, cgroup_period_us INTEGER,
+  cgroup_nr_periods INTEGER, cgroup_nr_throttled INTEGER, cgroup_throttled_ns INTEGER,
+  cgroup_counters_unreadable INTEGER);
 CREATE TABLE gpu_activity (
   rank_idx INTEGER, kind INTEGER, device INTEGER, context INTEGER, stream INTEGER,
   correlation_id INTEGER, start_ns INTEGER, end_ns INTEGER, bytes INTEGER, copy_kind INTEGER,
@@ -107,7 +115,8 @@ Status WriteRanks(const Connection& db, const Session& s) {
   Statement sample(db, "INSERT INTO clock_samples VALUES (?, ?, ?, ?, ?)");
   Statement collective(
       db, "INSERT INTO collectives VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
-  Statement p2p(db, "INSERT INTO p2p VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+  Statement p2p(db, "INSERT INTO p2p VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+  Statement mpi_call(db, "INSERT INTO mpi_calls VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)");
   Statement range(db, "INSERT INTO ranges VALUES (?, ?, ?, ?, ?, ?, ?)");
   Statement mark(db, "INSERT INTO marks VALUES (?, ?, ?, ?, ?)");
   Statement gpu(db, "INSERT INTO rank_gpu VALUES (?, ?, ?, ?, ?, ?)");
@@ -115,9 +124,11 @@ Status WriteRanks(const Connection& db, const Session& s) {
                      "INSERT INTO gpu_activity VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
                      "?, ?, ?, ?, ?)");
   Statement name_row(db, "INSERT INTO gpu_names VALUES (?, ?)");
-  Statement proc(db, "INSERT INTO rank_proc VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
-  for (const Statement* st :
-       {&rank_row, &sample, &collective, &p2p, &range, &mark, &gpu, &activity, &name_row, &proc}) {
+  Statement proc(db,
+                 "INSERT INTO rank_proc VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
+                 "?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+  for (const Statement* st : {&rank_row, &sample, &collective, &p2p, &mpi_call, &range, &mark, &gpu,
+                              &activity, &name_row, &proc}) {
     RETURN_IF_ERROR(st->status());
   }
 
@@ -152,7 +163,12 @@ Status WriteRanks(const Connection& db, const Session& s) {
     for (const P2PRecord& x : r.p2p) {
       p2p.Int(idx).Int(static_cast<int>(x.kind)).Int(static_cast<int>(x.completed)).Int(x.peer);
       p2p.Int(x.tag).Int(x.comm_id).Int(x.bytes).Int(x.enter).Int(x.exit).Int(x.tid);
-      RETURN_IF_ERROR(p2p.Run());
+      RETURN_IF_ERROR(p2p.Int(x.world_peer).Run());
+    }
+    for (const MpiCallRecord& x : r.mpi_calls) {
+      mpi_call.Int(idx).Int(static_cast<int>(x.call)).Text(std::string(MpiCallName(x.call)));
+      mpi_call.Int(x.comm_id).Int(x.peer).Int(x.bytes).Int(x.enter).Int(x.exit);
+      RETURN_IF_ERROR(mpi_call.Int(x.tid).Run());
     }
     for (const RangeRecord& x : r.ranges) {
       range.Int(idx).Text(x.domain).Text(x.name).Int(x.start).Int(x.end).Int(x.tid);
@@ -190,7 +206,20 @@ Status WriteRanks(const Connection& db, const Session& s) {
       proc.Int(idx).Int(static_cast<int64_t>(x.rchar)).Int(static_cast<int64_t>(x.wchar));
       proc.Int(static_cast<int64_t>(x.read_bytes)).Int(static_cast<int64_t>(x.write_bytes));
       proc.Int(x.cpu_user_ns).Int(x.cpu_system_ns).Int(x.blkio_delay_ns).Int(x.processes);
-      RETURN_IF_ERROR(proc.Int(x.samples).Int(x.io_unreadable ? 1 : 0).Run());
+      proc.Int(x.samples).Int(x.io_unreadable ? 1 : 0);
+      proc.Int(x.sched_cpu_ns).Int(x.run_delay_ns);
+      proc.Int(static_cast<int64_t>(x.voluntary_switches));
+      proc.Int(static_cast<int64_t>(x.involuntary_switches)).Int(x.threads);
+      proc.Int(x.sched_unreadable ? 1 : 0).Int(x.sampled_wall_ns);
+      if (x.cpu_cgroup) {
+        const CpuCgroupStats& cg = *x.cpu_cgroup;
+        proc.Int(cg.version).Text(cg.path).Text(cg.limit_path).Int(cg.quota_us).Int(cg.period_us);
+        proc.Int(static_cast<int64_t>(cg.nr_periods)).Int(static_cast<int64_t>(cg.nr_throttled));
+        proc.Int(cg.throttled_ns).Int(cg.counters_unreadable ? 1 : 0);
+      } else {
+        for (int i = 0; i < 9; ++i) proc.Null();
+      }
+      RETURN_IF_ERROR(proc.Run());
     }
   }
   return Status::Ok();
@@ -427,6 +456,19 @@ Status ReadRecords(const Connection& db, Session* s, const char* table, const ch
   return Status::Ok();
 }
 
+// Whether the database has `table` / `table`.`column`: what this schema version gained after
+// files of it were written.
+bool HasTable(const Connection& db, const char* table) {
+  Statement q(db, "SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = ?");
+  q.Text(table);
+  return q.Next() && q.ColumnInt(0) > 0;
+}
+bool HasColumn(const Connection& db, const char* table, const char* column) {
+  Statement q(db, "SELECT COUNT(*) FROM pragma_table_info(?) WHERE name = ?");
+  q.Text(table).Text(column);
+  return q.Next() && q.ColumnInt(0) > 0;
+}
+
 Status ReadGpuActivity(const Connection& db, Session* s) {
   const std::string& path = db.path();
   std::vector<std::string> names;
@@ -519,15 +561,20 @@ Status ReadAllRecords(const Connection& db, Session* s, int version) {
         r.collectives.push_back(c);
         return Status::Ok();
       }));
+  // p2p.world_peer and table mpi_calls came within schema version 3 (old readers skip them): a
+  // file written before has neither, and its peers stay unknown as world ranks.
+  const bool has_world_peer = HasColumn(db, "p2p", "world_peer");
   RETURN_IF_ERROR(ReadRecords(
       db, s, "p2p",
-      "SELECT rank_idx, kind, completed, peer, tag, comm_id, bytes, enter_ns, exit_ns, tid "
-      "FROM p2p ORDER BY rowid",
+      has_world_peer ? "SELECT rank_idx, kind, completed, peer, tag, comm_id, bytes, enter_ns, "
+                       "exit_ns, tid, world_peer FROM p2p ORDER BY rowid"
+                     : "SELECT rank_idx, kind, completed, peer, tag, comm_id, bytes, enter_ns, "
+                       "exit_ns, tid, -1 FROM p2p ORDER BY rowid",
       [&](const Statement& q, RankData& r) {
         int64_t kind = q.ColumnInt(1);
         int64_t completed = q.ColumnInt(2);
         auto valid = [](int64_t k) {
-          return k >= static_cast<int>(P2PKind::kSend) && k <= static_cast<int>(P2PKind::kWait);
+          return k >= static_cast<int>(P2PKind::kSend) && k <= kMaxP2PKind;
         };
         if (!valid(kind) || !valid(completed)) {
           return Corrupt(path, "p2p.kind " + std::to_string(kind) + "/" +
@@ -543,9 +590,33 @@ Status ReadAllRecords(const Connection& db, Session* s, int version) {
         p.enter = q.ColumnInt(7);
         p.exit = q.ColumnInt(8);
         p.tid = static_cast<uint32_t>(q.ColumnInt(9));
+        p.world_peer =
+            q.ColumnIsNull(10) ? kUnknownWorldPeer : static_cast<int32_t>(q.ColumnInt(10));
         r.p2p.push_back(p);
         return Status::Ok();
       }));
+  if (HasTable(db, "mpi_calls")) {
+    RETURN_IF_ERROR(ReadRecords(
+        db, s, "mpi_calls",
+        "SELECT rank_idx, call, comm_id, peer, bytes, enter_ns, exit_ns, tid FROM mpi_calls "
+        "ORDER BY rowid",
+        [&](const Statement& q, RankData& r) {
+          const int64_t call = q.ColumnInt(1);
+          if (call < 0 || call > kMaxMpiCall) {
+            return Corrupt(path, "mpi_calls.call " + std::to_string(call) + " is not an MPI call");
+          }
+          MpiCallRecord m;
+          m.call = static_cast<MpiCall>(call);
+          m.comm_id = static_cast<uint64_t>(q.ColumnInt(2));
+          m.peer = static_cast<int32_t>(q.ColumnInt(3));
+          m.bytes = q.ColumnInt(4);
+          m.enter = q.ColumnInt(5);
+          m.exit = q.ColumnInt(6);
+          m.tid = static_cast<uint32_t>(q.ColumnInt(7));
+          r.mpi_calls.push_back(m);
+          return Status::Ok();
+        }));
+  }
   RETURN_IF_ERROR(ReadRecords(
       db, s, "ranges",
       "SELECT rank_idx, domain, name, start_ns, end_ns, tid, depth FROM ranges ORDER BY rowid",
@@ -587,11 +658,22 @@ Status ReadAllRecords(const Connection& db, Session* s, int version) {
         return Status::Ok();
       }));
   if (version >= 3) {
+    // The scheduler and cgroup columns came within schema version 3 (old readers skip them):
+    // a file written before has none.
+    const bool sched = HasColumn(db, "rank_proc", "run_delay_ns");
     RETURN_IF_ERROR(ReadRecords(
         db, s, "rank_proc",
-        "SELECT rank_idx, rchar, wchar, read_bytes, write_bytes, cpu_user_ns, cpu_system_ns, "
-        "blkio_delay_ns, processes, samples, io_unreadable FROM rank_proc ORDER BY rowid",
-        [](const Statement& q, RankData& r) {
+        sched ? "SELECT rank_idx, rchar, wchar, read_bytes, write_bytes, cpu_user_ns, "
+                "cpu_system_ns, blkio_delay_ns, processes, samples, io_unreadable, sched_cpu_ns, "
+                "run_delay_ns, voluntary_switches, involuntary_switches, threads, "
+                "sched_unreadable, sampled_wall_ns, cgroup_version, cgroup_path, "
+                "cgroup_limit_path, cgroup_quota_us, cgroup_period_us, cgroup_nr_periods, "
+                "cgroup_nr_throttled, cgroup_throttled_ns, cgroup_counters_unreadable "
+                "FROM rank_proc ORDER BY rowid"
+              : "SELECT rank_idx, rchar, wchar, read_bytes, write_bytes, cpu_user_ns, "
+                "cpu_system_ns, blkio_delay_ns, processes, samples, io_unreadable "
+                "FROM rank_proc ORDER BY rowid",
+        [sched](const Statement& q, RankData& r) {
           ProcessTreeStats x;
           x.rchar = static_cast<uint64_t>(q.ColumnInt(1));
           x.wchar = static_cast<uint64_t>(q.ColumnInt(2));
@@ -603,7 +685,29 @@ Status ReadAllRecords(const Connection& db, Session* s, int version) {
           x.processes = static_cast<int32_t>(q.ColumnInt(8));
           x.samples = static_cast<int32_t>(q.ColumnInt(9));
           x.io_unreadable = q.ColumnInt(10) != 0;
-          r.proc = x;
+          if (sched) {
+            x.sched_cpu_ns = q.ColumnInt(11);
+            x.run_delay_ns = q.ColumnInt(12);
+            x.voluntary_switches = static_cast<uint64_t>(q.ColumnInt(13));
+            x.involuntary_switches = static_cast<uint64_t>(q.ColumnInt(14));
+            x.threads = static_cast<int32_t>(q.ColumnInt(15));
+            x.sched_unreadable = q.ColumnInt(16) != 0;
+            x.sampled_wall_ns = q.ColumnInt(17);
+          }
+          if (sched && !q.ColumnIsNull(18)) {
+            CpuCgroupStats c;
+            c.version = static_cast<int>(q.ColumnInt(18));
+            c.path = q.ColumnText(19);
+            c.limit_path = q.ColumnText(20);
+            c.quota_us = q.ColumnInt(21);
+            c.period_us = q.ColumnInt(22);
+            c.nr_periods = static_cast<uint64_t>(q.ColumnInt(23));
+            c.nr_throttled = static_cast<uint64_t>(q.ColumnInt(24));
+            c.throttled_ns = q.ColumnInt(25);
+            c.counters_unreadable = q.ColumnInt(26) != 0;
+            x.cpu_cgroup = std::move(c);
+          }
+          r.proc = std::move(x);
           return Status::Ok();
         }));
   }

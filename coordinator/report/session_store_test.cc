@@ -47,6 +47,71 @@ TEST(SessionStore, RoundTripsEveryField) {
   }
 }
 
+// A schema-3 file written before P2P records had world ranks and MPI calls were recorded: its
+// peers read as unknown world ranks, and it has no MPI calls.
+TEST(SessionStore, ReadsFilesWithoutWorldPeersOrMpiCalls) {
+  std::string path = report_test::MakeTempDir("db") + "/session.sqlite";
+  Session saved = report_test::MakeSession();
+  ASSERT_FALSE(saved.ranks[1].mpi_calls.empty());
+  ASSERT_TRUE(SaveSession(path, saved, {}).ok());
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(db, "DROP TABLE mpi_calls; ALTER TABLE p2p DROP COLUMN world_peer;",
+                         nullptr, nullptr, nullptr),
+            SQLITE_OK)
+      << sqlite3_errmsg(db);
+  sqlite3_close(db);
+
+  Result<Session> loaded = LoadSession(path);
+  ASSERT_TRUE(loaded.ok()) << loaded.status().message();
+  for (RankData& r : saved.ranks) {
+    r.mpi_calls.clear();
+    for (P2PRecord& p : r.p2p) p.world_peer = kUnknownWorldPeer;
+  }
+  report_test::ExpectSessionsEqual(saved, loaded.value());
+}
+
+// A schema-3 file written before the scheduler and cgroup figures were sampled: its ranks' process
+// figures load, with those left at zero and no cgroup.
+TEST(SessionStore, ReadsProcessFiguresWithoutSchedulerOrCgroupColumns) {
+  std::string path = report_test::MakeTempDir("db") + "/session.sqlite";
+  Session saved = report_test::MakeSession();
+  ASSERT_TRUE(saved.ranks[1].proc && saved.ranks[1].proc->cpu_cgroup);
+  ASSERT_TRUE(SaveSession(path, saved, {}).ok());
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+  std::string drop;
+  for (const char* column :
+       {"sched_cpu_ns", "run_delay_ns", "voluntary_switches", "involuntary_switches", "threads",
+        "sched_unreadable", "sampled_wall_ns", "cgroup_version", "cgroup_path", "cgroup_limit_path",
+        "cgroup_quota_us", "cgroup_period_us", "cgroup_nr_periods", "cgroup_nr_throttled",
+        "cgroup_throttled_ns", "cgroup_counters_unreadable"}) {
+    drop += std::string("ALTER TABLE rank_proc DROP COLUMN ") + column + ";";
+  }
+  ASSERT_EQ(sqlite3_exec(db, drop.c_str(), nullptr, nullptr, nullptr), SQLITE_OK)
+      << sqlite3_errmsg(db);
+  sqlite3_close(db);
+
+  Result<Session> loaded = LoadSession(path);
+  ASSERT_TRUE(loaded.ok()) << loaded.status().message();
+  for (RankData& r : saved.ranks) {
+    if (!r.proc) continue;
+    ProcessTreeStats old;
+    old.rchar = r.proc->rchar;
+    old.wchar = r.proc->wchar;
+    old.read_bytes = r.proc->read_bytes;
+    old.write_bytes = r.proc->write_bytes;
+    old.cpu_user_ns = r.proc->cpu_user_ns;
+    old.cpu_system_ns = r.proc->cpu_system_ns;
+    old.blkio_delay_ns = r.proc->blkio_delay_ns;
+    old.processes = r.proc->processes;
+    old.samples = r.proc->samples;
+    old.io_unreadable = r.proc->io_unreadable;
+    r.proc = old;
+  }
+  report_test::ExpectSessionsEqual(saved, loaded.value());
+}
+
 TEST(SessionStore, KeepsEarlierTorchrunAttemptsApart) {
   Session s = report_test::MakeCleanSession();
   for (RankData r : s.ranks) s.earlier_attempts.push_back(r);  // attempt 0

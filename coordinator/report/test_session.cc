@@ -111,6 +111,13 @@ Session MakeSession() {
                     kStart + 7910 * kNsPerUs, 100});
   r1.p2p.push_back({P2PKind::kWait, P2PKind::kIrecv, 0, 7, kWorld, 4096, kStart + 8 * kNsPerMs,
                     kStart + 8150 * kNsPerUs, 100});
+  r0.p2p.back().world_peer = 1;
+  r1.p2p.back().world_peer = 0;  // the Irecv's post keeps the unknown world peer
+  // MPI calls the analyses do not interpret: a collective write and a window fence.
+  r1.mpi_calls.push_back({MpiCall::kFileWriteAtAll, kWorld, -1, 1 << 20, kStart + 9 * kNsPerMs,
+                          kStart + 9500 * kNsPerUs, 100});
+  r1.mpi_calls.push_back(
+      {MpiCall::kWinLock, 0, 2, 0, kStart + 10 * kNsPerMs, kStart + 10 * kNsPerMs + 700, 101});
 
   RankData& r2 = s.ranks[2];
   r2.exit_code = 137;
@@ -180,9 +187,32 @@ Session MakeSession() {
   proc.blkio_delay_ns = 40 * kNsPerMs;
   proc.processes = 5;
   proc.samples = 9;
+  proc.sched_cpu_ns = 2'290 * kNsPerMs;
+  proc.run_delay_ns = 8'100 * kNsPerMs;
+  proc.voluntary_switches = 1'234;
+  proc.involuntary_switches = 5'678;
+  proc.threads = 17;
+  proc.sampled_wall_ns = 15'300 * kNsPerMs;
+  CpuCgroupStats cgroup;
+  cgroup.version = 1;
+  cgroup.path = "/slurm/uid_0/job_7/step_0";
+  cgroup.limit_path = "/slurm/uid_0/job_7";
+  cgroup.quota_us = 1'500;  // 30 % of a CPU, in 5 ms periods
+  cgroup.period_us = 5'000;
+  cgroup.nr_periods = 3'060;
+  cgroup.nr_throttled = 2'950;
+  cgroup.throttled_ns = 10'700 * kNsPerMs;
+  proc.cpu_cgroup = cgroup;
   s.ranks[1].proc = proc;
   s.ranks[2].proc = ProcessTreeStats{};
   s.ranks[2].proc->io_unreadable = true;
+  s.ranks[2].proc->sched_unreadable = true;
+  s.ranks[2].proc->cpu_cgroup = CpuCgroupStats{};
+  s.ranks[2].proc->cpu_cgroup->version = 2;
+  s.ranks[2].proc->cpu_cgroup->path = "/user.slice";
+  s.ranks[2].proc->cpu_cgroup->limit_path = "/user.slice";
+  s.ranks[2].proc->cpu_cgroup->period_us = 100'000;
+  s.ranks[2].proc->cpu_cgroup->counters_unreadable = true;
 
   s.ranks[0].topology_source = "/tmp/topo.xml";
   s.ranks[0].topology_xml = R"(<system version="1">
@@ -391,6 +421,19 @@ void ExpectSessionsEqual(const Session& e, const Session& a) {
       EXPECT_EQ(p.enter, q.enter);
       EXPECT_EQ(p.exit, q.exit);
       EXPECT_EQ(p.tid, q.tid);
+      EXPECT_EQ(p.world_peer, q.world_peer);
+    }
+    ASSERT_EQ(x.mpi_calls.size(), y.mpi_calls.size());
+    for (size_t k = 0; k < x.mpi_calls.size(); ++k) {
+      const MpiCallRecord& p = x.mpi_calls[k];
+      const MpiCallRecord& q = y.mpi_calls[k];
+      EXPECT_EQ(p.call, q.call);
+      EXPECT_EQ(p.comm_id, q.comm_id);
+      EXPECT_EQ(p.peer, q.peer);
+      EXPECT_EQ(p.bytes, q.bytes);
+      EXPECT_EQ(p.enter, q.enter);
+      EXPECT_EQ(p.exit, q.exit);
+      EXPECT_EQ(p.tid, q.tid);
     }
     ASSERT_EQ(x.ranges.size(), y.ranges.size());
     for (size_t k = 0; k < x.ranges.size(); ++k) {
@@ -428,6 +471,27 @@ void ExpectSessionsEqual(const Session& e, const Session& a) {
       EXPECT_EQ(x.proc->processes, y.proc->processes);
       EXPECT_EQ(x.proc->samples, y.proc->samples);
       EXPECT_EQ(x.proc->io_unreadable, y.proc->io_unreadable);
+      EXPECT_EQ(x.proc->sched_cpu_ns, y.proc->sched_cpu_ns);
+      EXPECT_EQ(x.proc->run_delay_ns, y.proc->run_delay_ns);
+      EXPECT_EQ(x.proc->voluntary_switches, y.proc->voluntary_switches);
+      EXPECT_EQ(x.proc->involuntary_switches, y.proc->involuntary_switches);
+      EXPECT_EQ(x.proc->threads, y.proc->threads);
+      EXPECT_EQ(x.proc->sched_unreadable, y.proc->sched_unreadable);
+      EXPECT_EQ(x.proc->sampled_wall_ns, y.proc->sampled_wall_ns);
+      ASSERT_EQ(x.proc->cpu_cgroup.has_value(), y.proc->cpu_cgroup.has_value());
+      if (x.proc->cpu_cgroup) {
+        const CpuCgroupStats& cx = *x.proc->cpu_cgroup;
+        const CpuCgroupStats& cy = *y.proc->cpu_cgroup;
+        EXPECT_EQ(cx.version, cy.version);
+        EXPECT_EQ(cx.path, cy.path);
+        EXPECT_EQ(cx.limit_path, cy.limit_path);
+        EXPECT_EQ(cx.quota_us, cy.quota_us);
+        EXPECT_EQ(cx.period_us, cy.period_us);
+        EXPECT_EQ(cx.nr_periods, cy.nr_periods);
+        EXPECT_EQ(cx.nr_throttled, cy.nr_throttled);
+        EXPECT_EQ(cx.throttled_ns, cy.throttled_ns);
+        EXPECT_EQ(cx.counters_unreadable, cy.counters_unreadable);
+      }
     }
     ASSERT_EQ(x.nccl.has_value(), y.nccl.has_value());
     if (x.nccl) {

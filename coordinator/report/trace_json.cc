@@ -37,6 +37,16 @@ std::string P2PFunctionName(P2PKind kind) {
       return "MPI_Irecv";
     case P2PKind::kWait:
       return "MPI_Wait";
+    case P2PKind::kSsend:
+      return "MPI_Ssend";
+    case P2PKind::kBsend:
+      return "MPI_Bsend";
+    case P2PKind::kIssend:
+      return "MPI_Issend";
+    case P2PKind::kIbsend:
+      return "MPI_Ibsend";
+    case P2PKind::kProbe:
+      return "MPI_Probe";
   }
   return "MPI_p2p";
 }

@@ -100,6 +100,11 @@ class RunMpirun(RankscopeTest):
         for r in s.report["ranks"]:
             self.assertGreater(r["process"]["samples"], 0, r)
             self.assertGreater(r["process"]["cpu_user_ns"] + r["process"]["cpu_system_ns"], 0, r)
+            # Scheduler figures over every thread (Open MPI adds its own), and the wall covered.
+            self.assertGreater(r["process"]["threads"], 1, r)
+            self.assertGreater(r["process"]["sched_cpu_ns"], 0, r)
+            self.assertGreater(r["process"]["sampled_wall_ns"], 0, r)
+            self.assertIn("cpu_cgroup", r["process"], r)
 
     def test_reading_loader_is_called_io_heavy_from_proc(self):
         proc, out = self.run_rankscope(
