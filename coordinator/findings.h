@@ -3,8 +3,11 @@
 #pragma once
 
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
+
+#include "core/time.h"
 
 namespace rankscope {
 
@@ -28,6 +31,18 @@ inline const char* SeverityName(Severity s) {
   return "info";
 }
 
+// What the blame model (analysis/blame.h) says the job would have taken had the finding's ranks
+// run like the typical rank, by replaying the run's dependencies.
+struct WhatIf {
+  DurationNs job = 0;           // the job's measured span (first to last MPI event)
+  DurationNs with_typical = 0;  // the replayed span with the ranks' own work like the typical
+  DurationNs caused = 0;        // the others' waiting the ranks caused, chains included
+  std::vector<int> ranks;       // the ranks made typical (the finding's, and stragglers before)
+  double speedup() const {
+    return with_typical > 0 ? static_cast<double>(job) / static_cast<double>(with_typical) : 0.0;
+  }
+};
+
 struct Finding {
   // straggler | late_sender | late_receiver | dataloader_skew | imbalanced_ring |
   // below_link_ceiling | pcie_bound | nvlink_down | process_outlier
@@ -45,6 +60,8 @@ struct Finding {
   std::vector<NextStep> next_steps;
   // How much job time this costs (ns summed over the ranks that waited); orders findings.
   int64_t cost_ns = 0;
+  // Stragglers (and findings a straggler joined): the blame model's what-if.
+  std::optional<WhatIf> what_if;
 };
 
 }  // namespace rankscope

@@ -28,7 +28,8 @@ Result<PipelineOutput> DiagnoseAndWrite(Session aligned, const std::string& out_
     notes.push_back(std::move(attempts));
   }
   const SessionMatches matches = MatchSession(aligned);
-  std::vector<Finding> findings = Diagnose(aligned, matches, options, &notes);
+  BlameModel blame;
+  std::vector<Finding> findings = Diagnose(aligned, matches, options, &notes, &blame);
   std::error_code absolute_error;
   const std::filesystem::path dir = std::filesystem::absolute(out_dir, absolute_error);
   PlanNextSteps(aligned, absolute_error ? out_dir : dir.lexically_normal().string(), &findings);
@@ -44,7 +45,7 @@ Result<PipelineOutput> DiagnoseAndWrite(Session aligned, const std::string& out_
   if (window) aligned.analysis_notes.push_back(DescribeTraceWindow(*window));
   PipelineOutput out;
   if (Status s = WriteSessionFolder(out_dir, aligned, matches, findings, &out.report_text,
-                                    &out.report_text_color, window);
+                                    &out.report_text_color, window, &blame);
       !s.ok()) {
     return s;
   }

@@ -168,6 +168,33 @@ NextStep Pidstat(const AdviceFacts& f) {
               "rank on another node"};
 }
 
+// What runs on the node, busiest first, with the CPU each thread last ran on (psr): another
+// process on the rank's cores, or ranks bound to the same core.
+NextStep CpuShare(const AdviceFacts& f) {
+  return {"ps", OnNode(f, {"ps", "-eLo", "pid,tid,psr,pcpu,stat,comm", "--sort=-pcpu"}),
+          "threads other than the job's on the CPUs (psr) that rank " + R(f) +
+              "'s threads run on, and whether rank " + R(f) + " shares a core with another rank"};
+}
+
+// The CPU quota and throttling counters of the rank's cgroup (v1 or v2).
+NextStep CgroupQuota(const AdviceFacts& f, const nlohmann::json& e) {
+  const nlohmann::json cpu = e.value("cpu", nlohmann::json::object());
+  const nlohmann::json cg = cpu.value("cgroup", nlohmann::json::object());
+  const std::string path = cg.value("path", std::string("/"));
+  const int version = cg.value("version", 2);
+  std::vector<std::string> argv = {"cat"};
+  if (version == 1) {
+    argv.push_back("/sys/fs/cgroup/cpu" + path + "/cpu.cfs_quota_us");
+    argv.push_back("/sys/fs/cgroup/cpu" + path + "/cpu.stat");
+  } else {
+    argv.push_back("/sys/fs/cgroup" + path + "/cpu.max");
+    argv.push_back("/sys/fs/cgroup" + path + "/cpu.stat");
+  }
+  return {"cgroup", OnNode(f, argv),
+          "a quota below the CPUs rank " + R(f) +
+              " needs (cpu.max / cfs_quota_us), and nr_throttled rising while the job runs"};
+}
+
 NextStep Iostat(const AdviceFacts& f) {
   return {"iostat", OnNode(f, {"iostat", "-x", "1", "30"}),
           "%util and r_await of the device the data is read from on node " + f.node +
@@ -482,6 +509,10 @@ AdviceFacts FactsOfFinding(const Session& session, const Finding& finding) {
 std::vector<NextStep> StepsFor(const Finding& finding, const AdviceFacts& f) {
   const nlohmann::json& e = finding.evidence;
   const std::string& focus = finding.focus;
+  if (e.value("cause_kind", "") == "cpu_starved") {
+    // Starved from outside the program: what shares its CPUs, and its cgroup's quota.
+    return {CpuShare(f), CgroupQuota(f, e), NsysOnRank(f, "mpi,nvtx,osrt", focus)};
+  }
   if (finding.kind == "straggler") {
     const std::string cause = e.value("cause_kind", "");
     if (cause == "gpu_queue" || cause == "gpu_kernels") {

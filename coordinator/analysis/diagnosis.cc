@@ -8,6 +8,7 @@
 #include "agent/topology/topology_paths.h"
 #include "coordinator/analysis/describe.h"
 #include "coordinator/analysis/gpu_link_analysis.h"
+#include "coordinator/analysis/straggler_blame.h"
 #include "coordinator/collective_matcher.h"
 #include "coordinator/node_topologies.h"
 
@@ -246,7 +247,8 @@ std::vector<Finding> Diagnose(const Session& aligned, const AnalysisOptions& opt
 }
 
 std::vector<Finding> Diagnose(const Session& aligned, const SessionMatches& matches,
-                              const AnalysisOptions& options, std::vector<std::string>* notes) {
+                              const AnalysisOptions& options, std::vector<std::string>* notes,
+                              BlameModel* blame_out) {
   std::vector<Finding> stragglers =
       FindStragglers(aligned, matches.collectives, options.straggler, notes);
   std::vector<Finding> findings = FindDataloaderSkew(aligned, options.dataloader);
@@ -270,6 +272,10 @@ std::vector<Finding> Diagnose(const Session& aligned, const SessionMatches& matc
       findings.push_back(std::move(f));
     }
   }
+  // The blame model decides who is a straggler; the findings above describe how they waited.
+  BlameModel blame = BuildBlameModel(aligned, matches, options.blame);
+  ApplyBlame(aligned, blame, options.blame, &findings, notes);
+  if (blame_out != nullptr) *blame_out = std::move(blame);
   for (Finding& f : FindDegradedGpuLinks(aligned)) findings.push_back(std::move(f));
   for (Finding& f : FindImbalancedRings(aligned, options.ring)) findings.push_back(std::move(f));
   JoinPcieBound(aligned, &findings);

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "coordinator/analysis/blame.h"
 #include "coordinator/analysis/dataloader_analysis.h"
 #include "coordinator/analysis/p2p_analysis.h"
 #include "coordinator/analysis/process_analysis.h"
@@ -18,6 +19,7 @@
 namespace rankscope {
 
 struct AnalysisOptions {
+  BlameOptions blame;  // decides stragglers (analysis/straggler_blame.h)
   StragglerOptions straggler;
   DataloaderOptions dataloader;
   RingOptions ring;
@@ -35,9 +37,11 @@ std::vector<Finding> Diagnose(const Session& aligned, const AnalysisOptions& opt
                               std::vector<std::string>* notes = nullptr);
 
 // The same with the session already matched (MatchSession(aligned)), for callers that need the
-// matches too and should not match twice.
+// matches too and should not match twice. The blame model the stragglers were decided by is
+// stored in *blame when it is not nullptr (the writers show it).
 std::vector<Finding> Diagnose(const Session& aligned, const SessionMatches& matches,
                               const AnalysisOptions& options,
-                              std::vector<std::string>* notes = nullptr);
+                              std::vector<std::string>* notes = nullptr,
+                              BlameModel* blame = nullptr);
 
 }  // namespace rankscope

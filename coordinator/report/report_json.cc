@@ -118,6 +118,47 @@ json RankJson(const RankData& r, const GpuReport& gpu) {
   return rank;
 }
 
+// Where a rank's time went in MPI terms, from the blame model.
+json MpiJson(const RankBlame& b) {
+  json caused_at = json::object();
+  for (const auto& [call, ns] : b.caused_at) caused_at[call] = ns;
+  return {{"in_mpi_ns", b.in_mpi},
+          {"outside_mpi_ns", b.own_work},
+          {"waited_ns", b.waited},
+          {"caused_ns", b.caused},
+          {"caused_at_ns", caused_at},
+          {"calls",
+           {{"collective", b.collective_calls}, {"p2p", b.p2p_calls}, {"other", b.other_calls}}},
+          {"uninterpreted_calls", b.uninterpreted_calls}};
+}
+
+json BlameJson(const BlameModel& m) {
+  json waits = json::array();
+  for (const auto& [pair, ns] : m.waits) {
+    waits.push_back({{"waiter", pair.first}, {"culprit", pair.second}, {"wait_ns", ns}});
+  }
+  json ranks = json::array();
+  for (const RankBlame& b : m.ranks) {
+    if (!b.replayed) continue;
+    ranks.push_back({{"rank", b.rank},
+                     {"outside_mpi_ns", b.own_work},
+                     {"excess_sigmas", b.excess_sigmas},
+                     {"excess_fraction", b.excess_fraction},
+                     {"persistence", b.persistence},
+                     {"what_if_ns", b.what_if_span},
+                     {"what_if_with", b.what_if_with},
+                     {"caused_total_ns", b.caused_total}});
+  }
+  return {{"span_ns", m.span()},
+          {"replayed_span_ns", m.replayed_span},
+          {"typical_outside_mpi_ns", m.typical_own_work},
+          {"broken_dependencies", m.broken_dependencies},
+          {"stragglers", m.stragglers},
+          {"what_if_ns", m.stragglers.empty() ? json(nullptr) : json(m.what_if_all_span)},
+          {"candidates", ranks},
+          {"waits", waits}};
+}
+
 json CollectivesJson(const CollectiveOverview& overview) {
   json by_op = json::object();
   for (const auto& [op, count] : overview.by_op) by_op[op] = count;
@@ -140,13 +181,22 @@ json FindingToJson(const Finding& finding) {
   for (const NextStep& step : finding.next_steps) {
     steps.push_back({{"tool", step.tool}, {"command", step.command}, {"look_for", step.look_for}});
   }
+  json evidence = finding.evidence.is_null() ? json::object() : finding.evidence;
+  if (finding.what_if) {
+    const WhatIf& w = *finding.what_if;
+    evidence["what_if"] = {{"job_ns", w.job},
+                           {"what_if_ns", w.with_typical},
+                           {"speedup", w.speedup()},
+                           {"caused_ns", w.caused},
+                           {"ranks", w.ranks}};
+  }
   return {
       {"kind", finding.kind},
       {"severity", SeverityName(finding.severity)},
       {"ranks", finding.ranks},
       {"nodes", finding.nodes},
       {"summary", finding.summary},
-      {"evidence", finding.evidence.is_null() ? json::object() : finding.evidence},
+      {"evidence", evidence},
       {"confidence", finding.confidence},
       {"cost_ns", finding.cost_ns},
       {"next_steps", steps},
@@ -173,6 +223,16 @@ Result<Finding> FindingFromJson(const json& j) {
     f.nodes = j.at("nodes").get<std::vector<std::string>>();
     f.summary = j.at("summary").get<std::string>();
     f.evidence = j.at("evidence");
+    if (f.evidence.is_object() && f.evidence.contains("what_if")) {
+      const json& w = f.evidence["what_if"];
+      WhatIf what_if;
+      what_if.job = w.at("job_ns").get<DurationNs>();
+      what_if.with_typical = w.at("what_if_ns").get<DurationNs>();
+      what_if.caused = w.at("caused_ns").get<DurationNs>();
+      what_if.ranks = w.at("ranks").get<std::vector<int>>();
+      f.what_if = what_if;
+      f.evidence.erase("what_if");  // FindingToJson writes it from the typed field
+    }
     f.confidence = j.at("confidence").get<double>();
     f.cost_ns = j.at("cost_ns").get<int64_t>();
     for (const json& step : j.at("next_steps")) {
@@ -192,14 +252,22 @@ json BuildReportJson(const Session& session, const std::vector<Finding>& finding
 }
 
 json BuildReportJson(const Session& session, const std::vector<Finding>& findings,
-                     const GpuReport& gpu, const CollectiveOverview& collectives) {
+                     const GpuReport& gpu, const CollectiveOverview& collectives,
+                     const BlameModel* blame) {
   json report;
   report["schema"] = kReportSchemaId;
   report["generated_by"] = {{"name", "rankscope"}, {"version", kRankscopeVersion}};
   report["job"] = JobJson(session);
   json ranks = json::array();
-  for (const RankData& r : session.ranks) ranks.push_back(RankJson(r, gpu));
+  for (const RankData& r : session.ranks) {
+    json rank = RankJson(r, gpu);
+    if (blame != nullptr) {
+      if (const RankBlame* b = blame->Find(r.id.rank)) rank["mpi"] = MpiJson(*b);
+    }
+    ranks.push_back(std::move(rank));
+  }
   report["ranks"] = std::move(ranks);
+  if (blame != nullptr && !blame->ranks.empty()) report["blame"] = BlameJson(*blame);
   json findings_json = json::array();
   for (const Finding* f : FindingsWorstFirst(findings)) findings_json.push_back(FindingToJson(*f));
   report["findings"] = std::move(findings_json);

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <vector>
 
+#include "coordinator/analysis/blame.h"
 #include "coordinator/findings.h"
 #include "coordinator/report/collective_waits.h"
 #include "coordinator/report/gpu_json.h"
@@ -21,9 +22,13 @@ inline constexpr char kReportSchemaId[] = "rankscope.report/v1";
 // validates against report.schema.json.
 nlohmann::json BuildReportJson(const Session& session, const std::vector<Finding>& findings);
 // The same with the session's GPU figures and collective overview already computed
-// (BuildGpuReport(session), SummarizeCollectives(MatchCollectives(session))).
+// (BuildGpuReport(session), SummarizeCollectives(MatchCollectives(session))), and the blame model
+// the stragglers were decided by (Diagnose), when there is one: then every rank has an "mpi"
+// object (time inside and outside MPI, waits, calls not interpreted) and the report a "blame"
+// section (who waited for whom, the what-if).
 nlohmann::json BuildReportJson(const Session& session, const std::vector<Finding>& findings,
-                               const GpuReport& gpu, const CollectiveOverview& collectives);
+                               const GpuReport& gpu, const CollectiveOverview& collectives,
+                               const BlameModel* blame = nullptr);
 
 // One finding as it appears in report.json (also how the session store keeps findings).
 nlohmann::json FindingToJson(const Finding& finding);

@@ -49,11 +49,12 @@ std::string Dump(const nlohmann::json& value, int indent) {
 Status WriteFiles(const std::filesystem::path& folder, const Session& session,
                   const SessionMatches& matches, const std::vector<Finding>& findings,
                   std::string* report_text_out, std::string* report_text_color_out,
-                  const std::optional<TraceWindow>& trace_window) {
+                  const std::optional<TraceWindow>& trace_window, const BlameModel* blame) {
   const GpuReport gpu = BuildGpuReport(session);
   const CollectiveOverview overview = SummarizeCollectives(matches.collectives);
-  Status s = WriteFileAtomically((folder / "report.json").string(),
-                                 Dump(BuildReportJson(session, findings, gpu, overview), 2) + "\n");
+  Status s =
+      WriteFileAtomically((folder / "report.json").string(),
+                          Dump(BuildReportJson(session, findings, gpu, overview, blame), 2) + "\n");
   if (!s.ok()) return s;
   s = WriteFileAtomically((folder / "trace.json").string(),
                           BuildChromeTrace(session, matches, trace_window));
@@ -97,7 +98,7 @@ Status WriteFileAtomically(const std::string& path, std::string_view content) {
 Status WriteSessionFolder(const std::string& dir, const Session& session,
                           const SessionMatches& matches, const std::vector<Finding>& findings,
                           std::string* report_text_out, std::string* report_text_color_out,
-                          const std::optional<TraceWindow>& trace_window) {
+                          const std::optional<TraceWindow>& trace_window, const BlameModel* blame) {
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec) return Status::Error("cannot create session folder " + dir + ": " + ec.message());
@@ -112,7 +113,7 @@ Status WriteSessionFolder(const std::string& dir, const Session& session,
   } catch (const std::system_error&) {
   }
   Status s = WriteFiles(folder, session, matches, findings, report_text_out, report_text_color_out,
-                        trace_window);
+                        trace_window, blame);
   Status db = saved.valid() ? saved.get() : save();
   return db.ok() ? s : db;
 }

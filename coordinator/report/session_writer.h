@@ -6,6 +6,7 @@
 #include <string_view>
 #include <vector>
 
+#include "coordinator/analysis/blame.h"
 #include "coordinator/findings.h"
 #include "coordinator/report/trace_json.h"
 #include "coordinator/session.h"
@@ -21,12 +22,14 @@ namespace rankscope {
 // success, when `report_text_out` is not null, it receives report.txt's content (no colour), and
 // `report_text_color_out` the same with colour, to print on a terminal. The error names
 // the file that failed; files written before it stay. `trace_window` (ChooseTraceWindow) limits
-// trace.json to a window of the run.
+// trace.json to a window of the run. `blame` (from Diagnose), when given, adds the time inside
+// and outside MPI per rank and the who-waited-for-whom figures to the reports.
 Status WriteSessionFolder(const std::string& dir, const Session& session,
                           const SessionMatches& matches, const std::vector<Finding>& findings,
                           std::string* report_text_out,
                           std::string* report_text_color_out = nullptr,
-                          const std::optional<TraceWindow>& trace_window = std::nullopt);
+                          const std::optional<TraceWindow>& trace_window = std::nullopt,
+                          const BlameModel* blame = nullptr);
 
 // Publishes `content` as `path` atomically: a temporary file beside it, then a rename, so a reader
 // (a person, node_exporter) never sees a half-written file. No fsync: these files are written

@@ -1,0 +1,684 @@
+#include "coordinator/analysis/blame.h"
+
+#include <algorithm>
+#include <cmath>
+#include <deque>
+#include <limits>
+#include <tuple>
+#include <unordered_map>
+
+#include "core/robust_stats.h"
+
+namespace rankscope {
+namespace {
+
+constexpr TimeNs kUnknown = std::numeric_limits<TimeNs>::min();
+
+// What an event's exit waits for, beside its own enter.
+enum class DepKind : uint8_t {
+  kNone,
+  kAllMembers,    // N-to-N collective: every member's enter
+  kRoot,          // one-to-all receiver: the root's enter
+  kLowerMembers,  // scan: the enters of the members of lower communicator rank (and its own)
+  kEvents,        // point-to-point: the enters of the partner events in `partners`
+};
+
+// One rank's event: one MPI call (or several recorded with the same interval: a Waitall that
+// completed several requests, a Sendrecv).
+struct Event {
+  TimeNs enter = 0;
+  TimeNs exit = 0;
+  DurationNs gap = 0;       // own work before it (outside MPI), from the previous exit
+  DurationNs transfer = 0;  // exit - when its dependencies were met, as recorded
+  DepKind dep = DepKind::kNone;
+  int instance = -1;                          // collective instance, for the collective kinds
+  std::vector<std::pair<int, int>> partners;  // (rank index, event index), for kEvents
+  std::string call;                           // the call's name, for caused_at
+  bool interpreted = true;
+};
+
+struct Instance {
+  WaitPattern pattern = WaitPattern::kAllToAll;
+  bool prefix = false;                       // scan / exscan
+  std::vector<std::pair<int, int>> members;  // (rank index, event index)
+  std::vector<int> comm_ranks;
+  int root = -1;  // index into members
+};
+
+struct Graph {
+  std::vector<int> ranks;                  // world rank per rank index
+  std::vector<std::vector<Event>> events;  // per rank index, by enter
+  std::vector<Instance> instances;
+  TimeNs first = 0;
+};
+
+// Scan and exscan: a member needs the contributions of the members below it only.
+bool IsPrefixOp(CollectiveOp op) {
+  const std::string_view name = CollectiveOpName(op);
+  return name == "scan" || name == "exscan";
+}
+
+// One MPI record of a rank's chain: (enter, exit, kind, index); kind 0 collective, 1 p2p.
+using ChainRecord = std::tuple<TimeNs, TimeNs, int, size_t>;
+
+// The records that make up a rank's chain, by enter. An NCCL rank's collectives are its GPU's
+// timeline; its host MPI calls are on another axis and are left out. A nonblocking collective
+// counts at its completion (its record spans the work done between post and Wait).
+std::vector<ChainRecord> ChainRecords(const RankData& r) {
+  const bool nccl = std::any_of(r.collectives.begin(), r.collectives.end(), [](const auto& c) {
+    return c.source == CollectiveRecord::Source::kNccl;
+  });
+  std::vector<ChainRecord> records;
+  for (size_t i = 0; i < r.collectives.size(); ++i) {
+    const CollectiveRecord& c = r.collectives[i];
+    if (nccl && c.source != CollectiveRecord::Source::kNccl) continue;
+    if (c.exit < c.enter) continue;
+    records.emplace_back(c.nonblocking ? c.exit : c.enter, c.exit, 0, i);
+  }
+  if (!nccl) {
+    for (size_t i = 0; i < r.p2p.size(); ++i) {
+      const P2PRecord& p = r.p2p[i];
+      if (p.exit < p.enter) continue;
+      records.emplace_back(p.enter, p.exit, 1, i);
+    }
+  }
+  std::sort(records.begin(), records.end());
+  return records;
+}
+
+std::string P2PCallName(const P2PRecord& p) {
+  if (p.kind == P2PKind::kWait) return "wait";
+  return std::string(P2PKindName(p.kind));
+}
+
+// Builds each rank's chain and the dependencies between chains.
+Graph BuildGraph(const Session& s, const SessionMatches& matches) {
+  Graph g;
+  std::unordered_map<int, int> index_of;
+  for (const RankData& r : s.ranks) {
+    index_of[r.id.rank] = static_cast<int>(g.ranks.size());
+    g.ranks.push_back(r.id.rank);
+  }
+  g.events.resize(g.ranks.size());
+
+  // Records -> events, per rank. Collective records are found by (comm, seq), point-to-point
+  // records by index.
+  std::vector<std::map<std::pair<uint64_t, uint64_t>, int>> collective_event(g.ranks.size());
+  std::vector<std::vector<int>> p2p_event(g.ranks.size());
+  for (size_t ri = 0; ri < s.ranks.size(); ++ri) {
+    const RankData& r = s.ranks[ri];
+    const std::vector<ChainRecord> records = ChainRecords(r);
+    p2p_event[ri].assign(r.p2p.size(), -1);
+    std::vector<Event>& ev = g.events[ri];
+    for (const auto& [enter, exit, kind, i] : records) {
+      if (ev.empty() || ev.back().enter != enter || ev.back().exit != exit) {
+        Event e;
+        e.enter = enter;
+        e.exit = exit;
+        ev.push_back(std::move(e));
+      }
+      Event& e = ev.back();
+      const int at = static_cast<int>(ev.size()) - 1;
+      if (kind == 0) {
+        const CollectiveRecord& c = r.collectives[i];
+        collective_event[ri][{c.comm_id, c.seq}] = at;
+        e.call = std::string(CollectiveOpName(c.op));
+        e.interpreted = false;  // until its instance says otherwise
+      } else {
+        p2p_event[ri][i] = at;
+        if (e.call.empty()) e.call = P2PCallName(r.p2p[i]);
+        e.interpreted = false;  // until a message says otherwise
+      }
+    }
+  }
+  TimeNs first = std::numeric_limits<TimeNs>::max();
+  for (const auto& ev : g.events) {
+    if (!ev.empty()) first = std::min(first, ev.front().enter);
+  }
+  g.first = first == std::numeric_limits<TimeNs>::max() ? 0 : first;
+
+  // Collective instances.
+  for (const CollectiveInstance& inst : matches.collectives) {
+    if (!inst.complete || inst.mismatched || inst.members.size() < 2) continue;
+    Instance in;
+    in.pattern = WaitPatternOf(inst.op);
+    in.prefix = IsPrefixOp(inst.op);
+    bool ok = true;
+    for (const CollectiveParticipant& m : inst.members) {
+      auto ri = index_of.find(m.rank);
+      if (ri == index_of.end()) {
+        ok = false;
+        break;
+      }
+      auto ev = collective_event[static_cast<size_t>(ri->second)].find({inst.comm_id, inst.seq});
+      if (ev == collective_event[static_cast<size_t>(ri->second)].end()) {
+        ok = false;
+        break;
+      }
+      if (m.comm_rank == inst.root_comm_rank) in.root = static_cast<int>(in.members.size());
+      in.members.emplace_back(ri->second, ev->second);
+      in.comm_ranks.push_back(m.comm_rank);
+    }
+    if (!ok) continue;
+    if (in.pattern != WaitPattern::kAllToAll && in.root < 0) continue;
+    const int id = static_cast<int>(g.instances.size());
+    for (size_t k = 0; k < in.members.size(); ++k) {
+      const auto [ri, ei] = in.members[k];
+      Event& e = g.events[static_cast<size_t>(ri)][static_cast<size_t>(ei)];
+      // A member takes part in one instance; a second would make the event ambiguous.
+      if (e.instance >= 0) continue;
+      e.instance = id;
+      e.interpreted = true;
+      const bool is_root = static_cast<int>(k) == in.root;
+      if (in.prefix) {
+        e.dep = DepKind::kLowerMembers;
+      } else if (in.pattern == WaitPattern::kAllToAll) {
+        e.dep = DepKind::kAllMembers;
+      } else if (in.pattern == WaitPattern::kRootToAll) {
+        e.dep = is_root ? DepKind::kNone : DepKind::kRoot;
+      } else {
+        e.dep = is_root ? DepKind::kAllMembers : DepKind::kNone;
+      }
+    }
+    g.instances.push_back(std::move(in));
+  }
+
+  // Point-to-point messages: a receive waits for its send's post; a send that had to wait for
+  // its receiver waits for the receive's post.
+  auto event_at = [&](int ri, TimeNs enter) -> int {
+    const std::vector<Event>& ev = g.events[static_cast<size_t>(ri)];
+    auto it = std::lower_bound(ev.begin(), ev.end(), enter,
+                               [](const Event& e, TimeNs t) { return e.enter < t; });
+    if (it == ev.end() || it->enter != enter) return -1;
+    return static_cast<int>(it - ev.begin());
+  };
+  for (const P2PMessage& m : matches.messages) {
+    auto snd = index_of.find(m.sender);
+    auto rcv = index_of.find(m.receiver);
+    if (snd == index_of.end() || rcv == index_of.end()) continue;
+    const int si = snd->second, ri = rcv->second;
+    const auto& send_events = p2p_event[static_cast<size_t>(si)];
+    const auto& recv_events = p2p_event[static_cast<size_t>(ri)];
+    if (m.send_record >= send_events.size() || m.receive_record >= recv_events.size()) continue;
+    const int post = send_events[m.send_record];
+    const int receive = recv_events[m.receive_record];
+    if (post < 0 || receive < 0) continue;
+    Event& r = g.events[static_cast<size_t>(ri)][static_cast<size_t>(receive)];
+    if (r.dep == DepKind::kNone || r.dep == DepKind::kEvents) {
+      r.dep = DepKind::kEvents;
+      r.partners.emplace_back(si, post);
+      r.interpreted = true;
+    }
+    g.events[static_cast<size_t>(si)][static_cast<size_t>(post)].interpreted = true;
+    if (m.send_wait > 0) {
+      const int blocked = event_at(si, m.send_blocked);
+      const int posted = m.receive_posted > 0 ? event_at(ri, m.receive_posted) : receive;
+      if (blocked >= 0 && posted >= 0) {
+        Event& b = g.events[static_cast<size_t>(si)][static_cast<size_t>(blocked)];
+        if (b.dep == DepKind::kNone || b.dep == DepKind::kEvents) {
+          b.dep = DepKind::kEvents;
+          b.partners.emplace_back(ri, posted);
+        }
+      }
+    }
+    if (m.receive_posted > 0) {
+      const int posted = event_at(ri, m.receive_posted);
+      if (posted >= 0)
+        g.events[static_cast<size_t>(ri)][static_cast<size_t>(posted)].interpreted = true;
+    }
+  }
+
+  // Own work before each event, and what each event took after its dependencies, as recorded.
+  for (auto& ev : g.events) {
+    TimeNs busy_until = g.first;
+    for (Event& e : ev) {
+      e.gap = std::max<DurationNs>(e.enter - busy_until, 0);
+      busy_until = std::max(busy_until, e.exit);
+    }
+  }
+  return g;
+}
+
+// When the dependencies of `e` were met, over the given enters (kUnknown when some are not yet
+// known), and which rank index met them last (-1 when none).
+struct Ready {
+  bool known = true;
+  TimeNs at = kUnknown;  // kUnknown when the event has no dependency
+  int culprit = -1;
+};
+
+template <typename EnterOf>
+Ready DependencyTime(const Graph& g, int ri, const Event& e, EnterOf enter_of) {
+  Ready out;
+  auto consider = [&](int r, int ei) {
+    const TimeNs t = enter_of(r, ei);
+    if (t == kUnknown) {
+      out.known = false;
+      return;
+    }
+    if (t > out.at) {
+      out.at = t;
+      out.culprit = r;
+    }
+  };
+  switch (e.dep) {
+    case DepKind::kNone:
+      break;
+    case DepKind::kAllMembers:
+      for (const auto& [r, ei] : g.instances[static_cast<size_t>(e.instance)].members) {
+        if (r != ri) consider(r, ei);
+      }
+      break;
+    case DepKind::kRoot: {
+      const Instance& in = g.instances[static_cast<size_t>(e.instance)];
+      const auto [r, ei] = in.members[static_cast<size_t>(in.root)];
+      consider(r, ei);
+      break;
+    }
+    case DepKind::kLowerMembers: {
+      const Instance& in = g.instances[static_cast<size_t>(e.instance)];
+      int mine = -1;
+      for (size_t k = 0; k < in.members.size(); ++k) {
+        if (in.members[k].first == ri) mine = in.comm_ranks[k];
+      }
+      for (size_t k = 0; k < in.members.size(); ++k) {
+        if (in.comm_ranks[k] < mine) consider(in.members[k].first, in.members[k].second);
+      }
+      break;
+    }
+    case DepKind::kEvents:
+      for (const auto& [r, ei] : e.partners) consider(r, ei);
+      break;
+  }
+  return out;
+}
+
+void ComputeTransfers(Graph* g) {
+  for (size_t ri = 0; ri < g->events.size(); ++ri) {
+    for (Event& e : g->events[ri]) {
+      const Ready ready = DependencyTime(*g, static_cast<int>(ri), e, [&](int r, int ei) {
+        return g->events[static_cast<size_t>(r)][static_cast<size_t>(ei)].enter;
+      });
+      const TimeNs released = std::clamp(ready.at, e.enter, e.exit);
+      e.transfer = e.exit - released;
+    }
+  }
+}
+
+// One replay of the chains with each rank's own work scaled by scale[rank index].
+struct Replay {
+  DurationNs span = 0;
+  std::vector<DurationNs> waited;  // per rank index
+  int broken = 0;
+};
+
+Replay Run(const Graph& g, const std::vector<double>& scale) {
+  const size_t n = g.events.size();
+  std::vector<std::vector<TimeNs>> enter(n), exit(n);
+  for (size_t r = 0; r < n; ++r) {
+    enter[r].assign(g.events[r].size(), kUnknown);
+    exit[r].assign(g.events[r].size(), kUnknown);
+  }
+  std::vector<size_t> cursor(n, 0);
+  std::vector<TimeNs> now(n, g.first);
+  Replay out;
+  out.waited.assign(n, 0);
+  std::vector<bool> queued(n, true);
+  std::deque<int> ready;
+  for (size_t r = 0; r < n; ++r) ready.push_back(static_cast<int>(r));
+  // Ranks blocked on some event of rank q (woken when q computes an enter), and on instances.
+  std::vector<std::vector<int>> blocked_on_rank(n);
+  std::vector<std::vector<int>> blocked_on_instance(g.instances.size());
+  auto enter_of = [&](int r, int ei) {
+    return enter[static_cast<size_t>(r)][static_cast<size_t>(ei)];
+  };
+  auto wake = [&](std::vector<int>* list) {
+    for (int w : *list) {
+      if (!queued[static_cast<size_t>(w)]) {
+        queued[static_cast<size_t>(w)] = true;
+        ready.push_back(w);
+      }
+    }
+    list->clear();
+  };
+  size_t done = 0;
+  for (size_t r = 0; r < n; ++r) done += g.events[r].empty() ? 1 : 0;
+
+  auto advance = [&](int ri, bool force) {
+    const auto ur = static_cast<size_t>(ri);
+    const std::vector<Event>& ev = g.events[ur];
+    while (cursor[ur] < ev.size()) {
+      const size_t k = cursor[ur];
+      const Event& e = ev[k];
+      if (enter[ur][k] == kUnknown) {
+        enter[ur][k] =
+            now[ur] + static_cast<DurationNs>(std::llround(static_cast<double>(e.gap) * scale[ur]));
+        wake(&blocked_on_rank[ur]);
+        if (e.instance >= 0) wake(&blocked_on_instance[static_cast<size_t>(e.instance)]);
+      }
+      const Ready dep = DependencyTime(g, ri, e, enter_of);
+      if (!dep.known && !force) {
+        if (e.instance >= 0 && e.dep != DepKind::kEvents) {
+          blocked_on_instance[static_cast<size_t>(e.instance)].push_back(ri);
+        } else {
+          for (const auto& [r, ei] : e.partners) {
+            if (enter_of(r, ei) == kUnknown) blocked_on_rank[static_cast<size_t>(r)].push_back(ri);
+          }
+        }
+        return;
+      }
+      if (!dep.known) ++out.broken;
+      force = false;
+      const TimeNs start = std::max(enter[ur][k], dep.at);
+      out.waited[ur] += start - enter[ur][k];
+      exit[ur][k] = start + e.transfer;
+      now[ur] = std::max(now[ur], exit[ur][k]);
+      ++cursor[ur];
+    }
+    ++done;
+  };
+
+  while (done < n) {
+    while (!ready.empty()) {
+      const int r = ready.front();
+      ready.pop_front();
+      queued[static_cast<size_t>(r)] = false;
+      if (cursor[static_cast<size_t>(r)] < g.events[static_cast<size_t>(r)].size()) {
+        advance(r, false);
+      }
+    }
+    if (done >= n) break;
+    // Nothing can move: the recorded order has a dependency cycle (a send taken for a
+    // rendezvous that was eager, clock error). Drop the dependency of the stuck event that was
+    // recorded first.
+    int stuck = -1;
+    TimeNs earliest = std::numeric_limits<TimeNs>::max();
+    for (size_t r = 0; r < n; ++r) {
+      if (cursor[r] >= g.events[r].size()) continue;
+      if (g.events[r][cursor[r]].enter < earliest) {
+        earliest = g.events[r][cursor[r]].enter;
+        stuck = static_cast<int>(r);
+      }
+    }
+    if (stuck < 0) break;
+    for (auto& list : blocked_on_rank) std::erase(list, stuck);
+    for (auto& list : blocked_on_instance) std::erase(list, stuck);
+    advance(stuck, true);
+  }
+  TimeNs last = g.first;
+  for (size_t r = 0; r < n; ++r) {
+    for (TimeNs t : exit[r]) last = std::max(last, t);
+  }
+  out.span = last - g.first;
+  return out;
+}
+
+}  // namespace
+
+Intervals OwnWorkIntervals(const RankData& rank, TimeNs from) {
+  Intervals out;
+  TimeNs busy_until = from;
+  for (const auto& [enter, exit, kind, index] : ChainRecords(rank)) {
+    if (enter > busy_until) out.emplace_back(busy_until, enter);
+    busy_until = std::max(busy_until, exit);
+  }
+  return out;
+}
+
+BlameModel BuildBlameModel(const Session& aligned, const SessionMatches& matches,
+                           const BlameOptions& options) {
+  BlameModel model;
+  Graph g = BuildGraph(aligned, matches);
+  ComputeTransfers(&g);
+  const size_t n = g.ranks.size();
+  bool any = false;
+  for (const auto& ev : g.events) any |= !ev.empty();
+  if (!any) return model;
+
+  model.first = g.first;
+  model.last = g.first;
+  for (size_t ri = 0; ri < n; ++ri) {
+    const RankData& data = aligned.ranks[ri];
+    RankBlame b;
+    b.rank = g.ranks[ri];
+    const std::vector<Event>& ev = g.events[ri];
+    b.events = static_cast<int>(ev.size());
+    b.collective_calls = static_cast<int>(data.collectives.size());
+    b.p2p_calls = static_cast<int>(data.p2p.size());
+    if (!ev.empty()) {
+      b.first = ev.front().enter;
+      TimeNs busy_until = g.first;
+      for (const Event& e : ev) {
+        b.own_work += e.gap;
+        b.in_mpi += std::max<DurationNs>(e.exit - std::max(e.enter, busy_until), 0);
+        busy_until = std::max(busy_until, e.exit);
+        if (!e.interpreted) ++b.uninterpreted_calls;
+      }
+      b.last = busy_until;
+      model.last = std::max(model.last, busy_until);
+    }
+    model.ranks.push_back(std::move(b));
+  }
+
+  // Own work in ten parts of the run. Where the ranks share enough collectives, the parts are
+  // cut at the same instances on every rank, so each part holds the same work on every rank
+  // (a straggler that is always working would otherwise fill every wall-clock tenth, and a rank
+  // that runs ahead of a reduce's root would too). Otherwise, wall-clock tenths.
+  const DurationNs span = model.span();
+  std::vector<int> shared;  // instances every rank with events takes part in, in time order
+  size_t with_events = 0;
+  for (const auto& ev : g.events) with_events += ev.empty() ? 0 : 1;
+  for (size_t k = 0; k < g.instances.size(); ++k) {
+    if (g.instances[k].members.size() == with_events) shared.push_back(static_cast<int>(k));
+  }
+  if (shared.size() >= 10) {
+    for (size_t ri = 0; ri < n; ++ri) {
+      const std::vector<Event>& ev = g.events[ri];
+      std::vector<DurationNs> prefix(ev.size() + 1, 0);  // own work of events [0, i)
+      for (size_t i = 0; i < ev.size(); ++i) prefix[i + 1] = prefix[i] + ev[i].gap;
+      // Each shared instance's event on this rank.
+      std::vector<size_t> at(shared.size(), 0);
+      for (size_t j = 0; j < shared.size(); ++j) {
+        for (const auto& [r, ei] : g.instances[static_cast<size_t>(shared[j])].members) {
+          if (static_cast<size_t>(r) == ri) at[j] = static_cast<size_t>(ei);
+        }
+      }
+      std::vector<DurationNs>& parts = model.ranks[ri].own_work_by_tenth;
+      parts.assign(10, 0);
+      if (ev.empty()) continue;
+      DurationNs before = 0;
+      for (size_t t = 0; t < 10; ++t) {
+        const DurationNs upto =
+            t == 9 ? prefix.back() : prefix[at[shared.size() * (t + 1) / 10] + 1];
+        parts[t] = std::max<DurationNs>(upto - before, 0);
+        before = std::max(before, upto);
+      }
+    }
+  } else {
+    for (size_t ri = 0; ri < n; ++ri) {
+      std::vector<DurationNs>& tenths = model.ranks[ri].own_work_by_tenth;
+      tenths.assign(10, 0);
+      if (span <= 0) continue;
+      TimeNs busy_until = g.first;
+      for (const Event& e : g.events[ri]) {
+        TimeNs from = busy_until;
+        const TimeNs to = std::max(e.enter, busy_until);
+        while (from < to) {
+          const auto t =
+              static_cast<size_t>(std::clamp<int64_t>((from - model.first) * 10 / span, 0, 9));
+          const TimeNs tenth_end = model.first + span * static_cast<int64_t>(t + 1) / 10;
+          // Integer rounding can put tenth_end at `from`: always move on.
+          const TimeNs upto = t == 9 ? to : std::min(to, std::max(tenth_end, from + 1));
+          tenths[t] += upto - from;
+          from = upto;
+        }
+        busy_until = std::max(busy_until, e.exit);
+      }
+    }
+  }
+
+  // First-order wait states: each event's wait for the partner that came last.
+  for (size_t ri = 0; ri < n; ++ri) {
+    for (const Event& e : g.events[ri]) {
+      const Ready ready = DependencyTime(g, static_cast<int>(ri), e, [&](int r, int ei) {
+        return g.events[static_cast<size_t>(r)][static_cast<size_t>(ei)].enter;
+      });
+      if (ready.culprit < 0) continue;
+      const DurationNs wait =
+          std::clamp<DurationNs>(ready.at - e.enter, 0, std::max<DurationNs>(e.exit - e.enter, 0));
+      if (wait <= 0) continue;
+      model.ranks[ri].waited += wait;
+      RankBlame& culprit = model.ranks[static_cast<size_t>(ready.culprit)];
+      culprit.caused += wait;
+      culprit.caused_at[e.call] += wait;
+      model.waits[{g.ranks[ri], g.ranks[static_cast<size_t>(ready.culprit)]}] += wait;
+    }
+  }
+
+  // Own work across ranks: the typical rank, and how far each one stands from the others.
+  std::vector<DurationNs> work;
+  for (const RankBlame& b : model.ranks) {
+    if (b.events >= options.min_events) work.push_back(b.own_work);
+  }
+  if (work.size() < 2) return model;
+  model.typical_own_work = MedianNs(work);
+  {
+    std::vector<double> w(work.begin(), work.end());
+    model.own_work_sigma = static_cast<DurationNs>(std::llround(RobustSigma(std::move(w))));
+  }
+
+  const std::vector<double> unit(n, 1.0);
+  const Replay base = Run(g, unit);
+  model.replayed_span = base.span;
+  model.broken_dependencies = base.broken;
+
+  // Candidates: own work above the other ranks' by a robust margin.
+  struct Candidate {
+    size_t index;
+    double excess;
+    DurationNs others;
+    double z;
+  };
+  std::vector<Candidate> candidates;
+  std::vector<size_t> judged;
+  for (size_t ri = 0; ri < n; ++ri) {
+    if (model.ranks[ri].events >= options.min_events) judged.push_back(ri);
+  }
+  // The median of a figure over the judged ranks other than `self`.
+  auto others_median = [&](size_t self, auto figure) {
+    std::vector<double> v;
+    for (size_t o : judged) {
+      if (o != self) v.push_back(static_cast<double>(figure(model.ranks[o])));
+    }
+    return Median(std::move(v));
+  };
+  for (size_t ri : judged) {
+    const RankBlame& b = model.ranks[ri];
+    const double median = others_median(ri, [](const RankBlame& r) { return r.own_work; });
+    const double excess = static_cast<double>(b.own_work) - median;
+    if (median <= 0 || excess < options.min_excess_fraction * median) continue;
+    std::vector<double> others;
+    for (size_t o : judged) {
+      if (o != ri) others.push_back(static_cast<double>(model.ranks[o].own_work));
+    }
+    // Across ranks: a floor under the spread, since with few ranks that agree closely the MAD
+    // can be ~0.
+    const double sigma = std::max(RobustSigma(others), 0.01 * median);
+    if (excess < options.excess_sigmas * sigma) continue;
+
+    // Over time: how much a rank's own work in one tenth of the run strays from the others' by
+    // chance. With three ranks or more, from the other ranks' own deviations (so a straggler that
+    // starts halfway counts in full); with two, from this rank's (then it must be steady).
+    std::vector<double> median_t(10), deviation;
+    for (size_t t = 0; t < 10; ++t) {
+      median_t[t] = others_median(ri, [t](const RankBlame& r) { return r.own_work_by_tenth[t]; });
+    }
+    int clear = 0, counted = 0;
+    std::vector<double> mine_minus;
+    for (size_t t = 0; t < 10; ++t) {
+      const double mine = static_cast<double>(b.own_work_by_tenth[t]);
+      if (median_t[t] <= 0 && mine <= 0) continue;
+      ++counted;
+      mine_minus.push_back(mine - median_t[t]);
+      if (mine - median_t[t] >= 0.5 * options.min_excess_fraction * median_t[t] &&
+          mine > median_t[t]) {
+        ++clear;
+      }
+    }
+    if (judged.size() >= 3) {
+      for (size_t o : judged) {
+        if (o == ri) continue;
+        for (size_t t = 0; t < 10; ++t) {
+          const double theirs = static_cast<double>(model.ranks[o].own_work_by_tenth[t]);
+          if (median_t[t] > 0 || theirs > 0) deviation.push_back(theirs - median_t[t]);
+        }
+      }
+    } else {
+      // The sample standard deviation of its own deviations.
+      double mean = 0;
+      for (double d : mine_minus) mean += d;
+      mean /= std::max<size_t>(mine_minus.size(), 1);
+      double var = 0;
+      for (double d : mine_minus) var += (d - mean) * (d - mean);
+      var /= std::max<double>(static_cast<double>(mine_minus.size()) - 1, 1);
+      deviation = {std::sqrt(var)};
+    }
+    const double tenth_sigma = std::max(
+        judged.size() >= 3 ? RobustSigma(deviation) : deviation.front(), 0.005 * median / 10);
+    const double time_z = excess / (tenth_sigma * std::sqrt(std::max(counted, 1)));
+    if (time_z < options.steady_sigmas) continue;
+
+    candidates.push_back({ri, excess, static_cast<DurationNs>(std::llround(median)),
+                          std::min(excess / sigma, time_z)});
+    RankBlame& cb = model.ranks[ri];
+    cb.excess_sigmas = std::min(excess / sigma, time_z);
+    cb.excess_fraction = excess / median;
+    cb.persistence = counted > 0 ? static_cast<double>(clear) / counted : 0;
+  }
+  std::sort(candidates.begin(), candidates.end(),
+            [](const Candidate& a, const Candidate& b) { return a.excess > b.excess; });
+  if (static_cast<int>(candidates.size()) > options.max_candidates) {
+    candidates.resize(static_cast<size_t>(options.max_candidates));
+  }
+
+  // Greedy, most excess first: each candidate is replayed with the stragglers found before it
+  // already like the typical rank, so a second straggler hidden behind a slower one (both late
+  // at the same collectives) still shows its own gain, and the gains add up.
+  auto others_waited = [&](const Replay& rp, size_t self) {
+    DurationNs total = 0;
+    for (size_t o = 0; o < n; ++o) {
+      if (o != self) total += rp.waited[o];
+    }
+    return total;
+  };
+  std::vector<double> scale = unit;
+  Replay current = base;
+  std::vector<int> before;
+  for (const Candidate& c : candidates) {
+    RankBlame& b = model.ranks[c.index];
+    std::vector<double> trial = scale;
+    trial[c.index] = static_cast<double>(c.others) / static_cast<double>(b.own_work);
+    Replay what_if = Run(g, trial);
+    b.replayed = true;
+    b.work_scale = trial[c.index];
+    b.what_if_with = before;
+    // Replays differ from the recording by the model's error; the what-if is read against the
+    // replay of the recording, then applied to the measured span.
+    b.what_if_span = std::max<DurationNs>(span - (base.span - what_if.span), 0);
+    b.caused_total =
+        std::max<DurationNs>(others_waited(current, c.index) - others_waited(what_if, c.index), 0);
+    const DurationNs gain = current.span - what_if.span;
+    if (span > 0 && static_cast<double>(gain) >= options.min_gain_fraction * span) {
+      model.stragglers.push_back(b.rank);
+      before.push_back(b.rank);
+      scale = std::move(trial);
+      current = std::move(what_if);
+    }
+  }
+  if (!model.stragglers.empty()) {
+    model.what_if_all_span = std::max<DurationNs>(span - (base.span - current.span), 0);
+  }
+  return model;
+}
+
+}  // namespace rankscope

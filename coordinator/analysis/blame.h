@@ -1,0 +1,136 @@
+// The blame model: every wait state of a session is put on the rank whose delay caused it, and a
+// what-if replay says what the job would have taken had a rank run like the others.
+//
+// Each rank's run is read as a chain of MPI events (collective calls, point-to-point calls and
+// the Wait/Test calls that completed them, grouped where one call completed several) separated
+// by the rank's own work: the time outside MPI. Matching (collective instances, point-to-point
+// messages) gives the dependencies between the chains: a member of an N-to-N collective leaves
+// after the last arrival, a broadcast's receivers after its root, a reduce's root after its last
+// sender, a scan's member after every lower rank, a receive after its send was posted, a send
+// that had to wait for its receiver after the receive was posted. Each event keeps what it took
+// after its dependencies were met (the transfer), so replaying the chains with the recorded own
+// work reproduces the run; replaying them with one rank's own work scaled to the typical rank's
+// gives the what-if. The difference in the others' waiting is the waiting that rank caused,
+// chains included (a rank that waited for it and then made a third wait passes that on to it),
+// as in Scalasca's delay analysis, measured by replay rather than by rules.
+//
+// A rank is a straggler when (1) its own work stands apart from the other ranks' (robust
+// statistics: median and MAD), and (2) the what-if says the job would be a material share
+// faster had it run like the typical rank. No rule counts how often a rank was last.
+//
+// Everything here uses facts an agent can compute per window (time outside MPI, per-instance
+// arrivals, time blocked per peer), so it keeps working when agents send summaries.
+// Pure functions over an aligned session.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "coordinator/p2p_matcher.h"
+#include "coordinator/session.h"
+#include "coordinator/session_matches.h"
+#include "core/time.h"
+
+namespace rankscope {
+
+struct BlameOptions {
+  // A candidate's own work (time outside MPI) exceeds the median of the other ranks' by more
+  // than this fraction of that median ...
+  double min_excess_fraction = 0.10;
+  // ... and by more than this many robust standard deviations (1.4826 MAD) of the others' ...
+  double excess_sigmas = 4.0;
+  // ... and by more than this many standard deviations of what chance gives over the run: the
+  // run is cut into tenths, and how far a rank's own work in a tenth strays from the others' by
+  // chance is read from the other ranks (with two ranks, from its own tenths, so it must be
+  // late steadily). Random jitter that happens to add up on one rank does not pass.
+  double steady_sigmas = 5.0;
+  // At most this many candidates are replayed, most excess first (each replay is one pass over
+  // the session's events).
+  int max_candidates = 8;
+  // A straggler's what-if saves at least this fraction of the job's span ...
+  double min_gain_fraction = 0.05;
+  // ... and critical above this fraction.
+  double critical_gain_fraction = 0.25;
+  // Ranks with fewer MPI events than this are not judged (nothing to replay).
+  int min_events = 3;
+};
+
+// Where a rank's time went, and what it cost the others.
+struct RankBlame {
+  int rank = -1;
+  TimeNs first = 0;         // its first MPI event's enter
+  TimeNs last = 0;          // its last MPI event's exit
+  DurationNs in_mpi = 0;    // inside MPI calls (merged), within [first, last)
+  DurationNs own_work = 0;  // outside MPI within [first, last): what the what-if scales
+  DurationNs waited = 0;    // inside MPI waiting for another rank (first order)
+  DurationNs caused = 0;    // others' waiting it caused directly (first order: it was last)
+  int events = 0;           // MPI events in its chain
+  int collective_calls = 0;
+  int p2p_calls = 0;
+  int other_calls = 0;  // MPI calls neither collective nor point-to-point (MPI-IO, RMA, ...)
+  // Calls the model could not turn into dependencies: collectives of incomplete instances,
+  // point-to-point calls without a matched partner, calls of kinds it does not model.
+  int uninterpreted_calls = 0;
+  // First-order waiting it caused, by the kind of call the others waited in ("allreduce",
+  // "recv", "wait", ...).
+  std::map<std::string, DurationNs> caused_at;
+
+  // Own work in each of ten parts of the run, for persistence and noise: parts cut at the same
+  // collective instances on every rank where all ranks share ten or more, else wall-clock tenths
+  // of the model's span.
+  std::vector<DurationNs> own_work_by_tenth;
+  // Candidates: how far its own work stands from the other ranks' (excess over their median, in
+  // robust standard deviations and as a fraction of the median), and the share of tenths of the
+  // run in which it did clearly more own work than the others (1: all through the run).
+  double excess_sigmas = 0;
+  double excess_fraction = 0;
+  double persistence = 0;
+
+  // Filled for replayed candidates only (replayed == true).
+  bool replayed = false;
+  // The job's span had it run like the typical rank, with the stragglers in what_if_with (found
+  // before it) like the typical rank too.
+  DurationNs what_if_span = 0;
+  std::vector<int> what_if_with;
+  DurationNs caused_total = 0;  // the others' waiting it caused, chains included (beyond those)
+  double work_scale = 1.0;      // typical own work / its own work, as applied in the what-if
+};
+
+struct BlameModel {
+  TimeNs first = 0;  // first MPI event of any rank
+  TimeNs last = 0;   // last MPI event exit of any rank
+  DurationNs span() const { return last > first ? last - first : 0; }
+  DurationNs replayed_span = 0;     // the replay of the run as recorded (checks the model)
+  DurationNs typical_own_work = 0;  // median over ranks
+  DurationNs own_work_sigma = 0;    // 1.4826 MAD over ranks
+  int broken_dependencies = 0;      // dependencies the replay had to drop (inconsistent order)
+  std::vector<RankBlame> ranks;     // ordered by rank
+  // First-order waiting, seconds as ns: (waiter, culprit) -> time the waiter spent waiting for
+  // the culprit inside MPI.
+  std::map<std::pair<int, int>, DurationNs> waits;
+  // The ranks that pass both tests (candidates whose what-if saves enough), most excess first,
+  // and the replayed span with all of them like the typical rank.
+  std::vector<int> stragglers;
+  DurationNs what_if_all_span = 0;
+
+  const RankBlame* Find(int rank) const {
+    for (const RankBlame& r : ranks) {
+      if (r.rank == rank) return &r;
+    }
+    return nullptr;
+  }
+};
+
+// The rank's own work as the model reads it: the intervals between consecutive MPI events of its
+// chain, from `from` (the model's first event) on. Sorted, non-overlapping.
+Intervals OwnWorkIntervals(const RankData& rank, TimeNs from);
+
+// The model of `aligned` with its matches (MatchSession(aligned)). A session without MPI or NCCL
+// collective events gives an empty model (no ranks).
+BlameModel BuildBlameModel(const Session& aligned, const SessionMatches& matches,
+                           const BlameOptions& options = BlameOptions{});
+
+}  // namespace rankscope

@@ -1,0 +1,279 @@
+#include "coordinator/analysis/blame.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <random>
+#include <vector>
+
+#include "coordinator/analysis/analysis_test_util.h"
+#include "core/comm_id.h"
+
+namespace rankscope {
+namespace {
+
+BlameModel Blame(const Session& s, const BlameOptions& options = BlameOptions{}) {
+  return BuildBlameModel(s, MatchSession(s), options);
+}
+
+double Seconds(DurationNs ns) { return static_cast<double>(ns) / kNsPerSec; }
+
+// A halo exchange as stencil codes (LAMMPS, HPCC's PTRANS) run it: every step each rank
+// computes, then exchanges with its left and right neighbours on a ring (MPI_Irecv x2,
+// MPI_Isend x2, MPI_Waitall), and every `allreduce_every` steps all ranks reduce. Messages are
+// eager: a receive completes once its send is posted. Only the first message after a slow
+// rank's compute carries its delay; the rest of each exchange is quick.
+struct HaloSim {
+  int ranks = 4;
+  int steps = 60;
+  DurationNs compute = 5 * kNsPerMs;
+  DurationNs jitter = 200 * kNsPerUs;
+  DurationNs latency = 50 * kNsPerUs;
+  int allreduce_every = 10;
+  std::map<int, double> slow_factor;  // compute time x factor, by rank
+  uint64_t seed = 5;
+};
+
+Session SimulateHalo(const HaloSim& sim) {
+  std::mt19937_64 rng(sim.seed);
+  auto jitter = [&] { return std::uniform_int_distribution<DurationNs>(0, sim.jitter)(rng); };
+  Session s;
+  s.session_id = "halo";
+  s.launcher = "mpirun";
+  s.world_size = sim.ranks;
+  s.aligned = true;
+  s.ranks.resize(static_cast<size_t>(sim.ranks));
+  const uint64_t world = WorldCommId(sim.ranks);
+  const auto n = static_cast<size_t>(sim.ranks);
+  for (int r = 0; r < sim.ranks; ++r) {
+    RankData& d = s.ranks[static_cast<size_t>(r)];
+    d.id.rank = r;
+    d.id.world_size = sim.ranks;
+    d.id.node = "n" + std::to_string(r);
+    d.id.launcher = "mpirun";
+    d.clock_fitted = true;
+    d.finished = true;
+  }
+  std::vector<TimeNs> now(n, 1000 * kNsPerSec);
+  uint64_t seq = 0;
+  for (int k = 0; k < sim.steps; ++k) {
+    std::vector<TimeNs> post(n);
+    for (size_t r = 0; r < n; ++r) {
+      auto f = sim.slow_factor.find(static_cast<int>(r));
+      const double factor = f == sim.slow_factor.end() ? 1.0 : f->second;
+      now[r] += static_cast<DurationNs>(std::llround(static_cast<double>(sim.compute) * factor)) +
+                jitter();
+      post[r] = now[r];
+    }
+    for (size_t r = 0; r < n; ++r) {
+      RankData& d = s.ranks[r];
+      const int left = static_cast<int>((r + n - 1) % n);
+      const int right = static_cast<int>((r + 1) % n);
+      const TimeNs t = post[r];
+      // Irecv left, Irecv right, Isend left, Isend right: 2 us each.
+      P2PRecord rl{P2PKind::kIrecv, P2PKind::kIrecv, left, k, world, 4096, t, t + 2000, 1};
+      P2PRecord rr{P2PKind::kIrecv, P2PKind::kIrecv, right, k, world, 4096, t + 2000, t + 4000, 1};
+      P2PRecord sl{P2PKind::kIsend, P2PKind::kIsend, left, k, world, 4096, t + 4000, t + 6000, 1};
+      P2PRecord sr{P2PKind::kIsend, P2PKind::kIsend, right, k, world, 4096, t + 6000, t + 8000, 1};
+      const TimeNs wait_enter = t + 8000;
+      // The Waitall ends when both neighbours' sends (posted at their post + 4/6 us) are in.
+      const TimeNs from_left = post[static_cast<size_t>(left)] + 6000 + sim.latency;
+      const TimeNs from_right = post[static_cast<size_t>(right)] + 4000 + sim.latency;
+      const TimeNs wait_exit = std::max({wait_enter + 1000, from_left, from_right});
+      d.p2p.push_back(rl);
+      d.p2p.push_back(rr);
+      d.p2p.push_back(sl);
+      d.p2p.push_back(sr);
+      for (const auto& [completed, peer] :
+           {std::pair{P2PKind::kIrecv, left}, std::pair{P2PKind::kIrecv, right},
+            std::pair{P2PKind::kIsend, left}, std::pair{P2PKind::kIsend, right}}) {
+        d.p2p.push_back(
+            {P2PKind::kWait, completed, peer, k, world, 4096, wait_enter, wait_exit, 1});
+      }
+      now[r] = wait_exit;
+    }
+    if (sim.allreduce_every > 0 && (k + 1) % sim.allreduce_every == 0) {
+      const TimeNs last = *std::max_element(now.begin(), now.end());
+      for (size_t r = 0; r < n; ++r) {
+        CollectiveRecord c;
+        c.comm_id = world;
+        c.seq = seq;
+        c.op = CollectiveOp::kAllreduce;
+        c.comm_size = sim.ranks;
+        c.comm_rank = static_cast<int>(r);
+        c.bytes = 8;
+        c.enter = now[r];
+        c.exit = last + 100 * kNsPerUs;
+        c.tid = 1;
+        s.ranks[r].collectives.push_back(c);
+        now[r] = c.exit;
+      }
+      ++seq;
+    }
+  }
+  s.start = 1000 * kNsPerSec;
+  s.end = *std::max_element(now.begin(), now.end());
+  return s;
+}
+
+TEST(BlameTest, ReplayOfACleanRunReproducesItAndNamesNobody) {
+  const Session s = testing::Simulate(testing::TrainingSim{});
+  const BlameModel m = Blame(s);
+  ASSERT_EQ(m.ranks.size(), 4u);
+  EXPECT_TRUE(m.stragglers.empty());
+  EXPECT_EQ(m.broken_dependencies, 0);
+  EXPECT_NEAR(Seconds(m.replayed_span), Seconds(m.span()), 0.01 * Seconds(m.span()));
+  for (const RankBlame& r : m.ranks) {
+    EXPECT_EQ(r.events, 50);
+    EXPECT_EQ(r.uninterpreted_calls, 0);
+    // 50 steps of ~22 ms data + compute: own work is most of the run.
+    EXPECT_GT(r.own_work, 50 * 22 * kNsPerMs);
+    EXPECT_LT(r.in_mpi, 50 * 3 * kNsPerMs);
+  }
+}
+
+TEST(BlameTest, ASlowRankIsTheStragglerAndTheWhatIfIsTheCleanRun) {
+  testing::TrainingSim sim;
+  const Session clean = testing::Simulate(sim);
+  sim.slow_compute = {{2, 20 * kNsPerMs}};
+  const Session slow = testing::Simulate(sim);
+  const BlameModel m = Blame(slow);
+  ASSERT_EQ(m.stragglers, std::vector<int>{2});
+  const RankBlame& r2 = *m.Find(2);
+  ASSERT_TRUE(r2.replayed);
+  const double clean_span = Seconds(Blame(clean).span());
+  // The job had 20 ms more per step (50 steps): 1 s; like the others it is the clean run.
+  EXPECT_GT(Seconds(m.span()), clean_span + 0.9);
+  EXPECT_NEAR(Seconds(r2.what_if_span), clean_span, 0.03 * clean_span);
+  EXPECT_NEAR(Seconds(m.what_if_all_span), clean_span, 0.03 * clean_span);
+  // The 3 others waited ~20 ms a step for it: 3 s, directly and in the replay.
+  EXPECT_NEAR(Seconds(r2.caused), 3.0, 0.15);
+  EXPECT_NEAR(Seconds(r2.caused_total), 3.0, 0.15);
+  EXPECT_GT(r2.caused_at.at("allreduce"), 2 * kNsPerSec);
+  EXPECT_NEAR(Seconds(m.waits.at({0, 2})), 1.0, 0.05);
+  EXPECT_EQ(m.waits.count({2, 0}) == 0 || m.waits.at({2, 0}) < 50 * kNsPerMs, true);
+}
+
+TEST(BlameTest, TwoSlowRanksAreBothFoundAndTheWhatIfNeedsBoth) {
+  testing::TrainingSim sim;
+  sim.ranks = 8;
+  const Session clean = testing::Simulate(sim);
+  sim.slow_compute = {{1, 15 * kNsPerMs}, {6, 25 * kNsPerMs}};
+  const BlameModel m = Blame(testing::Simulate(sim));
+  EXPECT_EQ(m.stragglers, (std::vector<int>{6, 1}));
+  const double clean_span = Seconds(Blame(clean).span());
+  // Rank 6 alone like the others still leaves rank 1's 15 ms a step.
+  EXPECT_NEAR(Seconds(m.Find(6)->what_if_span), clean_span + 0.75, 0.05 * clean_span);
+  EXPECT_NEAR(Seconds(m.what_if_all_span), clean_span, 0.03 * clean_span);
+}
+
+TEST(BlameTest, HaloExchangeStragglerIsFoundThoughMostMessagesAreOnTime) {
+  HaloSim sim;
+  const Session clean = SimulateHalo(sim);
+  const BlameModel clean_model = Blame(clean);
+  EXPECT_TRUE(clean_model.stragglers.empty());
+  EXPECT_EQ(clean_model.broken_dependencies, 0);
+  EXPECT_NEAR(Seconds(clean_model.replayed_span), Seconds(clean_model.span()),
+              0.01 * Seconds(clean_model.span()));
+  for (const RankBlame& r : clean_model.ranks) EXPECT_EQ(r.uninterpreted_calls, 0) << r.rank;
+
+  sim.slow_factor = {{1, 3.0}};
+  const BlameModel m = Blame(SimulateHalo(sim));
+  ASSERT_EQ(m.stragglers, std::vector<int>{1});
+  const RankBlame& r1 = *m.Find(1);
+  const double clean_span = Seconds(clean_model.span());
+  EXPECT_GT(Seconds(m.span()), 2.5 * clean_span);
+  EXPECT_NEAR(Seconds(r1.what_if_span), clean_span, 0.05 * clean_span);
+  // Its neighbours wait for it in their Waitall every step, and the far rank through them and
+  // at the allreduces: a chain.
+  EXPECT_GT(r1.caused_at.at("wait"), 0);
+  EXPECT_GT(m.waits.at({0, 1}), 0);
+  EXPECT_GT(m.waits.at({2, 1}), 0);
+  EXPECT_GE(r1.caused_total, r1.caused);
+}
+
+TEST(BlameTest, APipelineChainIsBlamedOnItsSourceNotTheStagesBehindIt) {
+  // Stage r receives from r-1, computes, sends to r+1 (eager). Stage 1 computes 3x longer;
+  // stage 2 waits for it, stage 3 waits for stage 2 only because stage 2 waited.
+  Session s;
+  s.aligned = true;
+  s.world_size = 4;
+  s.ranks.resize(4);
+  const uint64_t world = WorldCommId(4);
+  for (int r = 0; r < 4; ++r) {
+    s.ranks[static_cast<size_t>(r)].id.rank = r;
+    s.ranks[static_cast<size_t>(r)].id.world_size = 4;
+  }
+  std::vector<TimeNs> now(4, kNsPerSec);
+  for (int k = 0; k < 40; ++k) {
+    TimeNs arrival = 0;
+    for (int r = 0; r < 4; ++r) {
+      RankData& d = s.ranks[static_cast<size_t>(r)];
+      TimeNs t = now[static_cast<size_t>(r)];
+      if (r > 0) {
+        const TimeNs done = std::max(t + 1000, arrival + 20 * kNsPerUs);
+        d.p2p.push_back({P2PKind::kRecv, P2PKind::kRecv, r - 1, 0, world, 64, t, done, 1});
+        t = done;
+      }
+      t += (r == 1 ? 30 : 10) * kNsPerMs;
+      if (r < 3) {
+        d.p2p.push_back({P2PKind::kSend, P2PKind::kSend, r + 1, 0, world, 64, t, t + 5000, 1});
+        arrival = t;
+        t += 5000;
+      }
+      now[static_cast<size_t>(r)] = t;
+    }
+  }
+  const BlameModel m = Blame(s);
+  EXPECT_EQ(m.broken_dependencies, 0);
+  ASSERT_FALSE(m.stragglers.empty());
+  EXPECT_EQ(m.stragglers.front(), 1);
+  EXPECT_EQ(std::count(m.stragglers.begin(), m.stragglers.end(), 2), 0);
+  EXPECT_EQ(std::count(m.stragglers.begin(), m.stragglers.end(), 3), 0);
+  // Stage 3 waits for stage 2 directly, but with stage 1 like the others it would not.
+  EXPECT_GT(m.waits.at({3, 2}), 0);
+  const RankBlame& r1 = *m.Find(1);
+  EXPECT_GT(r1.caused_total, r1.caused);
+}
+
+TEST(BlameTest, AnInconsistentRecordingStillReplaysAndSaysSo) {
+  // Each rank's receive is recorded before its own send to the other, and both receives block
+  // until the other's send: a rendezvous on both sides cannot have happened this way, but clock
+  // error or a misread record can make it look so. The replay must end.
+  Session s;
+  s.aligned = true;
+  s.world_size = 2;
+  s.ranks.resize(2);
+  const uint64_t world = WorldCommId(2);
+  for (int r = 0; r < 2; ++r) {
+    RankData& d = s.ranks[static_cast<size_t>(r)];
+    d.id.rank = r;
+    d.id.world_size = 2;
+    const int peer = 1 - r;
+    for (int k = 0; k < 5; ++k) {
+      const TimeNs t = kNsPerSec + k * 10 * kNsPerMs;
+      d.p2p.push_back(
+          {P2PKind::kRecv, P2PKind::kRecv, peer, 0, world, 1 << 20, t, t + 3 * kNsPerMs, 1});
+      d.p2p.push_back({P2PKind::kSend, P2PKind::kSend, peer, 0, world, 1 << 20, t + 4 * kNsPerMs,
+                       t + 6 * kNsPerMs, 1});
+    }
+  }
+  const BlameModel m = Blame(s);
+  EXPECT_EQ(m.ranks.size(), 2u);
+  EXPECT_GT(m.replayed_span, 0);
+}
+
+TEST(BlameTest, ASessionWithoutMpiEventsGivesAnEmptyModel) {
+  Session s;
+  s.ranks.resize(2);
+  s.ranks[0].id.rank = 0;
+  s.ranks[1].id.rank = 1;
+  const BlameModel m = Blame(s);
+  EXPECT_TRUE(m.ranks.empty());
+  EXPECT_TRUE(m.stragglers.empty());
+}
+
+}  // namespace
+}  // namespace rankscope

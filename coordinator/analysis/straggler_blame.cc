@@ -1,0 +1,333 @@
+#include "coordinator/analysis/straggler_blame.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <set>
+#include <utility>
+
+#include "coordinator/analysis/describe.h"
+#include "coordinator/analysis/range_timeline.h"
+#include "core/format.h"
+#include "core/robust_stats.h"
+
+namespace rankscope {
+namespace {
+
+// 0.5 at the threshold, towards 1 as the value grows past it.
+double Margin(double value, double threshold) {
+  if (threshold <= 0) return 1.0;
+  return std::clamp(1.0 - 0.5 * threshold / std::max(value, 1e-12), 0.0, 1.0);
+}
+
+bool NamesRankAlone(const Finding& f, int rank) {
+  return f.ranks.size() == 1 && f.ranks.front() == rank &&
+         (f.kind == "straggler" || f.kind == "late_sender" || f.kind == "late_receiver" ||
+          f.kind == "dataloader_skew");
+}
+
+// Own work per NVTX range name (innermost range; "" for time outside every range), summed over
+// the rank's own-work intervals.
+std::map<std::string, DurationNs> OwnWorkByRange(const RankData& rank, TimeNs from) {
+  std::map<std::string, DurationNs> out;
+  const RangeTimeline timeline(&rank.ranges);
+  for (const auto& [begin, end] : OwnWorkIntervals(rank, from)) {
+    const WindowTime w = timeline.TimeIn(begin, end, std::nullopt);
+    for (const auto& [name, ns] : w.by_range) out[name] += ns;
+    out[""] += std::max<DurationNs>(w.untracked(), 0);
+  }
+  return out;
+}
+
+// The NVTX range in which the rank's own work grew most against the other ranks' median, when it
+// explains at least a quarter of its excess: (name, its time, the others' median).
+struct RangeExcess {
+  std::string name;
+  DurationNs mine = 0;
+  DurationNs others = 0;
+};
+
+std::optional<RangeExcess> ExcessRange(const Session& s, const BlameModel& blame, int rank,
+                                       DurationNs excess) {
+  const RankData* self = s.FindRank(rank);
+  if (self == nullptr || self->ranges.empty()) return std::nullopt;
+  const std::map<std::string, DurationNs> mine = OwnWorkByRange(*self, blame.first);
+  // The others' median per name, over at most 32 of them (enough for a median).
+  std::map<std::string, std::vector<DurationNs>> others;
+  int taken = 0;
+  for (const RankData& r : s.ranks) {
+    if (r.id.rank == rank || r.ranges.empty()) continue;
+    if (++taken > 32) break;
+    const std::map<std::string, DurationNs> theirs = OwnWorkByRange(r, blame.first);
+    for (const auto& [name, ns] : mine) {
+      auto it = theirs.find(name);
+      others[name].push_back(it == theirs.end() ? 0 : it->second);
+    }
+  }
+  if (taken == 0) return std::nullopt;
+  std::optional<RangeExcess> best;
+  DurationNs best_excess = 0;
+  for (const auto& [name, ns] : mine) {
+    if (name.empty()) continue;
+    const DurationNs median = MedianNs(others[name]);
+    if (ns - median > best_excess) {
+      best_excess = ns - median;
+      best = RangeExcess{name, ns, median};
+    }
+  }
+  if (!best || best_excess < excess / 4) return std::nullopt;
+  return best;
+}
+
+// The median over the other ranks with /proc figures of one figure of theirs.
+template <typename Figure>
+double OthersMedian(const Session& s, int rank, Figure figure) {
+  std::vector<double> v;
+  for (const RankData& r : s.ranks) {
+    if (r.id.rank != rank && r.proc) v.push_back(figure(*r.proc));
+  }
+  return Median(std::move(v));
+}
+
+double Wall(const ProcessTreeStats& p) { return static_cast<double>(p.sampled_wall_ns); }
+
+// Whether the rank was starved of CPU from outside the program, from the agents' scheduler and
+// cgroup figures: runnable but waiting for a CPU (run delay) well beyond the other ranks and
+// enough to explain a good part of its extra own work. Throttled by its cgroup's CPU quota, or
+// sharing its CPU with something else. Adds evidence["cause_kind"] ("cpu_starved") and
+// evidence["cpu"] to *f and returns the sentence; empty when it was not starved.
+std::string CpuStarvation(const Session& s, int rank, DurationNs excess, Finding* f) {
+  const RankData* self = s.FindRank(rank);
+  if (self == nullptr || !self->proc || self->proc->sched_unreadable) return "";
+  const ProcessTreeStats& p = *self->proc;
+  if (p.sampled_wall_ns <= 0) return "";
+  const double others_delay =
+      OthersMedian(s, rank, [](const ProcessTreeStats& o) { return double(o.run_delay_ns); });
+  const double others_delay_per_wall = OthersMedian(s, rank, [](const ProcessTreeStats& o) {
+    return o.sampled_wall_ns > 0 ? double(o.run_delay_ns) / Wall(o) : 0.0;
+  });
+  const double delay = static_cast<double>(p.run_delay_ns);
+  const double delay_per_wall = delay / Wall(p);
+  // Ranks sharing cores (oversubscribed) all wait for CPUs; this one must wait clearly more,
+  // and the extra wait must account for a quarter of its extra own work at least.
+  if (delay_per_wall < 1.5 * others_delay_per_wall + 0.05) return "";
+  if (delay - others_delay < 0.25 * static_cast<double>(excess)) return "";
+
+  const double others_involuntary = OthersMedian(
+      s, rank, [](const ProcessTreeStats& o) { return double(o.involuntary_switches); });
+  const double others_cpu = OthersMedian(s, rank, [](const ProcessTreeStats& o) {
+    return o.sampled_wall_ns > 0 ? double(o.cpu_user_ns + o.cpu_system_ns) / Wall(o) : 0.0;
+  });
+  const double cpu_per_wall = static_cast<double>(p.cpu_user_ns + p.cpu_system_ns) / Wall(p);
+  nlohmann::json cpu = {{"run_delay_ns", p.run_delay_ns},
+                        {"wall_ns", p.sampled_wall_ns},
+                        {"run_delay_per_wall", delay_per_wall},
+                        {"others_run_delay_per_wall", others_delay_per_wall},
+                        {"cpu_per_wall", cpu_per_wall},
+                        {"others_cpu_per_wall", others_cpu},
+                        {"involuntary_switches", p.involuntary_switches},
+                        {"others_involuntary_switches", others_involuntary}};
+  std::string sentence =
+      " It was runnable but waiting for a CPU " + FormatDuration(p.run_delay_ns) + " of " +
+      FormatDuration(p.sampled_wall_ns) +
+      " (other ranks: " + FormatDouble("%.0f", 100 * others_delay_per_wall) + " % of their time)";
+  // Throttled by its own cgroup: its quota binds and the other ranks' cgroup does not (or less).
+  const std::optional<CpuCgroupStats>& cg = p.cpu_cgroup;
+  const bool throttled = cg && !cg->counters_unreadable && cg->nr_throttled > 0 &&
+                         static_cast<double>(cg->throttled_ns) >= 0.1 * static_cast<double>(excess);
+  bool shared = false;
+  if (throttled) {
+    for (const RankData& r : s.ranks) {
+      if (r.id.rank != rank && r.proc && r.proc->cpu_cgroup &&
+          r.proc->cpu_cgroup->limit_path == cg->limit_path && r.id.node == self->id.node) {
+        shared = true;
+      }
+    }
+  }
+  std::string kind;
+  if (throttled && !shared) {
+    kind = "cgroup_quota";
+    cpu["cgroup"] = {{"version", cg->version},
+                     {"path", cg->limit_path},
+                     {"nr_throttled", cg->nr_throttled},
+                     {"nr_periods", cg->nr_periods},
+                     {"throttled_ns", cg->throttled_ns},
+                     {"quota_cpus", cg->QuotaCpus() ? nlohmann::json(*cg->QuotaCpus())
+                                                    : nlohmann::json(nullptr)}};
+    sentence += "; its cgroup " + cg->limit_path + " throttled it " +
+                std::to_string(cg->nr_throttled) + " times for " + FormatDuration(cg->throttled_ns);
+    if (auto quota = cg->QuotaCpus()) {
+      sentence += " (quota " + FormatDouble("%.0f", 100 * *quota) + " % of a CPU)";
+    }
+    sentence += ": a CPU quota starves it.";
+  } else {
+    kind = "cpu_contention";
+    sentence +=
+        ", with " + std::to_string(p.involuntary_switches) +
+        " involuntary context switches (other ranks: " + FormatDouble("%.0f", others_involuntary) +
+        "): something else runs on its CPU (another process, or ranks bound to one core).";
+  }
+  cpu["verdict"] = kind;
+  f->evidence["cpu"] = std::move(cpu);
+  f->evidence["cause_kind"] = "cpu_starved";
+  f->evidence["cpu_cause"] = kind;
+  return sentence;
+}
+
+std::string CallsLabel(const std::map<std::string, DurationNs>& caused_at) {
+  std::vector<std::pair<DurationNs, std::string>> by_time;
+  for (const auto& [call, ns] : caused_at) by_time.emplace_back(ns, call);
+  std::sort(by_time.rbegin(), by_time.rend());
+  std::string out;
+  for (size_t i = 0; i < by_time.size() && i < 3; ++i) {
+    out += (out.empty() ? "" : ", ") + by_time[i].second + " " + FormatDuration(by_time[i].first);
+  }
+  return out;
+}
+
+// "Job 15.3 s; with rank 2 like the others about 5.4 s: 2.8x." ("with ranks 6 and 2 ...")
+std::string WhatIfSentence(const WhatIf& w) {
+  std::string who = w.ranks.size() == 1 ? "rank " : "ranks ";
+  for (size_t i = 0; i < w.ranks.size(); ++i) {
+    if (i > 0) who += i + 1 == w.ranks.size() ? " and " : ", ";
+    who += std::to_string(w.ranks[i]);
+  }
+  return " Job " + FormatDuration(w.job) + "; with " + who + " like the others about " +
+         FormatDuration(w.with_typical) + ": " + FormatDouble("%.1f", w.speedup()) + "x.";
+}
+
+Finding MakeStraggler(const Session& s, const BlameModel& blame, const RankBlame& b) {
+  Finding f;
+  f.kind = "straggler";
+  f.ranks = {b.rank};
+  const std::string node = NodeOf(s, b.rank);
+  if (!node.empty()) f.nodes = {node};
+  const DurationNs excess = b.own_work - blame.typical_own_work;
+  std::string summary = RankLabel(s, b.rank) + " spent " + FormatDuration(b.own_work) +
+                        " working outside MPI where the typical rank spent " +
+                        FormatDuration(blame.typical_own_work) + " (" +
+                        FormatDouble("%.1f", static_cast<double>(b.own_work) /
+                                                 std::max<double>(blame.typical_own_work, 1)) +
+                        "x); the others waited " + FormatDuration(b.caused_total) +
+                        " for it, passed-on waits included";
+  if (!b.caused_at.empty()) summary += " (directly in " + CallsLabel(b.caused_at) + ")";
+  summary += ".";
+  std::string focus = "where rank " + std::to_string(b.rank) +
+                      " spends its time between MPI calls, against another rank's";
+  const std::optional<RangeExcess> range = ExcessRange(s, blame, b.rank, excess);
+  if (range) {
+    summary += " Most of the extra work is in NVTX range '" + range->name +
+               "': " + FormatDuration(range->mine) +
+               " (other ranks: " + FormatDuration(range->others) + ").";
+    focus = "what rank " + std::to_string(b.rank) + " does inside NVTX range '" + range->name +
+            "' (" + FormatDuration(range->mine) + " vs " + FormatDuration(range->others) +
+            " on the other ranks)";
+    f.evidence["cause"] = {
+        {"range", range->name}, {"late_rank_ns", range->mine}, {"others_ns", range->others}};
+  }
+  // Why, from outside the program: starved of CPU (whatever range it was in), else an NVTX
+  // range, else what its processes did (I/O, CPU).
+  const std::string starved = CpuStarvation(s, b.rank, excess, &f);
+  if (!starved.empty()) {
+    summary += starved;
+    focus = "what else runs on rank " + std::to_string(b.rank) +
+            "'s CPUs, and the CPU quota of its cgroup";
+  } else if (range) {
+    f.evidence["cause_kind"] = "nvtx_range";
+  } else {
+    summary += ProcessEvidence(s, b.rank, excess,
+                               {"it is I/O-heavy", "it is CPU-bound on the host",
+                                "it waits (sleep, network, a lock, child processes)"},
+                               &f);
+    const nlohmann::json& process = f.evidence.value("process", nlohmann::json::object());
+    f.evidence["cause_kind"] = process.is_object() && process.contains("verdict")
+                                   ? "host_" + process["verdict"].get<std::string>()
+                                   : "unexplained";
+  }
+  f.summary = summary;
+  f.focus = std::move(focus);
+  return f;
+}
+
+}  // namespace
+
+double BlameConfidence(const RankBlame& rank, DurationNs span, const BlameOptions& options) {
+  if (!rank.replayed || span <= 0) return 0;
+  const double gain = static_cast<double>(span - rank.what_if_span) / static_cast<double>(span);
+  const double clear = std::min({Margin(gain, options.min_gain_fraction),
+                                 Margin(rank.excess_fraction, options.min_excess_fraction),
+                                 Margin(rank.excess_sigmas, options.excess_sigmas)});
+  return std::clamp(clear * rank.persistence, 0.0, 1.0);
+}
+
+void ApplyBlame(const Session& aligned, const BlameModel& blame, const BlameOptions& options,
+                std::vector<Finding>* findings, std::vector<std::string>* notes) {
+  const std::set<int> flagged(blame.stragglers.begin(), blame.stragglers.end());
+  const DurationNs span = blame.span();
+  // Arrival-based straggler findings the blame model does not back are dropped.
+  std::vector<Finding> kept;
+  for (Finding& f : *findings) {
+    if (f.kind == "straggler" && f.ranks.size() == 1 && flagged.count(f.ranks.front()) == 0) {
+      if (notes != nullptr) {
+        const RankBlame* b = blame.Find(f.ranks.front());
+        std::string why = "its own work outside MPI is like the other ranks'";
+        if (b != nullptr && b->replayed) {
+          why = "with it like the others the job would gain only " +
+                FormatDuration(span - b->what_if_span);
+        }
+        notes->push_back(RankLabel(aligned, f.ranks.front()) +
+                         " often arrived last at collectives, but " + why +
+                         ", so it is not reported as a straggler.");
+      }
+      continue;
+    }
+    kept.push_back(std::move(f));
+  }
+  *findings = std::move(kept);
+
+  for (int rank : blame.stragglers) {
+    const RankBlame* b = blame.Find(rank);
+    if (b == nullptr || !b->replayed) continue;
+    // The analyses' notes that it is not reported (its arrivals were within the clocks'
+    // uncertainty) would contradict the finding: its own work is measured on its own clock.
+    if (notes != nullptr) {
+      const std::string label = RankLabel(aligned, rank) + " ";
+      std::erase_if(*notes, [&](const std::string& n) {
+        return n.rfind(label, 0) == 0 && n.find("not reported as") != std::string::npos;
+      });
+    }
+    WhatIf w;
+    w.job = span;
+    w.with_typical = b->what_if_span;
+    w.caused = b->caused_total;
+    w.ranks = b->what_if_with;
+    w.ranks.push_back(rank);
+    const double confidence = BlameConfidence(*b, span, options);
+    const double gain = span > 0 ? static_cast<double>(span - b->what_if_span) / span : 0;
+    const Severity severity =
+        gain > options.critical_gain_fraction ? Severity::kCritical : Severity::kWarning;
+    auto host = std::find_if(findings->begin(), findings->end(),
+                             [&](const Finding& f) { return NamesRankAlone(f, rank); });
+    if (host == findings->end()) {
+      findings->push_back(MakeStraggler(aligned, blame, *b));
+      host = std::prev(findings->end());
+    }
+    // A finding of another analysis still learns that the rank was starved of CPU.
+    if (host->kind != "straggler" || !host->evidence.contains("cpu")) {
+      const std::string starved =
+          CpuStarvation(aligned, rank, b->own_work - blame.typical_own_work, &*host);
+      if (!starved.empty()) {
+        host->summary += starved;
+        host->focus = "what else runs on rank " + std::to_string(rank) +
+                      "'s CPUs, and the CPU quota of its cgroup";
+      }
+    }
+    host->summary += WhatIfSentence(w);
+    host->what_if = w;
+    host->cost_ns = std::max<int64_t>(host->cost_ns, b->caused_total);
+    host->confidence = confidence;
+    host->severity = std::max(host->severity, severity);
+  }
+}
+
+}  // namespace rankscope
