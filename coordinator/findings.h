@@ -34,8 +34,8 @@ inline const char* SeverityName(Severity s) {
 // What the blame model (analysis/blame.h) says the job would have taken had the finding's ranks
 // run like the typical rank, by replaying the run's dependencies.
 struct WhatIf {
-  DurationNs job = 0;           // the job's measured span (first to last MPI event)
-  DurationNs with_typical = 0;  // the replayed span with the ranks' own work like the typical
+  DurationNs job = 0;           // the job's measured wall time (the session's, launch to exit)
+  DurationNs with_typical = 0;  // the same less what the replay saves with the ranks typical
   DurationNs caused = 0;        // the others' waiting the ranks caused, chains included
   std::vector<int> ranks;       // the ranks made typical (the finding's, and stragglers before)
   double speedup() const {

@@ -188,12 +188,19 @@ int main(int argc, char** argv) {
   report_cmd->add_flag("--full-trace", report.full_trace,
                        "trace.json with every event (default: at most 1 M, whole steps sampled, "
                        "else the run's middle)");
+  report_cmd->add_option("--min-gain-fraction", report.analysis.blame.min_gain_fraction,
+                         "Straggler: least share of the job its what-if must save (default 0.05)");
+  report_cmd->add_option("--min-excess-fraction", report.analysis.blame.min_excess_fraction,
+                         "Straggler: least excess of its work over the typical rank's "
+                         "(default 0.10)");
   report_cmd->add_option("--min-lateness-ms", min_lateness_ms,
-                         "Straggler: least median lateness (default 1)");
+                         "Arrival analysis (describes stragglers): least median lateness "
+                         "(default 1)");
   report_cmd->add_option("--min-frac-last", report.analysis.straggler.min_frac_last,
-                         "Straggler: least fraction of instances held up (default 0.5)");
+                         "Arrival analysis: least fraction of instances held up (default 0.5)");
   report_cmd->add_option("--min-cost-fraction", report.analysis.straggler.min_cost_fraction,
-                         "Straggler: least fraction of the others' time lost (default 0.01)");
+                         "Arrival analysis: least fraction of the others' time lost "
+                         "(default 0.01)");
   report_cmd->add_option("--step-pattern", step_pattern,
                          "Dataloader: regex of step ranges (default ^step)");
   report_cmd->add_option("--data-pattern", data_pattern,

@@ -33,8 +33,12 @@ struct Event {
   DepKind dep = DepKind::kNone;
   int instance = -1;                          // collective instance, for the collective kinds
   std::vector<std::pair<int, int>> partners;  // (rank index, event index), for kEvents
-  std::string call;                           // the call's name, for caused_at
+  // Ranks whose progress the call's transfer needs without waiting for them (the receiver of
+  // a send): a replay that makes one of them typical speeds the transfer up too.
+  std::vector<int> involved;
+  std::string call;  // the call's name, for caused_at
   bool interpreted = true;
+  bool other = false;  // an MPI call that is neither collective nor point-to-point
 };
 
 struct Instance {
@@ -54,11 +58,17 @@ struct Graph {
 
 // Scan and exscan: a member needs the contributions of the members below it only.
 bool IsPrefixOp(CollectiveOp op) {
-  const std::string_view name = CollectiveOpName(op);
-  return name == "scan" || name == "exscan";
+  return op == CollectiveOp::kScan || op == CollectiveOp::kExscan;
 }
 
-// One MPI record of a rank's chain: (enter, exit, kind, index); kind 0 collective, 1 p2p.
+// MPI-IO moves the rank's own data: a call of fixed length, nothing to wait for. The others
+// (one-sided synchronisation, persistent starts) wait on partners the records do not name.
+bool IsFileCall(MpiCall call) {
+  return call >= MpiCall::kFileRead && call <= MpiCall::kFileWriteAtAll;
+}
+
+// One MPI record of a rank's chain: (enter, exit, kind, index); kind 0 collective, 1 p2p, 2 any
+// other MPI call (RankData::mpi_calls).
 using ChainRecord = std::tuple<TimeNs, TimeNs, int, size_t>;
 
 // The records that make up a rank's chain, by enter. An NCCL rank's collectives are its GPU's
@@ -80,6 +90,11 @@ std::vector<ChainRecord> ChainRecords(const RankData& r) {
       const P2PRecord& p = r.p2p[i];
       if (p.exit < p.enter) continue;
       records.emplace_back(p.enter, p.exit, 1, i);
+    }
+    for (size_t i = 0; i < r.mpi_calls.size(); ++i) {
+      const MpiCallRecord& c = r.mpi_calls[i];
+      if (c.exit < c.enter) continue;
+      records.emplace_back(c.enter, c.exit, 2, i);
     }
   }
   std::sort(records.begin(), records.end());
@@ -124,10 +139,15 @@ Graph BuildGraph(const Session& s, const SessionMatches& matches) {
         collective_event[ri][{c.comm_id, c.seq}] = at;
         e.call = std::string(CollectiveOpName(c.op));
         e.interpreted = false;  // until its instance says otherwise
-      } else {
+      } else if (kind == 1) {
         p2p_event[ri][i] = at;
         if (e.call.empty()) e.call = P2PCallName(r.p2p[i]);
         e.interpreted = false;  // until a message says otherwise
+      } else {
+        const MpiCall call = r.mpi_calls[i].call;
+        if (e.call.empty()) e.call = std::string(MpiCallName(call));
+        e.interpreted = IsFileCall(call);
+        e.other = true;
       }
     }
   }
@@ -209,7 +229,16 @@ Graph BuildGraph(const Session& s, const SessionMatches& matches) {
       r.partners.emplace_back(si, post);
       r.interpreted = true;
     }
-    g.events[static_cast<size_t>(si)][static_cast<size_t>(post)].interpreted = true;
+    Event& p = g.events[static_cast<size_t>(si)][static_cast<size_t>(post)];
+    p.interpreted = true;
+    if (std::find(p.involved.begin(), p.involved.end(), ri) == p.involved.end()) {
+      p.involved.push_back(ri);
+    }
+    if (const int blocking = event_at(si, m.send_blocked); blocking >= 0 && blocking != post) {
+      std::vector<int>& inv =
+          g.events[static_cast<size_t>(si)][static_cast<size_t>(blocking)].involved;
+      if (std::find(inv.begin(), inv.end(), ri) == inv.end()) inv.push_back(ri);
+    }
     if (m.send_wait > 0) {
       const int blocked = event_at(si, m.send_blocked);
       const int posted = m.receive_posted > 0 ? event_at(ri, m.receive_posted) : receive;
@@ -229,8 +258,10 @@ Graph BuildGraph(const Session& s, const SessionMatches& matches) {
   }
 
   // Own work before each event, and what each event took after its dependencies, as recorded.
+  // A rank's run starts at its first MPI event: how late it got there (launch order, start-up)
+  // is not its work between MPI calls.
   for (auto& ev : g.events) {
-    TimeNs busy_until = g.first;
+    TimeNs busy_until = ev.empty() ? g.first : ev.front().enter;
     for (Event& e : ev) {
       e.gap = std::max<DurationNs>(e.enter - busy_until, 0);
       busy_until = std::max(busy_until, e.exit);
@@ -305,22 +336,33 @@ void ComputeTransfers(Graph* g) {
   }
 }
 
-// One replay of the chains with each rank's own work scaled by scale[rank index].
+// One replay of the chains with each rank's own work scaled by scale[rank index], and the
+// transfers of the calls it takes part in by transfer_scale[rank index] (1: as recorded).
 struct Replay {
   DurationNs span = 0;
   std::vector<DurationNs> waited;  // per rank index
   int broken = 0;
 };
 
-Replay Run(const Graph& g, const std::vector<double>& scale) {
+Replay Run(const Graph& g, const std::vector<double>& scale,
+           const std::vector<double>& transfer_scale) {
   const size_t n = g.events.size();
   std::vector<std::vector<TimeNs>> enter(n), exit(n);
   for (size_t r = 0; r < n; ++r) {
     enter[r].assign(g.events[r].size(), kUnknown);
     exit[r].assign(g.events[r].size(), kUnknown);
   }
+  std::vector<double> instance_scale(g.instances.size(), 1.0);
+  for (size_t i = 0; i < g.instances.size(); ++i) {
+    for (const auto& [r, ei] : g.instances[i].members) {
+      instance_scale[i] = std::min(instance_scale[i], transfer_scale[static_cast<size_t>(r)]);
+    }
+  }
   std::vector<size_t> cursor(n, 0);
   std::vector<TimeNs> now(n, g.first);
+  for (size_t r = 0; r < n; ++r) {
+    if (!g.events[r].empty()) now[r] = g.events[r].front().enter;
+  }
   Replay out;
   out.waited.assign(n, 0);
   std::vector<bool> queued(n, true);
@@ -371,7 +413,19 @@ Replay Run(const Graph& g, const std::vector<double>& scale) {
       force = false;
       const TimeNs start = std::max(enter[ur][k], dep.at);
       out.waited[ur] += start - enter[ur][k];
-      exit[ur][k] = start + e.transfer;
+      // The transfer takes part in the others' slowness too: a member or partner that is made
+      // typical in this replay speeds up the call it takes part in (a starved rank progresses
+      // its messages slowly, so its partners' transfers were long as well).
+      double factor = transfer_scale[ur];
+      if (e.instance >= 0) {
+        factor = std::min(factor, instance_scale[static_cast<size_t>(e.instance)]);
+      }
+      for (const auto& [r, ei] : e.partners) {
+        factor = std::min(factor, transfer_scale[static_cast<size_t>(r)]);
+      }
+      for (int r : e.involved) factor = std::min(factor, transfer_scale[static_cast<size_t>(r)]);
+      exit[ur][k] =
+          start + static_cast<DurationNs>(std::llround(static_cast<double>(e.transfer) * factor));
       now[ur] = std::max(now[ur], exit[ur][k]);
       ++cursor[ur];
     }
@@ -415,10 +469,66 @@ Replay Run(const Graph& g, const std::vector<double>& scale) {
 
 }  // namespace
 
+bool StarvedOfCpu(const Session& session, int rank) {
+  const RankData* self = session.FindRank(rank);
+  if (self == nullptr || !self->proc || self->proc->sched_unreadable ||
+      self->proc->sampled_wall_ns <= 0) {
+    return false;
+  }
+  std::vector<double> others;
+  for (const RankData& r : session.ranks) {
+    if (r.id.rank == rank || !r.proc || r.proc->sched_unreadable || r.proc->sampled_wall_ns <= 0) {
+      continue;
+    }
+    others.push_back(static_cast<double>(r.proc->run_delay_ns) /
+                     static_cast<double>(r.proc->sampled_wall_ns));
+  }
+  if (others.empty()) return false;
+  const ProcessTreeStats& p = *self->proc;
+  const double wall = static_cast<double>(p.sampled_wall_ns);
+  // Throttled by its cgroup's quota for a tenth of its time or more, where the other ranks'
+  // cgroups throttled them at most half as much.
+  std::vector<double> others_throttled, others_cpu;
+  for (const RankData& r : session.ranks) {
+    if (r.id.rank == rank || !r.proc || r.proc->sampled_wall_ns <= 0) continue;
+    const double w = static_cast<double>(r.proc->sampled_wall_ns);
+    others_throttled.push_back(
+        r.proc->cpu_cgroup ? static_cast<double>(r.proc->cpu_cgroup->throttled_ns) / w : 0.0);
+    others_cpu.push_back(static_cast<double>(r.proc->cpu_user_ns + r.proc->cpu_system_ns) / w);
+  }
+  if (p.cpu_cgroup && !p.cpu_cgroup->counters_unreadable) {
+    const double throttled = static_cast<double>(p.cpu_cgroup->throttled_ns) / wall;
+    if (throttled >= 0.1 && throttled >= 2 * Median(others_throttled)) return true;
+  }
+  // Runnable but waiting for a CPU clearly more than the others, and so running clearly less.
+  // On an oversubscribed node every rank waits for CPUs a good part of the time.
+  const double delay = static_cast<double>(p.run_delay_ns) / wall;
+  const double cpu = static_cast<double>(p.cpu_user_ns + p.cpu_system_ns) / wall;
+  return delay >= 1.15 * Median(std::move(others)) + 0.05 &&
+         cpu <= 0.8 * Median(std::move(others_cpu));
+}
+
+bool RanFarLess(const Session& session, int rank) {
+  const RankData* self = session.FindRank(rank);
+  if (self == nullptr || !self->proc || self->proc->sampled_wall_ns <= 0) return false;
+  std::vector<double> others;
+  for (const RankData& r : session.ranks) {
+    if (r.id.rank == rank || !r.proc || r.proc->sampled_wall_ns <= 0) continue;
+    others.push_back(static_cast<double>(r.proc->cpu_user_ns + r.proc->cpu_system_ns) /
+                     static_cast<double>(r.proc->sampled_wall_ns));
+  }
+  if (others.empty()) return false;
+  const ProcessTreeStats& p = *self->proc;
+  return static_cast<double>(p.cpu_user_ns + p.cpu_system_ns) /
+             static_cast<double>(p.sampled_wall_ns) <=
+         0.6 * Median(std::move(others));
+}
+
 Intervals OwnWorkIntervals(const RankData& rank, TimeNs from) {
   Intervals out;
-  TimeNs busy_until = from;
-  for (const auto& [enter, exit, kind, index] : ChainRecords(rank)) {
+  const std::vector<ChainRecord> records = ChainRecords(rank);
+  TimeNs busy_until = records.empty() ? from : std::max(from, std::get<0>(records.front()));
+  for (const auto& [enter, exit, kind, index] : records) {
     if (enter > busy_until) out.emplace_back(busy_until, enter);
     busy_until = std::max(busy_until, exit);
   }
@@ -447,12 +557,14 @@ BlameModel BuildBlameModel(const Session& aligned, const SessionMatches& matches
     b.p2p_calls = static_cast<int>(data.p2p.size());
     if (!ev.empty()) {
       b.first = ev.front().enter;
-      TimeNs busy_until = g.first;
+      TimeNs busy_until = b.first;
       for (const Event& e : ev) {
         b.own_work += e.gap;
+        b.busy += e.gap + e.transfer;
         b.in_mpi += std::max<DurationNs>(e.exit - std::max(e.enter, busy_until), 0);
         busy_until = std::max(busy_until, e.exit);
         if (!e.interpreted) ++b.uninterpreted_calls;
+        if (e.other) ++b.other_calls;
       }
       b.last = busy_until;
       model.last = std::max(model.last, busy_until);
@@ -471,35 +583,60 @@ BlameModel BuildBlameModel(const Session& aligned, const SessionMatches& matches
   for (size_t k = 0; k < g.instances.size(); ++k) {
     if (g.instances[k].members.size() == with_events) shared.push_back(static_cast<int>(k));
   }
-  if (shared.size() >= 10) {
+  // Nine cuts: the first shared instance at or after each wall-clock tenth (by its earliest
+  // arrival), so the parts are even in time although collectives may bunch (a code's setup).
+  std::vector<int> cuts;
+  if (shared.size() >= 10 && span > 0) {
+    size_t j = 0;
+    for (int t = 1; t < 10; ++t) {
+      const TimeNs target = model.first + span * t / 10;
+      auto earliest = [&](size_t k) {
+        TimeNs e = std::numeric_limits<TimeNs>::max();
+        for (const auto& [r, ei] : g.instances[static_cast<size_t>(shared[k])].members) {
+          e = std::min(e, g.events[static_cast<size_t>(r)][static_cast<size_t>(ei)].enter);
+        }
+        return e;
+      };
+      while (j + 1 < shared.size() && earliest(j) < target) ++j;
+      cuts.push_back(shared[j]);
+    }
+  }
+  if (cuts.size() == 9) {
     for (size_t ri = 0; ri < n; ++ri) {
       const std::vector<Event>& ev = g.events[ri];
-      std::vector<DurationNs> prefix(ev.size() + 1, 0);  // own work of events [0, i)
-      for (size_t i = 0; i < ev.size(); ++i) prefix[i + 1] = prefix[i] + ev[i].gap;
-      // Each shared instance's event on this rank.
-      std::vector<size_t> at(shared.size(), 0);
-      for (size_t j = 0; j < shared.size(); ++j) {
-        for (const auto& [r, ei] : g.instances[static_cast<size_t>(shared[j])].members) {
+      // Own work and busy time of events [0, i).
+      std::vector<DurationNs> prefix(ev.size() + 1, 0), busy_prefix(ev.size() + 1, 0);
+      for (size_t i = 0; i < ev.size(); ++i) {
+        prefix[i + 1] = prefix[i] + ev[i].gap;
+        busy_prefix[i + 1] = busy_prefix[i] + ev[i].gap + ev[i].transfer;
+      }
+      // The cut instances' events on this rank.
+      std::vector<size_t> at(cuts.size(), 0);
+      for (size_t j = 0; j < cuts.size(); ++j) {
+        for (const auto& [r, ei] : g.instances[static_cast<size_t>(cuts[j])].members) {
           if (static_cast<size_t>(r) == ri) at[j] = static_cast<size_t>(ei);
         }
       }
-      std::vector<DurationNs>& parts = model.ranks[ri].own_work_by_tenth;
-      parts.assign(10, 0);
-      if (ev.empty()) continue;
-      DurationNs before = 0;
-      for (size_t t = 0; t < 10; ++t) {
-        const DurationNs upto =
-            t == 9 ? prefix.back() : prefix[at[shared.size() * (t + 1) / 10] + 1];
-        parts[t] = std::max<DurationNs>(upto - before, 0);
-        before = std::max(before, upto);
+      for (auto [sums, parts] : {std::pair{&prefix, &model.ranks[ri].own_by_part},
+                                 std::pair{&busy_prefix, &model.ranks[ri].busy_by_part}}) {
+        parts->assign(10, 0);
+        if (ev.empty()) continue;
+        DurationNs before = 0;
+        for (size_t t = 0; t < 10; ++t) {
+          const DurationNs upto = t == 9 ? sums->back() : (*sums)[at[t] + 1];
+          (*parts)[t] = std::max<DurationNs>(upto - before, 0);
+          before = std::max(before, upto);
+        }
       }
     }
   } else {
     for (size_t ri = 0; ri < n; ++ri) {
-      std::vector<DurationNs>& tenths = model.ranks[ri].own_work_by_tenth;
+      std::vector<DurationNs>& tenths = model.ranks[ri].own_by_part;
+      std::vector<DurationNs>& busy_tenths = model.ranks[ri].busy_by_part;
       tenths.assign(10, 0);
-      if (span <= 0) continue;
-      TimeNs busy_until = g.first;
+      busy_tenths.assign(10, 0);
+      if (span <= 0 || g.events[ri].empty()) continue;
+      TimeNs busy_until = g.events[ri].front().enter;
       for (const Event& e : g.events[ri]) {
         TimeNs from = busy_until;
         const TimeNs to = std::max(e.enter, busy_until);
@@ -510,7 +647,12 @@ BlameModel BuildBlameModel(const Session& aligned, const SessionMatches& matches
           // Integer rounding can put tenth_end at `from`: always move on.
           const TimeNs upto = t == 9 ? to : std::min(to, std::max(tenth_end, from + 1));
           tenths[t] += upto - from;
+          busy_tenths[t] += upto - from;
           from = upto;
+        }
+        if (e.transfer > 0) {
+          busy_tenths[static_cast<size_t>(
+              std::clamp<int64_t>((e.exit - model.first) * 10 / span, 0, 9))] += e.transfer;
         }
         busy_until = std::max(busy_until, e.exit);
       }
@@ -535,29 +677,33 @@ BlameModel BuildBlameModel(const Session& aligned, const SessionMatches& matches
     }
   }
 
-  // Own work across ranks: the typical rank, and how far each one stands from the others.
-  std::vector<DurationNs> work;
+  // Busy time across ranks: the typical rank, and how far each one stands from the others.
+  std::vector<DurationNs> work, own;
   for (const RankBlame& b : model.ranks) {
-    if (b.events >= options.min_events) work.push_back(b.own_work);
+    if (b.events < options.min_events) continue;
+    work.push_back(b.busy);
+    own.push_back(b.own_work);
   }
   if (work.size() < 2) return model;
-  model.typical_own_work = MedianNs(work);
+  model.typical_busy = MedianNs(work);
+  model.typical_own_work = MedianNs(std::move(own));
   {
     std::vector<double> w(work.begin(), work.end());
-    model.own_work_sigma = static_cast<DurationNs>(std::llround(RobustSigma(std::move(w))));
+    model.busy_sigma = static_cast<DurationNs>(std::llround(RobustSigma(std::move(w))));
   }
 
   const std::vector<double> unit(n, 1.0);
-  const Replay base = Run(g, unit);
+  const Replay base = Run(g, unit, unit);
   model.replayed_span = base.span;
   model.broken_dependencies = base.broken;
 
-  // Candidates: own work above the other ranks' by a robust margin.
+  // Candidates: busy time above the other ranks' by a robust margin.
   struct Candidate {
     size_t index;
     double excess;
-    DurationNs others;
+    DurationNs others;  // the other ranks' median of the figure it was judged on
     double z;
+    bool busy;  // judged on busy time (else own work)
   };
   std::vector<Candidate> candidates;
   std::vector<size_t> judged;
@@ -572,31 +718,37 @@ BlameModel BuildBlameModel(const Session& aligned, const SessionMatches& matches
     }
     return Median(std::move(v));
   };
-  for (size_t ri : judged) {
+  // Whether rank ri stands apart on one figure (own work, or busy time) and its parts.
+  struct Apart {
+    bool passes = false;
+    double excess = 0, median = 0, sigmas = 0, fraction = 0, persistence = 0;
+  };
+  auto stands_apart = [&](size_t ri, auto total, auto parts) {
+    Apart out;
     const RankBlame& b = model.ranks[ri];
-    const double median = others_median(ri, [](const RankBlame& r) { return r.own_work; });
-    const double excess = static_cast<double>(b.own_work) - median;
-    if (median <= 0 || excess < options.min_excess_fraction * median) continue;
+    const double median = others_median(ri, total);
+    const double excess = static_cast<double>(total(b)) - median;
+    if (median <= 0 || excess < options.min_excess_fraction * median) return out;
     std::vector<double> others;
     for (size_t o : judged) {
-      if (o != ri) others.push_back(static_cast<double>(model.ranks[o].own_work));
+      if (o != ri) others.push_back(static_cast<double>(total(model.ranks[o])));
     }
     // Across ranks: a floor under the spread, since with few ranks that agree closely the MAD
     // can be ~0.
     const double sigma = std::max(RobustSigma(others), 0.01 * median);
-    if (excess < options.excess_sigmas * sigma) continue;
+    if (excess < options.excess_sigmas * sigma) return out;
 
-    // Over time: how much a rank's own work in one tenth of the run strays from the others' by
-    // chance. With three ranks or more, from the other ranks' own deviations (so a straggler that
-    // starts halfway counts in full); with two, from this rank's (then it must be steady).
+    // Over time: how much a rank's figure in one part of the run strays from the others' by
+    // chance. With three ranks or more, from the other ranks' own deviations (so a straggler
+    // that starts halfway counts in full); with two, from this rank's (then it must be steady).
     std::vector<double> median_t(10), deviation;
     for (size_t t = 0; t < 10; ++t) {
-      median_t[t] = others_median(ri, [t](const RankBlame& r) { return r.own_work_by_tenth[t]; });
+      median_t[t] = others_median(ri, [&](const RankBlame& r) { return parts(r)[t]; });
     }
     int clear = 0, counted = 0;
     std::vector<double> mine_minus;
     for (size_t t = 0; t < 10; ++t) {
-      const double mine = static_cast<double>(b.own_work_by_tenth[t]);
+      const double mine = static_cast<double>(parts(b)[t]);
       if (median_t[t] <= 0 && mine <= 0) continue;
       ++counted;
       mine_minus.push_back(mine - median_t[t]);
@@ -609,7 +761,7 @@ BlameModel BuildBlameModel(const Session& aligned, const SessionMatches& matches
       for (size_t o : judged) {
         if (o == ri) continue;
         for (size_t t = 0; t < 10; ++t) {
-          const double theirs = static_cast<double>(model.ranks[o].own_work_by_tenth[t]);
+          const double theirs = static_cast<double>(parts(model.ranks[o])[t]);
           if (median_t[t] > 0 || theirs > 0) deviation.push_back(theirs - median_t[t]);
         }
       }
@@ -617,7 +769,7 @@ BlameModel BuildBlameModel(const Session& aligned, const SessionMatches& matches
       // The sample standard deviation of its own deviations.
       double mean = 0;
       for (double d : mine_minus) mean += d;
-      mean /= std::max<size_t>(mine_minus.size(), 1);
+      mean /= static_cast<double>(std::max<size_t>(mine_minus.size(), 1));
       double var = 0;
       for (double d : mine_minus) var += (d - mean) * (d - mean);
       var /= std::max<double>(static_cast<double>(mine_minus.size()) - 1, 1);
@@ -626,14 +778,39 @@ BlameModel BuildBlameModel(const Session& aligned, const SessionMatches& matches
     const double tenth_sigma = std::max(
         judged.size() >= 3 ? RobustSigma(deviation) : deviation.front(), 0.005 * median / 10);
     const double time_z = excess / (tenth_sigma * std::sqrt(std::max(counted, 1)));
-    if (time_z < options.steady_sigmas) continue;
-
-    candidates.push_back({ri, excess, static_cast<DurationNs>(std::llround(median)),
-                          std::min(excess / sigma, time_z)});
+    if (time_z < options.steady_sigmas) return out;
+    out.passes = true;
+    out.excess = excess;
+    out.median = median;
+    out.sigmas = std::min(excess / sigma, time_z);
+    out.fraction = excess / median;
+    out.persistence = counted > 0 ? static_cast<double>(clear) / counted : 0;
+    return out;
+  };
+  for (size_t ri : judged) {
+    // Own work is measured on the rank's own clock: the test that clock error cannot fool. A
+    // rank the agents saw starved of CPU, or running far less than the others (stopped,
+    // frozen), is slow inside MPI as well (it progresses its messages only while it runs), so
+    // for it the busy time counts, transfers included.
+    const bool busy = StarvedOfCpu(aligned, g.ranks[ri]) || RanFarLess(aligned, g.ranks[ri]);
+    const Apart apart = busy ? stands_apart(
+                                   ri, [](const RankBlame& r) { return r.busy; },
+                                   [](const RankBlame& r) -> const std::vector<DurationNs>& {
+                                     return r.busy_by_part;
+                                   })
+                             : stands_apart(
+                                   ri, [](const RankBlame& r) { return r.own_work; },
+                                   [](const RankBlame& r) -> const std::vector<DurationNs>& {
+                                     return r.own_by_part;
+                                   });
+    if (!apart.passes) continue;
+    candidates.push_back({ri, apart.excess, static_cast<DurationNs>(std::llround(apart.median)),
+                          apart.sigmas, busy});
     RankBlame& cb = model.ranks[ri];
-    cb.excess_sigmas = std::min(excess / sigma, time_z);
-    cb.excess_fraction = excess / median;
-    cb.persistence = counted > 0 ? static_cast<double>(clear) / counted : 0;
+    cb.excess_sigmas = apart.sigmas;
+    cb.excess_fraction = apart.fraction;
+    cb.persistence = apart.persistence;
+    cb.judged_on_busy = busy;
   }
   std::sort(candidates.begin(), candidates.end(),
             [](const Candidate& a, const Candidate& b) { return a.excess > b.excess; });
@@ -651,14 +828,19 @@ BlameModel BuildBlameModel(const Session& aligned, const SessionMatches& matches
     }
     return total;
   };
-  std::vector<double> scale = unit;
+  std::vector<double> scale = unit, transfer_scale = unit;
   Replay current = base;
   std::vector<int> before;
   for (const Candidate& c : candidates) {
     RankBlame& b = model.ranks[c.index];
     std::vector<double> trial = scale;
-    trial[c.index] = static_cast<double>(c.others) / static_cast<double>(b.own_work);
-    Replay what_if = Run(g, trial);
+    trial[c.index] =
+        static_cast<double>(c.others) / static_cast<double>(c.busy ? b.busy : b.own_work);
+    // A rank judged on its busy time was slow inside MPI too: the calls it takes part in speed
+    // up with it. One judged on its own work only works faster.
+    std::vector<double> trial_transfer = transfer_scale;
+    if (c.busy) trial_transfer[c.index] = trial[c.index];
+    Replay what_if = Run(g, trial, trial_transfer);
     b.replayed = true;
     b.work_scale = trial[c.index];
     b.what_if_with = before;
@@ -672,6 +854,7 @@ BlameModel BuildBlameModel(const Session& aligned, const SessionMatches& matches
       model.stragglers.push_back(b.rank);
       before.push_back(b.rank);
       scale = std::move(trial);
+      transfer_scale = std::move(trial_transfer);
       current = std::move(what_if);
     }
   }

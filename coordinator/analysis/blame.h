@@ -64,10 +64,16 @@ struct RankBlame {
   TimeNs first = 0;         // its first MPI event's enter
   TimeNs last = 0;          // its last MPI event's exit
   DurationNs in_mpi = 0;    // inside MPI calls (merged), within [first, last)
-  DurationNs own_work = 0;  // outside MPI within [first, last): what the what-if scales
-  DurationNs waited = 0;    // inside MPI waiting for another rank (first order)
-  DurationNs caused = 0;    // others' waiting it caused directly (first order: it was last)
-  int events = 0;           // MPI events in its chain
+  DurationNs own_work = 0;  // outside MPI within [first, last)
+  // Its own work plus the time its MPI calls took once their partners were there (the
+  // transfer): the part of its run in which it was not waiting for anyone. What the candidate
+  // test compares and the what-if scales: a rank starved of CPU is slow inside MPI too (it
+  // cannot progress messages while it does not run), and codes that spend most of their time
+  // communicating (HPCC) show it there.
+  DurationNs busy = 0;
+  DurationNs waited = 0;  // inside MPI waiting for another rank (first order)
+  DurationNs caused = 0;  // others' waiting it caused directly (first order: it was last)
+  int events = 0;         // MPI events in its chain
   int collective_calls = 0;
   int p2p_calls = 0;
   int other_calls = 0;  // MPI calls neither collective nor point-to-point (MPI-IO, RMA, ...)
@@ -78,10 +84,13 @@ struct RankBlame {
   // "recv", "wait", ...).
   std::map<std::string, DurationNs> caused_at;
 
-  // Own work in each of ten parts of the run, for persistence and noise: parts cut at the same
+  // Busy time in each of ten parts of the run, for persistence and noise: parts cut at the same
   // collective instances on every rank where all ranks share ten or more, else wall-clock tenths
   // of the model's span.
-  std::vector<DurationNs> own_work_by_tenth;
+  std::vector<DurationNs> busy_by_part;
+  std::vector<DurationNs> own_by_part;  // the same for own work
+  // Judged on its busy time rather than its own work: the agents saw it starved of CPU.
+  bool judged_on_busy = false;
   // Candidates: how far its own work stands from the other ranks' (excess over their median, in
   // robust standard deviations and as a fraction of the median), and the share of tenths of the
   // run in which it did clearly more own work than the others (1: all through the run).
@@ -104,8 +113,9 @@ struct BlameModel {
   TimeNs last = 0;   // last MPI event exit of any rank
   DurationNs span() const { return last > first ? last - first : 0; }
   DurationNs replayed_span = 0;     // the replay of the run as recorded (checks the model)
-  DurationNs typical_own_work = 0;  // median over ranks
-  DurationNs own_work_sigma = 0;    // 1.4826 MAD over ranks
+  DurationNs typical_busy = 0;      // median over ranks of RankBlame::busy
+  DurationNs typical_own_work = 0;  // median over ranks of RankBlame::own_work
+  DurationNs busy_sigma = 0;        // 1.4826 MAD over ranks of RankBlame::busy
   int broken_dependencies = 0;      // dependencies the replay had to drop (inconsistent order)
   std::vector<RankBlame> ranks;     // ordered by rank
   // First-order waiting, seconds as ns: (waiter, culprit) -> time the waiter spent waiting for
@@ -124,8 +134,19 @@ struct BlameModel {
   }
 };
 
+// Whether the agents saw the rank starved of CPU from outside the program: its cgroup's quota
+// throttled it for a tenth of its sampled wall time or more (twice the other ranks' median
+// share at least), or it was runnable but waiting for a CPU (run delay) for a share of its time
+// at least 1.15x the others' median + 0.05 while its CPU share was at most 0.8x theirs. False
+// without /proc scheduler figures for it and another rank.
+bool StarvedOfCpu(const Session& session, int rank);
+
+// Whether the rank's processes got at most 0.6x the CPU per wall second of the other ranks'
+// median (stopped, frozen or starved; ranks waiting in MPI poll, so they burn CPU).
+bool RanFarLess(const Session& session, int rank);
+
 // The rank's own work as the model reads it: the intervals between consecutive MPI events of its
-// chain, from `from` (the model's first event) on. Sorted, non-overlapping.
+// chain, from its first event (or `from`, when later) on. Sorted, non-overlapping.
 Intervals OwnWorkIntervals(const RankData& rank, TimeNs from);
 
 // The model of `aligned` with its matches (MatchSession(aligned)). A session without MPI or NCCL

@@ -110,7 +110,7 @@ std::string CpuStarvation(const Session& s, int rank, DurationNs excess, Finding
   const double delay_per_wall = delay / Wall(p);
   // Ranks sharing cores (oversubscribed) all wait for CPUs; this one must wait clearly more,
   // and the extra wait must account for a quarter of its extra own work at least.
-  if (delay_per_wall < 1.5 * others_delay_per_wall + 0.05) return "";
+  if (!StarvedOfCpu(s, rank)) return "";
   if (delay - others_delay < 0.25 * static_cast<double>(excess)) return "";
 
   const double others_involuntary = OthersMedian(
@@ -202,14 +202,14 @@ Finding MakeStraggler(const Session& s, const BlameModel& blame, const RankBlame
   f.ranks = {b.rank};
   const std::string node = NodeOf(s, b.rank);
   if (!node.empty()) f.nodes = {node};
-  const DurationNs excess = b.own_work - blame.typical_own_work;
-  std::string summary = RankLabel(s, b.rank) + " spent " + FormatDuration(b.own_work) +
-                        " working outside MPI where the typical rank spent " +
-                        FormatDuration(blame.typical_own_work) + " (" +
-                        FormatDouble("%.1f", static_cast<double>(b.own_work) /
-                                                 std::max<double>(blame.typical_own_work, 1)) +
-                        "x); the others waited " + FormatDuration(b.caused_total) +
-                        " for it, passed-on waits included";
+  const DurationNs excess = b.busy - blame.typical_busy;
+  std::string summary =
+      RankLabel(s, b.rank) + " was busy (not waiting for another rank) " + FormatDuration(b.busy) +
+      " where the typical rank was " + FormatDuration(blame.typical_busy) + " (" +
+      FormatDouble("%.1f", static_cast<double>(b.busy) / std::max<double>(blame.typical_busy, 1)) +
+      "x; outside MPI " + FormatDuration(b.own_work) + " vs " +
+      FormatDuration(blame.typical_own_work) + "); the others waited " +
+      FormatDuration(b.caused_total) + " for it, passed-on waits included";
   if (!b.caused_at.empty()) summary += " (directly in " + CallsLabel(b.caused_at) + ")";
   summary += ".";
   std::string focus = "where rank " + std::to_string(b.rank) +
@@ -296,9 +296,11 @@ void ApplyBlame(const Session& aligned, const BlameModel& blame, const BlameOpti
         return n.rfind(label, 0) == 0 && n.find("not reported as") != std::string::npos;
       });
     }
+    // What the user timed: the session's wall (launch to last exit), less what the replay saves
+    // over the MPI span.
     WhatIf w;
-    w.job = span;
-    w.with_typical = b->what_if_span;
+    w.job = std::max<DurationNs>(aligned.end - aligned.start, span);
+    w.with_typical = std::max<DurationNs>(w.job - (span - b->what_if_span), 0);
     w.caused = b->caused_total;
     w.ranks = b->what_if_with;
     w.ranks.push_back(rank);
@@ -315,7 +317,7 @@ void ApplyBlame(const Session& aligned, const BlameModel& blame, const BlameOpti
     // A finding of another analysis still learns that the rank was starved of CPU.
     if (host->kind != "straggler" || !host->evidence.contains("cpu")) {
       const std::string starved =
-          CpuStarvation(aligned, rank, b->own_work - blame.typical_own_work, &*host);
+          CpuStarvation(aligned, rank, b->busy - blame.typical_busy, &*host);
       if (!starved.empty()) {
         host->summary += starved;
         host->focus = "what else runs on rank " + std::to_string(rank) +

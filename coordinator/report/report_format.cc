@@ -214,9 +214,22 @@ std::string DescribeWhatWasChecked(const Session& session, const CollectiveOverv
     return "sampled from outside (no call timings): the CPU and I/O of " + ranks +
            " over the window, none standing apart from the others";
   }
+  size_t p2p = 0, other = 0;
+  for (const RankData& r : session.ranks) {
+    p2p += r.p2p.size();
+    other += r.mpi_calls.size();
+  }
+  // Point-to-point calls and the other MPI calls (MPI-IO, one-sided), as "; 3200 point-to-point
+  // calls and 12 other MPI calls".
+  std::string calls;
+  if (p2p > 0) calls += std::to_string(p2p) + " point-to-point calls";
+  if (other > 0) {
+    calls += (calls.empty() ? "" : " and ") + std::to_string(other) + " other MPI calls";
+  }
   if (overview.instances == 0) {
     size_t ranges = 0;
     for (const RankData& r : session.ranks) ranges += r.ranges.size();
+    if (!calls.empty()) return calls + " across " + ranks;
     return "no MPI collectives recorded; " + std::to_string(ranges) + " NVTX ranges across " +
            ranks;
   }
@@ -231,10 +244,11 @@ std::string DescribeWhatWasChecked(const Session& session, const CollectiveOverv
   }
   if (ops.size() > 3) out += " (+" + std::to_string(ops.size() - 3) + " more ops)";
   out += overview.instances == 1 ? " instance" : " instances";
-  out += " across " + ranks;
   if (overview.complete < overview.instances) {
     out += " (" + std::to_string(overview.complete) + " complete)";
   }
+  if (!calls.empty()) out += ", " + calls;
+  out += " across " + ranks;
   if (overview.max_median_lateness_rank >= 0) {
     out += "; max median lateness " + FormatDuration(overview.max_median_lateness) + " (rank " +
            std::to_string(overview.max_median_lateness_rank) + ")";

@@ -142,6 +142,7 @@ json BlameJson(const BlameModel& m) {
     if (!b.replayed) continue;
     ranks.push_back({{"rank", b.rank},
                      {"outside_mpi_ns", b.own_work},
+                     {"busy_ns", b.busy},
                      {"excess_sigmas", b.excess_sigmas},
                      {"excess_fraction", b.excess_fraction},
                      {"persistence", b.persistence},
@@ -152,6 +153,7 @@ json BlameJson(const BlameModel& m) {
   return {{"span_ns", m.span()},
           {"replayed_span_ns", m.replayed_span},
           {"typical_outside_mpi_ns", m.typical_own_work},
+          {"typical_busy_ns", m.typical_busy},
           {"broken_dependencies", m.broken_dependencies},
           {"stragglers", m.stragglers},
           {"what_if_ns", m.stragglers.empty() ? json(nullptr) : json(m.what_if_all_span)},
