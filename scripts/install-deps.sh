@@ -10,6 +10,7 @@ packages=(
   libopenmpi-dev openmpi-bin libsqlite3-dev libpugixml-dev nlohmann-json3-dev
   slurm-wlm libslurm-dev munge iproute2 util-linux procps python3 python3-jsonschema
   chromium  # renders report.html in a test (headless: screenshot and console errors)
+  lammps hpcc ltrace  # real MPI apps of the scenario matrix (scripts/scenario-matrix.py); ltrace: their MPI call profile
 )
 
 missing=()

@@ -1,0 +1,122 @@
+"""Stragglers in real applications nobody here wrote (LAMMPS, HPCC from Debian's archive) and in
+examples' mpi_train, planted from outside the program (tests/integration/scenarios.py): a cgroup
+CPU quota on one rank, busy competitors pinned to its core, a slow file it writes, its cgroup
+frozen for part of every 100 ms. Each planted rank must be the one straggler found, with the
+cause the agents measured and a what-if, and a clean run must give no finding. How close the
+what-if comes to the bare run is measured by scripts/scenario-matrix.py (docs/scenarios.md), not
+asserted here: on LAMMPS and mpi_train it is still 1.4-2.5x the bare time.
+
+Needs lammps and hpcc (scripts/install-deps.sh), root and a writable cgroup hierarchy; each test
+skips with the reason otherwise. scripts/scenario-matrix.py runs the same matrix at full size
+and writes the precision/recall table (docs/scenarios.md)."""
+import os
+import sys
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import scenarios  # noqa: E402
+
+STRAGGLER_KINDS = scenarios.STRAGGLER_KINDS
+
+
+def blamed(report):
+    return [f for f in report["findings"] if f["kind"] in STRAGGLER_KINDS]
+
+
+class RealApp:
+    """Mixin: one app, its bare clean wall time measured once, and checks of one scenario."""
+    APP = None
+
+    @classmethod
+    def setUpClass(cls):
+        cls.app = scenarios.apps()[cls.APP]
+        cls.why = cls.app.available()
+
+    def setUp(self):
+        if self.why:
+            self.skipTest(self.why)
+
+    def run_rankscope(self, fault_name=None, rank=None):
+        fault = scenarios.make_fault(fault_name, self.app, rank) if fault_name else None
+        try:
+            r = scenarios.run(self.app, mode="rankscope", fault=fault, timeout=180)
+        except scenarios.Skip as e:
+            self.skipTest(str(e))
+        self.assertFalse(r["timed_out"], r["stderr_tail"])
+        self.assertEqual(r["rc"], 0, r["stderr_tail"])
+        self.assertIsNotNone(r["report"], r["stderr_tail"])
+        if fault is not None:
+            self.assertTrue(r["fault"]["planted"], r["fault"])
+        return r
+
+    def check_clean(self):
+        r = self.run_rankscope()
+        self.assertEqual(r["report"]["findings"], [])
+
+    def check_planted(self, fault_name, rank, cpu_cause=None):
+        r = self.run_rankscope(fault_name, rank)
+        found = blamed(r["report"])
+        summaries = [f["summary"] for f in found]
+        # The planted rank is the worst straggler (findings come worst first) and named once. A
+        # second, smaller straggler is seen at times on 2 oversubscribed cores (another rank
+        # given more or less CPU while the planted one is held back): scripts/scenario-matrix.py
+        # counts those against precision.
+        self.assertTrue(found, "no straggler found")
+        self.assertEqual(found[0]["ranks"], [rank], summaries)
+        self.assertEqual(sum(f["ranks"] == [rank] for f in found), 1, summaries)
+        f = found[0]
+        e = f["evidence"]
+        self.assertIn("what_if", e, f["summary"])
+        self.assertIn("like the others about", f["summary"])
+        if cpu_cause is not None:
+            self.assertEqual(e.get("cause_kind"), "cpu_starved", f["summary"])
+            self.assertEqual(e.get("cpu_cause"), cpu_cause, f["summary"])
+        else:
+            self.assertNotEqual(e.get("cause_kind"), "cpu_starved", f["summary"])
+        # A consistent planted problem reads as one.
+        self.assertGreaterEqual(f["confidence"], 0.5, f)
+        return f
+
+
+class Lammps(RealApp, unittest.TestCase):
+    APP = "lammps"
+
+    def test_clean_run_gives_no_finding(self):
+        self.check_clean()
+
+    def test_cpu_quota_on_rank_1(self):
+        f = self.check_planted("cpu_quota", 1, cpu_cause="cgroup_quota")
+        self.assertIn("throttled it", f["summary"])
+
+    def test_competitor_on_rank_3(self):
+        self.check_planted("competitor", 3, cpu_cause="cpu_contention")
+
+    def test_slow_storage_on_rank_2(self):
+        self.check_planted("slow_storage", 2)
+
+
+class MpiTrain(RealApp, unittest.TestCase):
+    APP = "mpi_train"
+
+    def test_clean_run_gives_no_finding(self):
+        self.check_clean()
+
+    def test_cpu_quota_on_rank_3(self):
+        self.check_planted("cpu_quota", 3, cpu_cause="cgroup_quota")
+
+    def test_competitor_on_rank_1(self):
+        self.check_planted("competitor", 1, cpu_cause="cpu_contention")
+
+
+class Hpcc(RealApp, unittest.TestCase):
+    APP = "hpcc"
+
+    # HPCC spends ~96 % of its time inside MPI here; its planted ranks are found in 2 of 3
+    # matrix runs (docs/scenarios.md), not yet reliably enough for CI: only the clean run is
+    # checked.
+    def test_clean_run_gives_no_finding(self):
+        self.check_clean()
+
+
+if __name__ == "__main__":
+    unittest.main()
