@@ -261,9 +261,13 @@ def main():
                             parts = []
                             for w in wis:
                                 sec = scenarios.what_if_seconds(w["what_if"])
-                                txt = json.dumps(w["what_if"], separators=(",", ":"))[:80]
-                                parts.append(f"{txt}" + (f" ({sec:.2f} s vs clean {fmt(ref)} s)"
-                                                         if sec is not None else ""))
+                                job = w["what_if"].get("job_ns") if isinstance(
+                                    w["what_if"], dict) else None
+                                txt = (f"job {job / 1e9:.2f} s -> {sec:.2f} s"
+                                       if job is not None and sec is not None
+                                       else json.dumps(w["what_if"], separators=(",", ":"))[:80])
+                                parts.append(txt + (f" ({sec / ref:.2f}x the bare clean run)"
+                                                    if sec is not None and ref else ""))
                             wi = "; ".join(parts)
                         elif rep is not None:
                             wi = "(no what_if)"

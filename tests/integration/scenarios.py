@@ -841,6 +841,8 @@ def what_if_seconds(value):
     if isinstance(value, (int, float)):
         return float(value)
     if isinstance(value, dict):
+        if isinstance(value.get("what_if_ns"), (int, float)):  # rankscope.report/v1
+            return value["what_if_ns"] * 1e-9
         for scale, suffix in ((1.0, "_s"), (1e-3, "_ms"), (1e-9, "_ns")):
             for key, v in value.items():
                 if key.endswith(suffix) and isinstance(v, (int, float)) and \
