@@ -69,20 +69,32 @@ std::optional<ProcStat> ParseProcStat(std::string_view text) {
   return out;
 }
 
-std::optional<ProcIo> ParseProcIo(std::string_view text) {
-  ProcIo out;
-  bool any = false;
+namespace {
+
+// Calls fn(key, value) for each "key: value" line of text (/proc/PID/io, /proc/PID/status),
+// the value without the blanks after the colon.
+template <typename Fn>
+void ForEachField(std::string_view text, Fn fn) {
   while (!text.empty()) {
     const size_t eol = std::min(text.find('\n'), text.size());
     std::string_view line = text.substr(0, eol);
     text = text.substr(std::min(eol + 1, text.size()));
     const size_t colon = line.find(':');
     if (colon == std::string_view::npos) continue;
-    std::string_view key = line.substr(0, colon);
     std::string_view value = line.substr(colon + 1);
-    value.remove_prefix(std::min(value.find_first_not_of(' '), value.size()));
+    value.remove_prefix(std::min(value.find_first_not_of(" \t"), value.size()));
+    fn(line.substr(0, colon), value);
+  }
+}
+
+}  // namespace
+
+std::optional<ProcIo> ParseProcIo(std::string_view text) {
+  ProcIo out;
+  bool any = false;
+  ForEachField(text, [&](std::string_view key, std::string_view value) {
     uint64_t v = 0;
-    if (!ParseU64(value, &v)) continue;
+    if (!ParseU64(value, &v)) return;
     uint64_t* slot = key == "rchar"         ? &out.rchar
                      : key == "wchar"       ? &out.wchar
                      : key == "read_bytes"  ? &out.read_bytes
@@ -92,7 +104,7 @@ std::optional<ProcIo> ParseProcIo(std::string_view text) {
       *slot = v;
       any = true;
     }
-  }
+  });
   if (!any) return std::nullopt;
   return out;
 }
@@ -113,22 +125,13 @@ std::optional<SchedStat> ParseSchedstat(std::string_view text) {
 std::optional<ContextSwitches> ParseContextSwitches(std::string_view status_text) {
   ContextSwitches out;
   bool voluntary = false, involuntary = false;
-  std::string_view text = status_text;
-  while (!text.empty()) {
-    const size_t eol = std::min(text.find('\n'), text.size());
-    std::string_view line = text.substr(0, eol);
-    text = text.substr(std::min(eol + 1, text.size()));
-    const size_t colon = line.find(':');
-    if (colon == std::string_view::npos) continue;
-    std::string_view key = line.substr(0, colon);
-    std::string_view value = line.substr(colon + 1);
-    value.remove_prefix(std::min(value.find_first_not_of(" \t"), value.size()));
+  ForEachField(status_text, [&](std::string_view key, std::string_view value) {
     if (key == "voluntary_ctxt_switches") {
       voluntary = ParseU64(value, &out.voluntary);
     } else if (key == "nonvoluntary_ctxt_switches") {
       involuntary = ParseU64(value, &out.involuntary);
     }
-  }
+  });
   if (!voluntary || !involuntary) return std::nullopt;
   return out;
 }

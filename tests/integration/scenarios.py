@@ -49,24 +49,9 @@ class Skip(Exception):
     """A scenario cannot run on this machine (missing program, cgroup not writable...)."""
 
 
-def mpi_env(extra=None):
-    """Environment for Open MPI as root on loopback, oversubscribed (TESTBED.md, harness.py)."""
-    env = dict(os.environ)
-    env.update({
-        "OMPI_ALLOW_RUN_AS_ROOT": "1",
-        "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
-        "OMPI_MCA_btl": "self,tcp",
-        "OMPI_MCA_btl_tcp_if_include": "lo",
-        "OMPI_MCA_oob_tcp_if_include": "lo",
-        "OMPI_MCA_mpi_yield_when_idle": "1",
-        "OMPI_MCA_rmaps_base_oversubscribe": "1",
-        "NO_COLOR": "1",
-    })
-    for name in ("RANKSCOPE_COORDINATOR", "RANKSCOPE_TOKEN", "RANKSCOPE_SESSION"):
-        env.pop(name, None)
-    if extra:
-        env.update(extra)
-    return env
+# Open MPI as root on loopback, oversubscribed: the same environment as the other integration
+# tests.
+from harness import mpi_env  # noqa: E402,F401
 
 
 def mpirun(np, argv):
