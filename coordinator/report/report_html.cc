@@ -44,6 +44,8 @@ h1{font-size:22px;margin:0 0 4px}h2{font-size:17px;margin:28px 0 10px;border-bot
 .card h3{margin:0 0 6px;font-size:15px}.where{color:#555;font-weight:normal}
 .ok{background:#e8f5e9;border:1px solid #a5d6a7;border-radius:6px;padding:10px 14px}
 table{border-collapse:collapse;background:#fff;font-size:13px}
+table.matrix td{min-width:56px;text-align:right;font-size:11px}
+table.bars td{padding:2px 6px}
 th,td{border:1px solid #dde1e6;padding:3px 8px;text-align:left;vertical-align:top}
 th{background:#f0f2f5}td.num{text-align:right;font-variant-numeric:tabular-nums}
 code{background:#f0f2f5;padding:1px 4px;border-radius:3px;font-size:12.5px;word-break:break-all}
@@ -320,6 +322,80 @@ std::string Heatmap(const Session& session, const std::vector<CollectiveInstance
   out += "<text x=\"" + Num(label_width + 130) + "\" y=\"" + Num(legend_y + 32) + "\">" +
          HtmlEscape(FormatDuration(max_wait)) + "</text>\n";
   return out + "</svg></div></section>\n";
+}
+
+// Who waited for whom (the blame model's first-order waits, rank x rank), and per rank where
+// its time went: busy, waiting inside MPI, and the waiting it caused, with the what-if of each
+// straggler. Up to kMaxMatrixRanks ranks: the ones that caused the most waiting.
+std::string BlameSection(const Session& session, const BlameModel* blame) {
+  if (blame == nullptr || blame->ranks.empty()) return "";
+  constexpr size_t kMaxMatrixRanks = 32;
+  std::vector<const RankBlame*> shown;
+  for (const RankBlame& b : blame->ranks) shown.push_back(&b);
+  std::stable_sort(shown.begin(), shown.end(),
+                   [](const RankBlame* a, const RankBlame* b) { return a->caused > b->caused; });
+  if (shown.size() > kMaxMatrixRanks) shown.resize(kMaxMatrixRanks);
+  std::stable_sort(shown.begin(), shown.end(),
+                   [](const RankBlame* a, const RankBlame* b) { return a->rank < b->rank; });
+  std::string out =
+      "<section id=\"blame\"><h2>Who waited for whom</h2>\n<p class=\"meta\">Rows wait, "
+      "columns are waited for: the time the row's rank spent inside MPI calls waiting for the "
+      "column's rank to arrive or send (first order; the findings' what-if follows the chains). "
+      "The bars: each rank's time busy (working, or in MPI once its partners were there), "
+      "waiting inside MPI, and the waiting it made the others do." +
+      std::string(blame->ranks.size() > kMaxMatrixRanks
+                      ? " The " + std::to_string(kMaxMatrixRanks) +
+                            " ranks that caused the most waiting are shown."
+                      : "") +
+      "</p>\n";
+  DurationNs max_wait = 0;
+  for (const auto& [pair, ns] : blame->waits) max_wait = std::max(max_wait, ns);
+  out += "<div class=\"scroll\"><table class=\"matrix\"><tr><th>waiter \\ waited for</th>";
+  for (const RankBlame* c : shown) out += "<th>" + Num(c->rank) + "</th>";
+  out += "</tr>\n";
+  for (const RankBlame* w : shown) {
+    out += "<tr><th>rank " + Num(w->rank) + "</th>";
+    for (const RankBlame* c : shown) {
+      auto it = blame->waits.find({w->rank, c->rank});
+      const DurationNs ns = it == blame->waits.end() ? 0 : it->second;
+      const double f = max_wait > 0 ? static_cast<double>(ns) / static_cast<double>(max_wait) : 0;
+      // Dark cells get light text.
+      out += "<td style=\"background:" + HeatColor(f) + (f > 0.6 ? ";color:#fff" : "") +
+             "\" title=\"rank " + Num(w->rank) + " waited " + HtmlEscape(FormatDuration(ns)) +
+             " for rank " + Num(c->rank) + "\">" +
+             (ns > 0 ? HtmlEscape(FormatDuration(ns)) : std::string()) + "</td>";
+    }
+    out += "</tr>\n";
+  }
+  out += "</table></div>\n";
+
+  // Bars, scaled to the span.
+  const double span = static_cast<double>(std::max<DurationNs>(blame->span(), 1));
+  const int bar = 420;
+  auto width = [&](DurationNs ns) {
+    return Num(static_cast<int64_t>(std::lround(bar * std::clamp(ns / span, 0.0, 1.0))));
+  };
+  out += "<table class=\"bars\"><tr><th>rank</th><th>busy / waiting in MPI (of " +
+         HtmlEscape(FormatDuration(blame->span())) +
+         ")</th><th>made the others wait</th><th>what-if</th></tr>\n";
+  for (const RankBlame* b : shown) {
+    const DurationNs busy = std::max<DurationNs>(b->busy, 0);
+    std::string what_if;
+    if (b->replayed && std::find(blame->stragglers.begin(), blame->stragglers.end(), b->rank) !=
+                           blame->stragglers.end()) {
+      what_if = "span " + FormatDuration(blame->span()) + " &rarr; about " +
+                FormatDuration(b->what_if_span) + " like the others";
+    }
+    out += "<tr><td>" + Num(b->rank) + "</td><td><svg width=\"" + Num(bar) +
+           "\" height=\"12\"><rect x=\"0\" y=\"0\" height=\"12\" width=\"" + width(busy) +
+           "\" fill=\"#4a78b5\"><title>busy " + HtmlEscape(FormatDuration(busy)) +
+           "</title></rect><rect x=\"" + width(busy) + "\" y=\"0\" height=\"12\" width=\"" +
+           width(b->waited) + "\" fill=\"#e0a030\"><title>waiting in MPI " +
+           HtmlEscape(FormatDuration(b->waited)) + "</title></rect></svg></td><td>" +
+           HtmlEscape(FormatDuration(b->caused)) + "</td><td>" + what_if + "</td></tr>\n";
+  }
+  (void)session;
+  return out + "</table></section>\n";
 }
 
 std::string RanksTable(const Session& session) {
@@ -883,7 +959,8 @@ std::string BuildReportHtml(const Session& session,
 
 std::string BuildReportHtml(const Session& session,
                             const std::vector<CollectiveInstance>& instances,
-                            const std::vector<Finding>& findings, const GpuReport& gpu) {
+                            const std::vector<Finding>& findings, const GpuReport& gpu,
+                            const BlameModel* blame) {
   CollectiveOverview overview = SummarizeCollectives(instances);
   std::string job = session.job_id.empty() ? session.session_id : session.job_id;
   std::string out =
@@ -897,6 +974,7 @@ std::string BuildReportHtml(const Session& session,
       HtmlEscape(job) + "</title>\n<style>" + kStyle + "</style></head>\n<body>\n";
   out += Header(session);
   out += FindingsSection(session, overview, findings);
+  out += BlameSection(session, blame);
   out += Heatmap(session, instances);
   std::string timeline = WorstStepTimeline(session, instances);
   out += timeline.empty() ? WorstInstanceTimeline(session, instances) : timeline;

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "coordinator/analysis/blame.h"
 #include "coordinator/collective_matcher.h"
 #include "coordinator/findings.h"
 #include "coordinator/report/gpu_json.h"
@@ -22,9 +23,12 @@ namespace rankscope {
 std::string BuildReportHtml(const Session& session,
                             const std::vector<CollectiveInstance>& instances,
                             const std::vector<Finding>& findings);
-// The same with the session's GPU figures already computed (BuildGpuReport(session)).
+// The same with the session's GPU figures already computed (BuildGpuReport(session)), and the
+// blame model (Diagnose) when there is one: then a "Who waited for whom" section, the rank x
+// rank wait matrix and each rank's busy / waiting / caused bars with the stragglers' what-if.
 std::string BuildReportHtml(const Session& session,
                             const std::vector<CollectiveInstance>& instances,
-                            const std::vector<Finding>& findings, const GpuReport& gpu);
+                            const std::vector<Finding>& findings, const GpuReport& gpu,
+                            const BlameModel* blame = nullptr);
 
 }  // namespace rankscope

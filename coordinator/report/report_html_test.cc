@@ -50,6 +50,38 @@ TEST(ReportHtml, EscapesEverythingFromTheSession) {
   EXPECT_THAT(html, HasSubstr("&lt;script&gt;alert(1)&lt;/script&gt;"));
 }
 
+// The blame model's section: a rank x rank matrix of who waited for whom (rows wait, columns
+// are waited for) and a bar per rank; nothing without a model.
+TEST(ReportHtml, WhoWaitedForWhomMatrixFromTheBlameModel) {
+  const Session s = report_test::MakeSession();
+  const auto instances = MatchCollectives(s);
+  BlameModel blame;
+  blame.first = 0;
+  blame.last = 10 * kNsPerSec;
+  for (int r = 0; r < 3; ++r) {
+    RankBlame b;
+    b.rank = r;
+    b.busy = (r == 2 ? 9 : 3) * kNsPerSec;
+    b.waited = (r == 2 ? 0 : 6) * kNsPerSec;
+    b.caused = r == 2 ? 12 * kNsPerSec : 0;
+    b.replayed = r == 2;
+    b.what_if_span = 4 * kNsPerSec;
+    blame.ranks.push_back(b);
+  }
+  blame.stragglers = {2};
+  blame.waits[{0, 2}] = 6 * kNsPerSec;
+  blame.waits[{1, 2}] = 6 * kNsPerSec;
+  const std::string html =
+      BuildReportHtml(s, instances, report_test::MakeFindings(), BuildGpuReport(s), &blame);
+  EXPECT_THAT(html, ::testing::HasSubstr("<section id=\"blame\"><h2>Who waited for whom"));
+  EXPECT_THAT(html, ::testing::HasSubstr("rank 0 waited 6.00 s for rank 2"));
+  EXPECT_THAT(html, ::testing::HasSubstr("rank 1 waited 0 ns for rank 0"));
+  EXPECT_THAT(html, ::testing::HasSubstr("span 10.00 s &rarr; about 4.00 s like the others"));
+  const std::string without =
+      BuildReportHtml(s, instances, report_test::MakeFindings(), BuildGpuReport(s));
+  EXPECT_EQ(without.find("id=\"blame\""), std::string::npos);
+}
+
 TEST(ReportHtml, SelfContained) {
   Session s = report_test::MakeSession();
   std::string html = Lower(BuildReportHtml(s, MatchCollectives(s), report_test::MakeFindings()));

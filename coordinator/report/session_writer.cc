@@ -60,7 +60,7 @@ Status WriteFiles(const std::filesystem::path& folder, const Session& session,
                           BuildChromeTrace(session, matches, trace_window));
   if (!s.ok()) return s;
   s = WriteFileAtomically((folder / "report.html").string(),
-                          BuildReportHtml(session, matches.collectives, findings, gpu));
+                          BuildReportHtml(session, matches.collectives, findings, gpu, blame));
   if (!s.ok()) return s;
   std::string text = BuildReportText(session, findings, gpu, overview, /*color=*/false);
   s = WriteFileAtomically((folder / "report.txt").string(), text);
