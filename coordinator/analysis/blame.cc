@@ -4,6 +4,7 @@
 #include <cmath>
 #include <deque>
 #include <limits>
+#include <optional>
 #include <tuple>
 #include <unordered_map>
 
@@ -531,59 +532,65 @@ Replay Run(const Graph& g, const std::vector<double>& scale,
 
 }  // namespace
 
+namespace {
+
+// A figure of a rank's processes per second of its sampled wall time, for every rank but `rank`
+// with a sampled wall (and readable scheduler figures, when `sched` asks for them); its median,
+// or nullopt when there is none.
+template <typename Figure>
+std::optional<double> OthersMedianPerWall(const Session& session, int rank, bool sched,
+                                          Figure figure) {
+  std::vector<double> v;
+  for (const RankData& r : session.ranks) {
+    if (r.id.rank == rank || !r.proc || r.proc->sampled_wall_ns <= 0) continue;
+    if (sched && r.proc->sched_unreadable) continue;
+    v.push_back(figure(*r.proc) / static_cast<double>(r.proc->sampled_wall_ns));
+  }
+  if (v.empty()) return std::nullopt;
+  return Median(std::move(v));
+}
+
+double CpuNs(const ProcessTreeStats& p) {
+  return static_cast<double>(p.cpu_user_ns + p.cpu_system_ns);
+}
+
+}  // namespace
+
 bool StarvedOfCpu(const Session& session, int rank) {
   const RankData* self = session.FindRank(rank);
   if (self == nullptr || !self->proc || self->proc->sched_unreadable ||
       self->proc->sampled_wall_ns <= 0) {
     return false;
   }
-  std::vector<double> others;
-  for (const RankData& r : session.ranks) {
-    if (r.id.rank == rank || !r.proc || r.proc->sched_unreadable || r.proc->sampled_wall_ns <= 0) {
-      continue;
-    }
-    others.push_back(static_cast<double>(r.proc->run_delay_ns) /
-                     static_cast<double>(r.proc->sampled_wall_ns));
-  }
-  if (others.empty()) return false;
+  const std::optional<double> others_delay = OthersMedianPerWall(
+      session, rank, true, [](const ProcessTreeStats& o) { return double(o.run_delay_ns); });
+  if (!others_delay) return false;
   const ProcessTreeStats& p = *self->proc;
   const double wall = static_cast<double>(p.sampled_wall_ns);
   // Throttled by its cgroup's quota for a tenth of its time or more, where the other ranks'
   // cgroups throttled them at most half as much.
-  std::vector<double> others_throttled, others_cpu;
-  for (const RankData& r : session.ranks) {
-    if (r.id.rank == rank || !r.proc || r.proc->sampled_wall_ns <= 0) continue;
-    const double w = static_cast<double>(r.proc->sampled_wall_ns);
-    others_throttled.push_back(
-        r.proc->cpu_cgroup ? static_cast<double>(r.proc->cpu_cgroup->throttled_ns) / w : 0.0);
-    others_cpu.push_back(static_cast<double>(r.proc->cpu_user_ns + r.proc->cpu_system_ns) / w);
-  }
   if (p.cpu_cgroup && !p.cpu_cgroup->counters_unreadable) {
     const double throttled = static_cast<double>(p.cpu_cgroup->throttled_ns) / wall;
-    if (throttled >= 0.1 && throttled >= 2 * Median(others_throttled)) return true;
+    const double others_throttled =
+        OthersMedianPerWall(session, rank, false, [](const ProcessTreeStats& o) {
+          return o.cpu_cgroup ? static_cast<double>(o.cpu_cgroup->throttled_ns) : 0.0;
+        }).value_or(0.0);
+    if (throttled >= 0.1 && throttled >= 2 * others_throttled) return true;
   }
   // Runnable but waiting for a CPU clearly more than the others, and so running clearly less.
   // On an oversubscribed node every rank waits for CPUs a good part of the time.
   const double delay = static_cast<double>(p.run_delay_ns) / wall;
-  const double cpu = static_cast<double>(p.cpu_user_ns + p.cpu_system_ns) / wall;
-  return delay >= 1.15 * Median(std::move(others)) + 0.05 &&
-         cpu <= 0.8 * Median(std::move(others_cpu));
+  const double others_cpu = OthersMedianPerWall(session, rank, false, CpuNs).value_or(0.0);
+  return delay >= 1.15 * *others_delay + 0.05 && CpuNs(p) / wall <= 0.8 * others_cpu;
 }
 
 bool RanFarLess(const Session& session, int rank) {
   const RankData* self = session.FindRank(rank);
   if (self == nullptr || !self->proc || self->proc->sampled_wall_ns <= 0) return false;
-  std::vector<double> others;
-  for (const RankData& r : session.ranks) {
-    if (r.id.rank == rank || !r.proc || r.proc->sampled_wall_ns <= 0) continue;
-    others.push_back(static_cast<double>(r.proc->cpu_user_ns + r.proc->cpu_system_ns) /
-                     static_cast<double>(r.proc->sampled_wall_ns));
-  }
-  if (others.empty()) return false;
+  const std::optional<double> others = OthersMedianPerWall(session, rank, false, CpuNs);
+  if (!others) return false;
   const ProcessTreeStats& p = *self->proc;
-  return static_cast<double>(p.cpu_user_ns + p.cpu_system_ns) /
-             static_cast<double>(p.sampled_wall_ns) <=
-         0.6 * Median(std::move(others));
+  return CpuNs(p) / static_cast<double>(p.sampled_wall_ns) <= 0.6 * *others;
 }
 
 Intervals OwnWorkIntervals(const RankData& rank, TimeNs from) {
@@ -753,10 +760,6 @@ BlameModel BuildBlameModel(const Session& aligned, const SessionMatches& matches
   if (work.size() < 2) return model;
   model.typical_busy = MedianNs(work);
   model.typical_own_work = MedianNs(std::move(own));
-  {
-    std::vector<double> w(work.begin(), work.end());
-    model.busy_sigma = static_cast<DurationNs>(std::llround(RobustSigma(std::move(w))));
-  }
 
   const std::vector<double> unit(n, 1.0);
   const Replay base = Run(g, unit, unit);
@@ -768,8 +771,7 @@ BlameModel BuildBlameModel(const Session& aligned, const SessionMatches& matches
     size_t index;
     double excess;
     DurationNs others;  // the other ranks' median of the figure it was judged on
-    double z;
-    bool busy;  // judged on busy time (else own work)
+    bool busy;          // judged on busy time (else own work)
   };
   std::vector<Candidate> candidates;
   std::vector<size_t> judged;
@@ -870,8 +872,8 @@ BlameModel BuildBlameModel(const Session& aligned, const SessionMatches& matches
                                      return r.own_by_part;
                                    });
     if (!apart.passes) continue;
-    candidates.push_back({ri, apart.excess, static_cast<DurationNs>(std::llround(apart.median)),
-                          apart.sigmas, busy});
+    candidates.push_back(
+        {ri, apart.excess, static_cast<DurationNs>(std::llround(apart.median)), busy});
     RankBlame& cb = model.ranks[ri];
     cb.excess_sigmas = apart.sigmas;
     cb.excess_fraction = apart.fraction;
@@ -908,7 +910,6 @@ BlameModel BuildBlameModel(const Session& aligned, const SessionMatches& matches
     if (c.busy) trial_transfer[c.index] = trial[c.index];
     Replay what_if = Run(g, trial, trial_transfer);
     b.replayed = true;
-    b.work_scale = trial[c.index];
     b.what_if_with = before;
     // Replays differ from the recording by the model's error; the what-if is read against the
     // replay of the recording, then applied to the measured span.

@@ -105,7 +105,6 @@ struct RankBlame {
   DurationNs what_if_span = 0;
   std::vector<int> what_if_with;
   DurationNs caused_total = 0;  // the others' waiting it caused, chains included (beyond those)
-  double work_scale = 1.0;      // typical own work / its own work, as applied in the what-if
 };
 
 struct BlameModel {
@@ -115,7 +114,6 @@ struct BlameModel {
   DurationNs replayed_span = 0;     // the replay of the run as recorded (checks the model)
   DurationNs typical_busy = 0;      // median over ranks of RankBlame::busy
   DurationNs typical_own_work = 0;  // median over ranks of RankBlame::own_work
-  DurationNs busy_sigma = 0;        // 1.4826 MAD over ranks of RankBlame::busy
   int broken_dependencies = 0;      // dependencies the replay had to drop (inconsistent order)
   std::vector<RankBlame> ranks;     // ordered by rank
   // First-order waiting, seconds as ns: (waiter, culprit) -> time the waiter spent waiting for
