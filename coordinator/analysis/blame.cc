@@ -646,6 +646,7 @@ BlameModel BuildBlameModel(const Session& aligned, const SessionMatches& matches
   // (a straggler that is always working would otherwise fill every wall-clock tenth, and a rank
   // that runs ahead of a reduce's root would too). Otherwise, wall-clock tenths.
   const DurationNs span = model.span();
+  model.job = std::max<DurationNs>(aligned.end - aligned.start, span);
   std::vector<int> shared;  // instances every rank with events takes part in, in time order
   size_t with_events = 0;
   for (const auto& ev : g.events) with_events += ev.empty() ? 0 : 1;
@@ -917,7 +918,7 @@ BlameModel BuildBlameModel(const Session& aligned, const SessionMatches& matches
     b.caused_total =
         std::max<DurationNs>(others_waited(current, c.index) - others_waited(what_if, c.index), 0);
     const DurationNs gain = current.span - what_if.span;
-    if (span > 0 && static_cast<double>(gain) >= options.min_gain_fraction * span) {
+    if (span > 0 && static_cast<double>(gain) >= options.min_gain_fraction * model.job) {
       model.stragglers.push_back(b.rank);
       before.push_back(b.rank);
       scale = std::move(trial);

@@ -50,7 +50,8 @@ struct BlameOptions {
   // At most this many candidates are replayed, most excess first (each replay is one pass over
   // the session's events).
   int max_candidates = 8;
-  // A straggler's what-if saves at least this fraction of the job's span ...
+  // A straggler's what-if saves at least this fraction of the job's wall time (launch to last
+  // exit, BlameModel::job: what the user timed, and what the what-if sentence states) ...
   double min_gain_fraction = 0.05;
   // ... and critical above this fraction.
   double critical_gain_fraction = 0.25;
@@ -111,6 +112,9 @@ struct BlameModel {
   TimeNs first = 0;  // first MPI event of any rank
   TimeNs last = 0;   // last MPI event exit of any rank
   DurationNs span() const { return last > first ? last - first : 0; }
+  // The job's wall time: the session's (launch to last exit), at least span(). Gains are shares
+  // of it: a rank that costs 5 % of a short MPI phase in a long job is no straggler of the job.
+  DurationNs job = 0;
   DurationNs replayed_span = 0;     // the replay of the run as recorded (checks the model)
   DurationNs typical_busy = 0;      // median over ranks of RankBlame::busy
   DurationNs typical_own_work = 0;  // median over ranks of RankBlame::own_work

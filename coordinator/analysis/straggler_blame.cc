@@ -251,9 +251,11 @@ Finding MakeStraggler(const Session& s, const BlameModel& blame, const RankBlame
 
 }  // namespace
 
-double BlameConfidence(const RankBlame& rank, DurationNs span, const BlameOptions& options) {
-  if (!rank.replayed || span <= 0) return 0;
-  const double gain = static_cast<double>(span - rank.what_if_span) / static_cast<double>(span);
+double BlameConfidence(const RankBlame& rank, const BlameModel& model,
+                       const BlameOptions& options) {
+  if (!rank.replayed || model.job <= 0) return 0;
+  const double gain =
+      static_cast<double>(model.span() - rank.what_if_span) / static_cast<double>(model.job);
   const double clear = std::min({Margin(gain, options.min_gain_fraction),
                                  Margin(rank.excess_fraction, options.min_excess_fraction),
                                  Margin(rank.excess_sigmas, options.excess_sigmas)});
@@ -299,13 +301,14 @@ void ApplyBlame(const Session& aligned, const BlameModel& blame, const BlameOpti
     // What the user timed: the session's wall (launch to last exit), less what the replay saves
     // over the MPI span.
     WhatIf w;
-    w.job = std::max<DurationNs>(aligned.end - aligned.start, span);
+    w.job = blame.job;
     w.with_typical = std::max<DurationNs>(w.job - (span - b->what_if_span), 0);
     w.caused = b->caused_total;
     w.ranks = b->what_if_with;
     w.ranks.push_back(rank);
-    const double confidence = BlameConfidence(*b, span, options);
-    const double gain = span > 0 ? static_cast<double>(span - b->what_if_span) / span : 0;
+    const double confidence = BlameConfidence(*b, blame, options);
+    const double gain =
+        blame.job > 0 ? static_cast<double>(span - b->what_if_span) / blame.job : 0;
     const Severity severity =
         gain > options.critical_gain_fraction ? Severity::kCritical : Severity::kWarning;
     auto host = std::find_if(findings->begin(), findings->end(),

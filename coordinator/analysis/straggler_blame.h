@@ -29,6 +29,6 @@ void ApplyBlame(const Session& aligned, const BlameModel& blame, const BlameOpti
 // The blame model's confidence for one straggler rank, 0..1: at least 0.9 for a consistent,
 // clear problem (a large gain, own work far from the others' all through the run), about 0.5 at
 // the thresholds. Documented in docs/design.md ("Confidence").
-double BlameConfidence(const RankBlame& rank, DurationNs span, const BlameOptions& options);
+double BlameConfidence(const RankBlame& rank, const BlameModel& model, const BlameOptions& options);
 
 }  // namespace rankscope
