@@ -918,6 +918,7 @@ BlameModel BuildBlameModel(const Session& aligned, const SessionMatches& matches
     b.caused_total =
         std::max<DurationNs>(others_waited(current, c.index) - others_waited(what_if, c.index), 0);
     const DurationNs gain = current.span - what_if.span;
+    b.gain = std::max<DurationNs>(gain, 0);
     if (span > 0 && static_cast<double>(gain) >= options.min_gain_fraction * model.job) {
       model.stragglers.push_back(b.rank);
       before.push_back(b.rank);

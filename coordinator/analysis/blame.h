@@ -105,6 +105,9 @@ struct RankBlame {
   // before it) like the typical rank too.
   DurationNs what_if_span = 0;
   std::vector<int> what_if_with;
+  // What making it typical saves beyond the stragglers before it (what_if_with): its own share,
+  // which the straggler test, its confidence and its severity read.
+  DurationNs gain = 0;
   DurationNs caused_total = 0;  // the others' waiting it caused, chains included (beyond those)
 };
 

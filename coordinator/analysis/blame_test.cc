@@ -167,6 +167,10 @@ TEST(BlameTest, TwoSlowRanksAreBothFoundAndTheWhatIfNeedsBoth) {
   // Rank 6 alone like the others still leaves rank 1's 15 ms a step.
   EXPECT_NEAR(Seconds(m.Find(6)->what_if_span), clean_span + 0.75, 0.05 * clean_span);
   EXPECT_NEAR(Seconds(m.what_if_all_span), clean_span, 0.03 * clean_span);
+  // Each one's own gain: rank 6's 10 ms a step beyond rank 1's, then rank 1's 15 ms, with
+  // rank 6 already typical (its what-if is both's).
+  EXPECT_NEAR(Seconds(m.Find(6)->gain), 0.5, 0.05);
+  EXPECT_NEAR(Seconds(m.Find(1)->gain), 0.75, 0.05);
 }
 
 TEST(BlameTest, HaloExchangeStragglerIsFoundThoughMostMessagesAreOnTime) {

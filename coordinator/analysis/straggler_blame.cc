@@ -254,8 +254,7 @@ Finding MakeStraggler(const Session& s, const BlameModel& blame, const RankBlame
 double BlameConfidence(const RankBlame& rank, const BlameModel& model,
                        const BlameOptions& options) {
   if (!rank.replayed || model.job <= 0) return 0;
-  const double gain =
-      static_cast<double>(model.span() - rank.what_if_span) / static_cast<double>(model.job);
+  const double gain = static_cast<double>(rank.gain) / static_cast<double>(model.job);
   const double clear = std::min({Margin(gain, options.min_gain_fraction),
                                  Margin(rank.excess_fraction, options.min_excess_fraction),
                                  Margin(rank.excess_sigmas, options.excess_sigmas)});
@@ -307,8 +306,7 @@ void ApplyBlame(const Session& aligned, const BlameModel& blame, const BlameOpti
     w.ranks = b->what_if_with;
     w.ranks.push_back(rank);
     const double confidence = BlameConfidence(*b, blame, options);
-    const double gain =
-        blame.job > 0 ? static_cast<double>(span - b->what_if_span) / blame.job : 0;
+    const double gain = blame.job > 0 ? static_cast<double>(b->gain) / blame.job : 0;
     const Severity severity =
         gain > options.critical_gain_fraction ? Severity::kCritical : Severity::kWarning;
     auto host = std::find_if(findings->begin(), findings->end(),

@@ -148,6 +148,7 @@ json BlameJson(const BlameModel& m) {
                      {"persistence", b.persistence},
                      {"what_if_ns", b.what_if_span},
                      {"what_if_with", b.what_if_with},
+                     {"gain_ns", b.gain},
                      {"caused_total_ns", b.caused_total}});
   }
   return {{"span_ns", m.span()},
