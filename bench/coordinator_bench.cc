@@ -2,6 +2,8 @@
 //   BM_UploadIngest       collective records/s one agent (or N agent threads) can push
 //   BM_AnalyzeSession     align + match + diagnose of a synthetic R-rank x C-collective session
 //   BM_AnalyzeNcclSession the same for an NCCL session, with the join of calls and kernels
+//   BM_AnalyzeHaloSession the same with a halo exchange (point-to-point) every step, and the
+//                         blame model's share of the analysis
 //   BM_WriteSessionFolder the five session files of such a session (what the user waits for
 //                         after the job), BM_Writer/<file> each file alone, BM_ChromeTrace /
 //                         BM_SaveSession the two big ones
@@ -14,6 +16,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -21,6 +24,7 @@
 #include <random>
 
 #include "coordinator/aligner.h"
+#include "coordinator/analysis/blame.h"
 #include "coordinator/analysis/diagnosis.h"
 #include "coordinator/collective_matcher.h"
 #include "coordinator/nccl_instances.h"
@@ -33,6 +37,7 @@
 #include "coordinator/report/session_writer.h"
 #include "coordinator/report/trace_json.h"
 #include "coordinator/service.h"
+#include "coordinator/session_matches.h"
 #include "coordinator/testing/scale_sim.h"
 #include "proto/protocol.h"
 
@@ -167,6 +172,47 @@ BENCHMARK(BM_AnalyzeSession)
 // Issue 4's scale point: 1,024 ranks x 2,000 collectives each (2 M collective and 3 M range
 // records on 128 nodes, 136 communicators), once.
 BENCHMARK(BM_AnalyzeSession)->Args({1024, 2000})->Iterations(1)->Unit(benchmark::kMillisecond);
+
+// The same job with a halo exchange every step (testing::ScaleSim::halo_bytes, 64 KiB to each
+// ring neighbour over MPI_COMM_WORLD, as stencil codes run it): 8 point-to-point records per
+// rank and step besides its 2 collectives (at 1,024 x 2,000: 8.2 M). The whole analysis as after
+// a job (align, match, diagnose, which builds the blame model and replays its candidates), and,
+// side by side in the same iteration, the blame model alone built again from the same matches:
+// blame_s, and x_analysis_without_blame (the whole analysis over the analysis less the model).
+void BM_AnalyzeHaloSession(benchmark::State& state) {
+  const int ranks = static_cast<int>(state.range(0));
+  const int collectives = static_cast<int>(state.range(1));
+  testing::ScaleSim sim = BenchSim(ranks, collectives);
+  sim.halo_bytes = 64 << 10;
+  const double before = HeapBytes();
+  Session raw = testing::SimulateScale(sim);
+  const double session_bytes = HeapBytes() - before;
+  size_t findings = 0;
+  double analysis_s = 0, blame_s = 0;
+  auto seconds_since = [](std::chrono::steady_clock::time_point t) {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+  };
+  for (auto _ : state) {
+    const auto t0 = std::chrono::steady_clock::now();
+    Session aligned = AlignSession(raw);
+    const SessionMatches matches = MatchSession(aligned);
+    findings = Diagnose(aligned, matches, AnalysisOptions{}).size();
+    benchmark::DoNotOptimize(findings);
+    analysis_s += seconds_since(t0);
+    state.PauseTiming();
+    const auto t1 = std::chrono::steady_clock::now();
+    BlameModel blame = BuildBlameModel(aligned, matches, BlameOptions{});
+    benchmark::DoNotOptimize(blame.stragglers);
+    blame_s += seconds_since(t1);
+    state.ResumeTiming();
+  }
+  SetAnalysisCounters(state, ranks, collectives, findings, session_bytes);
+  const auto n = static_cast<double>(state.iterations());
+  state.counters["blame_s"] = blame_s / n;
+  state.counters["x_analysis_without_blame"] = analysis_s / std::max(analysis_s - blame_s, 1e-9);
+}
+BENCHMARK(BM_AnalyzeHaloSession)->Args({256, 400})->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_AnalyzeHaloSession)->Args({1024, 2000})->Iterations(1)->Unit(benchmark::kMillisecond);
 
 // The same job on NCCL (testing::ScaleSim::nccl): per collective an NCCL log call, a kernel and
 // its launch record instead of a collective record, and one planted slow data-parallel ring (local

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "agent/topology/pci_bus_id.h"
+#include "core/comm_id.h"
 #include "core/format.h"
 
 namespace rankscope::testing {
@@ -51,6 +52,47 @@ CollectiveRecord Allreduce(uint64_t comm, int step, int comm_size, int comm_rank
   c.exit = exit;
   c.tid = 7;
   return c;
+}
+
+// Rank r's halo exchange of one step (ScaleSim::halo_bytes): it posts at post[r], its Waitall
+// ends once both neighbours' sends are in. Returns the Waitall's exit (coordinator time); the
+// records get `offset` added (the rank's clock).
+TimeNs AddHaloExchange(const ScaleSim& sim, const std::vector<TimeNs>& post, int r, TimeNs offset,
+                       RankData* d) {
+  constexpr DurationNs kCall = 2 * kNsPerUs;
+  const int n = sim.ranks;
+  const int left = (r + n - 1) % n;
+  const int right = (r + 1) % n;
+  const uint64_t world = WorldCommId(n);
+  const TimeNs t = post[static_cast<size_t>(r)];
+  auto record = [&](P2PKind kind, P2PKind completed, int peer, int tag, TimeNs enter, TimeNs exit) {
+    P2PRecord p;
+    p.kind = kind;
+    p.completed = completed;
+    p.peer = peer;
+    p.world_peer = peer;
+    p.tag = tag;
+    p.comm_id = world;
+    p.bytes = sim.halo_bytes;
+    p.enter = enter + offset;
+    p.exit = exit + offset;
+    p.tid = 7;
+    d->p2p.push_back(p);
+  };
+  // What arrives from the left was sent rightward (its third call), from the right leftward.
+  record(P2PKind::kIrecv, P2PKind::kIrecv, left, kHaloTagRightward, t, t + kCall);
+  record(P2PKind::kIrecv, P2PKind::kIrecv, right, kHaloTagLeftward, t + kCall, t + 2 * kCall);
+  record(P2PKind::kIsend, P2PKind::kIsend, left, kHaloTagLeftward, t + 2 * kCall, t + 3 * kCall);
+  record(P2PKind::kIsend, P2PKind::kIsend, right, kHaloTagRightward, t + 3 * kCall, t + 4 * kCall);
+  const TimeNs wait_enter = t + 4 * kCall;
+  const TimeNs from_left = post[static_cast<size_t>(left)] + 4 * kCall + sim.halo_latency;
+  const TimeNs from_right = post[static_cast<size_t>(right)] + 3 * kCall + sim.halo_latency;
+  const TimeNs wait_exit = std::max({wait_enter + kNsPerUs, from_left, from_right});
+  record(P2PKind::kWait, P2PKind::kIrecv, left, kHaloTagRightward, wait_enter, wait_exit);
+  record(P2PKind::kWait, P2PKind::kIrecv, right, kHaloTagLeftward, wait_enter, wait_exit);
+  record(P2PKind::kWait, P2PKind::kIsend, left, kHaloTagLeftward, wait_enter, wait_exit);
+  record(P2PKind::kWait, P2PKind::kIsend, right, kHaloTagRightward, wait_enter, wait_exit);
+  return wait_exit;
 }
 
 // The PCI bus numbers of a node's devices: pair p of GPUs (2p, 2p+1) sits behind the PCIe switch
@@ -236,6 +278,7 @@ Session SimulateScale(const ScaleSim& sim) {
       }
     } else {
       d.collectives.reserve(2 * static_cast<size_t>(sim.steps));
+      if (sim.halo_bytes > 0) d.p2p.reserve(8 * static_cast<size_t>(sim.steps));
     }
     if (sim.raw_clocks) {
       // Symmetric 45 us round trips: the offset is recoverable to a few us.
@@ -264,6 +307,13 @@ Session SimulateScale(const ScaleSim& sim) {
       RankData& d = s.ranks[ur];
       d.ranges.push_back({"", "data", start[ur] + offset(r), data_end + offset(r), 7, 1});
       d.ranges.push_back({"", "compute", data_end + offset(r), tp_enter[ur] + offset(r), 7, 1});
+    }
+    if (sim.halo_bytes > 0 && !sim.nccl) {
+      const std::vector<TimeNs> post = tp_enter;  // each rank posts when its compute ends
+      for (int r = 0; r < sim.ranks; ++r) {
+        const auto ur = static_cast<size_t>(r);
+        tp_enter[ur] = AddHaloExchange(sim, post, r, offset(r), &s.ranks[ur]) + sim.host_gap;
+      }
     }
     for (int n = 0; n < nodes; ++n) {
       tp_transfer[static_cast<size_t>(n)] =

@@ -62,6 +62,15 @@ struct ScaleSim {
   // behind PCIe switches, each switch with a NIC, every GPU on the NVSwitch fabric (but on the
   // PCIe-bound node).
   bool topology = false;
+  // A halo exchange, as stencil codes (LAMMPS, HPCC) run one (MPI sessions only): every step,
+  // between compute and the tensor-parallel all-reduce, each rank swaps `halo_bytes` with its
+  // left and right neighbours on a ring over MPI_COMM_WORLD: MPI_Irecv from each, MPI_Isend to
+  // each (2 us per call), then one MPI_Waitall completing the four (four kWait records, as the
+  // agents record it). A message arrives `halo_latency` after its send was posted, so a rank
+  // that computed longer delays its neighbours' Waitall and, through it, their all-reduces.
+  // 0: no halo exchange.
+  Bytes halo_bytes = 0;
+  DurationNs halo_latency = 20 * kNsPerUs;
 };
 
 inline constexpr Bytes kNcclTensorParallelBytes = Bytes{192} << 20;
@@ -74,6 +83,10 @@ uint64_t DataParallelComm(int local_rank);
 // With nccl: the id NCCL prints for one of those communicators (its collective records are keyed
 // by NcclCommKey of it, as every NCCL communicator's are).
 std::string NcclCommIdOf(uint64_t comm);
+
+// The tags of the halo exchange's messages: to the right neighbour, to the left one.
+inline constexpr int kHaloTagRightward = 1;
+inline constexpr int kHaloTagLeftward = 2;
 
 // Nodes are named "node0", "node1", ...; rank r is on node r / ranks_per_node.
 Session SimulateScale(const ScaleSim& sim);
