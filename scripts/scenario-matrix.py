@@ -49,6 +49,9 @@ def parse_args():
                    help="keep every rankscope session folder under --out")
     p.add_argument("--profile", action="store_true",
                    help="only the MPI call profile of each app (ltrace), no matrix")
+    p.add_argument("--docs", default="", metavar="FILE",
+                   help="also write the precision/recall and per-found-rank tables into FILE "
+                        "between its <!-- scenario-matrix:begin/end --> lines")
     p.add_argument("--require-recall", type=float, default=None)
     p.add_argument("--require-precision", type=float, default=None)
     return p.parse_args()
@@ -85,6 +88,39 @@ def short_findings(report):
 
 def fmt(x, spec=".2f"):
     return "–" if x is None else format(x, spec)
+
+
+def found_row(app, scenario, rank, report, rs_clean, bare_clean):
+    """A found rank's row: its finding's kind, cause and confidence, the job's wall and the
+    what-if, against the clean run under rankscope (the same overhead: what the what-if models)
+    and the bare clean run."""
+    f = next(f for f in report.get("findings", [])
+             if f.get("kind") in scenarios.STRAGGLER_KINDS and f.get("ranks") == [rank])
+    ev = f.get("evidence") or {}
+    wi = ev.get("what_if") or {}
+    job = wi.get("job_ns", 0) * 1e-9 or None
+    what_if = scenarios.what_if_seconds(wi) if wi else None
+    cause = f"{ev.get('cause_kind', '-')}/{ev.get('cpu_cause', '-')}"
+    ratio = (lambda ref: f"{what_if / ref:.2f}x" if what_if and ref else "–")
+    return [app, scenario, f"{f['kind']} {f['ranks']}", cause, fmt(f.get("confidence")),
+            fmt(job), fmt(what_if), fmt(rs_clean), fmt(bare_clean), ratio(rs_clean),
+            ratio(bare_clean)]
+
+
+DOCS_BEGIN = "<!-- scenario-matrix:begin -->"
+DOCS_END = "<!-- scenario-matrix:end -->"
+
+
+def write_docs(path, text):
+    """Replaces what lies between DOCS_BEGIN and DOCS_END in `path` with `text`."""
+    with open(path) as f:
+        doc = f.read()
+    begin, end = doc.find(DOCS_BEGIN), doc.find(DOCS_END)
+    if begin < 0 or end < begin:
+        sys.exit(f"{path}: no {DOCS_BEGIN} ... {DOCS_END} lines to write between")
+    doc = doc[:begin + len(DOCS_BEGIN)] + "\n" + text + "\n" + doc[end:]
+    with open(path, "w") as f:
+        f.write(doc)
 
 
 def run_one(app, mode, fault, timeout, out_dir=None):
@@ -154,6 +190,7 @@ def main():
           f"{scenarios.RANKSCOPE if os.path.exists(scenarios.RANKSCOPE) else '(not built)'}", ""]
     totals = {"planted": 0, "found": 0, "wrong": 0, "clean_fp": 0, "clean_runs": 0}
     per_app = []
+    found_rows = []  # per found rank: what the finding says, against the clean runs
     failures = 0
     for app in apps:
         why = app.available()
@@ -182,6 +219,7 @@ def main():
         md.append("")
         app_counts = {"planted": 0, "found": 0, "wrong": 0, "clean_fp": 0, "clean_runs": 0}
         rows = []
+        rs_clean = None  # the clean run's wall under rankscope, as its report states it
 
         if not args.no_rankscope:
             session = os.path.join(args.out, f"{app.name}-clean") if args.keep_sessions else None
@@ -193,6 +231,7 @@ def main():
             if "skipped" not in r:
                 app_counts["clean_runs"] += 1
                 app_counts["clean_fp"] += n_find
+                rs_clean = scenarios.job_seconds(r.get("report"))
             verdict = ("skip" if "skipped" in r else ("FP" if n_find else "TN"))
             log(f"[{app.name}] rankscope clean: {r.get('wall_s')} s -> {short_findings(r.get('report'))}")
             rows.append(["clean", "–", fmt(ref), "1.00", "–",
@@ -247,6 +286,9 @@ def main():
                         hit = scenarios.found_rank(rep, rank)
                         wrong = sum(1 for _, rk in scenarios.named_ranks(rep) if rk != [rank])
                         app_counts["found"] += hit
+                        if hit:
+                            found_rows.append(found_row(app.name, f"{fname}-r{rank}", rank, rep,
+                                                        rs_clean, ref))
                         app_counts["wrong"] += wrong
                         verdict = ("TP" if hit else "FN") + (f" +{wrong} FP" if wrong else "")
                         findings = short_findings(rep)
@@ -303,6 +345,16 @@ def main():
         md.append(f"| {name} | {c['planted']} | {c['found']} | {c['wrong']} | {c['clean_runs']} | "
                   f"{c['clean_fp']} | {fmt(prec)} | {fmt(rec)} |")
     md.append("")
+    pr_table = md[md.index("## Precision / recall") + 4:]
+    found_table = [
+        "| app | scenario | finding | cause | confidence | job s | what-if s | clean s (rankscope) "
+        "| bare clean s | what-if / clean | what-if / bare |",
+        "|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|"]
+    found_table += ["| " + " | ".join(str(c) for c in row) + " |" for row in found_rows]
+    md += ["## Found ranks: cause, confidence, what-if", "",
+           "what-if: the job's wall had the rank run like the others, as the finding states it; "
+           "against the clean run under rankscope (same overhead) and the bare clean run.", ""]
+    md += found_table + [""]
     text = "\n".join(md)
     print(text)
     with open(os.path.join(args.out, "matrix.md"), "w") as f:
@@ -315,6 +367,13 @@ def main():
         json.dump({"results": results, "totals": totals,
                    "per_app": dict(per_app)}, f, indent=1)
     log(f"wrote {os.path.join(args.out, 'matrix.md')} and matrix.json")
+    if args.docs:
+        argv = " ".join(sys.argv[1:])
+        write_docs(args.docs, "\n".join(
+            [f"Generated {time.strftime('%Y-%m-%d')} at commit {scenarios.git_commit()} by "
+             f"`scripts/scenario-matrix.py {argv}`.", "", "### Precision and recall", ""]
+            + pr_table + ["### Found ranks: cause, confidence, what-if", ""] + found_table))
+        log(f"wrote the tables into {args.docs}")
 
     prec, rec = pr(totals)
     if failures:

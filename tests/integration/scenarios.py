@@ -36,6 +36,7 @@ import uuid
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 DATA = os.path.join(HERE, "data")
+ROOT = os.path.dirname(os.path.dirname(HERE))
 BUILD = os.path.abspath(os.environ.get(
     "RANKSCOPE_BUILD", os.path.join(HERE, "..", "..", "build")))
 RANKSCOPE = os.path.join(BUILD, "bin", "rankscope")
@@ -818,6 +819,22 @@ def what_if(report):
         if f.get("kind") in STRAGGLER_KINDS and "what_if" in ev:
             out.append({"kind": f["kind"], "ranks": f.get("ranks"), "what_if": ev["what_if"]})
     return out
+
+
+def job_seconds(report):
+    """The job's wall as the report states it (job.duration_ns), in seconds; None without."""
+    ns = ((report or {}).get("job") or {}).get("duration_ns")
+    return ns * 1e-9 if isinstance(ns, (int, float)) else None
+
+
+def git_commit():
+    """The checkout's short commit (with -dirty when it has changes), or "unknown"."""
+    try:
+        out = subprocess.run(["git", "-C", ROOT, "describe", "--always", "--dirty"],
+                             capture_output=True, text=True, timeout=10)
+        return out.stdout.strip() or "unknown"
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
 
 
 def what_if_seconds(value):
