@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <chrono>
 #include <fstream>
@@ -32,6 +33,15 @@ std::optional<std::string> ReadSmall(const std::string& path) {
 }
 
 }  // namespace
+
+std::string WchanName(std::string_view text) {
+  while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.remove_suffix(1);
+  const bool symbol = !text.empty() && text != "0" && text.size() <= 128 &&
+                      std::all_of(text.begin(), text.end(), [](char c) {
+                        return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.';
+                      });
+  return symbol ? std::string(text) : "?";
+}
 
 std::optional<ProcStat> ParseProcStat(std::string_view text) {
   // "pid (comm) state ppid ...": comm may hold spaces and parentheses, so split at the last ')'.
@@ -182,10 +192,34 @@ void ProcSampler::Loop() {
   // The first sample may come before the program's exec; a second one soon after sees it
   // settled (in the cgroup a wrapper made it join first, say), so counters start from there.
   DurationNs wait = std::min<DurationNs>(period_, 50 * kNsPerMs);
+  TimeNs next_full = MonotonicNow();
   while (!finishing_) {
-    SampleOnce();
-    wake_.wait_for(lock, std::chrono::nanoseconds(wait), [this] { return finishing_; });
-    wait = period_;
+    if (MonotonicNow() >= next_full) {
+      SampleOnce();
+      next_full = MonotonicNow() + wait;
+      wait = period_;
+    }
+    SampleMainThread();
+    const DurationNs sleep = std::clamp<DurationNs>(next_full - MonotonicNow(), 0, kStatePeriod);
+    wake_.wait_for(lock, std::chrono::nanoseconds(sleep), [this] { return finishing_; });
+  }
+}
+
+void ProcSampler::SampleMainThread() {
+  if (first_sample_ == 0) return;  // the program not seen yet
+  const std::string dir =
+      proc_root_ + "/" + std::to_string(root_) + "/task/" + std::to_string(root_);
+  std::optional<std::string> text = ReadSmall(dir + "/stat");
+  std::optional<ProcStat> st = text ? ParseProcStat(*text) : std::nullopt;
+  if (!st || st->state == 'Z' || st->state == 'X') return;  // gone or exiting
+  ++main_thread_.samples;
+  if (st->state == 'R') {
+    ++main_thread_.running;
+  } else if (st->state == 'T' || st->state == 't') {
+    ++main_thread_.stopped;
+  } else {
+    std::optional<std::string> wchan = ReadSmall(dir + "/wchan");
+    ++main_thread_.blocked_in[wchan ? WchanName(*wchan) : "?"];
   }
 }
 
@@ -377,6 +411,7 @@ ProcessTreeStats ProcSampler::Finish() {
   out.io_unreadable = io_unreadable_ && !all_io;
   out.sched_unreadable = sched_unreadable_;
   out.sampled_wall_ns = last_sample_ - first_sample_;
+  out.main_thread = main_thread_;
   if (cgroup_) {
     CpuCgroupStats c = cgroup_->stats;
     std::optional<CpuThrottling> now = ReadThrottling();

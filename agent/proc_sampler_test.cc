@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <sched.h>
+#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -264,6 +265,57 @@ TEST(ProcSampler, CountFromNowLeavesOutWhatCameBefore) {
   for (int fd : {ready[0], ready[1], go[0], go[1]}) close(fd);
   EXPECT_GE(s.rchar, uint64_t{8} << 20);
   EXPECT_LT(s.rchar, uint64_t{16} << 20);
+}
+
+TEST(ProcSampler, WchanNamesAreKeptOnlyAsSymbols) {
+  EXPECT_EQ(WchanName("anon_pipe_write"), "anon_pipe_write");
+  EXPECT_EQ(WchanName("do_signal_stop\n"), "do_signal_stop");
+  EXPECT_EQ(WchanName("0"), "?");  // running
+  EXPECT_EQ(WchanName(""), "?");   // hidden
+  EXPECT_EQ(WchanName("caf\xe9"), "?");
+}
+
+// The main thread's states: a child that writes a pipe nobody reads for 400 ms, then is stopped
+// (SIGSTOP) for 400 ms, then runs. Samples every 20 ms see each phase.
+TEST(ProcSampler, SamplesWhereTheMainThreadIs) {
+  int fds[2];
+  ASSERT_EQ(pipe(fds), 0);
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    close(fds[0]);
+    signal(SIGPIPE, SIG_IGN);
+    std::vector<char> block(1 << 16, 'x');
+    for (;;) {
+      if (write(fds[1], block.data(), block.size()) < 0) {
+        const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(300);
+        volatile uint64_t x = 0;
+        while (std::chrono::steady_clock::now() < until) x = x + 1;
+        _exit(0);
+      }
+    }
+  }
+  close(fds[1]);
+  ProcSampler sampler(child, kNsPerSec);
+  sampler.Start();
+  std::this_thread::sleep_for(std::chrono::milliseconds(400));  // blocked in write
+  kill(child, SIGSTOP);
+  std::this_thread::sleep_for(std::chrono::milliseconds(400));
+  close(fds[0]);  // the write fails with EPIPE once it runs again (the child ignores SIGPIPE)
+  kill(child, SIGCONT);
+  siginfo_t info{};
+  ASSERT_EQ(waitid(P_PID, static_cast<id_t>(child), &info, WEXITED | WNOWAIT), 0);
+  ProcessTreeStats s = sampler.Finish();
+  waitpid(child, nullptr, 0);
+  const MainThreadStates& m = s.main_thread;
+  EXPECT_GE(m.samples, 25);
+  // Each phase lasts 20 samples; the bounds leave room for a loaded machine's late wake-ups.
+  EXPECT_GE(m.stopped, 8) << m.samples;
+  int in_pipe = 0;
+  for (const auto& [where, n] : m.blocked_in) {
+    if (where.find("pipe_write") != std::string::npos) in_pipe += n;
+  }
+  EXPECT_GE(in_pipe, 8) << m.samples;
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 
@@ -37,6 +38,27 @@ struct CpuCgroupStats {
   }
 };
 
+// Where the program's main thread (the one that calls MPI) was, read from
+// /proc/PID/task/PID/stat and wchan every 20 ms: on a CPU or runnable, stopped, or blocked in
+// the kernel, and then in which kernel function. What a rank that computes longer than the others
+// without using more CPU was doing: frozen by a cgroup freezer ("__refrigerator", v1;
+// "do_freezer_trap", v2), stopped (SIGSTOP, a debugger, `scontrol suspend`), writing a pipe or
+// FIFO nobody drains ("pipe_write"), waiting for storage ("io_schedule", "folio_wait_bit_common"),
+// sleeping ("do_nanosleep"), on a lock ("futex_wait_queue"), ...
+struct MainThreadStates {
+  int32_t samples = 0;
+  int32_t running = 0;  // 'R': on a CPU or waiting for one
+  int32_t stopped = 0;  // 'T' or 't'
+  // Blocked ('S', 'D', ...): samples by kernel function; "?" when wchan could not be read.
+  std::map<std::string, int32_t> blocked_in;
+
+  int32_t blocked() const {
+    int32_t n = 0;
+    for (const auto& [where, count] : blocked_in) n += count;
+    return n;
+  }
+};
+
 struct ProcessTreeStats {
   uint64_t rchar = 0;  // bytes read through read()-like calls (page cache, pipes, sockets)
   uint64_t wchar = 0;
@@ -60,6 +82,7 @@ struct ProcessTreeStats {
   // The wall time the sampling covered, first sample to last: CPU / wall and run delay / wall.
   DurationNs sampled_wall_ns = 0;
   std::optional<CpuCgroupStats> cpu_cgroup;  // absent: no cgroup CPU controller found
+  MainThreadStates main_thread;              // samples == 0: not sampled
 };
 
 }  // namespace rankscope

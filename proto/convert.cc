@@ -179,6 +179,13 @@ v1::ProcessStats ToProto(const ProcessTreeStats& s) {
   out.set_threads(s.threads);
   out.set_sched_unreadable(s.sched_unreadable);
   out.set_sampled_wall_ns(s.sampled_wall_ns);
+  if (s.main_thread.samples > 0) {
+    v1::MainThreadStates* m = out.mutable_main_thread();
+    m->set_samples(s.main_thread.samples);
+    m->set_running(s.main_thread.running);
+    m->set_stopped(s.main_thread.stopped);
+    for (const auto& [where, n] : s.main_thread.blocked_in) (*m->mutable_blocked_in())[where] = n;
+  }
   if (s.cpu_cgroup) {
     const CpuCgroupStats& c = *s.cpu_cgroup;
     v1::CpuCgroup* cg = out.mutable_cpu_cgroup();
@@ -214,6 +221,13 @@ ProcessTreeStats FromProto(const v1::ProcessStats& p) {
   s.threads = p.threads();
   s.sched_unreadable = p.sched_unreadable();
   s.sampled_wall_ns = p.sampled_wall_ns();
+  if (p.has_main_thread()) {
+    const v1::MainThreadStates& m = p.main_thread();
+    s.main_thread.samples = m.samples();
+    s.main_thread.running = m.running();
+    s.main_thread.stopped = m.stopped();
+    for (const auto& [where, n] : m.blocked_in()) s.main_thread.blocked_in[where] = n;
+  }
   if (p.has_cpu_cgroup()) {
     const v1::CpuCgroup& cg = p.cpu_cgroup();
     CpuCgroupStats c;

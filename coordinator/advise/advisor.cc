@@ -176,6 +176,43 @@ NextStep CpuShare(const AdviceFacts& f) {
               "'s threads run on, and whether rank " + R(f) + " shares a core with another rank"};
 }
 
+// Why the rank's main thread was off its CPU (coordinator/analysis/off_cpu.h): who froze or
+// stopped it, or what it blocked on.
+std::vector<NextStep> OffCpuSteps(const AdviceFacts& f, const nlohmann::json& e) {
+  const std::string cause = e.value("cause_kind", "");
+  if (cause == "frozen") {
+    return {
+        {"cgroup",
+         OnNode(f, {"grep", "-rlE", "FROZEN|frozen 1", "/sys/fs/cgroup", "--include=freezer.state",
+                    "--include=cgroup.events"}),
+         "the frozen cgroups on the node (v1 freezer.state FROZEN, v2 cgroup.events frozen 1), "
+         "while the job runs, and rank " +
+             R(f) + "'s among them"},
+        {"ps", OnNode(f, {"ps", "-eo", "pid,stat,wchan:32,cmd"}),
+         "rank " + R(f) +
+             "'s processes in __refrigerator; then who writes freezer.state or "
+             "cgroup.freeze (a checkpointer, the batch system's suspend, a node health agent)"}};
+  }
+  if (cause == "stopped") {
+    return {
+        {"ps", OnNode(f, {"ps", "-eo", "pid,ppid,stat,wchan:32,cmd"}),
+         "rank " + R(f) +
+             "'s processes in state T and their parents; TracerPid in "
+             "/proc/PID/status names an attached debugger, `scontrol show job` a suspended job"}};
+  }
+  const nlohmann::json off = e.value("off_cpu", nlohmann::json::object());
+  const std::string where = off.value("wchan", std::string("the kernel"));
+  return {
+      {"strace", OnRank(f, {"strace", "-f", "-T", "-tt", "-o", "rank" + R(f) + ".strace", "--"}),
+       "the system calls of rank " + R(f) +
+           " that take long (-T: time in each) while it "
+           "blocks in " +
+           where + ", and the file descriptor they use"},
+      {"ls", OnNode(f, {"ls", "-l", "/proc/PID/fd"}),
+       "what that file descriptor is (a pipe, a FIFO, a file on which mount), PID being rank " +
+           R(f) + "'s program while it runs"}};
+}
+
 // The CPU quota and throttling counters of the rank's cgroup (v1 or v2).
 NextStep CgroupQuota(const AdviceFacts& f, const nlohmann::json& e) {
   const nlohmann::json cpu = e.value("cpu", nlohmann::json::object());
@@ -512,6 +549,12 @@ std::vector<NextStep> StepsFor(const Finding& finding, const AdviceFacts& f) {
   if (e.value("cause_kind", "") == "cpu_starved") {
     // Starved from outside the program: what shares its CPUs, and its cgroup's quota.
     return {CpuShare(f), CgroupQuota(f, e), NsysOnRank(f, "mpi,nvtx,osrt", focus)};
+  }
+  if (const std::string cause = e.value("cause_kind", "");
+      cause == "frozen" || cause == "stopped" || cause == "blocked") {
+    std::vector<NextStep> steps = OffCpuSteps(f, e);
+    steps.push_back(NsysOnRank(f, "mpi,nvtx,osrt", focus));
+    return steps;
   }
   if (finding.kind == "straggler") {
     const std::string cause = e.value("cause_kind", "");

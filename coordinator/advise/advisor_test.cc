@@ -174,6 +174,38 @@ TEST(Advisor, FindingsGetThePlannersStepsForTheirQuestion) {
   EXPECT_TRUE(findings[2].next_steps.empty());
 }
 
+// A rank off its CPU: who froze or stopped it, or what it blocked on, on its node or in the next
+// run, before the timeline.
+TEST(Advisor, OffCpuCausesGetStepsForWhatHeldTheRank) {
+  Session s = StragglerSession();
+  Finding frozen;
+  frozen.kind = "straggler";
+  frozen.ranks = {3};
+  frozen.nodes = {"n2"};
+  frozen.evidence["cause_kind"] = "frozen";
+  Finding blocked = frozen;
+  blocked.evidence["cause_kind"] = "blocked";
+  blocked.evidence["off_cpu"] = {{"kind", "blocked"}, {"wchan", "anon_pipe_write"}};
+  Finding stopped = frozen;
+  stopped.evidence["cause_kind"] = "stopped";
+  std::vector<Finding> findings = {frozen, blocked, stopped};
+  PlanNextSteps(s, "/runs/out", &findings);
+
+  ASSERT_GE(findings[0].next_steps.size(), 3u);
+  EXPECT_NE(findings[0].next_steps[0].command.find("-w n2"), std::string::npos)
+      << findings[0].next_steps[0].command;
+  EXPECT_NE(findings[0].next_steps[0].command.find("freezer.state"), std::string::npos);
+  EXPECT_EQ(findings[0].next_steps[2].tool, "nsys");
+
+  EXPECT_EQ(findings[1].next_steps[0].tool, "strace");
+  EXPECT_NE(findings[1].next_steps[0].command.find("\"$SLURM_PROCID\" = 3"), std::string::npos)
+      << findings[1].next_steps[0].command;
+  EXPECT_NE(findings[1].next_steps[0].look_for.find("anon_pipe_write"), std::string::npos);
+
+  EXPECT_EQ(findings[2].next_steps[0].tool, "ps");
+  EXPECT_NE(findings[2].next_steps[0].look_for.find("state T"), std::string::npos);
+}
+
 Finding RingFinding(const std::string& op) {
   Finding f;
   f.kind = "imbalanced_ring";

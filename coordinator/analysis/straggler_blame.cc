@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "coordinator/analysis/describe.h"
+#include "coordinator/analysis/off_cpu.h"
 #include "coordinator/analysis/range_timeline.h"
 #include "core/format.h"
 #include "core/robust_stats.h"
@@ -174,6 +175,52 @@ std::string CpuStarvation(const Session& s, int rank, DurationNs excess, Finding
   return sentence;
 }
 
+std::string OffCpuSentence(const OffCpuCause& c);
+
+// Why the rank was slow as seen from outside the program, first match: starved of CPU
+// (CpuStarvation), else off its CPU for a reason its main thread's samples show (off_cpu.h).
+// Sets f's cause_kind, evidence and focus and returns the sentence; empty when neither.
+std::string OutsideCause(const Session& s, int rank, DurationNs excess, Finding* f) {
+  const std::string r = std::to_string(rank);
+  std::string starved = CpuStarvation(s, rank, excess, f);
+  if (!starved.empty()) {
+    f->focus = "what else runs on rank " + r + "'s CPUs, and the CPU quota of its cgroup";
+    return starved;
+  }
+  const std::optional<OffCpuCause> off = FindOffCpuCause(s, rank);
+  if (!off) return "";
+  f->focus = off->kind == "blocked"
+                 ? "what rank " + r + "'s main thread waits for in " + off->where
+                 : "who " + std::string(off->kind == "frozen" ? "freezes" : "stops") + " rank " +
+                       r + "'s processes";
+  f->evidence["cause_kind"] = off->kind;
+  f->evidence["off_cpu"] = {{"kind", off->kind},
+                            {"wchan", off->where},
+                            {"meaning", off->meaning},
+                            {"share", off->share},
+                            {"others_share", off->others_share},
+                            {"samples", off->samples}};
+  return OffCpuSentence(*off);
+}
+
+// " Its main thread was frozen by a cgroup freezer (__refrigerator) in 58 % of 312 samples
+// (other ranks: 0 %)."
+std::string OffCpuSentence(const OffCpuCause& c) {
+  std::string what;
+  if (c.kind == "frozen") {
+    what = "frozen by a cgroup freezer (" + c.where + ")";
+  } else if (c.kind == "stopped") {
+    what = "stopped (SIGSTOP or SIGTSTP: a debugger, `scontrol suspend`, job control)";
+  } else {
+    what =
+        "blocked in the kernel in " + c.where + (c.meaning.empty() ? "" : " (" + c.meaning + ")");
+  }
+  return " Its main thread was " + what + " in " + FormatDouble("%.0f", 100 * c.share) + " % of " +
+         std::to_string(c.samples) +
+         " samples every 20 ms (other ranks: " + FormatDouble("%.0f", 100 * c.others_share) +
+         " %).";
+}
+
 std::string CallsLabel(const std::map<std::string, DurationNs>& caused_at) {
   std::vector<std::pair<DurationNs, std::string>> by_time;
   for (const auto& [call, ns] : caused_at) by_time.emplace_back(ns, call);
@@ -227,11 +274,10 @@ Finding MakeStraggler(const Session& s, const BlameModel& blame, const RankBlame
   }
   // Why, from outside the program: starved of CPU (whatever range it was in), else an NVTX
   // range, else what its processes did (I/O, CPU).
-  const std::string starved = CpuStarvation(s, b.rank, excess, &f);
-  if (!starved.empty()) {
-    summary += starved;
-    focus = "what else runs on rank " + std::to_string(b.rank) +
-            "'s CPUs, and the CPU quota of its cgroup";
+  const std::string outside = OutsideCause(s, b.rank, excess, &f);
+  if (!outside.empty()) {
+    summary += outside;
+    focus = f.focus;
   } else if (range) {
     f.evidence["cause_kind"] = "nvtx_range";
   } else {
@@ -315,15 +361,10 @@ void ApplyBlame(const Session& aligned, const BlameModel& blame, const BlameOpti
       findings->push_back(MakeStraggler(aligned, blame, *b));
       host = std::prev(findings->end());
     }
-    // A finding of another analysis still learns that the rank was starved of CPU.
-    if (host->kind != "straggler" || !host->evidence.contains("cpu")) {
-      const std::string starved =
-          CpuStarvation(aligned, rank, b->busy - blame.typical_busy, &*host);
-      if (!starved.empty()) {
-        host->summary += starved;
-        host->focus = "what else runs on rank " + std::to_string(rank) +
-                      "'s CPUs, and the CPU quota of its cgroup";
-      }
+    // A finding of another analysis still learns why the rank was slow from outside.
+    if (host->kind != "straggler" ||
+        (!host->evidence.contains("cpu") && !host->evidence.contains("off_cpu"))) {
+      host->summary += OutsideCause(aligned, rank, b->busy - blame.typical_busy, &*host);
     }
     host->summary += WhatIfSentence(w);
     host->what_if = w;

@@ -97,6 +97,13 @@ json RankJson(const RankData& r, const GpuReport& gpu) {
           {"counters_unreadable", c.counters_unreadable},
       };
     }
+    if (p.main_thread.samples > 0) {
+      const MainThreadStates& m = p.main_thread;
+      rank["process"]["main_thread"] = {{"samples", m.samples},
+                                        {"running", m.running},
+                                        {"stopped", m.stopped},
+                                        {"blocked_in", m.blocked_in}};
+    }
   }
   if (auto it = gpu.by_rank.find(r.id.rank); it != gpu.by_rank.end()) rank["gpu"] = it->second;
   rank["notices"] = r.notices;

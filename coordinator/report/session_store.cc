@@ -72,6 +72,8 @@ CREATE TABLE rank_proc (
   cgroup_limit_path TEXT, cgroup_quota_us INTEGER, cgroup_period_us INTEGER,
   cgroup_nr_periods INTEGER, cgroup_nr_throttled INTEGER, cgroup_throttled_ns INTEGER,
   cgroup_counters_unreadable INTEGER);
+CREATE TABLE rank_main_thread (
+  rank_idx INTEGER, samples INTEGER, running INTEGER, stopped INTEGER, blocked_in TEXT);
 CREATE TABLE gpu_activity (
   rank_idx INTEGER, kind INTEGER, device INTEGER, context INTEGER, stream INTEGER,
   correlation_id INTEGER, start_ns INTEGER, end_ns INTEGER, bytes INTEGER, copy_kind INTEGER,
@@ -127,8 +129,9 @@ Status WriteRanks(const Connection& db, const Session& s) {
   Statement proc(db,
                  "INSERT INTO rank_proc VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
                  "?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+  Statement main_thread(db, "INSERT INTO rank_main_thread VALUES (?, ?, ?, ?, ?)");
   for (const Statement* st : {&rank_row, &sample, &collective, &p2p, &mpi_call, &range, &mark, &gpu,
-                              &activity, &name_row, &proc}) {
+                              &activity, &name_row, &proc, &main_thread}) {
     RETURN_IF_ERROR(st->status());
   }
 
@@ -220,6 +223,11 @@ Status WriteRanks(const Connection& db, const Session& s) {
         for (int i = 0; i < 9; ++i) proc.Null();
       }
       RETURN_IF_ERROR(proc.Run());
+      const MainThreadStates& m = x.main_thread;
+      if (m.samples > 0) {
+        main_thread.Int(idx).Int(m.samples).Int(m.running).Int(m.stopped);
+        RETURN_IF_ERROR(main_thread.Text(json(m.blocked_in).dump()).Run());
+      }
     }
   }
   return Status::Ok();
@@ -708,6 +716,27 @@ Status ReadAllRecords(const Connection& db, Session* s, int version) {
             x.cpu_cgroup = std::move(c);
           }
           r.proc = std::move(x);
+          return Status::Ok();
+        }));
+  }
+  if (HasTable(db, "rank_main_thread")) {  // added within schema version 3
+    const std::string& file = db.path();
+    RETURN_IF_ERROR(ReadRecords(
+        db, s, "rank_main_thread",
+        "SELECT rank_idx, samples, running, stopped, blocked_in FROM rank_main_thread "
+        "ORDER BY rowid",
+        [&file](const Statement& q, RankData& r) {
+          if (!r.proc) return Corrupt(file, "rank_main_thread row for a rank without rank_proc");
+          MainThreadStates& m = r.proc->main_thread;
+          m.samples = static_cast<int32_t>(q.ColumnInt(1));
+          m.running = static_cast<int32_t>(q.ColumnInt(2));
+          m.stopped = static_cast<int32_t>(q.ColumnInt(3));
+          const json blocked = json::parse(q.ColumnText(4), nullptr, /*allow_exceptions=*/false);
+          if (!blocked.is_object()) return Corrupt(file, "rank_main_thread.blocked_in is not JSON");
+          for (const auto& [where, n] : blocked.items()) {
+            if (!n.is_number_integer()) return Corrupt(file, "rank_main_thread.blocked_in count");
+            m.blocked_in[where] = n.get<int32_t>();
+          }
           return Status::Ok();
         }));
   }

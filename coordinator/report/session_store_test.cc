@@ -73,7 +73,7 @@ TEST(SessionStore, ReadsFilesWithoutWorldPeersOrMpiCalls) {
 
 // A schema-3 file written before the scheduler and cgroup figures were sampled: its ranks' process
 // figures load, with those left at zero and no cgroup.
-TEST(SessionStore, ReadsProcessFiguresWithoutSchedulerOrCgroupColumns) {
+TEST(SessionStore, ReadsProcessFiguresWithoutSchedulerCgroupOrMainThreadFigures) {
   std::string path = report_test::MakeTempDir("db") + "/session.sqlite";
   Session saved = report_test::MakeSession();
   ASSERT_TRUE(saved.ranks[1].proc && saved.ranks[1].proc->cpu_cgroup);
@@ -88,6 +88,7 @@ TEST(SessionStore, ReadsProcessFiguresWithoutSchedulerOrCgroupColumns) {
         "cgroup_throttled_ns", "cgroup_counters_unreadable"}) {
     drop += std::string("ALTER TABLE rank_proc DROP COLUMN ") + column + ";";
   }
+  drop += "DROP TABLE rank_main_thread;";
   ASSERT_EQ(sqlite3_exec(db, drop.c_str(), nullptr, nullptr, nullptr), SQLITE_OK)
       << sqlite3_errmsg(db);
   sqlite3_close(db);

@@ -193,6 +193,10 @@ Session MakeSession() {
   proc.involuntary_switches = 5'678;
   proc.threads = 17;
   proc.sampled_wall_ns = 15'300 * kNsPerMs;
+  proc.main_thread.samples = 760;
+  proc.main_thread.running = 410;
+  proc.main_thread.stopped = 12;
+  proc.main_thread.blocked_in = {{"anon_pipe_write", 300}, {"?", 38}};
   CpuCgroupStats cgroup;
   cgroup.version = 1;
   cgroup.path = "/slurm/uid_0/job_7/step_0";
@@ -478,6 +482,10 @@ void ExpectSessionsEqual(const Session& e, const Session& a) {
       EXPECT_EQ(x.proc->threads, y.proc->threads);
       EXPECT_EQ(x.proc->sched_unreadable, y.proc->sched_unreadable);
       EXPECT_EQ(x.proc->sampled_wall_ns, y.proc->sampled_wall_ns);
+      EXPECT_EQ(x.proc->main_thread.samples, y.proc->main_thread.samples);
+      EXPECT_EQ(x.proc->main_thread.running, y.proc->main_thread.running);
+      EXPECT_EQ(x.proc->main_thread.stopped, y.proc->main_thread.stopped);
+      EXPECT_EQ(x.proc->main_thread.blocked_in, y.proc->main_thread.blocked_in);
       ASSERT_EQ(x.proc->cpu_cgroup.has_value(), y.proc->cpu_cgroup.has_value());
       if (x.proc->cpu_cgroup) {
         const CpuCgroupStats& cx = *x.proc->cpu_cgroup;

@@ -2,7 +2,8 @@
 examples' mpi_train, planted from outside the program (tests/integration/scenarios.py): a cgroup
 CPU quota on one rank, busy competitors pinned to its core, a slow file it writes, its cgroup
 frozen for part of every 100 ms. Each planted rank must be the one straggler found, with the
-cause the agents measured and a what-if, and a clean run must give no finding. How close the
+cause the agents measured (CPU starvation; frozen, or blocked writing a FIFO, from its main
+thread's samples) and a what-if, and a clean run must give no finding. How close the
 what-if comes to the bare run is measured by scripts/scenario-matrix.py (docs/scenarios.md), not
 asserted here: on LAMMPS and mpi_train it is still 1.4-2.5x the bare time.
 
@@ -73,7 +74,7 @@ class RealApp:
         r = self.run_rankscope()
         self.assertEqual(r["report"]["findings"], [])
 
-    def check_planted(self, fault_name, rank, cpu_cause=None):
+    def check_planted(self, fault_name, rank, cpu_cause=None, cause=None):
         r = self.run_rankscope(fault_name, rank)
         found = blamed(r["report"])
         summaries = [f["summary"] for f in found]
@@ -93,6 +94,8 @@ class RealApp:
             self.assertEqual(e.get("cpu_cause"), cpu_cause, f["summary"])
         else:
             self.assertNotEqual(e.get("cause_kind"), "cpu_starved", f["summary"])
+        if cause is not None:  # off its CPU: its main thread's samples say why
+            self.assertEqual(e.get("cause_kind"), cause, f["summary"])
         # A consistent planted problem reads as one.
         self.assertGreaterEqual(f["confidence"], 0.5, f)
         return f
@@ -112,7 +115,9 @@ class Lammps(RealApp, unittest.TestCase):
         self.check_planted("competitor", 3, cpu_cause="cpu_contention")
 
     def test_slow_storage_on_rank_2(self):
-        self.check_planted("slow_storage", 2)
+        # Its per-rank dump is a FIFO drained slowly: the main thread blocks writing it.
+        f = self.check_planted("slow_storage", 2, cause="blocked")
+        self.assertIn("pipe_write", f["evidence"]["off_cpu"]["wchan"], f["summary"])
 
 
 class MpiTrain(RealApp, unittest.TestCase):
@@ -126,6 +131,10 @@ class MpiTrain(RealApp, unittest.TestCase):
 
     def test_competitor_on_rank_1(self):
         self.check_planted("competitor", 1, cpu_cause="cpu_contention")
+
+    def test_freezer_on_rank_2(self):
+        f = self.check_planted("freeze", 2, cause="frozen")
+        self.assertIn("frozen by a cgroup freezer", f["summary"])
 
 
 class Hpcc(RealApp, unittest.TestCase):

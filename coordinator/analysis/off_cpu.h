@@ -1,0 +1,37 @@
+// Why a rank was off its CPU, from the agents' samples of its main thread every 20 ms
+// (core/proc_stats.h MainThreadStates): frozen by a cgroup freezer, stopped by a signal, or
+// blocked in one kernel function (a pipe it writes faster than it is drained, storage, a lock,
+// a sleep) clearly more often than the other ranks' main threads. What a straggler that used no
+// more CPU than the others, and was not waiting for one, was doing instead. Pure.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "coordinator/session.h"
+
+namespace rankscope {
+
+struct OffCpuCause {
+  // "frozen" (cgroup freezer), "stopped" (SIGSTOP/SIGTSTP, a debugger, `scontrol suspend`) or
+  // "blocked" (in the kernel function `where`, what `meaning` says it is).
+  std::string kind;
+  std::string where;    // the wchan samples of the category added up under its most frequent name
+  std::string meaning;  // "writing a pipe or FIFO faster than it is drained", ...
+  double share = 0;     // of the rank's main-thread samples
+  double others_share = 0;  // the median over the other ranks with samples
+  int samples = 0;          // the rank's main-thread samples
+};
+
+// What a blocked thread's kernel function (wchan) means, by the families of names Linux uses
+// ("anon_pipe_write" and "pipe_write" alike); "" for a function not in the table.
+std::string DescribeWchan(std::string_view wchan);
+
+// The rank's off-CPU cause, when its main thread (>= 25 samples) spent a share of its samples
+// in one category (stopped, frozen, or one wchan meaning) at least 0.15 and 0.1 above the other
+// ranks' median share in it, and more than any other category. nullopt otherwise, or without
+// samples for the rank or the others.
+std::optional<OffCpuCause> FindOffCpuCause(const Session& session, int rank);
+
+}  // namespace rankscope
