@@ -771,8 +771,8 @@ BlameModel BuildBlameModel(const Session& aligned, const SessionMatches& matches
   struct Candidate {
     size_t index;
     double excess;
-    DurationNs others;  // the other ranks' median of the figure it was judged on
-    bool busy;          // judged on busy time (else own work)
+    bool busy;     // judged on busy time (else own work)
+    double scale;  // what the what-if multiplies its time by (and its transfers', when busy)
   };
   std::vector<Candidate> candidates;
   std::vector<size_t> judged;
@@ -873,8 +873,21 @@ BlameModel BuildBlameModel(const Session& aligned, const SessionMatches& matches
                                      return r.own_by_part;
                                    });
     if (!apart.passes) continue;
-    candidates.push_back(
-        {ri, apart.excess, static_cast<DurationNs>(std::llround(apart.median)), busy});
+    // How much faster it would run like the others. A rank starved of CPU is slowed alike in its
+    // own work and in its transfers, but the others' busy time is inflated too (their transfers
+    // with it wait for it to run: rendezvous messages progress only while it does), so its busy
+    // time against theirs understates the slowdown; its own work against theirs does not, where
+    // own work is a material share of a typical rank's busy time (a quarter; HPCC's is a few
+    // percent, too little to read). The stronger of the two estimates is taken.
+    const RankBlame& cand = model.ranks[ri];
+    double scale = apart.median / static_cast<double>(busy ? cand.busy : cand.own_work);
+    if (busy && cand.own_work > 0) {
+      const double others_own = others_median(ri, [](const RankBlame& r) { return r.own_work; });
+      if (others_own >= 0.25 * apart.median) {
+        scale = std::min(scale, others_own / static_cast<double>(cand.own_work));
+      }
+    }
+    candidates.push_back({ri, apart.excess, busy, std::clamp(scale, 0.0, 1.0)});
     RankBlame& cb = model.ranks[ri];
     cb.excess_sigmas = apart.sigmas;
     cb.excess_fraction = apart.fraction;
@@ -903,8 +916,7 @@ BlameModel BuildBlameModel(const Session& aligned, const SessionMatches& matches
   for (const Candidate& c : candidates) {
     RankBlame& b = model.ranks[c.index];
     std::vector<double> trial = scale;
-    trial[c.index] =
-        static_cast<double>(c.others) / static_cast<double>(c.busy ? b.busy : b.own_work);
+    trial[c.index] = c.scale;
     // A rank judged on its busy time was slow inside MPI too: the calls it takes part in speed
     // up with it. One judged on its own work only works faster.
     std::vector<double> trial_transfer = transfer_scale;
