@@ -792,7 +792,7 @@ BlameModel BuildBlameModel(const Session& aligned, const SessionMatches& matches
     bool passes = false;
     double excess = 0, median = 0, sigmas = 0, fraction = 0, persistence = 0;
   };
-  auto stands_apart = [&](size_t ri, auto total, auto parts) {
+  auto stands_apart = [&](size_t ri, double min_sigmas, auto total, auto parts) {
     Apart out;
     const RankBlame& b = model.ranks[ri];
     const double median = others_median(ri, total);
@@ -805,7 +805,7 @@ BlameModel BuildBlameModel(const Session& aligned, const SessionMatches& matches
     // Across ranks: a floor under the spread, since with few ranks that agree closely the MAD
     // can be ~0.
     const double sigma = std::max(RobustSigma(others), 0.01 * median);
-    if (excess < options.excess_sigmas * sigma) return out;
+    if (excess < min_sigmas * sigma) return out;
 
     // Over time: how much a rank's figure in one part of the run strays from the others' by
     // chance. With three ranks or more, from the other ranks' own deviations (so a straggler
@@ -862,16 +862,18 @@ BlameModel BuildBlameModel(const Session& aligned, const SessionMatches& matches
     // frozen), is slow inside MPI as well (it progresses its messages only while it runs), so
     // for it the busy time counts, transfers included.
     const bool busy = StarvedOfCpu(aligned, g.ranks[ri]) || RanFarLess(aligned, g.ranks[ri]);
-    const Apart apart = busy ? stands_apart(
-                                   ri, [](const RankBlame& r) { return r.busy; },
-                                   [](const RankBlame& r) -> const std::vector<DurationNs>& {
-                                     return r.busy_by_part;
-                                   })
-                             : stands_apart(
-                                   ri, [](const RankBlame& r) { return r.own_work; },
-                                   [](const RankBlame& r) -> const std::vector<DurationNs>& {
-                                     return r.own_by_part;
-                                   });
+    const Apart apart =
+        busy ? stands_apart(
+                   ri, options.excess_sigmas_outside_evidence,
+                   [](const RankBlame& r) { return r.busy; },
+                   [](const RankBlame& r) -> const std::vector<DurationNs>& {
+                     return r.busy_by_part;
+                   })
+             : stands_apart(
+                   ri, options.excess_sigmas, [](const RankBlame& r) { return r.own_work; },
+                   [](const RankBlame& r) -> const std::vector<DurationNs>& {
+                     return r.own_by_part;
+                   });
     if (!apart.passes) continue;
     // How much faster it would run like the others. A rank starved of CPU is slowed alike in its
     // own work and in its transfers, but the others' busy time is inflated too (their transfers

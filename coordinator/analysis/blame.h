@@ -42,6 +42,11 @@ struct BlameOptions {
   double min_excess_fraction = 0.10;
   // ... and by more than this many robust standard deviations (1.4826 MAD) of the others' ...
   double excess_sigmas = 4.0;
+  // ... or this many for a rank the agents saw starved of CPU or running far less than the
+  // others (StarvedOfCpu, RanFarLess): that evidence from outside the program stands beside the
+  // MPI figures, whose spread across the others is inflated by the same rank (their transfers
+  // with it wait for it to run; on HPCC their busy times spread 0.8-2.0 s around it).
+  double excess_sigmas_outside_evidence = 2.0;
   // ... and by more than this many standard deviations of what chance gives over the run: the
   // run is cut into tenths, and how far a rank's own work in a tenth strays from the others' by
   // chance is read from the other ranks (with two ranks, from its own tenths, so it must be

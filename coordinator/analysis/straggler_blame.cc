@@ -301,9 +301,11 @@ double BlameConfidence(const RankBlame& rank, const BlameModel& model,
                        const BlameOptions& options) {
   if (!rank.replayed || model.job <= 0) return 0;
   const double gain = static_cast<double>(rank.gain) / static_cast<double>(model.job);
-  const double clear = std::min({Margin(gain, options.min_gain_fraction),
-                                 Margin(rank.excess_fraction, options.min_excess_fraction),
-                                 Margin(rank.excess_sigmas, options.excess_sigmas)});
+  const double clear = std::min(
+      {Margin(gain, options.min_gain_fraction),
+       Margin(rank.excess_fraction, options.min_excess_fraction),
+       Margin(rank.excess_sigmas, rank.judged_on_busy ? options.excess_sigmas_outside_evidence
+                                                      : options.excess_sigmas)});
   return std::clamp(clear * rank.persistence, 0.0, 1.0);
 }
 
