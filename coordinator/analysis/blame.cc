@@ -5,6 +5,8 @@
 #include <deque>
 #include <limits>
 #include <optional>
+#include <set>
+#include <string>
 #include <tuple>
 #include <unordered_map>
 
@@ -915,6 +917,7 @@ BlameModel BuildBlameModel(const Session& aligned, const SessionMatches& matches
   std::vector<double> scale = unit, transfer_scale = unit;
   Replay current = base;
   std::vector<int> before;
+  std::set<std::string> starved_nodes;  // nodes of the stragglers judged on busy time
   for (const Candidate& c : candidates) {
     RankBlame& b = model.ranks[c.index];
     std::vector<double> trial = scale;
@@ -933,7 +936,15 @@ BlameModel BuildBlameModel(const Session& aligned, const SessionMatches& matches
         std::max<DurationNs>(others_waited(current, c.index) - others_waited(what_if, c.index), 0);
     const DurationNs gain = current.span - what_if.span;
     b.gain = std::max<DurationNs>(gain, 0);
-    if (span > 0 && static_cast<double>(gain) >= options.min_gain_fraction * model.job) {
+    // A rank judged on its own work that shares a node with a straggler starved of CPU competes
+    // with it for the node's CPUs: part of its extra work may be that rank's doing (LAMMPS on 2
+    // cores: the rank beside a quota-throttled one lost the CPU to it whenever it came back),
+    // which the replay cannot undo. It must save twice as much to count.
+    const std::string& node = aligned.ranks[c.index].id.node;
+    const bool beside_starved = !c.busy && starved_nodes.count(node) > 0;
+    const double min_gain = options.min_gain_fraction * (beside_starved ? 2.0 : 1.0);
+    if (span > 0 && static_cast<double>(gain) >= min_gain * static_cast<double>(model.job)) {
+      if (c.busy) starved_nodes.insert(node);
       model.stragglers.push_back(b.rank);
       before.push_back(b.rank);
       scale = std::move(trial);

@@ -173,6 +173,34 @@ TEST(BlameTest, TwoSlowRanksAreBothFoundAndTheWhatIfNeedsBoth) {
   EXPECT_NEAR(Seconds(m.Find(1)->gain), 0.75, 0.05);
 }
 
+// Rank 1 throttled by its cgroup's quota (the agents saw it), rank 3 2.5 ms a step slower in its
+// own work (about 8 % of the job). Beside rank 1 on its node, rank 3 may have lost the CPU to
+// it, which the replay cannot undo: it must save 10 % to count. On a node of its own it is a
+// straggler of its own.
+TEST(BlameTest, ASlowerRankBesideOneStarvedOfCpuMustSaveTwiceAsMuch) {
+  testing::TrainingSim sim;
+  sim.slow_compute = {{1, 20 * kNsPerMs}, {3, 2500 * kNsPerUs}};
+  for (const bool same_node : {true, false}) {
+    Session s = testing::Simulate(sim);
+    for (RankData& r : s.ranks) {
+      r.proc = ProcessTreeStats{};
+      r.proc->sampled_wall_ns = s.end - s.start;
+      r.proc->cpu_user_ns = r.proc->sampled_wall_ns / 2;
+      r.proc->cpu_cgroup = CpuCgroupStats{};
+      if (r.id.rank == 1) r.proc->cpu_cgroup->throttled_ns = r.proc->sampled_wall_ns / 3;
+      if (same_node && r.id.rank == 3) r.id.node = s.ranks[1].id.node;
+    }
+    const BlameModel m = Blame(s);
+    ASSERT_FALSE(m.stragglers.empty());
+    EXPECT_EQ(m.stragglers.front(), 1);
+    ASSERT_TRUE(m.Find(3)->replayed);
+    const double gain = static_cast<double>(m.Find(3)->gain) / static_cast<double>(m.job);
+    EXPECT_GT(gain, 0.05);
+    EXPECT_LT(gain, 0.10);
+    EXPECT_EQ(m.stragglers.size(), same_node ? 1u : 2u) << "same node: " << same_node;
+  }
+}
+
 TEST(BlameTest, HaloExchangeStragglerIsFoundThoughMostMessagesAreOnTime) {
   HaloSim sim;
   const Session clean = SimulateHalo(sim);
