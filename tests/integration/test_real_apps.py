@@ -126,9 +126,10 @@ class MpiTrain(RealApp, unittest.TestCase):
     def test_clean_run_gives_no_finding(self):
         self.check_clean()
 
-    def test_cpu_quota_on_rank_3(self):
-        self.check_planted("cpu_quota", 3, cpu_cause="cgroup_quota")
-
+    # A cgroup quota on one of its ranks is found in 5 of 6 matrix runs, at confidence 0.38-0.92
+    # (docs/scenarios.md): the quota throttles the rank inside its all-reduces, so its arrivals
+    # are on time and every member's transfer grows instead; not reliable enough for CI. LAMMPS's
+    # quota test covers the cause.
     def test_competitor_on_rank_1(self):
         self.check_planted("competitor", 1, cpu_cause="cpu_contention")
 
@@ -140,11 +141,15 @@ class MpiTrain(RealApp, unittest.TestCase):
 class Hpcc(RealApp, unittest.TestCase):
     APP = "hpcc"
 
-    # HPCC spends ~96 % of its time inside MPI here; its planted ranks are found in 2 of 3
-    # matrix runs (docs/scenarios.md), not yet reliably enough for CI: only the clean run is
-    # checked.
+    # HPCC spends ~96 % of its time inside MPI here. Its frozen rank is found in every matrix
+    # run (confidence 0.90-0.95); under a quota or beside competitors less reliably
+    # (docs/scenarios.md), so those stay in the matrix.
     def test_clean_run_gives_no_finding(self):
         self.check_clean()
+
+    def test_freezer_on_rank_1(self):
+        f = self.check_planted("freeze", 1, cause="frozen")
+        self.assertIn("frozen by a cgroup freezer", f["summary"])
 
 
 if __name__ == "__main__":
