@@ -558,6 +558,21 @@ double CpuNs(const ProcessTreeStats& p) {
 
 }  // namespace
 
+std::optional<double> ThrottledShare(const Session& session, int rank) {
+  const RankData* self = session.FindRank(rank);
+  if (self == nullptr || !self->proc || self->proc->sampled_wall_ns <= 0) return std::nullopt;
+  const ProcessTreeStats& p = *self->proc;
+  if (!p.cpu_cgroup || p.cpu_cgroup->counters_unreadable) return std::nullopt;
+  const double throttled =
+      static_cast<double>(p.cpu_cgroup->throttled_ns) / static_cast<double>(p.sampled_wall_ns);
+  const std::optional<double> others =
+      OthersMedianPerWall(session, rank, false, [](const ProcessTreeStats& o) {
+        return o.cpu_cgroup ? static_cast<double>(o.cpu_cgroup->throttled_ns) : 0.0;
+      });
+  if (!others || throttled < 0.1 || throttled < 2 * *others) return std::nullopt;
+  return throttled;
+}
+
 bool StarvedOfCpu(const Session& session, int rank) {
   const RankData* self = session.FindRank(rank);
   if (self == nullptr || !self->proc || self->proc->sched_unreadable ||
@@ -571,14 +586,7 @@ bool StarvedOfCpu(const Session& session, int rank) {
   const double wall = static_cast<double>(p.sampled_wall_ns);
   // Throttled by its cgroup's quota for a tenth of its time or more, where the other ranks'
   // cgroups throttled them at most half as much.
-  if (p.cpu_cgroup && !p.cpu_cgroup->counters_unreadable) {
-    const double throttled = static_cast<double>(p.cpu_cgroup->throttled_ns) / wall;
-    const double others_throttled =
-        OthersMedianPerWall(session, rank, false, [](const ProcessTreeStats& o) {
-          return o.cpu_cgroup ? static_cast<double>(o.cpu_cgroup->throttled_ns) : 0.0;
-        }).value_or(0.0);
-    if (throttled >= 0.1 && throttled >= 2 * others_throttled) return true;
-  }
+  if (ThrottledShare(session, rank)) return true;
   // Runnable but waiting for a CPU clearly more than the others, and so running clearly less.
   // On an oversubscribed node every rank waits for CPUs a good part of the time.
   const double delay = static_cast<double>(p.run_delay_ns) / wall;
@@ -773,8 +781,9 @@ BlameModel BuildBlameModel(const Session& aligned, const SessionMatches& matches
   struct Candidate {
     size_t index;
     double excess;
-    bool busy;     // judged on busy time (else own work)
-    double scale;  // what the what-if multiplies its time by (and its transfers', when busy)
+    bool busy;              // judged on busy time (else own work)
+    double scale;           // what the what-if multiplies its own work by
+    double transfer_scale;  // ... and, when busy, its transfers and its partners' with it
   };
   std::vector<Candidate> candidates;
   std::vector<size_t> judged;
@@ -876,7 +885,27 @@ BlameModel BuildBlameModel(const Session& aligned, const SessionMatches& matches
                    [](const RankBlame& r) -> const std::vector<DurationNs>& {
                      return r.own_by_part;
                    });
-    if (!apart.passes) continue;
+    if (!apart.passes) {
+      // Throttled by its cgroup's quota inside its collectives: its arrivals are on time and
+      // every member's transfer grows with its own, so neither its own work nor its busy time
+      // stands apart. The throttling says how much of the time it could not run: like the
+      // others, the transfers of its calls shrink by that share, its own work to theirs. Its
+      // own work must not be clearly below theirs (a rank the quota held only while it waited
+      // anyway delayed nobody).
+      const std::optional<double> throttled = ThrottledShare(aligned, g.ranks[ri]);
+      RankBlame& tb = model.ranks[ri];
+      const double others_own = others_median(ri, [](const RankBlame& r) { return r.own_work; });
+      if (!throttled || tb.own_work <= 0 || static_cast<double>(tb.own_work) < 0.9 * others_own) {
+        continue;
+      }
+      const double others_busy = others_median(ri, [](const RankBlame& r) { return r.busy; });
+      candidates.push_back({ri, std::max(static_cast<double>(tb.busy) - others_busy, 0.0), true,
+                            std::clamp(others_own / static_cast<double>(tb.own_work), 0.0, 1.0),
+                            std::clamp(1.0 - *throttled, 0.1, 1.0)});
+      tb.judged_on_busy = true;
+      tb.throttled_share = *throttled;
+      continue;
+    }
     // How much faster it would run like the others. A rank starved of CPU is slowed alike in its
     // own work and in its transfers, but the others' busy time is inflated too (their transfers
     // with it wait for it to run: rendezvous messages progress only while it does), so its busy
@@ -891,7 +920,15 @@ BlameModel BuildBlameModel(const Session& aligned, const SessionMatches& matches
         scale = std::min(scale, others_own / static_cast<double>(cand.own_work));
       }
     }
-    candidates.push_back({ri, apart.excess, busy, std::clamp(scale, 0.0, 1.0)});
+    scale = std::clamp(scale, 0.0, 1.0);
+    // Its cgroup's throttling bounds how long its calls could not progress: they shrink by that
+    // share at least.
+    double transfer_scale = scale;
+    if (const std::optional<double> throttled = ThrottledShare(aligned, g.ranks[ri]);
+        busy && throttled) {
+      transfer_scale = std::min(transfer_scale, std::clamp(1.0 - *throttled, 0.1, 1.0));
+    }
+    candidates.push_back({ri, apart.excess, busy, scale, transfer_scale});
     RankBlame& cb = model.ranks[ri];
     cb.excess_sigmas = apart.sigmas;
     cb.excess_fraction = apart.fraction;
@@ -925,7 +962,7 @@ BlameModel BuildBlameModel(const Session& aligned, const SessionMatches& matches
     // A rank judged on its busy time was slow inside MPI too: the calls it takes part in speed
     // up with it. One judged on its own work only works faster.
     std::vector<double> trial_transfer = transfer_scale;
-    if (c.busy) trial_transfer[c.index] = trial[c.index];
+    if (c.busy) trial_transfer[c.index] = c.transfer_scale;
     Replay what_if = Run(g, trial, trial_transfer);
     b.replayed = true;
     b.what_if_with = before;

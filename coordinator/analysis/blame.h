@@ -25,6 +25,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -97,6 +98,10 @@ struct RankBlame {
   std::vector<DurationNs> own_by_part;  // the same for own work
   // Judged on its busy time rather than its own work: the agents saw it starved of CPU.
   bool judged_on_busy = false;
+  // Judged on its cgroup's throttling alone (neither its own work nor its busy time stood apart:
+  // the quota held it inside its collectives, where every member's transfer grew with its own):
+  // the share of its sampled wall the quota throttled it (ThrottledShare). 0 otherwise.
+  double throttled_share = 0;
   // Candidates: how far its own work stands from the other ranks' (excess over their median, in
   // robust standard deviations and as a fraction of the median), and the share of tenths of the
   // run in which it did clearly more own work than the others (1: all through the run).
@@ -150,6 +155,11 @@ struct BlameModel {
 // at least 1.15x the others' median + 0.05 while its CPU share was at most 0.8x theirs. False
 // without /proc scheduler figures for it and another rank.
 bool StarvedOfCpu(const Session& session, int rank);
+
+// The share of its sampled wall time the rank's cgroup CPU quota throttled it, when that is a
+// tenth or more and at least twice the other ranks' median share (their cgroups throttled them
+// less, or not at all); nullopt otherwise. The quota half of StarvedOfCpu.
+std::optional<double> ThrottledShare(const Session& session, int rank);
 
 // Whether the rank's processes got at most 0.6x the CPU per wall second of the other ranks'
 // median (stopped, frozen or starved; ranks waiting in MPI poll, so they burn CPU).

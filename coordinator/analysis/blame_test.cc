@@ -201,6 +201,35 @@ TEST(BlameTest, ASlowerRankBesideOneStarvedOfCpuMustSaveTwiceAsMuch) {
   }
 }
 
+// A quota that holds a rank inside its all-reduces: it arrives on time, every member's transfer
+// is long (20 ms of a 42 ms step), its own work is like the others'. Only its cgroup's
+// throttling (half its wall) names it; like the others, its calls' transfers would halve.
+TEST(BlameTest, ARankThrottledInsideItsCollectivesIsNamedByItsCgroup) {
+  testing::TrainingSim sim;
+  sim.collective = 20 * kNsPerMs;
+  for (const bool throttled : {false, true}) {
+    Session s = testing::Simulate(sim);
+    for (RankData& r : s.ranks) {
+      r.proc = ProcessTreeStats{};
+      r.proc->sampled_wall_ns = s.end - s.start;
+      r.proc->cpu_user_ns = r.proc->sampled_wall_ns / 2;
+      r.proc->cpu_cgroup = CpuCgroupStats{};
+      if (throttled && r.id.rank == 1)
+        r.proc->cpu_cgroup->throttled_ns = r.proc->sampled_wall_ns / 2;
+    }
+    const BlameModel m = Blame(s);
+    if (!throttled) {
+      EXPECT_TRUE(m.stragglers.empty());
+      continue;
+    }
+    ASSERT_EQ(m.stragglers, std::vector<int>{1});
+    const RankBlame& r1 = *m.Find(1);
+    EXPECT_DOUBLE_EQ(r1.throttled_share, 0.5);
+    // 50 steps x 10 ms of transfer saved: about 0.5 s.
+    EXPECT_NEAR(Seconds(r1.gain), 0.5, 0.05);
+  }
+}
+
 TEST(BlameTest, HaloExchangeStragglerIsFoundThoughMostMessagesAreOnTime) {
   HaloSim sim;
   const Session clean = SimulateHalo(sim);

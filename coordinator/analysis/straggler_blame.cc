@@ -301,6 +301,13 @@ double BlameConfidence(const RankBlame& rank, const BlameModel& model,
                        const BlameOptions& options) {
   if (!rank.replayed || model.job <= 0) return 0;
   const double gain = static_cast<double>(rank.gain) / static_cast<double>(model.job);
+  if (rank.throttled_share > 0) {
+    // Judged on its cgroup's throttling alone: the MPI figures do not separate it, so 0.9 at
+    // most, and the throttling's margin over its threshold (a tenth of the wall) counts.
+    return std::clamp(
+        0.9 * std::min(Margin(gain, options.min_gain_fraction), Margin(rank.throttled_share, 0.1)),
+        0.0, 1.0);
+  }
   const double clear = std::min(
       {Margin(gain, options.min_gain_fraction),
        Margin(rank.excess_fraction, options.min_excess_fraction),
