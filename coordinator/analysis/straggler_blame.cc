@@ -320,10 +320,29 @@ void ApplyBlame(const Session& aligned, const BlameModel& blame, const BlameOpti
                 std::vector<Finding>* findings, std::vector<std::string>* notes) {
   const std::set<int> flagged(blame.stragglers.begin(), blame.stragglers.end());
   const DurationNs span = blame.span();
-  // Arrival-based straggler findings the blame model does not back are dropped.
+  // Arrival-based straggler findings the blame model does not back are dropped, and so are the
+  // late senders and receivers it does not back where it names other ranks: their waiting is
+  // the named ranks' passed on, or the scheduler's noise on a shared node (a pipeline stage that
+  // got less CPU for a few steps), which its own work, judged against the other ranks', does not
+  // show. Without a named rank they stay: a receive posted late by program order is no
+  // straggler, and only the point-to-point analysis sees it.
+  auto unbacked = [&](const Finding& f) {
+    if (f.ranks.size() != 1 || flagged.count(f.ranks.front()) > 0) return false;
+    if (f.kind == "straggler") return true;
+    return !flagged.empty() && (f.kind == "late_sender" || f.kind == "late_receiver");
+  };
   std::vector<Finding> kept;
   for (Finding& f : *findings) {
-    if (f.kind == "straggler" && f.ranks.size() == 1 && flagged.count(f.ranks.front()) == 0) {
+    if (unbacked(f) && f.kind != "straggler") {
+      if (notes != nullptr) {
+        notes->push_back(RankLabel(aligned, f.ranks.front()) + " looked like a " +
+                         (f.kind == "late_sender" ? "late sender" : "late receiver") +
+                         ", but its own work is like the other ranks' and the stragglers named "
+                         "explain the waiting, so it is not reported.");
+      }
+      continue;
+    }
+    if (unbacked(f)) {
       if (notes != nullptr) {
         const RankBlame* b = blame.Find(f.ranks.front());
         std::string why = "its own work outside MPI is like the other ranks'";
