@@ -885,25 +885,25 @@ BlameModel BuildBlameModel(const Session& aligned, const SessionMatches& matches
                    [](const RankBlame& r) -> const std::vector<DurationNs>& {
                      return r.own_by_part;
                    });
+    RankBlame& cb = model.ranks[ri];
+    const double mine = static_cast<double>(cb.own_work);
+    const double others_own = others_median(ri, [](const RankBlame& r) { return r.own_work; });
+    // Its cgroup's quota throttled it for this share of its wall: its calls could not progress
+    // that long, so like the others they shrink by that share at least.
+    const std::optional<double> throttled = ThrottledShare(aligned, g.ranks[ri]);
+    const double throttle_scale = throttled ? std::clamp(1.0 - *throttled, 0.1, 1.0) : 1.0;
     if (!apart.passes) {
       // Throttled by its cgroup's quota inside its collectives: its arrivals are on time and
       // every member's transfer grows with its own, so neither its own work nor its busy time
-      // stands apart. The throttling says how much of the time it could not run: like the
-      // others, the transfers of its calls shrink by that share, its own work to theirs. Its
-      // own work must not be clearly below theirs (a rank the quota held only while it waited
-      // anyway delayed nobody).
-      const std::optional<double> throttled = ThrottledShare(aligned, g.ranks[ri]);
-      RankBlame& tb = model.ranks[ri];
-      const double others_own = others_median(ri, [](const RankBlame& r) { return r.own_work; });
-      if (!throttled || tb.own_work <= 0 || static_cast<double>(tb.own_work) < 0.9 * others_own) {
-        continue;
-      }
+      // stands apart. The throttling alone names it: its own work goes to theirs, its calls'
+      // transfers shrink by the throttled share. Its own work must not be clearly below theirs
+      // (a rank the quota held only while it waited anyway delayed nobody).
+      if (!throttled || cb.own_work <= 0 || mine < 0.9 * others_own) continue;
       const double others_busy = others_median(ri, [](const RankBlame& r) { return r.busy; });
-      candidates.push_back({ri, std::max(static_cast<double>(tb.busy) - others_busy, 0.0), true,
-                            std::clamp(others_own / static_cast<double>(tb.own_work), 0.0, 1.0),
-                            std::clamp(1.0 - *throttled, 0.1, 1.0)});
-      tb.judged_on_busy = true;
-      tb.throttled_share = *throttled;
+      candidates.push_back({ri, std::max(static_cast<double>(cb.busy) - others_busy, 0.0), true,
+                            std::clamp(others_own / mine, 0.0, 1.0), throttle_scale});
+      cb.judged_on_busy = true;
+      cb.throttled_share = *throttled;
       continue;
     }
     // How much faster it would run like the others. A rank starved of CPU is slowed alike in its
@@ -912,24 +912,13 @@ BlameModel BuildBlameModel(const Session& aligned, const SessionMatches& matches
     // time against theirs understates the slowdown; its own work against theirs does not, where
     // own work is a material share of a typical rank's busy time (a quarter; HPCC's is a few
     // percent, too little to read). The stronger of the two estimates is taken.
-    const RankBlame& cand = model.ranks[ri];
-    double scale = apart.median / static_cast<double>(busy ? cand.busy : cand.own_work);
-    if (busy && cand.own_work > 0) {
-      const double others_own = others_median(ri, [](const RankBlame& r) { return r.own_work; });
-      if (others_own >= 0.25 * apart.median) {
-        scale = std::min(scale, others_own / static_cast<double>(cand.own_work));
-      }
+    double scale = apart.median / static_cast<double>(busy ? cb.busy : cb.own_work);
+    if (busy && cb.own_work > 0 && others_own >= 0.25 * apart.median) {
+      scale = std::min(scale, others_own / mine);
     }
     scale = std::clamp(scale, 0.0, 1.0);
-    // Its cgroup's throttling bounds how long its calls could not progress: they shrink by that
-    // share at least.
-    double transfer_scale = scale;
-    if (const std::optional<double> throttled = ThrottledShare(aligned, g.ranks[ri]);
-        busy && throttled) {
-      transfer_scale = std::min(transfer_scale, std::clamp(1.0 - *throttled, 0.1, 1.0));
-    }
-    candidates.push_back({ri, apart.excess, busy, scale, transfer_scale});
-    RankBlame& cb = model.ranks[ri];
+    candidates.push_back(
+        {ri, apart.excess, busy, scale, busy ? std::min(scale, throttle_scale) : scale});
     cb.excess_sigmas = apart.sigmas;
     cb.excess_fraction = apart.fraction;
     cb.persistence = apart.persistence;

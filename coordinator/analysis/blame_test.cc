@@ -173,6 +173,21 @@ TEST(BlameTest, TwoSlowRanksAreBothFoundAndTheWhatIfNeedsBoth) {
   EXPECT_NEAR(Seconds(m.Find(1)->gain), 0.75, 0.05);
 }
 
+// Every rank sampled from outside over the session's wall at half a CPU, in a cgroup with a
+// CPU quota that throttled `throttled_rank` for `share` of that wall (the others not at all).
+void AddCgroupFigures(Session* s, int throttled_rank, double share) {
+  for (RankData& r : s->ranks) {
+    r.proc = ProcessTreeStats{};
+    r.proc->sampled_wall_ns = s->end - s->start;
+    r.proc->cpu_user_ns = r.proc->sampled_wall_ns / 2;
+    r.proc->cpu_cgroup = CpuCgroupStats{};
+    if (r.id.rank == throttled_rank) {
+      r.proc->cpu_cgroup->throttled_ns = static_cast<DurationNs>(
+          std::llround(share * static_cast<double>(r.proc->sampled_wall_ns)));
+    }
+  }
+}
+
 // Rank 1 throttled by its cgroup's quota (the agents saw it), rank 3 2.5 ms a step slower in its
 // own work (about 8 % of the job). Beside rank 1 on its node, rank 3 may have lost the CPU to
 // it, which the replay cannot undo: it must save 10 % to count. On a node of its own it is a
@@ -182,14 +197,8 @@ TEST(BlameTest, ASlowerRankBesideOneStarvedOfCpuMustSaveTwiceAsMuch) {
   sim.slow_compute = {{1, 20 * kNsPerMs}, {3, 2500 * kNsPerUs}};
   for (const bool same_node : {true, false}) {
     Session s = testing::Simulate(sim);
-    for (RankData& r : s.ranks) {
-      r.proc = ProcessTreeStats{};
-      r.proc->sampled_wall_ns = s.end - s.start;
-      r.proc->cpu_user_ns = r.proc->sampled_wall_ns / 2;
-      r.proc->cpu_cgroup = CpuCgroupStats{};
-      if (r.id.rank == 1) r.proc->cpu_cgroup->throttled_ns = r.proc->sampled_wall_ns / 3;
-      if (same_node && r.id.rank == 3) r.id.node = s.ranks[1].id.node;
-    }
+    AddCgroupFigures(&s, 1, 1.0 / 3);
+    if (same_node) s.ranks[3].id.node = s.ranks[1].id.node;
     const BlameModel m = Blame(s);
     ASSERT_FALSE(m.stragglers.empty());
     EXPECT_EQ(m.stragglers.front(), 1);
@@ -209,14 +218,7 @@ TEST(BlameTest, ARankThrottledInsideItsCollectivesIsNamedByItsCgroup) {
   sim.collective = 20 * kNsPerMs;
   for (const bool throttled : {false, true}) {
     Session s = testing::Simulate(sim);
-    for (RankData& r : s.ranks) {
-      r.proc = ProcessTreeStats{};
-      r.proc->sampled_wall_ns = s.end - s.start;
-      r.proc->cpu_user_ns = r.proc->sampled_wall_ns / 2;
-      r.proc->cpu_cgroup = CpuCgroupStats{};
-      if (throttled && r.id.rank == 1)
-        r.proc->cpu_cgroup->throttled_ns = r.proc->sampled_wall_ns / 2;
-    }
+    AddCgroupFigures(&s, 1, throttled ? 0.5 : 0.0);
     const BlameModel m = Blame(s);
     if (!throttled) {
       EXPECT_TRUE(m.stragglers.empty());

@@ -333,30 +333,27 @@ void ApplyBlame(const Session& aligned, const BlameModel& blame, const BlameOpti
   };
   std::vector<Finding> kept;
   for (Finding& f : *findings) {
-    if (unbacked(f) && f.kind != "straggler") {
-      if (notes != nullptr) {
-        notes->push_back(RankLabel(aligned, f.ranks.front()) + " looked like a " +
-                         (f.kind == "late_sender" ? "late sender" : "late receiver") +
-                         ", but its own work is like the other ranks' and the stragglers named "
-                         "explain the waiting, so it is not reported.");
-      }
+    if (!unbacked(f)) {
+      kept.push_back(std::move(f));
       continue;
     }
-    if (unbacked(f)) {
-      if (notes != nullptr) {
-        const RankBlame* b = blame.Find(f.ranks.front());
-        std::string why = "its own work outside MPI is like the other ranks'";
-        if (b != nullptr && b->replayed) {
-          why = "with it like the others the job would gain only " +
-                FormatDuration(span - b->what_if_span);
-        }
-        notes->push_back(RankLabel(aligned, f.ranks.front()) +
-                         " often arrived last at collectives, but " + why +
-                         ", so it is not reported as a straggler.");
+    if (notes == nullptr) continue;
+    if (f.kind != "straggler") {
+      notes->push_back(RankLabel(aligned, f.ranks.front()) + " looked like a " +
+                       (f.kind == "late_sender" ? "late sender" : "late receiver") +
+                       ", but its own work is like the other ranks' and the stragglers named "
+                       "explain the waiting, so it is not reported.");
+    } else {
+      const RankBlame* b = blame.Find(f.ranks.front());
+      std::string why = "its own work outside MPI is like the other ranks'";
+      if (b != nullptr && b->replayed) {
+        why = "with it like the others the job would gain only " +
+              FormatDuration(span - b->what_if_span);
       }
-      continue;
+      notes->push_back(RankLabel(aligned, f.ranks.front()) +
+                       " often arrived last at collectives, but " + why +
+                       ", so it is not reported as a straggler.");
     }
-    kept.push_back(std::move(f));
   }
   *findings = std::move(kept);
 
@@ -386,12 +383,10 @@ void ApplyBlame(const Session& aligned, const BlameModel& blame, const BlameOpti
     auto host = std::find_if(findings->begin(), findings->end(),
                              [&](const Finding& f) { return NamesRankAlone(f, rank); });
     if (host == findings->end()) {
-      findings->push_back(MakeStraggler(aligned, blame, *b));
+      findings->push_back(MakeStraggler(aligned, blame, *b));  // with its outside cause
       host = std::prev(findings->end());
-    }
-    // A finding of another analysis still learns why the rank was slow from outside.
-    if (host->kind != "straggler" ||
-        (!host->evidence.contains("cpu") && !host->evidence.contains("off_cpu"))) {
+    } else {
+      // A finding of another analysis still learns why the rank was slow from outside.
       host->summary += OutsideCause(aligned, rank, b->busy - blame.typical_busy, &*host);
     }
     host->summary += WhatIfSentence(w);
