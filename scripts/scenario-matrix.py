@@ -35,7 +35,10 @@ def parse_args():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     p.add_argument("--apps", default="", help="comma list (default: all available)")
     p.add_argument("--faults", default="", help="comma list overriding each app's default faults")
-    p.add_argument("--ranks", default="", help="comma list of planted ranks (default: 1 and np-1)")
+    p.add_argument("--ranks", default="",
+                   help="comma list of planted ranks (default: 1 and np-1; 0 and 1 at np 2)")
+    p.add_argument("--np", type=int, default=0,
+                   help="ranks per app instead of its own (4); 2 puts one rank on each core here")
     p.add_argument("--clean-runs", type=int, default=3, help="bare clean runs per app")
     p.add_argument("--repeat", type=int, default=1, help="bare runs per fault x rank")
     p.add_argument("--no-bare", action="store_true", help="skip the bare faulted runs")
@@ -198,7 +201,10 @@ def main():
             log(f"[{app.name}] skipped: {why}")
             md += [f"## {app.name}", "", f"skipped: {why}", ""]
             continue
-        ranks = [int(r) for r in args.ranks.split(",") if r] or [1, app.np - 1]
+        if args.np:
+            app.np = args.np
+        ranks = [int(r) for r in args.ranks.split(",") if r] or sorted({min(1, app.np - 2),
+                                                                         app.np - 1})
         faults = [f for f in args.faults.split(",") if f] or app.faults
         cmd = " ".join(scenarios.mpirun(app.np, app.argv))
         md += [f"## {app.name}", "", f"`{cmd}`", ""]

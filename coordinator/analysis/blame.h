@@ -53,6 +53,12 @@ struct BlameOptions {
   // chance is read from the other ranks (with two ranks, from its own tenths, so it must be
   // late steadily). Random jitter that happens to add up on one rank does not pass.
   double steady_sigmas = 5.0;
+  // With two ranks, one of them seen slowed from outside (StarvedOfCpu, RanFarLess, frozen or
+  // stopped), its ratio to the other rank's in each part may pass instead: the mean of the
+  // parts' log ratios this many standard errors above 0 (HPCC, whose phases differ in size,
+  // with a rank frozen 40 ms of every 100: 4.1, its busy time 1.4-3.5x the other's in every
+  // part).
+  double steady_sigmas_outside_evidence = 3.0;
   // At most this many candidates are replayed, most excess first (each replay is one pass over
   // the session's events).
   int max_candidates = 8;
@@ -98,10 +104,14 @@ struct RankBlame {
   std::vector<DurationNs> own_by_part;  // the same for own work
   // Judged on its busy time rather than its own work: the agents saw it starved of CPU.
   bool judged_on_busy = false;
-  // Judged on its cgroup's throttling alone (neither its own work nor its busy time stood apart:
-  // the quota held it inside its collectives, where every member's transfer grew with its own):
-  // the share of its sampled wall the quota throttled it (ThrottledShare). 0 otherwise.
-  double throttled_share = 0;
+  // Judged on being held alone (neither its own work nor its busy time stood apart: a cgroup
+  // quota or freezer held it inside its collectives, where every member's transfer grew with its
+  // own): the share of its wall it was held (HeldShare). 0 otherwise.
+  double held_share = 0;
+  // One of two host ranks that stood apart on its own work and would have saved enough, but
+  // with nothing seen from outside the program to explain it: not named a straggler (with two
+  // ranks, a slower core and more work look alike). ApplyBlame notes it.
+  bool unexplained_of_two = false;
   // Candidates: how far its own work stands from the other ranks' (excess over their median, in
   // robust standard deviations and as a fraction of the median), and the share of tenths of the
   // run in which it did clearly more own work than the others (1: all through the run).
@@ -160,6 +170,18 @@ bool StarvedOfCpu(const Session& session, int rank);
 // tenth or more and at least twice the other ranks' median share (their cgroups throttled them
 // less, or not at all); nullopt otherwise. The quota half of StarvedOfCpu.
 std::optional<double> ThrottledShare(const Session& session, int rank);
+
+// The share of its wall the rank could not run although it wanted to, as seen from outside: its
+// cgroup quota's throttling (ThrottledShare), else its main thread's samples frozen by a cgroup
+// freezer or stopped by a signal beyond the other ranks' median (FindOffCpuCause), when that is
+// a tenth or more. nullopt otherwise.
+std::optional<double> HeldShare(const Session& session, int rank);
+
+// How steadily `mine` exceeds `theirs` in proportion over the parts of a run: the mean of the
+// parts' log ratios, each figure floored at `floor` (> 0), in standard errors of that mean (their
+// spread floored at 0.01). Parts where both are 0 are left out; 0 when none is left.
+double ProportionalSteadiness(const std::vector<double>& mine, const std::vector<double>& theirs,
+                              double floor);
 
 // Whether the rank's processes got at most 0.6x the CPU per wall second of the other ranks'
 // median (stopped, frozen or starved; ranks waiting in MPI poll, so they burn CPU).

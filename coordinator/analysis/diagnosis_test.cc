@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <random>
 
 #include "coordinator/analysis/analysis_test_util.h"
@@ -129,6 +130,22 @@ TEST(DiagnosisTest, StragglerWithinClockUncertaintyIsFoundByItsOwnWork) {
   EXPECT_EQ(findings[0].ranks, std::vector<int>{1});
   ASSERT_TRUE(findings[0].what_if.has_value());
   EXPECT_TRUE(notes.empty()) << notes[0];
+}
+
+// Two ranks, one computing 30 ms more a step with nothing seen from outside the program to say
+// why: with no typical rank to hold it against, a note says what was seen, and no finding
+// names it (a slower core looks the same: docs/design.md).
+TEST(DiagnosisTest, OfTwoRanksAnUnexplainedSlowerOneIsANoteNotAFinding) {
+  TrainingSim sim;
+  sim.ranks = 2;
+  sim.slow_compute[1] = 30 * kNsPerMs;
+  std::vector<std::string> notes;
+  const std::vector<Finding> findings = Diagnose(Simulate(sim), AnalysisOptions{}, &notes);
+  EXPECT_TRUE(findings.empty()) << findings[0].summary;
+  const bool noted = std::any_of(notes.begin(), notes.end(), [](const std::string& n) {
+    return n.rfind("rank 1 ", 0) == 0 && n.find("With two ranks") != std::string::npos;
+  });
+  EXPECT_TRUE(noted);
 }
 
 TEST(DiagnosisTest, IncompleteAndEmptySessions) {

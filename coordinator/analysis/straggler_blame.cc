@@ -301,12 +301,12 @@ double BlameConfidence(const RankBlame& rank, const BlameModel& model,
                        const BlameOptions& options) {
   if (!rank.replayed || model.job <= 0) return 0;
   const double gain = static_cast<double>(rank.gain) / static_cast<double>(model.job);
-  if (rank.throttled_share > 0) {
-    // Judged on its cgroup's throttling alone: the MPI figures do not separate it, so 0.9 at
-    // most, and the throttling's margin over its threshold (a tenth of the wall) counts.
+  if (rank.held_share > 0) {
+    // Judged on being held alone (cgroup quota, freezer): the MPI figures do not separate it, so
+    // 0.9 at most, and the held share's margin over its threshold (a tenth of the wall) counts.
     return std::clamp(
-        0.9 * std::min(Margin(gain, options.min_gain_fraction), Margin(rank.throttled_share, 0.1)),
-        0.0, 1.0);
+        0.9 * std::min(Margin(gain, options.min_gain_fraction), Margin(rank.held_share, 0.1)), 0.0,
+        1.0);
   }
   const double clear = std::min(
       {Margin(gain, options.min_gain_fraction),
@@ -356,6 +356,24 @@ void ApplyBlame(const Session& aligned, const BlameModel& blame, const BlameOpti
     }
   }
   *findings = std::move(kept);
+
+  for (const RankBlame& b : blame.ranks) {
+    if (!b.unexplained_of_two || notes == nullptr) continue;
+    const RankBlame* other = nullptr;
+    for (const RankBlame& o : blame.ranks) {
+      if (o.rank != b.rank && o.events > 0) other = &o;
+    }
+    if (other == nullptr) continue;
+    notes->push_back(
+        RankLabel(aligned, b.rank) + " did more work outside MPI than rank " +
+        std::to_string(other->rank) + " all through the run (" + FormatDuration(b.own_work) +
+        " vs " + FormatDuration(other->own_work) + "; with it like the other the job would gain " +
+        FormatDuration(b.gain) +
+        "), but nothing seen from outside the program explains it (not starved of CPU, "
+        "throttled, frozen or off its CPU more than the other). With two ranks more work and a "
+        "slower core look alike, so it is not reported as a straggler; compare the ranks' own "
+        "timers (e.g. a code's per-rank timing breakdown).");
+  }
 
   for (int rank : blame.stragglers) {
     const RankBlame* b = blame.Find(rank);

@@ -91,6 +91,22 @@ class App:
     def setup(self, workdir):
         for src, dst in self.inputs:
             shutil.copy(os.path.join(DATA, src), os.path.join(workdir, dst))
+        if self.name == "hpcc" and self.np != 4:
+            _hpcc_grid(os.path.join(workdir, "hpccinf.txt"), self.np)
+
+
+def _hpcc_grid(path, np):
+    """HPL's process grid in hpccinf.txt (2 x 2 for 4 ranks) made 1 x np."""
+    with open(path) as f:
+        lines = f.read().split("\n")
+    for i, line in enumerate(lines):
+        value, _, label = line.partition(" ")
+        if label.strip() == "Ps":
+            lines[i] = "1" + " " * 12 + "Ps"
+        elif label.strip() == "Qs":
+            lines[i] = str(np).ljust(13) + "Qs"
+    with open(path, "w") as f:
+        f.write("\n".join(lines))
 
 
 def apps():
@@ -118,7 +134,7 @@ def apps():
             # machine's load (seen: 20% -> 4-5x with builds running, 25% -> 1.5-5.8x, 40% ->
             # 1.1-1.3x on a quieter machine).
             fault_params={"cpu_quota": {"fraction": 0.3}, "competitor": {"count": 2},
-                          "freeze": {"frozen_ms": 40, "period_ms": 100}}),
+                          "freeze": {"frozen_ms": 60, "period_ms": 100}}),
         # Our example: allreduce training loop.
         "mpi_train": App(
             "mpi_train", 4, [MPI_TRAIN, "--steps", "60", "--compute-ms", "15", "--quiet"],

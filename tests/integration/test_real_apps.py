@@ -3,9 +3,11 @@ examples' mpi_train, planted from outside the program (tests/integration/scenari
 CPU quota on one rank, busy competitors pinned to its core, a slow file it writes, its cgroup
 frozen for part of every 100 ms. Each planted rank must be the one straggler found, with the
 cause the agents measured (CPU starvation; frozen, or blocked writing a FIFO, from its main
-thread's samples) and a what-if, and a clean run must give no finding. How close the
-what-if comes to the bare run is measured by scripts/scenario-matrix.py (docs/scenarios.md), not
-asserted here: on LAMMPS and mpi_train it is still 1.4-2.5x the bare time.
+thread's samples) and a what-if, and a clean run must give no finding. With one rank per core
+(np 2 here, as on a cluster) the what-if must also come within 30 % of a bare clean run measured
+beside it; with 4 ranks on the 2 cores it cannot (a starved rank changes how the others share
+the cores, which a replay of their recorded work cannot undo: docs/scenarios.md), so it is not
+asserted there.
 
 Needs lammps and hpcc (scripts/install-deps.sh), root and a writable cgroup hierarchy; each test
 skips with the reason otherwise. scripts/scenario-matrix.py runs the same matrix at full size
@@ -40,13 +42,17 @@ def blamed(report):
 
 
 class RealApp:
-    """Mixin: one app, its bare clean wall time measured once, and checks of one scenario."""
+    """Mixin: one app (at NP ranks, else its own count) and checks of one scenario."""
     APP = None
+    NP = None
 
     @classmethod
     def setUpClass(cls):
         cls.app = scenarios.apps()[cls.APP]
+        if cls.NP:
+            cls.app.np = cls.NP
         cls.why = cls.app.available()
+        cls.bare_clean_s = None
 
     def setUp(self):
         if self.why:
@@ -100,6 +106,21 @@ class RealApp:
         self.assertGreaterEqual(f["confidence"], 0.5, f)
         return f
 
+    def check_what_if_near_bare(self, finding):
+        """The finding's what-if within 30 % of a bare clean run of the app (measured once per
+        class, before the first check)."""
+        if type(self).bare_clean_s is None:
+            r = scenarios.run(self.app, mode="bare", timeout=120)
+            self.assertFalse(r["timed_out"], r["stderr_tail"])
+            self.assertEqual(r["rc"], 0, r["stderr_tail"])
+            type(self).bare_clean_s = r["wall_s"]
+        what_if = scenarios.what_if_seconds(finding["evidence"]["what_if"])
+        self.assertIsNotNone(what_if, finding["evidence"]["what_if"])
+        ratio = what_if / type(self).bare_clean_s
+        self.assertTrue(0.7 <= ratio <= 1.3,
+                        f"what-if {what_if:.2f} s against bare clean {type(self).bare_clean_s:.2f} "
+                        f"s ({ratio:.2f}x): {finding['summary']}")
+
 
 class Lammps(RealApp, unittest.TestCase):
     APP = "lammps"
@@ -150,6 +171,27 @@ class Hpcc(RealApp, unittest.TestCase):
     def test_freezer_on_rank_1(self):
         f = self.check_planted("freeze", 1, cause="frozen")
         self.assertIn("frozen by a cgroup freezer", f["summary"])
+
+
+class LammpsOneRankPerCore(RealApp, unittest.TestCase):
+    """LAMMPS at np 2, one rank per core: found and the what-if near the bare run."""
+    APP = "lammps"
+    NP = 2
+
+    def test_competitor_on_rank_0_and_the_what_if_is_the_bare_run(self):
+        self.check_what_if_near_bare(self.check_planted("competitor", 0,
+                                                        cpu_cause="cpu_contention"))
+
+
+class MpiTrainOneRankPerCore(RealApp, unittest.TestCase):
+    """mpi_train at np 2, one rank per core: its quota'd rank found (at 4 ranks on 2 cores it is
+    not reliably), and the what-if near the bare run."""
+    APP = "mpi_train"
+    NP = 2
+
+    def test_cpu_quota_on_rank_1_and_the_what_if_is_the_bare_run(self):
+        self.check_what_if_near_bare(self.check_planted("cpu_quota", 1,
+                                                        cpu_cause="cgroup_quota"))
 
 
 if __name__ == "__main__":
