@@ -54,7 +54,8 @@ def parse_args():
                    help="only the MPI call profile of each app (ltrace), no matrix")
     p.add_argument("--docs", default="", metavar="FILE",
                    help="also write the precision/recall and per-found-rank tables into FILE "
-                        "between its <!-- scenario-matrix:begin/end --> lines")
+                        "between its <!-- scenario-matrix:begin/end --> lines (with --np N, "
+                        "between <!-- scenario-matrix:begin np N --> and its end line)")
     p.add_argument("--require-recall", type=float, default=None)
     p.add_argument("--require-precision", type=float, default=None)
     return p.parse_args()
@@ -110,18 +111,19 @@ def found_row(app, scenario, rank, report, rs_clean, bare_clean):
             ratio(bare_clean)]
 
 
-DOCS_BEGIN = "<!-- scenario-matrix:begin -->"
-DOCS_END = "<!-- scenario-matrix:end -->"
-
-
-def write_docs(path, text):
-    """Replaces what lies between DOCS_BEGIN and DOCS_END in `path` with `text`."""
+def write_docs(path, text, region=""):
+    """Replaces what lies between `<!-- scenario-matrix:begin[ region] -->` and the next
+    `<!-- scenario-matrix:end[ region] -->` in `path` with `text`."""
+    suffix = f" {region}" if region else ""
+    begin_mark = f"<!-- scenario-matrix:begin{suffix} -->"
+    end_mark = f"<!-- scenario-matrix:end{suffix} -->"
     with open(path) as f:
         doc = f.read()
-    begin, end = doc.find(DOCS_BEGIN), doc.find(DOCS_END)
+    begin = doc.find(begin_mark)
+    end = doc.find(end_mark, begin + 1)
     if begin < 0 or end < begin:
-        sys.exit(f"{path}: no {DOCS_BEGIN} ... {DOCS_END} lines to write between")
-    doc = doc[:begin + len(DOCS_BEGIN)] + "\n" + text + "\n" + doc[end:]
+        sys.exit(f"{path}: no {begin_mark} ... {end_mark} lines to write between")
+    doc = doc[:begin + len(begin_mark)] + "\n" + text + "\n" + doc[end:]
     with open(path, "w") as f:
         f.write(doc)
 
@@ -378,7 +380,8 @@ def main():
         write_docs(args.docs, "\n".join(
             [f"Generated {time.strftime('%Y-%m-%d')} at commit {scenarios.git_commit()} by "
              f"`scripts/scenario-matrix.py {argv}`.", "", "### Precision and recall", ""]
-            + pr_table + ["### Found ranks: cause, confidence, what-if", ""] + found_table))
+            + pr_table + ["### Found ranks: cause, confidence, what-if", ""] + found_table),
+            region=f"np {args.np}" if args.np else "")
         log(f"wrote the tables into {args.docs}")
 
     prec, rec = pr(totals)
