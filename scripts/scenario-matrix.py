@@ -172,6 +172,24 @@ def profile(apps, out):
     return 0
 
 
+def warn_slow_mpi_startup():
+    """Every run's wall holds MPI's start-up: say so when it is slow (Open MPI's PMIx retries a
+    stopped munged for about 2 s before it gives up on munge), since it dilutes the slowdowns
+    and the what-if ratios alike."""
+    import subprocess
+    start = time.monotonic()
+    try:
+        subprocess.run(scenarios.mpirun(1, ["true"]), env=scenarios.mpi_env(), timeout=30,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    except (OSError, subprocess.SubprocessError):
+        return
+    took = time.monotonic() - start
+    if took > 1.0:
+        log(f"warning: `mpirun -np 1 true` takes {took:.1f} s here; if munged died and left its "
+            f"socket behind, PMIx retries it on every start-up (start it: mkdir -p "
+            f"/run/munge && munged --force)")
+
+
 def main():
     args = parse_args()
     os.makedirs(args.out, exist_ok=True)
@@ -188,6 +206,7 @@ def main():
     apps = [all_apps[n] for n in names]
     if args.profile:
         return profile(apps, args.out)
+    warn_slow_mpi_startup()
 
     results = []
     md = ["# Scenario matrix", "",
