@@ -23,6 +23,7 @@ import json
 import os
 import signal
 import statistics
+import subprocess
 import sys
 import time
 
@@ -176,7 +177,6 @@ def warn_slow_mpi_startup():
     """Every run's wall holds MPI's start-up: say so when it is slow (Open MPI's PMIx retries a
     stopped munged for about 2 s before it gives up on munge), since it dilutes the slowdowns
     and the what-if ratios alike."""
-    import subprocess
     start = time.monotonic()
     try:
         subprocess.run(scenarios.mpirun(1, ["true"]), env=scenarios.mpi_env(), timeout=30,

@@ -578,12 +578,22 @@ double SampleSigma(const std::vector<double>& v) {
   return std::sqrt(var / static_cast<double>(v.size() - 1));
 }
 
-// Whether the rank's main thread was sampled frozen by a cgroup freezer or stopped by a signal
-// clearly more often than the others' (FindOffCpuCause): it progressed nothing meanwhile, its
-// messages included, like a rank starved of CPU.
-bool FrozenOrStopped(const Session& session, int rank) {
-  const std::optional<OffCpuCause> cause = FindOffCpuCause(session, rank);
-  return cause && (cause->kind == "frozen" || cause->kind == "stopped");
+// The share of its main thread's samples beyond the other ranks' median in which the rank was
+// frozen by a cgroup freezer or stopped by a signal, when its off-CPU cause (FindOffCpuCause)
+// is one of those and the share is a tenth or more: it progressed nothing meanwhile, its
+// messages included, like a rank starved of CPU. nullopt otherwise.
+std::optional<double> FrozenShare(const std::optional<OffCpuCause>& cause) {
+  if (!cause || (cause->kind != "frozen" && cause->kind != "stopped")) return std::nullopt;
+  const double share = cause->share - cause->others_share;
+  if (share < 0.1) return std::nullopt;
+  return share;
+}
+
+// HeldShare with the rank's off-CPU cause already found.
+std::optional<double> HeldShareGiven(const Session& session, int rank,
+                                     const std::optional<OffCpuCause>& off_cpu) {
+  if (std::optional<double> throttled = ThrottledShare(session, rank)) return throttled;
+  return FrozenShare(off_cpu);
 }
 
 }  // namespace
@@ -604,12 +614,7 @@ std::optional<double> ThrottledShare(const Session& session, int rank) {
 }
 
 std::optional<double> HeldShare(const Session& session, int rank) {
-  if (std::optional<double> throttled = ThrottledShare(session, rank)) return throttled;
-  const std::optional<OffCpuCause> cause = FindOffCpuCause(session, rank);
-  if (!cause || (cause->kind != "frozen" && cause->kind != "stopped")) return std::nullopt;
-  const double share = cause->share - cause->others_share;
-  if (share < 0.1) return std::nullopt;
-  return share;
+  return HeldShareGiven(session, rank, FindOffCpuCause(session, rank));
 }
 
 double ProportionalSteadiness(const std::vector<double>& mine, const std::vector<double>& theirs,
@@ -934,8 +939,10 @@ BlameModel BuildBlameModel(const Session& aligned, const SessionMatches& matches
     // rank the agents saw starved of CPU, or running far less than the others (stopped,
     // frozen), is slow inside MPI as well (it progresses its messages only while it runs), so
     // for it the busy time counts, transfers included.
+    // Its off-CPU cause, read once (each reading goes over every rank's samples).
+    const std::optional<OffCpuCause> off_cpu = FindOffCpuCause(aligned, g.ranks[ri]);
     const bool busy = StarvedOfCpu(aligned, g.ranks[ri]) || RanFarLess(aligned, g.ranks[ri]) ||
-                      FrozenOrStopped(aligned, g.ranks[ri]);
+                      FrozenShare(off_cpu).has_value();
     const Apart apart =
         busy ? stands_apart(
                    ri, options.excess_sigmas_outside_evidence, true,
@@ -953,7 +960,7 @@ BlameModel BuildBlameModel(const Session& aligned, const SessionMatches& matches
     const double others_own = others_median(ri, [](const RankBlame& r) { return r.own_work; });
     // Its cgroup's quota throttled it (or a freezer froze it) for this share of its wall: its
     // calls could not progress that long, so like the others they shrink by that share at least.
-    const std::optional<double> held = HeldShare(aligned, g.ranks[ri]);
+    const std::optional<double> held = HeldShareGiven(aligned, g.ranks[ri], off_cpu);
     const double throttle_scale = held ? std::clamp(1.0 - *held, 0.1, 1.0) : 1.0;
     if (!apart.passes) {
       // Held inside its collectives: its arrivals are on time and every member's transfer grows

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <map>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "coordinator/analysis/analysis_test_util.h"
@@ -232,6 +233,20 @@ TEST(BlameTest, ARankThrottledInsideItsCollectivesIsNamedByItsCgroup) {
   }
 }
 
+// Every rank's main thread sampled 100 times, all running but `rank`'s, blocked in `where` in
+// `blocked` of them (on top of AddCgroupFigures, nobody throttled).
+void AddMainThreadSamples(Session* s, int rank, const std::string& where, int blocked) {
+  AddCgroupFigures(s, -1, 0.0);
+  for (RankData& r : s->ranks) {
+    r.proc->main_thread.samples = 100;
+    r.proc->main_thread.running = 100;
+    if (r.id.rank == rank && blocked > 0) {
+      r.proc->main_thread.running = 100 - blocked;
+      r.proc->main_thread.blocked_in[where] = blocked;
+    }
+  }
+}
+
 // The same with a cgroup freezer instead of the quota: rank 1's main thread sampled frozen in
 // 40 % of its samples (the others never) names it, and its calls' transfers shrink by that.
 TEST(BlameTest, ARankFrozenInsideItsCollectivesIsNamedByItsSamples) {
@@ -239,13 +254,7 @@ TEST(BlameTest, ARankFrozenInsideItsCollectivesIsNamedByItsSamples) {
   sim.collective = 20 * kNsPerMs;
   for (const int frozen : {0, 40}) {
     Session s = testing::Simulate(sim);
-    AddCgroupFigures(&s, -1, 0.0);
-    for (RankData& r : s.ranks) {
-      r.proc->main_thread.samples = 100;
-      r.proc->main_thread.running = 100;
-    }
-    s.ranks[1].proc->main_thread.running = 100 - frozen;
-    if (frozen > 0) s.ranks[1].proc->main_thread.blocked_in["__refrigerator"] = frozen;
+    AddMainThreadSamples(&s, 1, "__refrigerator", frozen);
     EXPECT_EQ(HeldShare(s, 1).has_value(), frozen > 0);
     const BlameModel m = Blame(s);
     if (frozen == 0) {
@@ -357,17 +366,7 @@ TEST(BlameTest, OfTwoRanksOneSlowerWithoutACauseFromOutsideIsNotNamed) {
   sim.slow_compute = {{1, 10 * kNsPerMs}};
   for (const bool asleep : {false, true}) {
     Session s = testing::Simulate(sim);
-    for (RankData& r : s.ranks) {
-      r.proc = ProcessTreeStats{};
-      r.proc->sampled_wall_ns = s.end - s.start;
-      r.proc->cpu_user_ns = r.proc->sampled_wall_ns * 9 / 10;
-      r.proc->main_thread.samples = 100;
-      r.proc->main_thread.running = 100;
-    }
-    if (asleep) {
-      s.ranks[1].proc->main_thread.running = 70;
-      s.ranks[1].proc->main_thread.blocked_in["hrtimer_nanosleep"] = 30;
-    }
+    AddMainThreadSamples(&s, 1, "hrtimer_nanosleep", asleep ? 30 : 0);
     const BlameModel m = Blame(s);
     EXPECT_EQ(m.stragglers, asleep ? std::vector<int>{1} : std::vector<int>{}) << asleep;
     EXPECT_EQ(m.Find(1)->unexplained_of_two, !asleep);
