@@ -102,7 +102,8 @@ std::string_view MpiCallName(MpiCall call) {
       "MPI_Win_post",
       "MPI_Win_wait",
       "MPI_Start",
-      "MPI_Startall"};
+      "MPI_Startall",
+      "MPI_Init"};
   auto index = static_cast<size_t>(call);
   return index < kNames.size() ? kNames[index] : kNames[0];
 }

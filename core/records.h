@@ -155,8 +155,12 @@ enum class MpiCall : uint16_t {
   kWinWait = 21,
   kStart = 22,
   kStartall = 23,
+  // MPI_Init or MPI_Init_thread: every rank's first MPI call, which returns once all have
+  // arrived (the launcher's fence). The blame model starts each chain at the session's start
+  // with it, so a rank's start-up (exec, libraries, work before MPI_Init) is its own work.
+  kInit = 24,
 };
-inline constexpr int kMaxMpiCall = 23;
+inline constexpr int kMaxMpiCall = 24;
 
 // The MPI function's name ("MPI_File_read_at_all", "MPI_Win_fence", ...); "MPI_unknown" if out
 // of range.

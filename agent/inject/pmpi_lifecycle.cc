@@ -7,16 +7,34 @@
 
 namespace ri = rankscope::inject;
 
-extern "C" int MPI_Init(int* argc, char*** argv) {
-  int rc = PMPI_Init(argc, argv);
-  if (rc == MPI_SUCCESS && ri::Active()) ri::LookupComm(ri::WorldComm());
+namespace {
+
+// Runs MPI_Init or MPI_Init_thread, records it (the blame model's first event of the rank:
+// record_sink.h) and describes MPI_COMM_WORLD.
+template <typename Init>
+int Initialized(Init init) {
+  if (!ri::Active()) return init();
+  rankscope::MpiCallRecord r;
+  r.call = rankscope::MpiCall::kInit;
+  r.tid = ri::ThreadId();
+  r.enter = rankscope::MonotonicNow();
+  const int rc = init();
+  r.exit = rankscope::MonotonicNow();
+  if (rc == MPI_SUCCESS) {
+    ri::EmitMpiCall(r);
+    ri::LookupComm(ri::WorldComm());
+  }
   return rc;
 }
 
+}  // namespace
+
+extern "C" int MPI_Init(int* argc, char*** argv) {
+  return Initialized([&] { return PMPI_Init(argc, argv); });
+}
+
 extern "C" int MPI_Init_thread(int* argc, char*** argv, int required, int* provided) {
-  int rc = PMPI_Init_thread(argc, argv, required, provided);
-  if (rc == MPI_SUCCESS && ri::Active()) ri::LookupComm(ri::WorldComm());
-  return rc;
+  return Initialized([&] { return PMPI_Init_thread(argc, argv, required, provided); });
 }
 
 extern "C" int MPI_Finalize(void) {

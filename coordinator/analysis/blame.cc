@@ -58,6 +58,9 @@ struct Graph {
   std::vector<int> ranks;                  // world rank per rank index
   std::vector<std::vector<Event>> events;  // per rank index, by enter
   std::vector<Instance> instances;
+  // Where each rank's chain starts: its first event's enter, or the session's start when that
+  // event is its MPI_Init (every rank's is recorded): its start-up is then its own work.
+  std::vector<TimeNs> start;
   TimeNs first = 0;
 };
 
@@ -156,14 +159,46 @@ Graph BuildGraph(const Session& s, const SessionMatches& matches) {
       } else {
         const MpiCall call = r.mpi_calls[i].call;
         if (e.call.empty()) e.call = std::string(MpiCallName(call));
-        e.interpreted = IsFileCall(call);
+        // MPI_Init is interpreted either way: an N-to-N instance below, else (one rank, or
+        // not every rank's first event) time in MPI that waits for no recorded event.
+        e.interpreted = IsFileCall(call) || call == MpiCall::kInit;
         e.other = true;
       }
     }
   }
-  TimeNs first = std::numeric_limits<TimeNs>::max();
+  // MPI_Init: one N-to-N instance when it is every rank's first event (a capture window that
+  // starts later has none), and the chains start at the session's start.
+  g.start.assign(g.ranks.size(), 0);
+  bool init_first = true;
+  size_t with_events = 0;
   for (const auto& ev : g.events) {
-    if (!ev.empty()) first = std::min(first, ev.front().enter);
+    if (ev.empty()) continue;
+    ++with_events;
+    init_first &= ev.front().call == MpiCallName(MpiCall::kInit);
+  }
+  if (init_first && with_events >= 2) {
+    Instance in;
+    in.pattern = WaitPattern::kAllToAll;
+    const int id = static_cast<int>(g.instances.size());
+    for (size_t ri = 0; ri < g.events.size(); ++ri) {
+      if (g.events[ri].empty()) continue;
+      Event& e = g.events[ri].front();
+      e.instance = id;
+      e.member = static_cast<int>(in.members.size());
+      e.dep = DepKind::kAllMembers;
+      e.interpreted = true;
+      in.members.emplace_back(static_cast<int>(ri), 0);
+      in.comm_ranks.push_back(g.ranks[ri]);
+    }
+    g.instances.push_back(std::move(in));
+  }
+  TimeNs first = std::numeric_limits<TimeNs>::max();
+  for (size_t ri = 0; ri < g.events.size(); ++ri) {
+    const auto& ev = g.events[ri];
+    if (ev.empty()) continue;
+    g.start[ri] =
+        init_first && with_events >= 2 ? std::min(s.start, ev.front().enter) : ev.front().enter;
+    first = std::min(first, g.start[ri]);
   }
   g.first = first == std::numeric_limits<TimeNs>::max() ? 0 : first;
 
@@ -269,10 +304,11 @@ Graph BuildGraph(const Session& s, const SessionMatches& matches) {
   }
 
   // Own work before each event, and what each event took after its dependencies, as recorded.
-  // A rank's run starts at its first MPI event: how late it got there (launch order, start-up)
-  // is not its work between MPI calls.
-  for (auto& ev : g.events) {
-    TimeNs busy_until = ev.empty() ? g.first : ev.front().enter;
+  // A rank's run starts at its chain's start: its first MPI event, or the session's start
+  // before its MPI_Init (then its start-up is its own work).
+  for (size_t ri = 0; ri < g.events.size(); ++ri) {
+    auto& ev = g.events[ri];
+    TimeNs busy_until = ev.empty() ? g.first : g.start[ri];
     for (Event& e : ev) {
       e.gap = std::max<DurationNs>(e.enter - busy_until, 0);
       busy_until = std::max(busy_until, e.exit);
@@ -424,7 +460,7 @@ Replay Run(const Graph& g, const std::vector<double>& scale,
   std::vector<size_t> cursor(n, 0);
   std::vector<TimeNs> now(n, g.first);
   for (size_t r = 0; r < n; ++r) {
-    if (!g.events[r].empty()) now[r] = g.events[r].front().enter;
+    if (!g.events[r].empty()) now[r] = g.start[r];
   }
   Replay out;
   out.waited.assign(n, 0);
@@ -694,7 +730,7 @@ BlameModel BuildBlameModel(const Session& aligned, const SessionMatches& matches
     b.collective_calls = static_cast<int>(data.collectives.size());
     b.p2p_calls = static_cast<int>(data.p2p.size());
     if (!ev.empty()) {
-      b.first = ev.front().enter;
+      b.first = g.start[ri];
       TimeNs busy_until = b.first;
       for (const Event& e : ev) {
         b.own_work += e.gap;

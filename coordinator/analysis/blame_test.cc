@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <random>
 #include <string>
@@ -372,6 +373,32 @@ TEST(BlameTest, OfTwoRanksOneSlowerWithoutACauseFromOutsideIsNotNamed) {
     EXPECT_EQ(m.Find(1)->unexplained_of_two, !asleep);
     EXPECT_FALSE(m.Find(0)->unexplained_of_two);
   }
+}
+
+// Every rank's MPI_Init recorded: the chains start at the session's start, MPI_Init is an N-to-N
+// event, and a rank that reached it 0.4 s late (a slow start-up) has that as its own work, which
+// the replay reproduces and the others' wait in MPI_Init is put on it.
+TEST(BlameTest, MpiInitStartsTheChainsAtTheSessionsStart) {
+  Session s = testing::Simulate(testing::TrainingSim{});
+  TimeNs first = std::numeric_limits<TimeNs>::max();
+  for (const RankData& r : s.ranks) first = std::min(first, r.collectives.front().enter);
+  s.start = first - 600 * kNsPerMs;
+  const TimeNs init_exit = first - 50 * kNsPerMs;
+  for (RankData& r : s.ranks) {
+    MpiCallRecord init;
+    init.call = MpiCall::kInit;
+    init.enter = s.start + (r.id.rank == 2 ? 500 : 100) * kNsPerMs;
+    init.exit = init_exit;
+    init.tid = 1;
+    r.mpi_calls.push_back(init);
+  }
+  const BlameModel m = Blame(s);
+  EXPECT_EQ(m.first, s.start);
+  EXPECT_NEAR(Seconds(m.replayed_span), Seconds(m.span()), 0.01 * Seconds(m.span()));
+  const RankBlame& r2 = *m.Find(2);
+  EXPECT_EQ(r2.uninterpreted_calls, 0);
+  EXPECT_GT(r2.own_work, m.Find(0)->own_work + 350 * kNsPerMs);
+  EXPECT_GT(m.waits.at({0, 2}), 350 * kNsPerMs);
 }
 
 TEST(BlameTest, HaloExchangeStragglerIsFoundThoughMostMessagesAreOnTime) {

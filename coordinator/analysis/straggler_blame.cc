@@ -163,10 +163,14 @@ std::string CpuStarvation(const Session& s, int rank, DurationNs excess, Finding
     sentence += ": a CPU quota starves it.";
   } else {
     kind = "cpu_contention";
-    sentence +=
-        ", with " + std::to_string(p.involuntary_switches) +
-        " involuntary context switches (other ranks: " + FormatDouble("%.0f", others_involuntary) +
-        "): something else runs on its CPU (another process, or ranks bound to one core).";
+    // Its involuntary switches back it only when they exceed the others' (a competitor that
+    // runs long slices preempts it less often than ranks that yield while polling).
+    if (static_cast<double>(p.involuntary_switches) > others_involuntary) {
+      sentence += ", with " + std::to_string(p.involuntary_switches) +
+                  " involuntary context switches (other ranks: " +
+                  FormatDouble("%.0f", others_involuntary) + ")";
+    }
+    sentence += ": something else runs on its CPU (another process, or ranks bound to one core).";
   }
   cpu["verdict"] = kind;
   f->evidence["cpu"] = std::move(cpu);
