@@ -74,7 +74,7 @@ struct BlameOptions {
 // Where a rank's time went, and what it cost the others.
 struct RankBlame {
   int rank = -1;
-  TimeNs first = 0;         // its first MPI event's enter
+  TimeNs first = 0;         // its first MPI event's enter (after MPI_Init: its exit)
   TimeNs last = 0;          // its last MPI event's exit
   DurationNs in_mpi = 0;    // inside MPI calls (merged), within [first, last)
   DurationNs own_work = 0;  // outside MPI within [first, last)
@@ -95,7 +95,7 @@ struct RankBlame {
   int uninterpreted_calls = 0;
   // First-order waiting it caused, by the kind of call the others waited in ("allreduce",
   // "recv", "wait", ...).
-  std::map<std::string, DurationNs> caused_at;
+  std::map<std::string, DurationNs, std::less<>> caused_at;
 
   // Busy time in each of ten parts of the run, for persistence and noise: parts cut at the same
   // collective instances on every rank where all ranks share ten or more, else wall-clock tenths
@@ -132,7 +132,7 @@ struct RankBlame {
 };
 
 struct BlameModel {
-  TimeNs first = 0;  // first MPI event of any rank
+  TimeNs first = 0;  // first MPI event of any rank (the session's start, with MPI_Init)
   TimeNs last = 0;   // last MPI event exit of any rank
   DurationNs span() const { return last > first ? last - first : 0; }
   // The job's wall time: the session's (launch to last exit), at least span(). Gains are shares

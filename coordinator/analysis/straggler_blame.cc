@@ -225,7 +225,7 @@ std::string OffCpuSentence(const OffCpuCause& c) {
          " %).";
 }
 
-std::string CallsLabel(const std::map<std::string, DurationNs>& caused_at) {
+std::string CallsLabel(const std::map<std::string, DurationNs, std::less<>>& caused_at) {
   std::vector<std::pair<DurationNs, std::string>> by_time;
   for (const auto& [call, ns] : caused_at) by_time.emplace_back(ns, call);
   std::sort(by_time.rbegin(), by_time.rend());
