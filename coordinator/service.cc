@@ -25,35 +25,37 @@ RankIdentity FromProto(const v1::Identity& p) {
   id.rank = p.rank();
   id.local_rank = p.local_rank();
   id.world_size = p.world_size();
-  id.node = p.node_name();
-  id.host = p.host();
-  id.launcher = p.launcher();
-  id.job_id = p.job_id();
+  id.node = ToText(p.node_name());
+  id.host = ToText(p.host());
+  id.launcher = ToText(p.launcher());
+  id.job_id = ToText(p.job_id());
   id.agent_pid = p.agent_pid();
   id.program_pid = p.program_pid();
   id.restart_count = p.restart_count();
-  id.program.assign(p.program().begin(), p.program().end());
+  for (const std::string& arg : p.program()) id.program.push_back(ToText(arg));
   return id;
 }
 
 RankNccl FromProto(const v1::NcclSummary& p) {
   RankNccl n;
-  n.version = p.nccl_version();
-  n.log_file = p.log_file();
+  n.version = ToText(p.nccl_version());
+  n.log_file = ToText(p.log_file());
   n.skipped_lines = p.skipped_lines();
-  n.problems.assign(p.problems().begin(), p.problems().end());
+  for (const std::string& line : p.problems()) n.problems.push_back(ToText(line));
   for (const v1::NcclCommunicator& c : p.communicators()) {
-    NcclCommInfo info{c.comm_id(), c.rank(),     c.nranks(), c.nnodes(), c.channels(),
-                      c.bus_id(),  c.cuda_dev(), {},         {}};
+    NcclCommInfo info{ToText(c.comm_id()), c.rank(),     c.nranks(), c.nnodes(), c.channels(),
+                      ToText(c.bus_id()),  c.cuda_dev(), {},         {}};
     for (const v1::NcclTransport& t : c.transports()) {
-      info.transports.push_back({t.channel(), t.peer(), t.kind(), t.via(), t.gdrdma()});
+      info.transports.push_back(
+          {t.channel(), t.peer(), ToText(t.kind()), ToText(t.via()), t.gdrdma()});
     }
     info.ring_order.assign(c.ring_order().begin(), c.ring_order().end());
     n.communicators.push_back(std::move(info));
   }
   for (const v1::NcclCall& c : p.calls()) {
-    n.calls.push_back({c.comm_id(), c.seq(), c.op(), c.count(), c.datatype(), c.bytes(), c.root(),
-                       c.algo(), c.proto(), c.channels()});
+    n.calls.push_back({ToText(c.comm_id()), c.seq(), ToText(c.op()), c.count(),
+                       ToText(c.datatype()), c.bytes(), c.root(), ToText(c.algo()),
+                       ToText(c.proto()), c.channels()});
   }
   return n;
 }
@@ -94,17 +96,17 @@ grpc::Status CoordinatorService::Register(grpc::ServerContext* ctx, const v1::Re
     return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
                         "rankscope coordinator speaks protocol v" +
                             std::to_string(kProtocolVersion) + ", this agent (" +
-                            req->agent_version() + ") speaks v" +
+                            ToText(req->agent_version()) + ") speaks v" +
                             std::to_string(req->protocol_version()) +
                             ": use the agent and coordinator of one rankscope release");
   }
   const v1::Identity& id = req->identity();
   if (id.session_id() != config_.session_id) {
     std::lock_guard<std::mutex> lock(mu_);
-    NoteProblemLocked("refused an agent of session '" + id.session_id() + "' (rank " +
-                      std::to_string(id.rank()) + " on " + id.node_name() + ")");
+    NoteProblemLocked("refused an agent of session '" + ToText(id.session_id()) + "' (rank " +
+                      std::to_string(id.rank()) + " on " + ToText(id.node_name()) + ")");
     return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
-                        "agent belongs to session '" + id.session_id() +
+                        "agent belongs to session '" + ToText(id.session_id()) +
                             "', this coordinator runs session '" + config_.session_id + "'");
   }
   std::lock_guard<std::mutex> lock(mu_);
@@ -145,9 +147,9 @@ grpc::Status CoordinatorService::Upload(grpc::ServerContext* ctx, const v1::Uplo
   std::lock_guard<std::mutex> lock(mu_);
   auto it = agent_index_.find(req->agent_id());
   if (it == agent_index_.end()) {
-    NoteProblemLocked("upload from unregistered agent '" + req->agent_id() + "'");
+    NoteProblemLocked("upload from unregistered agent '" + ToText(req->agent_id()) + "'");
     return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
-                        "unknown agent id '" + req->agent_id() + "': register first");
+                        "unknown agent id '" + ToText(req->agent_id()) + "': register first");
   }
   uint64_t& expected = next_seq_[req->agent_id()];
   if (req->batch_seq() < expected) {  // a resend whose ack was lost: already stored
@@ -195,7 +197,7 @@ grpc::Status CoordinatorService::Upload(grpc::ServerContext* ctx, const v1::Uplo
     FromProto(c, &r);
     rank.mpi_calls.push_back(r);
   }
-  for (const auto& n : req->notices()) rank.notices.push_back(n.text());
+  for (const auto& n : req->notices()) rank.notices.push_back(ToText(n.text()));
   if (unknown > 0) {
     rank.notices.push_back(std::to_string(unknown) +
                            " records with an operation this coordinator does not know (skipped)");
@@ -207,8 +209,8 @@ grpc::Status CoordinatorService::Upload(grpc::ServerContext* ctx, const v1::Uplo
   }
   if (req->has_nccl()) rank.nccl = FromProto(req->nccl());
   if (req->has_topology()) {
-    rank.topology_source = req->topology().source();
-    rank.topology_xml = req->topology().xml();
+    rank.topology_source = ToText(req->topology().source());
+    rank.topology_xml = ToText(req->topology().xml());
   }
   if (req->has_nvml()) {
     Result<NvmlSnapshot> nvml = FromProto(req->nvml());
@@ -232,7 +234,7 @@ grpc::Status CoordinatorService::Control(grpc::ServerContext* ctx, const v1::Con
   std::unique_lock<std::mutex> lock(mu_);
   if (!agent_index_.count(req->agent_id())) {
     return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
-                        "unknown agent id '" + req->agent_id() + "': register first");
+                        "unknown agent id '" + ToText(req->agent_id()) + "': register first");
   }
   while (!closed_ && !ctx->IsCancelled()) {
     auto& queue = commands_[req->agent_id()];

@@ -3,6 +3,8 @@
 #include <cstring>
 #include <string>
 
+#include "core/utf8.h"
+
 namespace rankscope::wire {
 namespace {
 
@@ -59,7 +61,9 @@ class Reader {
   size_t pos_ = 0;
 };
 
-std::string_view Clip(std::string_view s) { return s.substr(0, kMaxNameBytes); }
+// At most kMaxNameBytes, never in the middle of a character (the coordinator would show it as
+// U+FFFD).
+std::string_view Clip(std::string_view s) { return s.substr(0, Utf8Cut(s, kMaxNameBytes)); }
 
 std::string At(size_t offset, const std::string& what) {
   return "inject batch: " + what + " at byte " + std::to_string(offset);

@@ -136,7 +136,7 @@ int InspectNcclLogs(const std::vector<std::string>& files, bool json) {
       c["channels"] = (*it->second)["channels"];
       c["tuning_from"] = (*it->second)["file"];
     }
-    std::printf("%s\n", out.dump(2).c_str());
+    std::printf("%s\n", out.dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
     return rc;
   }
   for (size_t i = 0; i < logs.size(); ++i)
@@ -152,7 +152,9 @@ int InspectTopology(const std::string& file, bool json) {
     return 1;
   }
   if (json) {
-    std::printf("%s\n", TopologyToJson(topo.value()).dump(2).c_str());
+    std::printf("%s\n", TopologyToJson(topo.value())
+                            .dump(2, ' ', false, nlohmann::json::error_handler_t::replace)
+                            .c_str());
   } else {
     std::printf("%s", DescribeTopology(topo.value()).c_str());
   }

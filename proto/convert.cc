@@ -1,6 +1,10 @@
 #include "proto/convert.h"
 
+#include "core/utf8.h"
+
 namespace rankscope {
+
+std::string ToText(const std::string& wire) { return ValidUtf8(wire); }
 
 void ToProto(const CollectiveRecord& r, v1::Collective* out) {
   out->set_comm_id(r.comm_id);
@@ -111,11 +115,11 @@ bool FromProto(const v1::P2P& p, P2PRecord* out) {
 }
 
 RangeRecord FromProto(const v1::Range& p) {
-  return RangeRecord{p.domain(), p.name(), p.start(), p.end(), p.tid(), p.depth()};
+  return RangeRecord{ToText(p.domain()), ToText(p.name()), p.start(), p.end(), p.tid(), p.depth()};
 }
 
 MarkRecord FromProto(const v1::Mark& p) {
-  return MarkRecord{p.domain(), p.name(), p.time(), p.tid()};
+  return MarkRecord{ToText(p.domain()), ToText(p.name()), p.time(), p.tid()};
 }
 
 ClockSample FromProto(const v1::ClockSample& p) {
@@ -156,7 +160,7 @@ bool FromProto(const v1::GpuActivity& p, GpuActivityRecord* out) {
   out->tid = p.tid();
   for (int i = 0; i < 3 && i < p.grid_size(); ++i) out->grid[i] = p.grid(i);
   for (int i = 0; i < 3 && i < p.block_size(); ++i) out->block[i] = p.block(i);
-  out->name = p.name();
+  out->name = ToText(p.name());
   return true;
 }
 
@@ -184,7 +188,8 @@ v1::ProcessStats ToProto(const ProcessTreeStats& s) {
     m->set_samples(s.main_thread.samples);
     m->set_running(s.main_thread.running);
     m->set_stopped(s.main_thread.stopped);
-    for (const auto& [where, n] : s.main_thread.blocked_in) (*m->mutable_blocked_in())[where] = n;
+    for (const auto& [where, n] : s.main_thread.blocked_in)
+      (*m->mutable_blocked_in())[ValidUtf8(where)] = n;
   }
   if (s.cpu_cgroup) {
     const CpuCgroupStats& c = *s.cpu_cgroup;
@@ -232,8 +237,8 @@ ProcessTreeStats FromProto(const v1::ProcessStats& p) {
     const v1::CpuCgroup& cg = p.cpu_cgroup();
     CpuCgroupStats c;
     c.version = cg.version();
-    c.path = cg.path();
-    c.limit_path = cg.limit_path();
+    c.path = ToText(cg.path());
+    c.limit_path = ToText(cg.limit_path());
     c.quota_us = cg.quota_us();
     c.period_us = cg.period_us();
     c.nr_periods = cg.nr_periods();
@@ -270,13 +275,14 @@ v1::NvmlReport ToProto(const Result<NvmlSnapshot>& snapshot) {
 }
 
 Result<NvmlSnapshot> FromProto(const v1::NvmlReport& p) {
-  if (!p.error().empty()) return Result<NvmlSnapshot>::Error(p.error());
+  if (!p.error().empty()) return Result<NvmlSnapshot>::Error(ToText(p.error()));
   NvmlSnapshot snapshot;
-  snapshot.driver_version = p.driver_version();
+  snapshot.driver_version = ToText(p.driver_version());
   for (const v1::NvmlGpu& g : p.gpus()) {
-    snapshot.gpus.push_back({g.index(), g.name(), g.uuid(), g.bus_id(), g.pcie_gen_current(),
-                             g.pcie_gen_max(), g.pcie_width_current(), g.pcie_width_max(),
-                             g.nvlinks_up(), g.nvlinks_total(), g.memory_bytes()});
+    snapshot.gpus.push_back({g.index(), ToText(g.name()), ToText(g.uuid()), ToText(g.bus_id()),
+                             g.pcie_gen_current(), g.pcie_gen_max(), g.pcie_width_current(),
+                             g.pcie_width_max(), g.nvlinks_up(), g.nvlinks_total(),
+                             g.memory_bytes()});
   }
   return snapshot;
 }
@@ -294,8 +300,9 @@ v1::SweepCheck ToProto(const SweepCheckResult& r) {
 }
 
 SweepCheckResult FromProto(const v1::SweepCheck& p) {
-  return SweepCheckResult{p.name(),  p.subject(), p.value(), p.unit(),
-                          p.error(), p.detail(),  p.model()};
+  return SweepCheckResult{ToText(p.name()), ToText(p.subject()), p.value(),
+                          ToText(p.unit()), ToText(p.error()),   ToText(p.detail()),
+                          ToText(p.model())};
 }
 
 }  // namespace rankscope

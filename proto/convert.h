@@ -12,6 +12,11 @@
 
 namespace rankscope {
 
+// A text field as received (`bytes` on the wire: rankscope.proto), made valid UTF-8: each
+// ill-formed part becomes U+FFFD (core/utf8.h), so one stray byte in a program argument or an
+// NVTX name cannot break the reports that write it as JSON.
+std::string ToText(const std::string& wire);
+
 void ToProto(const CollectiveRecord& r, v1::Collective* out);
 void ToProto(const P2PRecord& r, v1::P2P* out);
 void ToProto(const RangeRecord& r, v1::Range* out);

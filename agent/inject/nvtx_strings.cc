@@ -9,6 +9,7 @@
 #include <unordered_map>
 
 #include "agent/inject/utf8.h"
+#include "core/utf8.h"
 
 namespace rankscope::inject {
 namespace {
@@ -71,7 +72,8 @@ nvtxStringHandle_t InternString(nvtxDomainHandle_t domain, std::string_view text
 
 std::string_view AsciiName(const char* message) {
   if (message == nullptr) return {};
-  return {message, strnlen(message, wire::kMaxNameBytes)};
+  const std::string_view name(message, strnlen(message, wire::kMaxNameBytes + 1));
+  return name.substr(0, Utf8Cut(name, wire::kMaxNameBytes));
 }
 
 std::string_view WideName(const wchar_t* message, Name* scratch) {

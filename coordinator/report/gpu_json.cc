@@ -208,7 +208,8 @@ json TopologyReportJson(const Session& session) {
     json entry = {{"node", node}, {"rank", dump.rank}, {"source", dump.source}};
     if (dump.topology) {
       // ordered_json -> json: the report is one document type.
-      entry["topology"] = json::parse(TopologyToJson(*dump.topology).dump());
+      entry["topology"] = json::parse(
+          TopologyToJson(*dump.topology).dump(-1, ' ', false, json::error_handler_t::replace));
     } else {
       entry["error"] = dump.error;
     }

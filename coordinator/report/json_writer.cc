@@ -3,37 +3,9 @@
 #include <charconv>
 #include <cmath>
 
+#include "core/utf8.h"
+
 namespace rankscope {
-
-namespace {
-
-// Length of the valid UTF-8 sequence starting at s[i], or 0 if the bytes there are not one
-// (overlong forms, surrogates and code points above U+10FFFF are invalid).
-size_t Utf8SequenceLength(std::string_view s, size_t i) {
-  const auto byte = [&](size_t k) { return static_cast<unsigned char>(s[k]); };
-  const unsigned char c = byte(i);
-  size_t len = 0;
-  uint32_t min = 0;
-  uint32_t cp = 0;
-  if (c >= 0xC2 && c <= 0xDF) {
-    len = 2, min = 0x80, cp = c & 0x1F;
-  } else if (c >= 0xE0 && c <= 0xEF) {
-    len = 3, min = 0x800, cp = c & 0x0F;
-  } else if (c >= 0xF0 && c <= 0xF4) {
-    len = 4, min = 0x10000, cp = c & 0x07;
-  } else {
-    return 0;
-  }
-  if (i + len > s.size()) return 0;
-  for (size_t k = 1; k < len; ++k) {
-    if ((byte(i + k) & 0xC0) != 0x80) return 0;
-    cp = (cp << 6) | (byte(i + k) & 0x3F);
-  }
-  if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return 0;
-  return len;
-}
-
-}  // namespace
 
 void AppendJsonString(std::string_view value, std::string* out) {
   static constexpr char kHex[] = "0123456789abcdef";

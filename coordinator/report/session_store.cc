@@ -226,7 +226,10 @@ Status WriteRanks(const Connection& db, const Session& s) {
       const MainThreadStates& m = x.main_thread;
       if (m.samples > 0) {
         main_thread.Int(idx).Int(m.samples).Int(m.running).Int(m.stopped);
-        RETURN_IF_ERROR(main_thread.Text(json(m.blocked_in).dump()).Run());
+        RETURN_IF_ERROR(
+            main_thread
+                .Text(json(m.blocked_in).dump(-1, ' ', false, json::error_handler_t::replace))
+                .Run());
       }
     }
   }

@@ -192,7 +192,7 @@ std::string SweepReportJson(const SweepRunInfo& run, const std::vector<NodeVerdi
     list.push_back(std::move(node));
   }
   j["nodes"] = std::move(list);
-  return j.dump(2) + "\n";
+  return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
 }
 
 std::string SweepReportHtml(const SweepRunInfo& run, const std::vector<NodeVerdict>& nodes) {

@@ -108,7 +108,7 @@ int Train(const Options& options, int rank, int world) {
     if (rank == options.slow_loader_rank) SlowLoad(options, static_cast<int64_t>(passes_per_ms));
     nvtxRangePop();
 
-    nvtxRangePushA("compute");
+    nvtxRangePushA(options.compute_name.c_str());
     if (rank == options.crash_rank && step == options.crash_step) {
       std::fprintf(stderr, "mpi_train: rank %d aborting at step %d (--crash-rank)\n", rank, step);
       std::fflush(stderr);

@@ -21,9 +21,9 @@ bool ParseMs(std::string_view text, double* out) {
 
 bool IsValueOption(std::string_view name) {
   static constexpr std::string_view kValueOptions[] = {
-      "--steps",     "--compute-ms",       "--elems",     "--slow-rank",   "--slow-ms",
-      "--slow-mode", "--slow-loader-rank", "--loader-ms", "--loader-mode", "--crash-rank",
-      "--crash-step"};
+      "--steps",      "--compute-ms",       "--elems",     "--slow-rank",   "--slow-ms",
+      "--slow-mode",  "--slow-loader-rank", "--loader-ms", "--loader-mode", "--crash-rank",
+      "--crash-step", "--compute-name"};
   for (std::string_view option : kValueOptions) {
     if (name == option) return true;
   }
@@ -49,6 +49,8 @@ std::string Usage() {
          "                         spin (CPU work, as decoding does)\n"
          "  --crash-rank R         rank R calls abort() at --crash-step\n"
          "  --crash-step S         step of the crash (default steps/2)\n"
+         "  --compute-name NAME    the compute phase's NVTX range name (default compute), as\n"
+         "                         your code names it (any bytes: what a C string holds)\n"
          "  --pipeline             pipeline stages instead: step > recv (MPI_Recv of --elems\n"
          "                         floats from rank-1), data, compute, send (MPI_Send to rank+1)\n"
          "  --quiet                no progress lines, only the final summary\n"
@@ -114,6 +116,9 @@ std::string ParseOptions(int argc, char** argv, Options* options) {
       ok = ParseInt(value, &options->crash_rank) && options->crash_rank >= 0;
     } else if (name == "--crash-step") {
       ok = ParseInt(value, &options->crash_step) && options->crash_step >= 0;
+    } else if (name == "--compute-name") {
+      ok = !value.empty();
+      options->compute_name = std::string(value);
     }
     if (!ok) {
       return "bad value '" + std::string(value) + "' for " + std::string(name);

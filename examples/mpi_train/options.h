@@ -25,6 +25,8 @@ struct Options {
   int crash_rank = -1;  // -1: none.
   int crash_step = -1;  // -1: steps / 2.
 
+  std::string compute_name = "compute";  // the compute phase's NVTX range
+
   bool quiet = false;
   // Pipeline stages instead of data parallelism: rank r receives --elems floats from r-1,
   // computes, and sends them to r+1 (MPI_Recv / MPI_Send); no allreduce.

@@ -1,0 +1,120 @@
+"""Faults from outside, each against a bare run of the same job (issue #14): what the user sees
+(output, exit code, time) must be the bare run's, and the report must keep every rank's data,
+saying what was wrong and where.
+
+Bad strings: text that is not UTF-8 (a Latin-1 argument, an NVTX name longer than the wire's
+255-byte limit that ends in a multi-byte character). Before the proto carried text as bytes,
+one such byte made the coordinator drop every batch of the rank from there on, printed tens of
+thousands of libprotobuf errors on the job's stderr and returned 10 s late.
+"""
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+import time
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from harness import MPI_TRAIN, RANKSCOPE, RankscopeTest, Session, mpi_env, mpirun  # noqa
+
+FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fixtures",
+                        "h200x2-torch-allreduce")
+LATIN1 = "caf\udce9"  # b"caf\xe9" as a command-line argument (surrogateescape)
+FFFD = "\ufffd"
+
+
+class BadStrings(RankscopeTest):
+    def run_both(self, command):
+        """(bare, profiled, seconds of each, session folder); bytes for stdout/stderr."""
+        t0 = time.monotonic()
+        bare = subprocess.run(command, env=mpi_env(), capture_output=True, timeout=120,
+                              cwd=self.tmp)
+        bare_s = time.monotonic() - t0
+        out = os.path.join(self.tmp, "out")
+        t0 = time.monotonic()
+        prof = subprocess.run([RANKSCOPE, "run", "-o", out, "--"] + command, env=mpi_env(),
+                              capture_output=True, timeout=120, cwd=self.tmp)
+        prof_s = time.monotonic() - t0
+        return bare, prof, bare_s, prof_s, out
+
+    def assertLikeBare(self, bare, prof, bare_s, prof_s):
+        self.assertEqual(prof.returncode, bare.returncode, prof.stderr[-2000:])
+        self.assertNotIn(b"libprotobuf", prof.stderr)
+        # Only rankscope's own summary lines are added to stderr.
+        self.assertLess(len(prof.stderr), len(bare.stderr) + 4000, prof.stderr[-2000:])
+        self.assertLess(prof_s, bare_s + 5.0)
+
+    def test_an_argument_that_is_not_utf8_keeps_the_rank(self):
+        command = ["sh", "-c", 'echo "$1"; exit 3', "sh", LATIN1]
+        bare, prof, bare_s, prof_s, out = self.run_both(command)
+        self.assertEqual(bare.returncode, 3)
+        self.assertEqual(prof.stdout, bare.stdout)
+        self.assertEqual(prof.stdout, b"caf\xe9\n")
+        self.assertLikeBare(bare, prof, bare_s, prof_s)
+        s = Session(out)
+        self.assertEqual([r["rank"] for r in s.report["ranks"]], [0])
+        self.assertTrue(s.rank(0)["finished"], s.rank(0))
+        self.assertEqual(s.rank(0)["exit_code"], 3)
+        self.assertIn("caf" + FFFD, s.report["job"]["command"])
+
+    def test_nvtx_names_cut_in_a_character_or_in_latin1_keep_every_record(self):
+        steps = 30
+        base = mpirun(2, MPI_TRAIN, "--steps", str(steps), "--quiet")
+        # The same job with the compute range named "compute": the records it must keep.
+        ref_out = os.path.join(self.tmp, "ref")
+        ref = subprocess.run([RANKSCOPE, "run", "-o", ref_out, "--"] + base, env=mpi_env(),
+                             capture_output=True, timeout=120, cwd=self.tmp)
+        self.assertEqual(ref.returncode, 0, ref.stderr)
+        ref_counts = [Session(ref_out).rank(r)["counts"] for r in (0, 1)]
+        self.assertGreaterEqual(ref_counts[0]["ranges"], 3 * steps, ref_counts)
+        ref_names = self.range_names(ref_out)
+        self.assertIn("compute", ref_names)
+        for name, shown in ((("n" * 254) + "\u20ac", "n" * 254),  # 257 bytes: cut at 254
+                            (LATIN1, "caf" + FFFD)):
+            with self.subTest(name=shown[:12]):
+                bare, prof, bare_s, prof_s, out = self.run_both(base + ["--compute-name", name])
+                self.assertEqual(bare.returncode, 0, bare.stderr)
+                checksum = [ln.split(b", wall")[0] for ln in bare.stdout.splitlines()]
+                self.assertEqual([ln.split(b", wall")[0] for ln in prof.stdout.splitlines()],
+                                 checksum)
+                self.assertLikeBare(bare, prof, bare_s, prof_s)
+                s = Session(out)
+                self.assertNotIn("PARTIAL", open(os.path.join(out, "report.txt")).readline())
+                self.assertEqual([s.rank(r)["counts"] for r in (0, 1)], ref_counts)
+                self.assertEqual(self.range_names(out), (ref_names - {"compute"}) | {shown})
+                os.rename(out, out + "-" + str(len(name)))
+
+    def test_inspect_json_of_a_log_and_a_dump_with_a_latin1_byte(self):
+        # Before: an uncaught nlohmann type_error.316, rc 134, no output.
+        with open(os.path.join(FIXTURES, "nccl.vm.747.log"), "rb") as f:
+            lines = f.read().split(b"\n")
+        lines.insert(5, b"vm:747:747 [0] NCCL WARN caf\xe9 cannot open the plugin")
+        log = os.path.join(self.tmp, "nccl.log")
+        with open(log, "wb") as f:
+            f.write(b"\n".join(lines))
+        with open(os.path.join(FIXTURES, "topo.xml"), "rb") as f:
+            xml = f.read().replace(b'name="eth0"', b'name="eth\xe9"')
+        topo = os.path.join(self.tmp, "topo.xml")
+        with open(topo, "wb") as f:
+            f.write(xml)
+        for what, path, expect in (("nccl-log", log, "caf" + FFFD), ("topo", topo, "eth" + FFFD)):
+            with self.subTest(what=what):
+                proc = subprocess.run([RANKSCOPE, "inspect", what, "--json", path],
+                                      capture_output=True, timeout=60)
+                self.assertEqual(proc.returncode, 0, proc.stderr[-2000:])
+                text = proc.stdout.decode("utf-8")  # valid UTF-8, or this raises
+                self.assertIn(expect, text)
+                json.loads(text)
+
+    @staticmethod
+    def range_names(out):
+        db = sqlite3.connect(os.path.join(out, "session.sqlite"))
+        try:
+            return {n for (n,) in db.execute("SELECT DISTINCT name FROM ranges")}
+        finally:
+            db.close()
+
+
+if __name__ == "__main__":
+    unittest.main()
