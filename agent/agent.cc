@@ -1,5 +1,6 @@
 #include "agent/agent.h"
 
+#include <fcntl.h>
 #include <glob.h>
 #include <signal.h>
 #include <sys/mman.h>
@@ -133,17 +134,23 @@ class ControlFile {
     if (page_ != nullptr) munmap(page_, kControlPageSize);
     if (!path_.empty()) unlink(path_.c_str());
   }
+  // False (and no file left) when `dir` cannot hold the page. Its blocks are allocated, not
+  // only its size set: on a full file system a page mapped over a hole raises SIGBUS at the
+  // first write (the agent's) or read (the program's).
   bool Create(const std::string& dir, bool capturing) {
     std::string templ = dir + "/rankscope-ctl.XXXXXX";
     const int fd = mkstemp(templ.data());
     if (fd < 0) return false;
-    path_ = templ;
     void* map = MAP_FAILED;
-    if (ftruncate(fd, kControlPageSize) == 0) {
+    if (posix_fallocate(fd, 0, kControlPageSize) == 0) {
       map = mmap(nullptr, kControlPageSize, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     }
     close(fd);
-    if (map == MAP_FAILED) return false;
+    if (map == MAP_FAILED) {
+      unlink(templ.c_str());
+      return false;
+    }
+    path_ = templ;
     page_ = new (map) ControlPage{kControlPageMagic, {}};
     Set(capturing);
     return true;
