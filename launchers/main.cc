@@ -7,10 +7,13 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <climits>
+#include <cstdio>
 #include <cstdlib>
 #include <regex>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "agent/agent.h"
@@ -228,7 +231,21 @@ int main(int argc, char** argv) {
   topo_cmd->add_option("file", topo_file, "Topology dump")->required();
   topo_cmd->add_flag("--json", inspect_json, "Machine-readable output");
 
-  CLI11_PARSE(app, argc, argv);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int rc = app.exit(e);
+    // `rankscope run -o x mpirun -np 4 ./app`: the launch command's options read as ours.
+    const bool has_dashes = std::any_of(argv + 1, argv + argc,
+                                        [](const char* a) { return std::string_view(a) == "--"; });
+    if (dynamic_cast<const CLI::ExtrasError*>(&e) != nullptr && !has_dashes &&
+        (*run_cmd || *coord_cmd)) {
+      std::fprintf(stderr,
+                   "Put -- before the launch command, so its options are not read as "
+                   "rankscope's: rankscope run [options] -- mpirun -np 4 ./app\n");
+    }
+    return rc;
+  }
 
   if (*nccl_cmd) return rankscope::InspectNcclLogs(nccl_logs, inspect_json);
   if (*topo_cmd) return rankscope::InspectTopology(topo_file, inspect_json);

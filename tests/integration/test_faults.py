@@ -118,6 +118,17 @@ class BadStrings(RankscopeTest):
             db.close()
 
 
+class Usage(RankscopeTest):
+    def test_a_launch_without_the_dashes_says_where_they_go(self):
+        marker = os.path.join(self.tmp, "ran")
+        proc = subprocess.run([RANKSCOPE, "run", "-o", os.path.join(self.tmp, "out"), "sh", "-c",
+                               "touch " + marker], capture_output=True, text=True, timeout=60)
+        self.assertNotEqual(proc.returncode, 0)
+        self.assertIn("not expected: -c", proc.stderr)
+        self.assertIn("Put -- before the launch command", proc.stderr)
+        self.assertFalse(os.path.exists(marker))
+
+
 class FullDisks(RankscopeTest):
     def test_a_full_tmpdir_runs_the_program_as_bare(self):
         # The agent's control page was a file in TMPDIR whose size was set but whose blocks were
