@@ -81,9 +81,8 @@ grpc::Status CoordinatorService::Authenticate(const grpc::ServerContext* ctx, co
     return grpc::Status::OK;
   }
   std::lock_guard<std::mutex> lock(mu_);
-  ++rejected_rpcs_;
-  NoteProblemLocked(std::string("rejected ") + rpc + " from " + ctx->peer() +
-                    (it == md.end() ? ": no session token" : ": wrong session token"));
+  NoteRefusedLocked(ctx, std::string(rpc) + (it == md.end() ? " without a session token"
+                                                            : " with a wrong session token"));
   return grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
                       "rankscope coordinator: missing or wrong session token (is this agent "
                       "from another rankscope session?)");
@@ -103,8 +102,7 @@ grpc::Status CoordinatorService::Register(grpc::ServerContext* ctx, const v1::Re
   const v1::Identity& id = req->identity();
   if (id.session_id() != config_.session_id) {
     std::lock_guard<std::mutex> lock(mu_);
-    NoteProblemLocked("refused an agent of session '" + ToText(id.session_id()) + "' (rank " +
-                      std::to_string(id.rank()) + " on " + ToText(id.node_name()) + ")");
+    NoteRefusedLocked(ctx, "Register of an agent of session '" + ToText(id.session_id()) + "'");
     return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
                         "agent belongs to session '" + ToText(id.session_id()) +
                             "', this coordinator runs session '" + config_.session_id + "'");
@@ -305,11 +303,28 @@ void CoordinatorService::Close() {
 
 std::vector<std::string> CoordinatorService::Problems() const {
   std::lock_guard<std::mutex> lock(mu_);
-  std::vector<std::string> out = problems_;
-  if (rejected_rpcs_ > 0) {
-    out.push_back(std::to_string(rejected_rpcs_) + " RPCs rejected for a missing/wrong token");
+  return problems_;
+}
+
+void CoordinatorService::NoteRefusedLocked(const grpc::ServerContext* ctx, std::string why) {
+  if (refused_.empty()) first_refused_peer_ = ctx->peer();
+  // Bounded: a flood with a new session id each time must not grow memory.
+  if (refused_.size() >= 8 && refused_.count(why) == 0) why = "other";
+  ++refused_[why];
+}
+
+std::vector<std::string> CoordinatorService::RefusedNotes() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (refused_.empty()) return {};
+  int total = 0;
+  std::string reasons;
+  for (const auto& [why, n] : refused_) {
+    total += n;
+    reasons += (reasons.empty() ? "" : ", ") + why + ": " + std::to_string(n);
   }
-  return out;
+  return {"refused " + std::to_string(total) + " RPC" + (total == 1 ? "" : "s") +
+          " from outside the session (" + reasons + "; the first from " + first_refused_peer_ +
+          "); the session's data does not depend on them"};
 }
 
 CoordinatorServer::CoordinatorServer(CoordinatorConfig config)

@@ -51,12 +51,19 @@ class CoordinatorService final : public v1::Coordinator::Service {
   // Ends open Control streams (call before shutting the server down).
   void Close();
 
-  // Problems seen with RPCs (bad token, wrong session, malformed batches), for the report.
+  // Problems that cost the session data (an upload from an agent that never registered, a
+  // batch that never arrived): the report's partial reasons.
   std::vector<std::string> Problems() const;
+  // RPCs refused because they came from outside the session (no or a wrong token, another
+  // session's agent): one note with their count, or none. They cost the session nothing, so
+  // they never make it partial (garbage on the port once filled a complete report's summary
+  // with 46 rejection reasons and marked it PARTIAL).
+  std::vector<std::string> RefusedNotes() const;
 
  private:
   grpc::Status Authenticate(const grpc::ServerContext* ctx, const char* rpc);
   void NoteProblemLocked(std::string text);
+  void NoteRefusedLocked(const grpc::ServerContext* ctx, std::string why);
 
   const CoordinatorConfig config_;
   mutable std::mutex mu_;
@@ -68,7 +75,8 @@ class CoordinatorService final : public v1::Coordinator::Service {
   // The last capture start/stop broadcast, for agents that register later.
   std::optional<v1::ControlCommand::Kind> capture_state_;
   std::vector<std::string> problems_;
-  int rejected_rpcs_ = 0;
+  std::map<std::string, int> refused_;  // why -> RPCs refused for it
+  std::string first_refused_peer_;
   bool closed_ = false;
 };
 

@@ -66,6 +66,7 @@ int WriteSessionReport(CoordinatorService& service, Session extra, const std::st
   if (session.launcher.empty() || session.launcher == "none") session.launcher = extra.launcher;
   session.end = MonotonicNow();
   for (const std::string& p : service.Problems()) session.partial_reasons.push_back(p);
+  for (const std::string& n : service.RefusedNotes()) session.analysis_notes.push_back(n);
   for (const std::string& p : extra.partial_reasons) session.partial_reasons.push_back(p);
   session.partial = !session.partial_reasons.empty();
   Result<PipelineOutput> out =
