@@ -47,7 +47,8 @@ Result<PipelineOutput> DiagnoseAndWrite(Session aligned, const std::string& out_
   if (Status s = WriteSessionFolder(out_dir, aligned, matches, findings, &out.report_text,
                                     &out.report_text_color, window, &blame);
       !s.ok()) {
-    return s;
+    if (out.report_text.empty()) return s;  // no folder at all
+    out.write_error = s.message();
   }
   out.findings = static_cast<int>(findings.size());
   return out;

@@ -16,6 +16,9 @@ struct PipelineOutput {
   std::string report_text;        // plain text, as written to report.txt
   std::string report_text_color;  // the same with ANSI colours, for a terminal
   int findings = 0;
+  // Set when some files of the folder could not be written (report_text says which); the
+  // analysis above is whole.
+  std::string write_error;
 };
 
 struct OutputOptions {

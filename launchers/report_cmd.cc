@@ -26,6 +26,12 @@ int RunReport(const ReportOptions& options) {
                  out.status().message().c_str());
     return 1;
   }
+  if (!out->write_error.empty()) {
+    if (!options.quiet) std::fputs(out->report_text.c_str(), stdout);
+    std::fprintf(stderr, "rankscope report: %s is incomplete: %s\n", out_dir.c_str(),
+                 out->write_error.c_str());
+    return 1;
+  }
   if (!options.quiet) {
     const bool color = isatty(STDOUT_FILENO) && std::getenv("NO_COLOR") == nullptr;
     std::fputs(color ? out->report_text_color.c_str() : out->report_text.c_str(), stdout);

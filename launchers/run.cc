@@ -8,6 +8,7 @@
 #include <netinet/in.h>
 #include <signal.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -17,6 +18,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -77,6 +79,13 @@ int WriteSessionReport(CoordinatorService& service, Session extra, const std::st
                  out.status().message().c_str());
     return 1;
   }
+  if (!out->write_error.empty()) {
+    // The analysis is whole: show it, then say what the folder lacks.
+    if (!quiet) std::fprintf(stderr, "\n%s", out->report_text.c_str());
+    std::fprintf(stderr, "rankscope: the session folder %s is incomplete: %s\n", out_dir.c_str(),
+                 out->write_error.c_str());
+    return 1;
+  }
   if (!quiet) PrintReport(out.value(), out_dir);
   return 0;
 }
@@ -126,7 +135,50 @@ std::string ReachableHostAddress() {
   return out;
 }
 
+// Before the launch: the session folder (or, for the default one, the folder it goes into) can
+// be made and written, so a read-only or missing -o fails now, not after the job has run with
+// its analysis lost. Little free space is a warning: the job runs, and the writer says what it
+// could not write.
+Status CheckOutputFolder(const std::string& out_dir) {
+  const std::string dir = out_dir.empty() ? "." : out_dir;
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) {
+    return Status::Error("cannot create the session folder " + dir + ": " + ec.message());
+  }
+  std::string probe = dir + "/.rankscope-probe.XXXXXX";
+  const int fd = mkstemp(probe.data());
+  if (fd < 0) {
+    return Status::Error("cannot write into the session folder " + dir + ": " +
+                         std::strerror(errno));
+  }
+  const bool wrote = write(fd, "x", 1) == 1;
+  const int write_errno = errno;
+  close(fd);
+  unlink(probe.c_str());
+  if (!wrote) {
+    return Status::Error("cannot write into the session folder " + dir + ": " +
+                         std::strerror(write_errno));
+  }
+  struct statvfs fs {};
+  constexpr double kLowBytes = 64.0 * 1024 * 1024;
+  if (statvfs(dir.c_str(), &fs) == 0) {
+    const double free_bytes = static_cast<double>(fs.f_bavail) * static_cast<double>(fs.f_frsize);
+    if (free_bytes < kLowBytes) {
+      std::fprintf(stderr,
+                   "rankscope: only %.1f MiB free in %s; the session folder (about 100 bytes "
+                   "per record) may not fit\n",
+                   free_bytes / (1024 * 1024), dir.c_str());
+    }
+  }
+  return Status::Ok();
+}
+
 int RunJob(const RunOptions& options) {
+  if (Status s = CheckOutputFolder(options.out_dir); !s.ok()) {
+    std::fprintf(stderr, "rankscope: %s; the job was not started\n", s.message().c_str());
+    return 1;
+  }
   Result<std::string> token = NewSessionToken();
   if (!token.ok()) {
     std::fprintf(stderr, "rankscope: %s\n", token.status().message().c_str());

@@ -45,31 +45,51 @@ std::string Dump(const nlohmann::json& value, int indent) {
   return value.dump(indent, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
-// The report and trace files (all but the database), in the order a reader wants them.
-Status WriteFiles(const std::filesystem::path& folder, const Session& session,
-                  const SessionMatches& matches, const std::vector<Finding>& findings,
-                  std::string* report_text_out, std::string* report_text_color_out,
-                  const std::optional<TraceWindow>& trace_window, const BlameModel* blame) {
+// What WriteFiles could not write: "trace.json: cannot write ...: No space left on device".
+using Unwritten = std::vector<std::string>;
+
+void Write(const std::filesystem::path& path, std::string_view content, Unwritten* unwritten) {
+  if (Status s = WriteFileAtomically(path.string(), content); !s.ok()) {
+    unwritten->push_back(path.filename().string() + ": " + s.message());
+  }
+}
+
+// The lines report.txt ends with when some files are missing.
+std::string UnwrittenText(const Unwritten& unwritten) {
+  std::string out = "\nNot written (this folder is incomplete):\n";
+  for (const std::string& u : unwritten) out += "  " + u + "\n";
+  return out;
+}
+
+// The report and trace files (all but the database, which `saved` writes): every one is tried
+// whatever the others did; trace.json and report.html first, then report.json and report.txt,
+// which list the files not written (and the database's failure), so no report claims a folder
+// it does not describe. The report's text is set whatever was written, for the terminal.
+Unwritten WriteFiles(const std::filesystem::path& folder, const Session& session,
+                     const SessionMatches& matches, const std::vector<Finding>& findings,
+                     std::string* report_text_out, std::string* report_text_color_out,
+                     const std::optional<TraceWindow>& trace_window, const BlameModel* blame,
+                     std::future<Status>* saved) {
   const GpuReport gpu = BuildGpuReport(session);
   const CollectiveOverview overview = SummarizeCollectives(matches.collectives);
-  Status s =
-      WriteFileAtomically((folder / "report.json").string(),
-                          Dump(BuildReportJson(session, findings, gpu, overview, blame), 2) + "\n");
-  if (!s.ok()) return s;
-  s = WriteFileAtomically((folder / "trace.json").string(),
-                          BuildChromeTrace(session, matches, trace_window));
-  if (!s.ok()) return s;
-  s = WriteFileAtomically((folder / "report.html").string(),
-                          BuildReportHtml(session, matches.collectives, findings, gpu, blame));
-  if (!s.ok()) return s;
+  Unwritten unwritten;
+  Write(folder / "trace.json", BuildChromeTrace(session, matches, trace_window), &unwritten);
+  Write(folder / "report.html", BuildReportHtml(session, matches.collectives, findings, gpu, blame),
+        &unwritten);
+  if (Status db = saved->get(); !db.ok()) unwritten.push_back("session.sqlite: " + db.message());
+  nlohmann::json json = BuildReportJson(session, findings, gpu, overview, blame);
+  if (!unwritten.empty()) json["job"]["files_not_written"] = unwritten;
   std::string text = BuildReportText(session, findings, gpu, overview, /*color=*/false);
-  s = WriteFileAtomically((folder / "report.txt").string(), text);
-  if (!s.ok()) return s;
-  if (report_text_out != nullptr) *report_text_out = std::move(text);
-  if (report_text_color_out != nullptr) {
-    *report_text_color_out = BuildReportText(session, findings, gpu, overview, /*color=*/true);
+  std::string color = BuildReportText(session, findings, gpu, overview, /*color=*/true);
+  if (!unwritten.empty()) {
+    text += UnwrittenText(unwritten);
+    color += UnwrittenText(unwritten);
   }
-  return Status::Ok();
+  Write(folder / "report.json", Dump(json, 2) + "\n", &unwritten);
+  Write(folder / "report.txt", text, &unwritten);
+  if (report_text_out != nullptr) *report_text_out = std::move(text);
+  if (report_text_color_out != nullptr) *report_text_color_out = std::move(color);
+  return unwritten;
 }
 
 }  // namespace
@@ -111,11 +131,14 @@ Status WriteSessionFolder(const std::string& dir, const Session& session,
   try {
     saved = std::async(std::launch::async, save);
   } catch (const std::system_error&) {
+    saved = std::async(std::launch::deferred, save);
   }
-  Status s = WriteFiles(folder, session, matches, findings, report_text_out, report_text_color_out,
-                        trace_window, blame);
-  Status db = saved.valid() ? saved.get() : save();
-  return db.ok() ? s : db;
+  const Unwritten unwritten = WriteFiles(folder, session, matches, findings, report_text_out,
+                                         report_text_color_out, trace_window, blame, &saved);
+  if (unwritten.empty()) return Status::Ok();
+  std::string error;
+  for (const std::string& u : unwritten) error += (error.empty() ? "" : "; ") + u;
+  return Status::Error(error);
 }
 
 }  // namespace rankscope

@@ -18,12 +18,14 @@ namespace rankscope {
 // Creates `dir` (and its parents) if needed and writes the five files of an aligned session,
 // `matches` being MatchSession(session). Each file is written under a temporary name and
 // renamed into place, so a reader sees either no file or a complete one under each final name
-// (not fsynced: a power cut right after may lose them); files of an earlier run are replaced. On
-// success, when `report_text_out` is not null, it receives report.txt's content (no colour), and
-// `report_text_color_out` the same with colour, to print on a terminal. The error names
-// the file that failed; files written before it stay. `trace_window` (ChooseTraceWindow) limits
-// trace.json to a window of the run. `blame` (from Diagnose), when given, adds the time inside
-// and outside MPI per rank and the who-waited-for-whom figures to the reports.
+// (not fsynced: a power cut right after may lose them); files of an earlier run are replaced.
+// When `report_text_out` is not null, it receives report.txt's content (no colour), and
+// `report_text_color_out` the same with colour, to print on a terminal, whatever could be written.
+// Every file is tried; the error names each one that failed (a full disk), and report.json
+// (job.files_not_written) and report.txt, written last, list them. `trace_window`
+// (ChooseTraceWindow) limits trace.json to a window of the run. `blame` (from Diagnose), when
+// given, adds the time inside and outside MPI per rank and the who-waited-for-whom figures to the
+// reports.
 Status WriteSessionFolder(const std::string& dir, const Session& session,
                           const SessionMatches& matches, const std::vector<Finding>& findings,
                           std::string* report_text_out,

@@ -33,6 +33,27 @@ std::set<std::string> FileNames(const std::filesystem::path& dir) {
   return names;
 }
 
+// A file that cannot be written (here trace.json, a directory in the way; on a cluster, a full
+// disk) does not stop the others, and the reports, written last, list it.
+TEST(SessionWriter, WritesEveryFileItCanAndTheReportsListTheOthers) {
+  const std::filesystem::path dir = std::filesystem::path(report_test::MakeTempDir("out")) / "s";
+  std::filesystem::create_directories(dir / "trace.json" / "in-the-way");
+  Session s = report_test::MakeSession();
+  std::string text;
+  Status status = WriteSessionFolder(dir.string(), s, MatchSession(s), {}, &text);
+  ASSERT_FALSE(status.ok());
+  EXPECT_THAT(status.message(), HasSubstr("trace.json: cannot rename"));
+  for (const char* name : {"report.txt", "report.json", "report.html", "session.sqlite"}) {
+    EXPECT_TRUE(std::filesystem::is_regular_file(dir / name)) << name;
+  }
+  EXPECT_EQ(ReadFile(dir / "report.txt"), text);
+  EXPECT_THAT(text, HasSubstr("Not written (this folder is incomplete):\n  trace.json: "));
+  auto report = nlohmann::json::parse(ReadFile(dir / "report.json"));
+  ASSERT_EQ(report["job"]["files_not_written"].size(), 1u);
+  EXPECT_THAT(report["job"]["files_not_written"][0].get<std::string>(),
+              HasSubstr("trace.json: cannot rename"));
+}
+
 TEST(SessionWriter, WritesTheFiveFiles) {
   std::filesystem::path dir =
       std::filesystem::path(report_test::MakeTempDir("out")) / "rankscope-4711";  // created

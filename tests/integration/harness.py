@@ -20,6 +20,21 @@ MPI_TRAIN = os.path.join(BUILD, "bin", "mpi_train")
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
+SCHEMA = os.path.join(HERE, "..", "..", "coordinator", "report", "report.schema.json")
+
+
+def schema_errors(report):
+    """report.json's violations of its schema (rankscope.report/v1), or None without jsonschema."""
+    try:
+        import jsonschema
+    except ImportError:
+        return None
+    with open(SCHEMA) as f:
+        schema = json.load(f)
+    validator = jsonschema.Draft202012Validator(schema)
+    return [f"{'/'.join(map(str, e.path))}: {e.message}" for e in validator.iter_errors(report)]
+
+
 def mpi_env(extra=None):
     """Environment for Open MPI as root on loopback, oversubscribed (TESTBED.md)."""
     env = dict(os.environ)

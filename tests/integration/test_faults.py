@@ -16,7 +16,8 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import MPI_TRAIN, RANKSCOPE, RankscopeTest, Session, mpi_env, mpirun  # noqa
+from harness import (MPI_TRAIN, RANKSCOPE, RankscopeTest, Session, mpi_env, mpirun,  # noqa
+                     schema_errors)
 
 FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fixtures",
                         "h200x2-torch-allreduce")
@@ -156,6 +157,51 @@ class FullDisks(RankscopeTest):
             self.assertEqual(Session(out).rank(0)["exit_code"], 5)
         finally:
             subprocess.run(["umount", tmpdir], capture_output=True)
+
+    def mount_tmpfs(self, options):
+        path = os.path.join(self.tmp, "fs-" + options.replace(",", "-").replace("=", ""))
+        os.mkdir(path)
+        if subprocess.run(["mount", "-t", "tmpfs", "-o", options, "tmpfs", path],
+                          capture_output=True).returncode != 0:
+            self.skipTest("cannot mount a small tmpfs (needs root)")
+        self.addCleanup(subprocess.run, ["umount", path], capture_output=True)
+        return path
+
+    def test_a_read_only_session_folder_fails_before_the_launch(self):
+        # Before: the job ran, then the analysis was lost and nothing reached stderr.
+        marker = os.path.join(self.tmp, "ran")
+        folder = os.path.join(self.mount_tmpfs("size=64k,ro"), "out")
+        proc = subprocess.run([RANKSCOPE, "run", "-o", folder, "--", "touch", marker],
+                              env=mpi_env(), capture_output=True, text=True, timeout=60)
+        self.assertEqual(proc.returncode, 1)
+        self.assertIn("cannot create the session folder " + folder, proc.stderr)
+        self.assertIn("Read-only file system; the job was not started", proc.stderr)
+        self.assertFalse(os.path.exists(marker))
+
+    def test_a_session_folder_that_fills_up_says_what_it_lacks(self):
+        # 600 KiB: the reports fit, trace.json or session.sqlite (written at the same time)
+        # not. Before: report.json said complete beside no report.txt, and no report was shown.
+        folder = os.path.join(self.mount_tmpfs("size=600k"), "out")
+        command = mpirun(2, MPI_TRAIN, "--steps", "400", "--quiet")
+        bare = subprocess.run(command, env=mpi_env(), capture_output=True, text=True, timeout=120)
+        proc = subprocess.run([RANKSCOPE, "run", "-o", folder, "--"] + command, env=mpi_env(),
+                              capture_output=True, text=True, timeout=120)
+        self.assertEqual(proc.returncode, bare.returncode, proc.stderr[-2000:])
+        self.assertEqual(proc.stdout.split(", wall")[0], bare.stdout.split(", wall")[0])
+        self.assertIn("free in " + folder, proc.stderr)  # warned before the launch
+        self.assertIn("Not written (this folder is incomplete):", proc.stderr)  # report shown
+        self.assertIn("session folder " + folder + " is incomplete: ", proc.stderr)
+        report = Session(folder).report
+        self.assertFalse(schema_errors(report))
+        job = report["job"]
+        missing = [u.split(":")[0] for u in job["files_not_written"]]
+        self.assertTrue(missing, job)
+        with open(os.path.join(folder, "report.txt")) as f:
+            text = f.read()
+        for name in missing:
+            self.assertIn(name, ("trace.json", "report.html", "session.sqlite"))
+            self.assertFalse(os.path.exists(os.path.join(folder, name)), name)
+            self.assertIn("  " + name + ": ", text)
 
 
 if __name__ == "__main__":

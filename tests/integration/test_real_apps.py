@@ -18,23 +18,9 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import scenarios  # noqa: E402
+from harness import schema_errors  # noqa: E402
 
 STRAGGLER_KINDS = scenarios.STRAGGLER_KINDS
-SCHEMA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "coordinator",
-                      "report", "report.schema.json")
-
-
-def schema_errors(report):
-    """report.json's violations of its schema (rankscope.report/v1), or None without jsonschema."""
-    try:
-        import json
-        import jsonschema
-    except ImportError:
-        return None
-    with open(SCHEMA) as f:
-        schema = json.load(f)
-    validator = jsonschema.Draft202012Validator(schema)
-    return [f"{'/'.join(map(str, e.path))}: {e.message}" for e in validator.iter_errors(report)]
 
 
 def blamed(report):
