@@ -102,9 +102,10 @@ grpc::Status CoordinatorService::Register(grpc::ServerContext* ctx, const v1::Re
   const v1::Identity& id = req->identity();
   if (id.session_id() != config_.session_id) {
     std::lock_guard<std::mutex> lock(mu_);
-    NoteRefusedLocked(ctx, "Register of an agent of session '" + ToText(id.session_id()) + "'");
+    const std::string session = ToText(id.session_id());
+    NoteRefusedLocked(ctx, "Register of an agent of session '" + session + "'");
     return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
-                        "agent belongs to session '" + ToText(id.session_id()) +
+                        "agent belongs to session '" + session +
                             "', this coordinator runs session '" + config_.session_id + "'");
   }
   std::lock_guard<std::mutex> lock(mu_);

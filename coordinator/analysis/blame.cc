@@ -69,6 +69,11 @@ DurationNs JudgedGap(const std::vector<Event>& ev, size_t k) {
   return k <= FirstJudged(ev) ? 0 : ev[k].gap;
 }
 
+// Event k's transfer as judged: 0 for MPI_Init.
+DurationNs JudgedTransfer(const std::vector<Event>& ev, size_t k) {
+  return k < FirstJudged(ev) ? 0 : ev[k].transfer;
+}
+
 struct Instance {
   WaitPattern pattern = WaitPattern::kAllToAll;
   bool prefix = false;                       // scan / exscan
@@ -84,7 +89,7 @@ struct Graph {
   std::vector<std::pair<int, int>> partners;  // Event::partners_at/_n index these
   std::vector<int> involved;                  // Event::involved_at/_n
   // Where each rank's chain starts: its first event's enter, or the session's start when that
-  // event is its MPI_Init (every rank's is recorded): its start-up is then its own work.
+  // event is its MPI_Init (every rank's is recorded): its start-up is then replayed.
   std::vector<TimeNs> start;
   TimeNs first = 0;
 };
@@ -230,7 +235,8 @@ Graph BuildGraph(const Session& s, const SessionMatches& matches) {
     ++with_events;
     init_first &= ev.front().call == MpiCallName(MpiCall::kInit);
   }
-  if (init_first && with_events >= 2) {
+  const bool init_instance = init_first && with_events >= 2;
+  if (init_instance) {
     Instance in;
     in.pattern = WaitPattern::kAllToAll;
     const int id = static_cast<int>(g.instances.size());
@@ -251,8 +257,7 @@ Graph BuildGraph(const Session& s, const SessionMatches& matches) {
   for (size_t ri = 0; ri < g.events.size(); ++ri) {
     const auto& ev = g.events[ri];
     if (ev.empty()) continue;
-    g.start[ri] =
-        init_first && with_events >= 2 ? std::min(s.start, ev.front().enter) : ev.front().enter;
+    g.start[ri] = init_instance ? std::min(s.start, ev.front().enter) : ev.front().enter;
     first = std::min(first, g.start[ri]);
   }
   g.first = first == std::numeric_limits<TimeNs>::max() ? 0 : first;
@@ -379,7 +384,7 @@ Graph BuildGraph(const Session& s, const SessionMatches& matches) {
 
   // Own work before each event, and what each event took after its dependencies, as recorded.
   // A rank's run starts at its chain's start: its first MPI event, or the session's start
-  // before its MPI_Init (then its start-up is its own work).
+  // before its MPI_Init (then its start-up is the gap before MPI_Init: replayed, not judged).
   for (size_t ri = 0; ri < g.events.size(); ++ri) {
     auto& ev = g.events[ri];
     TimeNs busy_until = ev.empty() ? g.first : g.start[ri];
@@ -814,7 +819,7 @@ BlameModel BuildBlameModel(const Session& aligned, const SessionMatches& matches
         const Event& e = ev[k];
         const DurationNs gap = JudgedGap(ev, k);
         b.own_work += gap;
-        b.busy += gap + e.transfer;
+        b.busy += gap + JudgedTransfer(ev, k);
         b.in_mpi += std::max<DurationNs>(e.exit - std::max(e.enter, busy_until), 0);
         busy_until = std::max(busy_until, e.exit);
         if (!e.interpreted) ++b.uninterpreted_calls;
@@ -864,7 +869,7 @@ BlameModel BuildBlameModel(const Session& aligned, const SessionMatches& matches
       for (size_t i = 0; i < ev.size(); ++i) {
         const DurationNs gap = JudgedGap(ev, i);
         prefix[i + 1] = prefix[i] + gap;
-        busy_prefix[i + 1] = busy_prefix[i] + gap + (i < FirstJudged(ev) ? 0 : ev[i].transfer);
+        busy_prefix[i + 1] = busy_prefix[i] + gap + JudgedTransfer(ev, i);
       }
       // The cut instances' events on this rank.
       std::vector<size_t> at(cuts.size(), 0);

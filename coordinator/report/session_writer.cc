@@ -79,16 +79,15 @@ Unwritten WriteFiles(const std::filesystem::path& folder, const Session& session
   if (Status db = saved->get(); !db.ok()) unwritten.push_back("session.sqlite: " + db.message());
   nlohmann::json json = BuildReportJson(session, findings, gpu, overview, blame);
   if (!unwritten.empty()) json["job"]["files_not_written"] = unwritten;
-  std::string text = BuildReportText(session, findings, gpu, overview, /*color=*/false);
-  std::string color = BuildReportText(session, findings, gpu, overview, /*color=*/true);
-  if (!unwritten.empty()) {
-    text += UnwrittenText(unwritten);
-    color += UnwrittenText(unwritten);
-  }
+  const std::string missing = unwritten.empty() ? "" : UnwrittenText(unwritten);
+  std::string text = BuildReportText(session, findings, gpu, overview, /*color=*/false) + missing;
   Write(folder / "report.json", Dump(json, 2) + "\n", &unwritten);
   Write(folder / "report.txt", text, &unwritten);
   if (report_text_out != nullptr) *report_text_out = std::move(text);
-  if (report_text_color_out != nullptr) *report_text_color_out = std::move(color);
+  if (report_text_color_out != nullptr) {
+    *report_text_color_out =
+        BuildReportText(session, findings, gpu, overview, /*color=*/true) + missing;
+  }
   return unwritten;
 }
 
