@@ -51,4 +51,9 @@ double MedianWithout(const std::vector<double>& sorted_values, size_t skip) {
   return at(m / 2 - 1) + (at(m / 2) - at(m / 2 - 1)) / 2.0;
 }
 
+double ThresholdMargin(double value, double threshold) {
+  if (threshold <= 0) return 1.0;
+  return std::clamp(1.0 - 0.5 * threshold / std::max(value, 1e-12), 0.0, 1.0);
+}
+
 }  // namespace rankscope

@@ -26,4 +26,9 @@ double RobustSigma(std::vector<double> values);
 // member). sorted_values must be sorted and hold at least two elements.
 double MedianWithout(const std::vector<double>& sorted_values, size_t skip);
 
+// How far past a threshold a value is, for confidences: 1 - 0.5 x threshold / value, clamped to
+// 0..1 (0.5 at the threshold, 0.75 at twice it, towards 1 far past it; 0 at half of it and
+// below). 1 for a threshold <= 0.
+double ThresholdMargin(double value, double threshold);
+
 }  // namespace rankscope

@@ -750,25 +750,35 @@ double ProportionalSteadiness(const std::vector<double>& mine, const std::vector
          std::sqrt(static_cast<double>(log_ratios.size()));
 }
 
-bool StarvedOfCpu(const Session& session, int rank) {
+std::optional<double> StarvationMargin(const Session& session, int rank) {
   const RankData* self = session.FindRank(rank);
   if (self == nullptr || !self->proc || self->proc->sched_unreadable ||
       self->proc->sampled_wall_ns <= 0) {
-    return false;
+    return std::nullopt;
   }
   const std::optional<double> others_delay = OthersMedianPerWall(
       session, rank, true, [](const ProcessTreeStats& o) { return double(o.run_delay_ns); });
-  if (!others_delay) return false;
+  if (!others_delay) return std::nullopt;
   const ProcessTreeStats& p = *self->proc;
   const double wall = static_cast<double>(p.sampled_wall_ns);
   // Throttled by its cgroup's quota for a tenth of its time or more, where the other ranks'
   // cgroups throttled them at most half as much.
-  if (ThrottledShare(session, rank)) return true;
+  if (const std::optional<double> throttled = ThrottledShare(session, rank)) {
+    return ThresholdMargin(*throttled, 0.1);
+  }
   // Runnable but waiting for a CPU clearly more than the others, and so running clearly less.
   // On an oversubscribed node every rank waits for CPUs a good part of the time.
   const double delay = static_cast<double>(p.run_delay_ns) / wall;
+  const double delay_threshold = 1.15 * *others_delay + 0.05;
   const double others_cpu = OthersMedianPerWall(session, rank, false, CpuNs).value_or(0.0);
-  return delay >= 1.15 * *others_delay + 0.05 && CpuNs(p) / wall <= 0.8 * others_cpu;
+  const double cpu = CpuNs(p) / wall;
+  if (delay < delay_threshold || cpu > 0.8 * others_cpu) return std::nullopt;
+  return std::min(ThresholdMargin(delay, delay_threshold),
+                  ThresholdMargin(others_cpu / std::max(cpu, 1e-12), 1 / 0.8));
+}
+
+bool StarvedOfCpu(const Session& session, int rank) {
+  return StarvationMargin(session, rank).has_value();
 }
 
 bool RanFarLess(const Session& session, int rank) {

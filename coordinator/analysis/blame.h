@@ -166,6 +166,12 @@ struct BlameModel {
 // without /proc scheduler figures for it and another rank.
 bool StarvedOfCpu(const Session& session, int rank);
 
+// StarvedOfCpu as a margin (ThresholdMargin: 0.5 at its thresholds, towards 1 far past them), for
+// the confidence: the quota's throttled share against a tenth, else the weaker of the run delay
+// against its threshold and the others' CPU share against 1.25x its own. nullopt when it is not
+// starved.
+std::optional<double> StarvationMargin(const Session& session, int rank);
+
 // The share of its sampled wall time the rank's cgroup CPU quota throttled it, when that is a
 // tenth or more and at least twice the other ranks' median share (their cgroups throttled them
 // less, or not at all); nullopt otherwise. The quota half of StarvedOfCpu.

@@ -116,4 +116,8 @@ std::optional<OffCpuCause> FindOffCpuCause(const Session& session, int rank) {
   return best;
 }
 
+double OffCpuMargin(const OffCpuCause& cause) {
+  return ThresholdMargin(cause.share - cause.others_share, kMinAboveOthers);
+}
+
 }  // namespace rankscope

@@ -34,4 +34,8 @@ std::string DescribeWchan(std::string_view wchan);
 // samples for the rank or the others.
 std::optional<OffCpuCause> FindOffCpuCause(const Session& session, int rank);
 
+// How far past FindOffCpuCause's threshold the cause is, for the confidence (ThresholdMargin of
+// its share above the others' against 0.1): 0.5 at it, 0.9 at 0.5 above.
+double OffCpuMargin(const OffCpuCause& cause);
+
 }  // namespace rankscope

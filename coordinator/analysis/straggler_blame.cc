@@ -15,12 +15,6 @@
 namespace rankscope {
 namespace {
 
-// 0.5 at the threshold, towards 1 as the value grows past it.
-double Margin(double value, double threshold) {
-  if (threshold <= 0) return 1.0;
-  return std::clamp(1.0 - 0.5 * threshold / std::max(value, 1e-12), 0.0, 1.0);
-}
-
 bool NamesRankAlone(const Finding& f, int rank) {
   return f.ranks.size() == 1 && f.ranks.front() == rank &&
          (f.kind == "straggler" || f.kind == "late_sender" || f.kind == "late_receiver" ||
@@ -92,16 +86,23 @@ double OthersMedian(const Session& s, int rank, Figure figure) {
 
 double Wall(const ProcessTreeStats& p) { return static_cast<double>(p.sampled_wall_ns); }
 
+// Why a rank was slow as seen from outside the program, and how clearly.
+struct OutsideView {
+  std::string sentence;  // empty when nothing seen from outside explains it
+  double margin = 0;     // ThresholdMargin of the cause's figure; 0 without a cause
+};
+
 // Whether the rank was starved of CPU from outside the program, from the agents' scheduler and
 // cgroup figures: runnable but waiting for a CPU (run delay) well beyond the other ranks and
 // enough to explain a good part of its extra own work. Throttled by its cgroup's CPU quota, or
 // sharing its CPU with something else. Adds evidence["cause_kind"] ("cpu_starved") and
-// evidence["cpu"] to *f and returns the sentence; empty when it was not starved.
-std::string CpuStarvation(const Session& s, int rank, DurationNs excess, Finding* f) {
+// evidence["cpu"] to *f and returns the sentence with StarvationMargin; empty when it was not
+// starved.
+OutsideView CpuStarvation(const Session& s, int rank, DurationNs excess, Finding* f) {
   const RankData* self = s.FindRank(rank);
-  if (self == nullptr || !self->proc || self->proc->sched_unreadable) return "";
+  if (self == nullptr || !self->proc || self->proc->sched_unreadable) return {};
   const ProcessTreeStats& p = *self->proc;
-  if (p.sampled_wall_ns <= 0) return "";
+  if (p.sampled_wall_ns <= 0) return {};
   const double others_delay =
       OthersMedian(s, rank, [](const ProcessTreeStats& o) { return double(o.run_delay_ns); });
   const double others_delay_per_wall = OthersMedian(s, rank, [](const ProcessTreeStats& o) {
@@ -111,8 +112,9 @@ std::string CpuStarvation(const Session& s, int rank, DurationNs excess, Finding
   const double delay_per_wall = delay / Wall(p);
   // Ranks sharing cores (oversubscribed) all wait for CPUs; this one must wait clearly more,
   // and the extra wait must account for a quarter of its extra own work at least.
-  if (!StarvedOfCpu(s, rank)) return "";
-  if (delay - others_delay < 0.25 * static_cast<double>(excess)) return "";
+  const std::optional<double> margin = StarvationMargin(s, rank);
+  if (!margin) return {};
+  if (delay - others_delay < 0.25 * static_cast<double>(excess)) return {};
 
   const double others_involuntary = OthersMedian(
       s, rank, [](const ProcessTreeStats& o) { return double(o.involuntary_switches); });
@@ -176,23 +178,24 @@ std::string CpuStarvation(const Session& s, int rank, DurationNs excess, Finding
   f->evidence["cpu"] = std::move(cpu);
   f->evidence["cause_kind"] = "cpu_starved";
   f->evidence["cpu_cause"] = kind;
-  return sentence;
+  return {std::move(sentence), *margin};
 }
 
 std::string OffCpuSentence(const OffCpuCause& c);
 
 // Why the rank was slow as seen from outside the program, first match: starved of CPU
 // (CpuStarvation), else off its CPU for a reason its main thread's samples show (off_cpu.h).
-// Sets f's cause_kind, evidence and focus and returns the sentence; empty when neither.
-std::string OutsideCause(const Session& s, int rank, DurationNs excess, Finding* f) {
+// Sets f's cause_kind, evidence and focus and returns the sentence and its margin; empty when
+// neither.
+OutsideView OutsideCause(const Session& s, int rank, DurationNs excess, Finding* f) {
   const std::string r = std::to_string(rank);
-  std::string starved = CpuStarvation(s, rank, excess, f);
-  if (!starved.empty()) {
+  OutsideView starved = CpuStarvation(s, rank, excess, f);
+  if (!starved.sentence.empty()) {
     f->focus = "what else runs on rank " + r + "'s CPUs, and the CPU quota of its cgroup";
     return starved;
   }
   const std::optional<OffCpuCause> off = FindOffCpuCause(s, rank);
-  if (!off) return "";
+  if (!off) return {};
   f->focus = off->kind == "blocked"
                  ? "what rank " + r + "'s main thread waits for in " + off->where
                  : "who " + std::string(off->kind == "frozen" ? "freezes" : "stops") + " rank " +
@@ -204,7 +207,7 @@ std::string OutsideCause(const Session& s, int rank, DurationNs excess, Finding*
                             {"share", off->share},
                             {"others_share", off->others_share},
                             {"samples", off->samples}};
-  return OffCpuSentence(*off);
+  return {OffCpuSentence(*off), OffCpuMargin(*off)};
 }
 
 // " Its main thread was frozen by a cgroup freezer (__refrigerator) in 58 % of 312 samples
@@ -247,7 +250,10 @@ std::string WhatIfSentence(const WhatIf& w) {
          FormatDuration(w.with_typical) + ": " + FormatDouble("%.1f", w.speedup()) + "x.";
 }
 
-Finding MakeStraggler(const Session& s, const BlameModel& blame, const RankBlame& b) {
+// The blame model's straggler finding for b, with its cause; *outside_margin gets the margin of
+// the cause seen from outside the program (0 without one).
+Finding MakeStraggler(const Session& s, const BlameModel& blame, const RankBlame& b,
+                      double* outside_margin) {
   Finding f;
   f.kind = "straggler";
   f.ranks = {b.rank};
@@ -278,9 +284,10 @@ Finding MakeStraggler(const Session& s, const BlameModel& blame, const RankBlame
   }
   // Why, from outside the program: starved of CPU (whatever range it was in), else an NVTX
   // range, else what its processes did (I/O, CPU).
-  const std::string outside = OutsideCause(s, b.rank, excess, &f);
-  if (!outside.empty()) {
-    summary += outside;
+  const OutsideView outside = OutsideCause(s, b.rank, excess, &f);
+  *outside_margin = outside.margin;
+  if (!outside.sentence.empty()) {
+    summary += outside.sentence;
     focus = f.focus;
   } else if (range) {
     f.evidence["cause_kind"] = "nvtx_range";
@@ -301,23 +308,30 @@ Finding MakeStraggler(const Session& s, const BlameModel& blame, const RankBlame
 
 }  // namespace
 
-double BlameConfidence(const RankBlame& rank, const BlameModel& model,
-                       const BlameOptions& options) {
-  if (!rank.replayed || model.job <= 0) return 0;
-  const double gain = static_cast<double>(rank.gain) / static_cast<double>(model.job);
+BlameConfidence ConfidenceOf(const RankBlame& rank, const BlameModel& model,
+                             const BlameOptions& options, double outside_margin) {
+  BlameConfidence c;
+  if (!rank.replayed || model.job <= 0) return c;
+  c.gain = ThresholdMargin(static_cast<double>(rank.gain) / static_cast<double>(model.job),
+                           options.min_gain_fraction);
+  c.outside = std::clamp(outside_margin, 0.0, 1.0);
   if (rank.held_share > 0) {
-    // Judged on being held alone (cgroup quota, freezer): the MPI figures do not separate it, so
-    // 0.9 at most, and the held share's margin over its threshold (a tenth of the wall) counts.
-    return std::clamp(
-        0.9 * std::min(Margin(gain, options.min_gain_fraction), Margin(rank.held_share, 0.1)), 0.0,
-        1.0);
+    // Judged on being held alone (cgroup quota, freezer): the MPI figures do not separate it,
+    // the held share (threshold a tenth of the wall) is the evidence.
+    c.outside = std::max(c.outside, ThresholdMargin(rank.held_share, 0.1));
+  } else {
+    c.separation =
+        rank.persistence *
+        std::min(ThresholdMargin(rank.excess_fraction, options.min_excess_fraction),
+                 ThresholdMargin(rank.excess_sigmas, rank.judged_on_busy
+                                                         ? options.excess_sigmas_outside_evidence
+                                                         : options.excess_sigmas));
   }
-  const double clear = std::min(
-      {Margin(gain, options.min_gain_fraction),
-       Margin(rank.excess_fraction, options.min_excess_fraction),
-       Margin(rank.excess_sigmas, rank.judged_on_busy ? options.excess_sigmas_outside_evidence
-                                                      : options.excess_sigmas)});
-  return std::clamp(clear * rank.persistence, 0.0, 1.0);
+  // Two independent lines of evidence: either alone would name the rank, so both together
+  // leave the product of their doubts.
+  const double evidence = 1.0 - (1.0 - c.separation) * (1.0 - c.outside);
+  c.value = std::clamp(std::min(c.gain, evidence), 0.0, 1.0);
+  return c;
 }
 
 void ApplyBlame(const Session& aligned, const BlameModel& blame, const BlameOptions& options,
@@ -398,23 +412,29 @@ void ApplyBlame(const Session& aligned, const BlameModel& blame, const BlameOpti
     w.caused = b->caused_total;
     w.ranks = b->what_if_with;
     w.ranks.push_back(rank);
-    const double confidence = BlameConfidence(*b, blame, options);
     const double gain = blame.job > 0 ? static_cast<double>(b->gain) / blame.job : 0;
     const Severity severity =
         gain > options.critical_gain_fraction ? Severity::kCritical : Severity::kWarning;
     auto host = std::find_if(findings->begin(), findings->end(),
                              [&](const Finding& f) { return NamesRankAlone(f, rank); });
+    double outside_margin = 0;
     if (host == findings->end()) {
-      findings->push_back(MakeStraggler(aligned, blame, *b));  // with its outside cause
+      findings->push_back(MakeStraggler(aligned, blame, *b, &outside_margin));
       host = std::prev(findings->end());
     } else {
       // A finding of another analysis still learns why the rank was slow from outside.
-      host->summary += OutsideCause(aligned, rank, b->busy - blame.typical_busy, &*host);
+      const OutsideView outside = OutsideCause(aligned, rank, b->busy - blame.typical_busy, &*host);
+      host->summary += outside.sentence;
+      outside_margin = outside.margin;
     }
+    const BlameConfidence confidence = ConfidenceOf(*b, blame, options, outside_margin);
     host->summary += WhatIfSentence(w);
     host->what_if = w;
     host->cost_ns = std::max<int64_t>(host->cost_ns, b->caused_total);
-    host->confidence = confidence;
+    host->confidence = confidence.value;
+    host->evidence["confidence"] = {{"gain", confidence.gain},
+                                    {"separation", confidence.separation},
+                                    {"outside", confidence.outside}};
     host->severity = std::max(host->severity, severity);
   }
 }

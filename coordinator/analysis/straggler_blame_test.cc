@@ -1,0 +1,105 @@
+#include "coordinator/analysis/straggler_blame.h"
+
+#include <gtest/gtest.h>
+
+#include "coordinator/analysis/analysis_test_util.h"
+#include "coordinator/session_matches.h"
+
+namespace rankscope {
+namespace {
+
+// A replayed straggler of a 10 s job: `gain` of the job saved, its excess `fraction` of the
+// others' and `sigmas` robust sigmas, clearly above them in `persistence` of the run's parts.
+RankBlame Replayed(double gain, double fraction, double sigmas, double persistence) {
+  RankBlame r;
+  r.replayed = true;
+  r.gain = static_cast<DurationNs>(gain * 10 * kNsPerSec);
+  r.excess_fraction = fraction;
+  r.excess_sigmas = sigmas;
+  r.persistence = persistence;
+  return r;
+}
+
+BlameModel TenSecondJob() {
+  BlameModel m;
+  m.job = 10 * kNsPerSec;
+  return m;
+}
+
+TEST(StragglerBlameTest, AConsistentClearProblemReadsAtLeastNinetyPercent) {
+  const BlameOptions o;
+  // Half the job saved, own work twice the others' at 40 sigmas, in every part: the MPI figures
+  // alone name it.
+  const BlameConfidence alone = ConfidenceOf(Replayed(0.5, 1.0, 40, 1.0), TenSecondJob(), o, 0);
+  EXPECT_GE(alone.value, 0.9);
+  EXPECT_DOUBLE_EQ(alone.outside, 0);
+  // Two ranks: the excess in sigmas and the persistence are weak (HPCC's phases: 3.7 sigmas
+  // against 2, clear in 6 of 7 parts), but the agents saw it starved of CPU well past the
+  // thresholds (run delay 71 % of its wall against 8 %, CPU share 3.9x below the other's).
+  RankBlame two = Replayed(0.75, 3.0, 3.67, 6.0 / 7);
+  two.judged_on_busy = true;
+  const BlameConfidence starved = ConfidenceOf(two, TenSecondJob(), o, 0.84);
+  EXPECT_LT(starved.separation, 0.7);
+  EXPECT_GE(starved.value, 0.9);
+  // The same figures without that evidence read as they are: short of 0.9.
+  EXPECT_LT(ConfidenceOf(two, TenSecondJob(), o, 0).value, 0.7);
+}
+
+TEST(StragglerBlameTest, AMarginalProblemReadsLess) {
+  const BlameOptions o;
+  // A small gain (6 % against 5 %) caps it, however clear the rest.
+  EXPECT_LT(ConfidenceOf(Replayed(0.06, 1.0, 40, 1.0), TenSecondJob(), o, 0.95).value, 0.6);
+  // Present in half the run, nothing seen from outside: 0.5 at most.
+  EXPECT_LE(ConfidenceOf(Replayed(0.5, 1.0, 40, 0.5), TenSecondJob(), o, 0).value, 0.5);
+  // Near every threshold, each line of evidence at about 0.5: well short of 0.9.
+  const double near = ConfidenceOf(Replayed(0.5, 0.11, 4.5, 1.0), TenSecondJob(), o, 0.5).value;
+  EXPECT_GT(near, 0.5);
+  EXPECT_LT(near, 0.8);
+  // Not replayed, or no job: nothing to be confident about.
+  RankBlame unreplayed = Replayed(0.5, 1.0, 40, 1.0);
+  unreplayed.replayed = false;
+  EXPECT_EQ(ConfidenceOf(unreplayed, TenSecondJob(), o, 1.0).value, 0);
+  EXPECT_EQ(ConfidenceOf(Replayed(0.5, 1.0, 40, 1.0), BlameModel{}, o, 1.0).value, 0);
+}
+
+TEST(StragglerBlameTest, ARankHeldAloneIsAsClearAsItsHeldShare) {
+  const BlameOptions o;
+  RankBlame held = Replayed(0.3, 0, 0, 0);
+  held.held_share = 0.5;
+  const BlameConfidence half = ConfidenceOf(held, TenSecondJob(), o, 0);
+  EXPECT_DOUBLE_EQ(half.separation, 0);
+  EXPECT_DOUBLE_EQ(half.outside, 0.9);
+  EXPECT_NEAR(half.value, 0.9, 1e-9);
+  held.held_share = 0.12;
+  EXPECT_LT(ConfidenceOf(held, TenSecondJob(), o, 0).value, 0.6);
+}
+
+// Through ApplyBlame on a simulated 4-rank run: a rank 20 ms slower in every step of 50 gets
+// >= 0.9 and the parts in its evidence; the same delay in the last 10 steps only is reported
+// with less.
+TEST(StragglerBlameTest, ApplyBlameStatesTheConfidenceAndItsParts) {
+  for (const int from_step : {0, 40}) {
+    testing::TrainingSim sim;
+    sim.slow_compute = {{2, 20 * kNsPerMs}};
+    sim.slow_from_step = from_step;
+    const Session s = testing::Simulate(sim);
+    const BlameModel blame = BuildBlameModel(s, MatchSession(s));
+    std::vector<Finding> findings;
+    ApplyBlame(s, blame, BlameOptions{}, &findings, nullptr);
+    ASSERT_EQ(findings.size(), 1u) << from_step;
+    const Finding& f = findings.front();
+    EXPECT_EQ(f.ranks, std::vector<int>{2});
+    ASSERT_TRUE(f.evidence.contains("confidence"));
+    EXPECT_GT(f.evidence["confidence"]["gain"].get<double>(), 0.5);
+    EXPECT_EQ(f.evidence["confidence"]["outside"].get<double>(), 0);
+    if (from_step == 0) {
+      EXPECT_GE(f.confidence, 0.9);
+    } else {
+      EXPECT_GT(f.confidence, 0);
+      EXPECT_LT(f.confidence, 0.6);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace rankscope
