@@ -685,6 +685,17 @@ double CpuNs(const ProcessTreeStats& p) {
   return static_cast<double>(p.cpu_user_ns + p.cpu_system_ns);
 }
 
+// Whether the rank's CPU time is short of `share_of_others` x the others' per wall second by
+// more than the figures' resolution: /proc counts CPU time in clock ticks (10 ms), so in a
+// run of a second 10 ms against 20 ms is one tick, not half the CPU.
+bool CpuBelow(const ProcessTreeStats& p, double others_per_wall, double share_of_others) {
+  constexpr double kTicks = 5 * 10e6;  // five 10 ms ticks
+  const double wall = static_cast<double>(p.sampled_wall_ns);
+  const double mine = CpuNs(p);
+  return mine <= share_of_others * others_per_wall * wall &&
+         others_per_wall * wall - mine >= kTicks;
+}
+
 // The sample standard deviation (0 for fewer than two values).
 double SampleSigma(const std::vector<double>& v) {
   if (v.size() < 2) return 0;
@@ -772,7 +783,7 @@ std::optional<double> StarvationMargin(const Session& session, int rank) {
   const double delay_threshold = 1.15 * *others_delay + 0.05;
   const double others_cpu = OthersMedianPerWall(session, rank, false, CpuNs).value_or(0.0);
   const double cpu = CpuNs(p) / wall;
-  if (delay < delay_threshold || cpu > 0.8 * others_cpu) return std::nullopt;
+  if (delay < delay_threshold || !CpuBelow(p, others_cpu, 0.8)) return std::nullopt;
   return std::min(ThresholdMargin(delay, delay_threshold),
                   ThresholdMargin(others_cpu / std::max(cpu, 1e-12), 1 / 0.8));
 }
@@ -786,8 +797,7 @@ bool RanFarLess(const Session& session, int rank) {
   if (self == nullptr || !self->proc || self->proc->sampled_wall_ns <= 0) return false;
   const std::optional<double> others = OthersMedianPerWall(session, rank, false, CpuNs);
   if (!others) return false;
-  const ProcessTreeStats& p = *self->proc;
-  return CpuNs(p) / static_cast<double>(p.sampled_wall_ns) <= 0.6 * *others;
+  return CpuBelow(*self->proc, *others, 0.6);
 }
 
 Intervals OwnWorkIntervals(const RankData& rank, TimeNs from) {

@@ -162,7 +162,8 @@ struct BlameModel {
 // Whether the agents saw the rank starved of CPU from outside the program: its cgroup's quota
 // throttled it for a tenth of its sampled wall time or more (twice the other ranks' median
 // share at least), or it was runnable but waiting for a CPU (run delay) for a share of its time
-// at least 1.15x the others' median + 0.05 while its CPU share was at most 0.8x theirs. False
+// at least 1.15x the others' median + 0.05 while its CPU share was at most 0.8x theirs (and
+// 50 ms short at least: /proc counts CPU time in 10 ms ticks). False
 // without /proc scheduler figures for it and another rank.
 bool StarvedOfCpu(const Session& session, int rank);
 
@@ -190,7 +191,8 @@ double ProportionalSteadiness(const std::vector<double>& mine, const std::vector
                               double floor);
 
 // Whether the rank's processes got at most 0.6x the CPU per wall second of the other ranks'
-// median (stopped, frozen or starved; ranks waiting in MPI poll, so they burn CPU).
+// median, and 50 ms less at least (five of /proc's 10 ms ticks): stopped, frozen or starved
+// (ranks waiting in MPI poll, so they burn CPU).
 bool RanFarLess(const Session& session, int rank);
 
 // The rank's own work as the model reads it: the intervals between consecutive MPI events of its
