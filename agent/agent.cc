@@ -1,20 +1,29 @@
 #include "agent/agent.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <glob.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <functional>
+#include <initializer_list>
 #include <memory>
 #include <optional>
+#include <sstream>
+#include <string_view>
+#include <thread>
 
 #include "agent/identity.h"
 #include "agent/ipc_server.h"
@@ -151,12 +160,43 @@ class ControlFile {
       return false;
     }
     path_ = templ;
-    page_ = new (map) ControlPage{kControlPageMagic, {}};
+    page_ = new (map) ControlPage{kControlPageMagic, {}, {}, {}, {}, {}};
     Set(capturing);
     return true;
   }
   void Set(bool capturing) {
     if (page_ != nullptr) page_->capturing.store(capturing ? 1 : 0, std::memory_order_release);
+  }
+  // The rank's process: only it records its exit() on the page (its children, which inherit the
+  // library and the page, do not).
+  void SetProgramPid(pid_t pid) {
+    if (page_ != nullptr) page_->program_pid.store(pid, std::memory_order_release);
+  }
+  // exit()'s argument as the program's inject library recorded it; nullopt if it did not.
+  std::optional<int> ExitCode() const {
+    if (page_ == nullptr || page_->exited.load(std::memory_order_acquire) != 1) return std::nullopt;
+    return page_->exit_code.load(std::memory_order_relaxed);
+  }
+  // Blocks until the program calls exit() (true) or MarkEnded is called (false).
+  bool WaitForExitCall() {
+    if (page_ == nullptr) return false;
+    uint32_t v;
+    while ((v = page_->exited.load(std::memory_order_acquire)) == 0)
+      WaitWhile(&page_->exited, 0, -1);
+    return v == 1;
+  }
+  // The program has ended: WaitForExitCall returns, if it was still waiting.
+  void MarkEnded() {
+    if (page_ == nullptr) return;
+    uint32_t none = 0;
+    page_->exited.compare_exchange_strong(none, 2);
+    WakeAll(&page_->exited);
+  }
+  // Its last figures are read: the program's exit() goes on.
+  void MarkSampled() {
+    if (page_ == nullptr) return;
+    page_->sampled.store(1, std::memory_order_release);
+    WakeAll(&page_->sampled);
   }
   const std::string& path() const { return path_; }
 
@@ -185,79 +225,394 @@ void FillAgentOptionsFromEnvironment(const std::string& self_exe, AgentOptions* 
   if (get("RANKSCOPE_DORMANT") == "1") options->dormant = true;
 }
 
-ChildExit RunAgent(const AgentOptions& options) {
-  const bool profiled = !options.coordinator.empty();
-  if (!profiled) {
+namespace {
+
+// Everything the agent runs for one rank, in whichever process runs it: the program's parent
+// (RunAgent) or the process beside it (RunProgramWithAgentBeside).
+class RankCapture {
+ public:
+  explicit RankCapture(const AgentOptions& options)
+      : options_(options),
+        profiled_(!options.coordinator.empty()),
+        environment_(CurrentEnvironment()),
+        identity_(DetectIdentity(environment_, HostName())) {}
+
+  // Sets up the capture (control page, uplink, IPC socket, NCCL directory, NVML) and returns
+  // the program's environment. Nothing runs yet. `say` gets what the user should read (it
+  // cannot run as well as it would).
+  std::vector<std::string> Prepare(const std::function<void(const std::string&)>& say);
+  // The program runs as `pid`: the uplink, the NCCL collector and the samplers start.
+  void Start(pid_t pid);
+  // The program has exited and is not reaped yet (its last figures are readable): the
+  // samplers stop.
+  void StopSampling();
+  // Sends what is left with the exit status; nullopt: the program ended, how is not known.
+  void Finish(const std::optional<ChildExit>& exit);
+
+  ControlFile& control() { return control_; }
+
+ private:
+  bool EnvIs(const char* name, const char* value) const {
+    auto it = environment_.find(name);
+    return it != environment_.end() && it->second == value;
+  }
+
+  const AgentOptions& options_;
+  const bool profiled_;
+  const EnvMap environment_;  // read once; the program gets a copy
+  const AgentIdentity identity_;
+  ControlFile control_;  // before the uplink, whose control thread writes to it
+  std::unique_ptr<Uplink> uplink_;
+  std::unique_ptr<IpcServer> ipc_;
+  std::unique_ptr<NcclCollector> nccl_;
+  std::string nccl_dir_;
+  std::unique_ptr<NvmlSampler> nvml_;
+  std::unique_ptr<ProcSampler> proc_;
+  std::optional<ProcessTreeStats> proc_stats_;
+};
+
+std::vector<std::string> RankCapture::Prepare(const std::function<void(const std::string&)>& say) {
+  std::vector<std::string> extra_env;
+  if (profiled_) {
+    UplinkOptions up;
+    up.address = options_.coordinator;
+    up.token = options_.token;
+    up.final_timeout = options_.final_timeout;
+    // The inject library follows the coordinator's capture start/stop through the control page.
+    if (control_.Create(options_.tmp_dir, !options_.dormant)) {
+      up.on_capture = [this](bool on) { control_.Set(on); };
+    } else if (options_.dormant) {
+      say("rankscope agent (rank " + std::to_string(identity_.rank) +
+          "): cannot create the control page in " + options_.tmp_dir +
+          "; the rank is captured from the start");
+    }
+    up.capturing = !options_.dormant || control_.path().empty();
+    uplink_ =
+        std::make_unique<Uplink>(up, ToProto(identity_, options_.session_id, options_.program));
+    Uplink* sink = uplink_.get();
+    ipc_ = std::make_unique<IpcServer>([sink](wire::Batch&& b) { sink->AddBatch(std::move(b)); },
+                                       [sink](const std::string& e) { sink->AddNotice(e); });
+    if (Status st = ipc_->Start(options_.tmp_dir); !st.ok()) {
+      say("rankscope agent (rank " + std::to_string(identity_.rank) + "): " + st.message() +
+          "; the program runs without capture.");
+      uplink_->AddNotice(st.message());
+      ipc_.reset();
+    }
+    // NCCL's own log and topology dump, in a private directory removed at the end.
+    std::string templ = options_.tmp_dir + "/rankscope-nccl.XXXXXX";
+    if (mkdtemp(templ.data()) != nullptr) {
+      nccl_dir_ = templ;
+      NcclPlan plan = PlanNcclEnvironment(environment_, identity_, nccl_dir_, options_.session_id,
+                                          options_.tmp_dir);
+      if (!plan.note.empty()) uplink_->AddNotice(plan.note);
+      extra_env = plan.set_env;
+      nccl_ = std::make_unique<NcclCollector>(std::move(plan));
+    }
+    // NVML once per node, by local rank 0's agent.
+    if (identity_.local_rank == 0 && !EnvIs("RANKSCOPE_NVML", "0")) {
+      auto library = environment_.find("RANKSCOPE_NVML_LIBRARY");
+      nvml_ = std::make_unique<NvmlSampler>(
+          library != environment_.end() ? library->second : "libnvidia-ml.so.1", 2 * kNsPerSec,
+          30 * kNsPerSec);
+    }
+  }
+  if (!control_.path().empty()) extra_env.push_back("RANKSCOPE_CONTROL_FILE=" + control_.path());
+  std::string env_note;
+  std::vector<std::string> env = ChildEnvironment(
+      options_, environment_, ipc_ ? ipc_->path() : std::string(), extra_env, &env_note);
+  if (!env_note.empty() && uplink_) uplink_->AddNotice(env_note);  // the report shows it
+  return env;
+}
+
+void RankCapture::Start(pid_t pid) {
+  if (uplink_) {
+    uplink_->SetProgramPid(pid);
+    uplink_->Start();
+  }
+  if (nccl_) nccl_->Start(pid);
+  if (nvml_) nvml_->Start();
+  if (profiled_ && !EnvIs("RANKSCOPE_PROC", "0")) {
+    proc_ = std::make_unique<ProcSampler>(pid, kNsPerSec);
+    proc_->Start();
+  }
+}
+
+void RankCapture::StopSampling() {
+  if (proc_) proc_stats_ = proc_->Finish();
+  proc_.reset();
+}
+
+void RankCapture::Finish(const std::optional<ChildExit>& exit) {
+  if (!uplink_) return;
+  if (ipc_) ipc_->Stop();  // reads the program's last batches
+  if (nccl_) {
+    if (std::optional<v1::NcclSummary> summary = nccl_->Finish()) uplink_->SetNccl(*summary);
+    if (std::optional<v1::TopologyDump> topo = nccl_->Topology()) {
+      uplink_->SetTopology(*topo);
+      if (topo->source().find("/rankscope-") != std::string::npos) unlink(topo->source().c_str());
+    }
+    RemoveTree(nccl_dir_);
+  }
+  if (nvml_) uplink_->SetNvml(nvml_->Finish());
+  if (proc_stats_) uplink_->SetProcessStats(ToProto(*proc_stats_));
+  if (!exit) {
+    uplink_->AddNotice(
+        "the program ended without calling exit() (a signal, or _exit) and its parent reaped it "
+        "before the agent beside it read its status");
+    uplink_->FinishStatusUnseen();
+    return;
+  }
+  if (exit->term_signal != 0) {
+    uplink_->AddNotice("program killed by signal " + std::to_string(exit->term_signal) + " (" +
+                       strsignal(exit->term_signal) + ")");
+  }
+  uplink_->Finish(exit->exit_code, exit->term_signal);
+}
+
+void SayOnStderr(const std::string& text) { std::fprintf(stderr, "%s\n", text.c_str()); }
+
+void SayUnprofiled(const AgentOptions& options) {
+  if (options.coordinator.empty()) {
     std::fprintf(stderr,
                  "rankscope agent: RANKSCOPE_COORDINATOR is not set; running the program "
                  "unprofiled.\n");
   }
-  const EnvMap environment = CurrentEnvironment();  // read once; the program gets a copy
-  auto env_is = [&environment](const char* name, const char* value) {
-    auto it = environment.find(name);
-    return it != environment.end() && it->second == value;
-  };
-  AgentIdentity identity = DetectIdentity(environment, HostName());
+}
 
-  ControlFile control;  // before the uplink, whose control thread writes to it
-  std::unique_ptr<Uplink> uplink;
-  std::unique_ptr<IpcServer> ipc;
-  if (profiled) {
-    UplinkOptions up;
-    up.address = options.coordinator;
-    up.token = options.token;
-    up.final_timeout = options.final_timeout;
-    // The inject library follows the coordinator's capture start/stop through the control page.
-    if (control.Create(options.tmp_dir, !options.dormant)) {
-      up.on_capture = [&control](bool on) { control.Set(on); };
-    } else if (options.dormant) {
-      std::fprintf(stderr,
-                   "rankscope agent (rank %d): cannot create the control page in %s; "
-                   "the rank is captured from the start\n",
-                   identity.rank, options.tmp_dir.c_str());
-    }
-    up.capturing = !options.dormant || control.path().empty();
-    uplink = std::make_unique<Uplink>(up, ToProto(identity, options.session_id, options.program));
-    Uplink* sink = uplink.get();
-    ipc = std::make_unique<IpcServer>([sink](wire::Batch&& b) { sink->AddBatch(std::move(b)); },
-                                      [sink](const std::string& e) { sink->AddNotice(e); });
-    if (Status s = ipc->Start(options.tmp_dir); !s.ok()) {
-      std::fprintf(stderr, "rankscope agent (rank %d): %s; the program runs without capture.\n",
-                   identity.rank, s.message().c_str());
-      uplink->AddNotice(s.message());
-      ipc.reset();
-    }
-  }
+[[noreturn]] void ExecProgram(const std::vector<std::string>& program,
+                              std::vector<std::string> env) {
+  std::vector<std::string> argv = program;
+  std::vector<char*> c_env = CStrings(env);
+  std::vector<char*> c_argv = CStrings(argv);
+  execvpe(c_argv[0], c_argv.data(), c_env.data());
+  std::fprintf(stderr, "rankscope agent: cannot run %s: %s\n", c_argv[0], std::strerror(errno));
+  _exit(errno == ENOENT ? 127 : 126);
+}
 
-  // NCCL's own log and topology dump, in a private directory removed at the end.
-  std::unique_ptr<NcclCollector> nccl;
-  std::string nccl_dir;
-  std::vector<std::string> nccl_env;
-  if (profiled) {
-    std::string templ = options.tmp_dir + "/rankscope-nccl.XXXXXX";
-    if (mkdtemp(templ.data()) != nullptr) {
-      nccl_dir = templ;
-      NcclPlan plan =
-          PlanNcclEnvironment(environment, identity, nccl_dir, options.session_id, options.tmp_dir);
-      if (!plan.note.empty()) uplink->AddNotice(plan.note);
-      nccl_env = plan.set_env;
-      nccl = std::make_unique<NcclCollector>(std::move(plan));
+ChildExit FromWaitStatus(int status) {
+  ChildExit out;
+  if (WIFSIGNALED(status)) {
+    out.term_signal = WTERMSIG(status);
+    out.exit_code = 128 + out.term_signal;
+  } else {
+    out.exit_code = WEXITSTATUS(status);
+  }
+  return out;
+}
+
+int PidfdOpen(pid_t pid) { return static_cast<int>(syscall(SYS_pidfd_open, pid, 0)); }
+
+// The wait status of process `pid` while it is a zombie (/proc/PID/stat field 52, "exit_code");
+// nullopt once it is reaped or while it runs.
+std::optional<int> ZombieStatus(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  if (!std::getline(in, line)) return std::nullopt;
+  const size_t close = line.rfind(')');
+  if (close == std::string::npos) return std::nullopt;
+  std::istringstream fields(line.substr(close + 1));
+  std::string field;
+  std::vector<std::string> after;  // after[0] is field 3 (state)
+  while (fields >> field) after.push_back(field);
+  if (after.size() < 50 || after[0] != "Z") return std::nullopt;
+  return std::atoi(after[49].c_str());
+}
+
+// The program's environment as the agent sends it before the exec: "RSENV1\0", then each
+// "NAME=value\0"; parsed back by ReadEnvironment (nullopt for anything else: the agent died or
+// gave up before it had written it whole).
+constexpr std::string_view kEnvMagic{"RSENV1\0", 7};
+constexpr std::string_view kEnvEnd{"RSEND\0", 6};
+
+bool WriteAll(int fd, std::string_view data) {
+  while (!data.empty()) {
+    const ssize_t n = write(fd, data.data(), data.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    data.remove_prefix(static_cast<size_t>(n));
+  }
+  return true;
+}
+
+bool SendEnvironment(int fd, const std::vector<std::string>& env) {
+  std::string out(kEnvMagic);
+  for (const std::string& e : env) out.append(e).push_back('\0');
+  out.append(kEnvEnd);
+  return WriteAll(fd, out);
+}
+
+std::optional<std::vector<std::string>> ReadEnvironment(int fd, DurationNs timeout) {
+  std::string in;
+  const TimeNs deadline = MonotonicNow() + timeout;
+  char buf[65536];
+  for (;;) {
+    const TimeNs left = deadline - MonotonicNow();
+    if (left <= 0) return std::nullopt;
+    pollfd p{fd, POLLIN, 0};
+    const int ready = poll(&p, 1, static_cast<int>(std::max<TimeNs>(left / kNsPerMs, 1)));
+    if (ready < 0 && errno == EINTR) continue;
+    if (ready <= 0) return std::nullopt;
+    const ssize_t n = read(fd, buf, sizeof(buf));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return std::nullopt;
+    if (n == 0) break;
+    in.append(buf, static_cast<size_t>(n));
+  }
+  if (in.size() < kEnvMagic.size() + kEnvEnd.size() || in.rfind(kEnvMagic, 0) != 0 ||
+      in.compare(in.size() - kEnvEnd.size(), kEnvEnd.size(), kEnvEnd) != 0) {
+    return std::nullopt;
+  }
+  std::vector<std::string> env;
+  size_t at = kEnvMagic.size();
+  const size_t end = in.size() - kEnvEnd.size();
+  while (at < end) {
+    const size_t nul = in.find('\0', at);
+    env.push_back(in.substr(at, nul - at));
+    at = nul + 1;
+  }
+  return env;
+}
+
+// The program's environment without the agent: ours minus the session secret.
+std::vector<std::string> UnprofiledEnvironment() {
+  std::vector<std::string> env;
+  for (const auto& [key, value] : CurrentEnvironment()) {
+    if (key != "RANKSCOPE_TOKEN") env.push_back(key + "=" + value);
+  }
+  return env;
+}
+
+// Closes every descriptor of this process but stdin/stdout/stderr and `keep`: the ones the agent
+// inherited from the program's launcher (its pipes, its sockets) must not outlive the program.
+void CloseInheritedDescriptors(std::initializer_list<int> keep) {
+  std::vector<int> open;
+  if (DIR* dir = opendir("/proc/self/fd")) {
+    while (dirent* e = readdir(dir)) {
+      const int fd = std::atoi(e->d_name);
+      if (fd > 2 && fd != dirfd(dir)) open.push_back(fd);
+    }
+    closedir(dir);
+  }
+  for (int fd : open) {
+    if (std::find(keep.begin(), keep.end(), fd) == keep.end()) close(fd);
+  }
+}
+
+// The agent beside the program (pid `program`), in the process forked before its exec. Never
+// returns: its work done, it exits.
+[[noreturn]] void AgentBeside(const AgentOptions& options, pid_t program, int env_fd, int exec_fd) {
+  setsid();  // out of the program's session and process group: the job's signals are not ours
+  for (int sig :
+       {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGPIPE, SIGTSTP, SIGTTIN, SIGTTOU}) {
+    signal(sig, SIG_IGN);
+  }
+  // stdin and stdout are the program's; stderr stays, for the messages only the user reads
+  // (the coordinator refused us, the final report was lost), until the agent is done.
+  if (const int null_fd = open("/dev/null", O_RDWR | O_CLOEXEC); null_fd >= 0) {
+    dup2(null_fd, STDIN_FILENO);
+    dup2(null_fd, STDOUT_FILENO);
+    close(null_fd);
+  }
+  const int pidfd = PidfdOpen(program);  // the program waits for our environment: it is alive
+  CloseInheritedDescriptors({env_fd, exec_fd, pidfd});
+  if (pidfd < 0) _exit(0);  // the program runs unprofiled (no environment from us)
+  {
+    RankCapture capture(options);
+    const std::vector<std::string> env = capture.Prepare(SayOnStderr);
+    // Before the exec (it may exit at once). Only beside the program: its library then waits at
+    // exit() for the agent to read its last figures, which a parent reads from the zombie.
+    capture.control().SetProgramPid(program);
+    const bool sent = SendEnvironment(env_fd, env);
+    close(env_fd);
+    if (sent) {
+      // The exec closes the program's end of this pipe (or its death does).
+      char c;
+      while (read(exec_fd, &c, 1) < 0 && errno == EINTR) {
+      }
+      capture.Start(program);
+      // When the program calls exit(), its library waits (100 ms at most) until its last
+      // figures are read: after the exit its parent may reap it before this process looks.
+      std::thread last_figures([&capture] {
+        if (capture.control().WaitForExitCall()) {
+          capture.StopSampling();
+          capture.control().MarkSampled();
+        }
+      });
+      pollfd p{pidfd, POLLIN, 0};
+      while (poll(&p, 1, -1) < 0 && errno == EINTR) {
+      }
+      const std::optional<int> zombie = ZombieStatus(program);  // first: it may be reaped soon
+      capture.control().MarkEnded();
+      last_figures.join();
+      std::optional<ChildExit> exit;
+      if (zombie) {
+        exit = FromWaitStatus(*zombie);
+      } else if (std::optional<int> code = capture.control().ExitCode()) {
+        exit = ChildExit{*code, 0};
+      }
+      capture.StopSampling();  // unless done at its exit()
+      capture.Finish(exit);
     }
   }
-  // NVML once per node, by local rank 0's agent.
-  std::unique_ptr<NvmlSampler> nvml;
-  if (profiled && identity.local_rank == 0 && !env_is("RANKSCOPE_NVML", "0")) {
-    auto library = environment.find("RANKSCOPE_NVML_LIBRARY");
-    nvml = std::make_unique<NvmlSampler>(
-        library != environment.end() ? library->second : "libnvidia-ml.so.1", 2 * kNsPerSec,
-        30 * kNsPerSec);
+  std::fflush(nullptr);
+  _exit(0);
+}
+
+}  // namespace
+
+bool CanRunBeside() {
+  if (StepDaemonParent() != 0) return false;  // slurmstepd ends a step's leftovers at its end
+  const int fd = PidfdOpen(getpid());
+  if (fd < 0) return false;  // Linux before 5.3
+  close(fd);
+  return true;
+}
+
+[[noreturn]] void RunProgramWithAgentBeside(const AgentOptions& options) {
+  SayUnprofiled(options);
+  if (options.coordinator.empty()) ExecProgram(options.program, UnprofiledEnvironment());
+  const pid_t program = getpid();
+  int env_pipe[2] = {-1, -1}, exec_pipe[2] = {-1, -1};
+  if (pipe2(env_pipe, O_CLOEXEC) != 0 || pipe2(exec_pipe, O_CLOEXEC) != 0) {
+    ExitLikeChild(RunAgent(options));
   }
-  std::string env_note;
-  std::vector<std::string> extra_env = nccl_env;
-  if (!control.path().empty()) extra_env.push_back("RANKSCOPE_CONTROL_FILE=" + control.path());
-  std::vector<std::string> env = ChildEnvironment(
-      options, environment, ipc ? ipc->path() : std::string(), extra_env, &env_note);
-  if (!env_note.empty() && uplink) uplink->AddNotice(env_note);  // the report shows it
+  // A middle process forks the agent and exits at once: the agent is no child of the program
+  // (whose wait() must not see it) and is reparented away from it.
+  const pid_t middle = fork();
+  if (middle == 0) {
+    const pid_t agent = fork();
+    if (agent == 0) {
+      close(env_pipe[0]);
+      close(exec_pipe[1]);
+      AgentBeside(options, program, env_pipe[1], exec_pipe[0]);
+    }
+    _exit(agent < 0 ? 1 : 0);
+  }
+  close(env_pipe[1]);
+  close(exec_pipe[0]);
+  if (middle < 0) {
+    close(env_pipe[0]);
+    close(exec_pipe[1]);
+    ExitLikeChild(RunAgent(options));
+  }
+  while (waitpid(middle, nullptr, 0) < 0 && errno == EINTR) {
+  }
+  // The agent's environment for the program; without it (the agent failed), the program runs
+  // unprofiled. exec_pipe[1] closes at the exec, which tells the agent the program runs.
+  std::optional<std::vector<std::string>> env = ReadEnvironment(env_pipe[0], 20 * kNsPerSec);
+  close(env_pipe[0]);
+  if (!env) {
+    std::fprintf(stderr,
+                 "rankscope agent: the agent did not start; running the program "
+                 "unprofiled.\n");
+  }
+  ExecProgram(options.program, env ? std::move(*env) : UnprofiledEnvironment());
+}
+
+ChildExit RunAgent(const AgentOptions& options) {
+  SayUnprofiled(options);
+  RankCapture capture(options);
+  std::vector<std::string> env = capture.Prepare(SayOnStderr);
   std::vector<std::string> argv = options.program;
   std::vector<char*> c_env = CStrings(env);
   std::vector<char*> c_argv = CStrings(argv);
@@ -275,8 +630,6 @@ ChildExit RunAgent(const AgentOptions& options) {
     _exit(errno == ENOENT ? 127 : 126);
   }
   ChildExit result;
-  std::unique_ptr<ProcSampler> proc;
-  std::optional<ProcessTreeStats> proc_stats;
   if (pid < 0) {
     sigprocmask(SIG_SETMASK, &old, nullptr);
     std::fprintf(stderr, "rankscope agent: fork failed: %s\n", std::strerror(errno));
@@ -285,52 +638,20 @@ ChildExit RunAgent(const AgentOptions& options) {
     g_child_pid = pid;
     InstallForwarders();
     sigprocmask(SIG_SETMASK, &old, nullptr);
-    if (uplink) {
-      uplink->SetProgramPid(pid);
-      uplink->Start();
-    }
-    if (nccl) nccl->Start(pid);
-    if (nvml) nvml->Start();
-    if (profiled && !env_is("RANKSCOPE_PROC", "0")) {
-      proc = std::make_unique<ProcSampler>(pid, kNsPerSec);
-      proc->Start();
-    }
-    int status = 0;
+    capture.Start(pid);
     // Wait for the exit without reaping: the program's final counters stay readable, and its pid
     // cannot be reused while the forwarder may still signal it.
     siginfo_t info{};
     while (waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOWAIT) < 0 && errno == EINTR) {
     }
-    if (proc) proc_stats = proc->Finish();
+    capture.StopSampling();
     g_child_pid = 0;
+    int status = 0;
     while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
     }
-    if (WIFSIGNALED(status)) {
-      result.term_signal = WTERMSIG(status);
-      result.exit_code = 128 + result.term_signal;
-    } else {
-      result.exit_code = WEXITSTATUS(status);
-    }
+    result = FromWaitStatus(status);
   }
-
-  if (uplink) {
-    if (ipc) ipc->Stop();  // reads the program's last batches
-    if (nccl) {
-      if (std::optional<v1::NcclSummary> summary = nccl->Finish()) uplink->SetNccl(*summary);
-      if (std::optional<v1::TopologyDump> topo = nccl->Topology()) {
-        uplink->SetTopology(*topo);
-        if (topo->source().find("/rankscope-") != std::string::npos) unlink(topo->source().c_str());
-      }
-      RemoveTree(nccl_dir);
-    }
-    if (nvml) uplink->SetNvml(nvml->Finish());
-    if (proc_stats) uplink->SetProcessStats(ToProto(*proc_stats));
-    if (result.term_signal != 0) {
-      uplink->AddNotice("program killed by signal " + std::to_string(result.term_signal) + " (" +
-                        strsignal(result.term_signal) + ")");
-    }
-    uplink->Finish(result.exit_code, result.term_signal);
-  }
+  capture.Finish(result);
   return result;
 }
 

@@ -1,6 +1,8 @@
-// `rankscope agent [opts] -- PROGRAM ARGS...`: the parent of one rank. Spawns the program
-// with the inject library loaded, forwards signals to it, collects its records over local IPC,
-// streams them to the coordinator, and returns the program's exit status unchanged.
+// `rankscope agent [opts] -- PROGRAM ARGS...`: the agent of one rank. Runs the program with the
+// inject library loaded, collects its records over local IPC and streams them to the
+// coordinator; the program's exit status is the launcher's to see, unchanged. Beside the
+// program where it can (RunProgramWithAgentBeside), else as its parent (RunAgent: forwarding
+// signals and exiting like it).
 #pragma once
 
 #include <string>
@@ -36,6 +38,18 @@ struct ChildExit {
   int term_signal = 0;  // 0 if the program exited normally
 };
 ChildExit RunAgent(const AgentOptions& options);
+
+// Whether RunProgramWithAgentBeside can run here: pidfd_open works (Linux 5.3) and this is no
+// Slurm task (slurmstepd ends what is left of a step when its tasks exit, which would cut the
+// agent beside the task off before its last records are sent).
+bool CanRunBeside();
+
+// The program runs as this process (exec'd in place: the same pid, so the launcher counts it as
+// the rank, its signals and its exit code are its own) and the agent beside it, in a process
+// forked before the exec and reparented away from the program, watches it by pidfd. Killing the
+// agent leaves the program running; its records stop there and the report marks the rank
+// partial. Returns only into the program (or exits like RunAgent where it cannot start).
+[[noreturn]] void RunProgramWithAgentBeside(const AgentOptions& options);
 
 // Ends this process the way the child ended: exit(code), or by the same signal.
 [[noreturn]] void ExitLikeChild(const ChildExit& exit);

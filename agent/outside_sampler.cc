@@ -192,7 +192,7 @@ int SampleRanksFromOutside(const std::vector<JobRank>& ranks,
     if (i == 0 && nvml) s.uplink->SetNvml(nvml->Finish());
     s.uplink->AddNotice(OutsideNotice(ranks[i], nccl_log));
     if (!cut_short.empty()) s.uplink->AddNotice(cut_short);
-    s.uplink->FinishStillRunning();
+    s.uplink->FinishWithoutStatus();
     if (s.uplink->registered()) ++delivered;
   }
   return delivered;

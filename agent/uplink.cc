@@ -283,9 +283,11 @@ void Uplink::Finish(int exit_code, int term_signal) {
   FinishWith(std::make_pair(exit_code, term_signal));
 }
 
-void Uplink::FinishStillRunning() { FinishWith(std::nullopt); }
+void Uplink::FinishWithoutStatus() { FinishWith(std::nullopt); }
 
-void Uplink::FinishWith(std::optional<std::pair<int, int>> exit_status) {
+void Uplink::FinishStatusUnseen() { FinishWith(std::make_pair(0, 0), /*unseen=*/true); }
+
+void Uplink::FinishWith(std::optional<std::pair<int, int>> exit_status, bool unseen) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     finishing_ = true;
@@ -293,6 +295,7 @@ void Uplink::FinishWith(std::optional<std::pair<int, int>> exit_status) {
       v1::ProcessExit* exit = pending_.mutable_exit();
       exit->set_exit_code(exit_status->first);
       exit->set_term_signal(exit_status->second);
+      exit->set_status_unseen(unseen);
       exit->set_time(MonotonicNow());
     }
   }

@@ -73,9 +73,11 @@ class Uplink {
   // Sends the exit status with everything still queued and a final clock sync; returns when
   // the coordinator acknowledged it or options.final_timeout passed. Call once.
   void Finish(int exit_code, int term_signal);
-  // The same for a program that goes on running (rankscope attach sampled it from outside): the
-  // final batch carries no exit status.
-  void FinishStillRunning();
+  // The same without an exit status: for a program that goes on running (rankscope attach
+  // sampled it from outside), or one whose status the agent beside it could not see.
+  void FinishWithoutStatus();
+  // The program ended, but how was not seen (ProcessExit.status_unseen).
+  void FinishStatusUnseen();
 
   bool registered() const { return registered_.load(); }
   bool capture_enabled() const { return capture_enabled_.load(); }
@@ -94,7 +96,7 @@ class Uplink {
   void Loop();
   void ControlLoop();
   size_t PendingRecordsLocked() const;
-  void FinishWith(std::optional<std::pair<int, int>> exit);
+  void FinishWith(std::optional<std::pair<int, int>> exit, bool unseen = false);
 
   const UplinkOptions options_;
   v1::Identity identity_;

@@ -43,6 +43,12 @@ void AssessCompleteness(Session* session) {
                             : "exited with code " + std::to_string(*r.exit_code);
       AddReason(session, "rank " + std::to_string(r.id.rank) + " (" + r.id.node + ") " + how);
     }
+    // Its status unseen: with the launcher failing it may be the rank that failed.
+    if (r.exit_unseen && session->launcher_exit_code.value_or(1) != 0) {
+      AddReason(session, "rank " + std::to_string(r.id.rank) + " (" + r.id.node +
+                             ") ended without calling exit() (a signal, or _exit); its status "
+                             "was not seen");
+    }
     if (r.dropped_records > 0) {
       AddReason(session, "rank " + std::to_string(r.id.rank) + " dropped " +
                              std::to_string(r.dropped_records) + " records");

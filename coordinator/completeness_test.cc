@@ -44,5 +44,27 @@ TEST(Completeness, NamesMissingCrashedAndUnfinishedRanks) {
   EXPECT_EQ(s.partial_reasons.size(), 4u);
 }
 
+// The agent beside a rank could not see how it ended (reaped before it looked, no exit()): with
+// the launcher failing it may be the rank that failed, so it is named; with the launcher at 0
+// every rank exited 0.
+TEST(Completeness, ARankWhoseEndWasNotSeenIsNamedOnlyWhenTheLauncherFailed) {
+  for (const int launcher : {0, 137}) {
+    Session s;
+    s.world_size = 2;
+    s.launcher_exit_code = launcher;
+    RankData unseen = Finished(1);
+    unseen.exit_code.reset();
+    unseen.exit_unseen = true;
+    s.ranks = {Finished(0), unseen};
+    AssessCompleteness(&s);
+    EXPECT_EQ(s.partial, launcher != 0);
+    const bool named =
+        !s.partial_reasons.empty() && s.partial_reasons.front() ==
+                                          "rank 1 (n1) ended without calling exit() (a signal, or "
+                                          "_exit); its status was not seen";
+    EXPECT_EQ(named, launcher != 0) << launcher;
+  }
+}
+
 }  // namespace
 }  // namespace rankscope

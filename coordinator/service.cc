@@ -202,7 +202,9 @@ grpc::Status CoordinatorService::Upload(grpc::ServerContext* ctx, const v1::Uplo
                            " records with an operation this coordinator does not know (skipped)");
   }
   rank.dropped_records = std::max(rank.dropped_records, req->dropped_records());
-  if (req->has_exit()) {
+  if (req->has_exit() && req->exit().status_unseen()) {
+    rank.exit_unseen = true;
+  } else if (req->has_exit()) {
     rank.exit_code = req->exit().exit_code();
     rank.term_signal = req->exit().term_signal();
   }
@@ -235,6 +237,7 @@ grpc::Status CoordinatorService::Control(grpc::ServerContext* ctx, const v1::Con
     return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
                         "unknown agent id '" + ToText(req->agent_id()) + "': register first");
   }
+  gone_.erase(agent_index_.at(req->agent_id()));  // back (its stream had broken)
   while (!closed_ && !ctx->IsCancelled()) {
     auto& queue = commands_[req->agent_id()];
     while (!queue.empty()) {
@@ -247,6 +250,15 @@ grpc::Status CoordinatorService::Control(grpc::ServerContext* ctx, const v1::Con
       if (!ok) return grpc::Status::OK;
     }
     cv_.wait_for(lock, std::chrono::milliseconds(200));
+  }
+  // An agent ends this stream only after its final batch was acknowledged: a rank still
+  // unfinished here lost its agent, and WaitForFinal need not wait for it.
+  if (!closed_) {
+    const size_t index = agent_index_.at(req->agent_id());
+    if (!session_.ranks[index].finished) {
+      gone_.insert(index);
+      cv_.notify_all();
+    }
   }
   return grpc::Status::OK;
 }
@@ -263,8 +275,10 @@ bool CoordinatorService::WaitForFinal(int ranks, DurationNs timeout) const {
   std::unique_lock<std::mutex> lock(mu_);
   return cv_.wait_for(lock, std::chrono::nanoseconds(timeout), [&] {
     if (static_cast<int>(session_.ranks.size()) < ranks) return false;
-    return std::all_of(session_.ranks.begin(), session_.ranks.end(),
-                       [](const RankData& r) { return r.finished; });
+    for (size_t i = 0; i < session_.ranks.size(); ++i) {
+      if (!session_.ranks[i].finished && !gone_.count(i)) return false;
+    }
+    return true;
   });
 }
 

@@ -10,6 +10,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 
 #include "coordinator/session.h"
@@ -44,7 +45,8 @@ class CoordinatorService final : public v1::Coordinator::Service {
   // A copy of the session as received so far (records in each rank's local clock).
   Session Snapshot() const;
   // Waits until `ranks` agents have registered and all registered agents sent their final
-  // batch, or until `timeout` passes. Returns true if everything arrived.
+  // batch or are gone (their control stream broke first: killed, or their node), or until
+  // `timeout` passes. Returns true if nothing more is to come.
   bool WaitForFinal(int ranks, DurationNs timeout) const;
   // Queues a command for every registered agent.
   void Broadcast(v1::ControlCommand::Kind kind);
@@ -75,6 +77,9 @@ class CoordinatorService final : public v1::Coordinator::Service {
   // The last capture start/stop broadcast, for agents that register later.
   std::optional<v1::ControlCommand::Kind> capture_state_;
   std::vector<std::string> problems_;
+  // Ranks (indices in session_.ranks) whose agent's control stream broke before their final
+  // batch: the agent is gone (killed, or its node), so nothing more will come from it.
+  std::set<size_t> gone_;
   std::map<std::string, int> refused_;  // why -> RPCs refused for it
   std::string first_refused_peer_;
   bool closed_ = false;

@@ -110,6 +110,9 @@ struct RankData {
   std::optional<int> exit_code;  // as the launcher sees it (128+signal when killed)
   int term_signal = 0;
   bool finished = false;  // the agent's final batch arrived
+  // It ended, but its exit status was not seen (exit_code empty): the agent beside it found it
+  // reaped already, and it had not called exit() (a signal, or _exit).
+  bool exit_unseen = false;
 };
 
 struct Session {

@@ -291,6 +291,7 @@ int main(int argc, char** argv) {
   if (*agent_cmd) {
     rankscope::FillAgentOptionsFromEnvironment(SelfExe(), &agent);
     agent.final_timeout = static_cast<rankscope::DurationNs>(final_timeout_s * 1e9);
+    if (rankscope::CanRunBeside()) rankscope::RunProgramWithAgentBeside(agent);
     rankscope::ExitLikeChild(rankscope::RunAgent(agent));
   }
   if (*coord_cmd) {

@@ -256,10 +256,13 @@ int RunJob(const RunOptions& options) {
     return 1;
   }
   g_launcher_pid = pid;
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  // Its exit, not reaped yet: where the launched command is the rank itself (no launcher), the
+  // agent beside it reads its status from its zombie (agent/agent.h).
+  siginfo_t info{};
+  while (waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOWAIT) < 0 && errno == EINTR) {
   }
-  int exit_code = WIFSIGNALED(status) ? 128 + WTERMSIG(status) : WEXITSTATUS(status);
+  const bool signalled = info.si_code == CLD_KILLED || info.si_code == CLD_DUMPED;
+  int exit_code = signalled ? 128 + info.si_status : info.si_status;
 
   // Agents send their final batch right after their rank exits; wait for it, but not long
   // when the launcher failed (ranks killed with SIGKILL never send one).
@@ -267,6 +270,9 @@ int RunJob(const RunOptions& options) {
   int expected = std::max(1, service.Snapshot().world_size);
   DurationNs drain = exit_code == 0 ? options.drain_timeout : options.drain_timeout / 3;
   service.WaitForFinal(expected, drain);
+  g_launcher_pid = 0;  // no signal is forwarded to a pid that may be reused once reaped
+  while (waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
+  }
 
   Session extra;
   extra.command = options.command;

@@ -320,30 +320,51 @@ void AtForkChild() {
   pthread_mutex_unlock(&g_connect_mu);
 }
 
-// The agent's control page, mapped read-only; null without one (always capturing).
-const ControlPage* g_control = nullptr;
+// The agent's control page; null without one (always capturing).
+ControlPage* g_control = nullptr;
+
+// on_exit handler: the program's exit status for an agent that is not its parent (it cannot
+// wait() for it). Only the rank's own process writes it, not children that inherited us.
+void RecordExit(int status, void*) {
+  if (g_control == nullptr ||
+      g_control->program_pid.load(std::memory_order_acquire) != static_cast<int32_t>(getpid())) {
+    return;
+  }
+  g_control->exit_code.store(status & 0xff, std::memory_order_relaxed);
+  g_control->exited.store(1, std::memory_order_release);
+  WakeAll(&g_control->exited);
+  if (!g_active.load(std::memory_order_relaxed)) return;  // the agent is gone: nobody reads
+  // The agent beside the program reads its last figures now, while they are readable (it is
+  // not the parent: once the program is reaped they are gone). 100 ms at most.
+  const TimeNs deadline = MonotonicNow() + 100 * kNsPerMs;
+  for (TimeNs left = 100 * kNsPerMs; left > 0 && g_control->sampled.load() == 0;
+       left = deadline - MonotonicNow()) {
+    WaitWhile(&g_control->sampled, 0, left);
+  }
+}
 
 void MapControlPage() {
   const char* path = std::getenv("RANKSCOPE_CONTROL_FILE");
   if (path == nullptr || path[0] == '\0') return;
-  const int fd = open(path, O_RDONLY | O_CLOEXEC);
+  const int fd = open(path, O_RDWR | O_CLOEXEC);
   if (fd < 0) {
     Say("cannot open RANKSCOPE_CONTROL_FILE; capturing from the start");
     return;
   }
-  void* map = mmap(nullptr, kControlPageSize, PROT_READ, MAP_SHARED, fd, 0);
+  void* map = mmap(nullptr, kControlPageSize, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   close(fd);
   if (map == MAP_FAILED) {
     Say("cannot map RANKSCOPE_CONTROL_FILE; capturing from the start");
     return;
   }
-  const auto* page = static_cast<const ControlPage*>(map);
+  auto* page = static_cast<ControlPage*>(map);
   if (page->magic != kControlPageMagic) {
     Say("RANKSCOPE_CONTROL_FILE is not a rankscope control page; capturing from the start");
     munmap(map, kControlPageSize);
     return;
   }
   g_control = page;
+  on_exit(RecordExit, nullptr);
 }
 
 // Reads the configuration once, when the library is loaded (LD_PRELOAD or NVTX's dlopen).

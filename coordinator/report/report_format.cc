@@ -125,6 +125,7 @@ std::string DescribeExit(const RankData& rank) {
   if (rank.exit_code.has_value() && *rank.exit_code != 0) {
     return "exited with code " + std::to_string(*rank.exit_code);
   }
+  if (rank.exit_unseen) return "ended without exit() (status not seen)";
   return "";
 }
 

@@ -55,8 +55,10 @@ TEST(CollectNotices, CrashesMissingRanksAndLostData) {
   ASSERT_GE(notices.size(), 5u);
   EXPECT_EQ(notices[0].text, "ranks 3-5 never registered: no data from them");
   EXPECT_TRUE(notices[0].severe);
-  EXPECT_EQ(notices[1].rank, 2);
-  EXPECT_EQ(notices[1].text, "killed by SIGKILL (exit code 137)");
+  EXPECT_EQ(notices[1].rank, 1);  // ended, the agent beside it too late to see how
+  EXPECT_EQ(notices[1].text, "ended without exit() (status not seen)");
+  EXPECT_EQ(notices[2].rank, 2);
+  EXPECT_EQ(notices[2].text, "killed by SIGKILL (exit code 137)");
   EXPECT_EQ(DescribeExit(s.ranks[0]), "");
   s.ranks[0].exit_code = 3;
   EXPECT_EQ(DescribeExit(s.ranks[0]), "exited with code 3");

@@ -53,6 +53,7 @@ json RankJson(const RankData& r, const GpuReport& gpu) {
   rank["exit_code"] = OptionalInt(r.exit_code);
   rank["term_signal"] = r.term_signal;
   rank["finished"] = r.finished;
+  rank["exit_unseen"] = r.exit_unseen;
   rank["dropped_records"] = r.dropped_records;
   if (r.proc) {
     // The rank's processes (program + the ones it started), from /proc.

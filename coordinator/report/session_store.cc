@@ -43,7 +43,8 @@ CREATE TABLE ranks (
   restart_count INTEGER, program TEXT, clock_ref_local INTEGER, clock_offset_ns INTEGER,
   clock_drift_ppm REAL, clock_uncertainty_ns INTEGER, clock_samples_used INTEGER,
   clock_samples_total INTEGER, clock_fitted INTEGER, clock_error TEXT, notices TEXT,
-  dropped_records INTEGER, exit_code INTEGER, term_signal INTEGER, finished INTEGER);
+  dropped_records INTEGER, exit_code INTEGER, term_signal INTEGER, finished INTEGER,
+  exit_unseen INTEGER);
 CREATE TABLE clock_samples (rank_idx INTEGER, t1 INTEGER, t2 INTEGER, t3 INTEGER, t4 INTEGER);
 CREATE TABLE collectives (
   rank_idx INTEGER, comm_id INTEGER, seq INTEGER, op INTEGER, op_name TEXT, nonblocking INTEGER,
@@ -113,7 +114,7 @@ Status WriteMeta(const Connection& db, const Session& s) {
 Status WriteRanks(const Connection& db, const Session& s) {
   Statement rank_row(db,
                      "INSERT INTO ranks VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
-                     "?, ?, ?, ?, ?, ?, ?, ?)");
+                     "?, ?, ?, ?, ?, ?, ?, ?, ?)");
   Statement sample(db, "INSERT INTO clock_samples VALUES (?, ?, ?, ?, ?)");
   Statement collective(
       db, "INSERT INTO collectives VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
@@ -151,6 +152,7 @@ Status WriteRanks(const Connection& db, const Session& s) {
     rank_row.Int(c.samples_used).Int(c.samples_total).Int(r.clock_fitted ? 1 : 0);
     rank_row.Text(r.clock_error).Text(Dump(r.notices)).Int(r.dropped_records);
     rank_row.OptionalInt(r.exit_code).Int(r.term_signal).Int(r.finished ? 1 : 0);
+    rank_row.Int(r.exit_unseen ? 1 : 0);
     RETURN_IF_ERROR(rank_row.Run());
 
     for (const ClockSample& x : r.clock_samples) {
@@ -400,14 +402,17 @@ Status ReadMeta(const std::string& path,
   return m.Bool("aligned", &s->aligned);
 }
 
-Status ReadRanks(const Connection& db, Session* s) {
+Status ReadRanks(const Connection& db, int version, Session* s) {
   const std::string& path = db.path();
-  Statement q(db,
-              "SELECT idx, rank, local_rank, world_size, node, host, launcher, job_id, agent_pid, "
-              "program_pid, restart_count, program, clock_ref_local, clock_offset_ns, "
-              "clock_drift_ppm, clock_uncertainty_ns, clock_samples_used, clock_samples_total, "
-              "clock_fitted, clock_error, notices, dropped_records, exit_code, term_signal, "
-              "finished FROM ranks ORDER BY idx");
+  const std::string sql = std::string(
+                              "SELECT idx, rank, local_rank, world_size, node, host, launcher, "
+                              "job_id, agent_pid, program_pid, restart_count, program, "
+                              "clock_ref_local, clock_offset_ns, clock_drift_ppm, "
+                              "clock_uncertainty_ns, clock_samples_used, clock_samples_total, "
+                              "clock_fitted, clock_error, notices, dropped_records, exit_code, "
+                              "term_signal, finished") +
+                          (version >= 5 ? ", exit_unseen" : "") + " FROM ranks ORDER BY idx";
+  Statement q(db, sql.c_str());
   while (q.Next()) {
     if (q.ColumnInt(0) != static_cast<int64_t>(s->ranks.size())) {
       return Corrupt(path, "ranks.idx " + std::to_string(q.ColumnInt(0)) + " is out of sequence");
@@ -443,6 +448,7 @@ Status ReadRanks(const Connection& db, Session* s) {
     }
     r.term_signal = static_cast<int>(next_int());
     r.finished = next_int() != 0;
+    if (version >= 5) r.exit_unseen = next_int() != 0;
     s->ranks.push_back(std::move(r));
   }
   if (!q.status().ok()) return Corrupt(path, q.status().message());
@@ -767,8 +773,8 @@ Result<Session> LoadSession(const std::string& path) {
   RETURN_IF_ERROR(OpenForReading(db, meta));
   Session session;
   RETURN_IF_ERROR(ReadMeta(path, meta, &session));
-  RETURN_IF_ERROR(ReadRanks(db, &session));
   const int version = std::stoi(*meta["schema_version"]);
+  RETURN_IF_ERROR(ReadRanks(db, version, &session));
   RETURN_IF_ERROR(ReadAllRecords(db, &session, version));
   // Version 1 has no source column: records joined from NCCL are recognised by their
   // communicator key, which is a hash of an NCCL comm id this rank's log printed.

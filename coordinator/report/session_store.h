@@ -17,13 +17,14 @@ namespace rankscope {
 
 // The layout version written to meta 'schema_version'. LoadSession reads this one and the
 // older ones listed below it.
+//   5: ranks.exit_unseen (the rank ended, its status not seen by the agent beside it)
 //   4: mpi_calls.call may be MPI_Init (24), which readers of version 3 take for corruption
 //   3: collectives.launched_ns; p2p.world_peer; tables mpi_calls and rank_main_thread; the
 //      scheduler and cgroup columns of the rank's /proc figures
 //   2: collectives.source (0 MPI, 1 NCCL); CUPTI activity in gpu_activity + gpu_names;
 //      rank_gpu.nvml (JSON) and nvml_error
 //   1: the first layout (NCCL collectives recognised by their communicator key)
-inline constexpr int kSessionStoreSchemaVersion = 4;
+inline constexpr int kSessionStoreSchemaVersion = 5;
 inline constexpr int kOldestReadableSchemaVersion = 1;
 
 // Writes `session` and `findings` to a new database at `path`, replacing any file there. The

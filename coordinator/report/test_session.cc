@@ -119,6 +119,9 @@ Session MakeSession() {
   r1.mpi_calls.push_back(
       {MpiCall::kWinLock, 0, 2, 0, kStart + 10 * kNsPerMs, kStart + 10 * kNsPerMs + 700, 101});
 
+  s.ranks[1].exit_code.reset();  // it ended, but the agent beside it did not see how
+  s.ranks[1].exit_unseen = true;
+
   RankData& r2 = s.ranks[2];
   r2.exit_code = 137;
   r2.term_signal = 9;
@@ -509,6 +512,7 @@ void ExpectSessionsEqual(const Session& e, const Session& a) {
     EXPECT_EQ(x.exit_code, y.exit_code);
     EXPECT_EQ(x.term_signal, y.term_signal);
     EXPECT_EQ(x.finished, y.finished);
+    EXPECT_EQ(x.exit_unseen, y.exit_unseen);
   }
 }
 

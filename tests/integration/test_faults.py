@@ -9,6 +9,7 @@ thousands of libprotobuf errors on the job's stderr and returned 10 s late.
 """
 import json
 import os
+import signal
 import sqlite3
 import subprocess
 import sys
@@ -202,6 +203,93 @@ class FullDisks(RankscopeTest):
             self.assertIn(name, ("trace.json", "report.html", "session.sqlite"))
             self.assertFalse(os.path.exists(os.path.join(folder, name)), name)
             self.assertIn("  " + name + ": ", text)
+
+
+def agents_of(session_dir_marker=None):
+    """{world rank: pid} of the `rankscope agent` processes running now, from their cmdline and
+    environment (OMPI_COMM_WORLD_RANK)."""
+    found = {}
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                argv = f.read().split(b"\0")
+            if len(argv) < 2 or not argv[0].endswith(b"rankscope") or argv[1] != b"agent":
+                continue
+            with open(f"/proc/{pid}/environ", "rb") as f:
+                env = dict(e.split(b"=", 1) for e in f.read().split(b"\0") if b"=" in e)
+        except OSError:
+            continue
+        if session_dir_marker is not None and env.get(b"RANKSCOPE_IT") != session_dir_marker:
+            continue
+        if b"OMPI_COMM_WORLD_RANK" in env:
+            found[int(env[b"OMPI_COMM_WORLD_RANK"])] = int(pid)
+    return found
+
+
+class DyingAgents(RankscopeTest):
+    def test_killing_an_agent_leaves_the_job_as_bare(self):
+        # Before, the agent was the process mpirun started for the rank: kill -9 of it was the
+        # rank's death to mpirun, which aborted the job (output stopped at step 350 of 400,
+        # rc 137). Now the program is exec'd in place and the agent runs beside it.
+        command = mpirun(2, MPI_TRAIN, "--steps", "300", "--compute-ms", "6", "--quiet")
+        bare = subprocess.run(command, env=mpi_env(), capture_output=True, text=True, timeout=120)
+        self.assertEqual(bare.returncode, 0, bare.stderr)
+        marker = os.path.basename(self.tmp).encode()
+        out = os.path.join(self.tmp, "out")
+        prof = subprocess.Popen([RANKSCOPE, "run", "-o", out, "--"] + command,
+                                env=mpi_env({"RANKSCOPE_IT": marker.decode()}),
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        killed = None
+        deadline = time.monotonic() + 30
+        while killed is None and time.monotonic() < deadline and prof.poll() is None:
+            if 1 in agents_of(marker):
+                # Well into the run (about 2 s); looked for again, since the process mpirun
+                # started is an agent only until it execs the program.
+                time.sleep(0.8)
+                agents = agents_of(marker)
+                if 1 in agents:
+                    os.kill(agents[1], signal.SIGKILL)
+                    killed = agents[1]
+            time.sleep(0.05)
+        t0 = time.monotonic()
+        stdout, stderr = prof.communicate(timeout=120)
+        after_kill_s = time.monotonic() - t0
+        self.assertIsNotNone(killed, "no agent of rank 1 was seen")
+        # Nobody waits for the dead agent's final batch (its control stream broke).
+        self.assertLess(after_kill_s, 8.0)
+        self.assertEqual(prof.returncode, bare.returncode, stderr[-2000:])
+        self.assertEqual(stdout.split(", wall")[0], bare.stdout.split(", wall")[0])
+        self.assertFalse(agents_of(marker), "agents left running")
+        s = Session(out)
+        job = s.report["job"]
+        self.assertEqual(job["status"], "partial", job)
+        self.assertTrue(any("rank(s) 1 never sent their final records" in r
+                            for r in job["partial_reasons"]), job["partial_reasons"])
+        self.assertTrue(s.rank(0)["finished"], s.rank(0))
+        self.assertEqual(s.rank(0)["exit_code"], 0)
+        self.assertGreater(s.rank(1)["counts"]["collectives"], 0)  # kept until the kill
+
+    def test_a_program_killed_by_a_signal_is_named_though_the_agent_is_not_its_parent(self):
+        # The agent beside the program reads its status from its zombie (/proc/PID/stat) or,
+        # for exit(), from the control page; a signal's death must still name the rank.
+        command = mpirun(2, "sh", "-c",
+                         'if [ "$OMPI_COMM_WORLD_RANK" = 1 ]; then sleep 0.3; kill -9 $$; fi; '
+                         'sleep 1; exit 0')
+        bare = subprocess.run(command, env=mpi_env(), capture_output=True, text=True, timeout=120)
+        out = os.path.join(self.tmp, "out")
+        prof = subprocess.run([RANKSCOPE, "run", "-o", out, "--"] + command, env=mpi_env(),
+                              capture_output=True, text=True, timeout=120)
+        self.assertEqual(prof.returncode, bare.returncode, prof.stderr[-2000:])
+        s = Session(out)
+        self.assertEqual(s.report["job"]["status"], "partial")
+        r1 = s.rank(1)
+        self.assertTrue(r1["finished"], r1)
+        if r1["exit_unseen"]:  # reaped before the agent looked: said so, and named
+            self.assertIsNone(r1["exit_code"])
+            self.assertTrue(any("ended without calling exit()" in n for n in r1["notices"]), r1)
+            self.assertTrue(any(r.startswith("rank 1 (") for r in s.report["job"]["partial_reasons"]))
+        else:
+            self.assertEqual(r1["term_signal"], 9, r1)
 
 
 if __name__ == "__main__":
