@@ -7,11 +7,13 @@
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -146,8 +148,8 @@ class ControlFile {
   // False (and no file left) when `dir` cannot hold the page. Its blocks are allocated, not
   // only its size set: on a full file system a page mapped over a hole raises SIGBUS at the
   // first write (the agent's) or read (the program's).
-  bool Create(const std::string& dir, bool capturing) {
-    std::string templ = dir + "/rankscope-ctl.XXXXXX";
+  bool Create(const std::string& prefix, bool capturing) {
+    std::string templ = prefix + "ctl.XXXXXX";
     const int fd = mkstemp(templ.data());
     if (fd < 0) return false;
     void* map = MAP_FAILED;
@@ -279,7 +281,8 @@ std::vector<std::string> RankCapture::Prepare(const std::function<void(const std
     up.token = options_.token;
     up.final_timeout = options_.final_timeout;
     // The inject library follows the coordinator's capture start/stop through the control page.
-    if (control_.Create(options_.tmp_dir, !options_.dormant)) {
+    const std::string prefix = AgentTempPrefix(options_.tmp_dir, options_.session_id);
+    if (control_.Create(prefix, !options_.dormant)) {
       up.on_capture = [this](bool on) { control_.Set(on); };
     } else if (options_.dormant) {
       say("rankscope agent (rank " + std::to_string(identity_.rank) +
@@ -292,14 +295,14 @@ std::vector<std::string> RankCapture::Prepare(const std::function<void(const std
     Uplink* sink = uplink_.get();
     ipc_ = std::make_unique<IpcServer>([sink](wire::Batch&& b) { sink->AddBatch(std::move(b)); },
                                        [sink](const std::string& e) { sink->AddNotice(e); });
-    if (Status st = ipc_->Start(options_.tmp_dir); !st.ok()) {
+    if (Status st = ipc_->Start(prefix); !st.ok()) {
       say("rankscope agent (rank " + std::to_string(identity_.rank) + "): " + st.message() +
           "; the program runs without capture.");
       uplink_->AddNotice(st.message());
       ipc_.reset();
     }
     // NCCL's own log and topology dump, in a private directory removed at the end.
-    std::string templ = options_.tmp_dir + "/rankscope-nccl.XXXXXX";
+    std::string templ = prefix + "nccl.XXXXXX";
     if (mkdtemp(templ.data()) != nullptr) {
       nccl_dir_ = templ;
       NcclPlan plan = PlanNcclEnvironment(environment_, identity_, nccl_dir_, options_.session_id,
@@ -559,6 +562,36 @@ void CloseInheritedDescriptors(std::initializer_list<int> keep) {
 }
 
 }  // namespace
+
+std::string AgentTempPrefix(const std::string& tmp_dir, const std::string& session_id) {
+  std::string session;
+  for (char c : session_id) {
+    session.push_back(
+        std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-' ? c : '_');
+  }
+  return tmp_dir + "/rankscope-" + (session.empty() ? "" : session + "-");
+}
+
+int RemoveAgentLeftovers(const std::string& tmp_dir, const std::string& session_id) {
+  if (session_id.empty()) return 0;
+  glob_t found{};
+  int removed = 0;
+  if (glob((AgentTempPrefix(tmp_dir, session_id) + "*").c_str(), 0, nullptr, &found) == 0) {
+    for (size_t i = 0; i < found.gl_pathc; ++i) {
+      const std::string path = found.gl_pathv[i];
+      struct stat st {};
+      if (lstat(path.c_str(), &st) != 0 || st.st_uid != geteuid()) continue;
+      if (S_ISDIR(st.st_mode)) {
+        RemoveTree(path);
+      } else {
+        unlink(path.c_str());
+      }
+      ++removed;
+    }
+  }
+  globfree(&found);
+  return removed;
+}
 
 bool CanRunBeside() {
   if (StepDaemonParent() != 0) return false;  // slurmstepd ends a step's leftovers at its end

@@ -39,6 +39,16 @@ struct ChildExit {
 };
 ChildExit RunAgent(const AgentOptions& options);
 
+// Where an agent of `session_id` puts its files (its control page, its IPC socket's directory,
+// NCCL's logs): names starting "TMP_DIR/rankscope-SESSION-", the session id's characters other
+// than [A-Za-z0-9._-] replaced by '_'.
+std::string AgentTempPrefix(const std::string& tmp_dir, const std::string& session_id);
+
+// Removes what agents of `session_id` left in `tmp_dir` (an agent killed before it cleaned up):
+// this user's files and flat directories named AgentTempPrefix(...)*. Returns how many. Nothing
+// for an empty session id.
+int RemoveAgentLeftovers(const std::string& tmp_dir, const std::string& session_id);
+
 // Whether RunProgramWithAgentBeside can run here: pidfd_open works (Linux 5.3) and this is no
 // Slurm task (slurmstepd ends what is left of a step when its tasks exit, which would cut the
 // agent beside the task off before its last records are sent).

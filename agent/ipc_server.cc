@@ -29,12 +29,12 @@ IpcServer::IpcServer(BatchSink on_batch, ErrorSink on_error)
 
 IpcServer::~IpcServer() { Stop(); }
 
-Status IpcServer::Start(const std::string& tmp_dir) {
-  std::string templ = tmp_dir + "/rankscope-agent.XXXXXX";
+Status IpcServer::Start(const std::string& prefix) {
+  std::string templ = prefix + "agent.XXXXXX";
   std::vector<char> buf(templ.begin(), templ.end());
   buf.push_back('\0');
   if (mkdtemp(buf.data()) == nullptr) {
-    return Status::Error("agent: cannot create a private directory in " + tmp_dir + ": " +
+    return Status::Error("agent: cannot create the private directory " + templ + ": " +
                          std::strerror(errno));
   }
   dir_ = buf.data();

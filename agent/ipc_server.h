@@ -27,8 +27,9 @@ class IpcServer {
   IpcServer(const IpcServer&) = delete;
   IpcServer& operator=(const IpcServer&) = delete;
 
-  // Creates the socket under a fresh directory in `tmp_dir` and starts the thread.
-  Status Start(const std::string& tmp_dir);
+  // Creates the socket in a fresh directory named `prefix` + "agent.XXXXXX" (e.g.
+  // "/tmp/rankscope-SESSION-") and starts the thread.
+  Status Start(const std::string& prefix);
   // The socket path to hand to the program (RANKSCOPE_IPC_SOCKET).
   const std::string& path() const { return path_; }
 

@@ -41,7 +41,7 @@ TEST(IpcServer, DecodesBatchesAndSurvivesGarbage) {
         std::lock_guard<std::mutex> l(got.mu);
         got.errors.push_back(e);
       });
-  ASSERT_TRUE(server.Start("/tmp").ok());
+  ASSERT_TRUE(server.Start("/tmp/rankscope-test-").ok());
   int fd = Connect(server.path());
 
   std::array<std::byte, wire::kMaxBatchBytes> buf;
@@ -69,7 +69,7 @@ TEST(IpcServer, DecodesBatchesAndSurvivesGarbage) {
 TEST(IpcServer, ClosesAConnectionThatOnlySendsGarbage) {
   std::atomic<int> errors{0};
   IpcServer server([](wire::Batch&&) {}, [&](const std::string&) { ++errors; });
-  ASSERT_TRUE(server.Start("/tmp").ok());
+  ASSERT_TRUE(server.Start("/tmp/rankscope-test-").ok());
   int fd = Connect(server.path());
   std::vector<char> junk(100, 'z');
   for (int i = 0; i < 100; ++i) {
@@ -84,7 +84,7 @@ TEST(IpcServer, ClosesAConnectionThatOnlySendsGarbage) {
 
 TEST(IpcServer, StopRemovesTheSocket) {
   IpcServer server([](wire::Batch&&) {}, [](const std::string&) {});
-  ASSERT_TRUE(server.Start("/tmp").ok());
+  ASSERT_TRUE(server.Start("/tmp/rankscope-test-").ok());
   std::string path = server.path();
   EXPECT_EQ(access(path.c_str(), F_OK), 0);
   server.Stop();

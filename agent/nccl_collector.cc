@@ -128,7 +128,7 @@ NcclPlan PlanNcclEnvironment(const EnvMap& env, const AgentIdentity& id, const s
     for (char& c : node) {
       if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '.') c = '_';
     }
-    path = tmp_dir + "/rankscope-" + session_id + (node.empty() ? "" : "." + node) + ".topo.xml";
+    path = tmp_dir + "/rankscope-" + session_id + (node.empty() ? "" : "-" + node) + ".topo.xml";
     plan.set_env.push_back("NCCL_TOPO_DUMP_FILE=" + path);
   }
   if (id.rank == dump_rank) plan.topology_file = path;

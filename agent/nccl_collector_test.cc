@@ -24,22 +24,22 @@ TEST(NcclPlan, SetsDebugFileAndOneTopologyDumpPerNode) {
   EXPECT_TRUE(Has(plan.set_env, "NCCL_DEBUG_FILE=/d/nccl.%p.log"));
   // NCCL 2.28 hangs when only some ranks set NCCL_TOPO_DUMP_FILE: every rank sets it, and
   // names its node's local rank 0 as the one that dumps.
-  EXPECT_TRUE(Has(plan.set_env, "NCCL_TOPO_DUMP_FILE=/tmp/rankscope-s1.n1.topo.xml"));
+  EXPECT_TRUE(Has(plan.set_env, "NCCL_TOPO_DUMP_FILE=/tmp/rankscope-s1-n1.topo.xml"));
   EXPECT_TRUE(Has(plan.set_env, "NCCL_TOPO_DUMP_FILE_RANK=0"));
-  EXPECT_EQ(plan.topology_file, "/tmp/rankscope-s1.n1.topo.xml");
+  EXPECT_EQ(plan.topology_file, "/tmp/rankscope-s1-n1.topo.xml");
   EXPECT_EQ(plan.log_glob, "/d/nccl.*.log");
   // Rank 5 is local rank 1 on node n3 (ranks 4..7): rank 4 dumps, rank 4's agent reads.
   id.rank = 5;
   id.local_rank = 1;
   id.node_name = "n3/x";
   plan = PlanNcclEnvironment({}, id, "/d", "s1", "/tmp");
-  EXPECT_TRUE(Has(plan.set_env, "NCCL_TOPO_DUMP_FILE=/tmp/rankscope-s1.n3_x.topo.xml"));
+  EXPECT_TRUE(Has(plan.set_env, "NCCL_TOPO_DUMP_FILE=/tmp/rankscope-s1-n3_x.topo.xml"));
   EXPECT_TRUE(Has(plan.set_env, "NCCL_TOPO_DUMP_FILE_RANK=4"));
   EXPECT_TRUE(plan.topology_file.empty());
   id.rank = 4;
   id.local_rank = 0;
   plan = PlanNcclEnvironment({}, id, "/d", "s1", "/tmp");
-  EXPECT_EQ(plan.topology_file, "/tmp/rankscope-s1.n3_x.topo.xml");
+  EXPECT_EQ(plan.topology_file, "/tmp/rankscope-s1-n3_x.topo.xml");
 }
 
 TEST(NcclPlan, UsersTopologyDumpSettingsAreKeptAndTheirDumpRankReads) {

@@ -295,5 +295,54 @@ TEST_F(ServiceTest, EveryRpcWithoutTokenIsUnauthenticated) {
   EXPECT_EQ(reader->Finish().error_code(), grpc::StatusCode::UNAUTHENTICATED);
 }
 
+// A rank's identity that is no job's (a world size of 2^31 - 1 from a bad environment made the
+// coordinator allocate 8 GB listing the missing ranks) is refused before anything is kept.
+TEST_F(UplinkTest, AnIdentityBeyondTheWorldSizeLimitIsRefused) {
+  StartServer();
+  v1::Identity id = Ident("s1", 3);
+  id.set_world_size(2147483647);
+  Uplink up(Options(), id);
+  up.Start();
+  EXPECT_TRUE(WaitFor([&] { return !server_->service().Problems().empty(); }));
+  up.Finish(0, 0);
+  EXPECT_FALSE(up.registered());
+  EXPECT_TRUE(server_->service().Snapshot().ranks.empty());
+  const std::vector<std::string> problems = server_->service().Problems();
+  ASSERT_EQ(problems.size(), 1u);
+  EXPECT_NE(problems[0].find("rank 3 of world size 2147483647"), std::string::npos) << problems[0];
+}
+
+// An agent that dies before its final batch (here: its uplink destroyed unfinished, which
+// cancels its control stream as a killed process's connection does) is not waited for.
+TEST_F(UplinkTest, AnAgentGoneBeforeItsFinalBatchIsNotWaitedFor) {
+  StartServer();
+  {
+    Uplink up(Options(), Ident("s1", 0));
+    up.AddBatch(BatchWith(2, 0));
+    up.Start();
+    ASSERT_TRUE(WaitFor([&] {
+      return server_->service().Snapshot().ranks.size() == 1 &&
+             server_->service().Snapshot().ranks[0].collectives.size() == 2;
+    }));
+  }
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_TRUE(server_->service().WaitForFinal(1, 20 * kNsPerSec));
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 5s);
+  EXPECT_FALSE(server_->service().Snapshot().ranks[0].finished);
+}
+
+// The agent beside a program that ended without exit() and was reaped before it looked.
+TEST_F(UplinkTest, AnUnseenExitIsSentAsSuch) {
+  StartServer();
+  Uplink up(Options(), Ident("s1", 0));
+  up.Start();
+  ASSERT_TRUE(WaitFor([&] { return up.registered(); }));
+  up.FinishStatusUnseen();
+  const RankData r = server_->service().Snapshot().ranks.at(0);
+  EXPECT_TRUE(r.finished);
+  EXPECT_TRUE(r.exit_unseen);
+  EXPECT_FALSE(r.exit_code.has_value());
+}
+
 }  // namespace
 }  // namespace rankscope

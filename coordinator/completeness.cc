@@ -30,11 +30,34 @@ std::string FormatRankList(const std::vector<int>& sorted_ranks) {
   return out;
 }
 
-void AssessCompleteness(Session* session) {
+MissingRanks FindMissingRanks(const Session& session) {
   std::set<int> present;
+  for (const RankData& r : session.ranks) {
+    if (r.id.rank >= 0 && r.id.rank < session.world_size) present.insert(r.id.rank);
+  }
+  MissingRanks out;
+  int ranges = 0;
+  auto gap = [&](int64_t first, int64_t last) {  // [first, last]
+    if (first > last) return;
+    out.count += last - first + 1;
+    if (++ranges > 16) return;
+    if (!out.ranges.empty()) out.ranges += ", ";
+    out.ranges += std::to_string(first);
+    if (last > first) out.ranges += "-" + std::to_string(last);
+  };
+  int64_t next = 0;
+  for (int rank : present) {
+    gap(next, static_cast<int64_t>(rank) - 1);
+    next = static_cast<int64_t>(rank) + 1;
+  }
+  gap(next, static_cast<int64_t>(session.world_size) - 1);
+  if (ranges > 16) out.ranges += " and " + std::to_string(ranges - 16) + " more ranges";
+  return out;
+}
+
+void AssessCompleteness(Session* session) {
   std::vector<int> unfinished;
   for (const RankData& r : session->ranks) {
-    present.insert(r.id.rank);
     if (!r.finished) unfinished.push_back(r.id.rank);
     if (r.exit_code && *r.exit_code != 0) {
       std::string how = r.term_signal != 0
@@ -54,14 +77,11 @@ void AssessCompleteness(Session* session) {
                              std::to_string(r.dropped_records) + " records");
     }
   }
-  std::vector<int> missing;
-  for (int rank = 0; rank < session->world_size; ++rank) {
-    if (!present.count(rank)) missing.push_back(rank);
-  }
+  const MissingRanks missing = FindMissingRanks(*session);
   if (session->ranks.empty()) {
     AddReason(session, "no agent registered with the coordinator (did the launcher start?)");
   }
-  if (!missing.empty()) AddReason(session, "no data from rank(s) " + FormatRankList(missing));
+  if (missing.count > 0) AddReason(session, "no data from rank(s) " + missing.ranges);
   if (!unfinished.empty()) {
     AddReason(session, "rank(s) " + FormatRankList(unfinished) +
                            " never sent their final records (agent killed or unreachable)");

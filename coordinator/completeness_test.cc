@@ -66,5 +66,22 @@ TEST(Completeness, ARankWhoseEndWasNotSeenIsNamedOnlyWhenTheLauncherFailed) {
   }
 }
 
+// The missing ranks are found from the ranks present, whatever the world size says.
+TEST(Completeness, MissingRanksOfAHugeWorldCostNothing) {
+  Session s;
+  s.world_size = 2147483647;
+  s.ranks = {Finished(0), Finished(5)};
+  const MissingRanks missing = FindMissingRanks(s);
+  EXPECT_EQ(missing.count, 2147483647 - 2);
+  EXPECT_EQ(missing.ranges, "1-4, 6-2147483646");
+  s.world_size = 100;
+  s.ranks.clear();
+  for (int r = 0; r < 100; r += 2) s.ranks.push_back(Finished(r));
+  const MissingRanks odd = FindMissingRanks(s);
+  EXPECT_EQ(odd.count, 50);
+  EXPECT_EQ(odd.ranges,
+            "1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31 and 34 more ranges");
+}
+
 }  // namespace
 }  // namespace rankscope

@@ -108,6 +108,17 @@ grpc::Status CoordinatorService::Register(grpc::ServerContext* ctx, const v1::Re
                         "agent belongs to session '" + session +
                             "', this coordinator runs session '" + config_.session_id + "'");
   }
+  if (id.world_size() < 0 || id.world_size() > kMaxWorldSize || id.rank() < 0 ||
+      id.rank() >= kMaxWorldSize) {
+    std::lock_guard<std::mutex> lock(mu_);
+    const std::string why = "rank " + std::to_string(id.rank()) + " of world size " +
+                            std::to_string(id.world_size()) + " (agent pid " +
+                            std::to_string(id.agent_pid()) + " on " + ToText(id.host()) +
+                            "): not a rank of a job of at most " + std::to_string(kMaxWorldSize) +
+                            " ranks; its agent was refused";
+    NoteProblemLocked(why);
+    return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION, "rankscope coordinator: " + why);
+  }
   std::lock_guard<std::mutex> lock(mu_);
   std::string agent_id = "rank" + std::to_string(id.rank()) + "-pid" +
                          std::to_string(id.agent_pid()) + "-r" + std::to_string(id.restart_count());

@@ -19,6 +19,11 @@
 
 namespace rankscope {
 
+// The largest world size a session takes (a job of 2^20 ranks). A rank's identity beyond it (its
+// world size or its rank) is refused at Register, and is corruption in a saved session:
+// a world size of 2^31 from a job's environment once made the coordinator allocate 8 GB.
+inline constexpr int kMaxWorldSize = 1 << 20;
+
 struct RankIdentity {
   int rank = -1;
   int local_rank = -1;

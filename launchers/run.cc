@@ -22,6 +22,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "agent/agent.h"
 #include "coordinator/pipeline.h"
 #include "coordinator/service.h"
 #include "launchers/capture_cmd.h"
@@ -285,6 +286,9 @@ int RunJob(const RunOptions& options) {
   }
   if (!endpoint.empty()) unlink(endpoint.c_str());
   WriteSessionReport(service, std::move(extra), out_dir, options.quiet, options.full_trace);
+  // What agents on this node could not remove themselves (killed before they cleaned up).
+  const char* tmp = std::getenv("TMPDIR");
+  RemoveAgentLeftovers(tmp != nullptr && tmp[0] != '\0' ? tmp : "/tmp", config.session_id);
   (void)launch_time;
   server.Shutdown();
   return exit_code;

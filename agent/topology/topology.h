@@ -170,6 +170,10 @@ struct NodeTopology {
   std::vector<std::string> ignored_names;  // distinct, sorted: "element <foo>", "attribute gpu.bar"
 };
 
+// The most GPUs, and the most NICs, one node's dump may hold (an NVL72 rack's dump has 72 GPUs);
+// more is an error, found before anything quadratic in them is derived.
+inline constexpr size_t kMaxTopologyGpus = 1024;
+
 // Parses an NCCL topology dump (the file NCCL_TOPO_DUMP_FILE names). `source_name` only labels
 // error messages ("topo.xml:3:17: ..."). Malformed or truncated XML, a missing <system> root,
 // or a <pci> element without a readable busid is an error naming line:column. Attributes NCCL

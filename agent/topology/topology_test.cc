@@ -96,6 +96,32 @@ TEST(TopologyTest, RealTwoH200Dump) {
   EXPECT_EQ(topo.ignored_attributes, 0);
 }
 
+// A dump of n GPUs, each behind its own PCI switch port.
+std::string DumpOfGpus(int n) {
+  std::string xml = "<system version=\"1\">\n<cpu numaid=\"0\" arch=\"x86_64\">\n";
+  for (int g = 0; g < n; ++g) {
+    char busid[32];
+    std::snprintf(busid, sizeof(busid), "%04x:%02x:00.0", g / 256, g % 256);
+    xml += std::string("<pci busid=\"") + busid +
+           "\" class=\"0x030200\" link_speed=\"16.0 GT/s PCIe\" link_width=\"16\"><gpu dev=\"" +
+           std::to_string(g) + "\" sm=\"90\" rank=\"" + std::to_string(g) + "\"/></pci>\n";
+  }
+  return xml + "</cpu>\n</system>\n";
+}
+
+// What is derived grows with GPUs x GPUs: 4,000 GPUs once took 2.2 GB. A dump beyond one node's
+// size is refused before, saying why.
+TEST(TopologyTest, ADumpOfMoreGpusThanANodeHasIsRefusedBeforeTheQuadraticPart) {
+  Result<NodeTopology> fits = ParseNcclTopology(DumpOfGpus(72), "nvl72.xml");
+  ASSERT_TRUE(fits.ok()) << fits.status().message();
+  EXPECT_EQ(fits.value().gpus.size(), 72u);
+  Result<NodeTopology> huge = ParseNcclTopology(DumpOfGpus(4000), "huge.xml");
+  ASSERT_FALSE(huge.ok());
+  EXPECT_THAT(huge.status().message(),
+              HasSubstr("huge.xml: 4000 GPUs and 0 NICs; an NCCL dump of one node has at most "
+                        "1024 of each"));
+}
+
 TEST(TopologyTest, EveryTruncationIsAnErrorNeverACrash) {
   const std::string xml = ReadAll(kRealDump);
   ASSERT_GT(xml.size(), 800u);

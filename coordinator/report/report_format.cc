@@ -139,15 +139,9 @@ std::vector<RankNotice> CollectNotices(const Session& session) {
     n.severe = severe;
     out.push_back(std::move(n));
   };
-  std::set<int> present;
-  for (const RankData& r : session.ranks) present.insert(r.id.rank);
-  std::vector<int> missing;
-  for (int rank = 0; rank < session.world_size; ++rank) {
-    if (present.count(rank) == 0) missing.push_back(rank);
-  }
-  if (!missing.empty()) {
+  if (const MissingRanks missing = FindMissingRanks(session); missing.count > 0) {
     add(-1, "",
-        (missing.size() == 1 ? "rank " : "ranks ") + FormatRankList(missing) +
+        (missing.count == 1 ? "rank " : "ranks ") + missing.ranges +
             " never registered: no data from them",
         true);
   }

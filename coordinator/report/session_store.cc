@@ -390,6 +390,10 @@ Status ReadMeta(const std::string& path,
   RETURN_IF_ERROR(m.Text("command", &command));
   RETURN_IF_ERROR(ParseStringList(path, command, "meta 'command'", &s->command));
   RETURN_IF_ERROR(m.Int("world_size", &s->world_size));
+  if (s->world_size < 0 || s->world_size > kMaxWorldSize) {
+    return Corrupt(path, "meta 'world_size' " + std::to_string(s->world_size) +
+                             " is not a job's (at most " + std::to_string(kMaxWorldSize) + ")");
+  }
   RETURN_IF_ERROR(m.Int("start_ns", &s->start));
   RETURN_IF_ERROR(m.Int("end_ns", &s->end));
   RETURN_IF_ERROR(m.OptionalInt("launcher_exit_code", &s->launcher_exit_code));

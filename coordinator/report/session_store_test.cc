@@ -206,6 +206,21 @@ TEST(SessionStore, NewerSchemaVersionIsRefused) {
   EXPECT_THAT(loaded.status().message(), HasSubstr("schema version 99"));
 }
 
+// A world size no job has (2^31 - 1 made the coordinator allocate 8 GB and abort) is corruption.
+TEST(SessionStore, AWorldSizeBeyondTheLimitIsCorruption) {
+  std::string path = report_test::MakeTempDir("db") + "/session.sqlite";
+  ASSERT_TRUE(SaveSession(path, report_test::MakeSession(), {}).ok());
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(db, "UPDATE meta SET value = '2147483647' WHERE key = 'world_size'",
+                         nullptr, nullptr, nullptr),
+            SQLITE_OK);
+  sqlite3_close(db);
+  Result<Session> loaded = LoadSession(path);
+  ASSERT_FALSE(loaded.ok());
+  EXPECT_THAT(loaded.status().message(), HasSubstr("meta 'world_size' 2147483647 is not a job's"));
+}
+
 TEST(SessionStore, DamagedDatabaseIsAnErrorNotACrash) {
   std::string path = report_test::MakeTempDir("db") + "/session.sqlite";
   Session big = report_test::MakeSession();

@@ -236,8 +236,10 @@ class DyingAgents(RankscopeTest):
         self.assertEqual(bare.returncode, 0, bare.stderr)
         marker = os.path.basename(self.tmp).encode()
         out = os.path.join(self.tmp, "out")
+        tmpdir = os.path.join(self.tmp, "tmp")
+        os.mkdir(tmpdir)
         prof = subprocess.Popen([RANKSCOPE, "run", "-o", out, "--"] + command,
-                                env=mpi_env({"RANKSCOPE_IT": marker.decode()}),
+                                env=mpi_env({"RANKSCOPE_IT": marker.decode(), "TMPDIR": tmpdir}),
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         killed = None
         deadline = time.monotonic() + 30
@@ -260,6 +262,9 @@ class DyingAgents(RankscopeTest):
         self.assertEqual(prof.returncode, bare.returncode, stderr[-2000:])
         self.assertEqual(stdout.split(", wall")[0], bare.stdout.split(", wall")[0])
         self.assertFalse(agents_of(marker), "agents left running")
+        # The killed agent's control page, socket and NCCL directory are removed by
+        # `rankscope run` (they were left in TMPDIR).
+        self.assertEqual([n for n in os.listdir(tmpdir) if n.startswith("rankscope-")], [])
         s = Session(out)
         job = s.report["job"]
         self.assertEqual(job["status"], "partial", job)
