@@ -43,6 +43,7 @@ h1{font-size:22px;margin:0 0 4px}h2{font-size:17px;margin:28px 0 10px;border-bot
  background:#fff}.card.info{border-left-color:#1e6fb8;background:#fff}
 .card h3{margin:0 0 6px;font-size:15px}.where{color:#555;font-weight:normal}
 .ok{background:#e8f5e9;border:1px solid #a5d6a7;border-radius:6px;padding:10px 14px}
+.partial{background:#fff8e1;border:1px solid #ffcc80;border-radius:6px;padding:10px 14px}
 table{border-collapse:collapse;background:#fff;font-size:13px}
 table.matrix td{min-width:56px;text-align:right;font-size:11px}
 table.bars td{padding:2px 6px}
@@ -141,10 +142,24 @@ std::string FindingCard(const Finding& f) {
   return out + "</div>\n";
 }
 
+// "rank 2 (vm) was killed by signal 6 (Aborted); launcher exited with code 134".
+std::string JoinedReasons(const Session& session) {
+  std::string out;
+  for (const std::string& r : session.partial_reasons) out += (out.empty() ? "" : "; ") + r;
+  return out;
+}
+
 std::string FindingsSection(const Session& session, const CollectiveOverview& overview,
                             const std::vector<Finding>& findings) {
   std::string out = "<section id=\"findings\"><h2>Findings</h2>\n";
-  if (findings.empty()) {
+  if (findings.empty() && session.partial) {
+    // Not a clean bill: what is missing may hold the problem (a rank that died, lost records).
+    out +=
+        "<div class=\"partial\"><b>No problems found in the data kept</b>, but the session "
+        "is partial (" +
+        HtmlEscape(JoinedReasons(session)) +
+        "): " + HtmlEscape(DescribeWhatWasChecked(session, overview)) + ".</div>\n";
+  } else if (findings.empty()) {
     out += "<div class=\"ok\"><b>No problems found:</b> " +
            HtmlEscape(DescribeWhatWasChecked(session, overview)) + ".</div>\n";
   }

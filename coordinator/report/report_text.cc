@@ -172,6 +172,13 @@ std::string NodeList(const std::vector<std::string>& nodes) {
 // first next command.
 Rendered FindingsSection(const Session& session, const std::vector<Finding>& findings,
                          const CollectiveOverview& overview, const Painter& paint, size_t shown) {
+  if (findings.empty() && session.partial) {
+    // Not a clean bill: what is missing may hold the problem (a rank that died, lost records).
+    return {paint.Yellow("No problems found in the data kept") +
+                ", but the session is PARTIAL (see above): " +
+                DescribeWhatWasChecked(session, overview) + ".\n",
+            false};
+  }
   if (findings.empty()) {
     return {
         paint.Green("No problems found") + ": " + DescribeWhatWasChecked(session, overview) + ".\n",

@@ -10,6 +10,7 @@
 #include "coordinator/collective_matcher.h"
 #include "coordinator/report/collective_waits.h"
 #include "coordinator/report/gpu_json.h"
+#include "coordinator/report/report_html.h"
 #include "coordinator/report/test_session.h"
 
 namespace rankscope {
@@ -178,6 +179,24 @@ TEST(ReportText, SaysWhatWasCheckedWhenNothingWasFound) {
   EXPECT_THAT(text, HasSubstr("No problems found: 50 allreduce instances across 4 ranks; max "
                               "median lateness 30.0 us (rank 3)."));
   EXPECT_THAT(text, Not(HasSubstr("Notices")));
+}
+
+// A session that lost a rank is no clean bill even when the data kept shows nothing: the report
+// said "No problems found" in green beside a killed rank.
+TEST(ReportText, NothingFoundInAPartialSessionIsNoCleanBill) {
+  Session s = report_test::MakeCleanSession();
+  s.partial = true;
+  s.partial_reasons = {"rank 2 (n2) was killed by signal 9 (Killed)"};
+  const std::string text = BuildReportText(s, {}, /*color=*/false);
+  EXPECT_THAT(text, HasSubstr("No problems found in the data kept, but the session is PARTIAL"));
+  EXPECT_THAT(text, Not(HasSubstr("No problems found:")));
+  const std::string colored = BuildReportText(s, {}, /*color=*/true);
+  EXPECT_THAT(colored, HasSubstr("\x1b[1;33mNo problems found in the data kept"));
+  const std::string html = BuildReportHtml(s, MatchCollectives(s), {});
+  EXPECT_THAT(html, HasSubstr("<div class=\"partial\"><b>No problems found in the data kept</b>, "
+                              "but the session is partial (rank 2 (n2) was killed by signal 9 "
+                              "(Killed)): "));
+  EXPECT_THAT(html, Not(HasSubstr("<div class=\"ok\">")));
 }
 
 TEST(ReportText, ProgramStringsCannotDriveTheTerminal) {
