@@ -1088,20 +1088,28 @@ BlameModel BuildBlameModel(const Session& aligned, const SessionMatches& matches
     // for it the busy time counts, transfers included.
     // Its off-CPU cause, read once (each reading goes over every rank's samples).
     const std::optional<OffCpuCause> off_cpu = FindOffCpuCause(aligned, g.ranks[ri]);
-    const bool busy = StarvedOfCpu(aligned, g.ranks[ri]) || RanFarLess(aligned, g.ranks[ri]) ||
-                      FrozenShare(off_cpu).has_value();
-    const Apart apart =
-        busy ? stands_apart(
-                   ri, options.excess_sigmas_outside_evidence, true,
-                   [](const RankBlame& r) { return r.busy; },
-                   [](const RankBlame& r) -> const std::vector<DurationNs>& {
-                     return r.busy_by_part;
-                   })
-             : stands_apart(
-                   ri, options.excess_sigmas, false, [](const RankBlame& r) { return r.own_work; },
-                   [](const RankBlame& r) -> const std::vector<DurationNs>& {
-                     return r.own_by_part;
-                   });
+    bool busy = StarvedOfCpu(aligned, g.ranks[ri]) || RanFarLess(aligned, g.ranks[ri]) ||
+                FrozenShare(off_cpu).has_value();
+    auto own_work_apart = [&] {
+      return stands_apart(
+          ri, options.excess_sigmas, false, [](const RankBlame& r) { return r.own_work; },
+          [](const RankBlame& r) -> const std::vector<DurationNs>& { return r.own_by_part; });
+    };
+    Apart apart = busy ? stands_apart(
+                             ri, options.excess_sigmas_outside_evidence, true,
+                             [](const RankBlame& r) { return r.busy; },
+                             [](const RankBlame& r) -> const std::vector<DurationNs>& {
+                               return r.busy_by_part;
+                             })
+                       : own_work_apart();
+    // Evidence from outside widens the test, never narrows it: a rank that sleeps (its CPU far
+    // below the others') while the others' transfers spread their busy times (a rendezvous
+    // pipeline on shared cores) may not stand apart on busy time, yet its own work does, at the
+    // thresholds any rank is held to.
+    if (busy && !apart.passes) {
+      apart = own_work_apart();
+      busy = !apart.passes;
+    }
     RankBlame& cb = model.ranks[ri];
     const double mine = static_cast<double>(cb.own_work);
     const double others_own = others_median(ri, [](const RankBlame& r) { return r.own_work; });

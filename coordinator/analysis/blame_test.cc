@@ -212,6 +212,25 @@ TEST(BlameTest, ASlowerRankBesideOneStarvedOfCpuMustSaveTwiceAsMuch) {
   }
 }
 
+// Rank 2 sleeps 20 ms a step (the agents saw its CPU at a tenth of the others'), in a code whose
+// calls take 200 ms each after their release: its busy time, transfers included, is 8 % above
+// the others' (short of the 10 % asked), its own work 1.9x theirs. The evidence from outside
+// must not make it harder to name than a rank without any (CI, 4 ranks on 2 cores: the sleeping
+// last stage of a rendezvous pipeline went unnamed once).
+TEST(BlameTest, ARankThatRanFarLessIsStillNamedByItsOwnWork) {
+  testing::TrainingSim sim;
+  sim.slow_compute = {{2, 20 * kNsPerMs}};
+  sim.collective = 200 * kNsPerMs;
+  Session s = testing::Simulate(sim);
+  AddCgroupFigures(&s, -1, 0.0);
+  s.ranks[2].proc->cpu_user_ns = s.ranks[2].proc->sampled_wall_ns / 10;
+  ASSERT_TRUE(RanFarLess(s, 2));
+  const BlameModel m = Blame(s);
+  ASSERT_EQ(m.stragglers, std::vector<int>{2});
+  EXPECT_FALSE(m.Find(2)->judged_on_busy);
+  EXPECT_NEAR(Seconds(m.Find(2)->gain), 1.0, 0.1);  // 50 steps x 20 ms
+}
+
 // A quota that holds a rank inside its all-reduces: it arrives on time, every member's transfer
 // is long (20 ms of a 42 ms step), its own work is like the others'. Only its cgroup's
 // throttling (half its wall) names it; like the others, its calls' transfers would halve.
