@@ -1,10 +1,13 @@
 #include "launchers/launch_plan.h"
 
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <iterator>
 #include <map>
@@ -505,6 +508,26 @@ bool LaunchSpansHosts(const LaunchPlan& plan, int slurm_nodes) {
     }
   }
   return false;
+}
+
+std::optional<std::string> ProgramProblemHere(const LaunchPlan& plan, int slurm_nodes) {
+  if (plan.launcher != "mpirun" || LaunchSpansHosts(plan, slurm_nodes)) return std::nullopt;
+  if (plan.program_index >= plan.argv.size()) return std::nullopt;
+  for (size_t i = 0; i < plan.program_index; ++i) {
+    const std::string& a = plan.argv[i];
+    for (const char* opt : {"-wdir", "--wdir", "-wd", "--wd", "-path", "--path", "-cwd", "--cwd",
+                            "-preload-binary", "--preload-binary", "-s"}) {
+      if (a == opt || a.rfind(std::string(opt) + "=", 0) == 0) return std::nullopt;
+    }
+  }
+  const std::string& program = plan.argv[plan.program_index];
+  const std::string found = InPath(program);
+  if (found.empty()) return program + ": not found in PATH";
+  struct stat st {};
+  if (stat(found.c_str(), &st) != 0) return found + ": " + std::strerror(errno);
+  if (!S_ISREG(st.st_mode)) return found + ": not a file";
+  if (access(found.c_str(), X_OK) != 0) return found + ": " + std::strerror(errno);
+  return std::nullopt;
 }
 
 namespace {

@@ -191,5 +191,30 @@ TEST(LaunchSpansHosts, OnlyWhenRanksMayRunElsewhere) {
   EXPECT_FALSE(LaunchSpansHosts(Planned({"mpirun", "-np", "2", "./prog", "-H", "x"}), 0));
 }
 
+// A program mpirun could not start here: mpirun is run as given, to say so itself.
+TEST(ProgramProblemHere, OnlyForALocalMpirunWhoseProgramCannotRunHere) {
+  const std::string dir = ::testing::TempDir();
+  const std::string plain = dir + "/rankscope-not-executable";
+  std::ofstream(plain) << "data\n";
+  EXPECT_EQ(ProgramProblemHere(Planned({"mpirun", "-np", "2", "sh", "-c", "true"}), 0),
+            std::nullopt);
+  const auto missing = ProgramProblemHere(Planned({"mpirun", "-np", "2", "/no/such/prog"}), 0);
+  ASSERT_TRUE(missing.has_value());
+  EXPECT_NE(missing->find("/no/such/prog"), std::string::npos) << *missing;
+  EXPECT_TRUE(ProgramProblemHere(Planned({"mpirun", "-np", "2", "no-such-prog-xyz"}), 0));
+  const auto denied = ProgramProblemHere(Planned({"mpirun", "-np", "2", plain}), 0);
+  ASSERT_TRUE(denied.has_value());
+  EXPECT_NE(denied->find("Permission denied"), std::string::npos) << *denied;
+  EXPECT_TRUE(ProgramProblemHere(Planned({"mpirun", "-np", "2", dir}), 0));  // a directory
+  // Elsewhere, or from another directory: only mpirun can tell.
+  EXPECT_EQ(ProgramProblemHere(Planned({"mpirun", "-H", "a,b", "/no/such/prog"}), 0),
+            std::nullopt);
+  EXPECT_EQ(ProgramProblemHere(Planned({"mpirun", "-np", "2", "/no/such/prog"}), 2),
+            std::nullopt);
+  EXPECT_EQ(ProgramProblemHere(Planned({"mpirun", "-wdir", "/x", "./prog"}), 0), std::nullopt);
+  EXPECT_EQ(ProgramProblemHere(Planned({"srun", "-n", "2", "/no/such/prog"}), 0), std::nullopt);
+  EXPECT_EQ(ProgramProblemHere(Planned({"/no/such/prog"}), 0), std::nullopt);
+}
+
 }  // namespace
 }  // namespace rankscope

@@ -48,6 +48,17 @@ std::string NewSessionId() {
   return std::string("rs-") + stamp + "-" + std::to_string(getpid());
 }
 
+// Replaces this process with `command` as the user gave it: its output, signals and exit code
+// are a bare launch's. Returns only when it cannot be run (127 or 126, as a shell would).
+int RunUnprofiled(const std::vector<std::string>& command) {
+  std::vector<char*> argv;
+  for (const std::string& a : command) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  execvp(argv[0], argv.data());
+  std::fprintf(stderr, "rankscope: cannot run %s: %s\n", argv[0], std::strerror(errno));
+  return errno == ENOENT ? 127 : 126;
+}
+
 bool IsTty(int fd) { return isatty(fd) == 1; }
 
 void PrintReport(const PipelineOutput& out, const std::string& dir) {
@@ -176,6 +187,21 @@ Status CheckOutputFolder(const std::string& out_dir) {
 }
 
 int RunJob(const RunOptions& options) {
+  const std::vector<std::string> agent = {options.self_exe, "agent", "--"};
+  const LaunchContext context = DetectLaunchContext(options.command);
+  const char* slurm_nodes = std::getenv("SLURM_JOB_NUM_NODES");
+  const int nodes = slurm_nodes != nullptr ? std::atoi(slurm_nodes) : 0;
+  if (Result<LaunchPlan> plan = PlanLaunch(options.command, agent, {}, context); plan.ok()) {
+    if (const std::optional<std::string> problem = ProgramProblemHere(plan.value(), nodes)) {
+      // Nothing would run to profile; the launcher says why in its own words, with its own exit
+      // code, as a bare launch would (mpirun: 132, where the agent could only say 127).
+      std::fprintf(stderr,
+                   "rankscope: the program cannot run here (%s); running the launch as given, "
+                   "unprofiled, so that %s says why. No session is written.\n",
+                   problem->c_str(), options.command[0].c_str());
+      return RunUnprofiled(options.command);
+    }
+  }
   if (Status s = CheckOutputFolder(options.out_dir); !s.ok()) {
     std::fprintf(stderr, "rankscope: %s; the job was not started\n", s.message().c_str());
     return 1;
@@ -194,8 +220,7 @@ int RunJob(const RunOptions& options) {
     setenv(name.c_str(), value.c_str(), 1);
     forwarded.push_back(name);
   }
-  Result<LaunchPlan> plan = PlanLaunch(options.command, {options.self_exe, "agent", "--"},
-                                       forwarded, DetectLaunchContext(options.command));
+  Result<LaunchPlan> plan = PlanLaunch(options.command, agent, forwarded, context);
   if (!plan.ok()) {
     std::fprintf(stderr, "rankscope: %s\n", plan.status().message().c_str());
     return 2;
@@ -205,8 +230,7 @@ int RunJob(const RunOptions& options) {
   config.token = token.value();
   config.bind_address = options.bind_address;
   if (config.bind_address.empty()) {
-    const char* nodes = std::getenv("SLURM_JOB_NUM_NODES");
-    const bool remote = LaunchSpansHosts(plan.value(), nodes != nullptr ? std::atoi(nodes) : 0);
+    const bool remote = LaunchSpansHosts(plan.value(), nodes);
     config.bind_address = remote ? ReachableHostAddress() : "127.0.0.1";
   }
   config.port = options.port;

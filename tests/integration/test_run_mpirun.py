@@ -217,6 +217,23 @@ class RunMpirun(RankscopeTest):
         proc, out = self.run_rankscope(mpirun(2, "sh", "-c", "exit 3"), out="o2")
         self.assertEqual(proc.returncode, self.run_plain(mpirun(2, "sh", "-c", "exit 3")).returncode)
 
+    def test_program_mpirun_cannot_start_fails_as_a_bare_launch(self):
+        # A missing or non-executable program: mpirun's own message and exit code (132), not
+        # one "cannot run" line per rank and 127 from agents; no session for nothing run.
+        plain = os.path.join(self.tmp, "not-executable")
+        with open(plain, "w") as f:
+            f.write("data\n")
+        for program in ("/no/such/program", plain):
+            bare = self.run_plain(mpirun(2, program))
+            proc, out = self.run_rankscope(mpirun(2, program))
+            self.assertEqual(proc.returncode, bare.returncode, proc.stderr)
+            self.assertNotEqual(bare.returncode, 0)
+            self.assertEqual(proc.stdout, bare.stdout)
+            self.assertIn("unable to launch the specified application", proc.stderr)
+            self.assertNotIn("rankscope agent", proc.stderr)
+            self.assertIn(program, proc.stderr.splitlines()[0])
+            self.assertFalse(os.path.exists(out), out)
+
     def test_launcher_not_installed(self):
         proc, out = self.run_rankscope(["no-such-launcher-xyz", "prog"])
         self.assertEqual(proc.returncode, 127)
