@@ -50,7 +50,9 @@ int main(int argc, char** argv) {
   run_cmd->add_option("--bind", run.bind_address,
                       "Address the coordinator listens on (default: 127.0.0.1, or this host's "
                       "address when ranks may run elsewhere: srun, mpirun with hosts)");
-  run_cmd->add_option("--port", run.port, "Coordinator port (default: any free port)");
+  run_cmd->add_option("--port", run.port,
+                      "Coordinator port (default: any free port; a free one too when this one "
+                      "is taken: the agents are told where)");
   run_cmd->add_option("--drain-timeout", drain_s,
                       "Seconds to wait for agents' last records after the job ends");
   run_cmd->add_flag("-q,--quiet", run.quiet, "Do not print the report");

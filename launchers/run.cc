@@ -20,6 +20,7 @@
 #include <ctime>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <sstream>
 
 #include "agent/agent.h"
@@ -234,11 +235,24 @@ int RunJob(const RunOptions& options) {
     config.bind_address = remote ? ReachableHostAddress() : "127.0.0.1";
   }
   config.port = options.port;
-  CoordinatorServer server(config);
-  if (Status s = server.Start(); !s.ok()) {
-    std::fprintf(stderr, "rankscope: %s\n", s.message().c_str());
-    return 1;
+  auto started = std::make_unique<CoordinatorServer>(config);
+  Status listening = started->Start();
+  if (!listening.ok() && config.port != 0) {
+    // The agents learn the address from their environment: any free port serves them.
+    std::fprintf(stderr, "rankscope: %s; listening on a free port instead\n",
+                 listening.message().c_str());
+    config.port = 0;
+    started = std::make_unique<CoordinatorServer>(config);
+    listening = started->Start();
   }
+  if (!listening.ok()) {
+    // No session can be kept; the job still runs, as it would without rankscope.
+    std::fprintf(stderr, "rankscope: %s; running the job unprofiled. No session is written.\n",
+                 listening.message().c_str());
+    if (!options.out_dir.empty()) rmdir(options.out_dir.c_str());  // only if still empty
+    return RunUnprofiled(options.command);
+  }
+  CoordinatorServer& server = *started;
   setenv("RANKSCOPE_COORDINATOR", server.address().c_str(), 1);
   setenv("RANKSCOPE_TOKEN", config.token.c_str(), 1);
   setenv("RANKSCOPE_SESSION", config.session_id.c_str(), 1);

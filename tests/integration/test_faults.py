@@ -10,6 +10,7 @@ thousands of libprotobuf errors on the job's stderr and returned 10 s late.
 import json
 import os
 import signal
+import socket
 import sqlite3
 import subprocess
 import sys
@@ -24,6 +25,11 @@ FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fixtu
                         "h200x2-torch-allreduce")
 LATIN1 = "caf\udce9"  # b"caf\xe9" as a command-line argument (surrogateescape)
 FFFD = "\ufffd"
+
+
+def without_wall(stdout):
+    """mpi_train's output less its timing: what a run under rankscope must keep."""
+    return [ln.split(", wall")[0] for ln in stdout.splitlines()]
 
 
 class BadStrings(RankscopeTest):
@@ -129,6 +135,26 @@ class Usage(RankscopeTest):
         self.assertIn("not expected: -c", proc.stderr)
         self.assertIn("Put -- before the launch command", proc.stderr)
         self.assertFalse(os.path.exists(marker))
+
+
+    def test_a_port_in_use_or_an_address_not_here_still_runs_the_job(self):
+        job = mpirun(2, MPI_TRAIN, "--steps", "5")
+        bare = self.run_plain(job)
+        with socket.socket() as held:
+            held.bind(("127.0.0.1", 0))
+            held.listen()
+            port = str(held.getsockname()[1])
+            proc, out = self.run_rankscope(job, opts=("--port", port))
+        self.assertEqual(proc.returncode, bare.returncode, proc.stderr)
+        self.assertEqual(without_wall(proc.stdout), without_wall(bare.stdout))
+        self.assertIn("listening on a free port instead", proc.stderr)
+        self.assertEqual(Session(out).report["job"]["status"], "complete")
+        # Nowhere to listen at all: the job runs unprofiled, and says so.
+        proc, out = self.run_rankscope(job, out="out2", opts=("--bind", "192.0.2.1"))
+        self.assertEqual(proc.returncode, bare.returncode, proc.stderr)
+        self.assertEqual(without_wall(proc.stdout), without_wall(bare.stdout))
+        self.assertIn("running the job unprofiled", proc.stderr)
+        self.assertFalse(os.path.exists(out))
 
 
 class FullDisks(RankscopeTest):
