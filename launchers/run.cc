@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -346,7 +347,27 @@ int RunCoordinator(const CoordinatorOptions& options) {
   }
   std::ifstream in(options.token_file);
   if (in) {
+    // The secret is all that keeps others' RPCs out: it must be private and not guessable.
+    struct stat st {};
+    if (stat(options.token_file.c_str(), &st) == 0 && (st.st_mode & 077) != 0) {
+      std::fprintf(stderr,
+                   "rankscope coordinator: %s can be read by other users (mode %04o); "
+                   "chmod 600 it, or name a file that does not exist to have one made\n",
+                   options.token_file.c_str(), static_cast<unsigned>(st.st_mode & 07777));
+      return 2;
+    }
     std::getline(in, config.token);
+    while (!config.token.empty() && std::isspace(static_cast<unsigned char>(config.token.back()))) {
+      config.token.pop_back();
+    }
+    constexpr size_t kMinTokenChars = 16;
+    if (!config.token.empty() && config.token.size() < kMinTokenChars) {
+      std::fprintf(stderr,
+                   "rankscope coordinator: the secret in %s is %zu characters; at least %zu are "
+                   "needed (one made for you is 48 hex digits)\n",
+                   options.token_file.c_str(), config.token.size(), kMinTokenChars);
+      return 2;
+    }
   } else {
     Result<std::string> token = NewSessionToken();
     if (!token.ok()) {

@@ -157,6 +157,20 @@ class Usage(RankscopeTest):
         self.assertFalse(os.path.exists(out))
 
 
+    def test_a_stand_alone_coordinator_refuses_a_weak_or_readable_secret(self):
+        for name, secret, mode, says in (("short", "x\n", 0o600, "at least 16"),
+                                         ("shared", "a" * 48 + "\n", 0o644, "chmod 600")):
+            path = os.path.join(self.tmp, name)
+            with open(path, "w") as f:
+                f.write(secret)
+            os.chmod(path, mode)
+            proc = subprocess.run([RANKSCOPE, "coordinator", "--token-file", path],
+                                  capture_output=True, text=True, timeout=30)
+            self.assertEqual(proc.returncode, 2, proc.stderr)
+            self.assertIn(says, proc.stderr)
+            self.assertIn(path, proc.stderr)
+
+
 class FullDisks(RankscopeTest):
     def test_a_full_tmpdir_runs_the_program_as_bare(self):
         # The agent's control page was a file in TMPDIR whose size was set but whose blocks were
