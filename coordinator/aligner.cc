@@ -31,6 +31,7 @@ Session AlignSession(Session session) {
       r.end = m.ToCoordinator(r.end);
     }
     for (MarkRecord& k : rank.marks) k.time = m.ToCoordinator(k.time);
+    if (rank.exit_time != 0) rank.exit_time = m.ToCoordinator(rank.exit_time);
     for (MpiCallRecord& c : rank.mpi_calls) {
       c.enter = m.ToCoordinator(c.enter);
       c.exit = m.ToCoordinator(c.exit);

@@ -1,8 +1,12 @@
 #include "coordinator/completeness.h"
 
+#include <algorithm>
 #include <cstring>
 #include <set>
 #include <string>
+
+#include "core/clock_model.h"
+#include "core/format.h"
 
 namespace rankscope {
 namespace {
@@ -13,6 +17,39 @@ void AddReason(Session* s, std::string reason) {
     if (r == reason) return;
   }
   s->partial_reasons.push_back(std::move(reason));
+}
+
+// Of the ranks that ended badly (a non-zero code, a signal, an unseen status), the one whose agent
+// saw it end first, and how long before the next: with a launcher that kills the others once
+// one fails, every rank reads as failed and only the order tells the first. Times are the
+// agents' clocks brought to the coordinator's (the session is not aligned yet).
+std::string FirstToEndBadly(const Session& s) {
+  struct Ended {
+    TimeNs at;
+    const RankData* rank;
+  };
+  std::vector<Ended> ended;
+  for (const RankData& r : s.ranks) {
+    const bool bad = (r.exit_code && *r.exit_code != 0) || r.exit_unseen;
+    if (!bad || r.exit_time == 0) continue;
+    TimeNs at = r.exit_time;
+    if (!s.aligned) {
+      if (Result<ClockModel> fit = FitClockModel(r.clock_samples); fit.ok()) {
+        at = fit.value().ToCoordinator(at);
+      }
+    }
+    ended.push_back({at, &r});
+  }
+  if (ended.size() < 2) return "";
+  std::sort(ended.begin(), ended.end(), [](const Ended& a, const Ended& b) { return a.at < b.at; });
+  const RankData& first = *ended[0].rank;
+  std::string how = first.exit_unseen        ? "its status not seen"
+                    : first.term_signal != 0 ? "signal " + std::to_string(first.term_signal) +
+                                                   " (" + strsignal(first.term_signal) + ")"
+                                             : "code " + std::to_string(*first.exit_code);
+  return "rank " + std::to_string(first.id.rank) + " (" + first.id.node + ") ended first (" + how +
+         "), " + FormatDuration(ended[1].at - ended[0].at) + " before the next (rank " +
+         std::to_string(ended[1].rank->id.rank) + ")";
 }
 
 }  // namespace
@@ -56,6 +93,9 @@ MissingRanks FindMissingRanks(const Session& session) {
 }
 
 void AssessCompleteness(Session* session) {
+  if (std::string first = FirstToEndBadly(*session); !first.empty()) {
+    AddReason(session, std::move(first));  // before the ranks it names as failed
+  }
   std::vector<int> unfinished;
   for (const RankData& r : session->ranks) {
     if (!r.finished) unfinished.push_back(r.id.rank);

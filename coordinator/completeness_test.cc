@@ -25,6 +25,44 @@ TEST(Completeness, AllRanksFinishedIsComplete) {
   EXPECT_TRUE(s.partial_reasons.empty());
 }
 
+// mpirun kills the others once one rank fails: all read as failed, the order names the first.
+// Rank 1's clock runs 200 ms ahead of the coordinator's (its samples say so), so by its own
+// clock it ended "first"; in coordinator time rank 2 did.
+TEST(Completeness, TheRankThatEndedFirstIsNamed) {
+  Session s;
+  s.world_size = 3;
+  s.launcher_exit_code = 139;
+  s.ranks = {Finished(0, 143, 15), Finished(1, 143, 15), Finished(2, 139, 11)};
+  s.ranks[0].exit_time = 1'350 * kNsPerMs;
+  s.ranks[1].exit_time = 1'160 * kNsPerMs;  // local; 960 ms in coordinator time
+  s.ranks[2].exit_time = 1'100 * kNsPerMs;
+  for (int k = 0; k < 8; ++k) {
+    const TimeNs t = (1'000 + 10 * k) * kNsPerMs;  // the agent's clock: the coordinator's + 200 ms
+    s.ranks[1].clock_samples.push_back({t, t - 200 * kNsPerMs + 5, t - 200 * kNsPerMs + 6, t + 11});
+  }
+  AssessCompleteness(&s);
+  std::string all;
+  for (const auto& r : s.partial_reasons) all += r + "|";
+  EXPECT_NE(all.find("rank 1 (n1) ended first (signal 15"), std::string::npos) << all;
+  // Without the clock samples the local times are taken as they are: rank 2 first.
+  s.ranks[1].clock_samples.clear();
+  s.partial_reasons.clear();
+  AssessCompleteness(&s);
+  all.clear();
+  for (const auto& r : s.partial_reasons) all += r + "|";
+  EXPECT_NE(all.find("rank 2 (n2) ended first (signal 11 (Segmentation fault)), 60.00 ms before "
+                     "the next (rank 1)"),
+            std::string::npos)
+      << all;
+  // One rank that ended badly needs no order.
+  Session one;
+  one.world_size = 2;
+  one.ranks = {Finished(0), Finished(1, 3)};
+  one.ranks[1].exit_time = 5;
+  AssessCompleteness(&one);
+  for (const auto& r : one.partial_reasons) EXPECT_EQ(r.find("ended first"), std::string::npos);
+}
+
 TEST(Completeness, NamesMissingCrashedAndUnfinishedRanks) {
   Session s;
   s.world_size = 6;

@@ -213,6 +213,7 @@ grpc::Status CoordinatorService::Upload(grpc::ServerContext* ctx, const v1::Uplo
                            " records with an operation this coordinator does not know (skipped)");
   }
   rank.dropped_records = std::max(rank.dropped_records, req->dropped_records());
+  if (req->has_exit()) rank.exit_time = req->exit().time();
   if (req->has_exit() && req->exit().status_unseen()) {
     rank.exit_unseen = true;
   } else if (req->has_exit()) {

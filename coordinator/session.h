@@ -118,6 +118,8 @@ struct RankData {
   // It ended, but its exit status was not seen (exit_code empty): the agent beside it found it
   // reaped already, and it had not called exit() (a signal, or _exit).
   bool exit_unseen = false;
+  // When its agent saw it end (the rank's clock, coordinator time once aligned); 0 unknown.
+  TimeNs exit_time = 0;
 };
 
 struct Session {

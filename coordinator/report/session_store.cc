@@ -44,7 +44,7 @@ CREATE TABLE ranks (
   clock_drift_ppm REAL, clock_uncertainty_ns INTEGER, clock_samples_used INTEGER,
   clock_samples_total INTEGER, clock_fitted INTEGER, clock_error TEXT, notices TEXT,
   dropped_records INTEGER, exit_code INTEGER, term_signal INTEGER, finished INTEGER,
-  exit_unseen INTEGER);
+  exit_unseen INTEGER, exit_time INTEGER);
 CREATE TABLE clock_samples (rank_idx INTEGER, t1 INTEGER, t2 INTEGER, t3 INTEGER, t4 INTEGER);
 CREATE TABLE collectives (
   rank_idx INTEGER, comm_id INTEGER, seq INTEGER, op INTEGER, op_name TEXT, nonblocking INTEGER,
@@ -114,7 +114,7 @@ Status WriteMeta(const Connection& db, const Session& s) {
 Status WriteRanks(const Connection& db, const Session& s) {
   Statement rank_row(db,
                      "INSERT INTO ranks VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
-                     "?, ?, ?, ?, ?, ?, ?, ?, ?)");
+                     "?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
   Statement sample(db, "INSERT INTO clock_samples VALUES (?, ?, ?, ?, ?)");
   Statement collective(
       db, "INSERT INTO collectives VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
@@ -152,7 +152,7 @@ Status WriteRanks(const Connection& db, const Session& s) {
     rank_row.Int(c.samples_used).Int(c.samples_total).Int(r.clock_fitted ? 1 : 0);
     rank_row.Text(r.clock_error).Text(Dump(r.notices)).Int(r.dropped_records);
     rank_row.OptionalInt(r.exit_code).Int(r.term_signal).Int(r.finished ? 1 : 0);
-    rank_row.Int(r.exit_unseen ? 1 : 0);
+    rank_row.Int(r.exit_unseen ? 1 : 0).Int(r.exit_time);
     RETURN_IF_ERROR(rank_row.Run());
 
     for (const ClockSample& x : r.clock_samples) {
@@ -415,7 +415,8 @@ Status ReadRanks(const Connection& db, int version, Session* s) {
                               "clock_uncertainty_ns, clock_samples_used, clock_samples_total, "
                               "clock_fitted, clock_error, notices, dropped_records, exit_code, "
                               "term_signal, finished") +
-                          (version >= 5 ? ", exit_unseen" : "") + " FROM ranks ORDER BY idx";
+                          (version >= 5 ? ", exit_unseen" : "") +
+                          (version >= 6 ? ", exit_time" : "") + " FROM ranks ORDER BY idx";
   Statement q(db, sql.c_str());
   while (q.Next()) {
     if (q.ColumnInt(0) != static_cast<int64_t>(s->ranks.size())) {
@@ -453,6 +454,7 @@ Status ReadRanks(const Connection& db, int version, Session* s) {
     r.term_signal = static_cast<int>(next_int());
     r.finished = next_int() != 0;
     if (version >= 5) r.exit_unseen = next_int() != 0;
+    if (version >= 6) r.exit_time = next_int();
     s->ranks.push_back(std::move(r));
   }
   if (!q.status().ok()) return Corrupt(path, q.status().message());

@@ -24,7 +24,7 @@ namespace rankscope {
 //   2: collectives.source (0 MPI, 1 NCCL); CUPTI activity in gpu_activity + gpu_names;
 //      rank_gpu.nvml (JSON) and nvml_error
 //   1: the first layout (NCCL collectives recognised by their communicator key)
-inline constexpr int kSessionStoreSchemaVersion = 5;
+inline constexpr int kSessionStoreSchemaVersion = 6;
 inline constexpr int kOldestReadableSchemaVersion = 1;
 
 // Writes `session` and `findings` to a new database at `path`, replacing any file there. The

@@ -144,6 +144,8 @@ class RunMpirun(RankscopeTest):
         self.assertEqual(s.report["job"]["status"], "partial")
         reasons = " ".join(s.report["job"]["partial_reasons"])
         self.assertIn("rank 2", reasons)
+        # mpirun then kills the others, which all read as failed: the order names the first.
+        self.assertRegex(reasons, r"rank 2 \(\S+\) ended first \(.*\), .* before the next")
         # The agent runs beside the rank, not as its parent: it reads the signal from the
         # rank's zombie, unless mpirun reaped it first (then it says it did not see it).
         if s.rank(2)["exit_unseen"]:
