@@ -207,10 +207,8 @@ TEST(ProgramProblemHere, OnlyForALocalMpirunWhoseProgramCannotRunHere) {
   EXPECT_NE(denied->find("Permission denied"), std::string::npos) << *denied;
   EXPECT_TRUE(ProgramProblemHere(Planned({"mpirun", "-np", "2", dir}), 0));  // a directory
   // Elsewhere, or from another directory: only mpirun can tell.
-  EXPECT_EQ(ProgramProblemHere(Planned({"mpirun", "-H", "a,b", "/no/such/prog"}), 0),
-            std::nullopt);
-  EXPECT_EQ(ProgramProblemHere(Planned({"mpirun", "-np", "2", "/no/such/prog"}), 2),
-            std::nullopt);
+  EXPECT_EQ(ProgramProblemHere(Planned({"mpirun", "-H", "a,b", "/no/such/prog"}), 0), std::nullopt);
+  EXPECT_EQ(ProgramProblemHere(Planned({"mpirun", "-np", "2", "/no/such/prog"}), 2), std::nullopt);
   EXPECT_EQ(ProgramProblemHere(Planned({"mpirun", "-wdir", "/x", "./prog"}), 0), std::nullopt);
   EXPECT_EQ(ProgramProblemHere(Planned({"srun", "-n", "2", "/no/such/prog"}), 0), std::nullopt);
   EXPECT_EQ(ProgramProblemHere(Planned({"/no/such/prog"}), 0), std::nullopt);
