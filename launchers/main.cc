@@ -46,6 +46,12 @@ int main(int argc, char** argv) {
   rankscope::RunOptions run;
   double drain_s = 15;
   CLI::App* run_cmd = app.add_subcommand("run", "Profile a launch: rankscope run -- mpirun ...");
+  run_cmd->footer(
+      "Signals: Ctrl-C on the terminal reaches the launcher itself (the whole foreground job "
+      "gets it); SIGINT, SIGTERM, SIGHUP, SIGUSR1 and SIGUSR2 sent to rankscope alone are "
+      "passed to the launcher. Either way the job ends as it would without rankscope, and a "
+      "PARTIAL report of what was recorded is written. If rankscope itself is killed (SIGKILL), "
+      "the job runs on unprofiled and its exit code is lost to the caller.");
   run_cmd->add_option("-o,--output", run.out_dir, "Session folder (default rankscope-<job>)");
   run_cmd->add_option("--bind", run.bind_address,
                       "Address the coordinator listens on (default: 127.0.0.1, or this host's "

@@ -36,11 +36,14 @@ namespace {
 volatile sig_atomic_t g_launcher_pid = 0;
 volatile sig_atomic_t g_stop_requested = 0;
 
-void ForwardToLauncher(int sig) {
+void ForwardToLauncher(int sig, siginfo_t* info, void*) {
   g_stop_requested = 1;
-  // SIGINT from a terminal already reached the launcher (same process group); other signals
-  // sent to rankscope alone are passed on so the job winds down and the report is written.
-  if (sig != SIGINT && g_launcher_pid > 0) kill(g_launcher_pid, sig);
+  // Ctrl-C on a terminal (si_code SI_KERNEL) already reached the launcher, which is in the same
+  // process group; a signal some process sent to rankscope alone (kill, scancel --signal, a
+  // batch system: SI_USER, SI_QUEUE, SI_TKILL) is passed on, SIGINT included, so the job winds
+  // down as a bare one would and the report is written.
+  const bool from_terminal = sig == SIGINT && info != nullptr && info->si_code > 0;
+  if (!from_terminal && g_launcher_pid > 0) kill(g_launcher_pid, sig);
 }
 
 std::string NewSessionId() {
@@ -278,9 +281,9 @@ int RunJob(const RunOptions& options) {
   argv.push_back(nullptr);
 
   struct sigaction sa {};
-  sa.sa_handler = ForwardToLauncher;
+  sa.sa_sigaction = ForwardToLauncher;
   sigemptyset(&sa.sa_mask);
-  sa.sa_flags = SA_RESTART;
+  sa.sa_flags = SA_RESTART | SA_SIGINFO;
   for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGUSR1, SIGUSR2}) sigaction(sig, &sa, nullptr);
 
   TimeNs launch_time = MonotonicNow();
@@ -408,7 +411,8 @@ int RunCoordinator(const CoordinatorOptions& options) {
   std::fflush(stdout);
 
   struct sigaction sa {};
-  sa.sa_handler = ForwardToLauncher;  // only sets g_stop_requested: no launcher here
+  sa.sa_sigaction = ForwardToLauncher;  // only sets g_stop_requested: no launcher here
+  sa.sa_flags = SA_SIGINFO;
   sigemptyset(&sa.sa_mask);
   for (int sig : {SIGINT, SIGTERM}) sigaction(sig, &sa, nullptr);
   const TimeNs deadline = options.timeout > 0 ? MonotonicNow() + options.timeout : 0;

@@ -9,6 +9,8 @@ thousands of libprotobuf errors on the job's stderr and returned 10 s late.
 """
 import json
 import os
+import pty
+import select
 import signal
 import socket
 import sqlite3
@@ -169,6 +171,47 @@ class Usage(RankscopeTest):
             self.assertEqual(proc.returncode, 2, proc.stderr)
             self.assertIn(says, proc.stderr)
             self.assertIn(path, proc.stderr)
+
+
+class Signals(RankscopeTest):
+    """SIGINT and SIGTERM to `rankscope run` end the job as they end a bare mpirun."""
+    JOB = mpirun(2, MPI_TRAIN, "--steps", "100000")
+
+    def interrupt(self, argv, how):
+        """Starts argv, interrupts it after 2 s; its exit code and how long it took to end."""
+        if how == "terminal":
+            pid, fd = pty.fork()
+            if pid == 0:
+                os.chdir(self.tmp)
+                os.execvpe(argv[0], argv, mpi_env())
+            time.sleep(2.0)
+            start = time.monotonic()
+            os.write(fd, b"\x03")  # the terminal's foreground process group gets SIGINT
+            while select.select([fd], [], [], 60)[0]:
+                try:
+                    if not os.read(fd, 65536):
+                        break
+                except OSError:
+                    break
+            _, status = os.waitpid(pid, 0)
+            os.close(fd)
+            return os.waitstatus_to_exitcode(status), time.monotonic() - start
+        proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                env=mpi_env(), cwd=self.tmp, start_new_session=True)
+        time.sleep(2.0)
+        start = time.monotonic()
+        proc.send_signal(signal.SIGINT if how == "SIGINT" else signal.SIGTERM)
+        proc.wait(timeout=60)
+        return proc.returncode, time.monotonic() - start
+
+    def test_each_signal_ends_the_job_as_it_ends_a_bare_launch(self):
+        for k, how in enumerate(("SIGTERM", "SIGINT", "terminal")):
+            bare_rc, bare_s = self.interrupt(self.JOB, how)
+            out = os.path.join(self.tmp, "out%d" % k)
+            rc, took = self.interrupt([RANKSCOPE, "run", "-o", out, "--"] + self.JOB, how)
+            self.assertEqual(rc, bare_rc, how)
+            self.assertLess(took, bare_s + 2.0, how)  # the report is written, not waited for
+            self.assertEqual(Session(out).report["job"]["status"], "partial", how)
 
 
 class FullDisks(RankscopeTest):
