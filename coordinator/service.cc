@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <fstream>
 
+#include "coordinator/ingest.h"
 #include "core/time.h"
 #include "proto/convert.h"
 #include "proto/protocol.h"
@@ -18,46 +19,6 @@ bool SameSecret(std::string_view a, std::string_view b) {
   unsigned char diff = 0;
   for (size_t i = 0; i < a.size(); ++i) diff |= static_cast<unsigned char>(a[i] ^ b[i]);
   return diff == 0;
-}
-
-RankIdentity FromProto(const v1::Identity& p) {
-  RankIdentity id;
-  id.rank = p.rank();
-  id.local_rank = p.local_rank();
-  id.world_size = p.world_size();
-  id.node = ToText(p.node_name());
-  id.host = ToText(p.host());
-  id.launcher = ToText(p.launcher());
-  id.job_id = ToText(p.job_id());
-  id.agent_pid = p.agent_pid();
-  id.program_pid = p.program_pid();
-  id.restart_count = p.restart_count();
-  for (const std::string& arg : p.program()) id.program.push_back(ToText(arg));
-  return id;
-}
-
-RankNccl FromProto(const v1::NcclSummary& p) {
-  RankNccl n;
-  n.version = ToText(p.nccl_version());
-  n.log_file = ToText(p.log_file());
-  n.skipped_lines = p.skipped_lines();
-  for (const std::string& line : p.problems()) n.problems.push_back(ToText(line));
-  for (const v1::NcclCommunicator& c : p.communicators()) {
-    NcclCommInfo info{ToText(c.comm_id()), c.rank(),     c.nranks(), c.nnodes(), c.channels(),
-                      ToText(c.bus_id()),  c.cuda_dev(), {},         {}};
-    for (const v1::NcclTransport& t : c.transports()) {
-      info.transports.push_back(
-          {t.channel(), t.peer(), ToText(t.kind()), ToText(t.via()), t.gdrdma()});
-    }
-    info.ring_order.assign(c.ring_order().begin(), c.ring_order().end());
-    n.communicators.push_back(std::move(info));
-  }
-  for (const v1::NcclCall& c : p.calls()) {
-    n.calls.push_back({ToText(c.comm_id()), c.seq(), ToText(c.op()), c.count(),
-                       ToText(c.datatype()), c.bytes(), c.root(), ToText(c.algo()),
-                       ToText(c.proto()), c.channels()});
-  }
-  return n;
 }
 
 }  // namespace
@@ -125,7 +86,7 @@ grpc::Status CoordinatorService::Register(grpc::ServerContext* ctx, const v1::Re
   auto existing = agent_index_.find(agent_id);
   if (existing == agent_index_.end()) {
     RankData rank;
-    rank.id = FromProto(id);
+    rank.id = IdentityFromProto(id);
     session_.ranks.push_back(std::move(rank));
     agent_index_[agent_id] = session_.ranks.size() - 1;
     // An agent that comes after a capture was started or stopped gets that state first.
@@ -173,69 +134,7 @@ grpc::Status CoordinatorService::Upload(grpc::ServerContext* ctx, const v1::Uplo
   }
   expected = req->batch_seq() + 1;
 
-  int unknown = 0;
-  for (const auto& s : req->clock_samples()) rank.clock_samples.push_back(FromProto(s));
-  for (const auto& c : req->collectives()) {
-    CollectiveRecord r;
-    if (FromProto(c, &r)) {
-      rank.collectives.push_back(r);
-    } else {
-      ++unknown;
-    }
-  }
-  for (const auto& p : req->p2p()) {
-    P2PRecord r;
-    if (FromProto(p, &r)) {
-      rank.p2p.push_back(r);
-    } else {
-      ++unknown;
-    }
-  }
-  for (const auto& r : req->ranges()) rank.ranges.push_back(FromProto(r));
-  for (const auto& m : req->marks()) rank.marks.push_back(FromProto(m));
-  for (const auto& g : req->gpu()) {
-    GpuActivityRecord r;
-    if (FromProto(g, &r)) {
-      rank.gpu.push_back(std::move(r));
-    } else {
-      ++unknown;
-    }
-  }
-  for (const auto& c : req->mpi_calls()) {
-    // A call this coordinator does not know is still time inside MPI: kept as kUnknown.
-    MpiCallRecord r;
-    FromProto(c, &r);
-    rank.mpi_calls.push_back(r);
-  }
-  for (const auto& n : req->notices()) rank.notices.push_back(ToText(n.text()));
-  if (unknown > 0) {
-    rank.notices.push_back(std::to_string(unknown) +
-                           " records with an operation this coordinator does not know (skipped)");
-  }
-  rank.dropped_records = std::max(rank.dropped_records, req->dropped_records());
-  if (req->has_exit()) rank.exit_time = req->exit().time();
-  if (req->has_exit() && req->exit().status_unseen()) {
-    rank.exit_unseen = true;
-  } else if (req->has_exit()) {
-    rank.exit_code = req->exit().exit_code();
-    rank.term_signal = req->exit().term_signal();
-  }
-  if (req->has_nccl()) rank.nccl = FromProto(req->nccl());
-  if (req->has_topology()) {
-    rank.topology_source = ToText(req->topology().source());
-    rank.topology_xml = ToText(req->topology().xml());
-  }
-  if (req->has_nvml()) {
-    Result<NvmlSnapshot> nvml = FromProto(req->nvml());
-    if (nvml.ok()) {
-      rank.nvml = std::move(nvml).value();
-    } else {
-      rank.nvml_error = nvml.status().message();
-    }
-  }
-  if (req->has_proc()) rank.proc = FromProto(req->proc());
-  for (const v1::SweepCheck& c : req->sweep()) rank.sweep.push_back(FromProto(c));
-  if (req->final()) rank.finished = true;
+  AddBatchToRank(*req, &rank);
   resp->set_acked_through(req->batch_seq());
   cv_.notify_all();
   return grpc::Status::OK;

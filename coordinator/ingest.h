@@ -1,0 +1,22 @@
+// Turning an agent's upload batch into a rank's data: the one place the wire's records become
+// the session's, used by the coordinator's Upload RPC and by anything that replays batches.
+// Pure.
+#pragma once
+
+#include "coordinator/session.h"
+#include "rankscope/v1/rankscope.pb.h"
+
+namespace rankscope {
+
+// A Register request's identity, strings made UTF-8.
+RankIdentity IdentityFromProto(const v1::Identity& p);
+// An NCCL summary as the analyses read it.
+RankNccl NcclFromProto(const v1::NcclSummary& p);
+
+// Appends the batch's records, notices, exit, NCCL, topology, NVML, /proc and sweep figures to
+// `rank` (one it already holds data for: batches arrive in order). Records of a kind this
+// coordinator does not know are skipped and counted in one notice; strings that are not UTF-8
+// are kept with U+FFFD in place of their bad bytes. Sets rank->finished on the final batch.
+void AddBatchToRank(const v1::UploadBatch& batch, RankData* rank);
+
+}  // namespace rankscope

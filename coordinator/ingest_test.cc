@@ -1,0 +1,52 @@
+#include "coordinator/ingest.h"
+
+#include <gtest/gtest.h>
+
+namespace rankscope {
+namespace {
+
+// One batch as an agent sends it: known and unknown records, a Latin-1 notice, the exit.
+TEST(Ingest, ABatchBecomesTheRanksDataAndWhatItCannotReadIsCounted) {
+  v1::UploadBatch batch;
+  v1::Collective* c = batch.add_collectives();
+  c->set_op(static_cast<uint32_t>(CollectiveOp::kAllreduce));
+  c->set_seq(7);
+  c->set_enter(100);
+  c->set_exit(250);
+  batch.add_collectives()->set_op(9999);  // an operation a later agent knows
+  batch.add_notices()->set_text("caf\xe9");
+  batch.mutable_exit()->set_exit_code(139);
+  batch.mutable_exit()->set_term_signal(11);
+  batch.mutable_exit()->set_time(5'000);
+  batch.set_dropped_records(3);
+  batch.set_final(true);
+
+  RankData rank;
+  AddBatchToRank(batch, &rank);
+  ASSERT_EQ(rank.collectives.size(), 1u);
+  EXPECT_EQ(rank.collectives[0].seq, 7u);
+  EXPECT_EQ(rank.collectives[0].exit, 250);
+  ASSERT_EQ(rank.notices.size(), 2u);
+  EXPECT_EQ(rank.notices[0], "caf\xef\xbf\xbd");  // U+FFFD for the byte that is not UTF-8
+  EXPECT_NE(rank.notices[1].find("1 records with an operation"), std::string::npos);
+  EXPECT_EQ(rank.exit_code, 139);
+  EXPECT_EQ(rank.term_signal, 11);
+  EXPECT_EQ(rank.exit_time, 5'000);
+  EXPECT_EQ(rank.dropped_records, 3u);
+  EXPECT_TRUE(rank.finished);
+
+  // A second batch appends; an unseen exit keeps no code.
+  v1::UploadBatch later;
+  later.add_collectives()->CopyFrom(batch.collectives(0));
+  later.mutable_exit()->set_status_unseen(true);
+  RankData other;
+  AddBatchToRank(later, &other);
+  AddBatchToRank(later, &other);
+  EXPECT_EQ(other.collectives.size(), 2u);
+  EXPECT_TRUE(other.exit_unseen);
+  EXPECT_FALSE(other.exit_code.has_value());
+  EXPECT_FALSE(other.finished);
+}
+
+}  // namespace
+}  // namespace rankscope
