@@ -9,7 +9,9 @@ endif()
 if(RANKSCOPE_SANITIZE)
   # GCC 12 reports -Wmaybe-uninitialized false positives inside libstdc++ (std::regex,
   # std::function) when ASan instruments them; the non-sanitizer build keeps the warning.
-  target_compile_options(rankscope_warnings INTERFACE -Wno-maybe-uninitialized)
+  if(CMAKE_CXX_COMPILER_ID STREQUAL "GNU")
+    target_compile_options(rankscope_warnings INTERFACE -Wno-maybe-uninitialized)
+  endif()
   add_compile_options(-fsanitize=address,undefined -fno-omit-frame-pointer
                       -fno-sanitize-recover=undefined)
   add_link_options(-fsanitize=address,undefined)

@@ -115,7 +115,9 @@ json NcclReportJson(const Session& session) {
 
   const auto spans = NcclInstanceSpans(session);
   json out_comms = json::array();
-  for (const auto& [id, s] : comms) {
+  for (const auto& comm : comms) {
+    const auto& id = comm.first;  // named, not bound: lambdas below capture them (clang 14)
+    const auto& s = comm.second;
     using Shape = std::tuple<std::string, std::string, Bytes, std::string, std::string>;
     std::map<Shape, int> shapes;
     std::map<Shape, std::vector<double>> busbw;  // GB/s of the instances timed on every rank

@@ -27,8 +27,8 @@ constexpr size_t kMaxClockRows = 12;
 constexpr size_t kMaxNotices = 10;
 constexpr size_t kMaxShapeRows = 4;     // NCCL communicator x call shape lines
 constexpr size_t kMaxAbnormalRows = 4;  // GPUs / nodes whose links run below their best
-constexpr size_t kMaxGroupRows = 2;     // per kind: nodes with one topology, GPUs with one link
-constexpr size_t kMaxErrorRows = 2;     // per kind: topology dumps / NVML that failed
+constexpr size_t kMaxGroupRows = 2;     // per kind: nodes with one topology, GPUs with one link,
+                                        // topology dumps or NVML that failed alike
 // What the clock, GPU and notice sections keep (rows) before a more important one is cut.
 constexpr size_t kCompactRows = 2;
 
@@ -374,7 +374,9 @@ void AddGroups(const std::vector<std::pair<std::string, std::string>>& items,
                                                const std::vector<std::string>& members)>& line,
                std::vector<std::string>* out, size_t* hidden) {
   std::vector<std::pair<std::string, std::vector<std::string>>> groups;  // in first-seen order
-  for (const auto& [description, member] : items) {
+  for (const auto& item : items) {
+    const std::string& description = item.first;
+    const std::string& member = item.second;
     auto it = std::find_if(groups.begin(), groups.end(),
                            [&](const auto& g) { return g.first == description; });
     if (it == groups.end()) {
@@ -394,7 +396,7 @@ void AddGroups(const std::vector<std::pair<std::string, std::string>>& items,
   }
 }
 
-// The same failure on several nodes is one line naming them, at most kMaxErrorRows per kind.
+// The same failure on several nodes is one line naming them, at most kMaxGroupRows per kind.
 void AddErrors(const std::vector<std::pair<std::string, std::string>>& node_errors,
                const std::string& what, const Painter& paint, GpuLines* out) {
   AddGroups(

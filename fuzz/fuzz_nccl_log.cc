@@ -1,0 +1,16 @@
+// The NCCL debug log parser (agent/nccl) and its JSON writer (`inspect nccl-log --json`), on any
+// bytes: a log is the job's output, cut anywhere and in any encoding.
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+
+#include "agent/nccl/nccl_log_json.h"
+#include "agent/nccl/nccl_log_parser.h"
+#include "fuzz/fuzz_util.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  const rankscope::NcclLog log =
+      rankscope::ParseNcclLog(std::string_view(reinterpret_cast<const char*>(data), size));
+  rankscope::fuzz::CheckJsonRoundTrip(rankscope::NcclLogToJson(log), "NcclLogToJson");
+  return 0;
+}

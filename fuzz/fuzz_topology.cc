@@ -1,0 +1,18 @@
+// The NCCL topology dump parser (agent/topology) and its JSON writer (`inspect topo --json`):
+// XML truncated, malformed, huge or in another encoding.
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+
+#include "agent/topology/topology.h"
+#include "agent/topology/topology_json.h"
+#include "fuzz/fuzz_util.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  const auto topo = rankscope::ParseNcclTopology(
+      std::string_view(reinterpret_cast<const char*>(data), size), "fuzz.xml");
+  if (topo.ok()) {
+    rankscope::fuzz::CheckJsonRoundTrip(rankscope::TopologyToJson(topo.value()), "TopologyToJson");
+  }
+  return 0;
+}

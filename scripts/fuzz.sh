@@ -1,0 +1,97 @@
+#!/usr/bin/env bash
+# The libFuzzer targets of fuzz/ (clang, ASan + UBSan), built into build-fuzz/ and each run over a
+# corpus seeded from tests/fixtures. A crash, a leak or an abort fails the script with the input
+# libFuzzer saved (build-fuzz/fuzz/crash-*).
+#   scripts/fuzz.sh                  each target for FUZZ_SECONDS seconds (default 20; CI)
+#   FUZZ_RUNS=1000000 scripts/fuzz.sh --docs docs/fuzzing.md
+#                                    each target for that many executions; the counts go to docs
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build=${FUZZ_BUILD_DIR:-build-fuzz}
+docs=""
+if [ "${1:-}" = "--docs" ]; then docs=$2; fi
+targets=(fuzz_nccl_log fuzz_topology fuzz_inject_wire fuzz_rpc fuzz_session_store)
+
+if [ ! -f "$build/CMakeCache.txt" ]; then
+  CC=clang CXX=clang++ cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DRANKSCOPE_FUZZ=ON -DRANKSCOPE_SANITIZE=ON -DRANKSCOPE_BUILD_TESTS=OFF \
+    -DRANKSCOPE_BUILD_BENCH=OFF
+fi
+cmake --build "$build" -j "$(nproc)" --target "${targets[@]}"
+
+# Seeds: the real NCCL logs and topology dumps of the fixtures, and their smallest session.
+corpus=$build/fuzz/corpus
+for t in "${targets[@]}"; do mkdir -p "$corpus/$t"; done
+# The logs in pieces of 25 lines: whole 20 kB logs run at 170 inputs a second, pieces at thousands.
+for f in tests/fixtures/*/nccl*.log; do
+  split -l 25 "$f" "$corpus/fuzz_nccl_log/$(basename "$(dirname "$f")")-$(basename "$f" .log)-"
+done
+cp agent/topology/testdata/*.xml "$corpus/fuzz_topology/"
+for f in tests/fixtures/*/topo.xml; do cp "$f" "$corpus/fuzz_topology/$(basename "$(dirname "$f")").xml"; done
+cp tests/fixtures/h200x2-torchrun-sessions/clean.sqlite "$corpus/fuzz_session_store/"
+
+# One target: its log and how long it ran land in build-fuzz/fuzz/TARGET.{log,secs}.
+fuzz_one() {
+  local t=$1 max_len limit
+  limit=(-max_total_time="${FUZZ_SECONDS:-20}")
+  [ -n "${FUZZ_RUNS:-}" ] && limit=(-runs="$FUZZ_RUNS")
+  # -max_len: as large as the seeds (topology dumps to 12 kB, a session 86 kB).
+  case $t in
+    fuzz_topology) max_len=16384 ;;
+    fuzz_session_store) max_len=131072 ;;
+    *) max_len=4096 ;;
+  esac
+  local start=$SECONDS status=0
+  (cd "$build/fuzz" && "./$t" "${limit[@]}" -max_len=$max_len -timeout=20 -rss_limit_mb=2048 \
+     -print_final_stats=1 "corpus/$t" >"$t.log" 2>&1) || status=$?
+  echo $((SECONDS - start)) >"$build/fuzz/$t.secs"
+  return $status
+}
+
+# FUZZ_PARALLEL=1: all targets at once (the slow ones then share the cores).
+failed=()
+if [ -n "${FUZZ_PARALLEL:-}" ]; then
+  pids=()
+  for t in "${targets[@]}"; do fuzz_one "$t" & pids+=($!); done
+  for i in "${!targets[@]}"; do wait "${pids[$i]}" || failed+=("${targets[$i]}"); done
+else
+  for t in "${targets[@]}"; do fuzz_one "$t" || failed+=("$t"); done
+fi
+for t in "${failed[@]}"; do
+  tail -40 "$build/fuzz/$t.log" >&2
+  echo "fuzz: $t found a problem (input saved in $build/fuzz; log $build/fuzz/$t.log)" >&2
+done
+[ ${#failed[@]} -eq 0 ] || exit 1
+
+rows=()
+for t in "${targets[@]}"; do
+  runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$build/fuzz/$t.log" | tail -1)
+  secs=$(cat "$build/fuzz/$t.secs")
+  echo "fuzz: $t: ${runs:-?} executions in ${secs} s, no finding"
+  rows+=("| $t | ${runs:-?} | ${secs} | none |")
+done
+
+if [ -n "$docs" ]; then
+  {
+    echo "# Fuzzing"
+    echo
+    echo "Written by \`FUZZ_RUNS=${FUZZ_RUNS:-} FUZZ_PARALLEL=${FUZZ_PARALLEL:-} scripts/fuzz.sh --docs $docs\` ($(date -u +%Y-%m-%d), $(nproc) cores,"
+    echo "$(clang --version | head -1)). Each target is built with libFuzzer, ASan and UBSan"
+    echo "(fuzz/CMakeLists.txt) and starts from the seeds scripts/fuzz.sh copies from tests/fixtures."
+    echo "CI runs each for 20 s (scripts/test.sh)."
+    echo
+    echo "| target | what it feeds | executions | seconds | findings |"
+    echo "|---|---|---|---|---|"
+    for r in "${rows[@]}"; do
+      name=$(echo "$r" | cut -d'|' -f2 | tr -d ' ')
+      case $name in
+        fuzz_nccl_log) what="NCCL debug log parser + its JSON writer (\`inspect nccl-log --json\`)" ;;
+        fuzz_topology) what="NCCL topology dump parser + its JSON writer (\`inspect topo --json\`)" ;;
+        fuzz_inject_wire) what="inject channel datagram decoder (core/wire.h)" ;;
+        fuzz_rpc) what="every gRPC request's decoding; an Upload ingested, assessed and aligned" ;;
+        fuzz_session_store) what="session.sqlite loader (sessions and findings)" ;;
+      esac
+      echo "| $name | $what${r#"| $name "}"
+    done
+  } >"$docs"
+fi
