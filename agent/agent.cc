@@ -290,6 +290,8 @@ std::vector<std::string> RankCapture::Prepare(const std::function<void(const std
           "; the rank is captured from the start");
     }
     up.capturing = !options_.dormant || control_.path().empty();
+    up.spool_path =
+        prefix + "spool." + std::to_string(identity_.rank) + "." + std::to_string(getpid());
     uplink_ =
         std::make_unique<Uplink>(up, ToProto(identity_, options_.session_id, options_.program));
     Uplink* sink = uplink_.get();

@@ -1,5 +1,7 @@
 #include "agent/uplink.h"
 
+#include <unistd.h>
+
 #include <chrono>
 #include <cstdio>
 
@@ -56,6 +58,15 @@ Uplink::~Uplink() {
 }
 
 void Uplink::Start() {
+  if (!options_.spool_path.empty()) {
+    Result<std::unique_ptr<SpoolWriter>> spool =
+        SpoolWriter::Create(options_.spool_path, identity_, options_.spool_bytes);
+    if (spool.ok()) {
+      spool_ = std::move(spool).value();
+    } else {
+      AddNotice(spool.status().message() + "; this rank keeps no local copy of its records");
+    }
+  }
   thread_ = std::thread([this] { Loop(); });
 }
 
@@ -196,6 +207,7 @@ bool Uplink::SendPending(bool final_batch) {
     unacked_->Swap(&pending_);
     unacked_->set_agent_id(agent_id_);
     unacked_->set_batch_seq(next_seq_++);
+    Spool(*unacked_);
   }
   unacked_->set_dropped_records(dropped_.load());
   if (final_batch) unacked_->set_final(true);
@@ -321,11 +333,46 @@ void Uplink::FinishWith(std::optional<std::pair<int, int>> exit_status, bool uns
       break;
     }
   }
+  if (sent && spool_) {
+    // The coordinator has all of it; a spool left on a node nobody cleans is clutter.
+    unlink(spool_->path().c_str());
+    spool_.reset();
+  }
   if (!sent && !refused_.load()) {
-    std::fprintf(stderr,
-                 "rankscope agent (rank %d): could not deliver the final report to the "
-                 "coordinator at %s; this rank's last records are lost.\n",
-                 identity_.rank(), options_.address.c_str());
+    // What never went out is kept with the rest, so that the spool holds the whole rank.
+    if (spool_ && !spool_->full()) {
+      v1::UploadBatch last;
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        last.Swap(&pending_);
+      }
+      last.set_agent_id(agent_id_);
+      last.set_batch_seq(next_seq_++);
+      last.set_dropped_records(dropped_.load());
+      last.set_final(true);
+      Spool(last);
+    }
+    if (spool_ && !spool_->full()) {
+      std::fprintf(stderr,
+                   "rankscope agent (rank %d): could not deliver the final report to the "
+                   "coordinator at %s; this rank's records are kept in %s (rankscope report "
+                   "--spools FILES... rebuilds the session).\n",
+                   identity_.rank(), options_.address.c_str(), spool_->path().c_str());
+    } else {
+      std::fprintf(stderr,
+                   "rankscope agent (rank %d): could not deliver the final report to the "
+                   "coordinator at %s; this rank's last records are lost.\n",
+                   identity_.rank(), options_.address.c_str());
+    }
+  }
+}
+
+void Uplink::Spool(const v1::UploadBatch& batch) {
+  if (!spool_ || spool_->full()) return;
+  if (!spool_->Append(batch)) {
+    // Said once, in the next batch: the coordinator still gets everything.
+    AddNotice("the local spool " + spool_->path() + " is full or cannot be written; later " +
+              "batches are not kept there (the coordinator still receives them)");
   }
 }
 

@@ -20,6 +20,7 @@
 #include "core/time.h"
 #include "core/wire.h"
 #include "proto/protocol.h"
+#include "proto/spool.h"
 #include "rankscope/v1/rankscope.grpc.pb.h"
 
 namespace rankscope {
@@ -40,6 +41,10 @@ struct UplinkOptions {
   bool capturing = true;
   // Called on the control thread when the coordinator starts or stops the capture.
   std::function<void(bool capturing)> on_capture;
+  // A copy of every batch goes here as it is made (proto/spool.h), so the session survives its
+  // coordinator; empty: no spool.
+  std::string spool_path;
+  size_t spool_bytes = kDefaultSpoolBytes;
 };
 
 class Uplink {
@@ -97,6 +102,7 @@ class Uplink {
   void ControlLoop();
   size_t PendingRecordsLocked() const;
   void FinishWith(std::optional<std::pair<int, int>> exit, bool unseen = false);
+  void Spool(const v1::UploadBatch& batch);
 
   const UplinkOptions options_;
   v1::Identity identity_;
@@ -109,6 +115,7 @@ class Uplink {
   std::deque<P2PRecord> held_p2p_;          // guarded by mu_
   bool hold_p2p_ = false;                   // guarded by mu_; set by Register's answer
   std::optional<v1::UploadBatch> unacked_;  // owned by the sending thread
+  std::unique_ptr<SpoolWriter> spool_;      // owned by the sending thread; null: no spool
   uint64_t next_seq_ = 0;
   bool finishing_ = false;  // guarded by mu_
   std::string agent_id_;    // set once registered

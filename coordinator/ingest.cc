@@ -1,9 +1,13 @@
 #include "coordinator/ingest.h"
 
 #include <algorithm>
+#include <map>
+#include <set>
 #include <string>
+#include <tuple>
 #include <utility>
 
+#include "core/clock_model.h"
 #include "proto/convert.h"
 
 namespace rankscope {
@@ -112,6 +116,77 @@ void AddBatchToRank(const v1::UploadBatch& batch, RankData* rank) {
   if (batch.has_proc()) rank->proc = FromProto(batch.proc());
   for (const v1::SweepCheck& c : batch.sweep()) rank->sweep.push_back(FromProto(c));
   if (batch.final()) rank->finished = true;
+}
+
+Result<Session> SessionFromSpools(const std::vector<SpoolContents>& spools,
+                                  const std::vector<std::string>& sources) {
+  Session s;
+  if (spools.empty()) return Result<Session>::Error("no spools given");
+  s.session_id = ToText(spools.front().identity.session_id());
+  s.job_id = ToText(spools.front().identity.job_id());
+  s.launcher = ToText(spools.front().identity.launcher());
+  s.partial = true;
+  s.partial_reasons.push_back(
+      "rebuilt from " + std::to_string(spools.size()) +
+      " agent spool(s): the coordinator wrote no session (killed, or its machine lost), so the "
+      "launcher's exit code and the time before the first agent registered are unknown");
+  std::map<std::pair<int, int>, size_t> by_rank;  // (rank, restart) -> index in s.ranks
+  for (size_t i = 0; i < spools.size(); ++i) {
+    const SpoolContents& spool = spools[i];
+    const std::string source = i < sources.size() ? sources[i] : "spool " + std::to_string(i);
+    if (ToText(spool.identity.session_id()) != s.session_id) {
+      return Result<Session>::Error(source + " belongs to session '" +
+                                    ToText(spool.identity.session_id()) + "', not '" +
+                                    s.session_id + "': give the spools of one session");
+    }
+    RankData rank;
+    rank.id = IdentityFromProto(spool.identity);
+    if (rank.id.rank < 0 || rank.id.world_size <= 0 || rank.id.world_size > kMaxWorldSize ||
+        rank.id.rank >= rank.id.world_size) {
+      s.partial_reasons.push_back(source + ": rank " + std::to_string(rank.id.rank) + " of " +
+                                  std::to_string(rank.id.world_size) + " is out of range; skipped");
+      continue;
+    }
+    s.world_size = std::max(s.world_size, rank.id.world_size);
+    std::vector<const v1::UploadBatch*> batches;
+    for (const v1::UploadBatch& b : spool.batches) batches.push_back(&b);
+    std::stable_sort(batches.begin(), batches.end(),
+                     [](const auto* a, const auto* b) { return a->batch_seq() < b->batch_seq(); });
+    std::set<uint64_t> seen;
+    for (const v1::UploadBatch* b : batches) {
+      if (seen.insert(b->batch_seq()).second) AddBatchToRank(*b, &rank);
+    }
+    if (!spool.problem.empty()) {
+      rank.notices.push_back("its spool " + source + " ends early: " + spool.problem);
+      rank.finished = false;
+    }
+    const std::pair<int, int> key{rank.id.rank, rank.id.restart_count};
+    if (auto it = by_rank.find(key); it != by_rank.end()) {
+      s.ranks[it->second] = std::move(rank);
+    } else {
+      by_rank[key] = s.ranks.size();
+      s.ranks.push_back(std::move(rank));
+    }
+  }
+  std::sort(s.ranks.begin(), s.ranks.end(), [](const RankData& a, const RankData& b) {
+    return std::tie(a.id.rank, a.id.restart_count) < std::tie(b.id.rank, b.id.restart_count);
+  });
+  // The session's span in coordinator time: from the first clock exchange to the last exit or
+  // exchange any agent saw.
+  bool any = false;
+  for (const RankData& r : s.ranks) {
+    for (const ClockSample& c : r.clock_samples) {
+      s.start = any ? std::min(s.start, c.t2) : c.t2;
+      s.end = any ? std::max(s.end, c.t3) : c.t3;
+      any = true;
+    }
+    if (r.exit_time != 0 && !r.clock_samples.empty()) {
+      if (Result<ClockModel> fit = FitClockModel(r.clock_samples); fit.ok()) {
+        s.end = std::max(s.end, fit.value().ToCoordinator(r.exit_time));
+      }
+    }
+  }
+  return s;
 }
 
 }  // namespace rankscope

@@ -3,7 +3,11 @@
 // Pure.
 #pragma once
 
+#include <string>
+#include <vector>
+
 #include "coordinator/session.h"
+#include "proto/spool.h"
 #include "rankscope/v1/rankscope.pb.h"
 
 namespace rankscope {
@@ -18,5 +22,12 @@ RankNccl NcclFromProto(const v1::NcclSummary& p);
 // coordinator does not know are skipped and counted in one notice; strings that are not UTF-8
 // are kept with U+FFFD in place of their bad bytes. Sets rank->finished on the final batch.
 void AddBatchToRank(const v1::UploadBatch& batch, RankData* rank);
+
+// A session rebuilt from agents' spools (proto/spool.h) when its coordinator wrote none: a rank
+// per spool (the last spool of a rank and restart count wins), its batches in sequence order,
+// each once. Partial, saying so; the launcher's exit code is unknown. `sources` names each spool
+// (its file) in the reasons. Session ids that differ are an error.
+Result<Session> SessionFromSpools(const std::vector<SpoolContents>& spools,
+                                  const std::vector<std::string>& sources);
 
 }  // namespace rankscope

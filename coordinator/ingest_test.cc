@@ -48,5 +48,39 @@ TEST(Ingest, ABatchBecomesTheRanksDataAndWhatItCannotReadIsCounted) {
   EXPECT_FALSE(other.finished);
 }
 
+// Two ranks' spools: batches in sequence order, each once (a resend spooled twice), the session
+// partial and saying why; another session's spool is refused.
+TEST(Ingest, ASessionIsRebuiltFromItsAgentsSpools) {
+  std::vector<SpoolContents> spools(2);
+  for (int r = 0; r < 2; ++r) {
+    spools[r].identity.set_session_id("s");
+    spools[r].identity.set_rank(r);
+    spools[r].identity.set_world_size(2);
+    for (uint64_t seq : {1, 0, 1}) {
+      v1::UploadBatch& b = spools[r].batches.emplace_back();
+      b.set_batch_seq(seq);
+      b.add_collectives()->set_seq(seq);
+      if (seq == 1) b.set_final(true);
+    }
+  }
+  spools[1].problem = "a frame cut short at byte 90";
+  const Result<Session> s = SessionFromSpools(spools, {"a", "b"});
+  ASSERT_TRUE(s.ok()) << s.status().message();
+  EXPECT_EQ(s->session_id, "s");
+  EXPECT_EQ(s->world_size, 2);
+  ASSERT_EQ(s->ranks.size(), 2u);
+  ASSERT_EQ(s->ranks[0].collectives.size(), 2u);
+  EXPECT_EQ(s->ranks[0].collectives[0].seq, 0u);
+  EXPECT_TRUE(s->ranks[0].finished);
+  EXPECT_FALSE(s->ranks[1].finished);  // its spool was cut: it may lack the end
+  EXPECT_TRUE(s->partial);
+  EXPECT_NE(s->partial_reasons.front().find("rebuilt from 2 agent spool(s)"), std::string::npos);
+
+  spools[1].identity.set_session_id("other");
+  const Result<Session> mixed = SessionFromSpools(spools, {"a", "b"});
+  ASSERT_FALSE(mixed.ok());
+  EXPECT_NE(mixed.status().message().find("b belongs to session 'other'"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace rankscope

@@ -192,9 +192,16 @@ int main(int argc, char** argv) {
   std::string step_pattern, data_pattern;
   CLI::App* report_cmd =
       app.add_subcommand("report", "Offline: re-run the analyses and writers on a session folder");
-  report_cmd->add_option("session", report.session_dir, "Session folder (has session.sqlite)")
-      ->required();
-  report_cmd->add_option("-o,--output", report.out_dir, "Write here (default: the session folder)");
+  CLI::Option* session_opt =
+      report_cmd->add_option("session", report.session_dir, "Session folder (has session.sqlite)");
+  CLI::Option* spools_opt = report_cmd->add_option(
+      "--spools", report.spools,
+      "Rebuild a session its coordinator never wrote (rankscope run killed) from the agents' "
+      "spools: TMPDIR/rankscope-SESSION-spool.* of every node");
+  session_opt->excludes(spools_opt);
+  report_cmd->add_option("-o,--output", report.out_dir,
+                         "Write here (default: the session folder; with --spools, "
+                         "rankscope-SESSION)");
   report_cmd->add_flag("-q,--quiet", report.quiet, "Do not print the report");
   report_cmd->add_flag("--full-trace", report.full_trace,
                        "trace.json with every event (default: at most 1 M, whole steps sampled, "

@@ -4,23 +4,55 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <string>
+#include <utility>
+#include <vector>
 
+#include "coordinator/ingest.h"
 #include "coordinator/pipeline.h"
 #include "coordinator/report/session_store.h"
 
 namespace rankscope {
 
+namespace {
+
+// The session its coordinator never wrote, from the agents' spools; every unreadable spool named.
+Result<Session> FromSpools(const std::vector<std::string>& files) {
+  std::vector<SpoolContents> spools;
+  std::vector<std::string> sources;
+  for (const std::string& f : files) {
+    Result<SpoolContents> spool = ReadSpool(f);
+    if (!spool.ok()) {
+      std::fprintf(stderr, "rankscope report: %s; left out\n", spool.status().message().c_str());
+      continue;
+    }
+    spools.push_back(std::move(spool).value());
+    sources.push_back(f);
+  }
+  if (spools.empty()) return Result<Session>::Error("no readable spool among the files given");
+  return SessionFromSpools(spools, sources);
+}
+
+}  // namespace
+
 int RunReport(const ReportOptions& options) {
-  const std::string db = options.session_dir + "/session.sqlite";
-  Result<Session> session = LoadSession(db);
+  const bool rebuild = !options.spools.empty();
+  if (!rebuild && options.session_dir.empty()) {
+    std::fprintf(stderr, "rankscope report: give a session folder, or --spools FILES\n");
+    return 2;
+  }
+  Result<Session> session =
+      rebuild ? FromSpools(options.spools) : LoadSession(options.session_dir + "/session.sqlite");
   if (!session.ok()) {
     std::fprintf(stderr, "rankscope report: %s\n", session.status().message().c_str());
     return 1;
   }
-  const std::string out_dir = options.out_dir.empty() ? options.session_dir : options.out_dir;
+  std::string out_dir = options.out_dir.empty() ? options.session_dir : options.out_dir;
+  if (out_dir.empty()) out_dir = "rankscope-" + session->session_id;
+  const OutputOptions output{options.full_trace ? 0 : kDefaultMaxTraceEvents};
   Result<PipelineOutput> out =
-      ReanalyzeAndWrite(std::move(session).value(), out_dir, options.analysis,
-                        OutputOptions{options.full_trace ? 0 : kDefaultMaxTraceEvents});
+      rebuild ? AnalyzeAndWrite(std::move(session).value(), out_dir, options.analysis, output)
+              : ReanalyzeAndWrite(std::move(session).value(), out_dir, options.analysis, output);
   if (!out.ok()) {
     std::fprintf(stderr, "rankscope report: could not write %s: %s\n", out_dir.c_str(),
                  out.status().message().c_str());

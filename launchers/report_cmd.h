@@ -3,6 +3,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "coordinator/analysis/diagnosis.h"
 
@@ -10,7 +11,8 @@ namespace rankscope {
 
 struct ReportOptions {
   std::string session_dir;
-  std::string out_dir;  // empty: the session folder itself
+  std::vector<std::string> spools;  // rebuild from these agents' spools instead
+  std::string out_dir;              // empty: the session folder itself
   bool quiet = false;
   AnalysisOptions analysis;
   bool full_trace = false;  // trace.json with every event, however large

@@ -83,8 +83,10 @@ class Failures(RankscopeTest):
         baseline = self.run_plain(mpirun(4, *train))
         baseline_s = time.monotonic() - t0
         start = time.monotonic()
-        job = subprocess.Popen(cmd, env=mpi_env(coord.agent_env()), stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE, text=True)
+        tmp = os.path.join(self.tmp, "agents-tmp")  # the agents' spools stay there
+        os.mkdir(tmp)
+        job = subprocess.Popen(cmd, env=mpi_env(coord.agent_env(TMPDIR=tmp)),
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         time.sleep(1.5)
         self.assertIsNone(job.poll(), "the job ended before the coordinator was killed")
         coord.kill()

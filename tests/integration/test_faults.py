@@ -7,6 +7,7 @@ Bad strings: text that is not UTF-8 (a Latin-1 argument, an NVTX name longer tha
 one such byte made the coordinator drop every batch of the rank from there on, printed tens of
 thousands of libprotobuf errors on the job's stderr and returned 10 s late.
 """
+import glob
 import json
 import os
 import pty
@@ -307,6 +308,54 @@ def agents_of(session_dir_marker=None):
         if b"OMPI_COMM_WORLD_RANK" in env:
             found[int(env[b"OMPI_COMM_WORLD_RANK"])] = int(pid)
     return found
+
+
+class DyingCoordinator(RankscopeTest):
+    def test_killing_rankscope_run_keeps_every_rank_in_the_agents_spools(self):
+        # kill -9 of `rankscope run` in the middle of the job: the job finishes as bare, each
+        # agent keeps its records in its spool and says where, and `rankscope report --spools`
+        # rebuilds the session with every rank, every step, marked partial.
+        steps = 300
+        job = mpirun(2, MPI_TRAIN, "--steps", str(steps))
+        bare = self.run_plain(job)
+        tmp = os.path.join(self.tmp, "agents-tmp")
+        os.mkdir(tmp)
+        out = os.path.join(self.tmp, "out")
+        proc = subprocess.Popen([RANKSCOPE, "run", "-o", out, "--"] + job,
+                                env=mpi_env({"TMPDIR": tmp}), cwd=self.tmp, text=True,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        time.sleep(1.5)
+        self.assertIsNone(proc.poll(), "the job ended before rankscope was killed")
+        proc.kill()
+        stdout, stderr = proc.communicate(timeout=120)
+        deadline = time.monotonic() + 60  # the job runs on, orphaned: wait for its ranks
+        while time.monotonic() < deadline and subprocess.run(
+                ["pgrep", "-f", f"mpi_train --steps {steps}"], capture_output=True).returncode == 0:
+            time.sleep(0.2)
+        self.assertEqual(without_wall(stdout)[-1:], without_wall(bare.stdout)[-1:])  # checksum
+        spools = sorted(glob.glob(os.path.join(tmp, "rankscope-*-spool.*")))
+        self.assertEqual(len(spools), 2, os.listdir(tmp))
+        for s in spools:
+            self.assertIn(s, stderr)  # each agent said where its records are
+        rebuilt = os.path.join(self.tmp, "rebuilt")
+        rep = subprocess.run([RANKSCOPE, "report", "-q", "--spools", *spools, "-o", rebuilt],
+                             capture_output=True, text=True, timeout=120)
+        self.assertEqual(rep.returncode, 0, rep.stderr)
+        s = Session(rebuilt)
+        self.assertEqual(s.report["job"]["status"], "partial")
+        self.assertIn("rebuilt from 2 agent spool(s)", " ".join(s.report["job"]["partial_reasons"]))
+        self.assertEqual([(r["rank"], r["exit_code"], r["finished"]) for r in s.report["ranks"]],
+                         [(0, 0, True), (1, 0, True)])
+        self.assertGreaterEqual(s.report["collectives"]["by_op"]["allreduce"], steps)
+        self.assertEqual(s.report["collectives"]["mismatched"], 0)
+        # A file that is no spool is named and left out; none at all is an error.
+        junk = os.path.join(self.tmp, "junk")
+        with open(junk, "w") as f:
+            f.write("not a spool")
+        rep = subprocess.run([RANKSCOPE, "report", "-q", "--spools", junk, "-o", rebuilt + "2"],
+                             capture_output=True, text=True, timeout=60)
+        self.assertEqual(rep.returncode, 1)
+        self.assertIn("junk is not a rankscope spool", rep.stderr)
 
 
 class DyingAgents(RankscopeTest):
