@@ -7,7 +7,9 @@ cd "$(dirname "$0")/.."
 scripts/install-deps.sh
 scripts/check-format.sh
 scripts/build.sh
+rm -rf build/reliability  # the fault tests' rows: docs/reliability.md is this run's
 (cd build && ctest --output-on-failure --timeout 300)
+python3 scripts/reliability-table.py build docs/reliability.md
 
 # Sanitizer pass over the pure logic and the agent's parsers (no MPI processes under ASan).
 BUILD_DIR=build-asan scripts/build.sh -DRANKSCOPE_SANITIZE=ON -DRANKSCOPE_BUILD_BENCH=OFF

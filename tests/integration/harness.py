@@ -91,6 +91,14 @@ class RankscopeTest(unittest.TestCase):
     def tearDown(self):
         shutil.rmtree(self.tmp, ignore_errors=True)
 
+    def reliability(self, case, promise, result):
+        """A row of docs/reliability.md (scripts/reliability-table.py): written when the test
+        got this far, i.e. the promise held; `result` says what was measured."""
+        folder = os.path.join(BUILD, "reliability")
+        os.makedirs(folder, exist_ok=True)
+        with open(os.path.join(folder, self.id() + ".json"), "w") as f:
+            json.dump({"case": case, "promise": promise, "result": result, "test": self.id()}, f)
+
     def run_rankscope(self, command, out="out", timeout=240, extra_env=None, opts=()):
         out_dir = os.path.join(self.tmp, out)
         argv = [RANKSCOPE, "run", "-o", out_dir, *opts, "--"] + command

@@ -59,6 +59,9 @@ class Failures(RankscopeTest):
         notices = " ".join(Session(out).rank(0)["notices"])
         self.assertIn("bad magic", notices)
         self.assertIn("shorter than the 32-byte header", notices)
+        self.reliability("Garbage and a truncated batch on the inject socket",
+                         "the program unharmed; the problem said", "rc 0, 'bad magic' and "
+                         "'shorter than the 32-byte header' in the rank's notices")
 
     def test_another_tools_cuda_injection_is_kept_and_said(self):
         # Nsight Systems and friends own CUDA_INJECTION64_PATH; the agent leaves it alone (only
@@ -101,6 +104,9 @@ class Failures(RankscopeTest):
         print(f"job with coordinator killed: {elapsed:.2f} s; without rankscope: "
               f"{baseline_s:.2f} s")
         self.assertLess(elapsed, baseline_s * 1.5 + 6)
+        self.reliability("kill -9 of a stand-alone coordinator mid-job",
+                         "the job finishes normally, its output as bare",
+                         f"rc 0, checksum as bare; {elapsed:.1f} s vs {baseline_s:.1f} s bare")
 
     def test_wrong_token_and_foreign_session_are_refused_job_unharmed(self):
         coord = Coordinator(self.tmp, ranks=1, extra=("--timeout", "20"))
@@ -125,6 +131,9 @@ class Failures(RankscopeTest):
         self.assertEqual(len(refused), 1, s.report["job"]["notes"])
         self.assertIn("with a wrong session token", refused[0])
         self.assertIn("of session 'other-session'", refused[0])
+        self.reliability("A wrong token; an agent of another session",
+                         "refused; the job unharmed; the session complete",
+                         f"rc {wrong.returncode} and 0 as bare; one note counts the refusals")
 
     def test_garbage_on_the_grpc_port(self):
         coord = Coordinator(self.tmp, ranks=1, extra=("--timeout", "20"))
@@ -149,6 +158,9 @@ class Failures(RankscopeTest):
         self.assertEqual(job["status"], "complete")
         self.assertEqual(job["partial_reasons"], [])
         self.assertLessEqual(len([n for n in job["notes"] if n.startswith("refused ")]), 1)
+        self.reliability("HTTP/1, random bytes, a bad HTTP/2 preface on the coordinator's port",
+                         "still serves agents; the session stays complete",
+                         "agent rc 0 after; complete, no partial reasons, at most one note")
 
 
 if __name__ == "__main__":

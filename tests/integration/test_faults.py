@@ -70,6 +70,10 @@ class BadStrings(RankscopeTest):
         self.assertTrue(s.rank(0)["finished"], s.rank(0))
         self.assertEqual(s.rank(0)["exit_code"], 3)
         self.assertIn("caf" + FFFD, s.report["job"]["command"])
+        self.reliability("A program argument that is not UTF-8",
+                         "output and exit code as bare, the rank's data kept",
+                         f"rc {prof.returncode} = bare; rank 0 finished; shown as caf\ufffd; "
+                         f"{prof_s:.2f} s vs {bare_s:.2f} s bare")
 
     def test_nvtx_names_cut_in_a_character_or_in_latin1_keep_every_record(self):
         steps = 30
@@ -97,6 +101,10 @@ class BadStrings(RankscopeTest):
                 self.assertEqual([s.rank(r)["counts"] for r in (0, 1)], ref_counts)
                 self.assertEqual(self.range_names(out), (ref_names - {"compute"}) | {shown})
                 os.rename(out, out + "-" + str(len(name)))
+        self.reliability("NVTX names cut inside a character, or Latin-1",
+                         "every record kept, no libprotobuf errors, output as bare",
+                         f"both ranks' counts equal the clean run's ({ref_counts[0]['ranges']} "
+                         "ranges a rank); the names shown with U+FFFD")
 
     def test_inspect_json_of_a_log_and_a_dump_with_a_latin1_byte(self):
         # Before: an uncaught nlohmann type_error.316, rc 134, no output.
@@ -119,6 +127,8 @@ class BadStrings(RankscopeTest):
                 text = proc.stdout.decode("utf-8")  # valid UTF-8, or this raises
                 self.assertIn(expect, text)
                 json.loads(text)
+        self.reliability("`inspect --json` of an NCCL log or topology dump with a Latin-1 byte",
+                         "valid UTF-8 JSON, rc 0", "both rc 0, JSON parses, byte shown as U+FFFD")
 
     @staticmethod
     def range_names(out):
@@ -138,6 +148,8 @@ class Usage(RankscopeTest):
         self.assertIn("not expected: -c", proc.stderr)
         self.assertIn("Put -- before the launch command", proc.stderr)
         self.assertFalse(os.path.exists(marker))
+        self.reliability("`rankscope run` without `--`", "a hint where it goes; nothing run",
+                         f"rc {proc.returncode}, 'Put -- before the launch command'")
 
 
     def test_a_port_in_use_or_an_address_not_here_still_runs_the_job(self):
@@ -158,6 +170,10 @@ class Usage(RankscopeTest):
         self.assertEqual(without_wall(proc.stdout), without_wall(bare.stdout))
         self.assertIn("running the job unprofiled", proc.stderr)
         self.assertFalse(os.path.exists(out))
+        self.reliability("`--port` taken; an address not on this host",
+                         "the job runs as bare either way",
+                         f"rc {bare.returncode} = bare both times; a free port, complete "
+                         "report; unprofiled, said so")
 
 
     def test_a_stand_alone_coordinator_refuses_a_weak_or_readable_secret(self):
@@ -172,6 +188,8 @@ class Usage(RankscopeTest):
             self.assertEqual(proc.returncode, 2, proc.stderr)
             self.assertIn(says, proc.stderr)
             self.assertIn(path, proc.stderr)
+        self.reliability("Stand-alone coordinator: a 1-character secret, a 0644 token file",
+                         "refused before listening", "rc 2 for both, naming the file")
 
 
 class Signals(RankscopeTest):
@@ -206,6 +224,7 @@ class Signals(RankscopeTest):
         return proc.returncode, time.monotonic() - start
 
     def test_each_signal_ends_the_job_as_it_ends_a_bare_launch(self):
+        took_by = {}
         for k, how in enumerate(("SIGTERM", "SIGINT", "terminal")):
             bare_rc, bare_s = self.interrupt(self.JOB, how)
             out = os.path.join(self.tmp, "out%d" % k)
@@ -213,6 +232,11 @@ class Signals(RankscopeTest):
             self.assertEqual(rc, bare_rc, how)
             self.assertLess(took, bare_s + 2.0, how)  # the report is written, not waited for
             self.assertEqual(Session(out).report["job"]["status"], "partial", how)
+            took_by[how] = (took, bare_s)
+        self.reliability("SIGTERM, SIGINT to `rankscope run` alone; Ctrl-C on a terminal",
+                         "the job ends as a bare launch does; the report is written",
+                         "; ".join(f"{h}: {t:.2f} s (bare {b:.2f} s)"
+                                   for h, (t, b) in took_by.items()))
 
 
 class FullDisks(RankscopeTest):
@@ -240,6 +264,8 @@ class FullDisks(RankscopeTest):
             self.assertEqual(prof.stdout, bare.stdout)
             self.assertEqual(os.listdir(tmpdir), ["fill"])
             self.assertEqual(Session(out).rank(0)["exit_code"], 5)
+            self.reliability("A full TMPDIR", "the program runs as bare; no files left",
+                             "rc 5 = bare, same output, TMPDIR holds only its filler")
         finally:
             subprocess.run(["umount", tmpdir], capture_output=True)
 
@@ -262,6 +288,8 @@ class FullDisks(RankscopeTest):
         self.assertIn("cannot create the session folder " + folder, proc.stderr)
         self.assertIn("Read-only file system; the job was not started", proc.stderr)
         self.assertFalse(os.path.exists(marker))
+        self.reliability("A read-only session folder", "refused before the launch",
+                         "rc 1, 'Read-only file system; the job was not started'")
 
     def test_a_session_folder_that_fills_up_says_what_it_lacks(self):
         # 600 KiB: the reports fit, trace.json or session.sqlite (written at the same time)
@@ -287,6 +315,9 @@ class FullDisks(RankscopeTest):
             self.assertIn(name, ("trace.json", "report.html", "session.sqlite"))
             self.assertFalse(os.path.exists(os.path.join(folder, name)), name)
             self.assertIn("  " + name + ": ", text)
+        self.reliability("A session folder that fills up", "no report claims more than written",
+                         "output as bare; report.json lists " + ", ".join(missing) +
+                         " as not written")
 
 
 def agents_of(session_dir_marker=None):
@@ -356,6 +387,10 @@ class DyingCoordinator(RankscopeTest):
                              capture_output=True, text=True, timeout=60)
         self.assertEqual(rep.returncode, 1)
         self.assertIn("junk is not a rankscope spool", rep.stderr)
+        self.reliability("kill -9 of `rankscope run` mid-job",
+                         "the job as bare; the session rebuilt from the agents' spools",
+                         f"checksum as bare; 2 spools named on stderr; rebuilt: both ranks, "
+                         f"{s.report['collectives']['by_op']['allreduce']} all-reduces, partial")
 
 
 class DyingAgents(RankscopeTest):
@@ -405,6 +440,11 @@ class DyingAgents(RankscopeTest):
         self.assertTrue(s.rank(0)["finished"], s.rank(0))
         self.assertEqual(s.rank(0)["exit_code"], 0)
         self.assertGreater(s.rank(1)["counts"]["collectives"], 0)  # kept until the kill
+        self.reliability("kill -9 of one agent mid-job",
+                         "the job's output and exit code as bare; that rank partial",
+                         f"rc {prof.returncode} = bare, same output; returned {after_kill_s:.1f} s "
+                         f"after the kill; rank 1 partial with {s.rank(1)['counts']['collectives']}"
+                         " collectives kept; no files or agents left")
 
     def test_a_program_killed_by_a_signal_is_named_though_the_agent_is_not_its_parent(self):
         # The agent beside the program reads its status from its zombie (/proc/PID/stat) or,
@@ -427,6 +467,10 @@ class DyingAgents(RankscopeTest):
             self.assertTrue(any(r.startswith("rank 1 (") for r in s.report["job"]["partial_reasons"]))
         else:
             self.assertEqual(r1["term_signal"], 9, r1)
+        self.reliability("A rank killed by SIGKILL (the agent beside it, not its parent)",
+                         "its exit code passes through; the rank is named",
+                         f"rc {prof.returncode} = bare; rank 1 " +
+                         ("status unseen, named" if r1["exit_unseen"] else "signal 9"))
 
 
 if __name__ == "__main__":

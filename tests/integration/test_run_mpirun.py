@@ -153,6 +153,10 @@ class RunMpirun(RankscopeTest):
             self.assertIn("ended without calling exit()", reasons)
         else:
             self.assertEqual(s.rank(2)["term_signal"], 6)  # abort()
+        self.reliability("A rank that aborts under mpirun (the others then killed by it)",
+                         "the launcher's exit code; PARTIAL naming the rank that ended first",
+                         f"rc {proc.returncode} = bare; " +
+                         next(r for r in s.report["job"]["partial_reasons"] if "ended first" in r))
 
     def test_nvml_read_once_per_node_and_degraded_links_shown(self):
         # A stand-in libnvidia-ml (agent/topology/fake_nvml.cc): GPU 1 trained down to gen 3 x8.
@@ -217,7 +221,10 @@ class RunMpirun(RankscopeTest):
         self.assertEqual(proc.returncode, 7)
         self.assertEqual(proc.stdout, "hello\n")
         proc, out = self.run_rankscope(mpirun(2, "sh", "-c", "exit 3"), out="o2")
-        self.assertEqual(proc.returncode, self.run_plain(mpirun(2, "sh", "-c", "exit 3")).returncode)
+        bare_rc = self.run_plain(mpirun(2, "sh", "-c", "exit 3")).returncode
+        self.assertEqual(proc.returncode, bare_rc)
+        self.reliability("A program's exit code", "passes through unchanged",
+                         f"7 alone; {proc.returncode} = bare under mpirun")
 
     def test_program_mpirun_cannot_start_fails_as_a_bare_launch(self):
         # A missing or non-executable program: mpirun's own message and exit code (132), not
@@ -235,6 +242,10 @@ class RunMpirun(RankscopeTest):
             self.assertNotIn("rankscope agent", proc.stderr)
             self.assertIn(program, proc.stderr.splitlines()[0])
             self.assertFalse(os.path.exists(out), out)
+        self.reliability("mpirun of a missing or non-executable program",
+                         "mpirun's own message and exit code, as bare",
+                         f"rc {proc.returncode} = bare for both; one rankscope line, no agent "
+                         "lines, no session folder")
 
     def test_launcher_not_installed(self):
         proc, out = self.run_rankscope(["no-such-launcher-xyz", "prog"])
