@@ -52,35 +52,32 @@ RankNccl NcclFromProto(const v1::NcclSummary& p) {
   return n;
 }
 
+namespace {
+
+// The records of `in` this coordinator knows, appended to `out`; the others counted.
+template <typename Proto, typename Record>
+void AppendKnown(const google::protobuf::RepeatedPtrField<Proto>& in, std::vector<Record>* out,
+                 int* unknown) {
+  for (const Proto& p : in) {
+    Record r;
+    if (FromProto(p, &r)) {
+      out->push_back(std::move(r));
+    } else {
+      ++*unknown;
+    }
+  }
+}
+
+}  // namespace
+
 void AddBatchToRank(const v1::UploadBatch& batch, RankData* rank) {
   int unknown = 0;
   for (const auto& s : batch.clock_samples()) rank->clock_samples.push_back(FromProto(s));
-  for (const auto& c : batch.collectives()) {
-    CollectiveRecord r;
-    if (FromProto(c, &r)) {
-      rank->collectives.push_back(r);
-    } else {
-      ++unknown;
-    }
-  }
-  for (const auto& p : batch.p2p()) {
-    P2PRecord r;
-    if (FromProto(p, &r)) {
-      rank->p2p.push_back(r);
-    } else {
-      ++unknown;
-    }
-  }
+  AppendKnown(batch.collectives(), &rank->collectives, &unknown);
+  AppendKnown(batch.p2p(), &rank->p2p, &unknown);
   for (const auto& r : batch.ranges()) rank->ranges.push_back(FromProto(r));
   for (const auto& m : batch.marks()) rank->marks.push_back(FromProto(m));
-  for (const auto& g : batch.gpu()) {
-    GpuActivityRecord r;
-    if (FromProto(g, &r)) {
-      rank->gpu.push_back(std::move(r));
-    } else {
-      ++unknown;
-    }
-  }
+  AppendKnown(batch.gpu(), &rank->gpu, &unknown);
   for (const auto& c : batch.mpi_calls()) {
     // A call this coordinator does not know is still time inside MPI: kept as kUnknown.
     MpiCallRecord r;

@@ -2,25 +2,17 @@
 // folders users copy around, truncate and edit. The bytes become a file; loading it must give a
 // session or an error naming the file, never a crash or an allocation the file's numbers ask
 // for.
-#include <unistd.h>
-
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
 #include <string>
 
 #include "coordinator/report/session_store.h"
+#include "fuzz/fuzz_util.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  static const std::string path = [] {
-    const char* tmp = std::getenv("TMPDIR");
-    return std::string(tmp != nullptr && tmp[0] != '\0' ? tmp : "/tmp") + "/rankscope-fuzz-" +
-           std::to_string(getpid()) + ".sqlite";
-  }();
-  std::FILE* f = std::fopen(path.c_str(), "wb");
-  if (f == nullptr) return 0;
-  std::fwrite(data, 1, size, f);
-  std::fclose(f);
+  const std::string path = rankscope::fuzz::InputAsFile(data, size, "sqlite");
+  if (path.empty()) return 0;
   (void)rankscope::LoadSession(path);
   (void)rankscope::LoadFindings(path);
   std::remove(path.c_str());
