@@ -197,6 +197,7 @@ void Uplink::SyncClock(int samples) {
 }
 
 bool Uplink::SendPending(bool final_batch) {
+  bool formed = false;
   if (!unacked_) {
     std::lock_guard<std::mutex> lock(mu_);
     if (RecordCount(pending_) == 0 && !final_batch && !pending_.has_exit() &&
@@ -207,10 +208,11 @@ bool Uplink::SendPending(bool final_batch) {
     unacked_->Swap(&pending_);
     unacked_->set_agent_id(agent_id_);
     unacked_->set_batch_seq(next_seq_++);
-    Spool(*unacked_);
+    formed = true;
   }
   unacked_->set_dropped_records(dropped_.load());
   if (final_batch) unacked_->set_final(true);
+  if (formed) Spool(*unacked_);  // outside mu_: a spool that fills up adds a notice
   v1::UploadAck ack;
   auto ctx = NewContext(options_.rpc_timeout);
   grpc::Status s = stub_->Upload(ctx.get(), *unacked_, &ack);

@@ -3,6 +3,7 @@
 #include "agent/uplink.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <thread>
@@ -221,6 +222,58 @@ TEST_F(UplinkTest, CoordinatorAbsentFinishReturnsQuickly) {
   auto start = std::chrono::steady_clock::now();
   up.Finish(0, 0);
   EXPECT_LT(std::chrono::steady_clock::now() - start, 6s);  // bounded by final_timeout (5 s)
+}
+
+// The spool: removed once the final batch is acknowledged; kept, with what never went out,
+// when the coordinator is gone; a spool at its bound adds one notice and the upload goes on
+// (the notice is added while the batch is being formed: it must not wait on itself).
+TEST_F(UplinkTest, TheSpoolIsKeptOnlyWhenTheCoordinatorDidNotGetEverything) {
+  const std::string dir = ::testing::TempDir();
+  StartServer();
+  {
+    UplinkOptions o = Options();
+    o.spool_path = dir + "/rankscope-uplink-test-delivered.spool";
+    Uplink up(o, Ident("s1", 0));
+    up.AddBatch(BatchWith(5, 0));
+    up.Start();
+    ASSERT_TRUE(WaitFor([&] { return up.registered(); }));
+    up.Finish(0, 0);
+    EXPECT_NE(access(o.spool_path.c_str(), F_OK), 0);  // delivered: removed
+  }
+  {
+    UplinkOptions o = Options();
+    o.spool_path = dir + "/rankscope-uplink-test-bound.spool";
+    o.spool_bytes = 64;  // the identity fits, no batch does
+    Uplink up(o, Ident("s1", 1));
+    up.AddBatch(BatchWith(5, 0));
+    up.Start();
+    ASSERT_TRUE(WaitFor([&] { return up.registered(); }));
+    up.Finish(0, 0);
+    const Session s = server_->service().Snapshot();
+    ASSERT_EQ(s.ranks.size(), 2u);
+    bool said = false;
+    for (const std::string& n : s.ranks[1].notices) said |= n.find("spool") != std::string::npos;
+    EXPECT_TRUE(said);
+    EXPECT_EQ(s.ranks[1].collectives.size(), 5u);
+  }
+  server_->Shutdown();
+  UplinkOptions o = Options();
+  o.spool_path = dir + "/rankscope-uplink-test-kept.spool";
+  Uplink up(o, Ident("s1", 0));
+  up.AddBatch(BatchWith(7, 0));
+  up.Start();
+  up.Finish(3, 0);
+  const Result<SpoolContents> kept = ReadSpool(o.spool_path);
+  ASSERT_TRUE(kept.ok()) << kept.status().message();
+  int collectives = 0;
+  bool final = false;
+  for (const v1::UploadBatch& b : kept->batches) {
+    collectives += b.collectives_size();
+    final |= b.final() && b.has_exit() && b.exit().exit_code() == 3;
+  }
+  EXPECT_EQ(collectives, 7);
+  EXPECT_TRUE(final);
+  unlink(o.spool_path.c_str());
 }
 
 // Calls the service directly with a hand-made request: an agent of an older protocol, a
