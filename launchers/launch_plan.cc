@@ -521,8 +521,10 @@ std::optional<std::string> ProgramProblemHere(const LaunchPlan& plan, int slurm_
     }
   }
   const std::string& program = plan.argv[plan.program_index];
-  const std::string found = InPath(program);
-  if (found.empty()) return program + ": not found in PATH";
+  std::string found = InPath(program);
+  // Open MPI also runs a bare name found in the working directory.
+  if (found.empty() && access(program.c_str(), F_OK) == 0) found = "./" + program;
+  if (found.empty()) return program + ": not found in PATH or in this directory";
   struct stat st {};
   if (stat(found.c_str(), &st) != 0) return found + ": " + std::strerror(errno);
   if (!S_ISREG(st.st_mode)) return found + ": not a file";

@@ -63,11 +63,11 @@ std::string ScriptPython(const std::string& path);
 // --map-by ppr..., or run inside a SLURM allocation of more than one node, `slurm_nodes`).
 bool LaunchSpansHosts(const LaunchPlan& plan, int slurm_nodes);
 
-// Why the program of an mpirun/mpiexec launch on this host alone cannot start here: it is not in
-// PATH, or not an executable file ("/x/prog: No such file or directory", "...: Permission
-// denied"). nullopt when it can, when the launch may run elsewhere (LaunchSpansHosts) or in
-// another directory (-wdir, --path, ...), and for other launchers. mpirun then says why itself,
-// with its own exit code (Open MPI: 132), once it is run as given.
+// Why the program of an mpirun/mpiexec launch on this host alone cannot start here: it is neither
+// in PATH nor in the working directory, or not an executable file ("/x/prog: No such file or
+// directory", "...: Permission denied"). nullopt when it can, when the launch may run elsewhere
+// (LaunchSpansHosts) or in another directory (-wdir, --path, ...), and for other launchers. mpirun
+// then says why itself, with its own exit code (Open MPI: 132), once it is run as given.
 std::optional<std::string> ProgramProblemHere(const LaunchPlan& plan, int slurm_nodes);
 
 }  // namespace rankscope

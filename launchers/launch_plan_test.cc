@@ -1,6 +1,8 @@
 #include "launchers/launch_plan.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <fstream>
 
@@ -202,6 +204,12 @@ TEST(ProgramProblemHere, OnlyForALocalMpirunWhoseProgramCannotRunHere) {
   ASSERT_TRUE(missing.has_value());
   EXPECT_NE(missing->find("/no/such/prog"), std::string::npos) << *missing;
   EXPECT_TRUE(ProgramProblemHere(Planned({"mpirun", "-np", "2", "no-such-prog-xyz"}), 0));
+  // A bare name in the working directory, not in PATH: Open MPI runs it.
+  const std::string here = "rankscope-launch-plan-test-prog";
+  std::ofstream(here) << "#!/bin/sh\n";
+  chmod(here.c_str(), 0755);
+  EXPECT_EQ(ProgramProblemHere(Planned({"mpirun", "-np", "2", here}), 0), std::nullopt);
+  unlink(here.c_str());
   const auto denied = ProgramProblemHere(Planned({"mpirun", "-np", "2", plain}), 0);
   ASSERT_TRUE(denied.has_value());
   EXPECT_NE(denied->find("Permission denied"), std::string::npos) << *denied;

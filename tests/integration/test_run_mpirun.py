@@ -247,6 +247,20 @@ class RunMpirun(RankscopeTest):
                          f"rc {proc.returncode} = bare for both; one rankscope line, no agent "
                          "lines, no session folder")
 
+    def test_a_program_in_the_working_directory_runs_as_under_bare_mpirun(self):
+        # Open MPI runs a bare name found in the working directory, not in PATH; the agent used
+        # to look in PATH only (rc 127, "cannot run").
+        prog = os.path.join(self.tmp, "rankscope-it-prog")
+        with open(prog, "w") as f:
+            f.write('#!/bin/sh\necho "ran $OMPI_COMM_WORLD_RANK"\n')
+        os.chmod(prog, 0o755)
+        bare = self.run_plain(mpirun(2, "rankscope-it-prog"))
+        self.assertEqual(bare.returncode, 0, bare.stderr)
+        proc, out = self.run_rankscope(mpirun(2, "rankscope-it-prog"))
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        self.assertEqual(sorted(proc.stdout.splitlines()), sorted(bare.stdout.splitlines()))
+        self.assertEqual(Session(out).report["job"]["status"], "complete")
+
     def test_launcher_not_installed(self):
         proc, out = self.run_rankscope(["no-such-launcher-xyz", "prog"])
         self.assertEqual(proc.returncode, 127)
