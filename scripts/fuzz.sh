@@ -5,23 +5,28 @@
 #   scripts/fuzz.sh                  each target for FUZZ_SECONDS seconds (default 20; CI)
 #   FUZZ_RUNS=1000000 scripts/fuzz.sh --docs docs/fuzzing.md
 #                                    each target for that many executions; the counts go to docs
+#   FUZZ_PARALLEL=1                  all targets at once;  FUZZ_TARGETS="a b": only these
+#   FUZZ_NO_RUN=1 scripts/fuzz.sh --docs F   the table from each target's last run, running none
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${FUZZ_BUILD_DIR:-build-fuzz}
 docs=""
 if [ "${1:-}" = "--docs" ]; then docs=$2; fi
-targets=(fuzz_nccl_log fuzz_topology fuzz_inject_wire fuzz_rpc fuzz_session_store)
+all_targets=(fuzz_nccl_log fuzz_topology fuzz_inject_wire fuzz_rpc fuzz_session_store fuzz_spool)
+# FUZZ_TARGETS="a b": run only these (the docs table still lists every target's last run).
+read -r -a targets <<<"${FUZZ_TARGETS:-${all_targets[*]}}"
 
-if [ ! -f "$build/CMakeCache.txt" ]; then
+if [ -n "${FUZZ_NO_RUN:-}" ]; then targets=(); fi
+if [ ${#targets[@]} -gt 0 ] && [ ! -f "$build/CMakeCache.txt" ]; then
   CC=clang CXX=clang++ cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     -DRANKSCOPE_FUZZ=ON -DRANKSCOPE_SANITIZE=ON -DRANKSCOPE_BUILD_TESTS=OFF \
     -DRANKSCOPE_BUILD_BENCH=OFF
 fi
-cmake --build "$build" -j "$(nproc)" --target "${targets[@]}"
+[ ${#targets[@]} -eq 0 ] || cmake --build "$build" -j "$(nproc)" --target "${all_targets[@]}"
 
 # Seeds: the real NCCL logs and topology dumps of the fixtures, and their smallest session.
 corpus=$build/fuzz/corpus
-for t in "${targets[@]}"; do mkdir -p "$corpus/$t"; done
+for t in "${all_targets[@]}"; do mkdir -p "$corpus/$t"; done
 # The logs in pieces of 25 lines: whole 20 kB logs run at 170 inputs a second, pieces at thousands.
 for f in tests/fixtures/*/nccl*.log; do
   split -l 25 "$f" "$corpus/fuzz_nccl_log/$(basename "$(dirname "$f")")-$(basename "$f" .log)-"
@@ -29,6 +34,8 @@ done
 cp agent/topology/testdata/*.xml "$corpus/fuzz_topology/"
 for f in tests/fixtures/*/topo.xml; do cp "$f" "$corpus/fuzz_topology/$(basename "$(dirname "$f")").xml"; done
 cp tests/fixtures/h200x2-torchrun-sessions/clean.sqlite "$corpus/fuzz_session_store/"
+# A rank's spool kept when `rankscope run` was killed (2 ranks, mpi_train, 150 steps).
+cp tests/fixtures/spool/rank0.spool "$corpus/fuzz_spool/"
 
 # One target: its log and how long it ran land in build-fuzz/fuzz/TARGET.{log,secs}.
 fuzz_one() {
@@ -39,6 +46,7 @@ fuzz_one() {
   case $t in
     fuzz_topology) max_len=16384 ;;
     fuzz_session_store) max_len=131072 ;;
+    fuzz_spool) max_len=32768 ;;
     *) max_len=4096 ;;
   esac
   local start=$SECONDS status=0
@@ -64,7 +72,8 @@ done
 [ ${#failed[@]} -eq 0 ] || exit 1
 
 rows=()
-for t in "${targets[@]}"; do
+for t in "${all_targets[@]}"; do
+  [ -f "$build/fuzz/$t.log" ] || continue
   runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$build/fuzz/$t.log" | tail -1)
   secs=$(cat "$build/fuzz/$t.secs")
   echo "fuzz: $t: ${runs:-?} executions in ${secs} s, no finding"
@@ -75,7 +84,7 @@ if [ -n "$docs" ]; then
   {
     echo "# Fuzzing"
     echo
-    echo "Written by \`FUZZ_RUNS=${FUZZ_RUNS:-} FUZZ_PARALLEL=${FUZZ_PARALLEL:-} scripts/fuzz.sh --docs $docs\` ($(date -u +%Y-%m-%d), $(nproc) cores,"
+    echo "Each target's last run of \`scripts/fuzz.sh\` (here \`FUZZ_RUNS=1000000\`; $(date -u +%Y-%m-%d), $(nproc) cores,"
     echo "$(clang --version | head -1)). Each target is built with libFuzzer, ASan and UBSan"
     echo "(fuzz/CMakeLists.txt) and starts from the seeds scripts/fuzz.sh copies from tests/fixtures."
     echo "CI runs each for 20 s (scripts/test.sh)."
@@ -90,6 +99,7 @@ if [ -n "$docs" ]; then
         fuzz_inject_wire) what="inject channel datagram decoder (core/wire.h)" ;;
         fuzz_rpc) what="every gRPC request's decoding; an Upload ingested, assessed and aligned" ;;
         fuzz_session_store) what="session.sqlite loader (sessions and findings)" ;;
+        fuzz_spool) what="agent spool reader + the session rebuilt from it (\`report --spools\`)" ;;
       esac
       echo "| $name | $what${r#"| $name "}"
     done
