@@ -384,22 +384,12 @@ void SayUnprofiled(const AgentOptions& options) {
   }
 }
 
-// What to exec for `name`, as the launcher would find it: under Open MPI a bare name that is not
-// in PATH but in the working directory runs from there (bare `mpirun -np 2 prog` runs ./prog);
-// else `name` itself, for execvpe's PATH search.
-std::string ExecPath(const std::string& name) {
-  if (name.empty() || name.find('/') != std::string::npos) return name;
-  if (std::getenv("OMPI_COMM_WORLD_RANK") == nullptr) return name;
-  const char* path = std::getenv("PATH");
-  const std::string dirs = path != nullptr ? path : "";
-  for (size_t at = 0; at <= dirs.size();) {
-    size_t end = dirs.find(':', at);
-    if (end == std::string::npos) end = dirs.size();
-    const std::string dir = dirs.substr(at, end - at);
-    if (access(((dir.empty() ? "." : dir) + "/" + name).c_str(), X_OK) == 0) return name;
-    at = end + 1;
-  }
-  return access(name.c_str(), X_OK) == 0 ? "./" + name : name;
+// Where Open MPI would run `name` from when PATH has none of it: a bare name found in the working
+// directory (bare `mpirun -np 2 prog` runs ./prog). "" elsewhere: execvpe's search is the rule.
+std::string WorkingDirectoryFallback(const std::string& name) {
+  if (name.empty() || name.find('/') != std::string::npos) return "";
+  if (std::getenv("OMPI_COMM_WORLD_RANK") == nullptr) return "";
+  return access(name.c_str(), X_OK) == 0 ? "./" + name : "";
 }
 
 [[noreturn]] void ExecProgram(const std::vector<std::string>& program,
@@ -407,8 +397,9 @@ std::string ExecPath(const std::string& name) {
   std::vector<std::string> argv = program;
   std::vector<char*> c_env = CStrings(env);
   std::vector<char*> c_argv = CStrings(argv);
-  const std::string exec_path = ExecPath(argv.front());
-  execvpe(exec_path.c_str(), c_argv.data(), c_env.data());
+  const std::string fallback = WorkingDirectoryFallback(argv.front());
+  execvpe(c_argv[0], c_argv.data(), c_env.data());
+  if (errno == ENOENT && !fallback.empty()) execve(fallback.c_str(), c_argv.data(), c_env.data());
   std::fprintf(stderr, "rankscope agent: cannot run %s: %s\n", c_argv[0], std::strerror(errno));
   _exit(errno == ENOENT ? 127 : 126);
 }
@@ -670,7 +661,7 @@ ChildExit RunAgent(const AgentOptions& options) {
   std::vector<std::string> argv = options.program;
   std::vector<char*> c_env = CStrings(env);
   std::vector<char*> c_argv = CStrings(argv);
-  const std::string exec_path = ExecPath(argv.front());
+  const std::string fallback = WorkingDirectoryFallback(argv.front());
 
   // Block forwarded signals until the child's pid is known, so none is lost in between.
   sigset_t block, old;
@@ -680,7 +671,8 @@ ChildExit RunAgent(const AgentOptions& options) {
   pid_t pid = fork();
   if (pid == 0) {
     sigprocmask(SIG_SETMASK, &old, nullptr);
-    execvpe(exec_path.c_str(), c_argv.data(), c_env.data());
+    execvpe(c_argv[0], c_argv.data(), c_env.data());
+    if (errno == ENOENT && !fallback.empty()) execve(fallback.c_str(), c_argv.data(), c_env.data());
     std::fprintf(stderr, "rankscope agent: cannot run %s: %s\n", c_argv[0], std::strerror(errno));
     _exit(errno == ENOENT ? 127 : 126);
   }
