@@ -392,16 +392,26 @@ std::string WorkingDirectoryFallback(const std::string& name) {
   return access(name.c_str(), X_OK) == 0 ? "./" + name : "";
 }
 
+// Runs the program as the launcher would (execvpe's PATH search, then `fallback` when that is not
+// empty), or says why not and exits as a shell does: 127 when it was not found, 126 otherwise.
+// The fallback is tried whatever execvpe's error: a PATH directory that cannot be searched makes
+// execvpe fail with EACCES for a name found nowhere, where mpirun still runs ./NAME. Uses only
+// what was built before, so a forked child may call it.
+[[noreturn]] void ExecOrExit(char* const* argv, char* const* env, const std::string& fallback) {
+  execvpe(argv[0], argv, env);
+  const int search_error = errno;
+  if (!fallback.empty()) execve(fallback.c_str(), argv, env);
+  std::fprintf(stderr, "rankscope agent: cannot run %s: %s\n", argv[0],
+               std::strerror(search_error));
+  _exit(search_error == ENOENT ? 127 : 126);
+}
+
 [[noreturn]] void ExecProgram(const std::vector<std::string>& program,
                               std::vector<std::string> env) {
   std::vector<std::string> argv = program;
   std::vector<char*> c_env = CStrings(env);
   std::vector<char*> c_argv = CStrings(argv);
-  const std::string fallback = WorkingDirectoryFallback(argv.front());
-  execvpe(c_argv[0], c_argv.data(), c_env.data());
-  if (errno == ENOENT && !fallback.empty()) execve(fallback.c_str(), c_argv.data(), c_env.data());
-  std::fprintf(stderr, "rankscope agent: cannot run %s: %s\n", c_argv[0], std::strerror(errno));
-  _exit(errno == ENOENT ? 127 : 126);
+  ExecOrExit(c_argv.data(), c_env.data(), WorkingDirectoryFallback(argv.front()));
 }
 
 ChildExit FromWaitStatus(int status) {
@@ -671,10 +681,7 @@ ChildExit RunAgent(const AgentOptions& options) {
   pid_t pid = fork();
   if (pid == 0) {
     sigprocmask(SIG_SETMASK, &old, nullptr);
-    execvpe(c_argv[0], c_argv.data(), c_env.data());
-    if (errno == ENOENT && !fallback.empty()) execve(fallback.c_str(), c_argv.data(), c_env.data());
-    std::fprintf(stderr, "rankscope agent: cannot run %s: %s\n", c_argv[0], std::strerror(errno));
-    _exit(errno == ENOENT ? 127 : 126);
+    ExecOrExit(c_argv.data(), c_env.data(), fallback);
   }
   ChildExit result;
   if (pid < 0) {
