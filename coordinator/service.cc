@@ -193,6 +193,17 @@ bool CoordinatorService::WaitForFinal(int ranks, DurationNs timeout) const {
   });
 }
 
+bool CoordinatorService::WaitForAnyAgent(DurationNs timeout) const {
+  std::unique_lock<std::mutex> lock(mu_);
+  return cv_.wait_for(lock, std::chrono::nanoseconds(timeout),
+                      [&] { return !session_.ranks.empty(); });
+}
+
+int CoordinatorService::WorldSize() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return session_.world_size;
+}
+
 grpc::Status CoordinatorService::Trigger(grpc::ServerContext* ctx, const v1::TriggerRequest* req,
                                          v1::TriggerResponse* resp) {
   if (grpc::Status s = Authenticate(ctx, "Trigger"); !s.ok()) return s;

@@ -48,6 +48,10 @@ class CoordinatorService final : public v1::Coordinator::Service {
   // batch or are gone (their control stream broke first: killed, or their node), or until
   // `timeout` passes. Returns true if nothing more is to come.
   bool WaitForFinal(int ranks, DurationNs timeout) const;
+  // Waits until an agent has registered, or until `timeout` passes. False if none has.
+  bool WaitForAnyAgent(DurationNs timeout) const;
+  // The job's world size as the agents gave it (0 before any registered), without a Snapshot.
+  int WorldSize() const;
   // Queues a command for every registered agent.
   void Broadcast(v1::ControlCommand::Kind kind);
   // Ends open Control streams (call before shutting the server down).

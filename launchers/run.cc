@@ -35,15 +35,49 @@ namespace {
 
 volatile sig_atomic_t g_launcher_pid = 0;
 volatile sig_atomic_t g_stop_requested = 0;
+// The first stop signal that came before the launcher was started (0: none). The launch is then
+// not made, and rankscope ends as that signal ends a launcher killed during its start-up.
+volatile sig_atomic_t g_signal_before_launch = 0;
 
 void ForwardToLauncher(int sig, siginfo_t* info, void*) {
   g_stop_requested = 1;
+  if (g_launcher_pid == 0 && g_signal_before_launch == 0) g_signal_before_launch = sig;
   // Ctrl-C on a terminal (si_code SI_KERNEL) already reached the launcher, which is in the same
   // process group; a signal some process sent to rankscope alone (kill, scancel --signal, a
   // batch system: SI_USER, SI_QUEUE, SI_TKILL) is passed on, SIGINT included, so the job winds
   // down as a bare one would and the report is written.
   const bool from_terminal = sig == SIGINT && info != nullptr && info->si_code > 0;
   if (!from_terminal && g_launcher_pid > 0) kill(g_launcher_pid, sig);
+}
+
+constexpr int kStopSignals[] = {SIGINT, SIGTERM, SIGHUP, SIGUSR1, SIGUSR2};
+
+// From the first step of `rankscope run` on, a stop signal is caught: before the launch it is
+// remembered (EndIfStoppedBeforeLaunch), after it passed on to the launcher.
+void CatchStopSignals() {
+  struct sigaction sa {};
+  sa.sa_sigaction = ForwardToLauncher;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = SA_RESTART | SA_SIGINFO;
+  for (int sig : kStopSignals) sigaction(sig, &sa, nullptr);
+}
+
+// A stop signal came while rankscope was still setting up (before the launcher ran): nothing was
+// started, so there is nothing to profile or report; end as that signal ends a process, as a bare
+// launcher killed in its start-up would. Removes `out_dir` when it was made empty for us.
+void EndIfStoppedBeforeLaunch(const std::string& out_dir) {
+  const int sig = g_signal_before_launch;
+  if (sig == 0) return;
+  std::fprintf(stderr, "rankscope: stopped by signal %d (%s) before the launch; nothing was run\n",
+               sig, strsignal(sig));
+  if (!out_dir.empty()) rmdir(out_dir.c_str());  // only if still empty
+  signal(sig, SIG_DFL);
+  sigset_t unblock;
+  sigemptyset(&unblock);
+  sigaddset(&unblock, sig);
+  sigprocmask(SIG_UNBLOCK, &unblock, nullptr);
+  raise(sig);
+  _exit(128 + sig);  // a signal whose default action is not to end the process
 }
 
 std::string NewSessionId() {
@@ -56,6 +90,7 @@ std::string NewSessionId() {
 // Replaces this process with `command` as the user gave it: its output, signals and exit code
 // are a bare launch's. Returns only when it cannot be run (127 or 126, as a shell would).
 int RunUnprofiled(const std::vector<std::string>& command) {
+  EndIfStoppedBeforeLaunch("");
   std::vector<char*> argv;
   for (const std::string& a : command) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
@@ -192,6 +227,7 @@ Status CheckOutputFolder(const std::string& out_dir) {
 }
 
 int RunJob(const RunOptions& options) {
+  CatchStopSignals();
   const std::vector<std::string> agent = {options.self_exe, "agent", "--"};
   const LaunchContext context = DetectLaunchContext(options.command);
   const char* slurm_nodes = std::getenv("SLURM_JOB_NUM_NODES");
@@ -280,25 +316,36 @@ int RunJob(const RunOptions& options) {
   for (const std::string& a : plan->argv) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
 
-  struct sigaction sa {};
-  sa.sa_sigaction = ForwardToLauncher;
-  sigemptyset(&sa.sa_mask);
-  sa.sa_flags = SA_RESTART | SA_SIGINFO;
-  for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGUSR1, SIGUSR2}) sigaction(sig, &sa, nullptr);
-
+  // Stop signals wait (in this thread) until the launcher's pid is known; the child takes the
+  // default actions before it lets them in, so one sent meanwhile ends the launcher at its start.
+  sigset_t stops, old_mask;
+  sigemptyset(&stops);
+  for (int sig : kStopSignals) sigaddset(&stops, sig);
+  sigprocmask(SIG_BLOCK, &stops, &old_mask);
+  if (g_signal_before_launch != 0) {
+    if (!endpoint.empty()) unlink(endpoint.c_str());
+    server.Shutdown();
+    sigprocmask(SIG_SETMASK, &old_mask, nullptr);
+    EndIfStoppedBeforeLaunch(options.out_dir);
+  }
   TimeNs launch_time = MonotonicNow();
   pid_t pid = fork();
   if (pid == 0) {
-    for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGUSR1, SIGUSR2}) signal(sig, SIG_DFL);
+    for (int sig : kStopSignals) signal(sig, SIG_DFL);
+    sigprocmask(SIG_SETMASK, &old_mask, nullptr);
     execvp(argv[0], argv.data());
     std::fprintf(stderr, "rankscope: cannot run %s: %s\n", argv[0], std::strerror(errno));
     _exit(errno == ENOENT ? 127 : 126);
   }
   if (pid < 0) {
+    sigprocmask(SIG_SETMASK, &old_mask, nullptr);
     std::fprintf(stderr, "rankscope: fork: %s\n", std::strerror(errno));
     return 1;
   }
   g_launcher_pid = pid;
+  sigprocmask(SIG_SETMASK, &old_mask, nullptr);
+  // One that another thread caught between the check above and now is passed on here.
+  if (const int early = g_signal_before_launch; early != 0) kill(pid, early);
   // Its exit, not reaped yet: where the launched command is the rank itself (no launcher), the
   // agent beside it reads its status from its zombie (agent/agent.h).
   siginfo_t info{};
@@ -308,11 +355,14 @@ int RunJob(const RunOptions& options) {
   int exit_code = signalled ? 128 + info.si_status : info.si_status;
 
   // Agents send their final batch right after their rank exits; wait for it, but not long
-  // when the launcher failed (ranks killed with SIGKILL never send one).
+  // when the launcher failed (ranks killed with SIGKILL never send one). When none has
+  // registered by now, the launcher most likely ended before its ranks ran (killed during its
+  // start-up): an agent still starting registers within a second, so that is all waited for.
   CoordinatorService& service = server.service();
-  int expected = std::max(1, service.Snapshot().world_size);
-  DurationNs drain = exit_code == 0 ? options.drain_timeout : options.drain_timeout / 3;
-  service.WaitForFinal(expected, drain);
+  const DurationNs drain = exit_code == 0 ? options.drain_timeout : options.drain_timeout / 3;
+  if (service.WaitForAnyAgent(std::min<DurationNs>(drain, kNsPerSec))) {
+    service.WaitForFinal(std::max(1, service.WorldSize()), drain);
+  }
   g_launcher_pid = 0;  // no signal is forwarded to a pid that may be reused once reaped
   while (waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
   }

@@ -21,6 +21,7 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import scenarios  # noqa: E402
 from harness import (MPI_TRAIN, RANKSCOPE, RankscopeTest, Session, mpi_env, mpirun,  # noqa
                      schema_errors)
 
@@ -196,14 +197,34 @@ class Signals(RankscopeTest):
     """SIGINT and SIGTERM to `rankscope run` end the job as they end a bare mpirun."""
     JOB = mpirun(2, MPI_TRAIN, "--steps", "100000")
 
+    @staticmethod
+    def wait_until_ranks_run(pid, ranks=2, timeout=60.0):
+        """Until `ranks` descendants of pid run mpi_train, then one second more: the interrupt
+        must reach a running job (mpirun's own start takes 2 s more on some machines)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            running = 0
+            for child, _ in scenarios.descendants(pid):
+                try:
+                    with open(f"/proc/{child}/comm") as f:
+                        running += f.read().strip() == "mpi_train"
+                except OSError:
+                    pass
+            if running >= ranks:
+                time.sleep(1.0)
+                return
+            time.sleep(0.05)
+        raise AssertionError(f"the job's {ranks} ranks did not start within {timeout} s")
+
     def interrupt(self, argv, how):
-        """Starts argv, interrupts it after 2 s; its exit code and how long it took to end."""
+        """Starts argv, interrupts it once its ranks run; its exit code and how long it took to
+        end."""
         if how == "terminal":
             pid, fd = pty.fork()
             if pid == 0:
                 os.chdir(self.tmp)
                 os.execvpe(argv[0], argv, mpi_env())
-            time.sleep(2.0)
+            self.wait_until_ranks_run(pid)
             start = time.monotonic()
             os.write(fd, b"\x03")  # the terminal's foreground process group gets SIGINT
             while select.select([fd], [], [], 60)[0]:
@@ -217,7 +238,7 @@ class Signals(RankscopeTest):
             return os.waitstatus_to_exitcode(status), time.monotonic() - start
         proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                 env=mpi_env(), cwd=self.tmp, start_new_session=True)
-        time.sleep(2.0)
+        self.wait_until_ranks_run(proc.pid)
         start = time.monotonic()
         proc.send_signal(signal.SIGINT if how == "SIGINT" else signal.SIGTERM)
         proc.wait(timeout=60)
@@ -237,6 +258,65 @@ class Signals(RankscopeTest):
                          "the job ends as a bare launch does; the report is written",
                          "; ".join(f"{h}: {t:.2f} s (bare {b:.2f} s)"
                                    for h, (t, b) in took_by.items()))
+
+    def fake_launcher(self, version_delay_s):
+        """An `mpirun` that answers --version after version_delay_s and otherwise waits 30 s
+        without starting anything (a launcher in its start-up), exiting 1 on SIGTERM; and the
+        file it touches once it runs as the launcher."""
+        bindir = os.path.join(self.tmp, "bin")
+        os.makedirs(bindir, exist_ok=True)
+        marker = os.path.join(self.tmp, "launched")
+        with open(os.path.join(bindir, "mpirun"), "w") as f:
+            f.write("#!/bin/sh\n"
+                    f'if [ "$1" = --version ]; then sleep {version_delay_s}; '
+                    'echo "mpirun (Open MPI) 4.1.4"; exit 0; fi\n'
+                    f"touch {marker}\n"
+                    "sleep 30 & trap 'kill $!; exit 1' TERM\nwait\n")
+        os.chmod(os.path.join(bindir, "mpirun"), 0o755)
+        return mpi_env({"PATH": bindir + ":" + os.environ["PATH"]}), marker
+
+    def test_a_launcher_killed_before_its_ranks_start_is_not_waited_for(self):
+        # Before: the report waited 5 s for agents that were never started.
+        env, marker = self.fake_launcher(0)
+        out = os.path.join(self.tmp, "out")
+        proc = subprocess.Popen([RANKSCOPE, "run", "-o", out, "--", "mpirun", "-np", "2", "true"],
+                                env=env, cwd=self.tmp, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.PIPE, text=True, start_new_session=True)
+        deadline = time.monotonic() + 30
+        while not os.path.exists(marker) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        self.assertTrue(os.path.exists(marker), "the launcher did not start")
+        start = time.monotonic()
+        proc.send_signal(signal.SIGTERM)
+        _, stderr = proc.communicate(timeout=60)
+        took = time.monotonic() - start
+        self.assertEqual(proc.returncode, 1, stderr)  # the launcher's own
+        self.assertLess(took, 2.5, stderr)
+        report = Session(out).report
+        self.assertEqual(report["job"]["status"], "partial")
+        self.assertIn("no agent registered", " ".join(report["job"]["partial_reasons"]))
+        self.reliability("SIGTERM to `rankscope run` while its launcher starts (no rank yet)",
+                         "ends as soon as the launcher; a partial report says no agent came",
+                         f"rc 1 (the launcher's), {took:.2f} s after the signal")
+
+    def test_a_signal_before_the_launch_ends_rankscope_as_it_ends_a_launcher(self):
+        # Before: the signal came before rankscope caught it (it was still asking `mpirun
+        # --version`), and it died without a word.
+        env, marker = self.fake_launcher(2)
+        out = os.path.join(self.tmp, "out")
+        proc = subprocess.Popen([RANKSCOPE, "run", "-o", out, "--", "mpirun", "-np", "2", "true"],
+                                env=env, cwd=self.tmp, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.PIPE, text=True, start_new_session=True)
+        time.sleep(0.5)
+        proc.send_signal(signal.SIGTERM)
+        _, stderr = proc.communicate(timeout=60)
+        self.assertEqual(proc.returncode, -signal.SIGTERM, stderr)
+        self.assertIn("before the launch; nothing was run", stderr)
+        self.assertFalse(os.path.exists(marker), "the launch was made")
+        self.assertFalse(os.path.exists(out), "an empty session folder was left")
+        self.reliability("SIGTERM to `rankscope run` before it launched anything",
+                         "nothing is launched; it ends by that signal, as a launcher would",
+                         "killed by SIGTERM, no launch, no folder left")
 
 
 class FullDisks(RankscopeTest):

@@ -258,8 +258,10 @@ class RunMpirun(RankscopeTest):
         self.assertEqual(bare.returncode, 0, bare.stderr)
         proc, out = self.run_rankscope(mpirun(2, "rankscope-it-prog"))
         self.assertEqual(proc.returncode, 0, proc.stderr)
-        self.assertEqual(sorted(proc.stdout.splitlines()), sorted(bare.stdout.splitlines()))
-        self.assertEqual(Session(out).report["job"]["status"], "complete")
+        self.assertEqual(sorted(proc.stdout.splitlines()), sorted(bare.stdout.splitlines()),
+                         proc.stderr)
+        job = Session(out).report["job"]
+        self.assertEqual(job["status"], "complete", (job, proc.stderr))
 
     def test_launcher_not_installed(self):
         proc, out = self.run_rankscope(["no-such-launcher-xyz", "prog"])
