@@ -696,6 +696,19 @@ bool CpuBelow(const ProcessTreeStats& p, double others_per_wall, double share_of
          others_per_wall * wall - mine >= kTicks;
 }
 
+// Whether the rank's processes used at least 1.25x the other ranks' median CPU per wall second,
+// and five of /proc's 10 ms ticks more (as in CpuBelow). False without /proc figures.
+bool UsedClearlyMoreCpu(const Session& session, int rank) {
+  constexpr double kTicks = 5 * 10e6;
+  const RankData* self = session.FindRank(rank);
+  if (self == nullptr || !self->proc || self->proc->sampled_wall_ns <= 0) return false;
+  const std::optional<double> others = OthersMedianPerWall(session, rank, false, CpuNs);
+  if (!others) return false;
+  const double theirs = *others * static_cast<double>(self->proc->sampled_wall_ns);
+  const double mine = CpuNs(*self->proc);
+  return mine >= 1.25 * theirs && mine - theirs >= kTicks;
+}
+
 // The sample standard deviation (0 for fewer than two values).
 double SampleSigma(const std::vector<double>& v) {
   if (v.size() < 2) return 0;
@@ -990,6 +1003,9 @@ BlameModel BuildBlameModel(const Session& aligned, const SessionMatches& matches
     bool busy;              // judged on busy time (else own work)
     double scale;           // what the what-if multiplies its own work by
     double transfer_scale;  // ... and, when busy, its transfers and its partners' with it
+    // Judged on busy time for sharing its CPUs (run delay, or its CPU far below the others'),
+    // not for a quota or a freezer holding it.
+    bool contended = false;
   };
   std::vector<Candidate> candidates;
   std::vector<size_t> judged;
@@ -1142,8 +1158,8 @@ BlameModel BuildBlameModel(const Session& aligned, const SessionMatches& matches
       scale = std::min(scale, others_own / mine);
     }
     scale = std::clamp(scale, 0.0, 1.0);
-    candidates.push_back(
-        {ri, apart.excess, busy, scale, busy ? std::min(scale, throttle_scale) : scale});
+    candidates.push_back({ri, apart.excess, busy, scale,
+                          busy ? std::min(scale, throttle_scale) : scale, busy && !held});
     cb.excess_sigmas = apart.sigmas;
     cb.excess_fraction = apart.fraction;
     cb.persistence = apart.persistence;
@@ -1219,7 +1235,8 @@ BlameModel BuildBlameModel(const Session& aligned, const SessionMatches& matches
   std::vector<const std::vector<DurationNs>*> typical(typical_gaps.empty() ? 0 : n, nullptr);
   Replay current = base;
   std::vector<int> before;
-  std::set<std::string> starved_nodes;  // nodes of the stragglers judged on busy time
+  std::set<std::string> starved_nodes;    // nodes of the stragglers judged on busy time
+  std::set<std::string> cpu_heavy_nodes;  // ... and of those that used clearly more CPU
   for (const Candidate& c : candidates) {
     RankBlame& b = model.ranks[c.index];
     std::vector<double> trial = scale;
@@ -1258,7 +1275,13 @@ BlameModel BuildBlameModel(const Session& aligned, const SessionMatches& matches
     // which the replay cannot undo. It must save twice as much to count.
     const std::string& node = aligned.ranks[c.index].id.node;
     const bool beside_starved = !c.busy && starved_nodes.count(node) > 0;
-    const double min_gain = options.min_gain_fraction * (beside_starved ? 2.0 : 1.0);
+    // The mirror case: a rank that waited for its CPUs, on a node where a straggler already
+    // found used clearly more CPU than the others, may have waited for that rank (4 ranks on 2
+    // cores, one of them copying 20 GiB through its loader: a core-mate ran 19 % of its wall
+    // where the others ran 40 %, a 5 % gain the loader's fix would take with it).
+    const bool beside_cpu_heavy = c.contended && cpu_heavy_nodes.count(node) > 0;
+    const double min_gain =
+        options.min_gain_fraction * (beside_starved || beside_cpu_heavy ? 2.0 : 1.0);
     const bool saves =
         span > 0 && static_cast<double>(gain) >= min_gain * static_cast<double>(model.job);
     // Of two ranks there is no typical rank to hold one against: a host rank that did more own
@@ -1273,6 +1296,7 @@ BlameModel BuildBlameModel(const Session& aligned, const SessionMatches& matches
     }
     if (saves) {
       if (c.busy) starved_nodes.insert(node);
+      if (UsedClearlyMoreCpu(aligned, b.rank)) cpu_heavy_nodes.insert(node);
       model.stragglers.push_back(b.rank);
       before.push_back(b.rank);
       scale = std::move(trial);

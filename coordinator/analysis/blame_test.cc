@@ -212,6 +212,39 @@ TEST(BlameTest, ASlowerRankBesideOneStarvedOfCpuMustSaveTwiceAsMuch) {
   }
 }
 
+// The mirror case (CI, 4 ranks on 2 cores): rank 1 copies through a loader 20 ms a step at
+// 1.75x the others' CPU; rank 3 waited for a CPU 67 % of its wall (the others 43 %), ran 19 %
+// of it (the others 40 %) and was 2.5 ms a step slower. Beside rank 1 it may have waited for
+// rank 1: it must save 10 % to count. On a node of its own it is a straggler of its own.
+TEST(BlameTest, ARankWaitingForItsCpusBesideACpuHeavyStragglerMustSaveTwiceAsMuch) {
+  testing::TrainingSim sim;
+  sim.slow_compute = {{1, 20 * kNsPerMs}, {3, 2500 * kNsPerUs}};
+  for (const bool same_node : {true, false}) {
+    Session s = testing::Simulate(sim);
+    for (RankData& r : s.ranks) {
+      r.proc = ProcessTreeStats{};
+      const DurationNs wall = s.end - s.start;
+      r.proc->sampled_wall_ns = wall;
+      const double cpu = r.id.rank == 1 ? 0.70 : r.id.rank == 3 ? 0.19 : 0.40;
+      const double delay = r.id.rank == 3 ? 0.67 : 0.43;
+      r.proc->cpu_user_ns = static_cast<DurationNs>(cpu * static_cast<double>(wall));
+      r.proc->run_delay_ns = static_cast<DurationNs>(delay * static_cast<double>(wall));
+      r.id.node = same_node ? "n0" : "n" + std::to_string(r.id.rank);
+    }
+    ASSERT_TRUE(StarvedOfCpu(s, 3));
+    ASSERT_FALSE(StarvedOfCpu(s, 1));
+    const BlameModel m = Blame(s);
+    ASSERT_FALSE(m.stragglers.empty());
+    EXPECT_EQ(m.stragglers.front(), 1);
+    ASSERT_TRUE(m.Find(3)->replayed);
+    EXPECT_TRUE(m.Find(3)->judged_on_busy);
+    const double gain = static_cast<double>(m.Find(3)->gain) / static_cast<double>(m.job);
+    EXPECT_GT(gain, 0.05);
+    EXPECT_LT(gain, 0.10);
+    EXPECT_EQ(m.stragglers.size(), same_node ? 1u : 2u) << "same node: " << same_node;
+  }
+}
+
 // Rank 2 sleeps 20 ms a step (the agents saw its CPU at a tenth of the others'), in a code whose
 // calls take 200 ms each after their release: its busy time, transfers included, is 8 % above
 // the others' (short of the 10 % asked), its own work 1.9x theirs. The evidence from outside
