@@ -6,6 +6,8 @@
 #include <cstdio>
 
 #include "proto/convert.h"
+#include "proto/rpc_calls.h"
+#include "proto/upload_chunk.h"
 
 namespace rankscope {
 namespace {
@@ -37,7 +39,7 @@ Uplink::Uplink(UplinkOptions options, v1::Identity identity)
   grpc::ChannelArguments args;
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
-  args.SetMaxSendMessageSize(64 << 20);
+  args.SetMaxSendMessageSize(static_cast<int>(kMaxUploadMessageBytes));
   channel_ = grpc::CreateCustomChannel(options_.address, grpc::InsecureChannelCredentials(), args);
   stub_ = v1::Coordinator::NewStub(channel_);
 }
@@ -154,7 +156,9 @@ bool Uplink::TryRegister() {
   *req.mutable_identity() = identity_;
   v1::RegisterResponse resp;
   auto ctx = NewContext(options_.rpc_timeout);
-  grpc::Status s = stub_->Register(ctx.get(), req, &resp);
+  grpc::Status s = CallWithOneRequest(
+      [&](grpc::ClientContext* c, v1::RegisterResponse* r) { return stub_->Register(c, r); },
+      ctx.get(), req, &resp);
   if (!s.ok()) {
     if (IsRefusal(s)) {
       refused_.store(true);
@@ -176,22 +180,26 @@ bool Uplink::TryRegister() {
 }
 
 void Uplink::SyncClock(int samples) {
+  // One call, a request and its reply per sample (t1 sent, t2/t3 the coordinator's, t4 back).
   std::vector<ClockSample> got;
+  auto ctx = NewContext(options_.rpc_timeout);
+  std::unique_ptr<grpc::ClientReaderWriter<v1::ClockRequest, v1::ClockResponse>> stream =
+      stub_->SyncClock(ctx.get());
   for (int i = 0; i < samples; ++i) {
     v1::ClockRequest req;
     req.set_agent_id(agent_id_);
     v1::ClockResponse resp;
-    auto ctx = NewContext(options_.rpc_timeout);
     ClockSample sample;
     sample.t1 = MonotonicNow();
     req.set_t1(sample.t1);
-    grpc::Status s = stub_->SyncClock(ctx.get(), req, &resp);
+    if (!stream->Write(req) || !stream->Read(&resp)) break;
     sample.t4 = MonotonicNow();
-    if (!s.ok()) break;
     sample.t2 = resp.t2();
     sample.t3 = resp.t3();
     got.push_back(sample);
   }
+  stream->WritesDone();
+  (void)stream->Finish();
   std::lock_guard<std::mutex> lock(mu_);
   for (const ClockSample& s : got) ToProto(s, pending_.add_clock_samples());
 }
@@ -200,22 +208,33 @@ bool Uplink::SendPending(bool final_batch) {
   bool formed = false;
   if (!unacked_) {
     std::lock_guard<std::mutex> lock(mu_);
-    if (RecordCount(pending_) == 0 && !final_batch && !pending_.has_exit() &&
-        !pending_.has_nccl() && !pending_.has_topology()) {
-      return true;
-    }
+    if (!final_batch && NothingToSend(pending_)) return true;
+    // At most kUploadChunkBytes a batch (proto/upload_chunk.h): the rest waits for the next.
     unacked_.emplace();
-    unacked_->Swap(&pending_);
+    const ChunkTaken taken = TakeChunk(&pending_, &*unacked_);
+    if (taken.dropped > 0) {
+      dropped_ += taken.dropped;
+      v1::Notice* notice = pending_.add_notices();
+      notice->set_time(MonotonicNow());
+      notice->set_text(std::to_string(taken.dropped) + " value(s) larger than an upload (" +
+                       std::to_string(kUploadChunkBytes >> 20) + " MiB) were not sent");
+    }
     unacked_->set_agent_id(agent_id_);
     unacked_->set_batch_seq(next_seq_++);
     formed = true;
   }
   unacked_->set_dropped_records(dropped_.load());
-  if (final_batch) unacked_->set_final(true);
+  if (final_batch) {
+    // Final only on the batch after which nothing is left: the coordinator stops waiting there.
+    std::lock_guard<std::mutex> lock(mu_);
+    unacked_->set_final(NothingToSend(pending_));
+  }
   if (formed) Spool(*unacked_);  // outside mu_: a spool that fills up adds a notice
   v1::UploadAck ack;
   auto ctx = NewContext(options_.rpc_timeout);
-  grpc::Status s = stub_->Upload(ctx.get(), *unacked_, &ack);
+  grpc::Status s = CallWithOneRequest(
+      [&](grpc::ClientContext* c, v1::UploadAck* a) { return stub_->Upload(c, a); }, ctx.get(),
+      *unacked_, &ack);
   if (!s.ok()) {
     if (IsRefusal(s)) refused_.store(true);
     return false;
@@ -251,7 +270,7 @@ void Uplink::Loop() {
     // Send until the queue is empty or the coordinator stops answering.
     while (SendPending(false)) {
       std::lock_guard<std::mutex> lock(mu_);
-      if (RecordCount(pending_) == 0) break;
+      if (NothingToSend(pending_)) break;
     }
   }
 }
@@ -266,7 +285,8 @@ void Uplink::ControlLoop() {
   }
   v1::ControlRequest req;
   req.set_agent_id(agent_id_);
-  auto reader = stub_->Control(control_context_.get(), req);
+  auto reader = stub_->Control(control_context_.get());
+  if (reader->Write(req)) reader->WritesDone();
   v1::ControlCommand cmd;
   while (reader->Read(&cmd)) {
     switch (cmd.kind()) {
@@ -318,16 +338,20 @@ void Uplink::FinishWith(std::optional<std::pair<int, int>> exit_status, bool uns
 
   const TimeNs deadline = MonotonicNow() + options_.final_timeout;
   bool sent = false;
+  bool synced = false;  // once, then the queue goes in as many batches as it takes
   while (!refused_.load() && MonotonicNow() < deadline) {
     if (!registered_.load() && !TryRegister()) {
       // A coordinator that is not there at all fails fast; do not spin on it.
       if (channel_->GetState(false) == GRPC_CHANNEL_TRANSIENT_FAILURE) break;
       continue;
     }
-    SyncClock(options_.final_clock_samples);
+    if (!synced) {
+      SyncClock(options_.final_clock_samples);
+      synced = true;
+    }
     if (SendPending(true)) {
       std::lock_guard<std::mutex> lock(mu_);
-      if (RecordCount(pending_) == 0 && !pending_.has_exit()) {
+      if (NothingToSend(pending_)) {
         sent = true;
         break;
       }

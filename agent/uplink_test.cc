@@ -10,6 +10,8 @@
 
 #include "coordinator/service.h"
 #include "proto/protocol.h"
+#include "proto/rpc_calls.h"
+#include "proto/upload_chunk.h"
 
 namespace rankscope {
 namespace {
@@ -124,6 +126,41 @@ TEST_F(UplinkTest, CarriesMpiCallsAndWorldPeers) {
   EXPECT_EQ(r.mpi_calls[1].bytes, 4096);
   EXPECT_EQ(r.mpi_calls[1].enter, 30);
   EXPECT_EQ(r.mpi_calls[1].tid, 6u);
+}
+
+// A queue several times the coordinator's message limit (a long run's records and a summary of
+// every NCCL call) arrives whole, in bounded batches, the exit status with the last.
+TEST_F(UplinkTest, AQueueLargerThanAnUploadArrivesWholeInBatches) {
+  StartServer();
+  UplinkOptions o = Options();
+  o.upload_period = 10 * kNsPerSec;  // everything goes at Finish
+  Uplink up(o, Ident("s1", 0));
+  constexpr int kCollectives = 300'000, kCalls = 200'000;
+  up.AddBatch(BatchWith(kCollectives, 0));
+  v1::NcclSummary nccl;
+  nccl.set_nccl_version("2.28.9");
+  for (int i = 0; i < kCalls; ++i) {
+    v1::NcclCall* call = nccl.add_calls();
+    call->set_comm_id("0x1e900aa5c8e42401");
+    call->set_seq(static_cast<uint64_t>(i));
+    call->set_op("AllReduce");
+    call->set_datatype("float32");
+  }
+  ASSERT_GT(nccl.ByteSizeLong(), kMaxUploadMessageBytes);
+  up.SetNccl(std::move(nccl));
+  up.Start();
+  ASSERT_TRUE(WaitFor([&] { return up.registered(); }));
+  up.Finish(0, 0);
+  const Session s = server_->service().Snapshot();
+  ASSERT_EQ(s.ranks.size(), 1u);
+  const RankData& r = s.ranks[0];
+  EXPECT_TRUE(r.finished);
+  EXPECT_EQ(r.exit_code, 0);
+  ASSERT_EQ(r.collectives.size(), static_cast<size_t>(kCollectives));
+  ASSERT_TRUE(r.nccl.has_value());
+  ASSERT_EQ(r.nccl->calls.size(), static_cast<size_t>(kCalls));
+  EXPECT_EQ(r.nccl->calls.back().seq, static_cast<uint64_t>(kCalls - 1));
+  EXPECT_EQ(r.dropped_records, 0u);
 }
 
 // The buffer bound counts every record kind: GPU activity and MPI calls fill it too.
@@ -294,6 +331,17 @@ class ServiceTest : public ::testing::Test {
     ctx->AddMetadata(kTokenMetadataKey, "secret");
     return ctx;
   }
+  grpc::Status Register(grpc::ClientContext* ctx, const v1::RegisterRequest& req,
+                        v1::RegisterResponse* resp) {
+    return CallWithOneRequest(
+        [&](grpc::ClientContext* c, v1::RegisterResponse* r) { return stub_->Register(c, r); }, ctx,
+        req, resp);
+  }
+  grpc::Status Upload(grpc::ClientContext* ctx, const v1::UploadBatch& batch, v1::UploadAck* ack) {
+    return CallWithOneRequest(
+        [&](grpc::ClientContext* c, v1::UploadAck* a) { return stub_->Upload(c, a); }, ctx, batch,
+        ack);
+  }
   std::unique_ptr<CoordinatorServer> server_;
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<v1::Coordinator::Stub> stub_;
@@ -305,9 +353,9 @@ TEST_F(ServiceTest, RefusesAnOlderProtocolWithAClearMessage) {
   req.set_agent_version("0.0.1");
   *req.mutable_identity() = Ident("s1", 0);
   v1::RegisterResponse resp;
-  grpc::Status s = stub_->Register(Ctx().get(), req, &resp);
+  grpc::Status s = Register(Ctx().get(), req, &resp);
   EXPECT_EQ(s.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
-  EXPECT_NE(s.error_message().find("speaks protocol v1, this agent (0.0.1) speaks v0"),
+  EXPECT_NE(s.error_message().find("speaks protocol v2, this agent (0.0.1) speaks v0"),
             std::string::npos)
       << s.error_message();
 }
@@ -317,18 +365,18 @@ TEST_F(ServiceTest, ResentBatchIsStoredOnceAndUnknownAgentRefused) {
   req.set_protocol_version(kProtocolVersion);
   *req.mutable_identity() = Ident("s1", 3);
   v1::RegisterResponse reg;
-  ASSERT_TRUE(stub_->Register(Ctx().get(), req, &reg).ok());
+  ASSERT_TRUE(Register(Ctx().get(), req, &reg).ok());
   v1::UploadBatch batch;
   batch.set_agent_id(reg.agent_id());
   batch.set_batch_seq(0);
   batch.add_ranges()->set_name("step");
   v1::UploadAck ack;
-  ASSERT_TRUE(stub_->Upload(Ctx().get(), batch, &ack).ok());
-  ASSERT_TRUE(stub_->Upload(Ctx().get(), batch, &ack).ok());  // ack lost, agent resends
+  ASSERT_TRUE(Upload(Ctx().get(), batch, &ack).ok());
+  ASSERT_TRUE(Upload(Ctx().get(), batch, &ack).ok());  // ack lost, agent resends
   EXPECT_EQ(server_->service().Snapshot().ranks[0].ranges.size(), 1u);
 
   batch.set_agent_id("rank9-pid1-r0");
-  grpc::Status s = stub_->Upload(Ctx().get(), batch, &ack);
+  grpc::Status s = Upload(Ctx().get(), batch, &ack);
   EXPECT_EQ(s.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
   EXPECT_NE(s.error_message().find("register first"), std::string::npos);
 }
@@ -337,15 +385,28 @@ TEST_F(ServiceTest, EveryRpcWithoutTokenIsUnauthenticated) {
   grpc::ClientContext c1, c2, c3;
   v1::ClockRequest creq;
   v1::ClockResponse cresp;
-  EXPECT_EQ(stub_->SyncClock(&c1, creq, &cresp).error_code(), grpc::StatusCode::UNAUTHENTICATED);
+  auto clock = stub_->SyncClock(&c1);
+  clock->Write(creq);
+  EXPECT_FALSE(clock->Read(&cresp));
+  EXPECT_EQ(clock->Finish().error_code(), grpc::StatusCode::UNAUTHENTICATED);
   v1::UploadBatch b;
   v1::UploadAck a;
-  EXPECT_EQ(stub_->Upload(&c2, b, &a).error_code(), grpc::StatusCode::UNAUTHENTICATED);
+  EXPECT_EQ(Upload(&c2, b, &a).error_code(), grpc::StatusCode::UNAUTHENTICATED);
   v1::ControlRequest ctl;
-  auto reader = stub_->Control(&c3, ctl);
+  auto reader = stub_->Control(&c3);
+  reader->Write(ctl);
   v1::ControlCommand cmd;
   EXPECT_FALSE(reader->Read(&cmd));
   EXPECT_EQ(reader->Finish().error_code(), grpc::StatusCode::UNAUTHENTICATED);
+}
+
+// An upload over the limit is refused from its length alone, token or not: nothing is stored.
+TEST_F(ServiceTest, AnUploadOverTheMessageLimitIsRefusedUnread) {
+  v1::UploadBatch batch;
+  batch.add_notices()->set_text(std::string(kMaxUploadMessageBytes, 'x'));
+  v1::UploadAck ack;
+  EXPECT_EQ(Upload(Ctx().get(), batch, &ack).error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_TRUE(server_->service().Snapshot().ranks.empty());
 }
 
 // A rank's identity that is no job's (a world size of 2^31 - 1 from a bad environment made the

@@ -1,6 +1,7 @@
 #include "coordinator/ingest.h"
 
 #include <algorithm>
+#include <iterator>
 #include <map>
 #include <set>
 #include <string>
@@ -97,7 +98,22 @@ void AddBatchToRank(const v1::UploadBatch& batch, RankData* rank) {
     rank->exit_code = batch.exit().exit_code();
     rank->term_signal = batch.exit().term_signal();
   }
-  if (batch.has_nccl()) rank->nccl = NcclFromProto(batch.nccl());
+  if (batch.has_nccl()) {
+    // A long run's summary comes in parts (proto/upload_chunk.h): the first has its own fields.
+    RankNccl part = NcclFromProto(batch.nccl());
+    if (!rank->nccl) {
+      rank->nccl = std::move(part);
+    } else {
+      RankNccl& n = *rank->nccl;
+      if (!part.version.empty()) n.version = std::move(part.version);
+      if (!part.log_file.empty()) n.log_file = std::move(part.log_file);
+      n.skipped_lines += part.skipped_lines;
+      std::move(part.problems.begin(), part.problems.end(), std::back_inserter(n.problems));
+      std::move(part.communicators.begin(), part.communicators.end(),
+                std::back_inserter(n.communicators));
+      std::move(part.calls.begin(), part.calls.end(), std::back_inserter(n.calls));
+    }
+  }
   if (batch.has_topology()) {
     rank->topology_source = ToText(batch.topology().source());
     rank->topology_xml = ToText(batch.topology().xml());

@@ -18,9 +18,11 @@ RankIdentity IdentityFromProto(const v1::Identity& p);
 RankNccl NcclFromProto(const v1::NcclSummary& p);
 
 // Appends the batch's records, notices, exit, NCCL, topology, NVML, /proc and sweep figures to
-// `rank` (one it already holds data for: batches arrive in order). Records of a kind this
-// coordinator does not know are skipped and counted in one notice; strings that are not UTF-8
-// are kept with U+FFFD in place of their bad bytes. Sets rank->finished on the final batch.
+// `rank` (one it already holds data for: batches arrive in order). An NCCL summary may come in
+// parts (proto/upload_chunk.h): a later part's communicators, calls and problems are appended.
+// Records of a kind this coordinator does not know are skipped and counted in one notice; strings
+// that are not UTF-8 are kept with U+FFFD in place of their bad bytes. Sets rank->finished on the
+// final batch.
 void AddBatchToRank(const v1::UploadBatch& batch, RankData* rank);
 
 // A session rebuilt from agents' spools (proto/spool.h) when its coordinator wrote none: a rank

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "proto/upload_chunk.h"
+
 namespace rankscope {
 namespace {
 
@@ -46,6 +48,35 @@ TEST(Ingest, ABatchBecomesTheRanksDataAndWhatItCannotReadIsCounted) {
   EXPECT_TRUE(other.exit_unseen);
   EXPECT_FALSE(other.exit_code.has_value());
   EXPECT_FALSE(other.finished);
+}
+
+// A long run's NCCL summary, cut into upload chunks by the agent, is whole again at the end.
+TEST(Ingest, AnNcclSummaryInPartsIsJoined) {
+  v1::UploadBatch queue;
+  v1::NcclSummary* nccl = queue.mutable_nccl();
+  nccl->set_nccl_version("2.28.9");
+  nccl->set_skipped_lines(4);
+  nccl->add_communicators()->set_comm_id("0xabc");
+  for (int i = 0; i < 5000; ++i) {
+    v1::NcclCall* call = nccl->add_calls();
+    call->set_comm_id("0xabc");
+    call->set_seq(static_cast<uint64_t>(i));
+    call->set_op("AllReduce");
+  }
+  RankData rank;
+  int parts = 0;
+  for (bool emptied = false; !emptied; ++parts) {
+    v1::UploadBatch chunk;
+    emptied = TakeChunk(&queue, &chunk, 16 << 10).emptied;
+    AddBatchToRank(chunk, &rank);
+  }
+  EXPECT_GT(parts, 3);
+  ASSERT_TRUE(rank.nccl.has_value());
+  EXPECT_EQ(rank.nccl->version, "2.28.9");
+  EXPECT_EQ(rank.nccl->skipped_lines, 4);
+  EXPECT_EQ(rank.nccl->communicators.size(), 1u);
+  ASSERT_EQ(rank.nccl->calls.size(), 5000u);
+  for (size_t i = 0; i < rank.nccl->calls.size(); ++i) ASSERT_EQ(rank.nccl->calls[i].seq, i);
 }
 
 // Two ranks' spools: batches in sequence order, each once (a resend spooled twice), the session

@@ -9,6 +9,8 @@
 #include "core/time.h"
 #include "proto/convert.h"
 #include "proto/protocol.h"
+#include "proto/rpc_calls.h"
+#include "proto/upload_chunk.h"
 
 namespace rankscope {
 namespace {
@@ -49,18 +51,27 @@ grpc::Status CoordinatorService::Authenticate(const grpc::ServerContext* ctx, co
                       "from another rankscope session?)");
 }
 
-grpc::Status CoordinatorService::Register(grpc::ServerContext* ctx, const v1::RegisterRequest* req,
+grpc::Status CoordinatorService::Register(grpc::ServerContext* ctx,
+                                          grpc::ServerReader<v1::RegisterRequest>* reader,
                                           v1::RegisterResponse* resp) {
   if (grpc::Status s = Authenticate(ctx, "Register"); !s.ok()) return s;
-  if (req->protocol_version() != kProtocolVersion) {
+  v1::RegisterRequest req;
+  if (grpc::Status s = ReadRequest(reader, &req, "Register"); !s.ok()) return s;
+  return RegisterAgent(ctx, req, resp);
+}
+
+grpc::Status CoordinatorService::RegisterAgent(grpc::ServerContext* ctx,
+                                               const v1::RegisterRequest& req,
+                                               v1::RegisterResponse* resp) {
+  if (req.protocol_version() != kProtocolVersion) {
     return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
                         "rankscope coordinator speaks protocol v" +
                             std::to_string(kProtocolVersion) + ", this agent (" +
-                            ToText(req->agent_version()) + ") speaks v" +
-                            std::to_string(req->protocol_version()) +
+                            ToText(req.agent_version()) + ") speaks v" +
+                            std::to_string(req.protocol_version()) +
                             ": use the agent and coordinator of one rankscope release");
   }
-  const v1::Identity& id = req->identity();
+  const v1::Identity& id = req.identity();
   if (id.session_id() != config_.session_id) {
     std::lock_guard<std::mutex> lock(mu_);
     const std::string session = ToText(id.session_id());
@@ -103,60 +114,78 @@ grpc::Status CoordinatorService::Register(grpc::ServerContext* ctx, const v1::Re
   return grpc::Status::OK;
 }
 
-grpc::Status CoordinatorService::SyncClock(grpc::ServerContext* ctx, const v1::ClockRequest*,
-                                           v1::ClockResponse* resp) {
-  TimeNs t2 = MonotonicNow();
+grpc::Status CoordinatorService::SyncClock(
+    grpc::ServerContext* ctx,
+    grpc::ServerReaderWriter<v1::ClockResponse, v1::ClockRequest>* stream) {
   if (grpc::Status s = Authenticate(ctx, "SyncClock"); !s.ok()) return s;
-  resp->set_t2(t2);
-  resp->set_t3(MonotonicNow());
+  v1::ClockRequest req;
+  while (stream->Read(&req)) {
+    v1::ClockResponse resp;
+    resp.set_t2(MonotonicNow());
+    resp.set_t3(MonotonicNow());
+    if (!stream->Write(resp)) break;
+  }
   return grpc::Status::OK;
 }
 
-grpc::Status CoordinatorService::Upload(grpc::ServerContext* ctx, const v1::UploadBatch* req,
+grpc::Status CoordinatorService::Upload(grpc::ServerContext* ctx,
+                                        grpc::ServerReader<v1::UploadBatch>* reader,
                                         v1::UploadAck* resp) {
   if (grpc::Status s = Authenticate(ctx, "Upload"); !s.ok()) return s;
+  v1::UploadBatch batch;
+  if (grpc::Status s = ReadRequest(reader, &batch, "Upload"); !s.ok()) return s;
+  do {
+    if (grpc::Status s = StoreBatch(batch, resp); !s.ok()) return s;
+  } while (reader->Read(&batch));
+  return grpc::Status::OK;
+}
+
+grpc::Status CoordinatorService::StoreBatch(const v1::UploadBatch& req, v1::UploadAck* resp) {
   std::lock_guard<std::mutex> lock(mu_);
-  auto it = agent_index_.find(req->agent_id());
+  auto it = agent_index_.find(req.agent_id());
   if (it == agent_index_.end()) {
-    NoteProblemLocked("upload from unregistered agent '" + ToText(req->agent_id()) + "'");
+    NoteProblemLocked("upload from unregistered agent '" + ToText(req.agent_id()) + "'");
     return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
-                        "unknown agent id '" + ToText(req->agent_id()) + "': register first");
+                        "unknown agent id '" + ToText(req.agent_id()) + "': register first");
   }
-  uint64_t& expected = next_seq_[req->agent_id()];
-  if (req->batch_seq() < expected) {  // a resend whose ack was lost: already stored
+  uint64_t& expected = next_seq_[req.agent_id()];
+  if (req.batch_seq() < expected) {  // a resend whose ack was lost: already stored
     resp->set_acked_through(expected - 1);
     return grpc::Status::OK;
   }
   RankData& rank = session_.ranks[it->second];
-  if (req->batch_seq() > expected) {
+  if (req.batch_seq() > expected) {
     rank.notices.push_back("upload batches " + std::to_string(expected) + ".." +
-                           std::to_string(req->batch_seq() - 1) + " never arrived");
+                           std::to_string(req.batch_seq() - 1) + " never arrived");
   }
-  expected = req->batch_seq() + 1;
+  expected = req.batch_seq() + 1;
 
-  AddBatchToRank(*req, &rank);
-  resp->set_acked_through(req->batch_seq());
+  AddBatchToRank(req, &rank);
+  resp->set_acked_through(req.batch_seq());
   cv_.notify_all();
   return grpc::Status::OK;
 }
 
-grpc::Status CoordinatorService::Control(grpc::ServerContext* ctx, const v1::ControlRequest* req,
-                                         grpc::ServerWriter<v1::ControlCommand>* writer) {
+grpc::Status CoordinatorService::Control(
+    grpc::ServerContext* ctx,
+    grpc::ServerReaderWriter<v1::ControlCommand, v1::ControlRequest>* stream) {
   if (grpc::Status s = Authenticate(ctx, "Control"); !s.ok()) return s;
+  v1::ControlRequest req;
+  if (grpc::Status s = ReadRequest(stream, &req, "Control"); !s.ok()) return s;
   std::unique_lock<std::mutex> lock(mu_);
-  if (!agent_index_.count(req->agent_id())) {
+  if (!agent_index_.count(req.agent_id())) {
     return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
-                        "unknown agent id '" + ToText(req->agent_id()) + "': register first");
+                        "unknown agent id '" + ToText(req.agent_id()) + "': register first");
   }
-  gone_.erase(agent_index_.at(req->agent_id()));  // back (its stream had broken)
+  gone_.erase(agent_index_.at(req.agent_id()));  // back (its stream had broken)
   while (!closed_ && !ctx->IsCancelled()) {
-    auto& queue = commands_[req->agent_id()];
+    auto& queue = commands_[req.agent_id()];
     while (!queue.empty()) {
       v1::ControlCommand cmd;
       cmd.set_kind(queue.front());
       queue.erase(queue.begin());
       lock.unlock();
-      bool ok = writer->Write(cmd);
+      bool ok = stream->Write(cmd);
       lock.lock();
       if (!ok) return grpc::Status::OK;
     }
@@ -165,7 +194,7 @@ grpc::Status CoordinatorService::Control(grpc::ServerContext* ctx, const v1::Con
   // An agent ends this stream only after its final batch was acknowledged: a rank still
   // unfinished here lost its agent, and WaitForFinal need not wait for it.
   if (!closed_) {
-    const size_t index = agent_index_.at(req->agent_id());
+    const size_t index = agent_index_.at(req.agent_id());
     if (!session_.ranks[index].finished) {
       gone_.insert(index);
       cv_.notify_all();
@@ -204,20 +233,23 @@ int CoordinatorService::WorldSize() const {
   return session_.world_size;
 }
 
-grpc::Status CoordinatorService::Trigger(grpc::ServerContext* ctx, const v1::TriggerRequest* req,
+grpc::Status CoordinatorService::Trigger(grpc::ServerContext* ctx,
+                                         grpc::ServerReader<v1::TriggerRequest>* reader,
                                          v1::TriggerResponse* resp) {
   if (grpc::Status s = Authenticate(ctx, "Trigger"); !s.ok()) return s;
-  if (req->count_only()) {
+  v1::TriggerRequest req;
+  if (grpc::Status s = ReadRequest(reader, &req, "Trigger"); !s.ok()) return s;
+  if (req.count_only()) {
     std::lock_guard<std::mutex> lock(mu_);
     resp->set_agents(static_cast<int32_t>(agent_index_.size()));
     return grpc::Status::OK;
   }
-  if (req->kind() != v1::ControlCommand::START_CAPTURE &&
-      req->kind() != v1::ControlCommand::STOP_CAPTURE) {
+  if (req.kind() != v1::ControlCommand::START_CAPTURE &&
+      req.kind() != v1::ControlCommand::STOP_CAPTURE) {
     return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
                         "rankscope coordinator: a trigger starts or stops a capture");
   }
-  Broadcast(req->kind());
+  Broadcast(req.kind());
   std::lock_guard<std::mutex> lock(mu_);
   resp->set_agents(static_cast<int32_t>(agent_index_.size()));
   return grpc::Status::OK;
@@ -274,7 +306,8 @@ Status CoordinatorServer::Start() {
   std::string listen = config_.bind_address + ":" + std::to_string(config_.port);
   builder.AddListeningPort(listen, grpc::InsecureServerCredentials(), &port_);
   builder.RegisterService(&service_);
-  builder.SetMaxReceiveMessageSize(64 << 20);
+  // Agents send at most kUploadChunkBytes a batch (proto/upload_chunk.h).
+  builder.SetMaxReceiveMessageSize(static_cast<int>(kMaxUploadMessageBytes));
   // gRPC sets SO_REUSEPORT by default: with port 0 the kernel may then hand out a port that
   // another gRPC server (another rankscope session) already holds, and connections get split
   // between the two (seen: an agent refused for a "wrong token" by a neighbour's coordinator).

@@ -31,16 +31,19 @@ class CoordinatorService final : public v1::Coordinator::Service {
  public:
   explicit CoordinatorService(CoordinatorConfig config);
 
-  grpc::Status Register(grpc::ServerContext* ctx, const v1::RegisterRequest* req,
+  // Each checks the session token before it reads a request (the proto says why).
+  grpc::Status Register(grpc::ServerContext* ctx, grpc::ServerReader<v1::RegisterRequest>* reader,
                         v1::RegisterResponse* resp) override;
-  grpc::Status SyncClock(grpc::ServerContext* ctx, const v1::ClockRequest* req,
-                         v1::ClockResponse* resp) override;
-  grpc::Status Upload(grpc::ServerContext* ctx, const v1::UploadBatch* req,
+  grpc::Status SyncClock(
+      grpc::ServerContext* ctx,
+      grpc::ServerReaderWriter<v1::ClockResponse, v1::ClockRequest>* stream) override;
+  grpc::Status Upload(grpc::ServerContext* ctx, grpc::ServerReader<v1::UploadBatch>* reader,
                       v1::UploadAck* resp) override;
-  grpc::Status Trigger(grpc::ServerContext* ctx, const v1::TriggerRequest* req,
+  grpc::Status Trigger(grpc::ServerContext* ctx, grpc::ServerReader<v1::TriggerRequest>* reader,
                        v1::TriggerResponse* resp) override;
-  grpc::Status Control(grpc::ServerContext* ctx, const v1::ControlRequest* req,
-                       grpc::ServerWriter<v1::ControlCommand>* writer) override;
+  grpc::Status Control(
+      grpc::ServerContext* ctx,
+      grpc::ServerReaderWriter<v1::ControlCommand, v1::ControlRequest>* stream) override;
 
   // A copy of the session as received so far (records in each rank's local clock).
   Session Snapshot() const;
@@ -68,6 +71,10 @@ class CoordinatorService final : public v1::Coordinator::Service {
 
  private:
   grpc::Status Authenticate(const grpc::ServerContext* ctx, const char* rpc);
+  // The calls once authenticated and their request read.
+  grpc::Status RegisterAgent(grpc::ServerContext* ctx, const v1::RegisterRequest& req,
+                             v1::RegisterResponse* resp);
+  grpc::Status StoreBatch(const v1::UploadBatch& req, v1::UploadAck* resp);
   void NoteProblemLocked(std::string text);
   void NoteRefusedLocked(const grpc::ServerContext* ctx, std::string why);
 

@@ -14,6 +14,7 @@
 
 #include "core/format.h"
 #include "proto/protocol.h"
+#include "proto/rpc_calls.h"
 #include "rankscope/v1/rankscope.grpc.pb.h"
 
 namespace rankscope {
@@ -103,7 +104,9 @@ Result<int> TriggerCapture(const std::string& address, const std::string& token,
                                              : v1::ControlCommand::KIND_UNSPECIFIED);
   req.set_count_only(kind == TriggerKind::kCount);
   v1::TriggerResponse resp;
-  grpc::Status s = stub->Trigger(&ctx, req, &resp);
+  grpc::Status s = CallWithOneRequest(
+      [&](grpc::ClientContext* c, v1::TriggerResponse* r) { return stub->Trigger(c, r); }, &ctx,
+      req, &resp);
   if (!s.ok()) return Result<int>::Error("coordinator " + address + ": " + s.error_message());
   return resp.agents();
 }

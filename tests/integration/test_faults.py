@@ -36,6 +36,25 @@ def without_wall(stdout):
     return [ln.split(", wall")[0] for ln in stdout.splitlines()]
 
 
+def wait_until_ranks_run(pid, ranks=2, timeout=60.0):
+    """Until `ranks` descendants of pid run mpi_train, then one second more: a fault must reach
+    a running job (mpirun's own start takes 2 s more on some machines)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        running = 0
+        for child, _ in scenarios.descendants(pid):
+            try:
+                with open(f"/proc/{child}/comm") as f:
+                    running += f.read().strip() == "mpi_train"
+            except OSError:
+                pass
+        if running >= ranks:
+            time.sleep(1.0)
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"the job's {ranks} ranks did not start within {timeout} s")
+
+
 class BadStrings(RankscopeTest):
     def run_both(self, command):
         """(bare, profiled, seconds of each, session folder); bytes for stdout/stderr."""
@@ -197,25 +216,6 @@ class Signals(RankscopeTest):
     """SIGINT and SIGTERM to `rankscope run` end the job as they end a bare mpirun."""
     JOB = mpirun(2, MPI_TRAIN, "--steps", "100000")
 
-    @staticmethod
-    def wait_until_ranks_run(pid, ranks=2, timeout=60.0):
-        """Until `ranks` descendants of pid run mpi_train, then one second more: the interrupt
-        must reach a running job (mpirun's own start takes 2 s more on some machines)."""
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            running = 0
-            for child, _ in scenarios.descendants(pid):
-                try:
-                    with open(f"/proc/{child}/comm") as f:
-                        running += f.read().strip() == "mpi_train"
-                except OSError:
-                    pass
-            if running >= ranks:
-                time.sleep(1.0)
-                return
-            time.sleep(0.05)
-        raise AssertionError(f"the job's {ranks} ranks did not start within {timeout} s")
-
     def interrupt(self, argv, how):
         """Starts argv, interrupts it once its ranks run; its exit code and how long it took to
         end."""
@@ -224,7 +224,7 @@ class Signals(RankscopeTest):
             if pid == 0:
                 os.chdir(self.tmp)
                 os.execvpe(argv[0], argv, mpi_env())
-            self.wait_until_ranks_run(pid)
+            wait_until_ranks_run(pid)
             start = time.monotonic()
             os.write(fd, b"\x03")  # the terminal's foreground process group gets SIGINT
             while select.select([fd], [], [], 60)[0]:
@@ -238,7 +238,7 @@ class Signals(RankscopeTest):
             return os.waitstatus_to_exitcode(status), time.monotonic() - start
         proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                 env=mpi_env(), cwd=self.tmp, start_new_session=True)
-        self.wait_until_ranks_run(proc.pid)
+        wait_until_ranks_run(proc.pid)
         start = time.monotonic()
         proc.send_signal(signal.SIGINT if how == "SIGINT" else signal.SIGTERM)
         proc.wait(timeout=60)
@@ -426,7 +426,7 @@ class DyingCoordinator(RankscopeTest):
         # kill -9 of `rankscope run` in the middle of the job: the job finishes as bare, each
         # agent keeps its records in its spool and says where, and `rankscope report --spools`
         # rebuilds the session with every rank, every step, marked partial.
-        steps = 300
+        steps = 1000  # about 3 s under rankscope: it is killed 1 s after the ranks start
         job = mpirun(2, MPI_TRAIN, "--steps", str(steps))
         bare = self.run_plain(job)
         tmp = os.path.join(self.tmp, "agents-tmp")
@@ -435,7 +435,7 @@ class DyingCoordinator(RankscopeTest):
         proc = subprocess.Popen([RANKSCOPE, "run", "-o", out, "--"] + job,
                                 env=mpi_env({"TMPDIR": tmp}), cwd=self.tmp, text=True,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        time.sleep(1.5)
+        wait_until_ranks_run(proc.pid)
         self.assertIsNone(proc.poll(), "the job ended before rankscope was killed")
         proc.kill()
         stdout, stderr = proc.communicate(timeout=120)
