@@ -11,6 +11,7 @@ import glob
 import json
 import os
 import pty
+import re
 import select
 import signal
 import socket
@@ -22,8 +23,8 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import scenarios  # noqa: E402
-from harness import (MPI_TRAIN, RANKSCOPE, RankscopeTest, Session, mpi_env, mpirun,  # noqa
-                     schema_errors)
+from harness import (BUILD, MPI_TRAIN, RANKSCOPE, Coordinator, RankscopeTest, Session,  # noqa
+                     mpi_env, mpirun, schema_errors)
 
 FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fixtures",
                         "h200x2-torch-allreduce")
@@ -317,6 +318,96 @@ class Signals(RankscopeTest):
         self.reliability("SIGTERM to `rankscope run` before it launched anything",
                          "nothing is launched; it ends by that signal, as a launcher would",
                          "killed by SIGTERM, no launch, no folder left")
+
+
+def peak_mib_of(argv, env, cwd=None, timeout=120):
+    """Runs argv in a child of a fresh Python, so that its RUSAGE_CHILDREN peak is argv's own:
+    (exit code, stderr tail, peak resident MiB)."""
+    probe = ("import json, os, resource, subprocess, sys\n"
+             "p = subprocess.run(json.loads(sys.argv[1]), stdout=subprocess.DEVNULL,"
+             " stderr=subprocess.PIPE, text=True, timeout=%d)\n"
+             "peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024\n"
+             "print(json.dumps([p.returncode, p.stderr[-3000:], peak]))\n" % timeout)
+    out = subprocess.run([sys.executable, "-c", probe, json.dumps(argv)], env=env, cwd=cwd,
+                         capture_output=True, text=True, timeout=timeout + 30)
+    rc, stderr, peak = json.loads(out.stdout)
+    return rc, stderr, peak
+
+
+class HostileInput(RankscopeTest):
+    """Sizes that come from input are checked before anything is allocated from them (issue
+    #14, item 5): each case ends with a clear message and a small peak, where each once took
+    gigabytes."""
+    LIMIT_MIB = 200
+
+    def test_a_world_size_of_2_31_from_the_environment_is_refused_at_register(self):
+        # Before: the coordinator listed every missing rank (8 GB) or aborted with rc 134.
+        env = mpi_env({"OMPI_COMM_WORLD_SIZE": "2147483647", "OMPI_COMM_WORLD_RANK": "0"})
+        out = os.path.join(self.tmp, "out")
+        rc, stderr, peak = peak_mib_of([RANKSCOPE, "run", "-o", out, "--", "sh", "-c", "exit 3"],
+                                       env)
+        self.assertEqual(rc, 3, stderr)  # the program's, as bare
+        self.assertLess(peak, self.LIMIT_MIB)
+        self.assertIn("not a rank of a job of at most 1048576 ranks", stderr)
+        job = Session(out).report["job"]
+        self.assertEqual(job["status"], "partial")
+        self.assertIn("rank 0 of world size 2147483647", " ".join(job["partial_reasons"]))
+        self.reliability("A world size of 2^31 in the job's environment",
+                         "the agent is refused at Register, naming it; the program runs as bare",
+                         f"rc 3 = bare; partial, the rank named; peak {peak:.0f} MiB")
+
+    def test_a_saved_session_claiming_2_31_ranks_is_read_with_little_memory(self):
+        out = os.path.join(self.tmp, "out")
+        proc, _ = self.run_rankscope(["sh", "-c", "exit 0"])
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        with sqlite3.connect(os.path.join(out, "session.sqlite")) as db:
+            db.execute("UPDATE ranks SET world_size = 2147483647")
+            db.execute("UPDATE meta SET value = 2147483647 WHERE key = 'world_size'")
+        rc, stderr, peak = peak_mib_of([RANKSCOPE, "report", "-q", out], mpi_env())
+        self.assertLess(peak, self.LIMIT_MIB)
+        self.assertEqual(rc, 1, stderr)
+        self.assertIn("session.sqlite", stderr)
+        self.reliability("A saved session.sqlite that claims 2^31 ranks",
+                         "refused as corrupt, naming the file, before allocating",
+                         f"rc 1; peak {peak:.0f} MiB")
+
+    def test_a_topology_dump_of_4000_gpus_is_refused_before_deriving_pairs(self):
+        # Before: 2.2 GB (the GPU pairs are quadratic in GPUs; 50,000 filled 24 GB).
+        path = os.path.join(self.tmp, "topo.xml")
+        with open(path, "w") as f:
+            f.write('<system version="1">\n<cpu numaid="0" arch="x86_64">\n')
+            for g in range(4000):
+                f.write(f'<pci busid="0000:{g // 256:02x}:{g % 256:02x}.0" class="0x030200">'
+                        f'<gpu dev="{g}" sm="90" rank="{g}" gdr="1"/></pci>\n')
+            f.write("</cpu>\n</system>\n")
+        rc, stderr, peak = peak_mib_of([RANKSCOPE, "inspect", "topo", path], mpi_env())
+        self.assertLess(peak, self.LIMIT_MIB)
+        self.assertNotEqual(rc, 0)
+        self.assertIn(path, stderr)
+        self.assertIn("1024", stderr.replace(",", ""))
+        self.reliability("An NCCL topology dump of 4,000 GPUs",
+                         "refused naming the file and the limit (1,024) before the GPU pairs",
+                         f"rc {rc}; peak {peak:.0f} MiB")
+
+    def test_requests_without_the_token_are_refused_before_they_are_read(self):
+        # Before: gRPC read each request whole before its token was checked (16 x 60 MiB: 575 MB).
+        client = os.path.join(BUILD, "bin", "bench_hostile_upload")
+        if not os.path.exists(client):
+            self.skipTest("bench_hostile_upload not built (RANKSCOPE_BUILD_BENCH=OFF)")
+        coord = Coordinator(self.tmp, ranks=1)
+        try:
+            attack = subprocess.run([client, coord.address, "16", "60"], capture_output=True,
+                                    text=True, timeout=120)
+            with open(f"/proc/{coord.proc.pid}/status") as f:
+                peak = int(re.search(r"VmHWM:\s+(\d+) kB", f.read()).group(1)) / 1024
+        finally:
+            coord.kill()
+        self.assertEqual(attack.returncode, 0, attack.stderr)
+        self.assertIn("16 refused (unauthenticated), 0 other", attack.stdout)
+        self.assertLess(peak, 100)
+        self.reliability("16 requests of 60 MiB without the token (Upload and Register)",
+                         "refused before they are read; the coordinator's memory stays small",
+                         f"16 of 16 refused; coordinator peak {peak:.0f} MiB (575 MB before)")
 
 
 class FullDisks(RankscopeTest):
