@@ -395,15 +395,22 @@ std::string WorkingDirectoryFallback(const std::string& name) {
 // Runs the program as the launcher would (execvpe's PATH search, then `fallback` when that is not
 // empty), or says why not and exits as a shell does: 127 when it was not found, 126 otherwise.
 // The fallback is tried whatever execvpe's error: a PATH directory that cannot be searched makes
-// execvpe fail with EACCES for a name found nowhere, where mpirun still runs ./NAME. Uses only
-// what was built before, so a forked child may call it.
+// execvpe fail with EACCES for a name found nowhere, where mpirun still runs ./NAME; when it is
+// there but cannot run, its error is the one told. Async-signal-safe (write, no allocation), so
+// a child forked from the threaded agent may call it.
 [[noreturn]] void ExecOrExit(char* const* argv, char* const* env, const std::string& fallback) {
   execvpe(argv[0], argv, env);
-  const int search_error = errno;
-  if (!fallback.empty()) execve(fallback.c_str(), argv, env);
-  std::fprintf(stderr, "rankscope agent: cannot run %s: %s\n", argv[0],
-               std::strerror(search_error));
-  _exit(search_error == ENOENT ? 127 : 126);
+  int error = errno;
+  if (!fallback.empty()) {
+    execve(fallback.c_str(), argv, env);
+    if (errno != ENOENT) error = errno;
+  }
+  const char* why = strerrordesc_np(error);
+  for (const char* part : {"rankscope agent: cannot run ", static_cast<const char*>(argv[0]), ": ",
+                           why != nullptr ? why : "unknown error", "\n"}) {
+    (void)!write(STDERR_FILENO, part, std::strlen(part));
+  }
+  _exit(error == ENOENT ? 127 : 126);
 }
 
 [[noreturn]] void ExecProgram(const std::vector<std::string>& program,

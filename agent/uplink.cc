@@ -79,9 +79,7 @@ std::unique_ptr<grpc::ClientContext> Uplink::NewContext(DurationNs timeout) cons
   return ctx;
 }
 
-size_t Uplink::PendingRecordsLocked() const {
-  return RecordCount(pending_) + (unacked_ ? RecordCount(*unacked_) : 0);
-}
+size_t Uplink::PendingRecordsLocked() const { return RecordCount(pending_) + unacked_records_; }
 
 void Uplink::AddBatch(wire::Batch&& batch) {
   dropped_ += batch.dropped;
@@ -213,14 +211,16 @@ bool Uplink::SendPending(bool final_batch) {
     unacked_.emplace();
     const ChunkTaken taken = TakeChunk(&pending_, &*unacked_);
     if (taken.dropped > 0) {
+      // Said in this batch: the exit status may be in it, and nothing is to come after it.
       dropped_ += taken.dropped;
-      v1::Notice* notice = pending_.add_notices();
+      v1::Notice* notice = unacked_->add_notices();
       notice->set_time(MonotonicNow());
       notice->set_text(std::to_string(taken.dropped) + " value(s) larger than an upload (" +
                        std::to_string(kUploadChunkBytes >> 20) + " MiB) were not sent");
     }
     unacked_->set_agent_id(agent_id_);
     unacked_->set_batch_seq(next_seq_++);
+    unacked_records_ = RecordCount(*unacked_);
     formed = true;
   }
   unacked_->set_dropped_records(dropped_.load());
@@ -239,7 +239,9 @@ bool Uplink::SendPending(bool final_batch) {
     if (IsRefusal(s)) refused_.store(true);
     return false;
   }
+  std::lock_guard<std::mutex> lock(mu_);
   unacked_.reset();
+  unacked_records_ = 0;
   return true;
 }
 

@@ -111,11 +111,14 @@ class Uplink {
 
   mutable std::mutex mu_;
   std::condition_variable cv_;
-  v1::UploadBatch pending_;                 // guarded by mu_
-  std::deque<P2PRecord> held_p2p_;          // guarded by mu_
-  bool hold_p2p_ = false;                   // guarded by mu_; set by Register's answer
-  std::optional<v1::UploadBatch> unacked_;  // owned by the sending thread
-  std::unique_ptr<SpoolWriter> spool_;      // owned by the sending thread; null: no spool
+  v1::UploadBatch pending_;         // guarded by mu_
+  std::deque<P2PRecord> held_p2p_;  // guarded by mu_
+  bool hold_p2p_ = false;           // guarded by mu_; set by Register's answer
+  // The batch sent and not yet acknowledged: formed and reset under mu_ by the sending thread,
+  // which alone reads and changes its contents.
+  std::optional<v1::UploadBatch> unacked_;
+  size_t unacked_records_ = 0;          // guarded by mu_: its records, for the buffer bound
+  std::unique_ptr<SpoolWriter> spool_;  // owned by the sending thread; null: no spool
   uint64_t next_seq_ = 0;
   bool finishing_ = false;  // guarded by mu_
   std::string agent_id_;    // set once registered

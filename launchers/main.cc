@@ -50,8 +50,11 @@ int main(int argc, char** argv) {
       "Signals: Ctrl-C on the terminal reaches the launcher itself (the whole foreground job "
       "gets it); SIGINT, SIGTERM, SIGHUP, SIGUSR1 and SIGUSR2 sent to rankscope alone are "
       "passed to the launcher. Either way the job ends as it would without rankscope, and a "
-      "PARTIAL report of what was recorded is written. If rankscope itself is killed (SIGKILL), "
-      "the job runs on unprofiled and its exit code is lost to the caller.");
+      "PARTIAL report of what was recorded is written; one that comes before the launch "
+      "launches nothing and ends rankscope by that signal. If rankscope itself is killed "
+      "(SIGKILL), the job runs on: each agent keeps its rank's records in a spool it names "
+      "(rankscope report --spools rebuilds the session), and the job's exit code is lost to "
+      "the caller.");
   run_cmd->add_option("-o,--output", run.out_dir, "Session folder (default rankscope-<job>)");
   run_cmd->add_option("--bind", run.bind_address,
                       "Address the coordinator listens on (default: 127.0.0.1, or this host's "

@@ -62,6 +62,26 @@ void CatchStopSignals() {
   for (int sig : kStopSignals) sigaction(sig, &sa, nullptr);
 }
 
+// The stop signals as a set.
+sigset_t StopSignalSet() {
+  sigset_t set;
+  sigemptyset(&set);
+  for (int sig : kStopSignals) sigaddset(&set, sig);
+  return set;
+}
+
+// Starts the coordinator's server with the stop signals blocked, so that its threads (and the
+// threads they start) inherit the block and only this thread ever runs ForwardToLauncher: the
+// launch below then needs no ordering between threads to pass each signal on exactly once.
+Status StartCoordinator(CoordinatorServer* server) {
+  const sigset_t stops = StopSignalSet();
+  sigset_t old_mask;
+  sigprocmask(SIG_BLOCK, &stops, &old_mask);
+  Status started = server->Start();
+  sigprocmask(SIG_SETMASK, &old_mask, nullptr);
+  return started;
+}
+
 // A stop signal came while rankscope was still setting up (before the launcher ran): nothing was
 // started, so there is nothing to profile or report; end as that signal ends a process, as a bare
 // launcher killed in its start-up would. Removes `out_dir` when it was made empty for us.
@@ -90,6 +110,9 @@ std::string NewSessionId() {
 // Replaces this process with `command` as the user gave it: its output, signals and exit code
 // are a bare launch's. Returns only when it cannot be run (127 or 126, as a shell would).
 int RunUnprofiled(const std::vector<std::string>& command) {
+  // The default actions first: a signal from here on ends this process, or the command after the
+  // exec, as it would a bare launch; one caught before ends it now.
+  for (int sig : kStopSignals) signal(sig, SIG_DFL);
   EndIfStoppedBeforeLaunch("");
   std::vector<char*> argv;
   for (const std::string& a : command) argv.push_back(const_cast<char*>(a.c_str()));
@@ -276,14 +299,14 @@ int RunJob(const RunOptions& options) {
   }
   config.port = options.port;
   auto started = std::make_unique<CoordinatorServer>(config);
-  Status listening = started->Start();
+  Status listening = StartCoordinator(started.get());
   if (!listening.ok() && config.port != 0) {
     // The agents learn the address from their environment: any free port serves them.
     std::fprintf(stderr, "rankscope: %s; listening on a free port instead\n",
                  listening.message().c_str());
     config.port = 0;
     started = std::make_unique<CoordinatorServer>(config);
-    listening = started->Start();
+    listening = StartCoordinator(started.get());
   }
   if (!listening.ok()) {
     // No session can be kept; the job still runs, as it would without rankscope.
@@ -316,11 +339,11 @@ int RunJob(const RunOptions& options) {
   for (const std::string& a : plan->argv) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
 
-  // Stop signals wait (in this thread) until the launcher's pid is known; the child takes the
-  // default actions before it lets them in, so one sent meanwhile ends the launcher at its start.
-  sigset_t stops, old_mask;
-  sigemptyset(&stops);
-  for (int sig : kStopSignals) sigaddset(&stops, sig);
+  // Stop signals (which only this thread takes: StartCoordinator) wait until the launcher's pid
+  // is known; the child takes the default actions before it lets them in, so one sent meanwhile
+  // ends the launcher at its start, and the parent passes on what comes after.
+  const sigset_t stops = StopSignalSet();
+  sigset_t old_mask;
   sigprocmask(SIG_BLOCK, &stops, &old_mask);
   if (g_signal_before_launch != 0) {
     if (!endpoint.empty()) unlink(endpoint.c_str());
@@ -344,8 +367,6 @@ int RunJob(const RunOptions& options) {
   }
   g_launcher_pid = pid;
   sigprocmask(SIG_SETMASK, &old_mask, nullptr);
-  // One that another thread caught between the check above and now is passed on here.
-  if (const int early = g_signal_before_launch; early != 0) kill(pid, early);
   // Its exit, not reaped yet: where the launched command is the rank itself (no launcher), the
   // agent beside it reads its status from its zombie (agent/agent.h).
   siginfo_t info{};

@@ -93,15 +93,20 @@ void MoveFields(Message* from, Message* to, Budget* b, bool top) {
     if (b->Fits(size)) {
       to->GetReflection()->SetAllocatedMessage(to, r->ReleaseMessage(from, f), f);
       b->used += size;
-    } else if (b->used == 0) {
-      // Alone over the budget: this chunk carries what fits of it, and nothing else.
+    } else if (b->used > 0) {
+      b->full = true;
+    } else if (top && f->name() == "nccl") {
+      // Alone over the budget, and the coordinator joins its parts (coordinator/ingest.h): this
+      // chunk carries what fits of it, and nothing else.
       Message* part = to->GetReflection()->MutableMessage(to, f);
       Message* rest = r->MutableMessage(from, f);
       MoveFields(rest, part, b, false);
       if (rest->ByteSizeLong() == 0) r->ClearField(from, f);
+      if (part->ByteSizeLong() == 0) to->GetReflection()->ClearField(to, f);
       b->full = true;
     } else {
-      b->full = true;
+      r->ClearField(from, f);  // a part the coordinator takes whole, larger than any chunk
+      ++b->dropped;
     }
   }
 }

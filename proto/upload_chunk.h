@@ -6,11 +6,11 @@
 //
 // What a chunk takes, in the order of UploadBatch's fields: whole records of each repeated
 // field, and whole singular parts (NCCL summary, topology, NVML, /proc figures) where they fit.
-// A singular part that does not fit even in an empty chunk is split: its scalar fields and as
-// many of its repeated elements as fit go in this chunk, the rest in the next ones (the
-// coordinator appends them: coordinator/ingest.h). The exit status goes last, in the chunk that
-// empties the queue. A single indivisible value larger than the chunk (a record, a string) is
-// dropped and counted: nothing can carry it.
+// An NCCL summary that does not fit even in an empty chunk (a call per collective of a long run)
+// is split: its scalar fields and as many of its repeated elements as fit go in this chunk, the
+// rest in the next ones (the coordinator appends them: coordinator/ingest.h). The exit status
+// goes last, in the chunk that empties the queue. A value larger than a chunk that cannot be
+// split (a record, another part: a topology dump over the budget) is dropped and counted.
 #pragma once
 
 #include <cstddef>

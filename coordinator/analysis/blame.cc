@@ -1235,8 +1235,14 @@ BlameModel BuildBlameModel(const Session& aligned, const SessionMatches& matches
   std::vector<const std::vector<DurationNs>*> typical(typical_gaps.empty() ? 0 : n, nullptr);
   Replay current = base;
   std::vector<int> before;
-  std::set<std::string> starved_nodes;    // nodes of the stragglers judged on busy time
-  std::set<std::string> cpu_heavy_nodes;  // ... and of those that used clearly more CPU
+  std::set<std::string> starved_nodes;  // nodes of the stragglers judged on busy time
+  // Nodes of candidates that used clearly more CPU than the others: whatever the order the
+  // candidates are tried in, a rank that waited for its CPUs there may have waited for them.
+  std::set<std::string> cpu_heavy_nodes;
+  for (const Candidate& c : candidates) {
+    const RankData& data = aligned.ranks[c.index];
+    if (UsedClearlyMoreCpu(aligned, data.id.rank)) cpu_heavy_nodes.insert(data.id.node);
+  }
   for (const Candidate& c : candidates) {
     RankBlame& b = model.ranks[c.index];
     std::vector<double> trial = scale;
@@ -1275,10 +1281,10 @@ BlameModel BuildBlameModel(const Session& aligned, const SessionMatches& matches
     // which the replay cannot undo. It must save twice as much to count.
     const std::string& node = aligned.ranks[c.index].id.node;
     const bool beside_starved = !c.busy && starved_nodes.count(node) > 0;
-    // The mirror case: a rank that waited for its CPUs, on a node where a straggler already
-    // found used clearly more CPU than the others, may have waited for that rank (4 ranks on 2
-    // cores, one of them copying 20 GiB through its loader: a core-mate ran 19 % of its wall
-    // where the others ran 40 %, a 5 % gain the loader's fix would take with it).
+    // The mirror case: a rank that waited for its CPUs, on a node where another candidate used
+    // clearly more CPU than the others, may have waited for that rank (4 ranks on 2 cores, one
+    // of them copying 20 GiB through its loader: a core-mate ran 19 % of its wall where the
+    // others ran 40 %, a 5 % gain the loader's fix would take with it).
     const bool beside_cpu_heavy = c.contended && cpu_heavy_nodes.count(node) > 0;
     const double min_gain =
         options.min_gain_fraction * (beside_starved || beside_cpu_heavy ? 2.0 : 1.0);
@@ -1296,7 +1302,6 @@ BlameModel BuildBlameModel(const Session& aligned, const SessionMatches& matches
     }
     if (saves) {
       if (c.busy) starved_nodes.insert(node);
-      if (UsedClearlyMoreCpu(aligned, b.rank)) cpu_heavy_nodes.insert(node);
       model.stragglers.push_back(b.rank);
       before.push_back(b.rank);
       scale = std::move(trial);
