@@ -1104,8 +1104,14 @@ BlameModel BuildBlameModel(const Session& aligned, const SessionMatches& matches
     // for it the busy time counts, transfers included.
     // Its off-CPU cause, read once (each reading goes over every rank's samples).
     const std::optional<OffCpuCause> off_cpu = FindOffCpuCause(aligned, g.ranks[ri]);
-    bool busy = StarvedOfCpu(aligned, g.ranks[ri]) || RanFarLess(aligned, g.ranks[ri]) ||
-                FrozenShare(off_cpu).has_value();
+    // Running far less than the others counts so only when the rank was not off its CPU by its
+    // own call (blocked writing a slow FIFO, asleep): then it was not slow inside MPI, where it
+    // ran as the others did, and its transfers, the collectives' start-up among them, must not
+    // shrink with its own work (LAMMPS at np 2, its dump a FIFO drained at 500 kB/s: scaled,
+    // MPI_Init's 0.22 s went from the what-if, 0.68x the bare clean run).
+    const bool blocked = off_cpu && off_cpu->kind == "blocked";
+    bool busy = StarvedOfCpu(aligned, g.ranks[ri]) ||
+                (RanFarLess(aligned, g.ranks[ri]) && !blocked) || FrozenShare(off_cpu).has_value();
     auto own_work_apart = [&] {
       return stands_apart(
           ri, options.excess_sigmas, false, [](const RankBlame& r) { return r.own_work; },
@@ -1140,9 +1146,19 @@ BlameModel BuildBlameModel(const Session& aligned, const SessionMatches& matches
       // Its own work must not be clearly below theirs (a rank held only while it waited anyway
       // delayed nobody).
       if (!held || cb.own_work <= 0 || mine < 0.9 * others_own) continue;
+      // Its transfers shrink by the held share, or to the others' busy time where its own busy
+      // time is further above theirs: where its calls are a ping-pong with a partner (HPCC's
+      // b_eff, PTRANS), a clean run's waits for the partner's latency become its transfers once
+      // it is held (HPCC at np 2, frozen 60 ms of every 100: busy 2.86 s against 0.82 s, with
+      // transfers at the held share 1.52x the bare clean run, at the busy ratio 1.0x). Where
+      // every member's transfer grew with its own (a quota inside all-reduces), the ratio is
+      // about 1 and the held share decides, as before.
       const double others_busy = others_median(ri, [](const RankBlame& r) { return r.busy; });
+      const double busy_ratio =
+          cb.busy > 0 ? std::clamp(others_busy / static_cast<double>(cb.busy), 0.0, 1.0) : 1.0;
       candidates.push_back({ri, std::max(static_cast<double>(cb.busy) - others_busy, 0.0), true,
-                            std::clamp(others_own / mine, 0.0, 1.0), throttle_scale});
+                            std::clamp(others_own / mine, 0.0, 1.0),
+                            std::min(throttle_scale, busy_ratio)});
       cb.judged_on_busy = true;
       cb.held_share = *held;
       continue;
@@ -1158,8 +1174,19 @@ BlameModel BuildBlameModel(const Session& aligned, const SessionMatches& matches
       scale = std::min(scale, others_own / mine);
     }
     scale = std::clamp(scale, 0.0, 1.0);
-    candidates.push_back({ri, apart.excess, busy, scale,
-                          busy ? std::min(scale, throttle_scale) : scale, busy && !held});
+    double transfer_scale = busy ? std::min(scale, throttle_scale) : scale;
+    // Its own work like the others' (at least 0.8 of theirs per unit), its busy time apart: it
+    // was slow inside its calls only (held there: frozen, throttled, while its partners waited
+    // for its messages), so its transfers, not its whole busy time, go to the others' (a halo
+    // exchange held 8 ms a step in one rank's Waitall: the busy ratio left the what-if 1.4x).
+    const double others_transfer =
+        others_median(ri, [](const RankBlame& r) { return double(r.busy - r.own_work); });
+    const double my_transfer = static_cast<double>(cb.busy - cb.own_work);
+    if (busy && mine > 0 && others_own >= 0.8 * mine && my_transfer > 0) {
+      transfer_scale =
+          std::min(transfer_scale, std::clamp(others_transfer / my_transfer, 0.0, 1.0));
+    }
+    candidates.push_back({ri, apart.excess, busy, scale, transfer_scale, busy && !held});
     cb.excess_sigmas = apart.sigmas;
     cb.excess_fraction = apart.fraction;
     cb.persistence = apart.persistence;

@@ -35,6 +35,10 @@ struct HaloSim {
   DurationNs latency = 50 * kNsPerUs;
   int allreduce_every = 10;
   std::map<int, double> slow_factor;  // compute time x factor, by rank
+  // Time a rank spends inside its Waitall after its messages are in, by rank (held inside MPI:
+  // frozen, throttled).
+  std::map<int, DurationNs> held_in_wait;
+  int held_from_step = 0;  // ... from this step on
   uint64_t seed = 5;
 };
 
@@ -83,7 +87,10 @@ Session SimulateHalo(const HaloSim& sim) {
       // The Waitall ends when both neighbours' sends (posted at their post + 4/6 us) are in.
       const TimeNs from_left = post[static_cast<size_t>(left)] + 6000 + sim.latency;
       const TimeNs from_right = post[static_cast<size_t>(right)] + 4000 + sim.latency;
-      const TimeNs wait_exit = std::max({wait_enter + 1000, from_left, from_right});
+      const auto held = sim.held_in_wait.find(static_cast<int>(r));
+      const TimeNs wait_exit =
+          std::max({wait_enter + 1000, from_left, from_right}) +
+          (held == sim.held_in_wait.end() || k < sim.held_from_step ? 0 : held->second);
       d.p2p.push_back(rl);
       d.p2p.push_back(rr);
       d.p2p.push_back(sl);
@@ -319,6 +326,48 @@ TEST(BlameTest, ARankFrozenInsideItsCollectivesIsNamedByItsSamples) {
     // 50 steps x 8 ms of transfer saved: about 0.4 s.
     EXPECT_NEAR(Seconds(m.Find(1)->gain), 0.4, 0.05);
   }
+}
+
+// A rank blocked in its own call (writing a slow FIFO) 20 ms a step, in a code whose calls take
+// 10 ms after their release: it ran far less than the others, but it was not slow inside MPI.
+// Judged on its own work, its transfers keep their length in the what-if, which is the run
+// without its 20 ms (before, they shrank with its busy time: the what-if 0.68x the clean run).
+TEST(BlameTest, ARankBlockedInItsOwnCallKeepsItsTransfersInTheWhatIf) {
+  testing::TrainingSim sim;
+  sim.collective = 10 * kNsPerMs;
+  const Session clean = testing::Simulate(sim);
+  sim.slow_compute = {{2, 20 * kNsPerMs}};
+  Session s = testing::Simulate(sim);
+  AddMainThreadSamples(&s, 2, "pipe_write", 45);
+  s.ranks[2].proc->cpu_user_ns = s.ranks[2].proc->sampled_wall_ns / 10;
+  ASSERT_TRUE(RanFarLess(s, 2));
+  const BlameModel m = Blame(s);
+  ASSERT_EQ(m.stragglers, std::vector<int>{2});
+  EXPECT_FALSE(m.Find(2)->judged_on_busy);
+  EXPECT_NEAR(Seconds(m.Find(2)->what_if_span), Seconds(Blame(clean).span()),
+              0.03 * Seconds(Blame(clean).span()));
+}
+
+// A rank held inside its calls while its partner waits for its messages (a ping-pong: the
+// partner's waits for its latency become the held rank's transfers; HPCC's b_eff and PTRANS at
+// np 2), frozen 40 % of its samples, 8 ms held in each of its Waitalls in the second half of the
+// run. Its own work is like the other's, its busy time apart: its transfers, not its whole busy
+// time, go to the other's (scaled by the busy ratio, 1.4x the clean run was left).
+TEST(BlameTest, ARankSlowOnlyInsideItsCallsHasItsTransfersMadeTypical) {
+  HaloSim sim;
+  sim.ranks = 2;
+  sim.allreduce_every = 0;
+  const Session clean = SimulateHalo(sim);
+  sim.held_in_wait = {{1, 8 * kNsPerMs}};
+  sim.held_from_step = 30;
+  Session s = SimulateHalo(sim);
+  AddMainThreadSamples(&s, 1, "__refrigerator", 40);
+  ASSERT_TRUE(HeldShare(s, 1).has_value());
+  const BlameModel m = Blame(s);
+  ASSERT_EQ(m.stragglers, std::vector<int>{1});
+  EXPECT_TRUE(m.Find(1)->judged_on_busy);
+  EXPECT_NEAR(Seconds(m.Find(1)->what_if_span), Seconds(Blame(clean).span()),
+              0.05 * Seconds(Blame(clean).span()));
 }
 
 // Busy time by part of the run (seconds) of real two-rank runs on this project's 2 cores (one
