@@ -277,17 +277,26 @@ class Signals(RankscopeTest):
         os.chmod(os.path.join(bindir, "mpirun"), 0o755)
         return mpi_env({"PATH": bindir + ":" + os.environ["PATH"]}), marker
 
-    def test_a_launcher_killed_before_its_ranks_start_is_not_waited_for(self):
-        # Before: the report waited 5 s for agents that were never started.
-        env, marker = self.fake_launcher(0)
+    def run_under_fake_launcher(self, env):
+        """`rankscope run -o OUT -- mpirun -np 2 true` with the fake launcher: (process, OUT)."""
         out = os.path.join(self.tmp, "out")
         proc = subprocess.Popen([RANKSCOPE, "run", "-o", out, "--", "mpirun", "-np", "2", "true"],
                                 env=env, cwd=self.tmp, stdout=subprocess.DEVNULL,
                                 stderr=subprocess.PIPE, text=True, start_new_session=True)
-        deadline = time.monotonic() + 30
-        while not os.path.exists(marker) and time.monotonic() < deadline:
+        return proc, out
+
+    @staticmethod
+    def wait_for_file(path, timeout=30.0):
+        deadline = time.monotonic() + timeout
+        while not os.path.exists(path) and time.monotonic() < deadline:
             time.sleep(0.05)
-        self.assertTrue(os.path.exists(marker), "the launcher did not start")
+        return os.path.exists(path)
+
+    def test_a_launcher_killed_before_its_ranks_start_is_not_waited_for(self):
+        # Before: the report waited 5 s for agents that were never started.
+        env, marker = self.fake_launcher(0)
+        proc, out = self.run_under_fake_launcher(env)
+        self.assertTrue(self.wait_for_file(marker), "the launcher did not start")
         start = time.monotonic()
         proc.send_signal(signal.SIGTERM)
         _, stderr = proc.communicate(timeout=60)
@@ -305,14 +314,9 @@ class Signals(RankscopeTest):
         # Before: the signal came before rankscope caught it (it was still asking `mpirun
         # --version`), and it died without a word.
         env, marker = self.fake_launcher(2)
-        out = os.path.join(self.tmp, "out")
-        proc = subprocess.Popen([RANKSCOPE, "run", "-o", out, "--", "mpirun", "-np", "2", "true"],
-                                env=env, cwd=self.tmp, stdout=subprocess.DEVNULL,
-                                stderr=subprocess.PIPE, text=True, start_new_session=True)
-        asked = os.path.join(self.tmp, "asked")  # rankscope asks `mpirun --version` first
-        deadline = time.monotonic() + 30
-        while not os.path.exists(asked) and time.monotonic() < deadline:
-            time.sleep(0.05)
+        proc, out = self.run_under_fake_launcher(env)
+        # rankscope asks `mpirun --version` first.
+        self.assertTrue(self.wait_for_file(os.path.join(self.tmp, "asked")))
         proc.send_signal(signal.SIGTERM)
         _, stderr = proc.communicate(timeout=60)
         self.assertEqual(proc.returncode, -signal.SIGTERM, stderr)
