@@ -1175,17 +1175,19 @@ BlameModel BuildBlameModel(const Session& aligned, const SessionMatches& matches
     }
     scale = std::clamp(scale, 0.0, 1.0);
     double transfer_scale = busy ? std::min(scale, throttle_scale) : scale;
-    // Its own work like the others' (at least 0.8 of theirs per unit, and a material share of
-    // their busy time, as above), its busy time apart: it was slow inside its calls only (held
-    // there: frozen, throttled, while its partners waited for its messages), so its transfers,
-    // not its whole busy time, go to the others' (a halo exchange held 8 ms a step in one rank's
-    // Waitall: the busy ratio left the what-if 1.4x). Where own work is a few percent of the
-    // busy time (HPCC), the ratio of such small figures says nothing: HPCC's quota'd rank, its
-    // own work 0.09 s against 0.11 s, would have its transfers cut to 0.15x (the what-if 0.6x).
+    // Held (frozen, throttled: seen from outside), its own work like the others' (at least 0.8
+    // of theirs per unit, and a material share of their busy time, as above), its busy time
+    // apart: it was slow inside its calls only (while its partners waited for its messages), so
+    // its transfers, not its whole busy time, go to the others' (a halo exchange held 8 ms a
+    // step in one rank's Waitall: the busy ratio left the what-if 1.4x). Where own work is a few
+    // percent of the busy time (HPCC), the ratio of such small figures says nothing: HPCC's
+    // quota'd rank, its own work 0.09 s against 0.11 s, would have its transfers cut to 0.15x
+    // (the what-if 0.6x). Not for a rank merely sharing its CPUs: in a clean run on 2 cores a
+    // rank that got less CPU by chance had its gain doubled by it, and was named.
     const double others_transfer =
         others_median(ri, [](const RankBlame& r) { return double(r.busy - r.own_work); });
     const double my_transfer = static_cast<double>(cb.busy - cb.own_work);
-    if (busy && mine > 0 && others_own >= 0.8 * mine && others_own >= 0.25 * apart.median &&
+    if (busy && held && mine > 0 && others_own >= 0.8 * mine && others_own >= 0.25 * apart.median &&
         my_transfer > 0) {
       transfer_scale =
           std::min(transfer_scale, std::clamp(others_transfer / my_transfer, 0.0, 1.0));
