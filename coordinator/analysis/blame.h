@@ -185,8 +185,10 @@ std::optional<double> ThrottledShare(const Session& session, int rank);
 std::optional<double> HeldShare(const Session& session, int rank);
 
 // How steadily `mine` exceeds `theirs` in proportion over the parts of a run: the mean of the
-// parts' log ratios, each figure floored at `floor` (> 0), in standard errors of that mean (their
-// spread floored at 0.01). Parts where both are 0 are left out; 0 when none is left.
+// parts' log ratios, each figure floored at `floor` (> 0) and each ratio clipped at their median
+// (a part far above the rest is no sign of unsteadiness), in standard errors of that mean (their
+// spread floored at 0.01). Parts where both are below the floor are left out; 0 when none is
+// left.
 double ProportionalSteadiness(const std::vector<double>& mine, const std::vector<double>& theirs,
                               double floor);
 
