@@ -806,9 +806,25 @@ std::optional<double> StarvationMargin(const Session& session, int rank) {
   const double delay_threshold = 1.15 * *others_delay + 0.05;
   const double others_cpu = OthersMedianPerWall(session, rank, false, CpuNs).value_or(0.0);
   const double cpu = CpuNs(p) / wall;
-  if (delay < delay_threshold || !CpuBelow(p, others_cpu, 0.8)) return std::nullopt;
-  return std::min(ThresholdMargin(delay, delay_threshold),
-                  ThresholdMargin(others_cpu / std::max(cpu, 1e-12), 1 / 0.8));
+  if (!CpuBelow(p, others_cpu, 0.8)) return std::nullopt;
+  const double cpu_margin = ThresholdMargin(others_cpu / std::max(cpu, 1e-12), 1 / 0.8);
+  if (delay >= delay_threshold)
+    return std::min(ThresholdMargin(delay, delay_threshold), cpu_margin);
+  // Where the others wait for CPUs most of their time, their wait leaves little room above it
+  // (4 ranks and 2 competitors on 2 cores: the others waited 66 % of their wall, the rank with
+  // the competitors on its core 78 %, while it ran 0.67x their CPU). Then the share of its
+  // runnable time it got a CPU (CPU / (CPU + run delay)) tells: at most 0.7x the others' (0.66x
+  // there; a rank beside a quota-throttled one got 0.8x), waiting 5 % of its wall more.
+  const std::optional<double> others_granted =
+      OthersMedianPerWall(session, rank, true, [](const ProcessTreeStats& o) {
+        const double ran = CpuNs(o), waited = static_cast<double>(o.run_delay_ns);
+        return ran + waited > 0 ? ran / (ran + waited) * static_cast<double>(o.sampled_wall_ns)
+                                : 0.0;
+      });
+  if (!others_granted || *others_granted <= 0 || delay < *others_delay + 0.05) return std::nullopt;
+  const double granted = cpu / std::max(cpu + delay, 1e-12);
+  if (granted > 0.7 * *others_granted) return std::nullopt;
+  return std::min(ThresholdMargin(*others_granted / std::max(granted, 1e-12), 1 / 0.7), cpu_margin);
 }
 
 bool StarvedOfCpu(const Session& session, int rank) {

@@ -219,6 +219,32 @@ TEST(BlameTest, ASlowerRankBesideOneStarvedOfCpuMustSaveTwiceAsMuch) {
   }
 }
 
+// 4 ranks and 2 competitors on 2 cores (HPCC, the competitors pinned to rank 1's core): every
+// rank waited for a CPU 66 % of its wall, rank 1 78 % (short of 1.15x + 5 %), running 0.67x the
+// others' CPU. The share of its runnable time it got a CPU, 0.66x theirs, names it; a rank that
+// ran 0.87x their CPU, or waited less than 5 % of its wall more than they did, is not.
+TEST(BlameTest, StarvedOfCpuWhereEveryRankWaitsForCpusMostOfItsTime) {
+  testing::TrainingSim sim;
+  Session s = testing::Simulate(sim);
+  const DurationNs wall = s.end - s.start;
+  auto set = [&](int rank, double cpu, double delay) {
+    RankData& r = s.ranks[static_cast<size_t>(rank)];
+    r.proc = ProcessTreeStats{};
+    r.proc->sampled_wall_ns = wall;
+    r.proc->cpu_user_ns = static_cast<DurationNs>(cpu * static_cast<double>(wall));
+    r.proc->run_delay_ns = static_cast<DurationNs>(delay * static_cast<double>(wall));
+  };
+  for (int r = 0; r < 4; ++r) set(r, 0.30, 0.66);
+  set(1, 0.20, 0.78);
+  EXPECT_TRUE(StarvedOfCpu(s, 1));
+  set(1, 0.26, 0.72);
+  EXPECT_FALSE(StarvedOfCpu(s, 1));
+  set(1, 0.19, 0.70);
+  EXPECT_FALSE(StarvedOfCpu(s, 1));
+  set(1, 0.12, 0.87);  // the same planted on another run: past both tests
+  EXPECT_TRUE(StarvedOfCpu(s, 1));
+}
+
 // The mirror case (CI, 4 ranks on 2 cores): rank 1 copies through a loader 20 ms a step at
 // 1.75x the others' CPU; rank 3 waited for a CPU 67 % of its wall (the others 43 %), ran 19 %
 // of it (the others 40 %) and was 2.5 ms a step slower. Beside rank 1 it may have waited for
