@@ -381,6 +381,47 @@ TEST_F(ServiceTest, ResentBatchIsStoredOnceAndUnknownAgentRefused) {
   EXPECT_NE(s.error_message().find("register first"), std::string::npos);
 }
 
+// The report takes the session out of the service (no second copy of every record): what came
+// before is in it, sorted by rank; a batch or an agent after it is refused and stays spooled.
+TEST_F(ServiceTest, TakenSessionHasWhatCameBeforeAndRefusesWhatComesAfter) {
+  std::string agents[2];
+  for (int rank : {1, 0}) {
+    v1::RegisterRequest req;
+    req.set_protocol_version(kProtocolVersion);
+    *req.mutable_identity() = Ident("s1", rank);
+    v1::RegisterResponse reg;
+    ASSERT_TRUE(Register(Ctx().get(), req, &reg).ok());
+    agents[rank] = reg.agent_id();
+    v1::UploadBatch batch;
+    batch.set_agent_id(reg.agent_id());
+    batch.add_ranges()->set_name("step");
+    v1::UploadAck ack;
+    ASSERT_TRUE(Upload(Ctx().get(), batch, &ack).ok());
+  }
+  EXPECT_EQ(server_->service().RankCount(), 2);
+  const Session taken = server_->service().TakeSession();
+  ASSERT_EQ(taken.ranks.size(), 2u);
+  EXPECT_EQ(taken.ranks[0].id.rank, 0);
+  EXPECT_EQ(taken.ranks[1].ranges.size(), 1u);
+  EXPECT_EQ(taken.session_id, "s1");
+  EXPECT_TRUE(server_->service().Snapshot().ranks.empty());
+  EXPECT_EQ(server_->service().JobId(), taken.job_id);
+
+  v1::UploadBatch late;
+  late.set_agent_id(agents[0]);
+  late.set_batch_seq(1);
+  late.add_ranges()->set_name("step");
+  v1::UploadAck ack;
+  grpc::Status s = Upload(Ctx().get(), late, &ack);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+  EXPECT_NE(s.error_message().find("already written"), std::string::npos) << s.error_message();
+  v1::RegisterRequest req;
+  req.set_protocol_version(kProtocolVersion);
+  *req.mutable_identity() = Ident("s1", 2);
+  v1::RegisterResponse reg;
+  EXPECT_EQ(Register(Ctx().get(), req, &reg).error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+}
+
 TEST_F(ServiceTest, EveryRpcWithoutTokenIsUnauthenticated) {
   grpc::ClientContext c1, c2, c3;
   v1::ClockRequest creq;

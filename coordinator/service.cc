@@ -60,6 +60,18 @@ grpc::Status CoordinatorService::Register(grpc::ServerContext* ctx,
   return RegisterAgent(ctx, req, resp);
 }
 
+namespace {
+
+// What an agent hears once the report was made from what had arrived: its records stay in its
+// spool (`rankscope report` reads a spool with the session).
+grpc::Status SessionWritten() {
+  return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
+                      "rankscope coordinator: the session was already written; what this agent "
+                      "still has stays in its spool");
+}
+
+}  // namespace
+
 grpc::Status CoordinatorService::RegisterAgent(grpc::ServerContext* ctx,
                                                const v1::RegisterRequest& req,
                                                v1::RegisterResponse* resp) {
@@ -92,6 +104,7 @@ grpc::Status CoordinatorService::RegisterAgent(grpc::ServerContext* ctx,
     return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION, "rankscope coordinator: " + why);
   }
   std::lock_guard<std::mutex> lock(mu_);
+  if (taken_) return SessionWritten();
   std::string agent_id = "rank" + std::to_string(id.rank()) + "-pid" +
                          std::to_string(id.agent_pid()) + "-r" + std::to_string(id.restart_count());
   auto existing = agent_index_.find(agent_id);
@@ -143,6 +156,7 @@ grpc::Status CoordinatorService::Upload(grpc::ServerContext* ctx,
 grpc::Status CoordinatorService::StoreBatch(const v1::UploadBatch& req, v1::UploadAck* resp) {
   std::lock_guard<std::mutex> lock(mu_);
   auto it = agent_index_.find(req.agent_id());
+  if (taken_) return SessionWritten();
   if (it == agent_index_.end()) {
     NoteProblemLocked("upload from unregistered agent '" + ToText(req.agent_id()) + "'");
     return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
@@ -203,12 +217,44 @@ grpc::Status CoordinatorService::Control(
   return grpc::Status::OK;
 }
 
+namespace {
+
+Session SortedByRank(Session s) {
+  std::sort(s.ranks.begin(), s.ranks.end(),
+            [](const RankData& a, const RankData& b) { return a.id.rank < b.id.rank; });
+  return s;
+}
+
+}  // namespace
+
 Session CoordinatorService::Snapshot() const {
   std::lock_guard<std::mutex> lock(mu_);
-  Session copy = session_;
-  std::sort(copy.ranks.begin(), copy.ranks.end(),
-            [](const RankData& a, const RankData& b) { return a.id.rank < b.id.rank; });
-  return copy;
+  return SortedByRank(session_);
+}
+
+Session CoordinatorService::TakeSession() {
+  std::lock_guard<std::mutex> lock(mu_);
+  Session taken = std::move(session_);
+  session_ = Session{};
+  session_.session_id = taken.session_id;
+  session_.job_id = taken.job_id;
+  session_.launcher = taken.launcher;
+  session_.world_size = taken.world_size;
+  session_.start = taken.start;
+  taken_ = true;
+  closed_ = true;
+  cv_.notify_all();
+  return SortedByRank(std::move(taken));
+}
+
+std::string CoordinatorService::JobId() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return session_.job_id;
+}
+
+int CoordinatorService::RankCount() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return static_cast<int>(session_.ranks.size());
 }
 
 bool CoordinatorService::WaitForFinal(int ranks, DurationNs timeout) const {

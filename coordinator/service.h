@@ -47,6 +47,16 @@ class CoordinatorService final : public v1::Coordinator::Service {
 
   // A copy of the session as received so far (records in each rank's local clock).
   Session Snapshot() const;
+  // The session as received, moved out (ranks sorted): what the report reads once nothing more
+  // is to come, without a second copy of every record (Snapshot doubled the coordinator's peak
+  // memory at the end of a run). It also ends open Control streams (Close). Register and Upload
+  // are refused after it, so a late agent keeps its records in its spool; Snapshot returns a
+  // session without ranks.
+  Session TakeSession();
+  // The job id the agents gave (else the session id), and how many agents registered: what a
+  // launcher reads while the job runs, without a Snapshot.
+  std::string JobId() const;
+  int RankCount() const;
   // Waits until `ranks` agents have registered and all registered agents sent their final
   // batch or are gone (their control stream broke first: killed, or their node), or until
   // `timeout` passes. Returns true if nothing more is to come.
@@ -94,6 +104,7 @@ class CoordinatorService final : public v1::Coordinator::Service {
   std::map<std::string, int> refused_;  // why -> RPCs refused for it
   std::string first_refused_peer_;
   bool closed_ = false;
+  bool taken_ = false;  // TakeSession moved session_ out
 };
 
 // Owns the gRPC server around a CoordinatorService.

@@ -199,7 +199,7 @@ int RunAttach(const AttachOptions& options, const std::string& self_exe) {
   std::fflush(stdout);
   const bool captured = srun_out.find("capture started") != std::string::npos;
   CoordinatorService& service = server.service();
-  const int sampled = static_cast<int>(service.Snapshot().ranks.size());
+  const int sampled = service.RankCount();
   int result = 0;
   if (sampled > 0) {
     // attach-node returns after its agents' final batches were acknowledged.

@@ -137,7 +137,7 @@ void PrintReport(const PipelineOutput& out, const std::string& dir) {
 
 int WriteSessionReport(CoordinatorService& service, Session extra, const std::string& out_dir,
                        bool quiet, bool full_trace) {
-  Session session = service.Snapshot();
+  Session session = service.TakeSession();
   session.command = extra.command;
   session.launcher_exit_code = extra.launcher_exit_code;
   if (session.launcher.empty() || session.launcher == "none") session.launcher = extra.launcher;
@@ -394,8 +394,8 @@ int RunJob(const RunOptions& options) {
   extra.launcher_exit_code = exit_code;
   std::string out_dir = options.out_dir;
   if (out_dir.empty()) {
-    Session s = service.Snapshot();
-    out_dir = "rankscope-" + (s.job_id.empty() ? config.session_id : s.job_id);
+    const std::string job = service.JobId();
+    out_dir = "rankscope-" + (job.empty() ? config.session_id : job);
   }
   if (!endpoint.empty()) unlink(endpoint.c_str());
   WriteSessionReport(service, std::move(extra), out_dir, options.quiet, options.full_trace);

@@ -1,0 +1,138 @@
+#!/usr/bin/env python3
+"""What a session costs as the job gets longer (issue #16): examples' mpi_train under
+`rankscope run`, the same ranks for each step count given, measured side by side in one run.
+
+Per step count it prints the job's wall time bare and under rankscope, the peak resident memory
+of `rankscope run` (the coordinator runs in it), the session folder's size and its parts, the
+records the ranks reported, and bytes per rank per step of the folder and of session.sqlite.
+The ratios between the longest and the shortest run say whether the cost grows with the job:
+the target is a memory ratio of 1.5 or less and a folder that grows only by summaries.
+
+usage: bench/run_session_cost.py [--np 4] [--steps 2000,20000] [--compute-ms 1] [--build build]
+"""
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "tests", "integration"))
+from harness import mpi_env, mpirun  # noqa: E402
+
+
+def peak_resident_kib(pid, stop, out):
+    """Polls VmHWM (the kernel's own peak) of `pid` until `stop` is set; the last value read."""
+    while not stop.is_set():
+        try:
+            with open(f"/proc/{pid}/status") as f:
+                for line in f:
+                    if line.startswith("VmHWM:"):
+                        out[0] = max(out[0], int(line.split()[1]))
+        except OSError:
+            return
+        time.sleep(0.01)
+
+
+def folder_bytes(path):
+    sizes = {}
+    for name in os.listdir(path):
+        p = os.path.join(path, name)
+        if os.path.isfile(p):
+            sizes[name] = os.path.getsize(p)
+        else:
+            sizes[name] = sum(os.path.getsize(os.path.join(d, f))
+                              for d, _, files in os.walk(p) for f in files)
+    return sizes
+
+
+def run_once(argv, env, cwd):
+    """Wall seconds, polled VmHWM (KiB), the tree's ru_maxrss (KiB), exit status, stderr."""
+    start = time.monotonic()
+    with open(os.path.join(cwd, "stdout"), "w") as out, open(os.path.join(cwd, "stderr"), "w+") as err:
+        proc = subprocess.Popen(argv, env=env, cwd=cwd, stdin=subprocess.DEVNULL, stdout=out,
+                                stderr=err)
+        stop, peak = threading.Event(), [0]
+        watcher = threading.Thread(target=peak_resident_kib, args=(proc.pid, stop, peak))
+        watcher.start()
+        _, status, rusage = os.wait4(proc.pid, 0)
+        wall = time.monotonic() - start
+        stop.set()
+        watcher.join()
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        err.seek(0)
+        return wall, peak[0], rusage.ru_maxrss, proc.returncode, err.read()
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--np", type=int, default=4)
+    ap.add_argument("--steps", default="2000,20000")
+    ap.add_argument("--compute-ms", type=float, default=1)
+    ap.add_argument("--elems", type=int, default=1024)
+    ap.add_argument("--build", default=os.path.join(ROOT, "build"))
+    ap.add_argument("--json", help="also write the figures here")
+    args = ap.parse_args()
+    rankscope = os.path.join(args.build, "bin", "rankscope")
+    program = os.path.join(args.build, "bin", "mpi_train")
+    env = mpi_env()
+    rows = []
+    for steps in [int(s) for s in args.steps.split(",")]:
+        work = tempfile.mkdtemp(prefix="rankscope-cost-")
+        try:
+            job = mpirun(args.np, program, "--steps", str(steps), "--compute-ms",
+                         str(args.compute_ms), "--elems", str(args.elems), "--quiet")
+            bare_wall, _, _, rc, err = run_once(job, env, work)
+            if rc != 0:
+                sys.exit(f"the bare run of {steps} steps failed ({rc}): {err[-2000:]}")
+            out_dir = os.path.join(work, "session")
+            wall, hwm_kib, maxrss_kib, rc, err = run_once(
+                [rankscope, "run", "-q", "-o", out_dir, "--"] + job, env, work)
+            report_path = os.path.join(out_dir, "report.json")
+            if rc != 0 or not os.path.exists(report_path):
+                sys.exit(f"rankscope run of {steps} steps: exit {rc}, {err[-2000:]}")
+            with open(report_path) as f:
+                report = json.load(f)
+            records = sum(sum(r["counts"].values()) for r in report["ranks"])
+            dropped = sum(r.get("dropped_records", 0) for r in report["ranks"])
+            sizes = folder_bytes(out_dir)
+            folder = sum(sizes.values())
+            per = args.np * steps
+            rows.append({
+                "steps": steps, "ranks": args.np, "bare_wall_s": bare_wall, "wall_s": wall,
+                "peak_resident_mib": hwm_kib / 1024, "maxrss_tree_mib": maxrss_kib / 1024,
+                "records": records, "dropped_records": dropped, "folder_bytes": folder,
+                "sizes": sizes, "folder_bytes_per_rank_step": folder / per,
+                "sqlite_bytes_per_rank_step": sizes.get("session.sqlite", 0) / per,
+            })
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+    print(f"mpi_train, {args.np} ranks, {args.compute_ms:g} ms compute and an allreduce of "
+          f"{args.elems} floats a step, under rankscope run (default capture)")
+    print(f"{'steps':>7} {'bare s':>7} {'run s':>7} {'peak RSS MiB':>12} {'records':>9} "
+          f"{'dropped':>7} {'folder MB':>9} {'sqlite MB':>9} {'trace MB':>8} "
+          f"{'B/rank/step':>11} {'sqlite B/rank/step':>18}")
+    for r in rows:
+        s = r["sizes"]
+        print(f"{r['steps']:>7} {r['bare_wall_s']:>7.2f} {r['wall_s']:>7.2f} "
+              f"{r['peak_resident_mib']:>12.1f} {r['records']:>9} {r['dropped_records']:>7} "
+              f"{r['folder_bytes'] / 1e6:>9.1f} {s.get('session.sqlite', 0) / 1e6:>9.1f} "
+              f"{s.get('trace.json', 0) / 1e6:>8.1f} {r['folder_bytes_per_rank_step']:>11.0f} "
+              f"{r['sqlite_bytes_per_rank_step']:>18.0f}")
+    if len(rows) >= 2:
+        a, b = rows[0], rows[-1]
+        print(f"longest / shortest: steps {b['steps'] / a['steps']:.1f}x, peak resident "
+              f"{b['peak_resident_mib'] / a['peak_resident_mib']:.2f}x (target <= 1.5), folder "
+              f"{b['folder_bytes'] / a['folder_bytes']:.2f}x, records "
+              f"{b['records'] / max(a['records'], 1):.2f}x")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(rows, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
