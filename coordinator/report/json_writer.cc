@@ -76,9 +76,17 @@ JsonWriter& JsonWriter::BeginObject() {
   return *this;
 }
 
+bool JsonWriter::Spill() {
+  if (!sink_) return true;
+  if (!sink_failed_ && !out_->empty()) sink_failed_ = !sink_(*out_);
+  out_->clear();
+  return !sink_failed_;
+}
+
 JsonWriter& JsonWriter::EndObject() {
   out_->push_back('}');
   first_ = false;
+  MaybeSpill();
   return *this;
 }
 
@@ -92,6 +100,7 @@ JsonWriter& JsonWriter::BeginArray() {
 JsonWriter& JsonWriter::EndArray() {
   out_->push_back(']');
   first_ = false;
+  MaybeSpill();
   return *this;
 }
 

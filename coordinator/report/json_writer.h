@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 
@@ -17,6 +18,18 @@ namespace rankscope {
 class JsonWriter {
  public:
   explicit JsonWriter(std::string* out) : out_(out) {}
+
+  // Spilling: whenever an object or array closes with `threshold` bytes or more in the string,
+  // they go to `sink` and the string is emptied, so a long output (trace.json) is never held
+  // whole. After the sink fails once nothing more is sent (SinkOk() says so) and the string
+  // is still emptied. Call Spill() at the end for what is left.
+  void SpillTo(std::function<bool(std::string_view)> sink, size_t threshold) {
+    sink_ = std::move(sink);
+    threshold_ = threshold;
+  }
+  // Sends what the string holds to the sink; false if the sink failed, now or before.
+  bool Spill();
+  bool SinkOk() const { return !sink_failed_; }
 
   JsonWriter& BeginObject();
   JsonWriter& EndObject();
@@ -48,7 +61,14 @@ class JsonWriter {
  private:
   void Separate();  // a comma before every value but the first of its container
 
+  void MaybeSpill() {
+    if (sink_ && out_->size() >= threshold_) Spill();
+  }
+
   std::string* out_;
+  std::function<bool(std::string_view)> sink_;
+  size_t threshold_ = 0;
+  bool sink_failed_ = false;
   bool first_ = true;       // no value yet in the innermost container
   bool after_key_ = false;  // the next value is a member's value: no comma
 };

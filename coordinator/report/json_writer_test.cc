@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <limits>
 #include <nlohmann/json.hpp>
 
@@ -16,6 +17,48 @@ TEST(JsonWriter, NestedContainersGetCommasOnlyBetweenValues) {
   w.BeginObject().Member("a", 1).Key("b").BeginArray().Int(1).BeginObject().EndObject();
   w.BeginArray().EndArray().String("x").EndArray().Member("c", true).EndObject();
   EXPECT_EQ(out, R"({"a":1,"b":[1,{},[],"x"],"c":true})");
+}
+
+// Spilled at every closed container past the threshold: the pieces make the same text, the
+// string never holds much more than the threshold, and after a failed sink nothing is sent.
+TEST(JsonWriter, SpillsPiecesThatMakeTheSameText) {
+  auto write = [](JsonWriter& w) {
+    w.BeginArray();
+    for (int i = 0; i < 1000; ++i) w.BeginObject().Member("i", i).Member("s", "text").EndObject();
+    w.EndArray();
+  };
+  std::string whole;
+  JsonWriter plain(&whole);
+  write(plain);
+  std::string buffer, joined;
+  size_t largest = 0;
+  JsonWriter spilling(&buffer);
+  spilling.SpillTo(
+      [&](std::string_view piece) {
+        joined += piece;
+        largest = std::max(largest, piece.size());
+        return true;
+      },
+      100);
+  write(spilling);
+  EXPECT_TRUE(spilling.Spill());
+  EXPECT_EQ(joined, whole);
+  EXPECT_TRUE(buffer.empty());
+  EXPECT_LT(largest, 200u);
+
+  int calls = 0;
+  JsonWriter failing(&buffer);
+  failing.SpillTo(
+      [&](std::string_view) {
+        ++calls;
+        return false;
+      },
+      100);
+  write(failing);
+  EXPECT_FALSE(failing.Spill());
+  EXPECT_FALSE(failing.SinkOk());
+  EXPECT_EQ(calls, 1);
+  EXPECT_LT(buffer.size(), 200u);
 }
 
 TEST(JsonWriter, NumbersRoundTrip) {

@@ -73,7 +73,15 @@ Unwritten WriteFiles(const std::filesystem::path& folder, const Session& session
   const GpuReport gpu = BuildGpuReport(session);
   const CollectiveOverview overview = SummarizeCollectives(matches.collectives);
   Unwritten unwritten;
-  Write(folder / "trace.json", BuildChromeTrace(session, matches, trace_window), &unwritten);
+  // Streamed: a long GPU session's trace is hundreds of MB.
+  if (Status s = WriteFileAtomically((folder / "trace.json").string(),
+                                     [&](const std::function<bool(std::string_view)>& write) {
+                                       return StreamChromeTrace(session, matches, trace_window,
+                                                                write);
+                                     });
+      !s.ok()) {
+    unwritten.push_back("trace.json: " + s.message());
+  }
   Write(folder / "report.html", BuildReportHtml(session, matches.collectives, findings, gpu, blame),
         &unwritten);
   if (Status db = saved->get(); !db.ok()) unwritten.push_back("session.sqlite: " + db.message());
@@ -94,11 +102,24 @@ Unwritten WriteFiles(const std::filesystem::path& folder, const Session& session
 }  // namespace
 
 Status WriteFileAtomically(const std::string& path, std::string_view content) {
+  return WriteFileAtomically(
+      path, [&](const std::function<bool(std::string_view)>& write) { return write(content); });
+}
+
+Status WriteFileAtomically(
+    const std::string& path,
+    const std::function<bool(const std::function<bool(std::string_view)>&)>& produce) {
   const std::string temp = path + ".tmp." + std::to_string(::getpid());
   int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) return Status::Error(Errno("cannot create", temp));
-  bool ok = WriteAll(fd, content);
-  std::string error = ok ? "" : Errno("cannot write", temp);
+  std::string error;
+  bool ok = produce([&](std::string_view piece) {
+    if (!error.empty()) return false;
+    if (!WriteAll(fd, piece)) error = Errno("cannot write", temp);
+    return error.empty();
+  });
+  if (ok && !error.empty()) ok = false;
+  if (!ok && error.empty()) error = "cannot write " + temp + ": its content could not be made";
   if (::close(fd) != 0 && ok) {
     ok = false;
     error = Errno("cannot write", temp);

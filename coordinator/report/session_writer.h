@@ -2,6 +2,7 @@
 //   report.txt  report.json  report.html  trace.json  session.sqlite
 #pragma once
 
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -38,5 +39,11 @@ Status WriteSessionFolder(const std::string& dir, const Session& session,
 // once, after the job, while the user waits, and what a power cut in that moment could cost is
 // a report, never the job's own results. The error names the file and the step that failed.
 Status WriteFileAtomically(const std::string& path, std::string_view content);
+
+// The same for content made in pieces: `produce` hands each piece to the function it is given
+// (which returns false once a write failed) and returns whether it made everything.
+Status WriteFileAtomically(
+    const std::string& path,
+    const std::function<bool(const std::function<bool(std::string_view)>&)>& produce);
 
 }  // namespace rankscope

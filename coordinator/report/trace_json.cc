@@ -172,7 +172,12 @@ class TraceBuilder {
         window_(window),
         kept_(window ? &*window : nullptr) {}
 
-  void Build(const SessionMatches& matches) {
+  void SpillTo(const std::function<bool(std::string_view)>& sink, size_t piece) {
+    w_.SpillTo(sink, piece);
+  }
+
+  // False when a sink given to SpillTo failed (then the rest was not sent).
+  bool Build(const SessionMatches& matches) {
     w_.BeginObject().Key("traceEvents").BeginArray();
     std::map<int, const RankData*> ranks;  // a duplicated rank: its first copy wins
     for (const RankData& rank : session_.ranks) ranks.emplace(rank.id.rank, &rank);
@@ -206,6 +211,7 @@ class TraceBuilder {
       w_.EndObject();
     }
     w_.EndObject().EndObject();
+    return w_.Spill();
   }
 
  private:
@@ -560,6 +566,17 @@ std::string BuildChromeTrace(const Session& session, const SessionMatches& match
   std::string out;
   TraceBuilder(session, &out, window).Build(matches);
   return out;
+}
+
+bool StreamChromeTrace(const Session& session, const SessionMatches& matches,
+                       const std::optional<TraceWindow>& window,
+                       const std::function<bool(std::string_view)>& sink) {
+  constexpr size_t kPiece = 1 << 20;
+  std::string out;
+  out.reserve(2 * kPiece);
+  TraceBuilder builder(session, &out, window);
+  builder.SpillTo(sink, kPiece);
+  return builder.Build(matches);
 }
 
 size_t CountTraceEvents(const Session& session) {

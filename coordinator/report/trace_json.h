@@ -6,8 +6,10 @@
 // calls sit on their host thread, and an arrow joins each launch to what it launched.
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "coordinator/session.h"
@@ -59,6 +61,13 @@ struct TraceWindow {
 // how much, and how to get everything.
 std::string BuildChromeTrace(const Session& session, const SessionMatches& matches,
                              const std::optional<TraceWindow>& window = std::nullopt);
+
+// The same trace given to `sink` in pieces of about a MiB as it is built, so it is never held
+// whole (a GPU rank's 85 s made a 450 MB trace; built in a string it was the end of the run's
+// peak memory). False as soon as the sink returns false: nothing more is given to it.
+bool StreamChromeTrace(const Session& session, const SessionMatches& matches,
+                       const std::optional<TraceWindow>& window,
+                       const std::function<bool(std::string_view)>& sink);
 
 // The slices and instants trace.json would hold for the whole session.
 size_t CountTraceEvents(const Session& session);

@@ -45,6 +45,29 @@ TEST(ChromeTrace, TopLevel) {
   EXPECT_TRUE(t.doc["traceEvents"].is_array());
 }
 
+// Streamed to a sink in pieces (as trace.json is written), the same text; a sink that fails
+// gets nothing more.
+TEST(ChromeTrace, StreamedInPiecesIsTheSameText) {
+  const Session s = report_test::MakeSession();
+  const SessionMatches m = MatchSession(s);
+  const std::string whole = BuildChromeTrace(s, m);
+  std::string joined;
+  int pieces = 0;
+  ASSERT_TRUE(StreamChromeTrace(s, m, std::nullopt, [&](std::string_view piece) {
+    joined += piece;
+    ++pieces;
+    return true;
+  }));
+  EXPECT_EQ(joined, whole);
+  EXPECT_GE(pieces, 1);
+  int calls = 0;
+  EXPECT_FALSE(StreamChromeTrace(s, m, std::nullopt, [&](std::string_view) {
+    ++calls;
+    return false;
+  }));
+  EXPECT_EQ(calls, 1);
+}
+
 TEST(ChromeTrace, OneNamedSortedProcessPerRank) {
   Trace t = Build(report_test::MakeSession());
   std::map<int, std::string> names;
