@@ -155,8 +155,8 @@ grpc::Status CoordinatorService::Upload(grpc::ServerContext* ctx,
 
 grpc::Status CoordinatorService::StoreBatch(const v1::UploadBatch& req, v1::UploadAck* resp) {
   std::lock_guard<std::mutex> lock(mu_);
-  auto it = agent_index_.find(req.agent_id());
   if (taken_) return SessionWritten();
+  auto it = agent_index_.find(req.agent_id());
   if (it == agent_index_.end()) {
     NoteProblemLocked("upload from unregistered agent '" + ToText(req.agent_id()) + "'");
     return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,

@@ -685,6 +685,13 @@ double CpuNs(const ProcessTreeStats& p) {
   return static_cast<double>(p.cpu_user_ns + p.cpu_system_ns);
 }
 
+// The share of its runnable time the rank's processes got a CPU: CPU / (CPU + run delay); 0
+// when they neither ran nor waited.
+double GrantedShare(const ProcessTreeStats& p) {
+  const double ran = CpuNs(p), waited = static_cast<double>(p.run_delay_ns);
+  return ran + waited > 0 ? ran / (ran + waited) : 0.0;
+}
+
 // Whether the rank's CPU time is short of `share_of_others` x the others' per wall second by
 // more than the figures' resolution: /proc counts CPU time in clock ticks (10 ms), so in a
 // run of a second 10 ms against 20 ms is one tick, not half the CPU.
@@ -771,17 +778,15 @@ double ProportionalSteadiness(const std::vector<double>& mine, const std::vector
   // does: the ratios are clipped there, so phases that load the rank far more than the rest
   // (HPCC's single-rank phases beside competitors: 36x where the others' parts are 3x) do not
   // count as unsteadiness. Below the median they count in full.
-  std::vector<double> sorted = log_ratios;
-  std::sort(sorted.begin(), sorted.end());
-  const size_t m = sorted.size();
-  const double median = m % 2 == 1 ? sorted[m / 2] : 0.5 * (sorted[m / 2 - 1] + sorted[m / 2]);
+  const double median = Median(log_ratios);
   double mean = 0;
   for (double& d : log_ratios) {
     d = std::min(d, median);
     mean += d;
   }
-  mean /= static_cast<double>(m);
-  return mean / std::max(SampleSigma(log_ratios), 0.01) * std::sqrt(static_cast<double>(m));
+  const double m = static_cast<double>(log_ratios.size());
+  mean /= m;
+  return mean / std::max(SampleSigma(log_ratios), 0.01) * std::sqrt(m);
 }
 
 std::optional<double> StarvationMargin(const Session& session, int rank) {
@@ -808,21 +813,21 @@ std::optional<double> StarvationMargin(const Session& session, int rank) {
   const double cpu = CpuNs(p) / wall;
   if (!CpuBelow(p, others_cpu, 0.8)) return std::nullopt;
   const double cpu_margin = ThresholdMargin(others_cpu / std::max(cpu, 1e-12), 1 / 0.8);
-  if (delay >= delay_threshold)
+  if (delay >= delay_threshold) {
     return std::min(ThresholdMargin(delay, delay_threshold), cpu_margin);
+  }
   // Where the others wait for CPUs most of their time, their wait leaves little room above it
   // (4 ranks and 2 competitors on 2 cores: the others waited 66 % of their wall, the rank with
   // the competitors on its core 78 %, while it ran 0.67x their CPU). Then the share of its
   // runnable time it got a CPU (CPU / (CPU + run delay)) tells: at most 0.7x the others' (0.66x
   // there; a rank beside a quota-throttled one got 0.8x), waiting 5 % of its wall more.
+  // (OthersMedianPerWall divides by the wall: the share is multiplied by it first.)
   const std::optional<double> others_granted =
       OthersMedianPerWall(session, rank, true, [](const ProcessTreeStats& o) {
-        const double ran = CpuNs(o), waited = static_cast<double>(o.run_delay_ns);
-        return ran + waited > 0 ? ran / (ran + waited) * static_cast<double>(o.sampled_wall_ns)
-                                : 0.0;
+        return GrantedShare(o) * static_cast<double>(o.sampled_wall_ns);
       });
   if (!others_granted || *others_granted <= 0 || delay < *others_delay + 0.05) return std::nullopt;
-  const double granted = cpu / std::max(cpu + delay, 1e-12);
+  const double granted = GrantedShare(p);
   if (granted > 0.7 * *others_granted) return std::nullopt;
   return std::min(ThresholdMargin(*others_granted / std::max(granted, 1e-12), 1 / 0.7), cpu_margin);
 }

@@ -197,6 +197,14 @@ void AddCgroupFigures(Session* s, int throttled_rank, double share) {
   }
 }
 
+// The agents' /proc figures of a rank: `cpu` and `delay` (run delay) as shares of `wall`.
+void SetCpuFigures(RankData* r, DurationNs wall, double cpu, double delay) {
+  r->proc = ProcessTreeStats{};
+  r->proc->sampled_wall_ns = wall;
+  r->proc->cpu_user_ns = static_cast<DurationNs>(cpu * static_cast<double>(wall));
+  r->proc->run_delay_ns = static_cast<DurationNs>(delay * static_cast<double>(wall));
+}
+
 // Rank 1 throttled by its cgroup's quota (the agents saw it), rank 3 2.5 ms a step slower in its
 // own work (about 8 % of the job). Beside rank 1 on its node, rank 3 may have lost the CPU to
 // it, which the replay cannot undo: it must save 10 % to count. On a node of its own it is a
@@ -226,13 +234,8 @@ TEST(BlameTest, ASlowerRankBesideOneStarvedOfCpuMustSaveTwiceAsMuch) {
 TEST(BlameTest, StarvedOfCpuWhereEveryRankWaitsForCpusMostOfItsTime) {
   testing::TrainingSim sim;
   Session s = testing::Simulate(sim);
-  const DurationNs wall = s.end - s.start;
   auto set = [&](int rank, double cpu, double delay) {
-    RankData& r = s.ranks[static_cast<size_t>(rank)];
-    r.proc = ProcessTreeStats{};
-    r.proc->sampled_wall_ns = wall;
-    r.proc->cpu_user_ns = static_cast<DurationNs>(cpu * static_cast<double>(wall));
-    r.proc->run_delay_ns = static_cast<DurationNs>(delay * static_cast<double>(wall));
+    SetCpuFigures(&s.ranks[static_cast<size_t>(rank)], s.end - s.start, cpu, delay);
   };
   for (int r = 0; r < 4; ++r) set(r, 0.30, 0.66);
   set(1, 0.20, 0.78);
@@ -255,13 +258,11 @@ TEST(BlameTest, ARankWaitingForItsCpusBesideACpuHeavyStragglerMustSaveTwiceAsMuc
   for (const bool same_node : {true, false}) {
     Session s = testing::Simulate(sim);
     for (RankData& r : s.ranks) {
-      r.proc = ProcessTreeStats{};
-      const DurationNs wall = s.end - s.start;
-      r.proc->sampled_wall_ns = wall;
-      const double cpu = r.id.rank == 1 ? 0.70 : r.id.rank == 3 ? 0.19 : 0.40;
-      const double delay = r.id.rank == 3 ? 0.67 : 0.43;
-      r.proc->cpu_user_ns = static_cast<DurationNs>(cpu * static_cast<double>(wall));
-      r.proc->run_delay_ns = static_cast<DurationNs>(delay * static_cast<double>(wall));
+      SetCpuFigures(&r, s.end - s.start,
+                    r.id.rank == 1   ? 0.70
+                    : r.id.rank == 3 ? 0.19
+                                     : 0.40,
+                    r.id.rank == 3 ? 0.67 : 0.43);
       r.id.node = same_node ? "n0" : "n" + std::to_string(r.id.rank);
     }
     ASSERT_TRUE(StarvedOfCpu(s, 3));

@@ -118,7 +118,7 @@ Status WriteFileAtomically(
     if (!WriteAll(fd, piece)) error = Errno("cannot write", temp);
     return error.empty();
   });
-  if (ok && !error.empty()) ok = false;
+  ok = ok && error.empty();
   if (!ok && error.empty()) error = "cannot write " + temp + ": its content could not be made";
   if (::close(fd) != 0 && ok) {
     ok = false;
