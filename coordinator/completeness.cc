@@ -19,7 +19,8 @@ void AddReason(Session* s, std::string reason) {
   s->partial_reasons.push_back(std::move(reason));
 }
 
-// Of the ranks that ended badly (a non-zero code, a signal, an unseen status), the one whose agent
+// Of the ranks that ended badly (a non-zero code, a signal, an unseen status while the launcher
+// failed: with the launcher at 0 every rank exited 0), the one whose agent
 // saw it end first, and how long before the next: with a launcher that kills the others once
 // one fails, every rank reads as failed and only the order tells the first. Times are the
 // agents' clocks brought to the coordinator's (the session is not aligned yet).
@@ -29,8 +30,9 @@ std::string FirstToEndBadly(const Session& s) {
     const RankData* rank;
   };
   std::vector<Ended> ended;
+  const bool launcher_failed = s.launcher_exit_code.value_or(1) != 0;
   for (const RankData& r : s.ranks) {
-    const bool bad = (r.exit_code && *r.exit_code != 0) || r.exit_unseen;
+    const bool bad = (r.exit_code && *r.exit_code != 0) || (r.exit_unseen && launcher_failed);
     if (!bad || r.exit_time == 0) continue;
     TimeNs at = r.exit_time;
     if (!s.aligned) {

@@ -102,6 +102,24 @@ TEST(Completeness, ARankWhoseEndWasNotSeenIsNamedOnlyWhenTheLauncherFailed) {
                                           "_exit); its status was not seen";
     EXPECT_EQ(named, launcher != 0) << launcher;
   }
+  // Both ranks unseen (a shell script under mpirun, reaped before the agents looked): with the
+  // launcher at 0 neither "ended first", and the session stays complete.
+  for (const int launcher : {0, 137}) {
+    Session s;
+    s.world_size = 2;
+    s.launcher_exit_code = launcher;
+    s.ranks = {Finished(0), Finished(1)};
+    for (RankData& r : s.ranks) {
+      r.exit_code.reset();
+      r.exit_unseen = true;
+      r.exit_time = (r.id.rank + 1) * kNsPerMs;
+    }
+    AssessCompleteness(&s);
+    EXPECT_EQ(s.partial, launcher != 0) << launcher;
+    std::string all;
+    for (const auto& r : s.partial_reasons) all += r + "|";
+    EXPECT_EQ(all.find("ended first") != std::string::npos, launcher != 0) << all;
+  }
 }
 
 // The missing ranks are found from the ranks present, whatever the world size says.
