@@ -8,7 +8,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "agent/nccl/nccl_types.h"
+#include "model/nccl/nccl_types.h"
 
 namespace rankscope {
 namespace {

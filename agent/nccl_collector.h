@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "agent/identity.h"
-#include "agent/nccl/nccl_log_parser.h"
+#include "model/nccl/nccl_log_parser.h"
 #include "rankscope/v1/rankscope.pb.h"
 
 namespace rankscope {

@@ -1,4 +1,4 @@
-// Reads NVML (agent/topology/nvml.h) for the report, on local rank 0's agent of each node: a
+// Reads NVML (agent/nvml_reader.h) for the report, on local rank 0's agent of each node: a
 // while after the program starts (its GPUs are busy then, so their PCIe links are trained up)
 // and then every `period`, merged. Runs on its own thread so a slow driver (nvmlInit can take
 // hundreds of ms) never delays the rank; only a job shorter than the first delay pays for one
@@ -14,7 +14,7 @@
 #include <string>
 #include <thread>
 
-#include "agent/topology/nvml.h"
+#include "agent/nvml_reader.h"
 #include "core/time.h"
 #include "rankscope/v1/rankscope.pb.h"
 

@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "agent/identity.h"
-#include "core/proc_environ.h"
+#include "agent/proc_environ.h"
 #include "core/time.h"
 
 namespace rankscope {

@@ -7,8 +7,8 @@
 #include <unordered_map>
 #include <vector>
 
-#include "agent/nccl/kernel_name.h"
-#include "agent/nccl/nccl_types.h"
+#include "model/nccl/kernel_name.h"
+#include "model/nccl/nccl_types.h"
 
 namespace rankscope {
 namespace {

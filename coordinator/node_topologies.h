@@ -8,8 +8,8 @@
 #include <optional>
 #include <string>
 
-#include "agent/topology/topology.h"
 #include "coordinator/session.h"
+#include "model/topology/topology.h"
 
 namespace rankscope {
 

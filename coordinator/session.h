@@ -10,12 +10,12 @@
 #include <string>
 #include <vector>
 
-#include "agent/topology/nvml.h"
 #include "core/clock_model.h"
 #include "core/proc_stats.h"
 #include "core/records.h"
-#include "core/sweep_result.h"
 #include "core/time.h"
+#include "model/sweep_result.h"
+#include "model/topology/nvml.h"
 
 namespace rankscope {
 

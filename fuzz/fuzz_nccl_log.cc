@@ -4,9 +4,9 @@
 #include <cstdint>
 #include <string_view>
 
-#include "agent/nccl/nccl_log_json.h"
-#include "agent/nccl/nccl_log_parser.h"
 #include "fuzz/fuzz_util.h"
+#include "model/nccl/nccl_log_json.h"
+#include "model/nccl/nccl_log_parser.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const rankscope::NcclLog log =

@@ -4,9 +4,9 @@
 #include <cstdint>
 #include <string_view>
 
-#include "agent/topology/topology.h"
-#include "agent/topology/topology_json.h"
 #include "fuzz/fuzz_util.h"
+#include "model/topology/topology.h"
+#include "model/topology/topology_json.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const auto topo = rankscope::ParseNcclTopology(

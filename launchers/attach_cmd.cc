@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "core/proc_environ.h"
+#include "agent/proc_environ.h"
 
 namespace rankscope {
 

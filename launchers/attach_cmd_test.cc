@@ -9,7 +9,7 @@
 #include <fstream>
 #include <string>
 
-#include "core/proc_environ.h"
+#include "agent/proc_environ.h"
 #include "launchers/capture_cmd.h"
 
 namespace rankscope {

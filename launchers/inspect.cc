@@ -6,13 +6,13 @@
 #include <string>
 #include <tuple>
 
-#include "agent/nccl/nccl_log_file.h"
-#include "agent/nccl/nccl_log_json.h"
-#include "agent/nccl/nccl_types.h"
-#include "agent/topology/topology_file.h"
-#include "agent/topology/topology_json.h"
-#include "agent/topology/topology_text.h"
 #include "core/format.h"
+#include "model/nccl/nccl_log_file.h"
+#include "model/nccl/nccl_log_json.h"
+#include "model/nccl/nccl_types.h"
+#include "model/topology/topology_file.h"
+#include "model/topology/topology_json.h"
+#include "model/topology/topology_text.h"
 
 namespace rankscope {
 namespace {

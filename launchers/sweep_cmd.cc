@@ -20,11 +20,11 @@
 #include "coordinator/sweep/sweep_history.h"
 #include "coordinator/sweep/sweep_report.h"
 #include "coordinator/sweep/verdicts.h"
-#include "core/sweep_levels.h"
 #include "launchers/launch_plan.h"
 #include "launchers/run.h"
 #include "launchers/subprocess.h"
 #include "launchers/sweep_plan.h"
+#include "model/sweep_levels.h"
 
 namespace rankscope {
 namespace {

@@ -2,12 +2,12 @@
 // (rankscope/v1). Used by the agent (records -> proto) and the coordinator (proto -> records).
 #pragma once
 
-#include "agent/topology/nvml.h"
 #include "core/clock_model.h"
 #include "core/proc_stats.h"
 #include "core/records.h"
 #include "core/status.h"
-#include "core/sweep_result.h"
+#include "model/sweep_result.h"
+#include "model/topology/nvml.h"
 #include "rankscope/v1/rankscope.pb.h"
 
 namespace rankscope {

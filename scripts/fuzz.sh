@@ -31,7 +31,7 @@ for t in "${all_targets[@]}"; do mkdir -p "$corpus/$t"; done
 for f in tests/fixtures/*/nccl*.log; do
   split -l 25 "$f" "$corpus/fuzz_nccl_log/$(basename "$(dirname "$f")")-$(basename "$f" .log)-"
 done
-cp agent/topology/testdata/*.xml "$corpus/fuzz_topology/"
+cp model/topology/testdata/*.xml "$corpus/fuzz_topology/"
 for f in tests/fixtures/*/topo.xml; do cp "$f" "$corpus/fuzz_topology/$(basename "$(dirname "$f")").xml"; done
 cp tests/fixtures/h200x2-torchrun-sessions/clean.sqlite "$corpus/fuzz_session_store/"
 # A rank's spool kept when `rankscope run` was killed (2 ranks, mpi_train, 150 steps).

@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "core/sweep_result.h"
 #include "core/time.h"
+#include "model/sweep_result.h"
 
 namespace rankscope {
 

@@ -12,9 +12,9 @@
 #include <string>
 #include <vector>
 
-#include "agent/topology/nvml.h"
-#include "core/sweep_result.h"
+#include "agent/nvml_reader.h"
 #include "core/time.h"
+#include "model/sweep_result.h"
 
 namespace rankscope {
 

@@ -20,7 +20,7 @@ std::map<std::string, SweepCheckResult> ByKey(const std::vector<SweepCheckResult
 }
 
 TEST(GpuChecks, HealthWatchedThroughNvmlInAChild) {
-  // The stand-in NVML (agent/topology/fake_nvml.cc): GPU 0 healthy, GPU 1 sick.
+  // The stand-in NVML (agent/fake_nvml.cc): GPU 0 healthy, GPU 1 sick.
   setenv("FAKE_NVML_XIDS", "1:79,1:79,1:48", 1);
   IsolatedCheck watch("gpu.health",
                       [](int stop_fd) { return WatchGpuHealth(stop_fd, FAKE_NVML_SO); });

@@ -10,7 +10,7 @@
 #include "agent/sweep/checks.h"
 #include "agent/sweep/gpu_checks.h"
 #include "agent/uplink.h"
-#include "core/sweep_levels.h"
+#include "model/sweep_levels.h"
 #include "proto/convert.h"
 
 namespace rankscope {

@@ -5,10 +5,10 @@
 #include <map>
 #include <set>
 
-#include "agent/nccl/bus_bandwidth.h"
-#include "agent/nccl/nccl_types.h"
 #include "coordinator/advise/next_steps.h"
 #include "core/format.h"
+#include "model/nccl/bus_bandwidth.h"
+#include "model/nccl/nccl_types.h"
 
 namespace rankscope {
 namespace {

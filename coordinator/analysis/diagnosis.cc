@@ -4,13 +4,13 @@
 #include <map>
 #include <utility>
 
-#include "agent/topology/topology.h"
-#include "agent/topology/topology_paths.h"
 #include "coordinator/analysis/describe.h"
 #include "coordinator/analysis/gpu_link_analysis.h"
 #include "coordinator/analysis/straggler_blame.h"
 #include "coordinator/collective_matcher.h"
 #include "coordinator/node_topologies.h"
+#include "model/topology/topology.h"
+#include "model/topology/topology_paths.h"
 
 namespace rankscope {
 namespace {

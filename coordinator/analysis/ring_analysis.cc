@@ -9,17 +9,17 @@
 #include <string_view>
 #include <tuple>
 
-#include "agent/nccl/bus_bandwidth.h"
-#include "agent/nccl/nccl_log_parser.h"
-#include "agent/nccl/nccl_types.h"
-#include "agent/topology/pci_bus_id.h"
-#include "agent/topology/pcie_link.h"
-#include "agent/topology/topology.h"
 #include "coordinator/nccl_instances.h"
 #include "coordinator/node_topologies.h"
 #include "coordinator/p2p_matcher.h"
 #include "core/format.h"
 #include "core/robust_stats.h"
+#include "model/nccl/bus_bandwidth.h"
+#include "model/nccl/nccl_log_parser.h"
+#include "model/nccl/nccl_types.h"
+#include "model/topology/pci_bus_id.h"
+#include "model/topology/pcie_link.h"
+#include "model/topology/topology.h"
 
 namespace rankscope {
 namespace {

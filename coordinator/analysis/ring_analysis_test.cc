@@ -8,11 +8,11 @@
 #include <map>
 #include <random>
 
-#include "agent/nccl/nccl_log.h"
-#include "agent/nccl/nccl_log_file.h"
 #include "coordinator/analysis/analysis_test_util.h"
 #include "coordinator/analysis/diagnosis.h"
 #include "coordinator/nccl_instances.h"
+#include "model/nccl/nccl_log.h"
+#include "model/nccl/nccl_log_file.h"
 
 namespace rankscope {
 namespace {

@@ -9,12 +9,12 @@
 #include <tuple>
 #include <utility>
 
-#include "agent/nccl/kernel_name.h"
 #include "coordinator/analysis/describe.h"
 #include "coordinator/analysis/range_timeline.h"
 #include "coordinator/p2p_matcher.h"
 #include "core/format.h"
 #include "core/robust_stats.h"
+#include "model/nccl/kernel_name.h"
 
 namespace rankscope {
 namespace {

@@ -6,13 +6,13 @@
 #include <unordered_map>
 #include <vector>
 
-#include "agent/nccl/bus_bandwidth.h"
-#include "agent/nccl/nccl_types.h"
-#include "agent/topology/topology.h"
-#include "agent/topology/topology_json.h"
 #include "coordinator/nccl_instances.h"
 #include "coordinator/node_topologies.h"
 #include "core/robust_stats.h"
+#include "model/nccl/bus_bandwidth.h"
+#include "model/nccl/nccl_types.h"
+#include "model/topology/topology.h"
+#include "model/topology/topology_json.h"
 
 namespace rankscope {
 namespace {

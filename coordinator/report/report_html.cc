@@ -8,8 +8,6 @@
 #include <optional>
 #include <unordered_map>
 
-#include "agent/topology/pcie_link.h"
-#include "agent/topology/topology.h"
 #include "coordinator/node_topologies.h"
 #include "coordinator/report/collective_waits.h"
 #include "coordinator/report/gpu_json.h"
@@ -18,6 +16,8 @@
 #include "core/format.h"
 #include "core/records.h"
 #include "core/version.h"
+#include "model/topology/pcie_link.h"
+#include "model/topology/topology.h"
 
 namespace rankscope {
 

@@ -264,7 +264,7 @@ std::string ReadSourceFile(const std::string& relative) {
 
 TEST(ReportHtml, NodeTopologyTablesFromTheNcclDumps) {
   const std::string h200 = ReadSourceFile("tests/fixtures/h200x2-torch-allreduce/topo.xml");
-  const std::string pcie = ReadSourceFile("agent/topology/testdata/pcie_only_4gpu.xml");
+  const std::string pcie = ReadSourceFile("model/topology/testdata/pcie_only_4gpu.xml");
   ASSERT_FALSE(h200.empty());
   ASSERT_FALSE(pcie.empty());
   Session s = report_test::MakeCleanSession();

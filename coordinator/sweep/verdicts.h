@@ -10,7 +10,7 @@
 
 #include "core/clock_model.h"
 #include "core/status.h"
-#include "core/sweep_result.h"
+#include "model/sweep_result.h"
 
 namespace rankscope {
 

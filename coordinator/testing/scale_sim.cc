@@ -8,9 +8,9 @@
 #include <utility>
 #include <vector>
 
-#include "agent/topology/pci_bus_id.h"
 #include "core/comm_id.h"
 #include "core/format.h"
+#include "model/topology/pci_bus_id.h"
 
 namespace rankscope::testing {
 
@@ -113,7 +113,7 @@ constexpr std::pair<const char*, int> kNvSwitchLinks[] = {
 
 // A node's NCCL topology dump (NCCL_TOPO_DUMP_FILE) with `gpus` H200s: in pairs behind PCIe gen5
 // switches, each switch with a 400 Gb/s NIC, and, with `nvswitch`, 18 NVLinks from every GPU
-// into the NVSwitch fabric (as the 8-GPU fixture in agent/topology/testdata has them).
+// into the NVSwitch fabric (as the 8-GPU fixture in model/topology/testdata has them).
 std::string NodeTopologyXml(int node, int gpus, bool nvswitch) {
   auto pci = [](int bus, const char* cls, const char* vendor, const char* device) {
     return "<pci busid=\"" + BusId(bus) + "\" class=\"" + cls + "\" vendor=\"" + vendor +

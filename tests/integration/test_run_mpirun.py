@@ -159,7 +159,7 @@ class RunMpirun(RankscopeTest):
                          next(r for r in s.report["job"]["partial_reasons"] if "ended first" in r))
 
     def test_nvml_read_once_per_node_and_degraded_links_shown(self):
-        # A stand-in libnvidia-ml (agent/topology/fake_nvml.cc): GPU 1 trained down to gen 3 x8.
+        # A stand-in libnvidia-ml (agent/fake_nvml.cc): GPU 1 trained down to gen 3 x8.
         fake = os.path.join(BUILD, "tests", "libfake_nvml.so")
         proc, out = self.run_rankscope(mpirun(4, MPI_TRAIN, "--steps", "10"),
                                        extra_env={"RANKSCOPE_NVML_LIBRARY": fake})

@@ -144,7 +144,7 @@ class Sweep(RankscopeTest):
 
     @unittest.skipUnless(os.geteuid() == 0, "plants a fault with nsenter and mount (root)")
     def test_a_sick_gpu_is_found_on_its_node_and_drained(self):
-        # NVML is the stand-in library (agent/topology/fake_nvml.cc): every node has two H200s,
+        # NVML is the stand-in library (agent/fake_nvml.cc): every node has two H200s,
         # and on n2 alone GPU 1 is sick: an XID 79 while watched, an uncorrected ECC error, a
         # pending row remap, a hardware slowdown, 91 C, PCIe trained down to gen 3 x8, 2 NVLinks
         # down and NVLink replays rising. The GPU limits are config/sweep.json's own.
