@@ -692,6 +692,14 @@ double GrantedShare(const ProcessTreeStats& p) {
   return ran + waited > 0 ? ran / (ran + waited) : 0.0;
 }
 
+// The other ranks' median GrantedShare (OthersMedianPerWall divides by the wall: the share is
+// multiplied by it first).
+std::optional<double> OthersGrantedShare(const Session& session, int rank) {
+  return OthersMedianPerWall(session, rank, true, [](const ProcessTreeStats& o) {
+    return GrantedShare(o) * static_cast<double>(o.sampled_wall_ns);
+  });
+}
+
 // Whether the rank's CPU time is short of `share_of_others` x the others' per wall second by
 // more than the figures' resolution: /proc counts CPU time in clock ticks (10 ms), so in a
 // run of a second 10 ms against 20 ms is one tick, not half the CPU.
@@ -821,11 +829,7 @@ std::optional<double> StarvationMargin(const Session& session, int rank) {
   // the competitors on its core 78 %, while it ran 0.67x their CPU). Then the share of its
   // runnable time it got a CPU (CPU / (CPU + run delay)) tells: at most 0.7x the others' (0.66x
   // there; a rank beside a quota-throttled one got 0.8x), waiting 5 % of its wall more.
-  // (OthersMedianPerWall divides by the wall: the share is multiplied by it first.)
-  const std::optional<double> others_granted =
-      OthersMedianPerWall(session, rank, true, [](const ProcessTreeStats& o) {
-        return GrantedShare(o) * static_cast<double>(o.sampled_wall_ns);
-      });
+  const std::optional<double> others_granted = OthersGrantedShare(session, rank);
   if (!others_granted || *others_granted <= 0 || delay < *others_delay + 0.05) return std::nullopt;
   const double granted = GrantedShare(p);
   if (granted > 0.7 * *others_granted) return std::nullopt;
