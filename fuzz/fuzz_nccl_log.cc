@@ -1,4 +1,4 @@
-// The NCCL debug log parser (agent/nccl) and its JSON writer (`inspect nccl-log --json`), on any
+// The NCCL debug log parser (model/nccl) and its JSON writer (`inspect nccl-log --json`), on any
 // bytes: a log is the job's output, cut anywhere and in any encoding.
 #include <cstddef>
 #include <cstdint>

@@ -1,4 +1,4 @@
-// The NCCL topology dump parser (agent/topology) and its JSON writer (`inspect topo --json`):
+// The NCCL topology dump parser (model/topology) and its JSON writer (`inspect topo --json`):
 // XML truncated, malformed, huge or in another encoding.
 #include <cstddef>
 #include <cstdint>

@@ -1,4 +1,4 @@
-// Small text-scanning helpers private to agent/nccl: number parsing that never throws
+// Small text-scanning helpers private to model/nccl: number parsing that never throws
 // (std::from_chars) and whitespace splitting over string_views. Not part of the public API.
 #pragma once
 

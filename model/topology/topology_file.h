@@ -1,4 +1,4 @@
-// Reads an NCCL topology dump from disk: the one piece of I/O in agent/topology, kept apart so
+// Reads an NCCL topology dump from disk: the one piece of I/O in model/topology, kept apart so
 // the parser stays pure.
 #pragma once
 
