@@ -1,7 +1,7 @@
 // The id of an MPI communicator, computed the same way by every member without communicating
 // (the inject library, agent/inject/comm_registry) and by the coordinator (which needs
 // MPI_COMM_WORLD's id to read point-to-point peers on it as world ranks). FNV-1a over the
-// members' MPI_COMM_WORLD ranks in communicator-rank order. Pure, header-only.
+// members' MPI_COMM_WORLD ranks in communicator-rank order. Pure (comm_id.cc).
 #pragma once
 
 #include <cstdint>

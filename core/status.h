@@ -48,3 +48,10 @@ class Result {
 };
 
 }  // namespace rankscope
+
+// Returns the Status of `expr` from the enclosing function when it is an error.
+#define RETURN_IF_ERROR(expr)                            \
+  do {                                                   \
+    ::rankscope::Status return_if_error_ = (expr);       \
+    if (!return_if_error_.ok()) return return_if_error_; \
+  } while (0)

@@ -1,4 +1,5 @@
-// Where the agent goes in a launch command. Pure: argv in, argv out.
+// Where the agent goes in a launch command. Pure: argv in, argv out (what this machine says
+// about a launch, PlanLaunch's LaunchContext among it, is launch_probe.h's).
 //
 //   rankscope run -- mpirun -np 4 ./prog a b       (rankscope finds where ./prog starts)
 //   rankscope run -- mpirun -np 4 -- ./prog a b    (explicit: the program follows the `--`)
@@ -31,7 +32,8 @@ struct LaunchPlan {
 
 enum class MpiFlavor { kOpenMpi, kHydra };
 
-// What PlanLaunch cannot see in the argv alone (DetectLaunchContext finds it on this machine).
+// What PlanLaunch cannot see in the argv alone (DetectLaunchContext, launch_probe.h, finds it
+// on this machine).
 struct LaunchContext {
   MpiFlavor mpi = MpiFlavor::kOpenMpi;      // for a plain mpirun / mpiexec
   std::string torchrun_python = "python3";  // the interpreter torchrun runs workers with
@@ -45,29 +47,9 @@ Result<LaunchPlan> PlanLaunch(const std::vector<std::string>& command,
                               const std::vector<std::string>& forward_env,
                               const LaunchContext& context = {});
 
-// Asks this machine: `LAUNCHER --version` for a plain mpirun/mpiexec (HYDRA or Intel MPI:
-// kHydra), and the interpreter of the torchrun found in PATH (ScriptPython).
-LaunchContext DetectLaunchContext(const std::vector<std::string>& command);
-
-// The first executable NAME in PATH (an empty entry is the current directory, as for execvp), NAME
-// itself when it has a '/', or "" when there is none.
-std::string InPath(const std::string& name);
-
-// The Python interpreter a console script at `path` runs with: from its "#!" line
-// (`#!/usr/bin/env [-S] python3` gives python3), or, under pip's "#!/bin/sh" for paths too long
-// for a shebang, from its exec line; empty when neither names a Python.
-std::string ScriptPython(const std::string& path);
-
 // Whether the ranks of this launch may run on other hosts, so the coordinator must listen on an
 // address they can reach: srun; mpirun/mpiexec given hosts (-H/--host, a hostfile/machinefile,
 // --map-by ppr..., or run inside a SLURM allocation of more than one node, `slurm_nodes`).
 bool LaunchSpansHosts(const LaunchPlan& plan, int slurm_nodes);
-
-// Why the program of an mpirun/mpiexec launch on this host alone cannot start here: it is neither
-// in PATH nor in the working directory, or not an executable file ("/x/prog: No such file or
-// directory", "...: Permission denied"). nullopt when it can, when the launch may run elsewhere
-// (LaunchSpansHosts) or in another directory (-wdir, --path, ...), and for other launchers. mpirun
-// then says why itself, with its own exit code (Open MPI: 132), once it is run as given.
-std::optional<std::string> ProgramProblemHere(const LaunchPlan& plan, int slurm_nodes);
 
 }  // namespace rankscope

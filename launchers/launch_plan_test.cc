@@ -6,6 +6,8 @@
 
 #include <fstream>
 
+#include "launchers/launch_probe.h"
+
 namespace rankscope {
 namespace {
 

@@ -1,8 +1,12 @@
 // rankscope: the command-line entry point. Subcommands:
-//   run          wrap a launch (mpirun/srun/plain program) and write a session report
+//   run          wrap a launch (mpirun/srun/torchrun/plain program) and write a session report
+//   capture      start (or stop) capturing a running session, e.g. one run with --dormant
+//   attach       capture a window of a running SLURM job (attach-node: its per-node part)
 //   agent        the per-rank agent (inserted by `run`; rarely typed by hand)
-//   sweep        a health sweep of the cluster's nodes (sweep-node: its per-node part)
 //   coordinator  a stand-alone coordinator (also what `srun --rankscope` starts)
+//   sweep        a health sweep of the cluster's nodes (sweep-node: its per-node part)
+//   report       re-run the analyses and writers on a saved session folder
+//   advise       which tool answers a question, with the exact command (fleet -> SASS)
 //   inspect      offline views of NCCL logs and topology dumps
 #include <unistd.h>
 

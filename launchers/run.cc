@@ -29,6 +29,7 @@
 #include "coordinator/service.h"
 #include "launchers/capture_cmd.h"
 #include "launchers/launch_plan.h"
+#include "launchers/launch_probe.h"
 
 namespace rankscope {
 namespace {

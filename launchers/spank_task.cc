@@ -10,6 +10,7 @@
 
 #include "agent/agent.h"
 #include "launchers/launch_plan.h"
+#include "launchers/launch_probe.h"
 
 namespace rankscope {
 void RunAsSpankTaskIfAsked(int argc, char** argv, const std::string& self_exe) {

@@ -21,6 +21,7 @@
 #include "coordinator/sweep/sweep_report.h"
 #include "coordinator/sweep/verdicts.h"
 #include "launchers/launch_plan.h"
+#include "launchers/launch_probe.h"
 #include "launchers/run.h"
 #include "launchers/subprocess.h"
 #include "launchers/sweep_plan.h"

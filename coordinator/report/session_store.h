@@ -1,7 +1,8 @@
 // session.sqlite: a session's raw data (identities, clock samples and models, every record,
 // exits, notices) and its findings, in SQLite, so it can be re-analysed or queried offline
 // (`sqlite3 session.sqlite 'select ...'`). Tables: meta(key, value), ranks, clock_samples,
-// collectives, p2p, ranges, marks, findings; records point at their rank by ranks.idx. Times
+// collectives, p2p, mpi_calls, ranges, marks, gpu_activity, gpu_names, rank_gpu, rank_proc,
+// rank_main_thread, findings; records point at their rank by ranks.idx. Times
 // are stored exactly as in the saved session; meta 'aligned' says whether that is coordinator
 // time or each rank's local clock.
 #pragma once
@@ -17,6 +18,7 @@ namespace rankscope {
 
 // The layout version written to meta 'schema_version'. LoadSession reads this one and the
 // older ones listed below it.
+//   6: ranks.exit_time (when the agent saw the rank end, its clock: which rank ended first)
 //   5: ranks.exit_unseen (the rank ended, its status not seen by the agent beside it)
 //   4: mpi_calls.call may be MPI_Init (24), which readers of version 3 take for corruption
 //   3: collectives.launched_ns; p2p.world_peer; tables mpi_calls and rank_main_thread; the

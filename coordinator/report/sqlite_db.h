@@ -145,10 +145,4 @@ class Statement {
   Status status_;
 };
 
-#define RETURN_IF_ERROR(expr)                            \
-  do {                                                   \
-    Status return_if_error_ = (expr);                    \
-    if (!return_if_error_.ok()) return return_if_error_; \
-  } while (0)
-
 }  // namespace rankscope::sqlite
