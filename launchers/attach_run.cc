@@ -1,5 +1,7 @@
-// `rankscope attach` and `attach-node` (launchers/attach_cmd.h): the parts that start a
+// `rankscope attach` and `attach-node` (launchers/attach_run.h): the parts that start a
 // coordinator, sample from outside and write the session folder.
+#include "launchers/attach_run.h"
+
 #include <pwd.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -14,8 +16,8 @@
 
 #include "agent/outside_sampler.h"
 #include "coordinator/service.h"
-#include "launchers/attach_cmd.h"
 #include "launchers/capture_cmd.h"
+#include "launchers/job_agents.h"
 #include "launchers/run.h"
 #include "launchers/subprocess.h"
 #include "proto/protocol.h"

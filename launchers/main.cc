@@ -23,7 +23,7 @@
 #include "agent/agent.h"
 #include "agent/sweep/sweep_node.h"
 #include "launchers/advise_cmd.h"
-#include "launchers/attach_cmd.h"
+#include "launchers/attach_run.h"
 #include "launchers/capture_cmd.h"
 #include "launchers/inspect.h"
 #include "launchers/report_cmd.h"

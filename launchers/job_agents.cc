@@ -1,4 +1,4 @@
-#include "launchers/attach_cmd.h"
+#include "launchers/job_agents.h"
 
 #include <algorithm>
 

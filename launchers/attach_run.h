@@ -12,25 +12,9 @@
 //    /proc once a second.
 #pragma once
 
-#include <sys/types.h>
-
 #include <string>
-#include <vector>
 
 namespace rankscope {
-
-struct AgentEndpoint {
-  std::string coordinator;  // host:port
-  std::string token;
-  bool operator==(const AgentEndpoint&) const = default;
-};
-
-// The distinct coordinators of job `job_id`'s rankscope agents among the processes under
-// `proc_root` owned by `uid` (their /proc/PID/environ), leaving out job step `own_step` (the
-// attach's, whose environment carries the attach's coordinator).
-std::vector<AgentEndpoint> FindJobAgents(const std::string& job_id, uid_t uid,
-                                         const std::string& proc_root = "/proc",
-                                         const std::string& own_step = "");
 
 struct AttachOptions {
   std::string job_id;
@@ -41,7 +25,7 @@ struct AttachOptions {
 };
 
 // On the login side: checks the job, runs attach-node on each of its nodes, and writes the
-// session folder of what was sampled from outside (launchers/attach_run.cc).
+// session folder of what was sampled from outside.
 int RunAttach(const AttachOptions& options, const std::string& self_exe);
 
 // On one node, as a task of the job (srun --overlap): triggers the window of the job's agents,

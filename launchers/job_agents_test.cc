@@ -1,4 +1,4 @@
-#include "launchers/attach_cmd.h"
+#include "launchers/job_agents.h"
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>
