@@ -726,35 +726,10 @@ CauseVerdict ClassifyCause(const Verdict& v, const CauseStats& cause, const Laun
   return out;
 }
 
-Finding MakeFinding(const Session& session, const Verdict& v, const CauseStats& cause,
-                    const CauseVerdict& verdict, const LaunchSplit& launch,
-                    const StragglerOptions& options) {
-  Finding f;
-  f.kind = "straggler";
-  f.ranks = {v.rank};
-  const std::string node = NodeOf(session, v.rank);
-  if (!node.empty()) f.nodes = {node};
-  f.cost_ns = v.others_wait;
-  f.severity =
-      v.cost_fraction > options.critical_cost_fraction ? Severity::kCritical : Severity::kWarning;
-
-  const DurationNs noise_threshold = v.noise_threshold;
-  const auto clock_threshold =
-      static_cast<DurationNs>(options.clock_k * static_cast<double>(v.clock_uncertainty));
-  f.confidence = std::clamp(v.frac_late *
-                                MarginFactor(static_cast<double>(v.median_lateness),
-                                             static_cast<double>(noise_threshold)) *
-                                MarginFactor(static_cast<double>(v.median_lateness),
-                                             static_cast<double>(clock_threshold)),
-                            0.0, 1.0);
-  const int ci = cause.instances;
-  const std::string& cause_kind = verdict.kind;
-  const auto& excess = verdict.excess;
-  const auto& kernel_excess = verdict.kernel_excess;
-  const bool launch_known = verdict.launch_known;
-  const bool gpu_side = verdict.gpu_side();
-
-  nlohmann::json& e = f.evidence;
+// The arrival figures behind a straggler: how often and how late it came, where the others waited
+// for it (by wait-state pattern and by communicator).
+nlohmann::json ArrivalEvidence(const Verdict& v, DurationNs lateness_threshold) {
+  nlohmann::json e;
   e["instances_last"] = v.instances_last;
   e["instances_late"] = v.instances_late;
   e["instances_total"] = v.instances;
@@ -777,7 +752,7 @@ Finding MakeFinding(const Session& session, const Verdict& v, const CauseStats& 
     e["frac_late_by_decile"] = v.frac_late_by_decile;
   }
   e["noise_ns"] = v.noise;
-  e["lateness_threshold_ns"] = std::max(noise_threshold, clock_threshold);
+  e["lateness_threshold_ns"] = lateness_threshold;
   e["others_wait_ns"] = v.others_wait;
   e["others_waiting"] = v.waiters;
   e["others_wait_fraction"] = v.cost_fraction;
@@ -805,6 +780,18 @@ Finding MakeFinding(const Session& session, const Verdict& v, const CauseStats& 
                      {"others_wait_ns", share.others_wait}});
   }
   e["communicators"] = std::move(comms);
+  return e;
+}
+
+// What the rank did before the calls it was late at, against the others: per NVTX range, outside
+// them, in MPI, in GPU kernels, and the NCCL launch split where known.
+void AddCauseEvidence(const CauseStats& cause, const CauseVerdict& verdict,
+                      const LaunchSplit& launch, nlohmann::json* evidence) {
+  nlohmann::json& e = *evidence;
+  const int ci = cause.instances;
+  const std::string& cause_kind = verdict.kind;
+  const auto& excess = verdict.excess;
+  const auto& kernel_excess = verdict.kernel_excess;
   e["cause_kind"] = cause_kind;
   e["cause_instances"] = ci;
   if (cause_kind == "nvtx_range") {
@@ -840,16 +827,18 @@ Finding MakeFinding(const Session& session, const Verdict& v, const CauseStats& 
          {"others_ns_per_instance", PerInstance(cause.others_by_kernel.at(name), ci)}});
   }
   e["kernels"] = kernels;
-  if (launch_known) {
+  if (verdict.launch_known) {
     e["launch"] = {{"instances", launch.instances},
                    {"launch_lateness_ns", launch.launch_lateness},
                    {"queue_ns", launch.queue},
                    {"others_queue_ns", launch.others_queue}};
   }
+}
 
+// The summary's first sentence: how it held the others up, led by the wait-state pattern in which
+// it held them up most, in Scalasca's terms.
+std::string ArrivalProse(const Session& session, const Verdict& v) {
   const std::string label = RankLabel(session, v.rank);
-  const std::string ops = OpsLabel(v.ops);
-  // Led by the wait-state pattern in which it held the others up most, in Scalasca's terms.
   const WaitPattern dominant = DominantPattern(v);
   const Verdict::PatternShare& main_share = v.patterns.at(dominant);
   const std::string main_ops = OpsLabel(main_share.ops);
@@ -888,6 +877,25 @@ Finding MakeFinding(const Session& session, const Verdict& v, const CauseStats& 
     summary += ": the root entered first and waited for the last sender";
   }
   summary += ").";
+  return summary;
+}
+
+// The summary's account of the cause (appended) and what to look for next.
+struct CauseProse {
+  std::string summary;
+  std::string look_for;
+};
+
+CauseProse DescribeCause(const Verdict& v, const CauseStats& cause, const CauseVerdict& verdict,
+                         const LaunchSplit& launch) {
+  const int ci = cause.instances;
+  const std::string& cause_kind = verdict.kind;
+  const auto& excess = verdict.excess;
+  const auto& kernel_excess = verdict.kernel_excess;
+  const bool launch_known = verdict.launch_known;
+  const bool gpu_side = verdict.gpu_side();
+  const std::string ops = OpsLabel(v.ops);
+  std::string summary;
   std::string look_for;
   if (launch_known && !gpu_side) {
     summary += " It also launched those collectives " + FormatDuration(launch.launch_lateness) +
@@ -950,10 +958,39 @@ Finding MakeFinding(const Session& session, const Verdict& v, const CauseStats& 
     look_for = "where rank " + std::to_string(v.rank) + " loses time before each " + ops +
                " call compared with the other ranks";
   }
+  return {std::move(summary), std::move(look_for)};
+}
+
+Finding MakeFinding(const Session& session, const Verdict& v, const CauseStats& cause,
+                    const CauseVerdict& verdict, const LaunchSplit& launch,
+                    const StragglerOptions& options) {
+  Finding f;
+  f.kind = "straggler";
+  f.ranks = {v.rank};
+  const std::string node = NodeOf(session, v.rank);
+  if (!node.empty()) f.nodes = {node};
+  f.cost_ns = v.others_wait;
+  f.severity =
+      v.cost_fraction > options.critical_cost_fraction ? Severity::kCritical : Severity::kWarning;
+
+  const DurationNs noise_threshold = v.noise_threshold;
+  const auto clock_threshold =
+      static_cast<DurationNs>(options.clock_k * static_cast<double>(v.clock_uncertainty));
+  f.confidence = std::clamp(v.frac_late *
+                                MarginFactor(static_cast<double>(v.median_lateness),
+                                             static_cast<double>(noise_threshold)) *
+                                MarginFactor(static_cast<double>(v.median_lateness),
+                                             static_cast<double>(clock_threshold)),
+                            0.0, 1.0);
+  f.evidence = ArrivalEvidence(v, std::max(noise_threshold, clock_threshold));
+  AddCauseEvidence(cause, verdict, launch, &f.evidence);
+
+  CauseProse prose = DescribeCause(v, cause, verdict, launch);
+  std::string summary = ArrivalProse(session, v) + prose.summary;
   // Host-side causes: what the rank's processes did, from /proc (a CPU-bound rank, an I/O-heavy
   // one, or one that waits).
-  if (cause_kind == "nvtx_range" || cause_kind == "untracked_host_time" ||
-      cause_kind == "unexplained") {
+  if (verdict.kind == "nvtx_range" || verdict.kind == "untracked_host_time" ||
+      verdict.kind == "unexplained") {
     summary += ProcessEvidence(session, v.rank,
                                static_cast<DurationNs>(v.median_lateness) * v.instances_late,
                                {"it is I/O-heavy", "it is CPU-bound on the host",
@@ -965,7 +1002,7 @@ Finding MakeFinding(const Session& session, const Verdict& v, const CauseStats& 
   if (persistence == "second_half") summary += " It happens mainly in the second half of the run.";
   f.summary = summary;
 
-  f.focus = std::move(look_for);
+  f.focus = std::move(prose.look_for);
   return f;
 }
 
