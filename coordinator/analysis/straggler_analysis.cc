@@ -405,32 +405,12 @@ bool CanHoldUp(WaitPattern pattern, bool is_root) {
   return true;
 }
 
-Verdict Judge(const Session& session, const std::vector<CollectiveInstance>& instances,
-              const ArrivalTable& table, int rank, const RankArrivals& arrivals,
-              const StragglerOptions& options) {
-  Verdict v;
-  v.rank = rank;
-  v.instances = static_cast<int>(arrivals.instances.size());
-  if (v.instances < std::max(options.min_instances, 1)) return v;
-  const double n = v.instances;
-
-  // A clean rank is the culprit with probability ~1/size per instance; ask for a share well
-  // above that, by frac_last_sigmas binomial standard deviations.
-  double chance = 0;
-  for (size_t k : arrivals.instances)
-    chance += 1.0 / static_cast<double>(instances[k].members.size());
-  const double p = chance / n;
-  v.frac_late_needed =
-      std::max(options.min_frac_last, p + options.frac_last_sigmas * std::sqrt(p * (1 - p) / n));
-
-  // Cheap screen with the smallest possible threshold before the per-rank noise is computed.
-  const auto min_lateness = static_cast<double>(options.min_lateness);
-  if (MarkLate(instances, arrivals, min_lateness, &v.late) < v.frac_late_needed * n) return v;
-
-  // Noise: how far the other ranks' arrivals scatter around the instance medians. At all-to-one
-  // operations only a sender's arrival after the root's costs anything: how early a sender
-  // comes is no noise there (senders that never wait run ahead of the root by more every call),
-  // and the root is the reference.
+// Noise: how far the other ranks' arrivals scatter around the instance medians (a robust sigma).
+// At all-to-one operations only a sender's arrival after the root's costs anything: how early a
+// sender comes is no noise there (senders that never wait run ahead of the root by more every
+// call), and the root is the reference.
+double OthersNoise(const std::vector<CollectiveInstance>& instances, const ArrivalTable& table,
+                   const RankArrivals& arrivals) {
   std::vector<double> other_lateness;
   for (size_t j = 0; j < arrivals.instances.size(); ++j) {
     const CollectiveInstance& inst = instances[arrivals.instances[j]];
@@ -445,17 +425,19 @@ Verdict Judge(const Session& session, const std::vector<CollectiveInstance>& ins
       }
     }
   }
-  v.noise = static_cast<DurationNs>(std::llround(RobustSigma(std::move(other_lateness))));
-  const double threshold = std::max(min_lateness, options.noise_k * static_cast<double>(v.noise));
-  v.noise_threshold = static_cast<DurationNs>(std::llround(threshold));
-  v.instances_late = MarkLate(instances, arrivals, threshold, &v.late);
-  v.frac_late = v.instances_late / n;
-  v.chance_probability = BinomialUpperTail(v.instances_late, v.instances, p);
-  v.passes_frac =
-      v.frac_late >= v.frac_late_needed && v.chance_probability <= options.max_chance_probability;
+  return RobustSigma(std::move(other_lateness));
+}
 
+// Tallies the instances marked late (v->late): per op, pattern and communicator, the others' wait
+// it caused and who waited. Returns its lateness at those instances; `others` gets every rank
+// that shared an instance with it.
+std::vector<DurationNs> TallyLate(const std::vector<CollectiveInstance>& instances,
+                                  const ArrivalTable& table, int rank, const RankArrivals& arrivals,
+                                  Verdict* verdict, std::set<int>* others_out) {
+  Verdict& v = *verdict;
   std::vector<DurationNs> lateness;
-  std::set<int> others, waiters;
+  std::set<int>& others = *others_out;
+  std::set<int> waiters;
   for (size_t j = 0; j < arrivals.instances.size(); ++j) {
     const CollectiveInstance& inst = instances[arrivals.instances[j]];
     for (const CollectiveParticipant& m : inst.members) {
@@ -497,9 +479,13 @@ Verdict Judge(const Session& session, const std::vector<CollectiveInstance>& ins
     }
     comm.others_wait += v.others_wait - wait_before;
   }
-  v.other_ranks = static_cast<int>(others.size());
   v.waiters = static_cast<int>(waiters.size());
+  return lateness;
+}
 
+// Whether it was late all through the run: the share of late calls per half and per tenth.
+void AddPersistence(const RankArrivals& arrivals, Verdict* verdict) {
+  Verdict& v = *verdict;
   const size_t half = arrivals.instances.size() / 2;
   int first = 0, second = 0;
   for (size_t j = 0; j < arrivals.instances.size(); ++j) {
@@ -515,32 +501,13 @@ Verdict Judge(const Session& session, const std::vector<CollectiveInstance>& ins
     for (size_t j = from; j < to; ++j) late_here += v.late[j] ? 1 : 0;
     v.frac_late_by_decile.push_back(to > from ? late_here / static_cast<double>(to - from) : 0);
   }
+}
 
-  v.median_lateness = MedianNs(lateness);
-  v.p90_lateness = QuantileNs(lateness, 0.9);
-  for (double q : {0.1, 0.25, 0.5, 0.75, 0.9, 1.0}) {
-    v.lateness_quantiles.push_back(QuantileNs(lateness, q));
-  }
-
-  // Lateness compares this rank's clock with the others', so either side's alignment error can
-  // fake it: take the larger of its uncertainty and the others' typical one.
-  std::vector<DurationNs> other_uncertainty;
-  for (int o : others) {
-    if (const RankData* d = session.FindRank(o)) {
-      other_uncertainty.push_back(d->clock.uncertainty_ns);
-    }
-  }
-  const RankData* self = session.FindRank(rank);
-  v.clock_uncertainty =
-      std::max(self != nullptr ? self->clock.uncertainty_ns : 0, MedianNs(other_uncertainty));
-
-  // Which instances count as late is a per-instance call, judged against the per-instance
-  // noise (threshold). Whether the rank stands out overall is asked of its median lateness over
-  // *all* its instances (not only the late ones, whose lateness is positive by selection): a
-  // median of N instances has a standard error ~sigma/sqrt(N). Under CPU contention the others
-  // scatter by milliseconds, yet a rank whose median over 52 calls is 14 ms late is no accident.
-  // Only calls where its arrival could hold anyone up count: at a reduce where it is the root, or a
-  // broadcast where it is not, its lateness says nothing (0 by definition at its own root).
+// Its lateness over every call where its arrival could hold anyone up: at a reduce where it is the
+// root, or a broadcast where it is not, its lateness says nothing (0 by definition at its own
+// root). All its calls where there are none such.
+std::vector<DurationNs> LatenessWhereItCouldHoldUp(const std::vector<CollectiveInstance>& instances,
+                                                   const RankArrivals& arrivals) {
   std::vector<DurationNs> all_lateness;
   for (size_t j = 0; j < arrivals.instances.size(); ++j) {
     const CollectiveInstance& inst = instances[arrivals.instances[j]];
@@ -548,6 +515,73 @@ Verdict Judge(const Session& session, const std::vector<CollectiveInstance>& ins
     if (CanHoldUp(WaitPatternOf(inst.op), is_root)) all_lateness.push_back(arrivals.lateness[j]);
   }
   if (all_lateness.empty()) all_lateness.assign(arrivals.lateness.begin(), arrivals.lateness.end());
+  return all_lateness;
+}
+
+// Lateness compares this rank's clock with the others', so either side's alignment error can fake
+// it: the larger of its uncertainty and the others' typical one.
+DurationNs ClockUncertainty(const Session& session, int rank, const std::set<int>& others) {
+  std::vector<DurationNs> other_uncertainty;
+  for (int o : others) {
+    if (const RankData* d = session.FindRank(o)) {
+      other_uncertainty.push_back(d->clock.uncertainty_ns);
+    }
+  }
+  const RankData* self = session.FindRank(rank);
+  return std::max(self != nullptr ? self->clock.uncertainty_ns : 0, MedianNs(other_uncertainty));
+}
+
+Verdict Judge(const Session& session, const std::vector<CollectiveInstance>& instances,
+              const ArrivalTable& table, int rank, const RankArrivals& arrivals,
+              const StragglerOptions& options) {
+  Verdict v;
+  v.rank = rank;
+  v.instances = static_cast<int>(arrivals.instances.size());
+  if (v.instances < std::max(options.min_instances, 1)) return v;
+  const double n = v.instances;
+
+  // A clean rank is the culprit with probability ~1/size per instance; ask for a share well
+  // above that, by frac_last_sigmas binomial standard deviations.
+  double chance = 0;
+  for (size_t k : arrivals.instances)
+    chance += 1.0 / static_cast<double>(instances[k].members.size());
+  const double p = chance / n;
+  v.frac_late_needed =
+      std::max(options.min_frac_last, p + options.frac_last_sigmas * std::sqrt(p * (1 - p) / n));
+
+  // Cheap screen with the smallest possible threshold before the per-rank noise is computed.
+  const auto min_lateness = static_cast<double>(options.min_lateness);
+  if (MarkLate(instances, arrivals, min_lateness, &v.late) < v.frac_late_needed * n) return v;
+
+  v.noise = static_cast<DurationNs>(std::llround(OthersNoise(instances, table, arrivals)));
+  const double threshold = std::max(min_lateness, options.noise_k * static_cast<double>(v.noise));
+  v.noise_threshold = static_cast<DurationNs>(std::llround(threshold));
+  v.instances_late = MarkLate(instances, arrivals, threshold, &v.late);
+  v.frac_late = v.instances_late / n;
+  v.chance_probability = BinomialUpperTail(v.instances_late, v.instances, p);
+  v.passes_frac =
+      v.frac_late >= v.frac_late_needed && v.chance_probability <= options.max_chance_probability;
+
+  std::set<int> others;
+  const std::vector<DurationNs> lateness = TallyLate(instances, table, rank, arrivals, &v, &others);
+  v.other_ranks = static_cast<int>(others.size());
+  AddPersistence(arrivals, &v);
+
+  v.median_lateness = MedianNs(lateness);
+  v.p90_lateness = QuantileNs(lateness, 0.9);
+  for (double q : {0.1, 0.25, 0.5, 0.75, 0.9, 1.0}) {
+    v.lateness_quantiles.push_back(QuantileNs(lateness, q));
+  }
+
+  v.clock_uncertainty = ClockUncertainty(session, rank, others);
+
+  // Which instances count as late is a per-instance call, judged against the per-instance
+  // noise (threshold). Whether the rank stands out overall is asked of its median lateness over
+  // *all* its instances (not only the late ones, whose lateness is positive by selection): a
+  // median of N instances has a standard error ~sigma/sqrt(N). Under CPU contention the others
+  // scatter by milliseconds, yet a rank whose median over 52 calls is 14 ms late is no accident.
+  // Only calls where its arrival could hold anyone up count.
+  const std::vector<DurationNs> all_lateness = LatenessWhereItCouldHoldUp(instances, arrivals);
   const double overall_median = static_cast<double>(MedianNs(all_lateness));
   const double median_threshold =
       std::max(min_lateness, options.noise_k * static_cast<double>(v.noise) /
