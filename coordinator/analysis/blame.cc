@@ -859,19 +859,14 @@ Intervals OwnWorkIntervals(const RankData& rank, TimeNs from) {
   return out;
 }
 
-BlameModel BuildBlameModel(const Session& aligned, const SessionMatches& matches,
-                           const BlameOptions& options) {
-  BlameModel model;
-  Graph g = BuildGraph(aligned, matches);
-  ComputeTransfers(&g);
-  const size_t n = g.ranks.size();
-  bool any = false;
-  for (const auto& ev : g.events) any |= !ev.empty();
-  if (!any) return model;
+namespace {
 
-  model.first = g.first;
-  model.last = g.first;
-  for (size_t ri = 0; ri < n; ++ri) {
+// Per rank: its events and calls, and from its first judged event on its own work, busy time and
+// time inside MPI.
+void AddRankTotals(const Session& aligned, const Graph& g, BlameModel* model) {
+  model->first = g.first;
+  model->last = g.first;
+  for (size_t ri = 0; ri < g.ranks.size(); ++ri) {
     const RankData& data = aligned.ranks[ri];
     RankBlame b;
     b.rank = g.ranks[ri];
@@ -894,106 +889,110 @@ BlameModel BuildBlameModel(const Session& aligned, const SessionMatches& matches
         if (e.other) ++b.other_calls;
       }
       b.last = busy_until;
-      model.last = std::max(model.last, busy_until);
+      model->last = std::max(model->last, busy_until);
     }
-    model.ranks.push_back(std::move(b));
+    model->ranks.push_back(std::move(b));
   }
+}
 
-  // Own work in ten parts of the run. Where the ranks share enough collectives, the parts are
-  // cut at the same instances on every rank, so each part holds the same work on every rank
-  // (a straggler that is always working would otherwise fill every wall-clock tenth, and a rank
-  // that runs ahead of a reduce's root would too). Otherwise, wall-clock tenths.
-  const DurationNs span = model.span();
-  model.job = std::max<DurationNs>(aligned.end - aligned.start, span);
+// Where the ranks share ten collectives or more: nine cuts, the first shared instance at or after
+// each wall-clock tenth (by its earliest arrival), so the parts are even in time although
+// collectives may bunch (a code's setup). Empty otherwise.
+std::vector<int> PartCuts(const Graph& g, TimeNs first, DurationNs span) {
   std::vector<int> shared;  // instances every rank with events takes part in, in time order
   size_t with_events = 0;
   for (const auto& ev : g.events) with_events += ev.empty() ? 0 : 1;
   for (size_t k = 0; k < g.instances.size(); ++k) {
     if (g.instances[k].members.size() == with_events) shared.push_back(static_cast<int>(k));
   }
-  // Nine cuts: the first shared instance at or after each wall-clock tenth (by its earliest
-  // arrival), so the parts are even in time although collectives may bunch (a code's setup).
   std::vector<int> cuts;
-  if (shared.size() >= 10 && span > 0) {
-    size_t j = 0;
-    for (int t = 1; t < 10; ++t) {
-      const TimeNs target = model.first + span * t / 10;
-      auto earliest = [&](size_t k) {
-        TimeNs e = std::numeric_limits<TimeNs>::max();
-        for (const auto& [r, ei] : g.instances[static_cast<size_t>(shared[k])].members) {
-          e = std::min(e, g.events[static_cast<size_t>(r)][static_cast<size_t>(ei)].enter);
-        }
-        return e;
-      };
-      while (j + 1 < shared.size() && earliest(j) < target) ++j;
-      cuts.push_back(shared[j]);
+  if (shared.size() < 10 || span <= 0) return cuts;
+  auto earliest = [&](size_t k) {
+    TimeNs e = std::numeric_limits<TimeNs>::max();
+    for (const auto& [r, ei] : g.instances[static_cast<size_t>(shared[k])].members) {
+      e = std::min(e, g.events[static_cast<size_t>(r)][static_cast<size_t>(ei)].enter);
     }
+    return e;
+  };
+  size_t j = 0;
+  for (int t = 1; t < 10; ++t) {
+    const TimeNs target = first + span * t / 10;
+    while (j + 1 < shared.size() && earliest(j) < target) ++j;
+    cuts.push_back(shared[j]);
   }
-  if (cuts.size() == 9) {
-    for (size_t ri = 0; ri < n; ++ri) {
-      const std::vector<Event>& ev = g.events[ri];
-      // Own work and busy time of events [0, i).
-      std::vector<DurationNs> prefix(ev.size() + 1, 0), busy_prefix(ev.size() + 1, 0);
-      for (size_t i = 0; i < ev.size(); ++i) {
-        const DurationNs gap = JudgedGap(ev, i);
-        prefix[i + 1] = prefix[i] + gap;
-        busy_prefix[i + 1] = busy_prefix[i] + gap + JudgedTransfer(ev, i);
-      }
-      // The cut instances' events on this rank.
-      std::vector<size_t> at(cuts.size(), 0);
-      for (size_t j = 0; j < cuts.size(); ++j) {
-        for (const auto& [r, ei] : g.instances[static_cast<size_t>(cuts[j])].members) {
-          if (static_cast<size_t>(r) == ri) at[j] = static_cast<size_t>(ei);
-        }
-      }
-      for (auto [sums, parts] : {std::pair{&prefix, &model.ranks[ri].own_by_part},
-                                 std::pair{&busy_prefix, &model.ranks[ri].busy_by_part}}) {
-        parts->assign(10, 0);
-        if (ev.empty()) continue;
-        DurationNs before = 0;
-        for (size_t t = 0; t < 10; ++t) {
-          const DurationNs upto = t == 9 ? sums->back() : (*sums)[at[t] + 1];
-          (*parts)[t] = std::max<DurationNs>(upto - before, 0);
-          before = std::max(before, upto);
-        }
-      }
-    }
-  } else {
-    for (size_t ri = 0; ri < n; ++ri) {
-      std::vector<DurationNs>& tenths = model.ranks[ri].own_by_part;
-      std::vector<DurationNs>& busy_tenths = model.ranks[ri].busy_by_part;
-      tenths.assign(10, 0);
-      busy_tenths.assign(10, 0);
-      const std::vector<Event>& ev = g.events[ri];
-      const size_t first = FirstJudged(ev);
-      if (span <= 0 || first >= ev.size()) continue;
-      TimeNs busy_until = ev[first].enter;
-      for (size_t k = first; k < ev.size(); ++k) {
-        const Event& e = ev[k];
-        TimeNs from = busy_until;
-        const TimeNs to = std::max(e.enter, busy_until);
-        while (from < to) {
-          const auto t =
-              static_cast<size_t>(std::clamp<int64_t>((from - model.first) * 10 / span, 0, 9));
-          const TimeNs tenth_end = model.first + span * static_cast<int64_t>(t + 1) / 10;
-          // Integer rounding can put tenth_end at `from`: always move on.
-          const TimeNs upto = t == 9 ? to : std::min(to, std::max(tenth_end, from + 1));
-          tenths[t] += upto - from;
-          busy_tenths[t] += upto - from;
-          from = upto;
-        }
-        if (e.transfer > 0) {
-          busy_tenths[static_cast<size_t>(
-              std::clamp<int64_t>((e.exit - model.first) * 10 / span, 0, 9))] += e.transfer;
-        }
-        busy_until = std::max(busy_until, e.exit);
-      }
-    }
-  }
+  return cuts;
+}
 
-  // First-order wait states: each event's wait for the partner that came last.
+// Own work and busy time per part, the parts cut at the same instances on every rank.
+void AddPartsAtCuts(const Graph& g, const std::vector<int>& cuts, BlameModel* model) {
+  for (size_t ri = 0; ri < g.ranks.size(); ++ri) {
+    const std::vector<Event>& ev = g.events[ri];
+    // Own work and busy time of events [0, i).
+    std::vector<DurationNs> prefix(ev.size() + 1, 0), busy_prefix(ev.size() + 1, 0);
+    for (size_t i = 0; i < ev.size(); ++i) {
+      const DurationNs gap = JudgedGap(ev, i);
+      prefix[i + 1] = prefix[i] + gap;
+      busy_prefix[i + 1] = busy_prefix[i] + gap + JudgedTransfer(ev, i);
+    }
+    // The cut instances' events on this rank.
+    std::vector<size_t> at(cuts.size(), 0);
+    for (size_t j = 0; j < cuts.size(); ++j) {
+      for (const auto& [r, ei] : g.instances[static_cast<size_t>(cuts[j])].members) {
+        if (static_cast<size_t>(r) == ri) at[j] = static_cast<size_t>(ei);
+      }
+    }
+    for (auto [sums, parts] : {std::pair{&prefix, &model->ranks[ri].own_by_part},
+                               std::pair{&busy_prefix, &model->ranks[ri].busy_by_part}}) {
+      parts->assign(10, 0);
+      if (ev.empty()) continue;
+      DurationNs before = 0;
+      for (size_t t = 0; t < 10; ++t) {
+        const DurationNs upto = t == 9 ? sums->back() : (*sums)[at[t] + 1];
+        (*parts)[t] = std::max<DurationNs>(upto - before, 0);
+        before = std::max(before, upto);
+      }
+    }
+  }
+}
+
+// Own work and busy time per wall-clock tenth of the model's span.
+void AddWallClockParts(const Graph& g, DurationNs span, BlameModel* model) {
+  const TimeNs start = model->first;
+  for (size_t ri = 0; ri < g.ranks.size(); ++ri) {
+    std::vector<DurationNs>& tenths = model->ranks[ri].own_by_part;
+    std::vector<DurationNs>& busy_tenths = model->ranks[ri].busy_by_part;
+    tenths.assign(10, 0);
+    busy_tenths.assign(10, 0);
+    const std::vector<Event>& ev = g.events[ri];
+    const size_t first = FirstJudged(ev);
+    if (span <= 0 || first >= ev.size()) continue;
+    TimeNs busy_until = ev[first].enter;
+    for (size_t k = first; k < ev.size(); ++k) {
+      const Event& e = ev[k];
+      TimeNs from = busy_until;
+      const TimeNs to = std::max(e.enter, busy_until);
+      while (from < to) {
+        const auto t = static_cast<size_t>(std::clamp<int64_t>((from - start) * 10 / span, 0, 9));
+        const TimeNs tenth_end = start + span * static_cast<int64_t>(t + 1) / 10;
+        // Integer rounding can put tenth_end at `from`: always move on.
+        const TimeNs upto = t == 9 ? to : std::min(to, std::max(tenth_end, from + 1));
+        tenths[t] += upto - from;
+        busy_tenths[t] += upto - from;
+        from = upto;
+      }
+      if (e.transfer > 0) {
+        busy_tenths[static_cast<size_t>(std::clamp<int64_t>((e.exit - start) * 10 / span, 0, 9))] +=
+            e.transfer;
+      }
+      busy_until = std::max(busy_until, e.exit);
+    }
+  }
+}
+
+// First-order wait states: each event's wait for the partner that came last, on that partner.
+void AddFirstOrderWaits(const Graph& g, BlameModel* model) {
   const std::vector<Top2> recorded_tops = RecordedTops(g);
-  for (size_t ri = 0; ri < n; ++ri) {
+  for (size_t ri = 0; ri < g.ranks.size(); ++ri) {
     for (const Event& e : g.events[ri]) {
       const Ready ready = DependencyTime(
           g, static_cast<int>(ri), e,
@@ -1005,15 +1004,435 @@ BlameModel BuildBlameModel(const Session& aligned, const SessionMatches& matches
       const DurationNs wait =
           std::clamp<DurationNs>(ready.at - e.enter, 0, std::max<DurationNs>(e.exit - e.enter, 0));
       if (wait <= 0) continue;
-      model.ranks[ri].waited += wait;
-      RankBlame& culprit = model.ranks[static_cast<size_t>(ready.culprit)];
+      model->ranks[ri].waited += wait;
+      RankBlame& culprit = model->ranks[static_cast<size_t>(ready.culprit)];
       culprit.caused += wait;
       auto at = culprit.caused_at.find(e.call);
       if (at == culprit.caused_at.end()) at = culprit.caused_at.emplace(e.call, 0).first;
       at->second += wait;
-      model.waits[{g.ranks[ri], g.ranks[static_cast<size_t>(ready.culprit)]}] += wait;
+      model->waits[{g.ranks[ri], g.ranks[static_cast<size_t>(ready.culprit)]}] += wait;
     }
   }
+}
+
+// The figure a rank is judged on: its own work, or its busy time (own work and transfers).
+enum class Figure { kOwnWork, kBusy };
+
+DurationNs Total(const RankBlame& r, Figure f) { return f == Figure::kBusy ? r.busy : r.own_work; }
+
+DurationNs Part(const RankBlame& r, Figure f, size_t t) {
+  return (f == Figure::kBusy ? r.busy_by_part : r.own_by_part)[t];
+}
+
+// The ranks with enough events to be judged, and medians over them.
+struct Judged {
+  const BlameModel& model;
+  std::vector<size_t> ranks;
+
+  // The median of figure(rank blame) over the judged ranks other than `self`.
+  template <class F>
+  double OthersMedian(size_t self, F figure) const {
+    std::vector<double> v;
+    for (size_t o : ranks) {
+      if (o != self) v.push_back(static_cast<double>(figure(model.ranks[o])));
+    }
+    return Median(std::move(v));
+  }
+  double OthersMedian(size_t self, Figure f) const {
+    return OthersMedian(self, [f](const RankBlame& r) { return Total(r, f); });
+  }
+};
+
+// How steadily a rank's excess on a figure holds over the ten parts of the run.
+struct Steadiness {
+  bool steady = false;
+  double z = 0;     // its excess in standard errors of what chance gives over the parts
+  int clear = 0;    // parts where its figure is clearly above the others'
+  int counted = 0;  // parts where anyone did anything
+};
+
+// How much a rank's figure in one part of the run strays from the others' by chance. With three
+// ranks or more, from the other ranks' own deviations (so a straggler that starts halfway counts
+// in full); with two, from this rank's (then it must be steady).
+Steadiness SteadyOverTime(const Judged& judged, size_t ri, Figure fig, double excess, double median,
+                          bool outside_evidence, const BlameOptions& options) {
+  Steadiness out;
+  const RankBlame& b = judged.model.ranks[ri];
+  std::vector<double> median_t(10), deviation, mine_minus;
+  for (size_t t = 0; t < 10; ++t) {
+    median_t[t] = judged.OthersMedian(ri, [&](const RankBlame& r) { return Part(r, fig, t); });
+  }
+  for (size_t t = 0; t < 10; ++t) {
+    const double mine = static_cast<double>(Part(b, fig, t));
+    if (median_t[t] <= 0 && mine <= 0) continue;
+    ++out.counted;
+    mine_minus.push_back(mine - median_t[t]);
+    if (mine - median_t[t] >= 0.5 * options.min_excess_fraction * median_t[t] &&
+        mine > median_t[t]) {
+      ++out.clear;
+    }
+  }
+  const bool many = judged.ranks.size() >= 3;
+  if (many) {
+    for (size_t o : judged.ranks) {
+      if (o == ri) continue;
+      for (size_t t = 0; t < 10; ++t) {
+        const double theirs = static_cast<double>(Part(judged.model.ranks[o], fig, t));
+        if (median_t[t] > 0 || theirs > 0) deviation.push_back(theirs - median_t[t]);
+      }
+    }
+  }
+  const double tenth_sigma =
+      std::max(many ? RobustSigma(deviation) : SampleSigma(mine_minus), 0.005 * median / 10);
+  out.z = excess / (tenth_sigma * std::sqrt(std::max(out.counted, 1)));
+  out.steady = out.z >= options.steady_sigmas;
+  if (!many && outside_evidence) {
+    // Two ranks, one of them seen slowed from outside: steady in proportion is steady too. A
+    // code whose phases differ in size (HPCC: HPL, PTRANS, RandomAccess, FFT, b_eff) makes the
+    // rank's excess differ from part to part while its ratio to the other rank's stays (2-19x
+    // with competitors on its core), so the ratios' mean is tested against their own spread. A
+    // part's figures are floored at a twentieth of an average part's, so parts where both ranks
+    // did next to nothing add no noise.
+    std::vector<double> mine_t(10);
+    for (size_t t = 0; t < 10; ++t) mine_t[t] = static_cast<double>(Part(b, fig, t));
+    const double ratio_z = ProportionalSteadiness(mine_t, median_t, 0.05 * median / 10);
+    out.steady |= ratio_z >= options.steady_sigmas_outside_evidence;
+    out.z = std::max(out.z, ratio_z);
+  }
+  return out;
+}
+
+// Whether a rank stands apart from the others on one figure: across ranks and steadily in time.
+struct Apart {
+  bool passes = false;
+  double excess = 0, median = 0, sigmas = 0, fraction = 0, persistence = 0;
+};
+
+Apart StandsApart(const Judged& judged, size_t ri, Figure fig, double min_sigmas,
+                  bool outside_evidence, const BlameOptions& options) {
+  Apart out;
+  const double median = judged.OthersMedian(ri, fig);
+  const double excess = static_cast<double>(Total(judged.model.ranks[ri], fig)) - median;
+  if (median <= 0 || excess < options.min_excess_fraction * median) return out;
+  std::vector<double> others;
+  for (size_t o : judged.ranks) {
+    if (o != ri) others.push_back(static_cast<double>(Total(judged.model.ranks[o], fig)));
+  }
+  // Across ranks: a floor under the spread, since with few ranks that agree closely the MAD can
+  // be ~0.
+  const double sigma = std::max(RobustSigma(others), 0.01 * median);
+  if (excess < min_sigmas * sigma) return out;
+  const Steadiness time =
+      SteadyOverTime(judged, ri, fig, excess, median, outside_evidence, options);
+  if (!time.steady) return out;
+  out.passes = true;
+  out.excess = excess;
+  out.median = median;
+  out.sigmas = std::min(excess / sigma, time.z);
+  out.fraction = excess / median;
+  out.persistence = time.counted > 0 ? static_cast<double>(time.clear) / time.counted : 0;
+  return out;
+}
+
+// A rank to replay like the typical rank, and how.
+struct Candidate {
+  size_t index;
+  double excess;
+  bool busy;              // judged on busy time (else own work)
+  double scale;           // what the what-if multiplies its own work by
+  double transfer_scale;  // ... and, when busy, its transfers and its partners' with it
+  // Judged on busy time for sharing its CPUs (run delay, or its CPU far below the others'), not
+  // for a quota or a freezer holding it.
+  bool contended = false;
+};
+
+// A rank held inside its collectives: its arrivals are on time and every member's transfer grows
+// with its own, so neither its own work nor its busy time stands apart. Being held alone names it:
+// its own work goes to theirs, its calls' transfers shrink by the held share. Its own work must
+// not be clearly below theirs (a rank held only while it waited anyway delayed nobody).
+std::optional<Candidate> HeldCandidate(const Judged& judged, size_t ri, std::optional<double> held,
+                                       RankBlame* cb) {
+  const double mine = static_cast<double>(cb->own_work);
+  const double others_own = judged.OthersMedian(ri, Figure::kOwnWork);
+  if (!held || cb->own_work <= 0 || mine < 0.9 * others_own) return std::nullopt;
+  // Its transfers shrink by the held share, or to the others' busy time where its own busy time
+  // is further above theirs: where its calls are a ping-pong with a partner (HPCC's b_eff,
+  // PTRANS), a clean run's waits for the partner's latency become its transfers once it is held
+  // (HPCC at np 2, frozen 60 ms of every 100: busy 2.86 s against 0.82 s, with transfers at the
+  // held share 1.52x the bare clean run, at the busy ratio 1.0x). Where every member's transfer
+  // grew with its own (a quota inside all-reduces), the ratio is about 1 and the held share
+  // decides.
+  const double throttle_scale = std::clamp(1.0 - *held, 0.1, 1.0);
+  const double others_busy = judged.OthersMedian(ri, Figure::kBusy);
+  const double busy_ratio =
+      cb->busy > 0 ? std::clamp(others_busy / static_cast<double>(cb->busy), 0.0, 1.0) : 1.0;
+  cb->judged_on_busy = true;
+  cb->held_share = *held;
+  return Candidate{ri, std::max(static_cast<double>(cb->busy) - others_busy, 0.0), true,
+                   std::clamp(others_own / mine, 0.0, 1.0), std::min(throttle_scale, busy_ratio)};
+}
+
+// A rank that stands apart: how much faster it would run like the others. A rank starved of CPU
+// is slowed alike in its own work and in its transfers, but the others' busy time is inflated too
+// (their transfers with it wait for it to run: rendezvous messages progress only while it does),
+// so its busy time against theirs understates the slowdown; its own work against theirs does not,
+// where own work is a material share of a typical rank's busy time (a quarter; HPCC's is a few
+// percent, too little to read). The stronger of the two estimates is taken.
+Candidate ApartCandidate(const Judged& judged, size_t ri, const Apart& apart, bool busy,
+                         std::optional<double> held, RankBlame* cb) {
+  const double mine = static_cast<double>(cb->own_work);
+  const double others_own = judged.OthersMedian(ri, Figure::kOwnWork);
+  double scale = apart.median / static_cast<double>(busy ? cb->busy : cb->own_work);
+  if (busy && cb->own_work > 0 && others_own >= 0.25 * apart.median) {
+    scale = std::min(scale, others_own / mine);
+  }
+  scale = std::clamp(scale, 0.0, 1.0);
+  // Its cgroup's quota throttled it (or a freezer froze it) for this share of its wall: its calls
+  // could not progress that long, so like the others they shrink by that share at least.
+  const double throttle_scale = held ? std::clamp(1.0 - *held, 0.1, 1.0) : 1.0;
+  double transfer_scale = busy ? std::min(scale, throttle_scale) : scale;
+  // Held (frozen, throttled: seen from outside), its own work like the others' (at least 0.8 of
+  // theirs per unit, and a material share of their busy time, as above), its busy time apart: it
+  // was slow inside its calls only (while its partners waited for its messages), so its
+  // transfers, not its whole busy time, go to the others' (a halo exchange held 8 ms a step in
+  // one rank's Waitall: the busy ratio left the what-if 1.4x). Where own work is a few percent of
+  // the busy time (HPCC), the ratio of such small figures says nothing: HPCC's quota'd rank, its
+  // own work 0.09 s against 0.11 s, would have its transfers cut to 0.15x (the what-if 0.6x).
+  // Not for a rank merely sharing its CPUs: in a clean run on 2 cores a rank that got less CPU
+  // by chance had its gain doubled by it, and was named.
+  const double others_transfer = judged.OthersMedian(
+      ri, [](const RankBlame& r) { return static_cast<double>(r.busy - r.own_work); });
+  const double my_transfer = static_cast<double>(cb->busy - cb->own_work);
+  if (busy && held && mine > 0 && others_own >= 0.8 * mine && others_own >= 0.25 * apart.median &&
+      my_transfer > 0) {
+    transfer_scale = std::min(transfer_scale, std::clamp(others_transfer / my_transfer, 0.0, 1.0));
+  }
+  cb->excess_sigmas = apart.sigmas;
+  cb->excess_fraction = apart.fraction;
+  cb->persistence = apart.persistence;
+  cb->judged_on_busy = busy;
+  return {ri, apart.excess, busy, scale, transfer_scale, busy && !held};
+}
+
+// Whether and how rank ri is a candidate. Own work is measured on the rank's own clock: the test
+// that clock error cannot fool. A rank the agents saw starved of CPU, or running far less than
+// the others (stopped, frozen), is slow inside MPI as well (it progresses its messages only while
+// it runs), so for it the busy time counts, transfers included.
+std::optional<Candidate> JudgeRank(const Session& aligned, const Judged& judged, int rank,
+                                   size_t ri, const BlameOptions& options, RankBlame* cb) {
+  // Its off-CPU cause, read once (each reading goes over every rank's samples).
+  const std::optional<OffCpuCause> off_cpu = FindOffCpuCause(aligned, rank);
+  // Running far less than the others counts so only when the rank was not off its CPU by its
+  // own call (blocked writing a slow FIFO, asleep): then it was not slow inside MPI, where it
+  // ran as the others did, and its transfers, the collectives' start-up among them, must not
+  // shrink with its own work (LAMMPS at np 2, its dump a FIFO drained at 500 kB/s: scaled,
+  // MPI_Init's 0.22 s went from the what-if, 0.68x the bare clean run).
+  const bool blocked = off_cpu && off_cpu->kind == "blocked";
+  bool busy = StarvedOfCpu(aligned, rank) || (RanFarLess(aligned, rank) && !blocked) ||
+              FrozenShare(off_cpu).has_value();
+  Apart apart =
+      busy ? StandsApart(judged, ri, Figure::kBusy, options.excess_sigmas_outside_evidence, true,
+                         options)
+           : StandsApart(judged, ri, Figure::kOwnWork, options.excess_sigmas, false, options);
+  // Evidence from outside widens the test, never narrows it: a rank that sleeps (its CPU far
+  // below the others') while the others' transfers spread their busy times (a rendezvous
+  // pipeline on shared cores) may not stand apart on busy time, yet its own work does, at the
+  // thresholds any rank is held to.
+  if (busy && !apart.passes) {
+    apart = StandsApart(judged, ri, Figure::kOwnWork, options.excess_sigmas, false, options);
+    busy = !apart.passes;
+  }
+  const std::optional<double> held = HeldShareGiven(aligned, rank, off_cpu);
+  if (!apart.passes) return HeldCandidate(judged, ri, held, cb);
+  return ApartCandidate(judged, ri, apart, busy, held, cb);
+}
+
+// Where every judged rank's chain is the same sequence of calls (SPMD codes: LAMMPS's halo
+// exchange, mpi_train), a candidate's own work is replaced event by event by the typical rank's:
+// per event, the median gap before it over the judged ranks that are not candidates. Scaling its
+// recorded gaps instead keeps their shape: a quota-throttled rank's gaps are short, or long by a
+// throttled period, and scaled they still make the others wait at the long ones (LAMMPS at np 2,
+// rank 0 under a 20 % quota: the what-if 1.35x the bare run scaled, 1.21x replaced). Elsewhere
+// (HPCC's probe and Waitany loops differ between ranks) its gaps are scaled: empty.
+std::vector<DurationNs> TypicalGaps(const Graph& g, const std::vector<size_t>& judged,
+                                    const std::vector<Candidate>& candidates) {
+  std::vector<bool> candidate(g.ranks.size(), false);
+  for (const Candidate& c : candidates) candidate[c.index] = true;
+  std::vector<size_t> typical_ranks;
+  for (size_t ri : judged) {
+    if (!candidate[ri]) typical_ranks.push_back(ri);
+  }
+  if (candidates.empty() || typical_ranks.empty()) return {};
+  const std::vector<Event>& first_chain = g.events[judged.front()];
+  for (size_t ri : judged) {
+    const std::vector<Event>& ev = g.events[ri];
+    if (ev.size() != first_chain.size()) return {};
+    for (size_t k = 0; k < ev.size(); ++k) {
+      if (ev[k].call != first_chain[k].call) return {};
+    }
+  }
+  // At most 63 of them, evenly spread: their median is the typical rank's as well, and a
+  // 1,024-rank session's 12 k events a rank are read from 63 chains, not 1,000.
+  constexpr size_t kMaxTypical = 63;
+  if (typical_ranks.size() > kMaxTypical) {
+    std::vector<size_t> spread;
+    for (size_t j = 0; j < kMaxTypical; ++j) {
+      spread.push_back(typical_ranks[j * typical_ranks.size() / kMaxTypical]);
+    }
+    typical_ranks = std::move(spread);
+  }
+  const size_t m = typical_ranks.size(), events = first_chain.size();
+  std::vector<DurationNs> by_event(events * m);  // [k * m + j]: rank j's gap before event k
+  for (size_t j = 0; j < m; ++j) {
+    const std::vector<Event>& ev = g.events[typical_ranks[j]];
+    for (size_t k = 0; k < events; ++k) by_event[k * m + j] = ev[k].gap;
+  }
+  std::vector<DurationNs> typical_gaps(events);
+  for (size_t k = 0; k < events; ++k) {
+    const auto begin = by_event.begin() + static_cast<std::ptrdiff_t>(k * m);
+    typical_gaps[k] =
+        MedianNs(std::vector<DurationNs>(begin, begin + static_cast<std::ptrdiff_t>(m)));
+  }
+  return typical_gaps;
+}
+
+// What a typical start-up and setup save is in the what-if, not in the gain the rank is judged on
+// (FirstJudged): a clean 0.7 s run had a rank's MPI_Init 60-100 ms late, which made a 9 % gain of
+// a rank whose judged own work was 1.1x the others'.
+DurationNs StartupSaved(const std::vector<Event>& chain, const Candidate& c,
+                        const std::vector<DurationNs>& typical_gaps) {
+  DurationNs saved = 0;
+  const size_t judged_from = FirstJudged(chain);
+  for (size_t k = 0; judged_from > 0 && k <= judged_from && k < chain.size(); ++k) {
+    const DurationNs replayed =
+        typical_gaps.empty() ? Scaled(chain[k].gap, c.scale) : typical_gaps[k];
+    saved += chain[k].gap - replayed;
+  }
+  return std::max<DurationNs>(saved, 0);
+}
+
+// The greedy replay: the stragglers found so far, made like the typical rank.
+struct Accepted {
+  std::vector<double> scale, transfer_scale;
+  std::vector<const std::vector<DurationNs>*> typical;
+  Replay current;
+  std::vector<int> ranks;
+  std::set<std::string> starved_nodes;  // nodes of the stragglers judged on busy time
+};
+
+DurationNs OthersWaited(const Replay& rp, size_t self) {
+  DurationNs total = 0;
+  for (size_t o = 0; o < rp.waited.size(); ++o) {
+    if (o != self) total += rp.waited[o];
+  }
+  return total;
+}
+
+// Greedy, most excess first: each candidate is replayed with the stragglers found before it
+// already like the typical rank, so a second straggler hidden behind a slower one (both late at
+// the same collectives) still shows its own gain, and the gains add up.
+void ReplayCandidates(const Session& aligned, const Graph& g, const Replay& base,
+                      const std::vector<Candidate>& candidates,
+                      const std::vector<DurationNs>& typical_gaps, size_t judged_ranks,
+                      const BlameOptions& options, BlameModel* model) {
+  const size_t n = g.ranks.size();
+  const DurationNs span = model->span();
+  const std::vector<double> unit(n, 1.0);
+  Accepted acc{unit, unit, {}, base, {}, {}};
+  if (!typical_gaps.empty()) acc.typical.assign(n, nullptr);
+  // Nodes of candidates that used clearly more CPU than the others: whatever the order the
+  // candidates are tried in, a rank that waited for its CPUs there may have waited for them.
+  std::set<std::string> cpu_heavy_nodes;
+  for (const Candidate& c : candidates) {
+    const RankData& data = aligned.ranks[c.index];
+    if (UsedClearlyMoreCpu(aligned, data.id.rank)) cpu_heavy_nodes.insert(data.id.node);
+  }
+  for (const Candidate& c : candidates) {
+    RankBlame& b = model->ranks[c.index];
+    std::vector<double> trial = acc.scale;
+    trial[c.index] = c.scale;
+    std::vector<const std::vector<DurationNs>*> trial_typical = acc.typical;
+    if (!typical_gaps.empty()) trial_typical[c.index] = &typical_gaps;
+    // A rank judged on its busy time was slow inside MPI too: the calls it takes part in speed
+    // up with it. One judged on its own work only works faster.
+    std::vector<double> trial_transfer = acc.transfer_scale;
+    if (c.busy) trial_transfer[c.index] = c.transfer_scale;
+    Replay what_if = Run(g, trial, trial_transfer, trial_typical);
+    b.replayed = true;
+    b.what_if_with = acc.ranks;
+    // Replays differ from the recording by the model's error; the what-if is read against the
+    // replay of the recording, then applied to the measured span.
+    b.what_if_span = std::max<DurationNs>(span - (base.span - what_if.span), 0);
+    b.caused_total = std::max<DurationNs>(
+        OthersWaited(acc.current, c.index) - OthersWaited(what_if, c.index), 0);
+    const DurationNs gain =
+        acc.current.span - what_if.span - StartupSaved(g.events[c.index], c, typical_gaps);
+    b.gain = std::max<DurationNs>(gain, 0);
+    // A rank judged on its own work that shares a node with a straggler starved of CPU competes
+    // with it for the node's CPUs: part of its extra work may be that rank's doing (LAMMPS on 2
+    // cores: the rank beside a quota-throttled one lost the CPU to it whenever it came back),
+    // which the replay cannot undo. It must save twice as much to count.
+    const std::string& node = aligned.ranks[c.index].id.node;
+    const bool beside_starved = !c.busy && acc.starved_nodes.count(node) > 0;
+    // The mirror case: a rank that waited for its CPUs, on a node where another candidate used
+    // clearly more CPU than the others, may have waited for that rank (4 ranks on 2 cores, one
+    // of them copying 20 GiB through its loader: a core-mate ran 19 % of its wall where the
+    // others ran 40 %, a 5 % gain the loader's fix would take with it).
+    const bool beside_cpu_heavy = c.contended && cpu_heavy_nodes.count(node) > 0;
+    const double min_gain =
+        options.min_gain_fraction * (beside_starved || beside_cpu_heavy ? 2.0 : 1.0);
+    const bool saves =
+        span > 0 && static_cast<double>(gain) >= min_gain * static_cast<double>(model->job);
+    // Of two ranks there is no typical rank to hold one against: a host rank that did more own
+    // work than the other with nothing seen from outside to explain it (not starved, held or off
+    // its CPU) may have had more work, or a slower core (on this project's 2-vCPU VM, LAMMPS's
+    // own timers put one rank's pair time 1.2-1.4x the other's in clean runs, either rank).
+    // Not named; the report says so.
+    if (saves && !c.busy && judged_ranks == 2 && !OnGpuTimeline(aligned.ranks[c.index]) &&
+        !FindOffCpuCause(aligned, b.rank)) {
+      b.unexplained_of_two = true;
+      continue;
+    }
+    if (!saves) continue;
+    if (c.busy) acc.starved_nodes.insert(node);
+    model->stragglers.push_back(b.rank);
+    acc.ranks.push_back(b.rank);
+    acc.scale = std::move(trial);
+    acc.transfer_scale = std::move(trial_transfer);
+    acc.typical = std::move(trial_typical);
+    acc.current = std::move(what_if);
+  }
+  if (!model->stragglers.empty()) {
+    model->what_if_all_span = std::max<DurationNs>(span - (base.span - acc.current.span), 0);
+  }
+}
+
+}  // namespace
+
+BlameModel BuildBlameModel(const Session& aligned, const SessionMatches& matches,
+                           const BlameOptions& options) {
+  BlameModel model;
+  Graph g = BuildGraph(aligned, matches);
+  ComputeTransfers(&g);
+  const size_t n = g.ranks.size();
+  bool any = false;
+  for (const auto& ev : g.events) any |= !ev.empty();
+  if (!any) return model;
+  AddRankTotals(aligned, g, &model);
+
+  // Own work in ten parts of the run. Where the ranks share enough collectives, the parts are
+  // cut at the same instances on every rank, so each part holds the same work on every rank
+  // (a straggler that is always working would otherwise fill every wall-clock tenth, and a rank
+  // that runs ahead of a reduce's root would too). Otherwise, wall-clock tenths.
+  const DurationNs span = model.span();
+  model.job = std::max<DurationNs>(aligned.end - aligned.start, span);
+  const std::vector<int> cuts = PartCuts(g, model.first, span);
+  if (cuts.size() == 9) {
+    AddPartsAtCuts(g, cuts, &model);
+  } else {
+    AddWallClockParts(g, span, &model);
+  }
+  AddFirstOrderWaits(g, &model);
 
   // Busy time across ranks: the typical rank, and how far each one stands from the others.
   std::vector<DurationNs> work, own;
@@ -1031,356 +1450,25 @@ BlameModel BuildBlameModel(const Session& aligned, const SessionMatches& matches
   model.replayed_span = base.span;
   model.broken_dependencies = base.broken;
 
-  // Candidates: busy time above the other ranks' by a robust margin.
-  struct Candidate {
-    size_t index;
-    double excess;
-    bool busy;              // judged on busy time (else own work)
-    double scale;           // what the what-if multiplies its own work by
-    double transfer_scale;  // ... and, when busy, its transfers and its partners' with it
-    // Judged on busy time for sharing its CPUs (run delay, or its CPU far below the others'),
-    // not for a quota or a freezer holding it.
-    bool contended = false;
-  };
-  std::vector<Candidate> candidates;
-  std::vector<size_t> judged;
+  // Candidates: busy time or own work above the other ranks' by a robust margin, or held alone.
+  Judged judged{model, {}};
   for (size_t ri = 0; ri < n; ++ri) {
-    if (model.ranks[ri].events >= options.min_events) judged.push_back(ri);
+    if (model.ranks[ri].events >= options.min_events) judged.ranks.push_back(ri);
   }
-  // The median of a figure over the judged ranks other than `self`.
-  auto others_median = [&](size_t self, auto figure) {
-    std::vector<double> v;
-    for (size_t o : judged) {
-      if (o != self) v.push_back(static_cast<double>(figure(model.ranks[o])));
-    }
-    return Median(std::move(v));
-  };
-  // Whether rank ri stands apart on one figure (own work, or busy time) and its parts.
-  struct Apart {
-    bool passes = false;
-    double excess = 0, median = 0, sigmas = 0, fraction = 0, persistence = 0;
-  };
-  auto stands_apart = [&](size_t ri, double min_sigmas, bool outside_evidence, auto total,
-                          auto parts) {
-    Apart out;
-    const RankBlame& b = model.ranks[ri];
-    const double median = others_median(ri, total);
-    const double excess = static_cast<double>(total(b)) - median;
-    if (median <= 0 || excess < options.min_excess_fraction * median) return out;
-    std::vector<double> others;
-    for (size_t o : judged) {
-      if (o != ri) others.push_back(static_cast<double>(total(model.ranks[o])));
-    }
-    // Across ranks: a floor under the spread, since with few ranks that agree closely the MAD
-    // can be ~0.
-    const double sigma = std::max(RobustSigma(others), 0.01 * median);
-    if (excess < min_sigmas * sigma) return out;
-
-    // Over time: how much a rank's figure in one part of the run strays from the others' by
-    // chance. With three ranks or more, from the other ranks' own deviations (so a straggler
-    // that starts halfway counts in full); with two, from this rank's (then it must be steady).
-    std::vector<double> median_t(10), deviation;
-    for (size_t t = 0; t < 10; ++t) {
-      median_t[t] = others_median(ri, [&](const RankBlame& r) { return parts(r)[t]; });
-    }
-    int clear = 0, counted = 0;
-    std::vector<double> mine_minus;
-    for (size_t t = 0; t < 10; ++t) {
-      const double mine = static_cast<double>(parts(b)[t]);
-      if (median_t[t] <= 0 && mine <= 0) continue;
-      ++counted;
-      mine_minus.push_back(mine - median_t[t]);
-      if (mine - median_t[t] >= 0.5 * options.min_excess_fraction * median_t[t] &&
-          mine > median_t[t]) {
-        ++clear;
-      }
-    }
-    if (judged.size() >= 3) {
-      for (size_t o : judged) {
-        if (o == ri) continue;
-        for (size_t t = 0; t < 10; ++t) {
-          const double theirs = static_cast<double>(parts(model.ranks[o])[t]);
-          if (median_t[t] > 0 || theirs > 0) deviation.push_back(theirs - median_t[t]);
-        }
-      }
-    } else {
-      deviation = {SampleSigma(mine_minus)};
-    }
-    const double tenth_sigma = std::max(
-        judged.size() >= 3 ? RobustSigma(deviation) : deviation.front(), 0.005 * median / 10);
-    double time_z = excess / (tenth_sigma * std::sqrt(std::max(counted, 1)));
-    bool steady = time_z >= options.steady_sigmas;
-    if (judged.size() < 3 && outside_evidence) {
-      // Two ranks, one of them seen slowed from outside: steady in proportion is steady too. A
-      // code whose phases differ in size (HPCC: HPL, PTRANS, RandomAccess, FFT, b_eff) makes the
-      // rank's excess differ from part to part while its ratio to the other rank's stays
-      // (2-19x with competitors on its core), so the ratios' mean is tested against their own
-      // spread. A part's figures are floored at a twentieth of an average part's, so parts
-      // where both ranks did next to nothing add no noise.
-      std::vector<double> mine_t(10);
-      for (size_t t = 0; t < 10; ++t) mine_t[t] = static_cast<double>(parts(b)[t]);
-      const double ratio_z = ProportionalSteadiness(mine_t, median_t, 0.05 * median / 10);
-      steady |= ratio_z >= options.steady_sigmas_outside_evidence;
-      time_z = std::max(time_z, ratio_z);
-    }
-    if (!steady) return out;
-    out.passes = true;
-    out.excess = excess;
-    out.median = median;
-    out.sigmas = std::min(excess / sigma, time_z);
-    out.fraction = excess / median;
-    out.persistence = counted > 0 ? static_cast<double>(clear) / counted : 0;
-    return out;
-  };
-  for (size_t ri : judged) {
-    // Own work is measured on the rank's own clock: the test that clock error cannot fool. A
-    // rank the agents saw starved of CPU, or running far less than the others (stopped,
-    // frozen), is slow inside MPI as well (it progresses its messages only while it runs), so
-    // for it the busy time counts, transfers included.
-    // Its off-CPU cause, read once (each reading goes over every rank's samples).
-    const std::optional<OffCpuCause> off_cpu = FindOffCpuCause(aligned, g.ranks[ri]);
-    // Running far less than the others counts so only when the rank was not off its CPU by its
-    // own call (blocked writing a slow FIFO, asleep): then it was not slow inside MPI, where it
-    // ran as the others did, and its transfers, the collectives' start-up among them, must not
-    // shrink with its own work (LAMMPS at np 2, its dump a FIFO drained at 500 kB/s: scaled,
-    // MPI_Init's 0.22 s went from the what-if, 0.68x the bare clean run).
-    const bool blocked = off_cpu && off_cpu->kind == "blocked";
-    bool busy = StarvedOfCpu(aligned, g.ranks[ri]) ||
-                (RanFarLess(aligned, g.ranks[ri]) && !blocked) || FrozenShare(off_cpu).has_value();
-    auto own_work_apart = [&] {
-      return stands_apart(
-          ri, options.excess_sigmas, false, [](const RankBlame& r) { return r.own_work; },
-          [](const RankBlame& r) -> const std::vector<DurationNs>& { return r.own_by_part; });
-    };
-    Apart apart = busy ? stands_apart(
-                             ri, options.excess_sigmas_outside_evidence, true,
-                             [](const RankBlame& r) { return r.busy; },
-                             [](const RankBlame& r) -> const std::vector<DurationNs>& {
-                               return r.busy_by_part;
-                             })
-                       : own_work_apart();
-    // Evidence from outside widens the test, never narrows it: a rank that sleeps (its CPU far
-    // below the others') while the others' transfers spread their busy times (a rendezvous
-    // pipeline on shared cores) may not stand apart on busy time, yet its own work does, at the
-    // thresholds any rank is held to.
-    if (busy && !apart.passes) {
-      apart = own_work_apart();
-      busy = !apart.passes;
-    }
-    RankBlame& cb = model.ranks[ri];
-    const double mine = static_cast<double>(cb.own_work);
-    const double others_own = others_median(ri, [](const RankBlame& r) { return r.own_work; });
-    // Its cgroup's quota throttled it (or a freezer froze it) for this share of its wall: its
-    // calls could not progress that long, so like the others they shrink by that share at least.
-    const std::optional<double> held = HeldShareGiven(aligned, g.ranks[ri], off_cpu);
-    const double throttle_scale = held ? std::clamp(1.0 - *held, 0.1, 1.0) : 1.0;
-    if (!apart.passes) {
-      // Held inside its collectives: its arrivals are on time and every member's transfer grows
-      // with its own, so neither its own work nor its busy time stands apart. Being held alone
-      // names it: its own work goes to theirs, its calls' transfers shrink by the held share.
-      // Its own work must not be clearly below theirs (a rank held only while it waited anyway
-      // delayed nobody).
-      if (!held || cb.own_work <= 0 || mine < 0.9 * others_own) continue;
-      // Its transfers shrink by the held share, or to the others' busy time where its own busy
-      // time is further above theirs: where its calls are a ping-pong with a partner (HPCC's
-      // b_eff, PTRANS), a clean run's waits for the partner's latency become its transfers once
-      // it is held (HPCC at np 2, frozen 60 ms of every 100: busy 2.86 s against 0.82 s, with
-      // transfers at the held share 1.52x the bare clean run, at the busy ratio 1.0x). Where
-      // every member's transfer grew with its own (a quota inside all-reduces), the ratio is
-      // about 1 and the held share decides, as before.
-      const double others_busy = others_median(ri, [](const RankBlame& r) { return r.busy; });
-      const double busy_ratio =
-          cb.busy > 0 ? std::clamp(others_busy / static_cast<double>(cb.busy), 0.0, 1.0) : 1.0;
-      candidates.push_back({ri, std::max(static_cast<double>(cb.busy) - others_busy, 0.0), true,
-                            std::clamp(others_own / mine, 0.0, 1.0),
-                            std::min(throttle_scale, busy_ratio)});
-      cb.judged_on_busy = true;
-      cb.held_share = *held;
-      continue;
-    }
-    // How much faster it would run like the others. A rank starved of CPU is slowed alike in its
-    // own work and in its transfers, but the others' busy time is inflated too (their transfers
-    // with it wait for it to run: rendezvous messages progress only while it does), so its busy
-    // time against theirs understates the slowdown; its own work against theirs does not, where
-    // own work is a material share of a typical rank's busy time (a quarter; HPCC's is a few
-    // percent, too little to read). The stronger of the two estimates is taken.
-    double scale = apart.median / static_cast<double>(busy ? cb.busy : cb.own_work);
-    if (busy && cb.own_work > 0 && others_own >= 0.25 * apart.median) {
-      scale = std::min(scale, others_own / mine);
-    }
-    scale = std::clamp(scale, 0.0, 1.0);
-    double transfer_scale = busy ? std::min(scale, throttle_scale) : scale;
-    // Held (frozen, throttled: seen from outside), its own work like the others' (at least 0.8
-    // of theirs per unit, and a material share of their busy time, as above), its busy time
-    // apart: it was slow inside its calls only (while its partners waited for its messages), so
-    // its transfers, not its whole busy time, go to the others' (a halo exchange held 8 ms a
-    // step in one rank's Waitall: the busy ratio left the what-if 1.4x). Where own work is a few
-    // percent of the busy time (HPCC), the ratio of such small figures says nothing: HPCC's
-    // quota'd rank, its own work 0.09 s against 0.11 s, would have its transfers cut to 0.15x
-    // (the what-if 0.6x). Not for a rank merely sharing its CPUs: in a clean run on 2 cores a
-    // rank that got less CPU by chance had its gain doubled by it, and was named.
-    const double others_transfer =
-        others_median(ri, [](const RankBlame& r) { return double(r.busy - r.own_work); });
-    const double my_transfer = static_cast<double>(cb.busy - cb.own_work);
-    if (busy && held && mine > 0 && others_own >= 0.8 * mine && others_own >= 0.25 * apart.median &&
-        my_transfer > 0) {
-      transfer_scale =
-          std::min(transfer_scale, std::clamp(others_transfer / my_transfer, 0.0, 1.0));
-    }
-    candidates.push_back({ri, apart.excess, busy, scale, transfer_scale, busy && !held});
-    cb.excess_sigmas = apart.sigmas;
-    cb.excess_fraction = apart.fraction;
-    cb.persistence = apart.persistence;
-    cb.judged_on_busy = busy;
+  std::vector<Candidate> candidates;
+  for (size_t ri : judged.ranks) {
+    std::optional<Candidate> c =
+        JudgeRank(aligned, judged, g.ranks[ri], ri, options, &model.ranks[ri]);
+    if (c) candidates.push_back(*c);
   }
   std::sort(candidates.begin(), candidates.end(),
             [](const Candidate& a, const Candidate& b) { return a.excess > b.excess; });
   if (static_cast<int>(candidates.size()) > options.max_candidates) {
     candidates.resize(static_cast<size_t>(options.max_candidates));
   }
-
-  // Greedy, most excess first: each candidate is replayed with the stragglers found before it
-  // already like the typical rank, so a second straggler hidden behind a slower one (both late
-  // at the same collectives) still shows its own gain, and the gains add up.
-  auto others_waited = [&](const Replay& rp, size_t self) {
-    DurationNs total = 0;
-    for (size_t o = 0; o < n; ++o) {
-      if (o != self) total += rp.waited[o];
-    }
-    return total;
-  };
-  // Where every judged rank's chain is the same sequence of calls (SPMD codes: LAMMPS's halo
-  // exchange, mpi_train), a candidate's own work is replaced event by event by the typical
-  // rank's: per event, the median gap before it over the judged ranks that are not candidates.
-  // Scaling its recorded gaps instead keeps their shape: a quota-throttled rank's gaps are short,
-  // or long by a throttled period, and scaled they still make the others wait at the long ones
-  // (LAMMPS at np 2, rank 0 under a 20 % quota: the what-if 1.35x the bare run scaled, 1.21x
-  // replaced). Elsewhere (HPCC's probe and Waitany loops differ between ranks) its gaps are
-  // scaled.
-  std::vector<DurationNs> typical_gaps;
-  {
-    std::vector<bool> candidate(n, false);
-    for (const Candidate& c : candidates) candidate[c.index] = true;
-    std::vector<size_t> typical_ranks;
-    for (size_t ri : judged) {
-      if (!candidate[ri]) typical_ranks.push_back(ri);
-    }
-    bool aligned_chains = !candidates.empty() && !typical_ranks.empty();
-    const std::vector<Event>& first_chain = g.events[judged.front()];
-    for (size_t i = 0; aligned_chains && i < judged.size(); ++i) {
-      const std::vector<Event>& ev = g.events[judged[i]];
-      aligned_chains = ev.size() == first_chain.size();
-      for (size_t k = 0; aligned_chains && k < ev.size(); ++k) {
-        aligned_chains = ev[k].call == first_chain[k].call;
-      }
-    }
-    if (aligned_chains) {
-      // At most 63 of them, evenly spread: their median is the typical rank's as well, and a
-      // 1,024-rank session's 12 k events a rank are read from 63 chains, not 1,000.
-      constexpr size_t kMaxTypical = 63;
-      if (typical_ranks.size() > kMaxTypical) {
-        std::vector<size_t> spread;
-        for (size_t j = 0; j < kMaxTypical; ++j) {
-          spread.push_back(typical_ranks[j * typical_ranks.size() / kMaxTypical]);
-        }
-        typical_ranks = std::move(spread);
-      }
-      const size_t m = typical_ranks.size(), events = first_chain.size();
-      std::vector<DurationNs> by_event(events * m);  // [k * m + j]: rank j's gap before event k
-      for (size_t j = 0; j < m; ++j) {
-        const std::vector<Event>& ev = g.events[typical_ranks[j]];
-        for (size_t k = 0; k < events; ++k) by_event[k * m + j] = ev[k].gap;
-      }
-      typical_gaps.resize(events);
-      for (size_t k = 0; k < events; ++k) {
-        const auto begin = by_event.begin() + static_cast<std::ptrdiff_t>(k * m);
-        typical_gaps[k] =
-            MedianNs(std::vector<DurationNs>(begin, begin + static_cast<std::ptrdiff_t>(m)));
-      }
-    }
-  }
-  std::vector<double> scale = unit, transfer_scale = unit;
-  std::vector<const std::vector<DurationNs>*> typical(typical_gaps.empty() ? 0 : n, nullptr);
-  Replay current = base;
-  std::vector<int> before;
-  std::set<std::string> starved_nodes;  // nodes of the stragglers judged on busy time
-  // Nodes of candidates that used clearly more CPU than the others: whatever the order the
-  // candidates are tried in, a rank that waited for its CPUs there may have waited for them.
-  std::set<std::string> cpu_heavy_nodes;
-  for (const Candidate& c : candidates) {
-    const RankData& data = aligned.ranks[c.index];
-    if (UsedClearlyMoreCpu(aligned, data.id.rank)) cpu_heavy_nodes.insert(data.id.node);
-  }
-  for (const Candidate& c : candidates) {
-    RankBlame& b = model.ranks[c.index];
-    std::vector<double> trial = scale;
-    trial[c.index] = c.scale;
-    std::vector<const std::vector<DurationNs>*> trial_typical = typical;
-    if (!typical_gaps.empty()) trial_typical[c.index] = &typical_gaps;
-    // A rank judged on its busy time was slow inside MPI too: the calls it takes part in speed
-    // up with it. One judged on its own work only works faster.
-    std::vector<double> trial_transfer = transfer_scale;
-    if (c.busy) trial_transfer[c.index] = c.transfer_scale;
-    Replay what_if = Run(g, trial, trial_transfer, trial_typical);
-    b.replayed = true;
-    b.what_if_with = before;
-    // Replays differ from the recording by the model's error; the what-if is read against the
-    // replay of the recording, then applied to the measured span.
-    b.what_if_span = std::max<DurationNs>(span - (base.span - what_if.span), 0);
-    b.caused_total =
-        std::max<DurationNs>(others_waited(current, c.index) - others_waited(what_if, c.index), 0);
-    // What a typical start-up and setup save is in the what-if, not in the gain the rank is
-    // judged on (FirstJudged): a clean 0.7 s run had a rank's MPI_Init 60-100 ms late, which
-    // made a 9 % gain of a rank whose judged own work was 1.1x the others'.
-    DurationNs startup_saved = 0;
-    const std::vector<Event>& chain = g.events[c.index];
-    const size_t judged_from = FirstJudged(chain);
-    for (size_t k = 0; judged_from > 0 && k <= judged_from && k < chain.size(); ++k) {
-      const DurationNs replayed =
-          typical_gaps.empty() ? Scaled(chain[k].gap, c.scale) : typical_gaps[k];
-      startup_saved += chain[k].gap - replayed;
-    }
-    startup_saved = std::max<DurationNs>(startup_saved, 0);
-    const DurationNs gain = current.span - what_if.span - startup_saved;
-    b.gain = std::max<DurationNs>(gain, 0);
-    // A rank judged on its own work that shares a node with a straggler starved of CPU competes
-    // with it for the node's CPUs: part of its extra work may be that rank's doing (LAMMPS on 2
-    // cores: the rank beside a quota-throttled one lost the CPU to it whenever it came back),
-    // which the replay cannot undo. It must save twice as much to count.
-    const std::string& node = aligned.ranks[c.index].id.node;
-    const bool beside_starved = !c.busy && starved_nodes.count(node) > 0;
-    // The mirror case: a rank that waited for its CPUs, on a node where another candidate used
-    // clearly more CPU than the others, may have waited for that rank (4 ranks on 2 cores, one
-    // of them copying 20 GiB through its loader: a core-mate ran 19 % of its wall where the
-    // others ran 40 %, a 5 % gain the loader's fix would take with it).
-    const bool beside_cpu_heavy = c.contended && cpu_heavy_nodes.count(node) > 0;
-    const double min_gain =
-        options.min_gain_fraction * (beside_starved || beside_cpu_heavy ? 2.0 : 1.0);
-    const bool saves =
-        span > 0 && static_cast<double>(gain) >= min_gain * static_cast<double>(model.job);
-    // Of two ranks there is no typical rank to hold one against: a host rank that did more own
-    // work than the other with nothing seen from outside to explain it (not starved, held or off
-    // its CPU) may have had more work, or a slower core (on this project's 2-vCPU VM, LAMMPS's
-    // own timers put one rank's pair time 1.2-1.4x the other's in clean runs, either rank).
-    // Not named; the report says so.
-    if (saves && !c.busy && judged.size() == 2 && !OnGpuTimeline(aligned.ranks[c.index]) &&
-        !FindOffCpuCause(aligned, b.rank)) {
-      b.unexplained_of_two = true;
-      continue;
-    }
-    if (saves) {
-      if (c.busy) starved_nodes.insert(node);
-      model.stragglers.push_back(b.rank);
-      before.push_back(b.rank);
-      scale = std::move(trial);
-      transfer_scale = std::move(trial_transfer);
-      typical = std::move(trial_typical);
-      current = std::move(what_if);
-    }
-  }
-  if (!model.stragglers.empty()) {
-    model.what_if_all_span = std::max<DurationNs>(span - (base.span - current.span), 0);
-  }
+  const std::vector<DurationNs> typical_gaps = TypicalGaps(g, judged.ranks, candidates);
+  ReplayCandidates(aligned, g, base, candidates, typical_gaps, judged.ranks.size(), options,
+                   &model);
   return model;
 }
 
