@@ -5,6 +5,7 @@
 #include <map>
 #include <set>
 #include <string>
+#include <tuple>
 #include <utility>
 
 #include "coordinator/analysis/describe.h"
@@ -52,12 +53,8 @@ constexpr WaitState kLateReceiver{.kind = "late_receiver",
                                   .others_key = "senders",
                                   .ranges_key = "receiver_ranges"};
 
-std::vector<Finding> FindWaitStates(const Session& aligned, const std::vector<P2PMessage>& messages,
-                                    const P2PMatchStats& stats, const PointToPointOptions& options,
-                                    const WaitState& state, std::vector<std::string>* notes) {
-  if (messages.empty()) return {};
-
-  // The span the waiting ranks' time is measured over: first to last point-to-point call.
+// The span the waiting ranks' time is measured over: first to last point-to-point call.
+DurationNs P2PSpan(const Session& aligned) {
   TimeNs begin = 0, end = 0;
   bool any = false;
   for (const RankData& r : aligned.ranks) {
@@ -67,17 +64,22 @@ std::vector<Finding> FindWaitStates(const Session& aligned, const std::vector<P2
       any = true;
     }
   }
-  const DurationNs span = end - begin;
+  return end - begin;
+}
 
-  struct Blamed {
-    std::vector<const P2PMessage*> messages;  // those with a direct delay
-    std::vector<DurationNs> directs;          // over all its matched messages
-    std::vector<Bytes> bytes;                 // of those with a direct delay
-    std::set<int> others;                     // the ranks that waited
-    DurationNs direct = 0;
-    DurationNs wait = 0;  // the others' waits for it, over all its messages
-    int matched = 0;
-  };
+// What one rank made the others wait for, over its messages.
+struct Blamed {
+  std::vector<const P2PMessage*> messages;  // those with a direct delay
+  std::vector<DurationNs> directs;          // over all its matched messages
+  std::vector<Bytes> bytes;                 // of those with a direct delay
+  std::set<int> others;                     // the ranks that waited
+  DurationNs direct = 0;
+  DurationNs wait = 0;  // the others' waits for it, over all its messages
+  int matched = 0;
+};
+
+std::map<int, Blamed> TallyBlamed(const Session& aligned, const std::vector<P2PMessage>& messages,
+                                  const WaitState& state) {
   std::map<int, Blamed> blamed;
   for (const P2PMessage& m : messages) {
     Blamed& b = blamed[state.Blamed(m)];
@@ -93,9 +95,131 @@ std::vector<Finding> FindWaitStates(const Session& aligned, const std::vector<P2
       b.bytes.push_back(sender->p2p[m.send_record].bytes);
     }
   }
+  return blamed;
+}
 
+std::string RankList(const std::set<int>& ranks) {
+  std::string out = ranks.size() == 1 ? "rank " : "ranks ";
+  bool first = true;
+  for (int r : ranks) {
+    out += (first ? "" : ", ") + std::to_string(r);
+    first = false;
+  }
+  return out;
+}
+
+// A wait compares the blamed rank's clock with the waiting ranks': either side's alignment error
+// can fake it. The same rule as for stragglers: the larger of its uncertainty and the waiting
+// ranks' median one.
+DurationNs ClockUncertainty(const Session& aligned, const RankData& data,
+                            const std::set<int>& others) {
+  std::vector<DurationNs> other_uncertainty;
+  for (int o : others) {
+    if (const RankData* d = aligned.FindRank(o)) {
+      other_uncertainty.push_back(d->clock.uncertainty_ns);
+    }
+  }
+  return std::max(data.clock.uncertainty_ns, MedianNs(other_uncertainty));
+}
+
+// Where the blamed rank was while the others waited: NVTX self time over those windows.
+struct WhileWaited {
+  std::vector<std::pair<DurationNs, std::string>> ranked;  // by range, most time first
+  DurationNs windows = 0, covered = 0;
+};
+
+WhileWaited RangesWhileWaited(const RankData& data, const Blamed& s, const WaitState& state) {
+  RangeTimeline timeline(&data.ranges);
+  std::map<std::string, DurationNs> by_range;
+  WhileWaited out;
+  for (const P2PMessage* m : s.messages) {
+    const TimeNs from = state.WaitStart(*m);
+    WindowTime t = timeline.TimeIn(from, from + state.Wait(*m), std::nullopt);
+    for (const auto& [name, ns] : t.by_range) by_range[name] += ns;
+    out.windows += t.window;
+    out.covered += t.covered;
+  }
+  for (const auto& [name, ns] : by_range) out.ranked.emplace_back(ns, name);
+  std::sort(out.ranked.rbegin(), out.ranked.rend());
+  return out;
+}
+
+Bytes MedianBytes(const Blamed& s) {
+  return s.bytes.empty()
+             ? 0
+             : static_cast<Bytes>(Median(std::vector<double>(s.bytes.begin(), s.bytes.end())));
+}
+
+nlohmann::json WaitStateEvidence(const Blamed& s, const WaitState& state, const WhileWaited& w,
+                                 DurationNs median, double cost_fraction, DurationNs span,
+                                 DurationNs clock_uncertainty, const P2PMatchStats& stats) {
+  nlohmann::json e;
+  e["late_messages"] = s.messages.size();
+  e[state.blame_sender ? "sends" : "receives"] = s.matched;
+  e[state.others_key] = s.others;
+  e["median_direct_wait_ns"] = median;  // over all its matched messages
+  e["direct_wait_ns"] = s.direct;
+  e["propagated_wait_ns"] = s.wait - s.direct;
+  e["cost_fraction"] = cost_fraction;
+  e["p2p_span_ns"] = span;
+  e["clock_uncertainty_ns"] = clock_uncertainty;
+  e["matched_messages"] = stats.matched;
+  e["unmapped_records"] = stats.unmapped;
+  if (const Bytes bytes = MedianBytes(s); bytes > 0) e["median_message_bytes"] = bytes;
+  nlohmann::json ranges = nlohmann::json::array();
+  for (size_t i = 0; i < w.ranked.size() && i < 3; ++i) {
+    ranges.push_back({{"range", w.ranked[i].second}, {"ns", w.ranked[i].first}});
+  }
+  e[state.ranges_key] = ranges;
+  e[state.blame_sender ? "sender_untracked_ns" : "receiver_untracked_ns"] = w.windows - w.covered;
+  return e;
+}
+
+// The finding's summary, and what to look for next.
+std::pair<std::string, std::string> WaitStateProse(const Session& aligned, int rank,
+                                                   const Blamed& s, const WaitState& state,
+                                                   const WhileWaited& w, DurationNs median) {
+  std::string summary =
+      RankLabel(aligned, rank) + " " + state.late_verb + ": " + RankList(s.others) + " waited in " +
+      state.waited_in + " for " + std::to_string(s.messages.size()) + " of " + "its " +
+      std::to_string(s.matched) + " messages because " + state.late_because + ", median " +
+      FormatDuration(median) + " per message, " + FormatDuration(s.direct) + " in all.";
+  std::string look_for;
+  const std::string who = "rank " + std::to_string(rank);
+  if (!w.ranked.empty() && w.windows > 0 &&
+      2 * w.ranked.front().first >= std::max<DurationNs>(w.windows - w.covered, 1)) {
+    const double share =
+        static_cast<double>(w.ranked.front().first) / static_cast<double>(w.windows);
+    summary += " While they waited it was in NVTX range '" + w.ranked.front().second + "' (" +
+               std::to_string(static_cast<int>(std::lround(100 * share))) + "% of the time).";
+    look_for = "what " + who + " does in NVTX range '" + w.ranked.front().second + "' before it " +
+               state.before;
+  } else {
+    summary += " While they waited it ran outside any NVTX range.";
+    look_for = "what " + who + " runs before each of its " + state.before +
+               " (host code, GPU syncs, OS runtime calls)";
+  }
+  if (10 * (s.wait - s.direct) >= s.direct) {
+    summary += " (" + FormatDuration(s.wait - s.direct) +
+               " more of their waiting was passed on from ranks this one waited for.)";
+  }
+  if (!state.blame_sender) {
+    const Bytes bytes = MedianBytes(s);
+    summary += std::string(" A send") + (bytes > 0 ? " of " + FormatBytes(bytes) : std::string()) +
+               " too large to go eagerly (rendezvous), or an MPI_Ssend, cannot finish before "
+               "its receive is posted: posting the receive earlier (MPI_Irecv before the "
+               "work) or sending with MPI_Isend and waiting later takes the wait away.";
+  }
+  return {std::move(summary), std::move(look_for)};
+}
+
+std::vector<Finding> FindWaitStates(const Session& aligned, const std::vector<P2PMessage>& messages,
+                                    const P2PMatchStats& stats, const PointToPointOptions& options,
+                                    const WaitState& state, std::vector<std::string>* notes) {
+  if (messages.empty()) return {};
+  const DurationNs span = P2PSpan(aligned);
   std::vector<Finding> findings;
-  for (const auto& [rank, s] : blamed) {
+  for (const auto& [rank, s] : TallyBlamed(aligned, messages, state)) {
     const DurationNs median = MedianNs(s.directs);
     const double budget =
         static_cast<double>(span) * static_cast<double>(std::max<size_t>(s.others.size(), 1));
@@ -109,51 +233,23 @@ std::vector<Finding> FindWaitStates(const Session& aligned, const std::vector<P2
     }
     const RankData* data = aligned.FindRank(rank);
     if (data == nullptr) continue;
-
-    std::string others;
-    for (int r : s.others) others += (others.empty() ? "" : ", ") + std::to_string(r);
-    const std::string label = RankLabel(aligned, rank);
-    // A wait compares the blamed rank's clock with the waiting ranks': either side's alignment
-    // error can fake it. The same rule as for stragglers: the larger of its uncertainty and the
-    // waiting ranks' median one, clock_k times over.
-    std::vector<DurationNs> other_uncertainty;
-    for (int o : s.others) {
-      if (const RankData* d = aligned.FindRank(o)) {
-        other_uncertainty.push_back(d->clock.uncertainty_ns);
-      }
-    }
-    const DurationNs clock_uncertainty =
-        std::max(data->clock.uncertainty_ns, MedianNs(other_uncertainty));
+    const DurationNs clock_uncertainty = ClockUncertainty(aligned, *data, s.others);
     if (static_cast<double>(median) <= options.clock_k * static_cast<double>(clock_uncertainty)) {
       if (notes != nullptr) {
+        const std::string others = RankList(s.others);
         notes->push_back(
-            label + " " + state.late_verb + ": " + (s.others.size() == 1 ? "rank " : "ranks ") +
-            others + " waited in " + state.waited_in + " for " + std::to_string(s.messages.size()) +
-            " of its " + std::to_string(s.matched) + " messages, median " + FormatDuration(median) +
-            " per message, but clock alignment between rank " + std::to_string(rank) + " and " +
-            (s.others.size() == 1 ? "rank " : "ranks ") + others + " is only good to " +
-            FormatDuration(clock_uncertainty) + ", so it is not reported as " + state.finding_name +
+            RankLabel(aligned, rank) + " " + state.late_verb + ": " + others + " waited in " +
+            state.waited_in + " for " + std::to_string(s.messages.size()) + " of its " +
+            std::to_string(s.matched) + " messages, median " + FormatDuration(median) +
+            " per message, but clock alignment between " + "rank " + std::to_string(rank) +
+            " and " + others + " is only good to " + FormatDuration(clock_uncertainty) +
+            ", so it is not reported as " + state.finding_name +
             "; a tighter clock sync (lower round-trip time to the coordinator) "
             "would decide it.");
       }
       continue;
     }
-
-    // Where the blamed rank was while the others waited: NVTX self time over those windows.
-    RangeTimeline timeline(&data->ranges);
-    std::map<std::string, DurationNs> by_range;
-    DurationNs windows = 0, covered = 0;
-    for (const P2PMessage* m : s.messages) {
-      const TimeNs from = state.WaitStart(*m);
-      WindowTime t = timeline.TimeIn(from, from + state.Wait(*m), std::nullopt);
-      for (const auto& [name, ns] : t.by_range) by_range[name] += ns;
-      windows += t.window;
-      covered += t.covered;
-    }
-    std::vector<std::pair<DurationNs, std::string>> ranked;
-    for (const auto& [name, ns] : by_range) ranked.emplace_back(ns, name);
-    std::sort(ranked.rbegin(), ranked.rend());
-
+    const WhileWaited w = RangesWhileWaited(*data, s, state);
     Finding f;
     f.kind = state.kind;
     f.ranks = {rank};
@@ -168,64 +264,9 @@ std::vector<Finding> FindWaitStates(const Session& aligned, const std::vector<P2
         std::clamp(late_share * (1.0 - 0.5 * static_cast<double>(options.min_median_wait) /
                                            static_cast<double>(std::max<DurationNs>(median, 1))),
                    0.0, 1.0);
-
-    nlohmann::json& e = f.evidence;
-    e["late_messages"] = s.messages.size();
-    e[state.blame_sender ? "sends" : "receives"] = s.matched;
-    e[state.others_key] = s.others;
-    e["median_direct_wait_ns"] = median;  // over all its matched messages
-    e["direct_wait_ns"] = s.direct;
-    e["propagated_wait_ns"] = s.wait - s.direct;
-    e["cost_fraction"] = cost_fraction;
-    e["p2p_span_ns"] = span;
-    e["clock_uncertainty_ns"] = clock_uncertainty;
-    e["matched_messages"] = stats.matched;
-    e["unmapped_records"] = stats.unmapped;
-    const Bytes median_bytes =
-        s.bytes.empty()
-            ? 0
-            : static_cast<Bytes>(Median(std::vector<double>(s.bytes.begin(), s.bytes.end())));
-    if (median_bytes > 0) e["median_message_bytes"] = median_bytes;
-    nlohmann::json ranges = nlohmann::json::array();
-    for (size_t i = 0; i < ranked.size() && i < 3; ++i) {
-      ranges.push_back({{"range", ranked[i].second}, {"ns", ranked[i].first}});
-    }
-    e[state.ranges_key] = ranges;
-    e[state.blame_sender ? "sender_untracked_ns" : "receiver_untracked_ns"] = windows - covered;
-
-    std::string summary = label + " " + state.late_verb + ": " +
-                          (s.others.size() == 1 ? "rank " : "ranks ") + others + " waited in " +
-                          state.waited_in + " for " + std::to_string(s.messages.size()) + " of " +
-                          "its " + std::to_string(s.matched) + " messages because " +
-                          state.late_because + ", median " + FormatDuration(median) +
-                          " per message, " + FormatDuration(s.direct) + " in all.";
-    std::string look_for;
-    const std::string who = "rank " + std::to_string(rank);
-    if (!ranked.empty() && windows > 0 &&
-        2 * ranked.front().first >= std::max<DurationNs>(windows - covered, 1)) {
-      const double share = static_cast<double>(ranked.front().first) / static_cast<double>(windows);
-      summary += " While they waited it was in NVTX range '" + ranked.front().second + "' (" +
-                 std::to_string(static_cast<int>(std::lround(100 * share))) + "% of the time).";
-      look_for = "what " + who + " does in NVTX range '" + ranked.front().second + "' before it " +
-                 state.before;
-    } else {
-      summary += " While they waited it ran outside any NVTX range.";
-      look_for = "what " + who + " runs before each of its " + state.before +
-                 " (host code, GPU syncs, OS runtime calls)";
-    }
-    if (10 * (s.wait - s.direct) >= s.direct) {
-      summary += " (" + FormatDuration(s.wait - s.direct) +
-                 " more of their waiting was passed on from ranks this one waited for.)";
-    }
-    if (!state.blame_sender) {
-      summary += std::string(" A send") +
-                 (median_bytes > 0 ? " of " + FormatBytes(median_bytes) : std::string()) +
-                 " too large to go eagerly (rendezvous), or an MPI_Ssend, cannot finish before "
-                 "its receive is posted: posting the receive earlier (MPI_Irecv before the "
-                 "work) or sending with MPI_Isend and waiting later takes the wait away.";
-    }
-    f.summary = summary;
-    f.focus = std::move(look_for);
+    f.evidence =
+        WaitStateEvidence(s, state, w, median, cost_fraction, span, clock_uncertainty, stats);
+    std::tie(f.summary, f.focus) = WaitStateProse(aligned, rank, s, state, w, median);
     findings.push_back(std::move(f));
   }
   return findings;
