@@ -549,59 +549,76 @@ Finding BelowCeilingFinding(const Comm& comm, const std::vector<const Judged*>& 
   return f;
 }
 
-}  // namespace
+// Peers: same op, message size and communicator size.
+using ShapeKey = std::tuple<std::string, Bytes, int>;
+using Groups = std::map<ShapeKey, std::vector<Measured>>;
+// Per communicator and call shape (op, bytes): its calls held against its limiting hop.
+using JudgedShapes = std::map<uint64_t, std::map<std::pair<std::string, Bytes>, Judged>>;
 
-std::vector<Finding> FindImbalancedRings(const Session& aligned, const RingOptions& options) {
-  std::map<uint64_t, Comm> comms = CollectCommunicators(aligned);
+// One communicator's calls of one shape: bus bandwidth over its complete instances, and over
+// those no member's GPU ran other kernels beside (read only when the shape is held against its
+// link; `compute` is filled on first use).
+Measured MeasureShape(const Session& aligned, uint64_t key, const Comm& comm,
+                      const std::pair<std::string, Bytes>& shape, const std::set<uint64_t>& seqs,
+                      const std::map<std::pair<uint64_t, uint64_t>, NcclInstanceSpan>& spans,
+                      const RingOptions& options,
+                      std::optional<std::map<int, Intervals>>* compute) {
+  const NcclOp op = ParseNcclOp(shape.first);
+  const bool against_link = HeldAgainstLink(op, shape.second, comm.nranks, options);
+  if (against_link && !*compute) *compute = ComputeKernelSpans(aligned);
+  std::vector<double> bw, alone_bw;
+  Measured m{key};
+  for (uint64_t seq : seqs) {
+    auto found = spans.find({key, seq});
+    if (found == spans.end()) continue;
+    const NcclInstanceSpan& span = found->second;
+    if (span.members != comm.nranks || span.last_exit <= span.last_enter) continue;
+    const DurationNs d = span.last_exit - span.last_enter;
+    bw.push_back(
+        BusBandwidthGBps(op, NcclTestsSizeBytes(op, shape.second, comm.nranks), d, comm.nranks));
+    m.total += d;
+    ++m.instances;
+    if (!against_link) continue;
+    const bool alone = std::none_of(
+        comm.world_of.begin(), comm.world_of.end(), [&](const std::pair<const int, int>& w) {
+          auto mine = (*compute)->find(w.second);
+          return mine != (*compute)->end() &&
+                 OverlapWith(mine->second, span.last_enter, span.last_exit) >
+                     static_cast<DurationNs>(options.ceiling_max_overlap * static_cast<double>(d));
+        });
+    if (alone) {
+      alone_bw.push_back(bw.back());
+      m.alone_total += d;
+      ++m.alone_instances;
+    }
+  }
+  m.busbw = Median(bw);
+  if (!alone_bw.empty()) m.alone_busbw = Median(alone_bw);
+  return m;
+}
+
+Groups MeasureGroups(const Session& aligned, const std::map<uint64_t, Comm>& comms,
+                     const RingOptions& options) {
   const auto spans = NcclInstanceSpans(aligned);
-  // Read only when some shape is held against its link.
-  std::optional<std::map<int, Intervals>> compute;
-  // Peers: same op, message size and communicator size.
-  std::map<std::tuple<std::string, Bytes, int>, std::vector<Measured>> groups;
+  std::optional<std::map<int, Intervals>> compute;  // read only when some shape needs it
+  Groups groups;
   for (const auto& [key, comm] : comms) {
     for (const auto& [shape, seqs] : comm.calls) {
-      const NcclOp op = ParseNcclOp(shape.first);
-      const bool against_link = HeldAgainstLink(op, shape.second, comm.nranks, options);
-      if (against_link && !compute) compute = ComputeKernelSpans(aligned);
-      std::vector<double> bw, alone_bw;
-      Measured m{key};
-      for (uint64_t seq : seqs) {
-        auto found = spans.find({key, seq});
-        if (found == spans.end()) continue;
-        const NcclInstanceSpan& span = found->second;
-        if (span.members != comm.nranks || span.last_exit <= span.last_enter) continue;
-        const DurationNs d = span.last_exit - span.last_enter;
-        bw.push_back(BusBandwidthGBps(op, NcclTestsSizeBytes(op, shape.second, comm.nranks), d,
-                                      comm.nranks));
-        m.total += d;
-        ++m.instances;
-        if (!against_link) continue;
-        const bool alone = std::none_of(
-            comm.world_of.begin(), comm.world_of.end(), [&](const std::pair<const int, int>& w) {
-              auto mine = compute->find(w.second);
-              return mine != compute->end() &&
-                     OverlapWith(mine->second, span.last_enter, span.last_exit) >
-                         static_cast<DurationNs>(options.ceiling_max_overlap *
-                                                 static_cast<double>(d));
-            });
-        if (alone) {
-          alone_bw.push_back(bw.back());
-          m.alone_total += d;
-          ++m.alone_instances;
-        }
-      }
+      Measured m = MeasureShape(aligned, key, comm, shape, seqs, spans, options, &compute);
       if (m.instances < options.min_instances) continue;
-      m.busbw = Median(bw);
-      if (!alone_bw.empty()) m.alone_busbw = Median(alone_bw);
       groups[{shape.first, shape.second, comm.nranks}].push_back(m);
     }
   }
+  return groups;
+}
 
-  // Against the links: each communicator's large ring-shaped calls held against its limiting hop.
+// Against the links: each communicator's large ring-shaped calls held against its limiting hop.
+JudgedShapes JudgeAgainstLinks(const Session& aligned, const std::map<uint64_t, Comm>& comms,
+                               const Groups& groups, const RingOptions& options) {
   std::optional<std::map<std::string, NodeHardware>> hardware;  // read only when something counts
   NicUsers nic_users;
   std::map<uint64_t, std::optional<Hop>> limiting;
-  std::map<uint64_t, std::map<std::pair<std::string, Bytes>, Judged>> judged;
+  JudgedShapes judged;
   for (const auto& [shape, members] : groups) {
     const auto& [shape_op, shape_bytes, shape_nranks] = shape;
     if (!HeldAgainstLink(ParseNcclOp(shape_op), shape_bytes, shape_nranks, options)) continue;
@@ -629,6 +646,107 @@ std::vector<Finding> FindImbalancedRings(const Session& aligned, const RingOptio
       judged[m.key][{shape_op, shape_bytes}] = std::move(j);
     }
   }
+  return judged;
+}
+
+// What sets a communicator apart from its peers: the links of transports no peer uses.
+struct OddLinks {
+  std::string text;  // "0<->1 over NET/IB, ..."
+  nlohmann::json json = nlohmann::json::array();
+};
+
+OddLinks FindOddLinks(const std::map<uint64_t, Comm>& comms, const Comm& comm, uint64_t key,
+                      const std::vector<Measured>& members) {
+  std::set<std::string> peer_transports;
+  for (const Measured& p : members) {
+    if (p.key != key) {
+      const auto& t = comms.at(p.key).transports;
+      peer_transports.insert(t.begin(), t.end());
+    }
+  }
+  OddLinks out;
+  for (const auto& [pair, kind] : comm.pair_kind) {
+    if (peer_transports.count(kind) || pair.first > pair.second) continue;
+    out.json.push_back({{"from", pair.first}, {"to", pair.second}, {"transport", kind}});
+    out.text += (out.text.empty() ? "" : ", ") + std::to_string(pair.first) + "<->" +
+                std::to_string(pair.second) + " over " + kind;
+  }
+  return out;
+}
+
+// The median of the peers' cross-node hops per ring loop (-1: no peer ring known).
+double PeerMedianHops(const std::map<uint64_t, Comm>& comms, uint64_t key,
+                      const std::vector<Measured>& members) {
+  std::vector<double> peer_hops;
+  for (const Measured& p : members) {
+    const Comm& peer = comms.at(p.key);
+    if (p.key != key && !peer.ring.empty()) {
+      peer_hops.push_back(static_cast<double>(CrossNodeHops(peer).size()));
+    }
+  }
+  return peer_hops.empty() ? -1 : Median(peer_hops);
+}
+
+// A communicator slower than its peers of the same shape, with what sets it apart: transports no
+// peer uses, and a ring that leaves its nodes more often than theirs (it pays the network, or the
+// CPU's PCIe root, more often per loop).
+Finding ImbalancedRingFinding(const std::map<uint64_t, Comm>& comms, const Measured& m,
+                              const ShapeKey& shape, const std::vector<Measured>& members,
+                              size_t peers, double peer_median) {
+  const Comm& comm = comms.at(m.key);
+  const OddLinks odd = FindOddLinks(comms, comm, m.key, members);
+  const std::vector<std::pair<int, int>> hops = CrossNodeHops(comm);
+  const int cross_node_hops = static_cast<int>(hops.size());
+  const double peer_median_hops = PeerMedianHops(comms, m.key, members);
+  std::string hop_list;
+  nlohmann::json hop_json = nlohmann::json::array();
+  for (const auto& [from, to] : hops) {
+    hop_list += (hop_list.empty() ? "" : ", ") + std::to_string(from) + "->" + std::to_string(to) +
+                " (" + comm.node_of.at(from) + "->" + comm.node_of.at(to) + ")";
+    hop_json.push_back({{"from", from}, {"to", to}});
+  }
+  Finding f;
+  f.kind = "imbalanced_ring";
+  f.severity = Severity::kWarning;
+  SetMembers(comm, &f);
+  // Time it would have saved at its peers' bandwidth, on every member.
+  const double slowdown = 1.0 - m.busbw / peer_median;
+  f.cost_ns = static_cast<int64_t>(static_cast<double>(m.total) * slowdown * comm.nranks);
+  f.confidence = std::min(0.95, 0.6 + 0.1 * static_cast<double>(peers));
+  const auto& [op, bytes, nranks] = shape;
+  f.summary = "NCCL communicator " + comm.id + " (ranks " + RankList(f.ranks) + ") runs " + op +
+              " of " + FormatBytes(bytes) + " at " + FormatDouble("%.1f", m.busbw) +
+              " GB/s bus bandwidth; its " + std::to_string(peers) + " peer communicators reach " +
+              FormatDouble("%.1f", peer_median) + " GB/s.";
+  if (!odd.text.empty()) f.summary += " It connects " + odd.text + ", which no peer uses.";
+  if (peer_median_hops >= 0 && cross_node_hops > peer_median_hops) {
+    f.summary += " Its ring leaves a node " + std::to_string(cross_node_hops) +
+                 " times per loop where its peers' rings do " +
+                 FormatDouble("%g", peer_median_hops) + ": " + hop_list + ".";
+  }
+  f.evidence = {
+      {"comm_id", comm.id},
+      {"op", op},
+      {"bytes", bytes},
+      {"nranks", nranks},
+      {"busbw_gbps", m.busbw},
+      {"peer_median_busbw_gbps", peer_median},
+      {"peers", static_cast<int>(peers)},
+      {"instances", m.instances},
+      {"transports", std::vector<std::string>(comm.transports.begin(), comm.transports.end())},
+      {"odd_links", odd.json},
+      {"ring_cross_node_hops", cross_node_hops},
+      {"ring_cross_node_hop_list", hop_json},
+      {"peer_median_ring_cross_node_hops", peer_median_hops}};
+  return f;
+}
+
+}  // namespace
+
+std::vector<Finding> FindImbalancedRings(const Session& aligned, const RingOptions& options) {
+  const std::map<uint64_t, Comm> comms = CollectCommunicators(aligned);
+  const Groups groups = MeasureGroups(aligned, comms, options);
+  JudgedShapes judged = JudgeAgainstLinks(aligned, comms, groups, options);
 
   std::vector<Finding> out;
   for (const auto& [shape, members] : groups) {
@@ -642,80 +760,9 @@ std::vector<Finding> FindImbalancedRings(const Session& aligned, const RingOptio
       const double spread = RobustSigma(peers) / peer_median;
       if (peer_median <= 0 || spread > options.max_peer_spread) continue;
       if (m.busbw >= options.slow_fraction * peer_median) continue;
-
-      const Comm& comm = comms.at(m.key);
-      // What sets it apart: transports no peer uses, and cross-node hops in its ring.
-      std::set<std::string> peer_transports;
-      for (const Measured& p : members) {
-        if (p.key != m.key) {
-          const auto& t = comms.at(p.key).transports;
-          peer_transports.insert(t.begin(), t.end());
-        }
-      }
-      std::string odd_pairs;
-      nlohmann::json odd = nlohmann::json::array();
-      for (const auto& [pair, kind] : comm.pair_kind) {
-        if (peer_transports.count(kind) || pair.first > pair.second) continue;
-        odd.push_back({{"from", pair.first}, {"to", pair.second}, {"transport", kind}});
-        odd_pairs += (odd_pairs.empty() ? "" : ", ") + std::to_string(pair.first) + "<->" +
-                     std::to_string(pair.second) + " over " + kind;
-      }
-      // Its ring against its peers': a ring that leaves its nodes more often than theirs pays
-      // the network (or the CPU's PCIe root) more often per loop.
-      const std::vector<std::pair<int, int>> hops = CrossNodeHops(comm);
-      const int cross_node_hops = static_cast<int>(hops.size());
-      std::vector<double> peer_hops;
-      for (const Measured& p : members) {
-        const Comm& peer = comms.at(p.key);
-        if (p.key != m.key && !peer.ring.empty()) {
-          peer_hops.push_back(static_cast<double>(CrossNodeHops(peer).size()));
-        }
-      }
-      const double peer_median_hops = peer_hops.empty() ? -1 : Median(peer_hops);
-      std::string hop_list;
-      nlohmann::json hop_json = nlohmann::json::array();
-      for (const auto& [from, to] : hops) {
-        hop_list += (hop_list.empty() ? "" : ", ") + std::to_string(from) + "->" +
-                    std::to_string(to) + " (" + comm.node_of.at(from) + "->" + comm.node_of.at(to) +
-                    ")";
-        hop_json.push_back({{"from", from}, {"to", to}});
-      }
-      Finding f;
-      f.kind = "imbalanced_ring";
-      f.severity = Severity::kWarning;
-      SetMembers(comm, &f);
-      // Time it would have saved at its peers' bandwidth, on every member.
-      const double slowdown = 1.0 - m.busbw / peer_median;
-      f.cost_ns = static_cast<int64_t>(static_cast<double>(m.total) * slowdown * comm.nranks);
-      f.confidence = std::min(0.95, 0.6 + 0.1 * static_cast<double>(peers.size()));
-      const auto& [op, bytes, nranks] = shape;
-      f.summary = "NCCL communicator " + comm.id + " (ranks " + RankList(f.ranks) + ") runs " + op +
-                  " of " + FormatBytes(bytes) + " at " + FormatDouble("%.1f", m.busbw) +
-                  " GB/s bus bandwidth; its " + std::to_string(peers.size()) +
-                  " peer communicators reach " + FormatDouble("%.1f", peer_median) + " GB/s.";
-      if (!odd_pairs.empty()) {
-        f.summary += " It connects " + odd_pairs + ", which no peer uses.";
-      }
-      if (peer_median_hops >= 0 && cross_node_hops > peer_median_hops) {
-        f.summary += " Its ring leaves a node " + std::to_string(cross_node_hops) +
-                     " times per loop where its peers' rings do " +
-                     FormatDouble("%g", peer_median_hops) + ": " + hop_list + ".";
-      }
-      f.evidence = {
-          {"comm_id", comm.id},
-          {"op", op},
-          {"bytes", bytes},
-          {"nranks", nranks},
-          {"busbw_gbps", m.busbw},
-          {"peer_median_busbw_gbps", peer_median},
-          {"peers", static_cast<int>(peers.size())},
-          {"instances", m.instances},
-          {"transports", std::vector<std::string>(comm.transports.begin(), comm.transports.end())},
-          {"odd_links", odd},
-          {"ring_cross_node_hops", cross_node_hops},
-          {"ring_cross_node_hop_list", hop_json},
-          {"peer_median_ring_cross_node_hops", peer_median_hops}};
+      Finding f = ImbalancedRingFinding(comms, m, shape, members, peers.size(), peer_median);
       // The same shape against its link: one finding says both.
+      const auto& [op, bytes, nranks] = shape;
       if (auto jc = judged.find(m.key); jc != judged.end()) {
         if (auto j = jc->second.find({op, bytes}); j != jc->second.end()) {
           AddCeilingEvidence(j->second.verdict, &f.evidence);
