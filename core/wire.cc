@@ -222,34 +222,193 @@ std::span<const std::byte> BatchBuilder::Finish(uint32_t pid, uint32_t dropped, 
   return {buffer_, used_};
 }
 
-Result<Batch> DecodeBatch(std::span<const std::byte> data) {
+namespace {
+
+// One record's body (len bytes at `offset`, for messages), appended to the batch.
+Status DecodeCollective(Reader& r, size_t len, size_t offset, Batch* batch) {
+  if (len != kCollectiveBody) return Status::Error(At(offset, "bad collective size"));
+  CollectiveRecord c;
+  c.comm_id = r.Get<uint64_t>();
+  c.seq = r.Get<uint64_t>();
+  uint8_t op = r.Get<uint8_t>();
+  if (op > kMaxCollectiveOp) return Status::Error(At(offset, "unknown collective op"));
+  c.op = static_cast<CollectiveOp>(op);
+  c.nonblocking = r.Get<uint8_t>() != 0;
+  r.Get<uint16_t>();
+  c.root = r.Get<int32_t>();
+  c.comm_size = r.Get<int32_t>();
+  c.comm_rank = r.Get<int32_t>();
+  c.bytes = r.Get<int64_t>();
+  c.enter = r.Get<int64_t>();
+  c.exit = r.Get<int64_t>();
+  c.tid = r.Get<uint32_t>();
+  batch->collectives.push_back(c);
+  return Status::Ok();
+}
+
+Status DecodeP2P(Reader& r, size_t len, size_t offset, Batch* batch) {
+  if (len != kP2PBody) return Status::Error(At(offset, "bad p2p record size"));
+  P2PRecord p;
+  uint8_t kind = r.Get<uint8_t>();
+  uint8_t completed = r.Get<uint8_t>();
+  if (kind < 1 || kind > kMaxP2PKind || completed < 1 || completed > kMaxP2PKind) {
+    return Status::Error(At(offset, "unknown p2p kind"));
+  }
+  p.kind = static_cast<P2PKind>(kind);
+  p.completed = static_cast<P2PKind>(completed);
+  r.Get<uint16_t>();
+  p.peer = r.Get<int32_t>();
+  p.tag = r.Get<int32_t>();
+  p.comm_id = r.Get<uint64_t>();
+  p.bytes = r.Get<int64_t>();
+  p.enter = r.Get<int64_t>();
+  p.exit = r.Get<int64_t>();
+  p.tid = r.Get<uint32_t>();
+  p.world_peer = r.Get<int32_t>();
+  batch->p2p.push_back(p);
+  return Status::Ok();
+}
+
+Status DecodeMpiCall(Reader& r, size_t len, size_t offset, Batch* batch) {
+  if (len != kMpiCallBody) return Status::Error(At(offset, "bad mpi call size"));
+  MpiCallRecord m;
+  uint16_t call = r.Get<uint16_t>();
+  if (call > kMaxMpiCall) return Status::Error(At(offset, "unknown mpi call"));
+  m.call = static_cast<MpiCall>(call);
+  r.Get<uint16_t>();
+  m.peer = r.Get<int32_t>();
+  m.comm_id = r.Get<uint64_t>();
+  m.bytes = r.Get<int64_t>();
+  m.enter = r.Get<int64_t>();
+  m.exit = r.Get<int64_t>();
+  m.tid = r.Get<uint32_t>();
+  batch->mpi_calls.push_back(m);
+  return Status::Ok();
+}
+
+Status DecodeRange(Reader& r, size_t len, size_t offset, Batch* batch) {
+  if (len < kRangeFixed) return Status::Error(At(offset, "short range record"));
+  RangeRecord rr;
+  rr.start = r.Get<int64_t>();
+  rr.end = r.Get<int64_t>();
+  rr.tid = r.Get<uint32_t>();
+  rr.depth = r.Get<uint32_t>();
+  size_t dlen = r.Get<uint8_t>();
+  size_t nlen = r.Get<uint8_t>();
+  if (kRangeFixed + dlen + nlen != len) {
+    return Status::Error(At(offset, "range name lengths do not match record size"));
+  }
+  rr.domain = r.GetString(dlen);
+  rr.name = r.GetString(nlen);
+  batch->ranges.push_back(std::move(rr));
+  return Status::Ok();
+}
+
+Status DecodeMark(Reader& r, size_t len, size_t offset, Batch* batch) {
+  if (len < kMarkFixed) return Status::Error(At(offset, "short mark record"));
+  MarkRecord m;
+  m.time = r.Get<int64_t>();
+  m.tid = r.Get<uint32_t>();
+  size_t dlen = r.Get<uint8_t>();
+  size_t nlen = r.Get<uint8_t>();
+  if (kMarkFixed + dlen + nlen != len) {
+    return Status::Error(At(offset, "mark name lengths do not match record size"));
+  }
+  m.domain = r.GetString(dlen);
+  m.name = r.GetString(nlen);
+  batch->marks.push_back(std::move(m));
+  return Status::Ok();
+}
+
+Status DecodeGpuActivity(Reader& r, size_t len, size_t offset, Batch* batch) {
+  if (len < kGpuFixed) return Status::Error(At(offset, "short gpu activity record"));
+  GpuActivityRecord g;
+  uint8_t kind = r.Get<uint8_t>();
+  if (kind < 1 || kind > kMaxGpuActivityKind) {
+    return Status::Error(At(offset, "unknown gpu activity kind"));
+  }
+  g.kind = static_cast<GpuActivityKind>(kind);
+  g.copy_kind = r.Get<uint8_t>();
+  g.sync_kind = r.Get<uint8_t>();
+  r.Get<uint8_t>();
+  g.device = r.Get<uint32_t>();
+  g.context = r.Get<uint32_t>();
+  g.stream = r.Get<uint32_t>();
+  g.correlation_id = r.Get<uint32_t>();
+  g.tid = r.Get<uint32_t>();
+  g.start = r.Get<int64_t>();
+  g.end = r.Get<int64_t>();
+  g.bytes = r.Get<int64_t>();
+  for (int32_t& v : g.grid) v = r.Get<int32_t>();
+  for (int32_t& v : g.block) v = r.Get<int32_t>();
+  size_t nlen = r.Get<uint16_t>();
+  if (kGpuFixed + nlen != len) {
+    return Status::Error(At(offset, "gpu activity name length does not match record size"));
+  }
+  g.name = r.GetString(nlen);
+  batch->gpu.push_back(std::move(g));
+  return Status::Ok();
+}
+
+Status DecodeRecord(RecordType type, Reader& r, size_t len, size_t offset, Batch* batch) {
+  switch (type) {
+    case RecordType::kCollective:
+      return DecodeCollective(r, len, offset, batch);
+    case RecordType::kP2P:
+      return DecodeP2P(r, len, offset, batch);
+    case RecordType::kMpiCall:
+      return DecodeMpiCall(r, len, offset, batch);
+    case RecordType::kRange:
+      return DecodeRange(r, len, offset, batch);
+    case RecordType::kMark:
+      return DecodeMark(r, len, offset, batch);
+    case RecordType::kNotice:
+      batch->notices.push_back(r.GetString(len));
+      return Status::Ok();
+    case RecordType::kGpuActivity:
+      return DecodeGpuActivity(r, len, offset, batch);
+  }
+  return Status::Error(At(offset, "unknown record type " + std::to_string(static_cast<int>(type))));
+}
+
+// The header: magic, version, sizes; fills the batch's pid, dropped count and flush time, and
+// returns the record count.
+Result<uint32_t> DecodeHeader(std::span<const std::byte> data, Batch* batch) {
   if (data.size() < kHeaderSize) {
-    return Result<Batch>::Error("inject batch: " + std::to_string(data.size()) +
-                                " bytes is shorter than the " + std::to_string(kHeaderSize) +
-                                "-byte header (truncated message)");
+    return Result<uint32_t>::Error("inject batch: " + std::to_string(data.size()) +
+                                   " bytes is shorter than the " + std::to_string(kHeaderSize) +
+                                   "-byte header (truncated message)");
   }
   Reader h(data.data(), kHeaderSize);
   if (uint32_t magic = h.Get<uint32_t>(); magic != kMagic) {
-    return Result<Batch>::Error("inject batch: bad magic (not a rankscope inject message)");
+    return Result<uint32_t>::Error("inject batch: bad magic (not a rankscope inject message)");
   }
   if (uint16_t version = h.Get<uint16_t>(); version != kVersion) {
-    return Result<Batch>::Error("inject batch: wire version " + std::to_string(version) +
-                                ", this agent speaks " + std::to_string(kVersion) +
-                                " (inject library and agent come from different builds)");
+    return Result<uint32_t>::Error("inject batch: wire version " + std::to_string(version) +
+                                   ", this agent speaks " + std::to_string(kVersion) +
+                                   " (inject library and agent come from different builds)");
   }
-  if (h.Get<uint16_t>() != kHeaderSize) return Result<Batch>::Error(At(6, "bad header size"));
-  Batch batch;
-  batch.pid = h.Get<uint32_t>();
+  if (h.Get<uint16_t>() != kHeaderSize) return Result<uint32_t>::Error(At(6, "bad header size"));
+  batch->pid = h.Get<uint32_t>();
   uint32_t count = h.Get<uint32_t>();
   uint32_t payload = h.Get<uint32_t>();
-  batch.dropped = h.Get<uint32_t>();
-  batch.flush_time = h.Get<int64_t>();
+  batch->dropped = h.Get<uint32_t>();
+  batch->flush_time = h.Get<int64_t>();
   if (payload != data.size() - kHeaderSize) {
-    return Result<Batch>::Error("inject batch: header says " + std::to_string(payload) +
-                                " payload bytes, datagram has " +
-                                std::to_string(data.size() - kHeaderSize) + " (truncated?)");
+    return Result<uint32_t>::Error("inject batch: header says " + std::to_string(payload) +
+                                   " payload bytes, datagram has " +
+                                   std::to_string(data.size() - kHeaderSize) + " (truncated?)");
   }
+  return count;
+}
 
+}  // namespace
+
+Result<Batch> DecodeBatch(std::span<const std::byte> data) {
+  Batch batch;
+  Result<uint32_t> header = DecodeHeader(data, &batch);
+  if (!header.ok()) return header.status();
+  const uint32_t count = header.value();
   size_t offset = kHeaderSize;
   for (uint32_t i = 0; i < count; ++i) {
     if (data.size() - offset < kRecordHeaderSize) {
@@ -266,134 +425,7 @@ Result<Batch> DecodeBatch(std::span<const std::byte> data) {
           At(offset, "record body of " + std::to_string(len) + " bytes overruns the datagram"));
     }
     Reader r(data.data() + body_offset, len);
-    switch (type) {
-      case RecordType::kCollective: {
-        if (len != kCollectiveBody) return Result<Batch>::Error(At(offset, "bad collective size"));
-        CollectiveRecord c;
-        c.comm_id = r.Get<uint64_t>();
-        c.seq = r.Get<uint64_t>();
-        uint8_t op = r.Get<uint8_t>();
-        if (op > kMaxCollectiveOp) return Result<Batch>::Error(At(offset, "unknown collective op"));
-        c.op = static_cast<CollectiveOp>(op);
-        c.nonblocking = r.Get<uint8_t>() != 0;
-        r.Get<uint16_t>();
-        c.root = r.Get<int32_t>();
-        c.comm_size = r.Get<int32_t>();
-        c.comm_rank = r.Get<int32_t>();
-        c.bytes = r.Get<int64_t>();
-        c.enter = r.Get<int64_t>();
-        c.exit = r.Get<int64_t>();
-        c.tid = r.Get<uint32_t>();
-        batch.collectives.push_back(c);
-        break;
-      }
-      case RecordType::kP2P: {
-        if (len != kP2PBody) return Result<Batch>::Error(At(offset, "bad p2p record size"));
-        P2PRecord p;
-        uint8_t kind = r.Get<uint8_t>();
-        uint8_t completed = r.Get<uint8_t>();
-        if (kind < 1 || kind > kMaxP2PKind || completed < 1 || completed > kMaxP2PKind) {
-          return Result<Batch>::Error(At(offset, "unknown p2p kind"));
-        }
-        p.kind = static_cast<P2PKind>(kind);
-        p.completed = static_cast<P2PKind>(completed);
-        r.Get<uint16_t>();
-        p.peer = r.Get<int32_t>();
-        p.tag = r.Get<int32_t>();
-        p.comm_id = r.Get<uint64_t>();
-        p.bytes = r.Get<int64_t>();
-        p.enter = r.Get<int64_t>();
-        p.exit = r.Get<int64_t>();
-        p.tid = r.Get<uint32_t>();
-        p.world_peer = r.Get<int32_t>();
-        batch.p2p.push_back(p);
-        break;
-      }
-      case RecordType::kMpiCall: {
-        if (len != kMpiCallBody) return Result<Batch>::Error(At(offset, "bad mpi call size"));
-        MpiCallRecord m;
-        uint16_t call = r.Get<uint16_t>();
-        if (call > kMaxMpiCall) return Result<Batch>::Error(At(offset, "unknown mpi call"));
-        m.call = static_cast<MpiCall>(call);
-        r.Get<uint16_t>();
-        m.peer = r.Get<int32_t>();
-        m.comm_id = r.Get<uint64_t>();
-        m.bytes = r.Get<int64_t>();
-        m.enter = r.Get<int64_t>();
-        m.exit = r.Get<int64_t>();
-        m.tid = r.Get<uint32_t>();
-        batch.mpi_calls.push_back(m);
-        break;
-      }
-      case RecordType::kRange: {
-        if (len < kRangeFixed) return Result<Batch>::Error(At(offset, "short range record"));
-        RangeRecord rr;
-        rr.start = r.Get<int64_t>();
-        rr.end = r.Get<int64_t>();
-        rr.tid = r.Get<uint32_t>();
-        rr.depth = r.Get<uint32_t>();
-        size_t dlen = r.Get<uint8_t>();
-        size_t nlen = r.Get<uint8_t>();
-        if (kRangeFixed + dlen + nlen != len) {
-          return Result<Batch>::Error(At(offset, "range name lengths do not match record size"));
-        }
-        rr.domain = r.GetString(dlen);
-        rr.name = r.GetString(nlen);
-        batch.ranges.push_back(std::move(rr));
-        break;
-      }
-      case RecordType::kMark: {
-        if (len < kMarkFixed) return Result<Batch>::Error(At(offset, "short mark record"));
-        MarkRecord m;
-        m.time = r.Get<int64_t>();
-        m.tid = r.Get<uint32_t>();
-        size_t dlen = r.Get<uint8_t>();
-        size_t nlen = r.Get<uint8_t>();
-        if (kMarkFixed + dlen + nlen != len) {
-          return Result<Batch>::Error(At(offset, "mark name lengths do not match record size"));
-        }
-        m.domain = r.GetString(dlen);
-        m.name = r.GetString(nlen);
-        batch.marks.push_back(std::move(m));
-        break;
-      }
-      case RecordType::kNotice:
-        batch.notices.push_back(r.GetString(len));
-        break;
-      case RecordType::kGpuActivity: {
-        if (len < kGpuFixed) return Result<Batch>::Error(At(offset, "short gpu activity record"));
-        GpuActivityRecord g;
-        uint8_t kind = r.Get<uint8_t>();
-        if (kind < 1 || kind > kMaxGpuActivityKind) {
-          return Result<Batch>::Error(At(offset, "unknown gpu activity kind"));
-        }
-        g.kind = static_cast<GpuActivityKind>(kind);
-        g.copy_kind = r.Get<uint8_t>();
-        g.sync_kind = r.Get<uint8_t>();
-        r.Get<uint8_t>();
-        g.device = r.Get<uint32_t>();
-        g.context = r.Get<uint32_t>();
-        g.stream = r.Get<uint32_t>();
-        g.correlation_id = r.Get<uint32_t>();
-        g.tid = r.Get<uint32_t>();
-        g.start = r.Get<int64_t>();
-        g.end = r.Get<int64_t>();
-        g.bytes = r.Get<int64_t>();
-        for (int32_t& v : g.grid) v = r.Get<int32_t>();
-        for (int32_t& v : g.block) v = r.Get<int32_t>();
-        size_t nlen = r.Get<uint16_t>();
-        if (kGpuFixed + nlen != len) {
-          return Result<Batch>::Error(
-              At(offset, "gpu activity name length does not match record size"));
-        }
-        g.name = r.GetString(nlen);
-        batch.gpu.push_back(std::move(g));
-        break;
-      }
-      default:
-        return Result<Batch>::Error(
-            At(offset, "unknown record type " + std::to_string(static_cast<int>(type))));
-    }
+    if (Status s = DecodeRecord(type, r, len, offset, &batch); !s.ok()) return s;
     offset = body_offset + len;
   }
   if (offset != data.size()) {
