@@ -12,6 +12,7 @@
 #include <fstream>
 #include <map>
 #include <memory>
+#include <optional>
 #include <regex>
 #include <sstream>
 
@@ -253,141 +254,92 @@ std::vector<std::string> PairLauncher(const SweepOptions& options, const std::st
   return {"mpirun", "--host", hosts, "-np", "2", "--map-by", "node"};
 }
 
-}  // namespace
+// What one sweep holds fixed: where it writes, how long a node may take, how nodes are started.
+struct SweepContext {
+  const SweepOptions& options;
+  std::string self_exe;
+  std::string out_dir;
+  double limit_s = 0;
+  std::string minutes;   // the SLURM step's --time
+  std::string launcher;  // "srun" or "mpirun", for messages
+  MpiFlavor mpi = MpiFlavor::kOpenMpi;
+  bool tty = false;  // a progress line on stderr
+};
 
-int RunSweep(const SweepOptions& options, const std::string& self_exe) {
-  const SweepLevel* level = FindSweepLevel(options.level);
-  if (level == nullptr) {
-    std::fprintf(stderr, "rankscope sweep: unknown level '%s' (quick, standard, deep)\n",
-                 options.level.c_str());
-    return 2;
-  }
-  SweepThresholds thresholds = DefaultSweepThresholds();
-  if (!options.config_file.empty()) {
-    std::ifstream in(options.config_file);
-    if (!in) {
-      std::fprintf(stderr, "rankscope sweep: cannot read %s\n", options.config_file.c_str());
-      return 2;
-    }
-    std::stringstream text;
-    text << in.rdbuf();
-    Result<SweepThresholds> parsed = ParseSweepThresholds(text.str(), options.config_file);
-    if (!parsed.ok()) {
-      std::fprintf(stderr, "rankscope sweep: %s\n", parsed.status().message().c_str());
-      return 2;
-    }
-    thresholds = parsed.value();
-  }
+std::optional<std::string> ReadWholeFile(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return std::nullopt;
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
 
+// The thresholds: the defaults, or --config's.
+Result<SweepThresholds> LoadThresholds(const SweepOptions& options) {
+  if (options.config_file.empty()) return DefaultSweepThresholds();
+  const std::optional<std::string> text = ReadWholeFile(options.config_file);
+  if (!text) return Result<SweepThresholds>::Error("cannot read " + options.config_file);
+  return ParseSweepThresholds(*text, options.config_file);
+}
+
+// The nodes to sweep: --hostfile's hosts, or SLURM's.
+Result<std::vector<SweepTarget>> PlanSweep(const SweepOptions& options) {
+  using R = Result<std::vector<SweepTarget>>;
+  if (options.hostfile.empty()) return PlanFromSlurm(options);
+  if (options.drain || !options.partition.empty() || !options.nodes.empty()) {
+    return R::Error(
+        "--hostfile is for clusters without SLURM: no --drain, --partition or --nodes with it");
+  }
+  const std::optional<std::string> text = ReadWholeFile(options.hostfile);
+  if (!text) return R::Error("cannot read " + options.hostfile);
   std::vector<SweepTarget> plan;
-  if (!options.hostfile.empty()) {
-    if (options.drain || !options.partition.empty() || !options.nodes.empty()) {
-      std::fprintf(stderr,
-                   "rankscope sweep: --hostfile is for clusters without SLURM: no --drain, "
-                   "--partition or --nodes with it\n");
-      return 2;
-    }
-    std::ifstream in(options.hostfile);
-    if (!in) {
-      std::fprintf(stderr, "rankscope sweep: cannot read %s\n", options.hostfile.c_str());
-      return 2;
-    }
-    std::stringstream text;
-    text << in.rdbuf();
-    for (const std::string& host : ParseHostfile(text.str())) {
-      SweepTarget t;
-      t.node = host;
-      t.run = true;
-      plan.push_back(std::move(t));
-    }
-    if (plan.empty()) {
-      std::fprintf(stderr, "rankscope sweep: %s lists no hosts\n", options.hostfile.c_str());
-      return 2;
-    }
-  } else {
-    Result<std::vector<SweepTarget>> slurm = PlanFromSlurm(options);
-    if (!slurm.ok()) {
-      std::fprintf(stderr, "rankscope sweep: %s\n", slurm.status().message().c_str());
-      return 2;
-    }
-    plan = std::move(slurm).value();
+  for (const std::string& host : ParseHostfile(*text)) {
+    SweepTarget t;
+    t.node = host;
+    t.run = true;
+    plan.push_back(std::move(t));
   }
+  if (plan.empty()) return R::Error(options.hostfile + " lists no hosts");
+  return plan;
+}
 
-  // A coordinator of its own; the nodes get its address on the command line and the secret
-  // through srun's environment.
-  Result<std::string> token = NewSessionToken();
-  if (!token.ok()) {
-    std::fprintf(stderr, "rankscope sweep: %s\n", token.status().message().c_str());
-    return 1;
-  }
-  const std::string stamp = Stamp();
-  CoordinatorConfig config;
-  config.session_id = "sweep-" + stamp + "-" + std::to_string(getpid());
-  config.token = token.value();
-  config.bind_address =
-      options.bind_address.empty() ? ReachableHostAddress() : options.bind_address;
-  CoordinatorServer server(config);
-  if (Status s = server.Start(); !s.ok()) {
-    std::fprintf(stderr, "rankscope sweep: %s\n", s.message().c_str());
-    return 1;
-  }
-  setenv("RANKSCOPE_TOKEN", config.token.c_str(), 1);
-  const std::string out_dir =
-      options.out_dir.empty() ? "rankscope-sweep-" + stamp : options.out_dir;
-  std::error_code ec;
-  std::filesystem::create_directories(out_dir + "/nodes", ec);
-  if (ec) {
-    std::fprintf(stderr, "rankscope sweep: cannot create %s: %s\n", out_dir.c_str(),
-                 ec.message().c_str());
-    return 1;
-  }
-
-  const double limit_s = options.node_limit_s > 0 ? options.node_limit_s : level->node_limit_s;
-  const std::string minutes = std::to_string(static_cast<int>(std::ceil(limit_s / 60)) + 1);
-  const TimeNs started = MonotonicNow();
-  const double started_unix = static_cast<double>(std::time(nullptr));
-  const MpiFlavor mpi =
-      options.hostfile.empty() ? MpiFlavor::kOpenMpi : DetectLaunchContext({"mpirun"}).mpi;
+// Starts one sweep-node per node to run, each logging to nodes/NODE.log.
+std::map<size_t, Running> StartNodes(const SweepContext& ctx, const std::vector<SweepTarget>& plan,
+                                     const std::string& address, const std::string& session_id) {
   std::map<size_t, Running> running;
   for (size_t i = 0; i < plan.size(); ++i) {
     if (!plan[i].run) continue;
-    std::vector<std::string> argv = NodeLauncher(options, plan[i].node, minutes, mpi);
+    std::vector<std::string> argv = NodeLauncher(ctx.options, plan[i].node, ctx.minutes, ctx.mpi);
     for (const std::string& word : std::vector<std::string>{
-             self_exe, "sweep-node", "--coordinator", server.address(), "--session",
-             config.session_id, "--index", std::to_string(i), "--count",
-             std::to_string(plan.size()), "--level", options.level, "--node", plan[i].node}) {
+             ctx.self_exe, "sweep-node", "--coordinator", address, "--session", session_id,
+             "--index", std::to_string(i), "--count", std::to_string(plan.size()), "--level",
+             ctx.options.level, "--node", plan[i].node}) {
       argv.push_back(word);
     }
-    for (const std::string& path : options.scratch) {
+    for (const std::string& path : ctx.options.scratch) {
       argv.push_back("--scratch");
       argv.push_back(path);
     }
     Running r;
     r.node = plan[i].node;
-    r.log = out_dir + "/nodes/" + plan[i].node + ".log";
+    r.log = ctx.out_dir + "/nodes/" + plan[i].node + ".log";
     r.pid = StartLogged(argv, r.log);
     if (r.pid < 0) r.exit_code = -2;
     running[i] = r;
   }
+  return running;
+}
 
-  struct sigaction on_stop {};
-  on_stop.sa_handler = [](int) { g_sweep_interrupted = 1; };
-  sigemptyset(&on_stop.sa_mask);
-  for (int sig : {SIGINT, SIGTERM, SIGHUP}) sigaction(sig, &on_stop, nullptr);
-
-  // Wait for every node, with a progress line on a terminal.
-  const bool tty = isatty(STDERR_FILENO) == 1 && !options.quiet;
-  WaitAll(&running, started + static_cast<DurationNs>(limit_s * 1e9), "nodes", tty);
-
-  // The nodes' figures, with their clocks as the coordinator fitted them.
-  CoordinatorService& service = server.service();
-  const Session session = service.Snapshot();
+// Each started node's figures, with their clocks as the coordinator fitted them, or why there are
+// none. input_of_plan maps a plan index to its input (SIZE_MAX: not run).
+std::vector<SweepNodeInput> CollectNodeInputs(const SweepContext& ctx, const Session& session,
+                                              const std::vector<SweepTarget>& plan,
+                                              const std::map<size_t, Running>& running,
+                                              std::vector<size_t>* input_of_plan) {
   const double anchor = static_cast<double>(RealtimeMinusMonotonic()) / 1e9;
-  const std::string launcher = options.hostfile.empty() ? "srun" : "mpirun";
-  std::vector<std::string> notes;
   std::vector<SweepNodeInput> inputs;
-  std::vector<size_t> input_of_plan(plan.size(), SIZE_MAX);
-  for (auto& [i, r] : running) {
+  input_of_plan->assign(plan.size(), SIZE_MAX);
+  for (const auto& [i, r] : running) {
     SweepNodeInput in;
     in.node = plan[i].node;
     const RankData* rank = session.FindRank(static_cast<int>(i));
@@ -399,79 +351,97 @@ int RunSweep(const SweepOptions& options, const std::string& self_exe) {
         in.results.push_back(std::move(c));
       }
     } else if (r.timed_out) {
-      in.problem = "no result within " + std::to_string(static_cast<int>(limit_s)) +
+      in.problem = "no result within " + std::to_string(static_cast<int>(ctx.limit_s)) +
                    " s (node busy, or a check stuck); srun stopped";
     } else {
       const std::string last = WhyInLog(r.log);
       in.problem =
-          launcher + " exit " + std::to_string(r.exit_code) + (last.empty() ? "" : ": " + last);
+          ctx.launcher + " exit " + std::to_string(r.exit_code) + (last.empty() ? "" : ": " + last);
     }
-    input_of_plan[i] = inputs.size();
+    (*input_of_plan)[i] = inputs.size();
     inputs.push_back(std::move(in));
   }
-  // The fabric: MPI ping-pong between ring neighbours among the nodes that answered.
+  return inputs;
+}
+
+// One round of pairs, run at once: each pair's ping-pong result, or why there is none.
+std::vector<PairResult> RunPairRound(const SweepContext& ctx,
+                                     const std::vector<std::pair<size_t, size_t>>& round,
+                                     const std::vector<SweepNodeInput>& inputs,
+                                     const std::vector<size_t>& answered,
+                                     const std::vector<std::string>& pingpong_args) {
+  std::map<size_t, Running> jobs;
+  std::vector<PairResult> round_pairs;
+  for (size_t p = 0; p < round.size(); ++p) {
+    PairResult pr;
+    pr.a = inputs[answered[round[p].first]].node;
+    pr.b = inputs[answered[round[p].second]].node;
+    std::vector<std::string> argv = PairLauncher(ctx.options, pr.a, pr.b, ctx.minutes, ctx.mpi);
+    argv.insert(argv.end(), pingpong_args.begin(), pingpong_args.end());
+    Running r;
+    r.node = pr.a + "-" + pr.b;
+    r.log = ctx.out_dir + "/nodes/pair-" + pr.a + "-" + pr.b + ".log";
+    r.pid = StartLogged(argv, r.log);
+    if (r.pid < 0) r.exit_code = -2;
+    jobs[p] = r;
+    round_pairs.push_back(pr);
+  }
+  WaitAll(&jobs, MonotonicNow() + static_cast<DurationNs>(ctx.limit_s * 1e9), "pairs", ctx.tty);
+  for (auto& [p, r] : jobs) {
+    PairResult& pr = round_pairs[p];
+    if (ParsePingPong(r.log, &pr)) continue;
+    const std::string why = WhyInLog(r.log);
+    pr.error = r.timed_out
+                   ? "no result within " + std::to_string(static_cast<int>(ctx.limit_s)) + " s"
+                   : ctx.launcher + " exit " + std::to_string(r.exit_code) +
+                         (why.empty() ? "" : ": " + why);
+  }
+  return round_pairs;
+}
+
+// The fabric: MPI ping-pong (and NCCL across the pair's GPUs, when they have some) between ring
+// neighbours among the nodes that answered; each node's pair checks join its results.
+void RunPairs(const SweepContext& ctx, const SweepLevel& level, std::vector<SweepNodeInput>* inputs,
+              std::vector<std::string>* notes) {
   std::vector<size_t> answered;
-  for (size_t k = 0; k < inputs.size(); ++k) {
-    if (inputs[k].answered) answered.push_back(k);
+  for (size_t k = 0; k < inputs->size(); ++k) {
+    if ((*inputs)[k].answered) answered.push_back(k);
   }
+  if (g_sweep_interrupted || answered.size() < 2) return;
+  const std::string pingpong =
+      ctx.self_exe.substr(0, ctx.self_exe.rfind('/') + 1) + "rankscope-pingpong";
+  if (access(pingpong.c_str(), X_OK) != 0) {
+    notes->push_back("MPI ping-pong not run: " + pingpong + " is missing");
+    return;
+  }
+  const std::vector<std::string> args = {pingpong, "--batches", std::to_string(level.pair_batches),
+                                         "--nccl-bytes", std::to_string(level.nccl_bytes)};
   std::vector<PairResult> pairs;
-  if (g_sweep_interrupted) answered.clear();
-  const std::string pingpong = self_exe.substr(0, self_exe.rfind('/') + 1) + "rankscope-pingpong";
-  if (answered.size() >= 2 && access(pingpong.c_str(), X_OK) != 0) {
-    notes.push_back("MPI ping-pong not run: " + pingpong + " is missing");
-  } else if (answered.size() >= 2) {
-    const std::string batches = std::to_string(level->pair_batches);
-    // NCCL across the pair's GPUs, when they have some: per all-reduce, as sweep-node's.
-    const std::string nccl_bytes = std::to_string(level->nccl_bytes);
-    for (const auto& round : PairRounds(answered.size())) {
-      if (g_sweep_interrupted) break;
-      std::map<size_t, Running> jobs;
-      std::vector<PairResult> round_pairs;
-      for (size_t p = 0; p < round.size(); ++p) {
-        PairResult pr;
-        pr.a = inputs[answered[round[p].first]].node;
-        pr.b = inputs[answered[round[p].second]].node;
-        std::vector<std::string> argv = PairLauncher(options, pr.a, pr.b, minutes, mpi);
-        argv.insert(argv.end(), {pingpong, "--batches", batches, "--nccl-bytes", nccl_bytes});
-        Running r;
-        r.node = pr.a + "-" + pr.b;
-        r.log = out_dir + "/nodes/pair-" + pr.a + "-" + pr.b + ".log";
-        r.pid = StartLogged(argv, r.log);
-        if (r.pid < 0) r.exit_code = -2;
-        jobs[p] = r;
-        round_pairs.push_back(pr);
-      }
-      WaitAll(&jobs, MonotonicNow() + static_cast<DurationNs>(limit_s * 1e9), "pairs", tty);
-      for (auto& [p, r] : jobs) {
-        PairResult& pr = round_pairs[p];
-        if (!ParsePingPong(r.log, &pr)) {
-          const std::string why = WhyInLog(r.log);
-          pr.error = r.timed_out
-                         ? "no result within " + std::to_string(static_cast<int>(limit_s)) + " s"
-                         : launcher + " exit " + std::to_string(r.exit_code) +
-                               (why.empty() ? "" : ": " + why);
-        }
-        pairs.push_back(pr);
-      }
-    }
-    if (std::all_of(pairs.begin(), pairs.end(),
-                    [](const PairResult& p) { return !p.error.empty(); })) {
-      notes.push_back("every MPI pair failed: if the nodes are fine, the MPI launch is not (" +
-                      std::string(options.hostfile.empty() ? "srun's MPI plugin: --mpi TYPE"
-                                                           : "mpirun on these hosts") +
-                      "; nodes/pair-*.log)");
-    }
-    for (size_t k : answered) {
-      for (SweepCheckResult& c : PairChecksFor(inputs[k].node, pairs)) {
-        inputs[k].results.push_back(std::move(c));
-      }
+  for (const auto& round : PairRounds(answered.size())) {
+    if (g_sweep_interrupted) break;
+    for (PairResult& pr : RunPairRound(ctx, round, *inputs, answered, args)) {
+      pairs.push_back(std::move(pr));
     }
   }
-  if (g_sweep_interrupted) {
-    notes.push_back(
-        "interrupted: the launchers still running were stopped (their nodes did not "
-        "answer); nothing was drained");
+  if (std::all_of(pairs.begin(), pairs.end(),
+                  [](const PairResult& p) { return !p.error.empty(); })) {
+    notes->push_back("every MPI pair failed: if the nodes are fine, the MPI launch is not (" +
+                     std::string(ctx.options.hostfile.empty() ? "srun's MPI plugin: --mpi TYPE"
+                                                              : "mpirun on these hosts") +
+                     "; nodes/pair-*.log)");
   }
+  for (size_t k : answered) {
+    for (SweepCheckResult& c : PairChecksFor((*inputs)[k].node, pairs)) {
+      (*inputs)[k].results.push_back(std::move(c));
+    }
+  }
+}
+
+// One verdict per planned node, in the plan's order: judged where it ran, else why it did not.
+std::vector<NodeVerdict> VerdictsInPlanOrder(const std::vector<SweepTarget>& plan,
+                                             const std::vector<SweepNodeInput>& inputs,
+                                             const std::vector<size_t>& input_of_plan,
+                                             const SweepThresholds& thresholds) {
   const std::vector<NodeVerdict> judged = JudgeSweep(inputs, thresholds);
   std::vector<NodeVerdict> verdicts;
   for (size_t i = 0; i < plan.size(); ++i) {
@@ -485,63 +455,59 @@ int RunSweep(const SweepOptions& options, const std::string& self_exe) {
     v.problem = plan[i].why_not;
     verdicts.push_back(std::move(v));
   }
-  server.Shutdown();
+  return verdicts;
+}
 
-  SweepRunInfo run;
-  run.id = config.session_id;
-  run.level = options.level;
-  run.started_unix_s = started_unix;
-  run.duration_s = static_cast<double>(MonotonicNow() - started) / 1e9;
-  run.notes = notes;
-
-  // Each node against its own past; then this sweep joins the history.
-  std::unique_ptr<SweepHistory> history;
-  if (!options.no_history) {
-    const std::string path =
-        options.baseline.empty() ? DefaultSweepHistoryPath() : options.baseline;
-    Result<std::unique_ptr<SweepHistory>> opened = SweepHistory::Open(path);
-    Result<SweepPast> past = opened.ok() ? opened.value()->Past(options.level, kHistorySweeps)
-                                         : Result<SweepPast>::Error(opened.status().message());
-    if (past.ok()) {
-      ApplyTrends(past.value(), thresholds, &verdicts);
-      history = std::move(opened).value();
-    } else {
-      run.notes.push_back("history " + past.status().message() +
-                          "; this sweep is neither compared with the past nor recorded");
-    }
+// Each node against its own past; returns the history this sweep joins (null: none, with a note).
+std::unique_ptr<SweepHistory> CompareWithHistory(const SweepOptions& options,
+                                                 const SweepThresholds& thresholds,
+                                                 std::vector<NodeVerdict>* verdicts,
+                                                 SweepRunInfo* run) {
+  if (options.no_history) return nullptr;
+  const std::string path = options.baseline.empty() ? DefaultSweepHistoryPath() : options.baseline;
+  Result<std::unique_ptr<SweepHistory>> opened = SweepHistory::Open(path);
+  Result<SweepPast> past = opened.ok() ? opened.value()->Past(options.level, kHistorySweeps)
+                                       : Result<SweepPast>::Error(opened.status().message());
+  if (!past.ok()) {
+    run->notes.push_back("history " + past.status().message() +
+                         "; this sweep is neither compared with the past nor recorded");
+    return nullptr;
   }
+  ApplyTrends(past.value(), thresholds, verdicts);
+  return std::move(opened).value();
+}
 
-  // --drain: nodes whose checks failed and that nobody else has drained meanwhile. A node that
-  // did not answer is not drained: a missing or broken rankscope there is as likely as a fault.
-  if (options.drain && !g_sweep_interrupted) {
-    for (size_t i = 0; i < plan.size(); ++i) {
-      const NodeVerdict& v = verdicts[i];
-      if (v.status != SweepStatus::kFail || !plan[i].run) continue;
-      const std::optional<std::string> reason = DrainReason(v);
-      if (!reason) {
-        run.notes.push_back(v.node + " not drained: what failed there did not run (see nodes/" +
-                            v.node + "*.log)");
-        continue;
-      }
-      auto [rc, now] = CaptureOutput({"sinfo", "-h", "-N", "-n", v.node, "-o", "%N|%t|%E"});
-      const std::vector<SinfoNode> state = ParseSinfoNodes(now);
-      const std::vector<SweepTarget> again = PlanSweepNodes({v.node}, state);
-      if (rc != 0 || again.empty() || again[0].drained) {
-        run.notes.push_back(v.node + " not drained: its state changed during the sweep");
-        continue;
-      }
-      auto [drain_rc, drain_out] = CaptureOutput(DrainCommand(v.node, *reason));
-      run.notes.push_back(drain_rc == 0 ? "drained " + v.node + ": rankscope: " + *reason
-                                        : "could not drain " + v.node + " (scontrol exit " +
-                                              std::to_string(drain_rc) + ")");
+// --drain: nodes whose checks failed and that nobody else has drained meanwhile. A node that did
+// not answer is not drained: a missing or broken rankscope there is as likely as a fault.
+void DrainFailed(const std::vector<SweepTarget>& plan, const std::vector<NodeVerdict>& verdicts,
+                 SweepRunInfo* run) {
+  for (size_t i = 0; i < plan.size(); ++i) {
+    const NodeVerdict& v = verdicts[i];
+    if (v.status != SweepStatus::kFail || !plan[i].run) continue;
+    const std::optional<std::string> reason = DrainReason(v);
+    if (!reason) {
+      run->notes.push_back(v.node + " not drained: what failed there did not run (see nodes/" +
+                           v.node + "*.log)");
+      continue;
     }
+    auto [rc, now] = CaptureOutput({"sinfo", "-h", "-N", "-n", v.node, "-o", "%N|%t|%E"});
+    const std::vector<SinfoNode> state = ParseSinfoNodes(now);
+    const std::vector<SweepTarget> again = PlanSweepNodes({v.node}, state);
+    if (rc != 0 || again.empty() || again[0].drained) {
+      run->notes.push_back(v.node + " not drained: its state changed during the sweep");
+      continue;
+    }
+    auto [drain_rc, drain_out] = CaptureOutput(DrainCommand(v.node, *reason));
+    run->notes.push_back(drain_rc == 0 ? "drained " + v.node + ": rankscope: " + *reason
+                                       : "could not drain " + v.node + " (scontrol exit " +
+                                             std::to_string(drain_rc) + ")");
   }
+}
 
-  if (history != nullptr) {
-    if (Status s = history->Record(run, verdicts); !s.ok()) {
-      run.notes.push_back("history: this sweep was not recorded: " + s.message());
-    }
-  }
+// report.txt .json .html, junit.xml and the Prometheus file (also at --prom-file); prints the
+// text unless quiet. False when some could not be written.
+bool WriteSweepOutputs(const SweepOptions& options, const std::string& out_dir,
+                       const SweepRunInfo& run, const std::vector<NodeVerdict>& verdicts) {
   const std::string text = SweepReportText(run, verdicts);
   const std::string prom = SweepPrometheus(run, verdicts);
   bool written = true;
@@ -568,6 +534,99 @@ int RunSweep(const SweepOptions& options, const std::string& self_exe) {
         "rankscope_sweep.prom, nodes/*.log)\n",
         out_dir.c_str());
   }
+  return written;
+}
+
+void StopOnSignals() {
+  struct sigaction on_stop {};
+  on_stop.sa_handler = [](int) { g_sweep_interrupted = 1; };
+  sigemptyset(&on_stop.sa_mask);
+  for (int sig : {SIGINT, SIGTERM, SIGHUP}) sigaction(sig, &on_stop, nullptr);
+}
+
+int SweepError(const std::string& message, int code) {
+  std::fprintf(stderr, "rankscope sweep: %s\n", message.c_str());
+  return code;
+}
+
+}  // namespace
+
+int RunSweep(const SweepOptions& options, const std::string& self_exe) {
+  const SweepLevel* level = FindSweepLevel(options.level);
+  if (level == nullptr) {
+    return SweepError("unknown level '" + options.level + "' (quick, standard, deep)", 2);
+  }
+  Result<SweepThresholds> thresholds = LoadThresholds(options);
+  if (!thresholds.ok()) return SweepError(thresholds.status().message(), 2);
+  Result<std::vector<SweepTarget>> planned = PlanSweep(options);
+  if (!planned.ok()) return SweepError(planned.status().message(), 2);
+  const std::vector<SweepTarget>& plan = planned.value();
+
+  // A coordinator of its own; the nodes get its address on the command line and the secret
+  // through srun's environment.
+  Result<std::string> token = NewSessionToken();
+  if (!token.ok()) return SweepError(token.status().message(), 1);
+  const std::string stamp = Stamp();
+  CoordinatorConfig config;
+  config.session_id = "sweep-" + stamp + "-" + std::to_string(getpid());
+  config.token = token.value();
+  config.bind_address =
+      options.bind_address.empty() ? ReachableHostAddress() : options.bind_address;
+  CoordinatorServer server(config);
+  if (Status s = server.Start(); !s.ok()) return SweepError(s.message(), 1);
+  setenv("RANKSCOPE_TOKEN", config.token.c_str(), 1);
+
+  const std::string out_dir =
+      options.out_dir.empty() ? "rankscope-sweep-" + stamp : options.out_dir;
+  std::error_code ec;
+  std::filesystem::create_directories(out_dir + "/nodes", ec);
+  if (ec) return SweepError("cannot create " + out_dir + ": " + ec.message(), 1);
+  const double limit_s = options.node_limit_s > 0 ? options.node_limit_s : level->node_limit_s;
+  const SweepContext ctx{
+      .options = options,
+      .self_exe = self_exe,
+      .out_dir = out_dir,
+      .limit_s = limit_s,
+      .minutes = std::to_string(static_cast<int>(std::ceil(limit_s / 60)) + 1),
+      .launcher = options.hostfile.empty() ? "srun" : "mpirun",
+      .mpi = options.hostfile.empty() ? MpiFlavor::kOpenMpi : DetectLaunchContext({"mpirun"}).mpi,
+      .tty = isatty(STDERR_FILENO) == 1 && !options.quiet};
+
+  const TimeNs started = MonotonicNow();
+  const double started_unix = static_cast<double>(std::time(nullptr));
+  std::map<size_t, Running> running = StartNodes(ctx, plan, server.address(), config.session_id);
+  StopOnSignals();
+  WaitAll(&running, started + static_cast<DurationNs>(ctx.limit_s * 1e9), "nodes", ctx.tty);
+
+  std::vector<std::string> notes;
+  std::vector<size_t> input_of_plan;
+  std::vector<SweepNodeInput> inputs =
+      CollectNodeInputs(ctx, server.service().Snapshot(), plan, running, &input_of_plan);
+  RunPairs(ctx, *level, &inputs, &notes);
+  if (g_sweep_interrupted) {
+    notes.push_back(
+        "interrupted: the launchers still running were stopped (their nodes did not "
+        "answer); nothing was drained");
+  }
+  std::vector<NodeVerdict> verdicts =
+      VerdictsInPlanOrder(plan, inputs, input_of_plan, thresholds.value());
+  server.Shutdown();
+
+  SweepRunInfo run;
+  run.id = config.session_id;
+  run.level = options.level;
+  run.started_unix_s = started_unix;
+  run.duration_s = static_cast<double>(MonotonicNow() - started) / 1e9;
+  run.notes = notes;
+  std::unique_ptr<SweepHistory> history =
+      CompareWithHistory(options, thresholds.value(), &verdicts, &run);
+  if (options.drain && !g_sweep_interrupted) DrainFailed(plan, verdicts, &run);
+  if (history != nullptr) {
+    if (Status s = history->Record(run, verdicts); !s.ok()) {
+      run.notes.push_back("history: this sweep was not recorded: " + s.message());
+    }
+  }
+  const bool written = WriteSweepOutputs(options, ctx.out_dir, run, verdicts);
   const int code = SweepExitCode(verdicts);
   return written ? code : std::max(code, 2);
 }
