@@ -1,0 +1,70 @@
+// `rankscope report`: re-run the analyses and writers on a saved session folder.
+#include <cstdio>
+#include <memory>
+#include <regex>
+
+#include "launchers/cli/commands.h"
+#include "launchers/report_cmd.h"
+
+namespace rankscope::cli {
+
+Command AddReport(CLI::App* app) {
+  struct State {
+    ReportOptions report;
+    double min_lateness_ms = 1.0;
+    double min_data_excess_ms = 1.0;
+    std::string step_pattern, data_pattern;
+  };
+  auto s = std::make_shared<State>();
+  ReportOptions& r = s->report;
+  CLI::App* cmd =
+      app->add_subcommand("report", "Offline: re-run the analyses and writers on a session folder");
+  CLI::Option* session_opt =
+      cmd->add_option("session", r.session_dir, "Session folder (has session.sqlite)");
+  CLI::Option* spools_opt = cmd->add_option(
+      "--spools", r.spools,
+      "Rebuild a session its coordinator never wrote (rankscope run killed) from the agents' "
+      "spools: TMPDIR/rankscope-SESSION-spool.* of every node");
+  session_opt->excludes(spools_opt);
+  cmd->add_option("-o,--output", r.out_dir,
+                  "Write here (default: the session folder; with --spools, rankscope-SESSION)");
+  cmd->add_flag("-q,--quiet", r.quiet, "Do not print the report");
+  cmd->add_flag("--full-trace", r.full_trace,
+                "trace.json with every event (default: at most 1 M, whole steps sampled, "
+                "else the run's middle)");
+  cmd->add_option("--min-gain-fraction", r.analysis.blame.min_gain_fraction,
+                  "Straggler: least share of the job its what-if must save (default 0.05)");
+  cmd->add_option("--min-excess-fraction", r.analysis.blame.min_excess_fraction,
+                  "Straggler: least excess of its work over the typical rank's (default 0.10)");
+  cmd->add_option("--min-lateness-ms", s->min_lateness_ms,
+                  "Arrival analysis (describes stragglers): least median lateness (default 1)");
+  cmd->add_option("--min-frac-last", r.analysis.straggler.min_frac_last,
+                  "Arrival analysis: least fraction of instances held up (default 0.5)");
+  cmd->add_option("--min-cost-fraction", r.analysis.straggler.min_cost_fraction,
+                  "Arrival analysis: least fraction of the others' time lost (default 0.01)");
+  cmd->add_option("--step-pattern", s->step_pattern,
+                  "Dataloader: regex of step ranges (default ^step)");
+  cmd->add_option("--data-pattern", s->data_pattern,
+                  "Dataloader: regex of data ranges (default data|load|batch|input)");
+  cmd->add_option("--min-data-excess-ms", s->min_data_excess_ms,
+                  "Dataloader: least excess data time per step (default 1)");
+  return {cmd, [s] {
+            AnalysisOptions& a = s->report.analysis;
+            a.straggler.min_lateness = static_cast<DurationNs>(s->min_lateness_ms * 1e6);
+            a.dataloader.min_excess = static_cast<DurationNs>(s->min_data_excess_ms * 1e6);
+            try {
+              if (!s->step_pattern.empty()) {
+                a.dataloader.step_pattern = std::regex(s->step_pattern, std::regex::icase);
+              }
+              if (!s->data_pattern.empty()) {
+                a.dataloader.data_pattern = std::regex(s->data_pattern, std::regex::icase);
+              }
+            } catch (const std::regex_error& e) {
+              std::fprintf(stderr, "rankscope report: bad regular expression: %s\n", e.what());
+              return 2;
+            }
+            return RunReport(s->report);
+          }};
+}
+
+}  // namespace rankscope::cli

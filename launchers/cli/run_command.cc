@@ -1,0 +1,67 @@
+// `rankscope run`: wrap a launch and write a session report.
+#include <memory>
+
+#include "launchers/cli/commands.h"
+#include "launchers/run.h"
+
+namespace rankscope::cli {
+
+Command AddRun(CLI::App* app, const std::string& self_exe) {
+  struct State {
+    RunOptions run;
+    double drain_s = 15;
+    std::string cupti_mode, capture_range, capture_steps, capture_every, step_range;
+  };
+  auto s = std::make_shared<State>();
+  CLI::App* cmd = app->add_subcommand("run", "Profile a launch: rankscope run -- mpirun ...");
+  cmd->footer(
+      "Signals: Ctrl-C on the terminal reaches the launcher itself (the whole foreground job "
+      "gets it); SIGINT, SIGTERM, SIGHUP, SIGUSR1 and SIGUSR2 sent to rankscope alone are "
+      "passed to the launcher. Either way the job ends as it would without rankscope, and a "
+      "PARTIAL report of what was recorded is written; one that comes before the launch "
+      "launches nothing and ends rankscope by that signal. If rankscope itself is killed "
+      "(SIGKILL), the job runs on: each agent keeps its rank's records in a spool it names "
+      "(rankscope report --spools rebuilds the session), and the job's exit code is lost to "
+      "the caller.");
+  cmd->add_option("-o,--output", s->run.out_dir, "Session folder (default rankscope-<job>)");
+  cmd->add_option("--bind", s->run.bind_address,
+                  "Address the coordinator listens on (default: 127.0.0.1, or this host's "
+                  "address when ranks may run elsewhere: srun, mpirun with hosts)");
+  cmd->add_option("--port", s->run.port,
+                  "Coordinator port (default: any free port; a free one too when this one "
+                  "is taken: the agents are told where)");
+  cmd->add_option("--drain-timeout", s->drain_s,
+                  "Seconds to wait for agents' last records after the job ends");
+  cmd->add_flag("-q,--quiet", s->run.quiet, "Do not print the report");
+  cmd->add_flag("--full-trace", s->run.full_trace,
+                "trace.json with every event (default: at most 1 M, whole steps sampled, else "
+                "the run's middle)");
+  cmd->add_option("--gpu-activity", s->cupti_mode,
+                  "CUPTI activity: kernels | gpu (+ copies, memsets, syncs) | all (+ the launch "
+                  "calls, runtime and driver: launch latency; the default) | api (+ every CUDA "
+                  "runtime call)")
+      ->check(CLI::IsMember({"kernels", "gpu", "all", "api"}));
+  cmd->add_option("--capture-range", s->capture_range,
+                  "Capture GPU activity only while an NVTX range of this name is open");
+  cmd->add_option("--capture-steps", s->capture_steps,
+                  "Capture GPU activity for steps FIRST[:COUNT] (a step = one NVTX range "
+                  "named by --step-range)");
+  cmd->add_option("--capture-every", s->capture_every,
+                  "Of the captured steps, capture only every Nth (sampling)");
+  cmd->add_option("--step-range", s->step_range, "NVTX range that marks a step (default step)");
+  cmd->add_flag("--dormant", s->run.dormant,
+                "Ranks record nothing until `rankscope capture` starts a capture");
+  cmd->add_option("command", s->run.command, "Launch command (after --)")->required();
+  return {cmd, [s, self_exe] {
+            s->run.self_exe = self_exe;
+            s->run.drain_timeout = static_cast<DurationNs>(s->drain_s * 1e9);
+            s->run.inject_env = {{"RANKSCOPE_CUPTI_MODE", s->cupti_mode},
+                                 {"RANKSCOPE_CAPTURE_RANGE", s->capture_range},
+                                 {"RANKSCOPE_CAPTURE_STEPS", s->capture_steps},
+                                 {"RANKSCOPE_CAPTURE_EVERY", s->capture_every},
+                                 {"RANKSCOPE_STEP_RANGE", s->step_range}};
+            return RunJob(s->run);
+          }};
+}
+
+}  // namespace rankscope::cli
