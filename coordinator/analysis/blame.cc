@@ -167,26 +167,34 @@ std::string_view P2PCallName(const P2PRecord& p) {
   return P2PKindName(p.kind);
 }
 
-// Builds each rank's chain and the dependencies between chains.
-Graph BuildGraph(const Session& s, const SessionMatches& matches) {
-  Graph g;
-  std::unordered_map<int, int> index_of;
-  for (const RankData& r : s.ranks) {
-    index_of[r.id.rank] = static_cast<int>(g.ranks.size());
-    g.ranks.push_back(r.id.rank);
-  }
-  g.events.resize(g.ranks.size());
-
-  // Records -> events, per rank. Collective records are found by (comm, seq) in a sorted
-  // vector per rank, point-to-point records by index.
+// Where each rank's records landed in its chain: collectives by (comm, seq) in a sorted vector
+// per rank, point-to-point records by index (-1: not in the chain).
+struct RecordEvents {
   using CollectiveKey = std::tuple<uint64_t, uint64_t, int>;  // (comm, seq, event index)
-  std::vector<std::vector<CollectiveKey>> collective_event(g.ranks.size());
-  std::vector<std::vector<int>> p2p_event(g.ranks.size());
+  std::vector<std::vector<CollectiveKey>> collective;
+  std::vector<std::vector<int>> p2p;
+
+  // The event of rank index `ri`'s collective (comm, seq); the last one if it recorded several.
+  int CollectiveAt(int ri, uint64_t comm, uint64_t seq) const {
+    const std::vector<CollectiveKey>& keys = collective[static_cast<size_t>(ri)];
+    auto it = std::upper_bound(keys.begin(), keys.end(),
+                               CollectiveKey{comm, seq, std::numeric_limits<int>::max()});
+    if (it == keys.begin()) return -1;
+    --it;
+    return std::get<0>(*it) == comm && std::get<1>(*it) == seq ? std::get<2>(*it) : -1;
+  }
+};
+
+// Records -> events, per rank: one event per distinct (enter, exit).
+RecordEvents AddChains(const Session& s, Graph* g) {
+  RecordEvents at_event;
+  at_event.collective.resize(g->ranks.size());
+  at_event.p2p.resize(g->ranks.size());
   for (size_t ri = 0; ri < s.ranks.size(); ++ri) {
     const RankData& r = s.ranks[ri];
     const std::vector<ChainRecord> records = ChainRecords(r);
-    p2p_event[ri].assign(r.p2p.size(), -1);
-    std::vector<Event>& ev = g.events[ri];
+    at_event.p2p[ri].assign(r.p2p.size(), -1);
+    std::vector<Event>& ev = g->events[ri];
     for (const auto& [enter, exit, kind, i] : records) {
       if (ev.empty() || ev.back().enter != enter || ev.back().exit != exit) {
         Event e;
@@ -198,11 +206,11 @@ Graph BuildGraph(const Session& s, const SessionMatches& matches) {
       const int at = static_cast<int>(ev.size()) - 1;
       if (kind == 0) {
         const CollectiveRecord& c = r.collectives[i];
-        collective_event[ri].emplace_back(c.comm_id, c.seq, at);
+        at_event.collective[ri].emplace_back(c.comm_id, c.seq, at);
         e.call = CollectiveOpName(c.op);
         e.interpreted = false;  // until its instance says otherwise
       } else if (kind == 1) {
-        p2p_event[ri][i] = at;
+        at_event.p2p[ri][i] = at;
         if (e.call.empty()) e.call = P2PCallName(r.p2p[i]);
         e.interpreted = false;  // until a message says otherwise
       } else {
@@ -214,23 +222,18 @@ Graph BuildGraph(const Session& s, const SessionMatches& matches) {
         e.other = true;
       }
     }
-    std::sort(collective_event[ri].begin(), collective_event[ri].end());
+    std::sort(at_event.collective[ri].begin(), at_event.collective[ri].end());
   }
-  // The event of rank index `ri`'s collective (comm, seq); the last one if it recorded several.
-  auto collective_at = [&](int ri, uint64_t comm, uint64_t seq) -> int {
-    const std::vector<CollectiveKey>& keys = collective_event[static_cast<size_t>(ri)];
-    auto it = std::upper_bound(keys.begin(), keys.end(),
-                               CollectiveKey{comm, seq, std::numeric_limits<int>::max()});
-    if (it == keys.begin()) return -1;
-    --it;
-    return std::get<0>(*it) == comm && std::get<1>(*it) == seq ? std::get<2>(*it) : -1;
-  };
-  // MPI_Init: one N-to-N instance when it is every rank's first event (a capture window that
-  // starts later has none), and the chains start at the session's start.
-  g.start.assign(g.ranks.size(), 0);
+  return at_event;
+}
+
+// MPI_Init: one N-to-N instance when it is every rank's first event (a capture window that starts
+// later has none), and the chains start at the session's start.
+void AddStartUp(const Session& s, Graph* g) {
+  g->start.assign(g->ranks.size(), 0);
   bool init_first = true;
   size_t with_events = 0;
-  for (const auto& ev : g.events) {
+  for (const auto& ev : g->events) {
     if (ev.empty()) continue;
     ++with_events;
     init_first &= ev.front().call == MpiCallName(MpiCall::kInit);
@@ -239,30 +242,35 @@ Graph BuildGraph(const Session& s, const SessionMatches& matches) {
   if (init_instance) {
     Instance in;
     in.pattern = WaitPattern::kAllToAll;
-    const int id = static_cast<int>(g.instances.size());
-    for (size_t ri = 0; ri < g.events.size(); ++ri) {
-      if (g.events[ri].empty()) continue;
-      Event& e = g.events[ri].front();
+    const int id = static_cast<int>(g->instances.size());
+    for (size_t ri = 0; ri < g->events.size(); ++ri) {
+      if (g->events[ri].empty()) continue;
+      Event& e = g->events[ri].front();
       e.instance = id;
       e.member = static_cast<int>(in.members.size());
       e.dep = DepKind::kAllMembers;
       e.interpreted = true;
       e.startup = true;
       in.members.emplace_back(static_cast<int>(ri), 0);
-      in.comm_ranks.push_back(g.ranks[ri]);
+      in.comm_ranks.push_back(g->ranks[ri]);
     }
-    g.instances.push_back(std::move(in));
+    g->instances.push_back(std::move(in));
   }
   TimeNs first = std::numeric_limits<TimeNs>::max();
-  for (size_t ri = 0; ri < g.events.size(); ++ri) {
-    const auto& ev = g.events[ri];
+  for (size_t ri = 0; ri < g->events.size(); ++ri) {
+    const auto& ev = g->events[ri];
     if (ev.empty()) continue;
-    g.start[ri] = init_instance ? std::min(s.start, ev.front().enter) : ev.front().enter;
-    first = std::min(first, g.start[ri]);
+    g->start[ri] = init_instance ? std::min(s.start, ev.front().enter) : ev.front().enter;
+    first = std::min(first, g->start[ri]);
   }
-  g.first = first == std::numeric_limits<TimeNs>::max() ? 0 : first;
+  g->first = first == std::numeric_limits<TimeNs>::max() ? 0 : first;
+}
 
-  // Collective instances.
+// Collective instances: each complete one whose members' events are all in the chains, with the
+// dependency its wait-state pattern gives each member.
+void AddCollectiveInstances(const SessionMatches& matches,
+                            const std::unordered_map<int, int>& index_of,
+                            const RecordEvents& at_event, Graph* g) {
   for (const CollectiveInstance& inst : matches.collectives) {
     if (!inst.complete || inst.mismatched || inst.members.size() < 2) continue;
     Instance in;
@@ -271,11 +279,8 @@ Graph BuildGraph(const Session& s, const SessionMatches& matches) {
     bool ok = true;
     for (const CollectiveParticipant& m : inst.members) {
       auto ri = index_of.find(m.rank);
-      if (ri == index_of.end()) {
-        ok = false;
-        break;
-      }
-      const int ev = collective_at(ri->second, inst.comm_id, inst.seq);
+      const int ev =
+          ri == index_of.end() ? -1 : at_event.CollectiveAt(ri->second, inst.comm_id, inst.seq);
       if (ev < 0) {
         ok = false;
         break;
@@ -286,10 +291,10 @@ Graph BuildGraph(const Session& s, const SessionMatches& matches) {
     }
     if (!ok) continue;
     if (in.pattern != WaitPattern::kAllToAll && in.root < 0) continue;
-    const int id = static_cast<int>(g.instances.size());
+    const int id = static_cast<int>(g->instances.size());
     for (size_t k = 0; k < in.members.size(); ++k) {
       const auto [ri, ei] = in.members[k];
-      Event& e = g.events[static_cast<size_t>(ri)][static_cast<size_t>(ei)];
+      Event& e = g->events[static_cast<size_t>(ri)][static_cast<size_t>(ei)];
       // A member takes part in one instance; a second would make the event ambiguous.
       if (e.instance >= 0) continue;
       e.instance = id;
@@ -306,93 +311,126 @@ Graph BuildGraph(const Session& s, const SessionMatches& matches) {
         e.dep = is_root ? DepKind::kAllMembers : DepKind::kNone;
       }
     }
-    g.instances.push_back(std::move(in));
+    g->instances.push_back(std::move(in));
   }
+}
 
-  // Point-to-point messages: a receive waits for its send's post; a send that had to wait for
-  // its receiver waits for the receive's post.
-  auto event_at = [&](int ri, TimeNs enter) -> int {
-    const std::vector<Event>& ev = g.events[static_cast<size_t>(ri)];
-    auto it = std::lower_bound(ev.begin(), ev.end(), enter,
-                               [](const Event& e, TimeNs t) { return e.enter < t; });
-    if (it == ev.end() || it->enter != enter) return -1;
-    return static_cast<int>(it - ev.begin());
-  };
-  // (rank index, event index, partner rank index, partner event index) and (rank index, event
-  // index, involved rank index), gathered per message and then laid out per event.
-  std::vector<std::array<int, 4>> partner_edges;
-  std::vector<std::array<int, 3>> involved_edges;
+// The index of rank index ri's event that entered at `enter` (-1: none).
+int EventAt(const Graph& g, int ri, TimeNs enter) {
+  const std::vector<Event>& ev = g.events[static_cast<size_t>(ri)];
+  auto it = std::lower_bound(ev.begin(), ev.end(), enter,
+                             [](const Event& e, TimeNs t) { return e.enter < t; });
+  if (it == ev.end() || it->enter != enter) return -1;
+  return static_cast<int>(it - ev.begin());
+}
+
+// Per message: (rank index, event index, partner rank index, partner event index) dependencies
+// and (rank index, event index, involved rank index) involvements.
+struct MessageEdges {
+  std::vector<std::array<int, 4>> partners;
+  std::vector<std::array<int, 3>> involved;
+};
+
+// Point-to-point messages: a receive waits for its send's post; a send that had to wait for its
+// receiver waits for the receive's post.
+MessageEdges MessageDependencies(const SessionMatches& matches,
+                                 const std::unordered_map<int, int>& index_of,
+                                 const RecordEvents& at_event, Graph* g) {
+  MessageEdges edges;
   for (const P2PMessage& m : matches.messages) {
     auto snd = index_of.find(m.sender);
     auto rcv = index_of.find(m.receiver);
     if (snd == index_of.end() || rcv == index_of.end()) continue;
     const int si = snd->second, ri = rcv->second;
-    const auto& send_events = p2p_event[static_cast<size_t>(si)];
-    const auto& recv_events = p2p_event[static_cast<size_t>(ri)];
+    const auto& send_events = at_event.p2p[static_cast<size_t>(si)];
+    const auto& recv_events = at_event.p2p[static_cast<size_t>(ri)];
     if (m.send_record >= send_events.size() || m.receive_record >= recv_events.size()) continue;
     const int post = send_events[m.send_record];
     const int receive = recv_events[m.receive_record];
     if (post < 0 || receive < 0) continue;
-    Event& r = g.events[static_cast<size_t>(ri)][static_cast<size_t>(receive)];
+    Event& r = g->events[static_cast<size_t>(ri)][static_cast<size_t>(receive)];
     if (r.dep == DepKind::kNone || r.dep == DepKind::kEvents) {
       r.dep = DepKind::kEvents;
-      partner_edges.push_back({ri, receive, si, post});
+      edges.partners.push_back({ri, receive, si, post});
       r.interpreted = true;
     }
-    g.events[static_cast<size_t>(si)][static_cast<size_t>(post)].interpreted = true;
-    involved_edges.push_back({si, post, ri});
-    const int blocking = event_at(si, m.send_blocked);
-    if (blocking >= 0 && blocking != post) involved_edges.push_back({si, blocking, ri});
+    g->events[static_cast<size_t>(si)][static_cast<size_t>(post)].interpreted = true;
+    edges.involved.push_back({si, post, ri});
+    const int blocking = EventAt(*g, si, m.send_blocked);
+    if (blocking >= 0 && blocking != post) edges.involved.push_back({si, blocking, ri});
     if (m.send_wait > 0) {
-      const int posted = m.receive_posted > 0 ? event_at(ri, m.receive_posted) : receive;
+      const int posted = m.receive_posted > 0 ? EventAt(*g, ri, m.receive_posted) : receive;
       if (blocking >= 0 && posted >= 0) {
-        Event& b = g.events[static_cast<size_t>(si)][static_cast<size_t>(blocking)];
+        Event& b = g->events[static_cast<size_t>(si)][static_cast<size_t>(blocking)];
         if (b.dep == DepKind::kNone || b.dep == DepKind::kEvents) {
           b.dep = DepKind::kEvents;
-          partner_edges.push_back({si, blocking, ri, posted});
+          edges.partners.push_back({si, blocking, ri, posted});
         }
       }
     }
     if (m.receive_posted > 0) {
-      const int posted = event_at(ri, m.receive_posted);
-      if (posted >= 0)
-        g.events[static_cast<size_t>(ri)][static_cast<size_t>(posted)].interpreted = true;
+      const int posted = EventAt(*g, ri, m.receive_posted);
+      if (posted >= 0) {
+        g->events[static_cast<size_t>(ri)][static_cast<size_t>(posted)].interpreted = true;
+      }
     }
   }
-  // Each event's partners and (distinct) involved ranks, contiguous in the graph's pools.
-  // Stable: an event's partners keep the messages' order (the first of equal enters is blamed).
-  std::stable_sort(partner_edges.begin(), partner_edges.end(), [](const auto& a, const auto& b) {
+  return edges;
+}
+
+// Each event's partners and (distinct) involved ranks, contiguous in the graph's pools. Stable:
+// an event's partners keep the messages' order (the first of equal enters is blamed).
+void LayOutEdges(MessageEdges edges, Graph* g) {
+  std::stable_sort(edges.partners.begin(), edges.partners.end(), [](const auto& a, const auto& b) {
     return std::tie(a[0], a[1]) < std::tie(b[0], b[1]);
   });
-  g.partners.reserve(partner_edges.size());
-  for (const auto& [ri, ei, pr, pe] : partner_edges) {
-    Event& e = g.events[static_cast<size_t>(ri)][static_cast<size_t>(ei)];
-    if (e.partners_n == 0) e.partners_at = static_cast<uint32_t>(g.partners.size());
+  g->partners.reserve(edges.partners.size());
+  for (const auto& [ri, ei, pr, pe] : edges.partners) {
+    Event& e = g->events[static_cast<size_t>(ri)][static_cast<size_t>(ei)];
+    if (e.partners_n == 0) e.partners_at = static_cast<uint32_t>(g->partners.size());
     ++e.partners_n;
-    g.partners.emplace_back(pr, pe);
+    g->partners.emplace_back(pr, pe);
   }
-  std::sort(involved_edges.begin(), involved_edges.end());
-  involved_edges.erase(std::unique(involved_edges.begin(), involved_edges.end()),
-                       involved_edges.end());
-  g.involved.reserve(involved_edges.size());
-  for (const auto& [ri, ei, r] : involved_edges) {
-    Event& e = g.events[static_cast<size_t>(ri)][static_cast<size_t>(ei)];
-    if (e.involved_n == 0) e.involved_at = static_cast<uint32_t>(g.involved.size());
+  std::sort(edges.involved.begin(), edges.involved.end());
+  edges.involved.erase(std::unique(edges.involved.begin(), edges.involved.end()),
+                       edges.involved.end());
+  g->involved.reserve(edges.involved.size());
+  for (const auto& [ri, ei, r] : edges.involved) {
+    Event& e = g->events[static_cast<size_t>(ri)][static_cast<size_t>(ei)];
+    if (e.involved_n == 0) e.involved_at = static_cast<uint32_t>(g->involved.size());
     ++e.involved_n;
-    g.involved.push_back(r);
+    g->involved.push_back(r);
   }
+}
 
-  // Own work before each event, and what each event took after its dependencies, as recorded.
-  // A rank's run starts at its chain's start: its first MPI event, or the session's start
-  // before its MPI_Init (then its start-up is the gap before MPI_Init: replayed, not judged).
-  for (size_t ri = 0; ri < g.events.size(); ++ri) {
-    auto& ev = g.events[ri];
-    TimeNs busy_until = ev.empty() ? g.first : g.start[ri];
+// Own work before each event, and what each event took after its dependencies, as recorded. A
+// rank's run starts at its chain's start: its first MPI event, or the session's start before its
+// MPI_Init (then its start-up is the gap before MPI_Init: replayed, not judged).
+void AddGaps(Graph* g) {
+  for (size_t ri = 0; ri < g->events.size(); ++ri) {
+    auto& ev = g->events[ri];
+    TimeNs busy_until = ev.empty() ? g->first : g->start[ri];
     for (Event& e : ev) {
       e.gap = std::max<DurationNs>(e.enter - busy_until, 0);
       busy_until = std::max(busy_until, e.exit);
     }
   }
+}
+
+// Builds each rank's chain and the dependencies between chains.
+Graph BuildGraph(const Session& s, const SessionMatches& matches) {
+  Graph g;
+  std::unordered_map<int, int> index_of;
+  for (const RankData& r : s.ranks) {
+    index_of[r.id.rank] = static_cast<int>(g.ranks.size());
+    g.ranks.push_back(r.id.rank);
+  }
+  g.events.resize(g.ranks.size());
+  const RecordEvents at_event = AddChains(s, &g);
+  AddStartUp(s, &g);
+  AddCollectiveInstances(matches, index_of, at_event, &g);
+  LayOutEdges(MessageDependencies(matches, index_of, at_event, &g), &g);
+  AddGaps(&g);
   return g;
 }
 
