@@ -540,15 +540,19 @@ Status ReadGpuActivity(const Connection& db, Session* s) {
       });
 }
 
-Status ReadAllRecords(const Connection& db, Session* s, int version) {
-  const std::string& path = db.path();
-  // rowid order is insertion order, which is each rank's record order.
-  RETURN_IF_ERROR(ReadRecords(
+// Each table's rows into the session's ranks. rowid order is insertion order, which is each
+// rank's record order.
+Status ReadClockSamples(const Connection& db, Session* s) {
+  return ReadRecords(
       db, s, "clock_samples", "SELECT rank_idx, t1, t2, t3, t4 FROM clock_samples ORDER BY rowid",
       [](const Statement& q, RankData& r) {
         r.clock_samples.push_back({q.ColumnInt(1), q.ColumnInt(2), q.ColumnInt(3), q.ColumnInt(4)});
         return Status::Ok();
-      }));
+      });
+}
+
+Status ReadCollectives(const Connection& db, Session* s, int version) {
+  const std::string& path = db.path();
   const std::string collectives_sql =
       std::string(
           "SELECT rank_idx, comm_id, seq, op, nonblocking, root, comm_size, comm_rank, "
@@ -557,7 +561,7 @@ Status ReadAllRecords(const Connection& db, Session* s, int version) {
        : version >= 2 ? "source, 0"
                       : "0, 0") +
       " FROM collectives ORDER BY rowid";
-  RETURN_IF_ERROR(ReadRecords(
+  return ReadRecords(
       db, s, "collectives", collectives_sql.c_str(), [&](const Statement& q, RankData& r) {
         int64_t op = q.ColumnInt(3);
         if (op < 0 || op > kMaxCollectiveOp) {
@@ -583,63 +587,73 @@ Status ReadAllRecords(const Connection& db, Session* s, int version) {
         c.launched = q.ColumnInt(13);
         r.collectives.push_back(c);
         return Status::Ok();
-      }));
+      });
+}
+
+Status ReadP2P(const Connection& db, Session* s) {
+  const std::string& path = db.path();
   // p2p.world_peer and table mpi_calls came within schema version 3 (old readers skip them): a
   // file written before has neither, and its peers stay unknown as world ranks.
   const bool has_world_peer = HasColumn(db, "p2p", "world_peer");
-  RETURN_IF_ERROR(ReadRecords(
-      db, s, "p2p",
-      has_world_peer ? "SELECT rank_idx, kind, completed, peer, tag, comm_id, bytes, enter_ns, "
-                       "exit_ns, tid, world_peer FROM p2p ORDER BY rowid"
-                     : "SELECT rank_idx, kind, completed, peer, tag, comm_id, bytes, enter_ns, "
-                       "exit_ns, tid, -1 FROM p2p ORDER BY rowid",
+  return ReadRecords(db, s, "p2p",
+                     has_world_peer
+                         ? "SELECT rank_idx, kind, completed, peer, tag, comm_id, bytes, enter_ns, "
+                           "exit_ns, tid, world_peer FROM p2p ORDER BY rowid"
+                         : "SELECT rank_idx, kind, completed, peer, tag, comm_id, bytes, enter_ns, "
+                           "exit_ns, tid, -1 FROM p2p ORDER BY rowid",
+                     [&](const Statement& q, RankData& r) {
+                       int64_t kind = q.ColumnInt(1);
+                       int64_t completed = q.ColumnInt(2);
+                       auto valid = [](int64_t k) {
+                         return k >= static_cast<int>(P2PKind::kSend) && k <= kMaxP2PKind;
+                       };
+                       if (!valid(kind) || !valid(completed)) {
+                         return Corrupt(path, "p2p.kind " + std::to_string(kind) + "/" +
+                                                  std::to_string(completed) + " is not a p2p kind");
+                       }
+                       P2PRecord p;
+                       p.kind = static_cast<P2PKind>(kind);
+                       p.completed = static_cast<P2PKind>(completed);
+                       p.peer = static_cast<int32_t>(q.ColumnInt(3));
+                       p.tag = static_cast<int32_t>(q.ColumnInt(4));
+                       p.comm_id = static_cast<uint64_t>(q.ColumnInt(5));
+                       p.bytes = q.ColumnInt(6);
+                       p.enter = q.ColumnInt(7);
+                       p.exit = q.ColumnInt(8);
+                       p.tid = static_cast<uint32_t>(q.ColumnInt(9));
+                       p.world_peer = q.ColumnIsNull(10) ? kUnknownWorldPeer
+                                                         : static_cast<int32_t>(q.ColumnInt(10));
+                       r.p2p.push_back(p);
+                       return Status::Ok();
+                     });
+}
+
+Status ReadMpiCalls(const Connection& db, Session* s) {
+  if (!HasTable(db, "mpi_calls")) return Status::Ok();
+  const std::string& path = db.path();
+  return ReadRecords(
+      db, s, "mpi_calls",
+      "SELECT rank_idx, call, comm_id, peer, bytes, enter_ns, exit_ns, tid FROM mpi_calls "
+      "ORDER BY rowid",
       [&](const Statement& q, RankData& r) {
-        int64_t kind = q.ColumnInt(1);
-        int64_t completed = q.ColumnInt(2);
-        auto valid = [](int64_t k) {
-          return k >= static_cast<int>(P2PKind::kSend) && k <= kMaxP2PKind;
-        };
-        if (!valid(kind) || !valid(completed)) {
-          return Corrupt(path, "p2p.kind " + std::to_string(kind) + "/" +
-                                   std::to_string(completed) + " is not a p2p kind");
+        const int64_t call = q.ColumnInt(1);
+        if (call < 0 || call > kMaxMpiCall) {
+          return Corrupt(path, "mpi_calls.call " + std::to_string(call) + " is not an MPI call");
         }
-        P2PRecord p;
-        p.kind = static_cast<P2PKind>(kind);
-        p.completed = static_cast<P2PKind>(completed);
-        p.peer = static_cast<int32_t>(q.ColumnInt(3));
-        p.tag = static_cast<int32_t>(q.ColumnInt(4));
-        p.comm_id = static_cast<uint64_t>(q.ColumnInt(5));
-        p.bytes = q.ColumnInt(6);
-        p.enter = q.ColumnInt(7);
-        p.exit = q.ColumnInt(8);
-        p.tid = static_cast<uint32_t>(q.ColumnInt(9));
-        p.world_peer =
-            q.ColumnIsNull(10) ? kUnknownWorldPeer : static_cast<int32_t>(q.ColumnInt(10));
-        r.p2p.push_back(p);
+        MpiCallRecord m;
+        m.call = static_cast<MpiCall>(call);
+        m.comm_id = static_cast<uint64_t>(q.ColumnInt(2));
+        m.peer = static_cast<int32_t>(q.ColumnInt(3));
+        m.bytes = q.ColumnInt(4);
+        m.enter = q.ColumnInt(5);
+        m.exit = q.ColumnInt(6);
+        m.tid = static_cast<uint32_t>(q.ColumnInt(7));
+        r.mpi_calls.push_back(m);
         return Status::Ok();
-      }));
-  if (HasTable(db, "mpi_calls")) {
-    RETURN_IF_ERROR(ReadRecords(
-        db, s, "mpi_calls",
-        "SELECT rank_idx, call, comm_id, peer, bytes, enter_ns, exit_ns, tid FROM mpi_calls "
-        "ORDER BY rowid",
-        [&](const Statement& q, RankData& r) {
-          const int64_t call = q.ColumnInt(1);
-          if (call < 0 || call > kMaxMpiCall) {
-            return Corrupt(path, "mpi_calls.call " + std::to_string(call) + " is not an MPI call");
-          }
-          MpiCallRecord m;
-          m.call = static_cast<MpiCall>(call);
-          m.comm_id = static_cast<uint64_t>(q.ColumnInt(2));
-          m.peer = static_cast<int32_t>(q.ColumnInt(3));
-          m.bytes = q.ColumnInt(4);
-          m.enter = q.ColumnInt(5);
-          m.exit = q.ColumnInt(6);
-          m.tid = static_cast<uint32_t>(q.ColumnInt(7));
-          r.mpi_calls.push_back(m);
-          return Status::Ok();
-        }));
-  }
+      });
+}
+
+Status ReadRangesAndMarks(const Connection& db, Session* s) {
   RETURN_IF_ERROR(ReadRecords(
       db, s, "ranges",
       "SELECT rank_idx, domain, name, start_ns, end_ns, tid, depth FROM ranges ORDER BY rowid",
@@ -649,14 +663,18 @@ Status ReadAllRecords(const Connection& db, Session* s, int version) {
                             static_cast<uint32_t>(q.ColumnInt(6))});
         return Status::Ok();
       }));
-  RETURN_IF_ERROR(ReadRecords(
-      db, s, "marks", "SELECT rank_idx, domain, name, time_ns, tid FROM marks ORDER BY rowid",
-      [](const Statement& q, RankData& r) {
-        r.marks.push_back({q.ColumnText(1), q.ColumnText(2), q.ColumnInt(3),
-                           static_cast<uint32_t>(q.ColumnInt(4))});
-        return Status::Ok();
-      }));
-  RETURN_IF_ERROR(ReadRecords(
+  return ReadRecords(db, s, "marks",
+                     "SELECT rank_idx, domain, name, time_ns, tid FROM marks ORDER BY rowid",
+                     [](const Statement& q, RankData& r) {
+                       r.marks.push_back({q.ColumnText(1), q.ColumnText(2), q.ColumnInt(3),
+                                          static_cast<uint32_t>(q.ColumnInt(4))});
+                       return Status::Ok();
+                     });
+}
+
+Status ReadRankGpu(const Connection& db, Session* s, int version) {
+  const std::string& path = db.path();
+  return ReadRecords(
       db, s, "rank_gpu",
       version >= 2 ? "SELECT rank_idx, nccl, topology_source, topology_xml, nvml, nvml_error "
                      "FROM rank_gpu ORDER BY rowid"
@@ -679,82 +697,101 @@ Status ReadAllRecords(const Connection& db, Session* s, int version) {
         }
         r.nvml_error = q.ColumnText(5);
         return Status::Ok();
-      }));
-  if (version >= 3) {
-    // The scheduler and cgroup columns came within schema version 3 (old readers skip them):
-    // a file written before has none.
-    const bool sched = HasColumn(db, "rank_proc", "run_delay_ns");
-    RETURN_IF_ERROR(ReadRecords(
-        db, s, "rank_proc",
-        sched ? "SELECT rank_idx, rchar, wchar, read_bytes, write_bytes, cpu_user_ns, "
-                "cpu_system_ns, blkio_delay_ns, processes, samples, io_unreadable, sched_cpu_ns, "
-                "run_delay_ns, voluntary_switches, involuntary_switches, threads, "
-                "sched_unreadable, sampled_wall_ns, cgroup_version, cgroup_path, "
-                "cgroup_limit_path, cgroup_quota_us, cgroup_period_us, cgroup_nr_periods, "
-                "cgroup_nr_throttled, cgroup_throttled_ns, cgroup_counters_unreadable "
-                "FROM rank_proc ORDER BY rowid"
-              : "SELECT rank_idx, rchar, wchar, read_bytes, write_bytes, cpu_user_ns, "
-                "cpu_system_ns, blkio_delay_ns, processes, samples, io_unreadable "
-                "FROM rank_proc ORDER BY rowid",
-        [sched](const Statement& q, RankData& r) {
-          ProcessTreeStats x;
-          x.rchar = static_cast<uint64_t>(q.ColumnInt(1));
-          x.wchar = static_cast<uint64_t>(q.ColumnInt(2));
-          x.read_bytes = static_cast<uint64_t>(q.ColumnInt(3));
-          x.write_bytes = static_cast<uint64_t>(q.ColumnInt(4));
-          x.cpu_user_ns = q.ColumnInt(5);
-          x.cpu_system_ns = q.ColumnInt(6);
-          x.blkio_delay_ns = q.ColumnInt(7);
-          x.processes = static_cast<int32_t>(q.ColumnInt(8));
-          x.samples = static_cast<int32_t>(q.ColumnInt(9));
-          x.io_unreadable = q.ColumnInt(10) != 0;
-          if (sched) {
-            x.sched_cpu_ns = q.ColumnInt(11);
-            x.run_delay_ns = q.ColumnInt(12);
-            x.voluntary_switches = static_cast<uint64_t>(q.ColumnInt(13));
-            x.involuntary_switches = static_cast<uint64_t>(q.ColumnInt(14));
-            x.threads = static_cast<int32_t>(q.ColumnInt(15));
-            x.sched_unreadable = q.ColumnInt(16) != 0;
-            x.sampled_wall_ns = q.ColumnInt(17);
-          }
-          if (sched && !q.ColumnIsNull(18)) {
-            CpuCgroupStats c;
-            c.version = static_cast<int>(q.ColumnInt(18));
-            c.path = q.ColumnText(19);
-            c.limit_path = q.ColumnText(20);
-            c.quota_us = q.ColumnInt(21);
-            c.period_us = q.ColumnInt(22);
-            c.nr_periods = static_cast<uint64_t>(q.ColumnInt(23));
-            c.nr_throttled = static_cast<uint64_t>(q.ColumnInt(24));
-            c.throttled_ns = q.ColumnInt(25);
-            c.counters_unreadable = q.ColumnInt(26) != 0;
-            x.cpu_cgroup = std::move(c);
-          }
-          r.proc = std::move(x);
-          return Status::Ok();
-        }));
-  }
-  if (HasTable(db, "rank_main_thread")) {  // added within schema version 3
-    const std::string& file = db.path();
-    RETURN_IF_ERROR(ReadRecords(
-        db, s, "rank_main_thread",
-        "SELECT rank_idx, samples, running, stopped, blocked_in FROM rank_main_thread "
-        "ORDER BY rowid",
-        [&file](const Statement& q, RankData& r) {
-          if (!r.proc) return Corrupt(file, "rank_main_thread row for a rank without rank_proc");
-          MainThreadStates& m = r.proc->main_thread;
-          m.samples = static_cast<int32_t>(q.ColumnInt(1));
-          m.running = static_cast<int32_t>(q.ColumnInt(2));
-          m.stopped = static_cast<int32_t>(q.ColumnInt(3));
-          const json blocked = json::parse(q.ColumnText(4), nullptr, /*allow_exceptions=*/false);
-          if (!blocked.is_object()) return Corrupt(file, "rank_main_thread.blocked_in is not JSON");
-          for (const auto& [where, n] : blocked.items()) {
-            if (!n.is_number_integer()) return Corrupt(file, "rank_main_thread.blocked_in count");
-            m.blocked_in[where] = n.get<int32_t>();
-          }
-          return Status::Ok();
-        }));
-  }
+      });
+}
+
+Status ReadRankProc(const Connection& db, Session* s, int version) {
+  if (version < 3) return Status::Ok();
+  // The scheduler and cgroup columns came within schema version 3 (old readers skip them):
+  // a file written before has none.
+  const bool sched = HasColumn(db, "rank_proc", "run_delay_ns");
+  return ReadRecords(
+      db, s, "rank_proc",
+      sched ? "SELECT rank_idx, rchar, wchar, read_bytes, write_bytes, cpu_user_ns, "
+              "cpu_system_ns, blkio_delay_ns, processes, samples, io_unreadable, sched_cpu_ns, "
+              "run_delay_ns, voluntary_switches, involuntary_switches, threads, "
+              "sched_unreadable, sampled_wall_ns, cgroup_version, cgroup_path, "
+              "cgroup_limit_path, cgroup_quota_us, cgroup_period_us, cgroup_nr_periods, "
+              "cgroup_nr_throttled, cgroup_throttled_ns, cgroup_counters_unreadable "
+              "FROM rank_proc ORDER BY rowid"
+            : "SELECT rank_idx, rchar, wchar, read_bytes, write_bytes, cpu_user_ns, "
+              "cpu_system_ns, blkio_delay_ns, processes, samples, io_unreadable "
+              "FROM rank_proc ORDER BY rowid",
+      [sched](const Statement& q, RankData& r) {
+        ProcessTreeStats x;
+        x.rchar = static_cast<uint64_t>(q.ColumnInt(1));
+        x.wchar = static_cast<uint64_t>(q.ColumnInt(2));
+        x.read_bytes = static_cast<uint64_t>(q.ColumnInt(3));
+        x.write_bytes = static_cast<uint64_t>(q.ColumnInt(4));
+        x.cpu_user_ns = q.ColumnInt(5);
+        x.cpu_system_ns = q.ColumnInt(6);
+        x.blkio_delay_ns = q.ColumnInt(7);
+        x.processes = static_cast<int32_t>(q.ColumnInt(8));
+        x.samples = static_cast<int32_t>(q.ColumnInt(9));
+        x.io_unreadable = q.ColumnInt(10) != 0;
+        if (sched) {
+          x.sched_cpu_ns = q.ColumnInt(11);
+          x.run_delay_ns = q.ColumnInt(12);
+          x.voluntary_switches = static_cast<uint64_t>(q.ColumnInt(13));
+          x.involuntary_switches = static_cast<uint64_t>(q.ColumnInt(14));
+          x.threads = static_cast<int32_t>(q.ColumnInt(15));
+          x.sched_unreadable = q.ColumnInt(16) != 0;
+          x.sampled_wall_ns = q.ColumnInt(17);
+        }
+        if (sched && !q.ColumnIsNull(18)) {
+          CpuCgroupStats c;
+          c.version = static_cast<int>(q.ColumnInt(18));
+          c.path = q.ColumnText(19);
+          c.limit_path = q.ColumnText(20);
+          c.quota_us = q.ColumnInt(21);
+          c.period_us = q.ColumnInt(22);
+          c.nr_periods = static_cast<uint64_t>(q.ColumnInt(23));
+          c.nr_throttled = static_cast<uint64_t>(q.ColumnInt(24));
+          c.throttled_ns = q.ColumnInt(25);
+          c.counters_unreadable = q.ColumnInt(26) != 0;
+          x.cpu_cgroup = std::move(c);
+        }
+        r.proc = std::move(x);
+        return Status::Ok();
+      });
+}
+
+// Added within schema version 3.
+Status ReadMainThread(const Connection& db, Session* s) {
+  if (!HasTable(db, "rank_main_thread")) return Status::Ok();
+  const std::string& file = db.path();
+  return ReadRecords(db, s, "rank_main_thread",
+                     "SELECT rank_idx, samples, running, stopped, blocked_in FROM rank_main_thread "
+                     "ORDER BY rowid",
+                     [&file](const Statement& q, RankData& r) {
+                       if (!r.proc)
+                         return Corrupt(file, "rank_main_thread row for a rank without rank_proc");
+                       MainThreadStates& m = r.proc->main_thread;
+                       m.samples = static_cast<int32_t>(q.ColumnInt(1));
+                       m.running = static_cast<int32_t>(q.ColumnInt(2));
+                       m.stopped = static_cast<int32_t>(q.ColumnInt(3));
+                       const json blocked =
+                           json::parse(q.ColumnText(4), nullptr, /*allow_exceptions=*/false);
+                       if (!blocked.is_object())
+                         return Corrupt(file, "rank_main_thread.blocked_in is not JSON");
+                       for (const auto& [where, n] : blocked.items()) {
+                         if (!n.is_number_integer())
+                           return Corrupt(file, "rank_main_thread.blocked_in count");
+                         m.blocked_in[where] = n.get<int32_t>();
+                       }
+                       return Status::Ok();
+                     });
+}
+
+Status ReadAllRecords(const Connection& db, Session* s, int version) {
+  RETURN_IF_ERROR(ReadClockSamples(db, s));
+  RETURN_IF_ERROR(ReadCollectives(db, s, version));
+  RETURN_IF_ERROR(ReadP2P(db, s));
+  RETURN_IF_ERROR(ReadMpiCalls(db, s));
+  RETURN_IF_ERROR(ReadRangesAndMarks(db, s));
+  RETURN_IF_ERROR(ReadRankGpu(db, s, version));
+  RETURN_IF_ERROR(ReadRankProc(db, s, version));
+  RETURN_IF_ERROR(ReadMainThread(db, s));
   return version >= 2 ? ReadGpuActivity(db, s) : Status::Ok();
 }
 
