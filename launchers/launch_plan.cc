@@ -12,11 +12,6 @@ namespace {
 // Option name -> how many values follow it.
 using OptionTable = std::map<std::string, int, std::less<>>;
 
-std::string Basename(const std::string& path) {
-  size_t slash = path.rfind('/');
-  return slash == std::string::npos ? path : path.substr(slash + 1);
-}
-
 // Options that take values (how many), per launcher family. Anything else starting with '-'
 // is a flag. Short options with the value attached ("-N4") and "--opt=value" are one token.
 const OptionTable& OpenMpiOptions() {
@@ -486,6 +481,11 @@ Result<LaunchPlan> PlanLaunch(const std::vector<std::string>& command,
   plan.program_index = plan.argv.size();
   plan.argv.insert(plan.argv.end(), rest.begin(), rest.end());
   return plan;
+}
+
+std::string Basename(const std::string& path) {
+  size_t slash = path.rfind('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
 }
 
 bool LaunchSpansHosts(const LaunchPlan& plan, int slurm_nodes) {

@@ -52,4 +52,7 @@ Result<LaunchPlan> PlanLaunch(const std::vector<std::string>& command,
 // --map-by ppr..., or run inside a SLURM allocation of more than one node, `slurm_nodes`).
 bool LaunchSpansHosts(const LaunchPlan& plan, int slurm_nodes);
 
+// The last component of a command word's path ("/usr/bin/mpirun" -> "mpirun").
+std::string Basename(const std::string& path);
+
 }  // namespace rankscope

@@ -7,19 +7,10 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
-#include <filesystem>
 #include <fstream>
 #include <sstream>
 
 namespace rankscope {
-namespace {
-
-std::string BaseName(const std::string& path) {
-  return std::filesystem::path(path).filename().string();
-}
-
-}  // namespace
-
 std::optional<std::string> ProgramProblemHere(const LaunchPlan& plan, int slurm_nodes) {
   if (plan.launcher != "mpirun" || LaunchSpansHosts(plan, slurm_nodes)) return std::nullopt;
   if (plan.program_index >= plan.argv.size()) return std::nullopt;
@@ -93,12 +84,12 @@ std::string ScriptPython(const std::string& path) {
   if (!in || !std::getline(in, first) || !first.starts_with("#!")) return "";
   std::getline(in, second);
   auto python = [](const std::string& word) {
-    return BaseName(word).starts_with("python") ? word : std::string();
+    return Basename(word).starts_with("python") ? word : std::string();
   };
   std::istringstream words(first.substr(2));
   std::string word;
   while (words >> word) {
-    if (BaseName(word) == "env" || word.starts_with("-")) continue;
+    if (Basename(word) == "env" || word.starts_with("-")) continue;
     if (std::string p = python(word); !p.empty()) return p;
     break;
   }
@@ -113,7 +104,7 @@ std::string ScriptPython(const std::string& path) {
 LaunchContext DetectLaunchContext(const std::vector<std::string>& command) {
   LaunchContext context;
   if (command.empty()) return context;
-  const std::string first = BaseName(command.front());
+  const std::string first = Basename(command.front());
   if (first == "mpirun" || first == "mpiexec") {
     // Hydra prints "HYDRA build details", Intel MPI "Intel(R) MPI Library"; Open MPI names
     // itself. A launcher that does not answer in 5 s is taken for Open MPI.
@@ -123,7 +114,7 @@ LaunchContext DetectLaunchContext(const std::vector<std::string>& command) {
     }
   }
   for (const std::string& word : command) {
-    if (BaseName(word) != "torchrun") continue;
+    if (Basename(word) != "torchrun") continue;
     if (std::string python = ScriptPython(InPath(word)); !python.empty()) {
       context.torchrun_python = python;
     }
