@@ -250,6 +250,118 @@ Status CheckOutputFolder(const std::string& out_dir) {
   return Status::Ok();
 }
 
+namespace {
+
+// Sets the injection library's variables (--gpu-activity, --capture-*, --dormant) for the ranks;
+// returns every variable the launcher must pass to remote ranks.
+std::vector<std::string> ExportRankEnvironment(const RunOptions& options) {
+  std::vector<std::string> forwarded = {"RANKSCOPE_COORDINATOR", "RANKSCOPE_TOKEN",
+                                        "RANKSCOPE_SESSION"};
+  std::vector<std::pair<std::string, std::string>> inject_env = options.inject_env;
+  if (options.dormant) inject_env.emplace_back("RANKSCOPE_DORMANT", "1");
+  for (const auto& [name, value] : inject_env) {
+    if (value.empty()) continue;
+    setenv(name.c_str(), value.c_str(), 1);
+    forwarded.push_back(name);
+  }
+  return forwarded;
+}
+
+// The session's coordinator, listening: on the port asked for, else on any free one (the agents
+// learn the address from their environment). Null when it cannot listen at all.
+std::unique_ptr<CoordinatorServer> ListenForAgents(CoordinatorConfig* config) {
+  auto started = std::make_unique<CoordinatorServer>(*config);
+  Status listening = StartCoordinator(started.get());
+  if (!listening.ok() && config->port != 0) {
+    std::fprintf(stderr, "rankscope: %s; listening on a free port instead\n",
+                 listening.message().c_str());
+    config->port = 0;
+    started = std::make_unique<CoordinatorServer>(*config);
+    listening = StartCoordinator(started.get());
+  }
+  if (listening.ok()) return started;
+  std::fprintf(stderr, "rankscope: %s; running the job unprofiled. No session is written.\n",
+               listening.message().c_str());
+  return nullptr;
+}
+
+// Where `rankscope capture` finds a dormant session (its ranks wait for it): the endpoint file
+// written, or "" (not dormant, or it could not be written).
+std::string AnnounceDormant(const CoordinatorConfig& config, const std::string& address) {
+  Result<std::string> written = WriteEndpoint(config.session_id, address, config.token);
+  if (!written.ok()) {
+    std::fprintf(stderr, "rankscope: %s; `rankscope capture` cannot reach this session\n",
+                 written.status().message().c_str());
+    return "";
+  }
+  std::fprintf(stderr,
+               "rankscope: dormant: ranks record nothing until `rankscope capture %s "
+               "[--for SECONDS]`\n",
+               config.session_id.c_str());
+  return written.value();
+}
+
+// Forks and execs the launch. Stop signals (which only this thread takes: StartCoordinator) wait
+// until the launcher's pid is known; the child takes the default actions before it lets them in,
+// so one sent meanwhile ends the launcher at its start, and the parent passes on what comes
+// after. One that came before the launch ends rankscope here (EndIfStoppedBeforeLaunch). -1 when
+// fork failed (said on stderr).
+pid_t Launch(const std::vector<std::string>& launch_argv, const std::string& endpoint,
+             const std::string& out_dir, CoordinatorServer* server) {
+  std::vector<char*> argv;
+  for (const std::string& a : launch_argv) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  const sigset_t stops = StopSignalSet();
+  sigset_t old_mask;
+  sigprocmask(SIG_BLOCK, &stops, &old_mask);
+  if (g_signal_before_launch != 0) {
+    if (!endpoint.empty()) unlink(endpoint.c_str());
+    server->Shutdown();
+    sigprocmask(SIG_SETMASK, &old_mask, nullptr);
+    EndIfStoppedBeforeLaunch(out_dir);
+  }
+  pid_t pid = fork();
+  if (pid == 0) {
+    for (int sig : kStopSignals) signal(sig, SIG_DFL);
+    sigprocmask(SIG_SETMASK, &old_mask, nullptr);
+    execvp(argv[0], argv.data());
+    std::fprintf(stderr, "rankscope: cannot run %s: %s\n", argv[0], std::strerror(errno));
+    _exit(errno == ENOENT ? 127 : 126);
+  }
+  if (pid < 0) {
+    sigprocmask(SIG_SETMASK, &old_mask, nullptr);
+    std::fprintf(stderr, "rankscope: fork: %s\n", std::strerror(errno));
+    return -1;
+  }
+  g_launcher_pid = pid;
+  sigprocmask(SIG_SETMASK, &old_mask, nullptr);
+  return pid;
+}
+
+// The launcher's exit code (128+N when killed by signal N), without reaping it: where the
+// launched command is the rank itself (no launcher), the agent beside it reads its status from
+// its zombie (agent/agent.h).
+int AwaitExitUnreaped(pid_t pid) {
+  siginfo_t info{};
+  while (waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOWAIT) < 0 && errno == EINTR) {
+  }
+  const bool signalled = info.si_code == CLD_KILLED || info.si_code == CLD_DUMPED;
+  return signalled ? 128 + info.si_status : info.si_status;
+}
+
+// Agents send their final batch right after their rank exits; wait for it, but not long when the
+// launcher failed (ranks killed with SIGKILL never send one). When none has registered by now,
+// the launcher most likely ended before its ranks ran (killed during its start-up): an agent
+// still starting registers within a second, so that is all waited for.
+void DrainAgents(CoordinatorService& service, int exit_code, DurationNs drain_timeout) {
+  const DurationNs drain = exit_code == 0 ? drain_timeout : drain_timeout / 3;
+  if (service.WaitForAnyAgent(std::min<DurationNs>(drain, kNsPerSec))) {
+    service.WaitForFinal(std::max(1, service.WorldSize()), drain);
+  }
+}
+
+}  // namespace
+
 int RunJob(const RunOptions& options) {
   CatchStopSignals();
   const std::vector<std::string> agent = {options.self_exe, "agent", "--"};
@@ -276,16 +388,8 @@ int RunJob(const RunOptions& options) {
     std::fprintf(stderr, "rankscope: %s\n", token.status().message().c_str());
     return 1;
   }
-  std::vector<std::string> forwarded = {"RANKSCOPE_COORDINATOR", "RANKSCOPE_TOKEN",
-                                        "RANKSCOPE_SESSION"};
-  std::vector<std::pair<std::string, std::string>> inject_env = options.inject_env;
-  if (options.dormant) inject_env.emplace_back("RANKSCOPE_DORMANT", "1");
-  for (const auto& [name, value] : inject_env) {
-    if (value.empty()) continue;
-    setenv(name.c_str(), value.c_str(), 1);
-    forwarded.push_back(name);
-  }
-  Result<LaunchPlan> plan = PlanLaunch(options.command, agent, forwarded, context);
+  Result<LaunchPlan> plan =
+      PlanLaunch(options.command, agent, ExportRankEnvironment(options), context);
   if (!plan.ok()) {
     std::fprintf(stderr, "rankscope: %s\n", plan.status().message().c_str());
     return 2;
@@ -299,20 +403,9 @@ int RunJob(const RunOptions& options) {
     config.bind_address = remote ? ReachableHostAddress() : "127.0.0.1";
   }
   config.port = options.port;
-  auto started = std::make_unique<CoordinatorServer>(config);
-  Status listening = StartCoordinator(started.get());
-  if (!listening.ok() && config.port != 0) {
-    // The agents learn the address from their environment: any free port serves them.
-    std::fprintf(stderr, "rankscope: %s; listening on a free port instead\n",
-                 listening.message().c_str());
-    config.port = 0;
-    started = std::make_unique<CoordinatorServer>(config);
-    listening = StartCoordinator(started.get());
-  }
-  if (!listening.ok()) {
+  std::unique_ptr<CoordinatorServer> started = ListenForAgents(&config);
+  if (started == nullptr) {
     // No session can be kept; the job still runs, as it would without rankscope.
-    std::fprintf(stderr, "rankscope: %s; running the job unprofiled. No session is written.\n",
-                 listening.message().c_str());
     if (!options.out_dir.empty()) rmdir(options.out_dir.c_str());  // only if still empty
     return RunUnprofiled(options.command);
   }
@@ -320,71 +413,13 @@ int RunJob(const RunOptions& options) {
   setenv("RANKSCOPE_COORDINATOR", server.address().c_str(), 1);
   setenv("RANKSCOPE_TOKEN", config.token.c_str(), 1);
   setenv("RANKSCOPE_SESSION", config.session_id.c_str(), 1);
-  // Where `rankscope capture` finds this session (dormant runs wait for it).
-  std::string endpoint;
-  if (options.dormant) {
-    Result<std::string> written = WriteEndpoint(config.session_id, server.address(), config.token);
-    if (!written.ok()) {
-      std::fprintf(stderr, "rankscope: %s; `rankscope capture` cannot reach this session\n",
-                   written.status().message().c_str());
-    } else {
-      endpoint = written.value();
-      std::fprintf(stderr,
-                   "rankscope: dormant: ranks record nothing until `rankscope capture %s "
-                   "[--for SECONDS]`\n",
-                   config.session_id.c_str());
-    }
-  }
+  const std::string endpoint = options.dormant ? AnnounceDormant(config, server.address()) : "";
 
-  std::vector<char*> argv;
-  for (const std::string& a : plan->argv) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
-
-  // Stop signals (which only this thread takes: StartCoordinator) wait until the launcher's pid
-  // is known; the child takes the default actions before it lets them in, so one sent meanwhile
-  // ends the launcher at its start, and the parent passes on what comes after.
-  const sigset_t stops = StopSignalSet();
-  sigset_t old_mask;
-  sigprocmask(SIG_BLOCK, &stops, &old_mask);
-  if (g_signal_before_launch != 0) {
-    if (!endpoint.empty()) unlink(endpoint.c_str());
-    server.Shutdown();
-    sigprocmask(SIG_SETMASK, &old_mask, nullptr);
-    EndIfStoppedBeforeLaunch(options.out_dir);
-  }
-  TimeNs launch_time = MonotonicNow();
-  pid_t pid = fork();
-  if (pid == 0) {
-    for (int sig : kStopSignals) signal(sig, SIG_DFL);
-    sigprocmask(SIG_SETMASK, &old_mask, nullptr);
-    execvp(argv[0], argv.data());
-    std::fprintf(stderr, "rankscope: cannot run %s: %s\n", argv[0], std::strerror(errno));
-    _exit(errno == ENOENT ? 127 : 126);
-  }
-  if (pid < 0) {
-    sigprocmask(SIG_SETMASK, &old_mask, nullptr);
-    std::fprintf(stderr, "rankscope: fork: %s\n", std::strerror(errno));
-    return 1;
-  }
-  g_launcher_pid = pid;
-  sigprocmask(SIG_SETMASK, &old_mask, nullptr);
-  // Its exit, not reaped yet: where the launched command is the rank itself (no launcher), the
-  // agent beside it reads its status from its zombie (agent/agent.h).
-  siginfo_t info{};
-  while (waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOWAIT) < 0 && errno == EINTR) {
-  }
-  const bool signalled = info.si_code == CLD_KILLED || info.si_code == CLD_DUMPED;
-  int exit_code = signalled ? 128 + info.si_status : info.si_status;
-
-  // Agents send their final batch right after their rank exits; wait for it, but not long
-  // when the launcher failed (ranks killed with SIGKILL never send one). When none has
-  // registered by now, the launcher most likely ended before its ranks ran (killed during its
-  // start-up): an agent still starting registers within a second, so that is all waited for.
+  const pid_t pid = Launch(plan->argv, endpoint, options.out_dir, &server);
+  if (pid < 0) return 1;
+  const int exit_code = AwaitExitUnreaped(pid);
   CoordinatorService& service = server.service();
-  const DurationNs drain = exit_code == 0 ? options.drain_timeout : options.drain_timeout / 3;
-  if (service.WaitForAnyAgent(std::min<DurationNs>(drain, kNsPerSec))) {
-    service.WaitForFinal(std::max(1, service.WorldSize()), drain);
-  }
+  DrainAgents(service, exit_code, options.drain_timeout);
   g_launcher_pid = 0;  // no signal is forwarded to a pid that may be reused once reaped
   while (waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
   }
@@ -403,7 +438,6 @@ int RunJob(const RunOptions& options) {
   // What agents on this node could not remove themselves (killed before they cleaned up).
   const char* tmp = std::getenv("TMPDIR");
   RemoveAgentLeftovers(tmp != nullptr && tmp[0] != '\0' ? tmp : "/tmp", config.session_id);
-  (void)launch_time;
   server.Shutdown();
   return exit_code;
 }
