@@ -179,11 +179,7 @@ std::string NamesLabel(const std::vector<std::pair<DurationNs, std::string>>& na
 
 Finding MakeFinding(const Session& session, const RankSteps& rank, const Verdict& v,
                     const DataloaderOptions& options) {
-  Finding f;
-  f.kind = "dataloader_skew";
-  f.ranks = {rank.rank};
-  const std::string node = NodeOf(session, rank.rank);
-  if (!node.empty()) f.nodes = {node};
+  Finding f = FindingOnRank(session, "dataloader_skew", rank.rank);
   f.cost_ns = v.total_excess;
   const DurationNs median_step = MedianNs(rank.step_time);
   f.severity =

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <utility>
 
 #include "core/robust_stats.h"
 
@@ -12,6 +13,15 @@ std::string NodeOf(const Session& session, int rank) {
   const RankData* data = session.FindRank(rank);
   if (data == nullptr) return "";
   return data->id.node.empty() ? data->id.host : data->id.node;
+}
+
+Finding FindingOnRank(const Session& session, std::string kind, int rank) {
+  Finding f;
+  f.kind = std::move(kind);
+  f.ranks = {rank};
+  const std::string node = NodeOf(session, rank);
+  if (!node.empty()) f.nodes = {node};
+  return f;
 }
 
 std::string RankLabel(const Session& session, int rank) {

@@ -19,6 +19,9 @@ std::string RankLabel(const Session& session, int rank);
 // The rank's node name, empty when unknown.
 std::string NodeOf(const Session& session, int rank);
 
+// A finding of this kind about one rank, naming its node where the session knows it.
+Finding FindingOnRank(const Session& session, std::string kind, int rank);
+
 // How ProcessEvidence ends its sentence for each verdict.
 struct ProcessWords {
   std::string io;       // it read much more than the others

@@ -250,11 +250,7 @@ std::vector<Finding> FindWaitStates(const Session& aligned, const std::vector<P2
       continue;
     }
     const WhileWaited w = RangesWhileWaited(*data, s, state);
-    Finding f;
-    f.kind = state.kind;
-    f.ranks = {rank};
-    const std::string node = NodeOf(aligned, rank);
-    if (!node.empty()) f.nodes = {node};
+    Finding f = FindingOnRank(aligned, state.kind, rank);
     f.cost_ns = s.direct;
     f.severity =
         cost_fraction > options.critical_cost_fraction ? Severity::kCritical : Severity::kWarning;

@@ -94,12 +94,8 @@ std::vector<Finding> FindProcessOutliers(const Session& session,
       if (look_for.empty()) look_for = "where this rank sleeps or blocks while the others compute";
     }
     if (what.empty()) continue;
-    Finding f;
-    f.kind = "process_outlier";
+    Finding f = FindingOnRank(session, "process_outlier", me.rank);
     f.severity = Severity::kWarning;
-    f.ranks = {me.rank};
-    const std::string node = NodeOf(session, me.rank);
-    if (!node.empty()) f.nodes = {node};
     // Seen from outside only: the numbers are sure, what they cost the job is not known.
     f.confidence = 0.6;
     e["verdicts"] = verdicts;

@@ -254,11 +254,7 @@ std::string WhatIfSentence(const WhatIf& w) {
 // the cause seen from outside the program (0 without one).
 Finding MakeStraggler(const Session& s, const BlameModel& blame, const RankBlame& b,
                       double* outside_margin) {
-  Finding f;
-  f.kind = "straggler";
-  f.ranks = {b.rank};
-  const std::string node = NodeOf(s, b.rank);
-  if (!node.empty()) f.nodes = {node};
+  Finding f = FindingOnRank(s, "straggler", b.rank);
   const DurationNs excess = b.busy - blame.typical_busy;
   std::string summary =
       RankLabel(s, b.rank) + " was busy (not waiting for another rank) " + FormatDuration(b.busy) +
