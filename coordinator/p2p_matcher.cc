@@ -287,7 +287,9 @@ std::vector<P2PMessage> MatchMessages(const Session& aligned, P2PMatchStats* sta
     }
   }
   // Direct delays, per sender -> receiver pair in send order: the synchronisation interval of a
-  // message starts at the pair's previous message (any tag: codes often tag by step).
+  // message starts where the pair last met, at its previous message (any tag: codes often tag by
+  // step): when the later of the two got there. Starting at the previous send instead counts the
+  // end of the other rank's previous work, done while this one waited, as a delay of its own.
   std::sort(out.begin(), out.end(), [](const P2PMessage& a, const P2PMessage& b) {
     return std::tie(a.sender, a.receiver, a.posted) < std::tie(b.sender, b.receiver, b.posted);
   });
@@ -295,15 +297,16 @@ std::vector<P2PMessage> MatchMessages(const Session& aligned, P2PMatchStats* sta
     P2PMessage& m = out[k];
     const P2PMessage& previous = out[k - 1];
     if (previous.sender != m.sender || previous.receiver != m.receiver) continue;
-    const TimeNs since = previous.posted;
     const RankP2P& sender = ranks.at(m.sender);
     const RankP2P& receiver = ranks.at(m.receiver);
     if (m.wait > 0) {
+      const TimeNs since = std::max(previous.posted, previous.blocked);
       const DurationNs late =
           BusyTime(sender, since, m.posted) - BusyTime(receiver, since, std::max(m.blocked, since));
       m.direct = std::clamp<DurationNs>(late, 0, m.wait);
     }
     if (m.send_wait > 0) {
+      const TimeNs since = std::max(previous.send_blocked, previous.receive_posted);
       const DurationNs late = BusyTime(receiver, since, m.receive_posted) -
                               BusyTime(sender, since, std::max(m.send_blocked, since));
       m.send_direct = std::clamp<DurationNs>(late, 0, m.send_wait);

@@ -31,8 +31,9 @@ struct PointToPointOptions {
   int min_messages = 5;
   // ... and its own delays are at least this share of the waits it passed on (direct plus
   // propagated): a stage that mostly relays a delay from further along the chain, plus a little
-  // noise of its own (ranks sharing cores), is not the cause.
-  double min_direct_share = 0.25;
+  // of its own (ranks sharing cores add 10-30% of what it relays), is not the cause, and does not
+  // set the pace either: until the stage it relays is fixed, fixing it gains nothing.
+  double min_direct_share = 0.5;
   // Severity critical above this share.
   double critical_cost_fraction = 0.25;
   // The median delay must also exceed this many times the clock uncertainty of the comparison
