@@ -87,9 +87,9 @@ class RankscopeTest(unittest.TestCase):
             if not os.path.exists(exe):
                 self.fail(f"{exe} is not built (build the project first)")
         self.tmp = tempfile.mkdtemp(prefix="rankscope-it-")
-
-    def tearDown(self):
-        shutil.rmtree(self.tmp, ignore_errors=True)
+        # A cleanup, not tearDown: cleanups run last-in first-out after tearDown, so what a test
+        # mounts in its folder (addCleanup) comes off before the folder goes.
+        self.addCleanup(shutil.rmtree, self.tmp, ignore_errors=True)
 
     def reliability(self, case, promise, result):
         """A row of docs/reliability.md (scripts/reliability-table.py): written when the test

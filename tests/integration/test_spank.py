@@ -38,7 +38,6 @@ class Spank(SlurmTest):
 
     def tearDown(self):
         os.unlink(self.plugstack)
-        super().tearDown()
 
     def srun(self, args, timeout=240):
         return subprocess.run(["srun"] + args, env=mpi_env(), cwd=self.tmp, capture_output=True,

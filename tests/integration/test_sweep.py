@@ -28,6 +28,31 @@ def in_node(node, *argv):
     subprocess.run(["nsenter", "--mount", "--target", pid] + list(argv), check=True)
 
 
+def sized_scratch(test, nodes, size="2g"):
+    """Mounts a tmpfs of `size` at a folder of the test's in each of `nodes`' mount namespaces
+    (None: this process's own) and returns its path, so that the fs checks see the same free
+    space whatever this host's disk holds (CI machines have been seen with under 300 MiB free,
+    which rightly warns). Unmounted when the test ends. Without root: the host's own scratch."""
+    if os.geteuid() != 0:
+        return None
+    path = os.path.join(test.tmp, "scratch-" + size)
+    os.makedirs(path, exist_ok=True)
+    for node in nodes:
+        mount = ["mount", "-t", "tmpfs", "-o", "size=" + size, "tmpfs", path]
+        if node is None:
+            subprocess.run(mount, check=True)
+            test.addCleanup(subprocess.run, ["umount", path])
+        else:
+            in_node(node, *mount)
+            test.addCleanup(in_node, node, "umount", path)
+    return path
+
+
+def node_summaries(report):
+    return "\n".join(f"{n['node']}: {n['status']}: {n.get('summary') or n.get('problem', '')}"
+                     for n in report["nodes"])
+
+
 def sinfo():
     out = subprocess.run(["sinfo", "-h", "-N", "-o", "%N|%t|%E"], env=mpi_env(),
                          capture_output=True, text=True, check=True).stdout
@@ -46,6 +71,10 @@ def resume(nodes):
 
 @unittest.skipUnless(os.environ.get("SLURM_CONF"), "needs the slurm fixture (SLURM_CONF)")
 class Sweep(RankscopeTest):
+    def setUp(self):
+        super().setUp()
+        self.scratch = sized_scratch(self, ["n1", "n2", "n3", "n4"])
+
     def sweep(self, *args, out="sweep", env=None):
         out = os.path.join(self.tmp, out)
         if "--baseline" not in args:
@@ -54,6 +83,8 @@ class Sweep(RankscopeTest):
             args += ("--config", TESTBED_CONFIG)
         if "--mpi" not in args:
             args += ("--mpi", "pmix")  # the testbed's slurm.conf has MpiDefault=none
+        if "--scratch" not in args and self.scratch:
+            args += ("--scratch", self.scratch)
         p = subprocess.run([RANKSCOPE, "sweep", "-o", out] + list(args),
                            env=dict(mpi_env(), **(env or {})), capture_output=True, text=True,
                            timeout=280)
@@ -63,8 +94,8 @@ class Sweep(RankscopeTest):
 
     def test_every_node_passes_and_every_output_is_written(self):
         p, out, report = self.sweep()
-        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
-        self.assertIn("4 pass, 0 warn, 0 fail", p.stdout)
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr + node_summaries(report))
+        self.assertIn("4 pass, 0 warn, 0 fail", p.stdout, node_summaries(report))
         self.assertNotIn("nodes done", p.stderr)  # no progress line without a terminal
         nodes = {n["node"]: n for n in report["nodes"]}
         self.assertEqual(sorted(nodes), ["n1", "n2", "n3", "n4"])
@@ -99,8 +130,8 @@ class Sweep(RankscopeTest):
 
     @unittest.skipUnless(os.geteuid() == 0, "plants faults with nsenter and mount (root)")
     def test_planted_faults_are_found_on_their_node_and_drained(self):
-        scratch = os.path.join(self.tmp, "scratch")
-        os.makedirs(scratch)
+        # n3's scratch: a small tmpfs over the 2 GiB one that the other nodes see.
+        scratch = self.scratch
         bin_dir = os.path.join(BUILD, "bin")
         mounted = []
         try:
@@ -119,7 +150,7 @@ class Sweep(RankscopeTest):
             resume("n2,n3,n4")
         self.assertEqual(p.returncode, 2, p.stdout + p.stderr)
         nodes = {n["node"]: n for n in report["nodes"]}
-        self.assertEqual(list(nodes), ["n1", "n2", "n3", "n4", "n9"])
+        self.assertEqual(list(nodes), ["n1", "n2", "n3", "n4", "n9"], node_summaries(report))
         self.assertEqual(nodes["n1"]["status"], "pass", nodes["n1"])
         # n3: the full scratch, on n3 only.
         self.assertEqual(nodes["n3"]["status"], "fail")
@@ -171,7 +202,7 @@ class Sweep(RankscopeTest):
         self.assertEqual(p.returncode, 2, p.stdout + p.stderr)
         nodes = {n["node"]: n for n in report["nodes"]}
         for name in ["n1", "n3", "n4"]:
-            self.assertEqual(nodes[name]["status"], "pass", nodes[name]["summary"])
+            self.assertEqual(nodes[name]["status"], "pass", node_summaries(report))
             gpu = [c for c in nodes[name]["checks"] if c["name"].startswith("gpu.")]
             self.assertEqual({c["subject"] for c in gpu}, {"gpu0", "gpu1"})
             self.assertTrue(all(c["model"] == "NVIDIA H200" for c in gpu))
@@ -202,13 +233,13 @@ class Sweep(RankscopeTest):
             prom = f.read()
         self.assertIn('rankscope_sweep_gpu_temperature_celsius{node="n2",subject="gpu1"} 91', prom)
 
+    @unittest.skipUnless(os.geteuid() == 0, "plants a fault with nsenter and mount (root)")
     def test_a_fall_from_the_nodes_own_past_is_a_trend(self):
         # Only the history decides here: a config with a trend limit and nothing else.
         config = os.path.join(self.tmp, "trend.json")
         with open(config, "w") as f:
             json.dump({"checks": {"fs.free_bytes": {"trend_warn_below": 0.5}}}, f)
-        scratch = os.path.join(self.tmp, "scratch")
-        os.makedirs(scratch)
+        scratch = self.scratch  # as root (the mounts need it): 2 GiB, but 64 MiB on n3
         in_node("n3", "mount", "-t", "tmpfs", "-o", "size=64m", "tmpfs", scratch)
         try:
             args = ("--config", config, "--scratch", scratch)
@@ -269,7 +300,8 @@ class Sweep(RankscopeTest):
         self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
         self.assertIn(f"note: history {history}: file is not a database; this sweep is neither "
                       "compared with the past nor recorded", p.stdout)
-        self.assertEqual([n["status"] for n in report["nodes"]], ["pass", "pass"])
+        self.assertEqual([n["status"] for n in report["nodes"]], ["pass", "pass"],
+                         node_summaries(report))
         with open(history, "rb") as f:
             self.assertEqual(f.read(), garbage)  # left as it was
 
@@ -299,14 +331,16 @@ class SweepWithoutSlurm(RankscopeTest):
         env = mpi_env()
         env.pop("SLURM_CONF", None)
         out = os.path.join(self.tmp, "sweep")
-        p = subprocess.run([RANKSCOPE, "sweep", "--hostfile", hosts, "-o", out, "--no-history"],
+        scratch = sized_scratch(self, [None])
+        p = subprocess.run([RANKSCOPE, "sweep", "--hostfile", hosts, "-o", out, "--no-history"]
+                           + (["--scratch", scratch] if scratch else []),
                            env=env, capture_output=True, text=True, timeout=200)
         self.assertEqual(p.returncode, 2, p.stdout + p.stderr)
         with open(os.path.join(out, "report.json")) as f:
             nodes = {n["node"]: n for n in json.load(f)["nodes"]}
         self.assertEqual(list(nodes), ["localhost", "nosuchhost"])
         self.assertEqual(nodes["localhost"]["status"], "pass", nodes["localhost"])
-        self.assertEqual(len(nodes["localhost"]["checks"]), 8)
+        self.assertEqual(len(nodes["localhost"]["checks"]), 6 if scratch else 8)
         self.assertRegex(nodes["nosuchhost"]["problem"],
                          r"^did not answer: mpirun exit \d+: .*nosuchhost")
         p = subprocess.run([RANKSCOPE, "sweep", "--hostfile", hosts, "--drain"], env=env,
