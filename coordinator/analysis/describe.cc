@@ -15,6 +15,17 @@ std::string NodeOf(const Session& session, int rank) {
   return data->id.node.empty() ? data->id.host : data->id.node;
 }
 
+DurationNs ClockUncertainty(const Session& session, int rank, const std::set<int>& others) {
+  std::vector<DurationNs> other_uncertainty;
+  for (int o : others) {
+    if (const RankData* d = session.FindRank(o)) {
+      other_uncertainty.push_back(d->clock.uncertainty_ns);
+    }
+  }
+  const RankData* self = session.FindRank(rank);
+  return std::max(self != nullptr ? self->clock.uncertainty_ns : 0, MedianNs(other_uncertainty));
+}
+
 Finding FindingOnRank(const Session& session, std::string kind, int rank) {
   Finding f;
   f.kind = std::move(kind);

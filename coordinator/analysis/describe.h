@@ -2,6 +2,7 @@
 // "rank 2 (node n3)" label.
 #pragma once
 
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -21,6 +22,11 @@ std::string NodeOf(const Session& session, int rank);
 
 // A finding of this kind about one rank, naming its node where the session knows it.
 Finding FindingOnRank(const Session& session, std::string kind, int rank);
+
+// How far clock alignment lets `rank`'s times be compared with the `others'`: lateness and waits
+// compare the two sides' clocks, so either side's alignment error can fake them. The larger of
+// the rank's uncertainty and the others' median one.
+DurationNs ClockUncertainty(const Session& session, int rank, const std::set<int>& others);
 
 // How ProcessEvidence ends its sentence for each verdict.
 struct ProcessWords {

@@ -108,20 +108,6 @@ std::string RankList(const std::set<int>& ranks) {
   return out;
 }
 
-// A wait compares the blamed rank's clock with the waiting ranks': either side's alignment error
-// can fake it. The same rule as for stragglers: the larger of its uncertainty and the waiting
-// ranks' median one.
-DurationNs ClockUncertainty(const Session& aligned, const RankData& data,
-                            const std::set<int>& others) {
-  std::vector<DurationNs> other_uncertainty;
-  for (int o : others) {
-    if (const RankData* d = aligned.FindRank(o)) {
-      other_uncertainty.push_back(d->clock.uncertainty_ns);
-    }
-  }
-  return std::max(data.clock.uncertainty_ns, MedianNs(other_uncertainty));
-}
-
 // Where the blamed rank was while the others waited: NVTX self time over those windows.
 struct WhileWaited {
   std::vector<std::pair<DurationNs, std::string>> ranked;  // by range, most time first
@@ -233,7 +219,7 @@ std::vector<Finding> FindWaitStates(const Session& aligned, const std::vector<P2
     }
     const RankData* data = aligned.FindRank(rank);
     if (data == nullptr) continue;
-    const DurationNs clock_uncertainty = ClockUncertainty(aligned, *data, s.others);
+    const DurationNs clock_uncertainty = ClockUncertainty(aligned, rank, s.others);
     if (static_cast<double>(median) <= options.clock_k * static_cast<double>(clock_uncertainty)) {
       if (notes != nullptr) {
         const std::string others = RankList(s.others);

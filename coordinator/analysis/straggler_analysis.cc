@@ -518,19 +518,6 @@ std::vector<DurationNs> LatenessWhereItCouldHoldUp(const std::vector<CollectiveI
   return all_lateness;
 }
 
-// Lateness compares this rank's clock with the others', so either side's alignment error can fake
-// it: the larger of its uncertainty and the others' typical one.
-DurationNs ClockUncertainty(const Session& session, int rank, const std::set<int>& others) {
-  std::vector<DurationNs> other_uncertainty;
-  for (int o : others) {
-    if (const RankData* d = session.FindRank(o)) {
-      other_uncertainty.push_back(d->clock.uncertainty_ns);
-    }
-  }
-  const RankData* self = session.FindRank(rank);
-  return std::max(self != nullptr ? self->clock.uncertainty_ns : 0, MedianNs(other_uncertainty));
-}
-
 Verdict Judge(const Session& session, const std::vector<CollectiveInstance>& instances,
               const ArrivalTable& table, int rank, const RankArrivals& arrivals,
               const StragglerOptions& options) {
