@@ -158,24 +158,16 @@ int RunAttach(const AttachOptions& options, const std::string& self_exe) {
   }
   // A coordinator of its own, for ranks sampled from outside (agents of a rankscope run report
   // to theirs). Its address and secret reach attach-node through srun's environment.
-  Result<std::string> token = NewSessionToken();
-  if (!token.ok()) {
-    std::fprintf(stderr, "rankscope attach: %s\n", token.status().message().c_str());
+  const std::string session_id = "attach-" + job + "-" + std::to_string(getpid());
+  Result<std::unique_ptr<CoordinatorServer>> started =
+      StartSessionCoordinator(session_id, options.bind_address);
+  if (!started.ok()) {
+    std::fprintf(stderr, "rankscope attach: %s\n", started.status().message().c_str());
     return 1;
   }
-  CoordinatorConfig config;
-  config.session_id = "attach-" + job + "-" + std::to_string(getpid());
-  config.token = token.value();
-  config.bind_address =
-      options.bind_address.empty() ? ReachableHostAddress() : options.bind_address;
-  CoordinatorServer server(config);
-  if (Status s = server.Start(); !s.ok()) {
-    std::fprintf(stderr, "rankscope attach: %s\n", s.message().c_str());
-    return 1;
-  }
+  CoordinatorServer& server = *started.value();
   setenv("RANKSCOPE_COORDINATOR", server.address().c_str(), 1);
-  setenv("RANKSCOPE_TOKEN", config.token.c_str(), 1);
-  setenv("RANKSCOPE_SESSION", config.session_id.c_str(), 1);
+  setenv("RANKSCOPE_SESSION", session_id.c_str(), 1);
   setenv("RANKSCOPE_ATTACH_NODE", "1", 1);  // not an agent, for a second attach to the same job
 
   char for_text[32];

@@ -211,6 +211,20 @@ std::string ReachableHostAddress() {
   return out;
 }
 
+Result<std::unique_ptr<CoordinatorServer>> StartSessionCoordinator(
+    const std::string& session_id, const std::string& bind_address) {
+  Result<std::string> token = NewSessionToken();
+  if (!token.ok()) return token.status();
+  CoordinatorConfig config;
+  config.session_id = session_id;
+  config.token = token.value();
+  config.bind_address = bind_address.empty() ? ReachableHostAddress() : bind_address;
+  auto server = std::make_unique<CoordinatorServer>(config);
+  if (Status s = server->Start(); !s.ok()) return s;
+  setenv("RANKSCOPE_TOKEN", config.token.c_str(), 1);
+  return server;
+}
+
 // Before the launch: the session folder (or, for the default one, the folder it goes into) can
 // be made and written, so a read-only or missing -o fails now, not after the job has run with
 // its analysis lost. Little free space is a warning: the job runs, and the writer says what it

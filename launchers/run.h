@@ -3,10 +3,12 @@
 // prints the report. Returns the launcher's exit code unchanged.
 #pragma once
 
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "core/status.h"
 #include "core/time.h"
 
 namespace rankscope {
@@ -45,6 +47,14 @@ int WriteSessionReport(CoordinatorService& service, Session extra, const std::st
 // unless that is loopback, then the first non-loopback IPv4 interface; 127.0.0.1 (said on
 // stderr) when there is none.
 std::string ReachableHostAddress();
+
+class CoordinatorServer;
+
+// The coordinator of a session rankscope starts for itself (sweep, attach): a fresh secret,
+// listening on `bind_address` (empty: ReachableHostAddress()), and the secret put in this
+// process's RANKSCOPE_TOKEN for the node commands it starts (srun passes the environment on).
+Result<std::unique_ptr<CoordinatorServer>> StartSessionCoordinator(const std::string& session_id,
+                                                                   const std::string& bind_address);
 
 struct CoordinatorOptions {
   std::string bind_address = "127.0.0.1";  // "auto": ReachableHostAddress()

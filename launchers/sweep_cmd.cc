@@ -564,17 +564,12 @@ int RunSweep(const SweepOptions& options, const std::string& self_exe) {
 
   // A coordinator of its own; the nodes get its address on the command line and the secret
   // through srun's environment.
-  Result<std::string> token = NewSessionToken();
-  if (!token.ok()) return SweepError(token.status().message(), 1);
   const std::string stamp = Stamp();
-  CoordinatorConfig config;
-  config.session_id = "sweep-" + stamp + "-" + std::to_string(getpid());
-  config.token = token.value();
-  config.bind_address =
-      options.bind_address.empty() ? ReachableHostAddress() : options.bind_address;
-  CoordinatorServer server(config);
-  if (Status s = server.Start(); !s.ok()) return SweepError(s.message(), 1);
-  setenv("RANKSCOPE_TOKEN", config.token.c_str(), 1);
+  const std::string session_id = "sweep-" + stamp + "-" + std::to_string(getpid());
+  Result<std::unique_ptr<CoordinatorServer>> coordinator =
+      StartSessionCoordinator(session_id, options.bind_address);
+  if (!coordinator.ok()) return SweepError(coordinator.status().message(), 1);
+  CoordinatorServer& server = *coordinator.value();
 
   const std::string out_dir =
       options.out_dir.empty() ? "rankscope-sweep-" + stamp : options.out_dir;
@@ -594,7 +589,7 @@ int RunSweep(const SweepOptions& options, const std::string& self_exe) {
 
   const TimeNs started = MonotonicNow();
   const double started_unix = static_cast<double>(std::time(nullptr));
-  std::map<size_t, Running> running = StartNodes(ctx, plan, server.address(), config.session_id);
+  std::map<size_t, Running> running = StartNodes(ctx, plan, server.address(), session_id);
   StopOnSignals();
   WaitAll(&running, started + static_cast<DurationNs>(ctx.limit_s * 1e9), "nodes", ctx.tty);
 
@@ -613,7 +608,7 @@ int RunSweep(const SweepOptions& options, const std::string& self_exe) {
   server.Shutdown();
 
   SweepRunInfo run;
-  run.id = config.session_id;
+  run.id = session_id;
   run.level = options.level;
   run.started_unix_s = started_unix;
   run.duration_s = static_cast<double>(MonotonicNow() - started) / 1e9;
