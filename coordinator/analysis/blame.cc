@@ -1417,8 +1417,15 @@ void ReplayCandidates(const Session& aligned, const Graph& g, const Replay& base
     // of them copying 20 GiB through its loader: a core-mate ran 19 % of its wall where the
     // others ran 40 %, a 5 % gain the loader's fix would take with it).
     const bool beside_cpu_heavy = c.contended && cpu_heavy_nodes.count(node) > 0;
-    const double min_gain =
-        options.min_gain_fraction * (beside_starved || beside_cpu_heavy ? 2.0 : 1.0);
+    // A rank that stands apart only weakly (short of the thresholds, or in part of the run), on
+    // its own work, with nothing seen from outside (not starved, held or off its CPU): on shared
+    // cores the scheduler alone gives such a rank a gain just past the threshold (8 ranks on 2
+    // cores: a planted rank's core-mate saved 5.03 %, separation 0.36). It must save twice as
+    // much to count; a rank slow in part of the run by a material amount still does.
+    const bool weakly_apart = !c.busy && b.held_share <= 0 && SeparationMargin(b, options) < 0.5 &&
+                              !FindOffCpuCause(aligned, b.rank);
+    const double min_gain = options.min_gain_fraction *
+                            (beside_starved || beside_cpu_heavy || weakly_apart ? 2.0 : 1.0);
     const bool saves =
         span > 0 && static_cast<double>(gain) >= min_gain * static_cast<double>(model->job);
     // Of two ranks there is no typical rank to hold one against: a host rank that did more own
@@ -1446,6 +1453,14 @@ void ReplayCandidates(const Session& aligned, const Graph& g, const Replay& base
 }
 
 }  // namespace
+
+double SeparationMargin(const RankBlame& rank, const BlameOptions& options) {
+  return rank.persistence *
+         std::min(ThresholdMargin(rank.excess_fraction, options.min_excess_fraction),
+                  ThresholdMargin(rank.excess_sigmas, rank.judged_on_busy
+                                                          ? options.excess_sigmas_outside_evidence
+                                                          : options.excess_sigmas));
+}
 
 BlameModel BuildBlameModel(const Session& aligned, const SessionMatches& matches,
                            const BlameOptions& options) {

@@ -201,6 +201,11 @@ bool RanFarLess(const Session& session, int rank);
 // chain, from its first event (or `from`, when later) on. Sorted, non-overlapping.
 Intervals OwnWorkIntervals(const RankData& rank, TimeNs from);
 
+// How clearly the rank stands apart from the other ranks, for the confidence (docs/design.md):
+// the share of the run it stood apart in (persistence) times the weaker ThresholdMargin of its
+// excess as a fraction and in robust sigmas (0.5 at the thresholds, all through the run).
+double SeparationMargin(const RankBlame& rank, const BlameOptions& options);
+
 // The model of `aligned` with its matches (MatchSession(aligned)). A session without MPI or NCCL
 // collective events gives an empty model (no ranks).
 BlameModel BuildBlameModel(const Session& aligned, const SessionMatches& matches,

@@ -316,12 +316,7 @@ BlameConfidence ConfidenceOf(const RankBlame& rank, const BlameModel& model,
     // the held share (threshold a tenth of the wall) is the evidence.
     c.outside = std::max(c.outside, ThresholdMargin(rank.held_share, 0.1));
   } else {
-    c.separation =
-        rank.persistence *
-        std::min(ThresholdMargin(rank.excess_fraction, options.min_excess_fraction),
-                 ThresholdMargin(rank.excess_sigmas, rank.judged_on_busy
-                                                         ? options.excess_sigmas_outside_evidence
-                                                         : options.excess_sigmas));
+    c.separation = SeparationMargin(rank, options);
   }
   // Two independent lines of evidence: either alone would name the rank, so both together
   // leave the product of their doubts.
