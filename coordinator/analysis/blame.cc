@@ -1417,13 +1417,16 @@ void ReplayCandidates(const Session& aligned, const Graph& g, const Replay& base
     // of them copying 20 GiB through its loader: a core-mate ran 19 % of its wall where the
     // others ran 40 %, a 5 % gain the loader's fix would take with it).
     const bool beside_cpu_heavy = c.contended && cpu_heavy_nodes.count(node) > 0;
+    // Judged on its own work, yet seen off its CPU from outside (frozen, stopped, blocked): a
+    // cause both tests below ask about.
+    const bool own_work_off_cpu = !c.busy && FindOffCpuCause(aligned, b.rank).has_value();
     // A rank that stands apart only weakly (short of the thresholds, or in part of the run), on
     // its own work, with nothing seen from outside (not starved, held or off its CPU): on shared
     // cores the scheduler alone gives such a rank a gain just past the threshold (8 ranks on 2
     // cores: a planted rank's core-mate saved 5.03 %, separation 0.36). It must save twice as
     // much to count; a rank slow in part of the run by a material amount still does.
-    const bool weakly_apart = !c.busy && b.held_share <= 0 && SeparationMargin(b, options) < 0.5 &&
-                              !FindOffCpuCause(aligned, b.rank);
+    const bool weakly_apart =
+        !c.busy && b.held_share <= 0 && SeparationMargin(b, options) < 0.5 && !own_work_off_cpu;
     const double min_gain = options.min_gain_fraction *
                             (beside_starved || beside_cpu_heavy || weakly_apart ? 2.0 : 1.0);
     const bool saves =
@@ -1434,7 +1437,7 @@ void ReplayCandidates(const Session& aligned, const Graph& g, const Replay& base
     // own timers put one rank's pair time 1.2-1.4x the other's in clean runs, either rank).
     // Not named; the report says so.
     if (saves && !c.busy && judged_ranks == 2 && !OnGpuTimeline(aligned.ranks[c.index]) &&
-        !FindOffCpuCause(aligned, b.rank)) {
+        !own_work_off_cpu) {
       b.unexplained_of_two = true;
       continue;
     }
