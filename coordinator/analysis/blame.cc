@@ -886,6 +886,17 @@ bool RanFarLess(const Session& session, int rank) {
   return CpuBelow(*self->proc, *others, 0.6);
 }
 
+BlameModel::Typical BlameModel::TypicalBesides(int rank) const {
+  std::vector<DurationNs> busy, own;
+  for (const RankBlame& b : ranks) {
+    if (b.rank == rank || b.events < min_events) continue;
+    busy.push_back(b.busy);
+    own.push_back(b.own_work);
+  }
+  if (busy.empty()) return {typical_busy, typical_own_work};
+  return {MedianNs(std::move(busy)), MedianNs(std::move(own))};
+}
+
 Intervals OwnWorkIntervals(const RankData& rank, TimeNs from) {
   Intervals out;
   const std::vector<ChainRecord> records = ChainRecords(rank);
@@ -1500,6 +1511,7 @@ BlameModel BuildBlameModel(const Session& aligned, const SessionMatches& matches
   if (work.size() < 2) return model;
   model.typical_busy = MedianNs(work);
   model.typical_own_work = MedianNs(std::move(own));
+  model.min_events = options.min_events;
 
   const std::vector<double> unit(n, 1.0);
   const Replay base = Run(g, unit, unit);

@@ -671,5 +671,29 @@ TEST(BlameTest, ASessionWithoutMpiEventsGivesAnEmptyModel) {
   EXPECT_TRUE(m.stragglers.empty());
 }
 
+// The typical rank a rank is held against leaves that rank out: with two ranks it is the other
+// one (HPCC at np 2 with a starved rank busy 10.4 s and the other 2.5 s: the median of both, 6.4
+// s, was stated as the typical rank's), and ranks too short to judge do not count.
+TEST(BlameTest, TheTypicalRankARankIsHeldAgainstLeavesItOut) {
+  BlameModel m;
+  m.min_events = 3;
+  auto add = [&](int rank, DurationNs busy, DurationNs own, int events) {
+    RankBlame b;
+    b.rank = rank;
+    b.busy = busy;
+    b.own_work = own;
+    b.events = events;
+    m.ranks.push_back(b);
+  };
+  add(0, 2500 * kNsPerMs, 1200 * kNsPerMs, 100);
+  add(1, 10400 * kNsPerMs, 5700 * kNsPerMs, 100);
+  add(2, 9000 * kNsPerMs, 9000 * kNsPerMs, 2);  // too few events to be judged
+  m.typical_busy = 6450 * kNsPerMs;
+  m.typical_own_work = 3450 * kNsPerMs;
+  EXPECT_EQ(m.TypicalBesides(1).busy, 2500 * kNsPerMs);
+  EXPECT_EQ(m.TypicalBesides(1).own_work, 1200 * kNsPerMs);
+  EXPECT_EQ(m.TypicalBesides(0).busy, 10400 * kNsPerMs);
+}
+
 }  // namespace
 }  // namespace rankscope

@@ -255,14 +255,15 @@ std::string WhatIfSentence(const WhatIf& w) {
 Finding MakeStraggler(const Session& s, const BlameModel& blame, const RankBlame& b,
                       double* outside_margin) {
   Finding f = FindingOnRank(s, "straggler", b.rank);
-  const DurationNs excess = b.busy - blame.typical_busy;
+  const BlameModel::Typical typical = blame.TypicalBesides(b.rank);
+  const DurationNs excess = b.busy - typical.busy;
   std::string summary =
       RankLabel(s, b.rank) + " was busy (not waiting for another rank) " + FormatDuration(b.busy) +
-      " where the typical rank was " + FormatDuration(blame.typical_busy) + " (" +
-      FormatDouble("%.1f", static_cast<double>(b.busy) / std::max<double>(blame.typical_busy, 1)) +
-      "x; outside MPI " + FormatDuration(b.own_work) + " vs " +
-      FormatDuration(blame.typical_own_work) + "); the others waited " +
-      FormatDuration(b.caused_total) + " for it, passed-on waits included";
+      " where the typical rank was " + FormatDuration(typical.busy) + " (" +
+      FormatDouble("%.1f", static_cast<double>(b.busy) / std::max<double>(typical.busy, 1)) +
+      "x; outside MPI " + FormatDuration(b.own_work) + " vs " + FormatDuration(typical.own_work) +
+      "); the others waited " + FormatDuration(b.caused_total) +
+      " for it, passed-on waits included";
   if (!b.caused_at.empty()) summary += " (directly in " + CallsLabel(b.caused_at) + ")";
   summary += ".";
   std::string focus = "where rank " + std::to_string(b.rank) +
@@ -345,7 +346,7 @@ void ApplyBlame(const Session& aligned, const BlameModel& blame, const BlameOpti
     if (f.kind != "dataloader_skew" || f.ranks.size() != 1) return false;
     const RankBlame* b = blame.Find(f.ranks.front());
     if (b == nullptr || !b->replayed || flagged.count(b->rank) == 0) return false;
-    const DurationNs extra = b->own_work - blame.typical_own_work;
+    const DurationNs extra = b->own_work - blame.TypicalBesides(b->rank).own_work;
     return extra > 0 && 4 * f.cost_ns < extra;
   };
   auto unbacked = [&](const Finding& f) {
@@ -367,7 +368,7 @@ void ApplyBlame(const Session& aligned, const BlameModel& blame, const BlameOpti
       const RankBlame* b = blame.Find(f.ranks.front());
       notes->push_back(label + " took longer than the other ranks in data loading (" +
                        FormatDuration(f.cost_ns) + " in all), a small part of its " +
-                       FormatDuration(b->own_work - blame.typical_own_work) +
+                       FormatDuration(b->own_work - blame.TypicalBesides(b->rank).own_work) +
                        " of extra work outside MPI, so it is not reported on its own.");
     } else if (f.kind == "dataloader_skew") {
       notes->push_back(label +
@@ -440,7 +441,8 @@ void ApplyBlame(const Session& aligned, const BlameModel& blame, const BlameOpti
       host = std::prev(findings->end());
     } else {
       // A finding of another analysis still learns why the rank was slow from outside.
-      const OutsideView outside = OutsideCause(aligned, rank, b->busy - blame.typical_busy, &*host);
+      const OutsideView outside =
+          OutsideCause(aligned, rank, b->busy - blame.TypicalBesides(rank).busy, &*host);
       host->summary += outside.sentence;
       outside_margin = outside.margin;
     }
