@@ -7,6 +7,7 @@
 // colours, payloads, resource naming and thread naming are ignored.
 #include <new>
 
+#include "agent/inject/fast_clock.h"
 #include "agent/inject/gpu_window.h"
 #include "agent/inject/nvtx_ranges.h"
 #include "agent/inject/nvtx_strings.h"
@@ -37,7 +38,7 @@ PushPopStack* ThisThreadStack() {
 }
 
 int Push(nvtxDomainHandle_t domain, std::string_view name) {
-  TimeNs now = MonotonicNow();
+  TimeNs now = FastNow();
   PushPopStack* stack = ThisThreadStack();
   if (stack == nullptr) return NVTX_NO_PUSH_POP_TRACKING;
   GpuWindowRangeOpened(name);
@@ -45,7 +46,7 @@ int Push(nvtxDomainHandle_t domain, std::string_view name) {
 }
 
 int Pop(nvtxDomainHandle_t domain) {
-  TimeNs now = MonotonicNow();
+  TimeNs now = FastNow();
   PushPopStack* stack = t_stack;
   if (stack == nullptr) return -1;
   OpenRange closed;
@@ -61,7 +62,7 @@ int Pop(nvtxDomainHandle_t domain) {
 }
 
 nvtxRangeId_t Start(nvtxDomainHandle_t domain, std::string_view name) {
-  TimeNs now = MonotonicNow();
+  TimeNs now = FastNow();
   uint64_t id = g_start_end.Start(domain, name, now, ThreadId());
   GpuWindowRangeOpened(name);
   if (id == 0) {
@@ -73,7 +74,7 @@ nvtxRangeId_t Start(nvtxDomainHandle_t domain, std::string_view name) {
 }
 
 void End(nvtxRangeId_t id) {
-  TimeNs now = MonotonicNow();
+  TimeNs now = FastNow();
   OpenRange closed;
   if (!g_start_end.End(id, &closed)) return;
   EmitRange(DomainName(closed.domain), closed.name.view(), closed.start, now, closed.tid, 0);
@@ -81,7 +82,7 @@ void End(nvtxRangeId_t id) {
 }
 
 void Mark(nvtxDomainHandle_t domain, std::string_view name) {
-  EmitMark(DomainName(domain), name, MonotonicNow(), ThreadId());
+  EmitMark(DomainName(domain), name, FastNow(), ThreadId());
 }
 
 // ---- CORE callbacks (default domain) ----

@@ -37,9 +37,9 @@ template <typename BytesFn, typename CallFn>
 int Blocking(CollectiveOp op, MPI_Comm comm, int root, BytesFn bytes, CallFn call) {
   CollectiveRecord r;
   if (!Active() || !Describe(op, comm, root, false, bytes, &r)) return call();
-  r.enter = MonotonicNow();
+  r.enter = FastNow();
   int rc = call();
-  r.exit = MonotonicNow();
+  r.exit = FastNow();
   if (rc == MPI_SUCCESS) EmitCollective(r);
   return rc;
 }
@@ -51,7 +51,7 @@ int Posted(CollectiveOp op, MPI_Comm comm, int root, BytesFn bytes, MPI_Request*
   PendingOp pending;
   pending.kind = PendingOp::Kind::kCollective;
   if (!Active() || !Describe(op, comm, root, true, bytes, &pending.collective)) return call();
-  pending.collective.enter = MonotonicNow();
+  pending.collective.enter = FastNow();
   int rc = call();
   if (rc == MPI_SUCCESS && request != nullptr) TrackRequest(*request, pending);
   return rc;

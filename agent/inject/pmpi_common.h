@@ -7,6 +7,7 @@
 
 #include <cstdint>
 
+#include "agent/inject/fast_clock.h"
 #include "agent/inject/pending_requests.h"
 #include "agent/inject/pmpi_weak.h"
 #include "core/time.h"

@@ -128,8 +128,8 @@ bool NothingToTrack() { return !Active() || Pending().empty(); }
 }  // namespace rankscope::inject
 
 namespace ri = rankscope::inject;
-using rankscope::MonotonicNow;
 using rankscope::TimeNs;
+using rankscope::inject::FastNow;
 
 extern "C" int MPI_Wait(MPI_Request* request, MPI_Status* status) {
   if (ri::NothingToTrack() || request == nullptr) return PMPI_Wait(request, status);
@@ -138,9 +138,9 @@ extern "C" int MPI_Wait(MPI_Request* request, MPI_Status* status) {
   if (claims.empty()) return PMPI_Wait(request, status);
   MPI_Status own;
   MPI_Status* st = status == MPI_STATUS_IGNORE ? &own : status;
-  TimeNs enter = MonotonicNow();
+  TimeNs enter = FastNow();
   int rc = PMPI_Wait(request, st);
-  claims.Settle(request, enter, MonotonicNow(), [&](int) { return st; });
+  claims.Settle(request, enter, FastNow(), [&](int) { return st; });
   return rc;
 }
 
@@ -151,9 +151,9 @@ extern "C" int MPI_Test(MPI_Request* request, int* flag, MPI_Status* status) {
   if (claims.empty()) return PMPI_Test(request, flag, status);
   MPI_Status own;
   MPI_Status* st = status == MPI_STATUS_IGNORE ? &own : status;
-  TimeNs enter = MonotonicNow();
+  TimeNs enter = FastNow();
   int rc = PMPI_Test(request, flag, st);
-  claims.Settle(request, enter, MonotonicNow(), [&](int) { return st; });
+  claims.Settle(request, enter, FastNow(), [&](int) { return st; });
   return rc;
 }
 
@@ -165,9 +165,9 @@ extern "C" int MPI_Waitany(int count, MPI_Request array_of_requests[], int* inde
   if (claims.empty()) return PMPI_Waitany(count, array_of_requests, index, status);
   MPI_Status own;
   MPI_Status* st = status == MPI_STATUS_IGNORE ? &own : status;
-  TimeNs enter = MonotonicNow();
+  TimeNs enter = FastNow();
   int rc = PMPI_Waitany(count, array_of_requests, index, st);
-  claims.Settle(array_of_requests, enter, MonotonicNow(), [&](int) { return st; });
+  claims.Settle(array_of_requests, enter, FastNow(), [&](int) { return st; });
   return rc;
 }
 
@@ -179,9 +179,9 @@ extern "C" int MPI_Testany(int count, MPI_Request array_of_requests[], int* inde
   if (claims.empty()) return PMPI_Testany(count, array_of_requests, index, flag, status);
   MPI_Status own;
   MPI_Status* st = status == MPI_STATUS_IGNORE ? &own : status;
-  TimeNs enter = MonotonicNow();
+  TimeNs enter = FastNow();
   int rc = PMPI_Testany(count, array_of_requests, index, flag, st);
-  claims.Settle(array_of_requests, enter, MonotonicNow(), [&](int) { return st; });
+  claims.Settle(array_of_requests, enter, FastNow(), [&](int) { return st; });
   return rc;
 }
 
@@ -203,9 +203,9 @@ int CompleteMany(int count, MPI_Request requests[], MPI_Status statuses[], CallF
   if (statuses == MPI_STATUSES_IGNORE && claims.has_receive() && count <= kLentStatuses) {
     st = lent;
   }
-  TimeNs enter = MonotonicNow();
+  TimeNs enter = FastNow();
   int rc = call(st);
-  TimeNs exit = MonotonicNow();
+  TimeNs exit = FastNow();
   claims.Settle(requests, enter, exit, [&](int i) -> const MPI_Status* {
     if (st == MPI_STATUSES_IGNORE) return nullptr;
     int k = status_index(i);

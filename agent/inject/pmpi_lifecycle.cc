@@ -17,9 +17,9 @@ int Initialized(Init init) {
   rankscope::MpiCallRecord r;
   r.call = rankscope::MpiCall::kInit;
   r.tid = ri::ThreadId();
-  r.enter = rankscope::MonotonicNow();
+  r.enter = rankscope::inject::FastNow();
   const int rc = init();
-  r.exit = rankscope::MonotonicNow();
+  r.exit = rankscope::inject::FastNow();
   if (rc == MPI_SUCCESS) {
     ri::EmitMpiCall(r);
     ri::LookupComm(ri::WorldComm());

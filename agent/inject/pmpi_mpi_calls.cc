@@ -20,9 +20,9 @@ int Recorded(MpiCall which, int peer, BytesFn bytes, CallFn call) {
   r.peer = peer;
   r.bytes = bytes();
   r.tid = ThreadId();
-  r.enter = MonotonicNow();
+  r.enter = FastNow();
   int rc = call();
-  r.exit = MonotonicNow();
+  r.exit = FastNow();
   if (rc == MPI_SUCCESS) EmitMpiCall(r);
   return rc;
 }

@@ -20,9 +20,9 @@ int BlockingSend(P2PKind kind, int count, MPI_Datatype type, int dest, int tag, 
                  CallFn call) {
   if (!Active() || NoMessage(dest)) return call();
   P2PRecord r = DescribeP2P(kind, dest, tag, comm, TypeBytes(count, type));
-  r.enter = MonotonicNow();
+  r.enter = FastNow();
   int rc = call();
-  r.exit = MonotonicNow();
+  r.exit = FastNow();
   if (rc == MPI_SUCCESS) EmitP2P(r);
   return rc;
 }
@@ -34,9 +34,9 @@ int Posted(P2PKind kind, int peer, int tag, MPI_Comm comm, int count, MPI_Dataty
   if (!Active() || NoMessage(peer)) return call();
   const CommInfo* info = nullptr;
   P2PRecord post = DescribeP2P(kind, peer, tag, comm, TypeBytes(count, type), &info);
-  post.enter = MonotonicNow();
+  post.enter = FastNow();
   int rc = call();
-  post.exit = MonotonicNow();
+  post.exit = FastNow();
   if (rc != MPI_SUCCESS) return rc;
   EmitP2P(post);
   if (request != nullptr) {
@@ -63,9 +63,9 @@ int SendReceive(int dest, int sendtag, Bytes sent, int source, int recvtag, Byte
   // The status says who sent and how much arrived; borrow one if the caller ignores it.
   MPI_Status own;
   MPI_Status* st = status == MPI_STATUS_IGNORE ? &own : status;
-  send.enter = MonotonicNow();
+  send.enter = FastNow();
   int rc = call(st);
-  send.exit = MonotonicNow();
+  send.exit = FastNow();
   if (rc != MPI_SUCCESS) return rc;
   recv.enter = send.enter;
   recv.exit = send.exit;
@@ -118,9 +118,9 @@ extern "C" int MPI_Recv(void* buf, int count, MPI_Datatype datatype, int source,
   // The status says who sent and how much arrived; borrow one if the caller ignores it.
   MPI_Status own;
   MPI_Status* st = status == MPI_STATUS_IGNORE ? &own : status;
-  r.enter = rankscope::MonotonicNow();
+  r.enter = rankscope::inject::FastNow();
   int rc = PMPI_Recv(buf, count, datatype, source, tag, comm, st);
-  r.exit = rankscope::MonotonicNow();
+  r.exit = rankscope::inject::FastNow();
   if (rc != MPI_SUCCESS) return rc;
   ri::ReadStatus(*st, info, &r);
   ri::EmitP2P(r);

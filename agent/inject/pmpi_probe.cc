@@ -67,9 +67,9 @@ int Polled(int source, int tag, MPI_Comm comm, int* flag, MPI_Status* status, MP
   if (!Active() || NoMessage(source) || flag == nullptr) return call(status);
   MPI_Status own;
   MPI_Status* st = status == MPI_STATUS_IGNORE ? &own : status;
-  const TimeNs enter = MonotonicNow();
+  const TimeNs enter = FastNow();
   int rc = call(st);
-  const TimeNs exit = MonotonicNow();
+  const TimeNs exit = FastNow();
   if (rc != MPI_SUCCESS) return rc;
   t_probing += exit - enter;
   if (!*flag) return rc;
@@ -88,9 +88,9 @@ int Blocking(int source, int tag, MPI_Comm comm, MPI_Status* status, MPI_Message
   if (!Active() || NoMessage(source)) return call(status);
   MPI_Status own;
   MPI_Status* st = status == MPI_STATUS_IGNORE ? &own : status;
-  const TimeNs enter = MonotonicNow();
+  const TimeNs enter = FastNow();
   int rc = call(st);
-  const TimeNs exit = MonotonicNow();
+  const TimeNs exit = FastNow();
   if (rc != MPI_SUCCESS) return rc;
   const CommInfo* info = nullptr;
   const P2PRecord probe = Probed(source, tag, comm, *st, enter, exit, &info);
@@ -150,9 +150,9 @@ extern "C" int MPI_Mrecv(void* buf, int count, MPI_Datatype type, MPI_Message* m
   ri::PendingOp op = ri::TakeMessage(*message);
   MPI_Status own;
   MPI_Status* st = status == MPI_STATUS_IGNORE ? &own : status;
-  const TimeNs enter = rankscope::MonotonicNow();
+  const TimeNs enter = rankscope::inject::FastNow();
   int rc = PMPI_Mrecv(buf, count, type, message, st);
-  const TimeNs exit = rankscope::MonotonicNow();
+  const TimeNs exit = rankscope::inject::FastNow();
   if (rc != MPI_SUCCESS) return rc;
   rankscope::P2PRecord r = op.p2p;
   ri::ReadStatus(*st, op.comm, &r);
@@ -173,9 +173,9 @@ extern "C" int MPI_Imrecv(void* buf, int count, MPI_Datatype type, MPI_Message* 
   post.kind = P2PKind::kIrecv;
   post.completed = P2PKind::kIrecv;
   post.tid = ri::ThreadId();
-  post.enter = rankscope::MonotonicNow();
+  post.enter = rankscope::inject::FastNow();
   int rc = PMPI_Imrecv(buf, count, type, message, request);
-  post.exit = rankscope::MonotonicNow();
+  post.exit = rankscope::inject::FastNow();
   if (rc != MPI_SUCCESS) return rc;
   ri::EmitP2P(post);
   if (request != nullptr) {
