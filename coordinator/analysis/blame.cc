@@ -888,8 +888,9 @@ bool RanFarLess(const Session& session, int rank) {
 
 BlameModel::Typical BlameModel::TypicalBesides(int rank) const {
   std::vector<DurationNs> busy, own;
-  for (const RankBlame& b : ranks) {
-    if (b.rank == rank || b.events < min_events) continue;
+  for (size_t o : judged) {
+    const RankBlame& b = ranks[o];
+    if (b.rank == rank) continue;
     busy.push_back(b.busy);
     own.push_back(b.own_work);
   }
@@ -1076,7 +1077,7 @@ DurationNs Part(const RankBlame& r, Figure f, size_t t) {
 // The ranks with enough events to be judged, and medians over them.
 struct Judged {
   const BlameModel& model;
-  std::vector<size_t> ranks;
+  const std::vector<size_t>& ranks;  // model.judged
 
   // The median of figure(rank blame) over the judged ranks other than `self`.
   template <class F>
@@ -1511,7 +1512,6 @@ BlameModel BuildBlameModel(const Session& aligned, const SessionMatches& matches
   if (work.size() < 2) return model;
   model.typical_busy = MedianNs(work);
   model.typical_own_work = MedianNs(std::move(own));
-  model.min_events = options.min_events;
 
   const std::vector<double> unit(n, 1.0);
   const Replay base = Run(g, unit, unit);
@@ -1519,10 +1519,10 @@ BlameModel BuildBlameModel(const Session& aligned, const SessionMatches& matches
   model.broken_dependencies = base.broken;
 
   // Candidates: busy time or own work above the other ranks' by a robust margin, or held alone.
-  Judged judged{model, {}};
   for (size_t ri = 0; ri < n; ++ri) {
-    if (model.ranks[ri].events >= options.min_events) judged.ranks.push_back(ri);
+    if (model.ranks[ri].events >= options.min_events) model.judged.push_back(ri);
   }
+  const Judged judged{model, model.judged};
   std::vector<Candidate> candidates;
   for (size_t ri : judged.ranks) {
     std::optional<Candidate> c =

@@ -141,9 +141,10 @@ struct BlameModel {
   DurationNs replayed_span = 0;     // the replay of the run as recorded (checks the model)
   DurationNs typical_busy = 0;      // median over ranks of RankBlame::busy
   DurationNs typical_own_work = 0;  // median over ranks of RankBlame::own_work
-  int min_events = 0;               // ranks with fewer events were not judged (BlameOptions)
-  int broken_dependencies = 0;      // dependencies the replay had to drop (inconsistent order)
-  std::vector<RankBlame> ranks;     // ordered by rank
+  // Indices into `ranks` of the ranks judged (BlameOptions::min_events events or more).
+  std::vector<size_t> judged;
+  int broken_dependencies = 0;   // dependencies the replay had to drop (inconsistent order)
+  std::vector<RankBlame> ranks;  // ordered by rank
   // First-order waiting, seconds as ns: (waiter, culprit) -> time the waiter spent waiting for
   // the culprit inside MPI.
   std::map<std::pair<int, int>, DurationNs> waits;

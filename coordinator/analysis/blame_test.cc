@@ -676,18 +676,17 @@ TEST(BlameTest, ASessionWithoutMpiEventsGivesAnEmptyModel) {
 // s, was stated as the typical rank's), and ranks too short to judge do not count.
 TEST(BlameTest, TheTypicalRankARankIsHeldAgainstLeavesItOut) {
   BlameModel m;
-  m.min_events = 3;
-  auto add = [&](int rank, DurationNs busy, DurationNs own, int events) {
+  auto add = [&](int rank, DurationNs busy, DurationNs own, bool judged) {
     RankBlame b;
     b.rank = rank;
     b.busy = busy;
     b.own_work = own;
-    b.events = events;
+    if (judged) m.judged.push_back(m.ranks.size());
     m.ranks.push_back(b);
   };
-  add(0, 2500 * kNsPerMs, 1200 * kNsPerMs, 100);
-  add(1, 10400 * kNsPerMs, 5700 * kNsPerMs, 100);
-  add(2, 9000 * kNsPerMs, 9000 * kNsPerMs, 2);  // too few events to be judged
+  add(0, 2500 * kNsPerMs, 1200 * kNsPerMs, true);
+  add(1, 10400 * kNsPerMs, 5700 * kNsPerMs, true);
+  add(2, 9000 * kNsPerMs, 9000 * kNsPerMs, false);  // too few events to be judged
   m.typical_busy = 6450 * kNsPerMs;
   m.typical_own_work = 3450 * kNsPerMs;
   EXPECT_EQ(m.TypicalBesides(1).busy, 2500 * kNsPerMs);
