@@ -25,6 +25,7 @@ Session AlignSession(Session session) {
     for (P2PRecord& p : rank.p2p) {
       p.enter = m.ToCoordinator(p.enter);
       p.exit = m.ToCoordinator(p.exit);
+      if (p.spin_start != 0) p.spin_start = m.ToCoordinator(p.spin_start);
     }
     for (RangeRecord& r : rank.ranges) {
       r.start = m.ToCoordinator(r.start);

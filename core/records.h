@@ -113,6 +113,14 @@ inline constexpr int32_t kUnknownWorldPeer = -1;
 // peers on communicators that carry no collectives. For kWait records, enter/exit are the
 // Wait/Test call that completed it (enter pulled back by the time earlier Test/Wait calls spent
 // on the same request) and `completed` says which request kind finished.
+//
+// spin_start (kWait and kProbe records) is where the thread's last unbroken run of polling
+// began: the enter of the first of the calls that completed nothing (MPI_Test*, MPI_Iprobe)
+// and came straight before the completing call, each within a few microseconds of the one
+// before and with no other recorded MPI call between; the completing call's own enter when
+// none did. Unlike `enter` it never reaches back over the thread's other calls, so a rank's
+// calls in the order of their spin_start (enter for the other kinds) do not overlap. 0: not
+// recorded (older agents, the other kinds).
 struct P2PRecord {
   P2PKind kind = P2PKind::kSend;
   P2PKind completed = P2PKind::kSend;  // for kWait: kIsend, kIrecv, kIssend or kIbsend
@@ -124,7 +132,12 @@ struct P2PRecord {
   TimeNs exit = 0;
   uint32_t tid = 0;
   int32_t world_peer = kUnknownWorldPeer;
+  TimeNs spin_start = 0;
 };
+
+// Where a rank's chain of calls places a point-to-point record: its spin_start where recorded,
+// else its enter.
+inline TimeNs ChainEnter(const P2PRecord& r) { return r.spin_start != 0 ? r.spin_start : r.enter; }
 
 // MPI calls the analyses do not interpret (MPI-IO, one-sided synchronisation, persistent
 // request starts, ...), recorded so the coordinator can tell per rank how much time was spent

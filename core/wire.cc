@@ -10,7 +10,7 @@ namespace {
 
 // Fixed body sizes of the fixed-layout records.
 constexpr size_t kCollectiveBody = 8 + 8 + 1 + 1 + 2 + 4 + 4 + 4 + 8 + 8 + 8 + 4;  // 60
-constexpr size_t kP2PBody = 1 + 1 + 2 + 4 + 4 + 8 + 8 + 8 + 8 + 4 + 4;             // 52
+constexpr size_t kP2PBody = 1 + 1 + 2 + 4 + 4 + 8 + 8 + 8 + 8 + 4 + 4 + 8;         // 60
 // call u16 | reserved u16 | peer i32 | comm_id u64 | bytes i64 | enter i64 | exit i64 | tid u32
 constexpr size_t kMpiCallBody = 2 + 2 + 4 + 8 + 8 + 8 + 8 + 4;  // 44
 constexpr size_t kRangeFixed = 8 + 8 + 4 + 4 + 1 + 1;           // 26
@@ -125,6 +125,7 @@ bool BatchBuilder::AppendP2P(const P2PRecord& r) {
   w.Put<int64_t>(r.exit);
   w.Put<uint32_t>(r.tid);
   w.Put<int32_t>(r.world_peer);
+  w.Put<int64_t>(r.spin_start);
   return true;
 }
 
@@ -265,6 +266,7 @@ Status DecodeP2P(Reader& r, size_t len, size_t offset, Batch* batch) {
   p.exit = r.Get<int64_t>();
   p.tid = r.Get<uint32_t>();
   p.world_peer = r.Get<int32_t>();
+  p.spin_start = r.Get<int64_t>();
   batch->p2p.push_back(p);
   return Status::Ok();
 }

@@ -37,7 +37,8 @@ TEST(Wire, RoundTripsEveryRecordType) {
               .enter = 5,
               .exit = 6,
               .tid = 43,
-              .world_peer = 5};
+              .world_peer = 5,
+              .spin_start = 4};
   ASSERT_TRUE(b.AppendP2P(p));
   MpiCallRecord m{.call = MpiCall::kFileWriteAtAll,
                   .comm_id = 0x1234,
@@ -69,6 +70,7 @@ TEST(Wire, RoundTripsEveryRecordType) {
   EXPECT_EQ(d.p2p[0].completed, P2PKind::kIrecv);
   EXPECT_EQ(d.p2p[0].peer, 3);
   EXPECT_EQ(d.p2p[0].world_peer, 5);
+  EXPECT_EQ(d.p2p[0].spin_start, 4);
   ASSERT_EQ(d.mpi_calls.size(), 1u);
   EXPECT_EQ(d.mpi_calls[0].call, MpiCall::kFileWriteAtAll);
   EXPECT_EQ(d.mpi_calls[0].comm_id, 0x1234u);

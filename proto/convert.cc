@@ -31,6 +31,7 @@ void ToProto(const P2PRecord& r, v1::P2P* out) {
   out->set_exit(r.exit);
   out->set_tid(r.tid);
   if (r.world_peer != kUnknownWorldPeer) out->set_world_peer(r.world_peer);
+  if (r.spin_start != 0) out->set_spin_start(r.spin_start);
 }
 
 void ToProto(const MpiCallRecord& r, v1::MpiCall* out) {
@@ -111,6 +112,7 @@ bool FromProto(const v1::P2P& p, P2PRecord* out) {
   out->exit = p.exit();
   out->tid = p.tid();
   out->world_peer = p.has_world_peer() ? p.world_peer() : kUnknownWorldPeer;
+  out->spin_start = p.spin_start();
   return ok;
 }
 

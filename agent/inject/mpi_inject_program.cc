@@ -186,6 +186,30 @@ int main(int argc, char** argv) {
     while (!finished) MPI_Test(&pending, &finished, MPI_STATUS_IGNORE);
   }
 
+  // Two requests polled in turn (HPCC's RandomAccess), rank 1 -> rank 2, tags 52 and 53: rank 2
+  // posts both receives, says so (tag 54), and tests one then the other while rank 1 sleeps
+  // 20 ms before the first send and 10 ms before the second.
+  if (rank == 1) {
+    int posted = 0;
+    MPI_Recv(&posted, 1, MPI_INT, 2, 54, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    usleep(20000);
+    MPI_Send(&rank, 1, MPI_INT, 2, 52, MPI_COMM_WORLD);
+    usleep(10000);
+    MPI_Send(&rank, 1, MPI_INT, 2, 53, MPI_COMM_WORLD);
+  } else if (rank == 2) {
+    int first = 0, second = 0;
+    MPI_Request turn[2];
+    MPI_Irecv(&first, 1, MPI_INT, 1, 52, MPI_COMM_WORLD, &turn[0]);
+    MPI_Irecv(&second, 1, MPI_INT, 1, 53, MPI_COMM_WORLD, &turn[1]);
+    MPI_Send(&rank, 1, MPI_INT, 1, 54, MPI_COMM_WORLD);
+    int done_first = 0, done_second = 0;
+    while (!done_first || !done_second) {
+      if (!done_first) MPI_Test(&turn[0], &done_first, MPI_STATUS_IGNORE);
+      if (!done_second) MPI_Test(&turn[1], &done_second, MPI_STATUS_IGNORE);
+    }
+    checksum += first + second;
+  }
+
   // World seq 11..15: scans, alltoallw, and their non-blocking forms.
   int scanned = 0;
   MPI_Scan(&rank, &scanned, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);  // 4 bytes

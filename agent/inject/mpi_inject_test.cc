@@ -413,8 +413,17 @@ TEST_F(MpiInjectTest, ProbesAreReceiveSideWaits) {
     EXPECT_EQ(probe.comm_id, WorldId());
     EXPECT_LE(probe.enter, probe.exit);
     // The polling loops ran while rank 2 slept 20 ms: one record covers the unsuccessful calls.
+    // Their spin_start lies inside the loop, after the receive of the tag before (where it
+    // begins depends on whether the rank was descheduled between two polls: PollRun, tested in
+    // poll_run_test.cc).
     if (p.polled) {
       EXPECT_GE(probe.exit - probe.enter, 5 * kNsPerMs);
+      std::vector<P2PRecord> before = WithTag(*r, p.tag - 1);
+      ASSERT_FALSE(before.empty());
+      EXPECT_GE(probe.spin_start, before.back().exit);
+      EXPECT_LT(probe.spin_start, probe.exit);
+    } else {
+      EXPECT_EQ(probe.spin_start, probe.enter);
     }
     // Then the receive: Recv, Mrecv, or Imrecv + Wait, all with the message's source and size.
     const P2PRecord& receive = recs.back();
@@ -445,6 +454,37 @@ TEST_F(MpiInjectTest, TestLoopCountsAsWaiting) {
   EXPECT_EQ(wait.peer, 1);
   EXPECT_GE(wait.exit - wait.enter, 5 * kNsPerMs);
   EXPECT_GE(wait.enter, recs[0].exit);
+  // The polling began after the Send that told rank 1 the receive was posted, not before it.
+  std::vector<P2PRecord> told = WithTag(*r, 51);
+  ASSERT_EQ(told.size(), 1u);
+  EXPECT_GE(wait.spin_start, told[0].exit);
+  EXPECT_LT(wait.spin_start, wait.exit);
+}
+
+// Rank 2 tests two requests in turn: each completion's record counts only its own calls, and
+// each spin_start lies in the loop over both (after the Send of tag 54), the second one's after
+// the first completion, so the two do not overlap. (How far back each reaches depends on the
+// rank being descheduled between polls: PollRun, tested in poll_run_test.cc.)
+TEST_F(MpiInjectTest, PollingInTurnSpinsFromTheLoopsStart) {
+  const Rank* r = ByWorldRank(2);
+  ASSERT_NE(r, nullptr);
+  std::vector<P2PRecord> told = WithTag(*r, 54);
+  std::vector<P2PRecord> first = WithTag(*r, 52);
+  std::vector<P2PRecord> second = WithTag(*r, 53);
+  ASSERT_EQ(told.size(), 1u);
+  ASSERT_EQ(first.size(), 2u);
+  ASSERT_EQ(second.size(), 2u);
+  const P2PRecord& a = first[1];
+  const P2PRecord& b = second[1];
+  ASSERT_EQ(a.kind, P2PKind::kWait);
+  ASSERT_EQ(b.kind, P2PKind::kWait);
+  EXPECT_GE(a.spin_start, told[0].exit);
+  EXPECT_LT(a.spin_start, a.exit);
+  EXPECT_GE(b.spin_start, a.exit);
+  EXPECT_LT(b.spin_start, b.exit);
+  // The loop ran about 20 ms before the first message came, about half of it inside the first
+  // request's Tests: its record reaches back that far.
+  EXPECT_GE(a.exit - a.enter, 5 * kNsPerMs);
 }
 
 // The cartesian ring runs over the world in reverse order and carries no collective: only the

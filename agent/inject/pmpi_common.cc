@@ -95,4 +95,14 @@ void ReadStatus(const MPI_Status& status, const CommInfo* info, P2PRecord* r) {
   }
 }
 
+namespace {
+thread_local PollRun t_poll_run;
+}  // namespace
+
+void NotePollFailed(TimeNs enter, TimeNs exit) {
+  t_poll_run.Failed(enter, exit, LastMpiRecordExit());
+}
+
+TimeNs SpinStart(TimeNs enter) { return t_poll_run.Completed(enter, LastMpiRecordExit()); }
+
 }  // namespace rankscope::inject

@@ -10,6 +10,7 @@
 #include "agent/inject/fast_clock.h"
 #include "agent/inject/pending_requests.h"
 #include "agent/inject/pmpi_weak.h"
+#include "agent/inject/poll_run.h"
 #include "core/time.h"
 
 namespace rankscope::inject {
@@ -51,5 +52,11 @@ void ReadStatus(const MPI_Status& status, const CommInfo* info, P2PRecord* r);
 // True when `peer` names no process (MPI_PROC_NULL): such a call moves no message, so the
 // wrappers record nothing for it.
 inline bool NoMessage(int peer) { return peer == MPI_PROC_NULL; }
+
+// The calling thread's polling (P2PRecord::spin_start, PollRun). A call that polls and completes
+// nothing (MPI_Test*, MPI_Iprobe) reports its interval to NotePollFailed; the call that completes
+// or finds something asks SpinStart for where the polling before it began, which ends the run.
+void NotePollFailed(TimeNs enter, TimeNs exit);
+TimeNs SpinStart(TimeNs enter);
 
 }  // namespace rankscope::inject

@@ -20,7 +20,8 @@ namespace {
 // still report their source; beyond this many requests such receives report the posted peer.
 constexpr int kLentStatuses = 16;
 
-void EmitCompleted(const PendingOp& op, const MPI_Status* status, TimeNs enter, TimeNs exit) {
+void EmitCompleted(const PendingOp& op, const MPI_Status* status, TimeNs enter, TimeNs exit,
+                   TimeNs spin_start) {
   if (op.kind == PendingOp::Kind::kCollective) {
     CollectiveRecord r = op.collective;
     r.exit = exit;
@@ -32,6 +33,7 @@ void EmitCompleted(const PendingOp& op, const MPI_Status* status, TimeNs enter, 
   // time the earlier, unsuccessful calls spent inside MPI (not by the gaps between them).
   r.enter = exit - (op.tried + (exit - enter));
   r.exit = exit;
+  r.spin_start = spin_start;
   r.tid = ThreadId();
   if (r.completed == P2PKind::kIrecv && status != nullptr) {
     r.peer = status->MPI_SOURCE;
@@ -81,10 +83,17 @@ class Claims {
   template <typename StatusOf>
   void Settle(const MPI_Request* after, TimeNs enter, TimeNs exit, StatusOf status_of) {
     Claim* claims = data();
+    bool completed_any = false;
+    for (int k = 0; k < size_ && !completed_any; ++k) {
+      completed_any = after[claims[k].index] != claims[k].request;
+    }
+    // Asked before the completed records are emitted (they would end the run themselves).
+    const TimeNs spin_start = completed_any ? SpinStart(enter) : 0;
+    if (!completed_any) NotePollFailed(enter, exit);
     for (int k = 0; k < size_; ++k) {
       Claim& c = claims[k];
       if (after[c.index] != c.request) {
-        EmitCompleted(c.op, status_of(c.index), enter, exit);
+        EmitCompleted(c.op, status_of(c.index), enter, exit, spin_start);
         continue;
       }
       c.op.tried += exit - enter;

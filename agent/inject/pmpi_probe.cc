@@ -56,6 +56,7 @@ void ProbeSucceeded(const P2PRecord& probe, const CommInfo* info, MPI_Message* m
   op.p2p = probe;
   op.p2p.kind = P2PKind::kRecv;
   op.p2p.completed = P2PKind::kRecv;
+  op.p2p.spin_start = 0;  // the receive's own call is not a poll
   op.comm = info;
   if (!Pending().Insert(MessageKey(*message), op)) CountDropped(1);
 }
@@ -72,11 +73,15 @@ int Polled(int source, int tag, MPI_Comm comm, int* flag, MPI_Status* status, MP
   const TimeNs exit = FastNow();
   if (rc != MPI_SUCCESS) return rc;
   t_probing += exit - enter;
-  if (!*flag) return rc;
+  if (!*flag) {
+    NotePollFailed(enter, exit);
+    return rc;
+  }
   const TimeNs since = exit - t_probing;
   t_probing = 0;
   const CommInfo* info = nullptr;
-  const P2PRecord probe = Probed(source, tag, comm, *st, since, exit, &info);
+  P2PRecord probe = Probed(source, tag, comm, *st, since, exit, &info);
+  probe.spin_start = SpinStart(enter);
   ProbeSucceeded(probe, info, message);
   return rc;
 }
@@ -93,7 +98,8 @@ int Blocking(int source, int tag, MPI_Comm comm, MPI_Status* status, MPI_Message
   const TimeNs exit = FastNow();
   if (rc != MPI_SUCCESS) return rc;
   const CommInfo* info = nullptr;
-  const P2PRecord probe = Probed(source, tag, comm, *st, enter, exit, &info);
+  P2PRecord probe = Probed(source, tag, comm, *st, enter, exit, &info);
+  probe.spin_start = SpinStart(enter);
   ProbeSucceeded(probe, info, message);
   return rc;
 }

@@ -74,6 +74,7 @@ Registry& registry() {
 thread_local ThreadBuffer* t_buffer = nullptr;
 thread_local bool t_retired = false;
 thread_local uint32_t t_tid = 0;
+thread_local TimeNs t_last_mpi_exit = 0;
 // Until when this thread's sends may wait for socket space (SendWaitScope); 0: never wait.
 thread_local TimeNs t_send_deadline = 0;
 
@@ -409,16 +410,21 @@ uint32_t ThreadId() {
 }
 
 void EmitCollective(const CollectiveRecord& r) {
+  t_last_mpi_exit = r.exit;
   Emit(r.exit, [&](wire::BatchBuilder& bb) { return bb.AppendCollective(r); });
 }
 
 void EmitP2P(const P2PRecord& r) {
+  t_last_mpi_exit = r.exit;
   Emit(r.exit, [&](wire::BatchBuilder& bb) { return bb.AppendP2P(r); });
 }
 
 void EmitMpiCall(const MpiCallRecord& r) {
+  t_last_mpi_exit = r.exit;
   Emit(r.exit, [&](wire::BatchBuilder& bb) { return bb.AppendMpiCall(r); });
 }
+
+TimeNs LastMpiRecordExit() { return t_last_mpi_exit; }
 
 void EmitRange(std::string_view domain, std::string_view name, TimeNs start, TimeNs end,
                uint32_t tid, uint32_t depth) {

@@ -35,6 +35,10 @@ uint32_t ThreadId();
 void EmitCollective(const CollectiveRecord& r);
 void EmitP2P(const P2PRecord& r);
 void EmitMpiCall(const MpiCallRecord& r);
+// The exit of the last MPI record (collective, point-to-point, other call) the calling thread
+// emitted, 0 for none, whether or not capture was on: the polling bookkeeping of the completion
+// wrappers asks whether another call came between two polls.
+TimeNs LastMpiRecordExit();
 void EmitRange(std::string_view domain, std::string_view name, TimeNs start, TimeNs end,
                uint32_t tid, uint32_t depth);
 void EmitMark(std::string_view domain, std::string_view name, TimeNs time, uint32_t tid);

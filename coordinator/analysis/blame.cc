@@ -126,7 +126,9 @@ using ChainRecord = std::tuple<TimeNs, TimeNs, int, size_t>;
 
 // The records that make up a rank's chain, by enter. An NCCL rank's collectives are its GPU's
 // timeline; its host MPI calls are on another axis and are left out. A nonblocking collective
-// counts at its completion (its record spans the work done between post and Wait).
+// counts at its completion (its record spans the work done between post and Wait). A request
+// completed after polling enters where the polling began (ChainEnter): the polls that completed
+// nothing are its wait, and where the agent recorded that start the records do not overlap.
 std::vector<ChainRecord> ChainRecords(const RankData& r) {
   const bool nccl = OnGpuTimeline(r);
   // Each kind arrives (nearly always) in call order: sort each if it is not, then merge.
@@ -140,8 +142,8 @@ std::vector<ChainRecord> ChainRecords(const RankData& r) {
   if (!nccl) {
     for (size_t i = 0; i < r.p2p.size(); ++i) {
       const P2PRecord& p = r.p2p[i];
-      if (p.exit < p.enter) continue;
-      of_kind[1].emplace_back(p.enter, p.exit, 1, i);
+      if (p.exit < ChainEnter(p)) continue;
+      of_kind[1].emplace_back(ChainEnter(p), p.exit, 1, i);
     }
     for (size_t i = 0; i < r.mpi_calls.size(); ++i) {
       const MpiCallRecord& c = r.mpi_calls[i];
@@ -173,6 +175,17 @@ struct RecordEvents {
   using CollectiveKey = std::tuple<uint64_t, uint64_t, int>;  // (comm, seq, event index)
   std::vector<std::vector<CollectiveKey>> collective;
   std::vector<std::vector<int>> p2p;
+  // Per rank, (record enter, event index) of its point-to-point records, sorted: the matcher
+  // names calls by their records' enters, which differ from their events' where a record's
+  // chain enter is its spin_start.
+  std::vector<std::vector<std::pair<TimeNs, int>>> p2p_by_enter;
+
+  // The event of rank index `ri`'s point-to-point record that entered at `enter` (-1: none).
+  int P2PEventAt(int ri, TimeNs enter) const {
+    const auto& v = p2p_by_enter[static_cast<size_t>(ri)];
+    auto it = std::lower_bound(v.begin(), v.end(), std::pair<TimeNs, int>{enter, -1});
+    return it != v.end() && it->first == enter ? it->second : -1;
+  }
 
   // The event of rank index `ri`'s collective (comm, seq); the last one if it recorded several.
   int CollectiveAt(int ri, uint64_t comm, uint64_t seq) const {
@@ -190,6 +203,7 @@ RecordEvents AddChains(const Session& s, Graph* g) {
   RecordEvents at_event;
   at_event.collective.resize(g->ranks.size());
   at_event.p2p.resize(g->ranks.size());
+  at_event.p2p_by_enter.resize(g->ranks.size());
   for (size_t ri = 0; ri < s.ranks.size(); ++ri) {
     const RankData& r = s.ranks[ri];
     const std::vector<ChainRecord> records = ChainRecords(r);
@@ -211,6 +225,7 @@ RecordEvents AddChains(const Session& s, Graph* g) {
         e.interpreted = false;  // until its instance says otherwise
       } else if (kind == 1) {
         at_event.p2p[ri][i] = at;
+        at_event.p2p_by_enter[ri].emplace_back(r.p2p[i].enter, at);
         if (e.call.empty()) e.call = P2PCallName(r.p2p[i]);
         e.interpreted = false;  // until a message says otherwise
       } else {
@@ -223,6 +238,7 @@ RecordEvents AddChains(const Session& s, Graph* g) {
       }
     }
     std::sort(at_event.collective[ri].begin(), at_event.collective[ri].end());
+    std::sort(at_event.p2p_by_enter[ri].begin(), at_event.p2p_by_enter[ri].end());
   }
   return at_event;
 }
@@ -315,15 +331,6 @@ void AddCollectiveInstances(const SessionMatches& matches,
   }
 }
 
-// The index of rank index ri's event that entered at `enter` (-1: none).
-int EventAt(const Graph& g, int ri, TimeNs enter) {
-  const std::vector<Event>& ev = g.events[static_cast<size_t>(ri)];
-  auto it = std::lower_bound(ev.begin(), ev.end(), enter,
-                             [](const Event& e, TimeNs t) { return e.enter < t; });
-  if (it == ev.end() || it->enter != enter) return -1;
-  return static_cast<int>(it - ev.begin());
-}
-
 // Per message: (rank index, event index, partner rank index, partner event index) dependencies
 // and (rank index, event index, involved rank index) involvements.
 struct MessageEdges {
@@ -356,10 +363,10 @@ MessageEdges MessageDependencies(const SessionMatches& matches,
     }
     g->events[static_cast<size_t>(si)][static_cast<size_t>(post)].interpreted = true;
     edges.involved.push_back({si, post, ri});
-    const int blocking = EventAt(*g, si, m.send_blocked);
+    const int blocking = at_event.P2PEventAt(si, m.send_blocked);
     if (blocking >= 0 && blocking != post) edges.involved.push_back({si, blocking, ri});
     if (m.send_wait > 0) {
-      const int posted = m.receive_posted > 0 ? EventAt(*g, ri, m.receive_posted) : receive;
+      const int posted = m.receive_posted > 0 ? at_event.P2PEventAt(ri, m.receive_posted) : receive;
       if (blocking >= 0 && posted >= 0) {
         Event& b = g->events[static_cast<size_t>(si)][static_cast<size_t>(blocking)];
         if (b.dep == DepKind::kNone || b.dep == DepKind::kEvents) {
@@ -369,7 +376,7 @@ MessageEdges MessageDependencies(const SessionMatches& matches,
       }
     }
     if (m.receive_posted > 0) {
-      const int posted = EventAt(*g, ri, m.receive_posted);
+      const int posted = at_event.P2PEventAt(ri, m.receive_posted);
       if (posted >= 0) {
         g->events[static_cast<size_t>(ri)][static_cast<size_t>(posted)].interpreted = true;
       }

@@ -661,6 +661,47 @@ TEST(BlameTest, AnInconsistentRecordingStillReplaysAndSaysSo) {
   EXPECT_GT(m.replayed_span, 0);
 }
 
+// HPCC's RandomAccess: each rank posts a receive, polls it with MPI_Test, posts a send to the
+// other in the middle of its polling, and polls on. The completing record of the receive reaches
+// back over the send (its enter is pulled back by all its polls), so read by enter each rank's
+// receive comes before its own send, which the other's receive needs: a cycle. Where the agent
+// recorded where the polling that ended in the completion began (after the send), the chains
+// are the calls' true order and the replay reproduces the run.
+Session PolledInTurn(bool with_spin_start) {
+  Session s;
+  s.aligned = true;
+  s.world_size = 2;
+  s.ranks.resize(2);
+  const uint64_t world = WorldCommId(2);
+  for (int r = 0; r < 2; ++r) {
+    RankData& d = s.ranks[static_cast<size_t>(r)];
+    d.id.rank = r;
+    d.id.world_size = 2;
+    const int peer = 1 - r;
+    for (int k = 0; k < 5; ++k) {
+      const TimeNs t = kNsPerSec + k * 10 * kNsPerMs;
+      d.p2p.push_back(
+          {P2PKind::kIrecv, P2PKind::kIrecv, peer, k, world, 8, t, t + 10 * kNsPerUs, 1, peer});
+      d.p2p.push_back({P2PKind::kIsend, P2PKind::kIsend, peer, k, world, 8,
+                       t + (1000 + 100 * r) * kNsPerUs, t + (1010 + 100 * r) * kNsPerUs, 1, peer});
+      // Polled from 20 us until 3 ms, the send between: 2.9 ms of polls.
+      P2PRecord wait{P2PKind::kWait,     P2PKind::kIrecv,  peer, k,   world, 8,
+                     t + 100 * kNsPerUs, t + 3 * kNsPerMs, 1,    peer};
+      if (with_spin_start) wait.spin_start = t + (1020 + 100 * r) * kNsPerUs;
+      d.p2p.push_back(wait);
+    }
+  }
+  return s;
+}
+
+TEST(BlameTest, APolledCompletionEntersWhereItsPollingBegan) {
+  const BlameModel compacted = Blame(PolledInTurn(false));
+  EXPECT_GT(compacted.broken_dependencies, 0);
+  const BlameModel polled = Blame(PolledInTurn(true));
+  EXPECT_EQ(polled.broken_dependencies, 0);
+  EXPECT_EQ(polled.replayed_span, polled.span());
+}
+
 TEST(BlameTest, ASessionWithoutMpiEventsGivesAnEmptyModel) {
   Session s;
   s.ranks.resize(2);

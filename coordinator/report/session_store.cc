@@ -52,7 +52,8 @@ CREATE TABLE collectives (
   exit_ns INTEGER, tid INTEGER, source INTEGER, launched_ns INTEGER);
 CREATE TABLE p2p (
   rank_idx INTEGER, kind INTEGER, completed INTEGER, peer INTEGER, tag INTEGER, comm_id INTEGER,
-  bytes INTEGER, enter_ns INTEGER, exit_ns INTEGER, tid INTEGER, world_peer INTEGER);
+  bytes INTEGER, enter_ns INTEGER, exit_ns INTEGER, tid INTEGER, world_peer INTEGER,
+  spin_start_ns INTEGER);
 CREATE TABLE mpi_calls (
   rank_idx INTEGER, call INTEGER, call_name TEXT, comm_id INTEGER, peer INTEGER, bytes INTEGER,
   enter_ns INTEGER, exit_ns INTEGER, tid INTEGER);
@@ -118,7 +119,7 @@ Status WriteRanks(const Connection& db, const Session& s) {
   Statement sample(db, "INSERT INTO clock_samples VALUES (?, ?, ?, ?, ?)");
   Statement collective(
       db, "INSERT INTO collectives VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
-  Statement p2p(db, "INSERT INTO p2p VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+  Statement p2p(db, "INSERT INTO p2p VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
   Statement mpi_call(db, "INSERT INTO mpi_calls VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)");
   Statement range(db, "INSERT INTO ranges VALUES (?, ?, ?, ?, ?, ?, ?)");
   Statement mark(db, "INSERT INTO marks VALUES (?, ?, ?, ?, ?)");
@@ -168,7 +169,7 @@ Status WriteRanks(const Connection& db, const Session& s) {
     for (const P2PRecord& x : r.p2p) {
       p2p.Int(idx).Int(static_cast<int>(x.kind)).Int(static_cast<int>(x.completed)).Int(x.peer);
       p2p.Int(x.tag).Int(x.comm_id).Int(x.bytes).Int(x.enter).Int(x.exit).Int(x.tid);
-      RETURN_IF_ERROR(p2p.Int(x.world_peer).Run());
+      RETURN_IF_ERROR(p2p.Int(x.world_peer).Int(x.spin_start).Run());
     }
     for (const MpiCallRecord& x : r.mpi_calls) {
       mpi_call.Int(idx).Int(static_cast<int>(x.call)).Text(std::string(MpiCallName(x.call)));
@@ -594,38 +595,38 @@ Status ReadP2P(const Connection& db, Session* s) {
   const std::string& path = db.path();
   // p2p.world_peer and table mpi_calls came within schema version 3 (old readers skip them): a
   // file written before has neither, and its peers stay unknown as world ranks.
+  // p2p.spin_start_ns came later within it; without it the chains read each record's enter.
   const bool has_world_peer = HasColumn(db, "p2p", "world_peer");
-  return ReadRecords(db, s, "p2p",
-                     has_world_peer
-                         ? "SELECT rank_idx, kind, completed, peer, tag, comm_id, bytes, enter_ns, "
-                           "exit_ns, tid, world_peer FROM p2p ORDER BY rowid"
-                         : "SELECT rank_idx, kind, completed, peer, tag, comm_id, bytes, enter_ns, "
-                           "exit_ns, tid, -1 FROM p2p ORDER BY rowid",
-                     [&](const Statement& q, RankData& r) {
-                       int64_t kind = q.ColumnInt(1);
-                       int64_t completed = q.ColumnInt(2);
-                       auto valid = [](int64_t k) {
-                         return k >= static_cast<int>(P2PKind::kSend) && k <= kMaxP2PKind;
-                       };
-                       if (!valid(kind) || !valid(completed)) {
-                         return Corrupt(path, "p2p.kind " + std::to_string(kind) + "/" +
-                                                  std::to_string(completed) + " is not a p2p kind");
-                       }
-                       P2PRecord p;
-                       p.kind = static_cast<P2PKind>(kind);
-                       p.completed = static_cast<P2PKind>(completed);
-                       p.peer = static_cast<int32_t>(q.ColumnInt(3));
-                       p.tag = static_cast<int32_t>(q.ColumnInt(4));
-                       p.comm_id = static_cast<uint64_t>(q.ColumnInt(5));
-                       p.bytes = q.ColumnInt(6);
-                       p.enter = q.ColumnInt(7);
-                       p.exit = q.ColumnInt(8);
-                       p.tid = static_cast<uint32_t>(q.ColumnInt(9));
-                       p.world_peer = q.ColumnIsNull(10) ? kUnknownWorldPeer
-                                                         : static_cast<int32_t>(q.ColumnInt(10));
-                       r.p2p.push_back(p);
-                       return Status::Ok();
-                     });
+  const bool has_spin_start = HasColumn(db, "p2p", "spin_start_ns");
+  const std::string query = std::string("SELECT rank_idx, kind, completed, peer, tag, comm_id, ") +
+                            "bytes, enter_ns, exit_ns, tid, " +
+                            (has_world_peer ? "world_peer, " : "-1, ") +
+                            (has_spin_start ? "spin_start_ns" : "0") + " FROM p2p ORDER BY rowid";
+  return ReadRecords(db, s, "p2p", query.c_str(), [&](const Statement& q, RankData& r) {
+    int64_t kind = q.ColumnInt(1);
+    int64_t completed = q.ColumnInt(2);
+    auto valid = [](int64_t k) {
+      return k >= static_cast<int>(P2PKind::kSend) && k <= kMaxP2PKind;
+    };
+    if (!valid(kind) || !valid(completed)) {
+      return Corrupt(path, "p2p.kind " + std::to_string(kind) + "/" + std::to_string(completed) +
+                               " is not a p2p kind");
+    }
+    P2PRecord p;
+    p.kind = static_cast<P2PKind>(kind);
+    p.completed = static_cast<P2PKind>(completed);
+    p.peer = static_cast<int32_t>(q.ColumnInt(3));
+    p.tag = static_cast<int32_t>(q.ColumnInt(4));
+    p.comm_id = static_cast<uint64_t>(q.ColumnInt(5));
+    p.bytes = q.ColumnInt(6);
+    p.enter = q.ColumnInt(7);
+    p.exit = q.ColumnInt(8);
+    p.tid = static_cast<uint32_t>(q.ColumnInt(9));
+    p.world_peer = q.ColumnIsNull(10) ? kUnknownWorldPeer : static_cast<int32_t>(q.ColumnInt(10));
+    p.spin_start = q.ColumnIsNull(11) ? 0 : q.ColumnInt(11);
+    r.p2p.push_back(p);
+    return Status::Ok();
+  });
 }
 
 Status ReadMpiCalls(const Connection& db, Session* s) {

@@ -47,8 +47,8 @@ TEST(SessionStore, RoundTripsEveryField) {
   }
 }
 
-// A schema-3 file written before P2P records had world ranks and MPI calls were recorded: its
-// peers read as unknown world ranks, and it has no MPI calls.
+// A schema-3 file written before P2P records had world ranks, spin starts and MPI calls were
+// recorded: its peers read as unknown world ranks, its spin starts as 0, and it has no MPI calls.
 TEST(SessionStore, ReadsFilesWithoutWorldPeersOrMpiCalls) {
   std::string path = report_test::MakeTempDir("db") + "/session.sqlite";
   Session saved = report_test::MakeSession();
@@ -56,7 +56,9 @@ TEST(SessionStore, ReadsFilesWithoutWorldPeersOrMpiCalls) {
   ASSERT_TRUE(SaveSession(path, saved, {}).ok());
   sqlite3* db = nullptr;
   ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
-  ASSERT_EQ(sqlite3_exec(db, "DROP TABLE mpi_calls; ALTER TABLE p2p DROP COLUMN world_peer;",
+  ASSERT_EQ(sqlite3_exec(db,
+                         "DROP TABLE mpi_calls; ALTER TABLE p2p DROP COLUMN world_peer; "
+                         "ALTER TABLE p2p DROP COLUMN spin_start_ns;",
                          nullptr, nullptr, nullptr),
             SQLITE_OK)
       << sqlite3_errmsg(db);
@@ -66,7 +68,10 @@ TEST(SessionStore, ReadsFilesWithoutWorldPeersOrMpiCalls) {
   ASSERT_TRUE(loaded.ok()) << loaded.status().message();
   for (RankData& r : saved.ranks) {
     r.mpi_calls.clear();
-    for (P2PRecord& p : r.p2p) p.world_peer = kUnknownWorldPeer;
+    for (P2PRecord& p : r.p2p) {
+      p.world_peer = kUnknownWorldPeer;
+      p.spin_start = 0;
+    }
   }
   report_test::ExpectSessionsEqual(saved, loaded.value());
 }

@@ -113,6 +113,7 @@ Session MakeSession() {
                     kStart + 8150 * kNsPerUs, 100});
   r0.p2p.back().world_peer = 1;
   r1.p2p.back().world_peer = 0;  // the Irecv's post keeps the unknown world peer
+  r1.p2p.back().spin_start = kStart + 7950 * kNsPerUs;  // it polled from there
   // MPI calls the analyses do not interpret: a collective write and a window fence.
   r1.mpi_calls.push_back({MpiCall::kFileWriteAtAll, kWorld, -1, 1 << 20, kStart + 9 * kNsPerMs,
                           kStart + 9500 * kNsPerUs, 100});
@@ -429,6 +430,7 @@ void ExpectSessionsEqual(const Session& e, const Session& a) {
       EXPECT_EQ(p.exit, q.exit);
       EXPECT_EQ(p.tid, q.tid);
       EXPECT_EQ(p.world_peer, q.world_peer);
+      EXPECT_EQ(p.spin_start, q.spin_start);
     }
     ASSERT_EQ(x.mpi_calls.size(), y.mpi_calls.size());
     for (size_t k = 0; k < x.mpi_calls.size(); ++k) {
