@@ -634,19 +634,27 @@ TEST(BlameTest, APipelineChainIsBlamedOnItsSourceNotTheStagesBehindIt) {
   EXPECT_GT(r1.caused_total, r1.caused);
 }
 
-TEST(BlameTest, AnInconsistentRecordingStillReplaysAndSaysSo) {
-  // Each rank's receive is recorded before its own send to the other, and both receives block
-  // until the other's send: a rendezvous on both sides cannot have happened this way, but clock
-  // error or a misread record can make it look so. The replay must end.
+// An aligned session of two ranks on MPI_COMM_WORLD, without records.
+Session TwoRanks() {
   Session s;
   s.aligned = true;
   s.world_size = 2;
   s.ranks.resize(2);
+  for (int r = 0; r < 2; ++r) {
+    s.ranks[static_cast<size_t>(r)].id.rank = r;
+    s.ranks[static_cast<size_t>(r)].id.world_size = 2;
+  }
+  return s;
+}
+
+TEST(BlameTest, AnInconsistentRecordingStillReplaysAndSaysSo) {
+  // Each rank's receive is recorded before its own send to the other, and both receives block
+  // until the other's send: a rendezvous on both sides cannot have happened this way, but clock
+  // error or a misread record can make it look so. The replay must end.
+  Session s = TwoRanks();
   const uint64_t world = WorldCommId(2);
   for (int r = 0; r < 2; ++r) {
     RankData& d = s.ranks[static_cast<size_t>(r)];
-    d.id.rank = r;
-    d.id.world_size = 2;
     const int peer = 1 - r;
     for (int k = 0; k < 5; ++k) {
       const TimeNs t = kNsPerSec + k * 10 * kNsPerMs;
@@ -668,15 +676,10 @@ TEST(BlameTest, AnInconsistentRecordingStillReplaysAndSaysSo) {
 // recorded where the polling that ended in the completion began (after the send), the chains
 // are the calls' true order and the replay reproduces the run.
 Session PolledInTurn(bool with_spin_start) {
-  Session s;
-  s.aligned = true;
-  s.world_size = 2;
-  s.ranks.resize(2);
+  Session s = TwoRanks();
   const uint64_t world = WorldCommId(2);
   for (int r = 0; r < 2; ++r) {
     RankData& d = s.ranks[static_cast<size_t>(r)];
-    d.id.rank = r;
-    d.id.world_size = 2;
     const int peer = 1 - r;
     for (int k = 0; k < 5; ++k) {
       const TimeNs t = kNsPerSec + k * 10 * kNsPerMs;
