@@ -1,4 +1,4 @@
-// bench_mpi: what an MPI program pays per collective call, with or without the PMPI wrappers of
+// bench_mpi: what an MPI program pays per collective call and per failed MPI_Test, with or without the PMPI wrappers of
 // librankscope_inject.so (LD_PRELOAD). Run it under `mpirun -np 2` (or more): every rank runs the
 // same benchmarks with the same fixed iteration count, so their collectives pair up; only rank 0
 // reports (console and --benchmark_out). bench/run_inject_overhead.sh runs it both ways.
@@ -33,6 +33,26 @@ void BM_MpiAllreduceInt(benchmark::State& state) {
   }
 }
 
+// A failed poll: MPI_Test on a posted receive whose message comes only after the timing (a code
+// polling for a late message pays this per call; the wrappers take the request's pending
+// operation out of their table, time the call, put it back and extend the thread's polling run).
+void BM_MpiTestPending(benchmark::State& state) {
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  int in = 0;
+  MPI_Request request;
+  MPI_Irecv(&in, 1, MPI_INT, rank, 99, MPI_COMM_WORLD, &request);
+  int done = 0;
+  for (auto _ : state) {
+    MPI_Test(&request, &done, MPI_STATUS_IGNORE);
+    benchmark::DoNotOptimize(done);
+  }
+  if (!done) {
+    MPI_Send(&rank, 1, MPI_INT, rank, 99, MPI_COMM_WORLD);
+    MPI_Wait(&request, MPI_STATUS_IGNORE);
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -61,6 +81,9 @@ int main(int argc, char** argv) {
   args.push_back(nullptr);
 
   benchmark::RegisterBenchmark("BM_MpiAllreduceInt", BM_MpiAllreduceInt)
+      ->Iterations(iterations)
+      ->UseRealTime();
+  benchmark::RegisterBenchmark("BM_MpiTestPending", BM_MpiTestPending)
       ->Iterations(iterations)
       ->UseRealTime();
   benchmark::Initialize(&args_count, args.data());
