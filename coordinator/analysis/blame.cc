@@ -745,6 +745,17 @@ std::optional<double> OthersGrantedShare(const Session& session, int rank) {
   });
 }
 
+// The share of its runnable time session rank index `ri` got a CPU against the other ranks'
+// median (GrantedShare), at most 1: a rank progresses its messages only while it runs, so the
+// calls it takes part in would have taken that share of their time had it run as the others
+// did. nullopt without /proc figures.
+std::optional<double> GrantedShareScale(const Session& session, size_t ri) {
+  const RankData& r = session.ranks[ri];
+  const std::optional<double> theirs = OthersGrantedShare(session, r.id.rank);
+  if (!r.proc || !theirs || *theirs <= 0) return std::nullopt;
+  return std::clamp(GrantedShare(*r.proc) / *theirs, 0.0, 1.0);
+}
+
 // Whether the rank's CPU time is short of `share_of_others` x the others' per wall second by
 // more than the figures' resolution: /proc counts CPU time in clock ticks (10 ms), so in a
 // run of a second 10 ms against 20 ms is one tick, not half the CPU.
@@ -1236,7 +1247,8 @@ std::optional<Candidate> HeldCandidate(const Judged& judged, size_t ri, std::opt
 // where own work is a material share of a typical rank's busy time (a quarter; HPCC's is a few
 // percent, too little to read). The stronger of the two estimates is taken.
 Candidate ApartCandidate(const Judged& judged, size_t ri, const Apart& apart, bool busy,
-                         std::optional<double> held, RankBlame* cb) {
+                         std::optional<double> held, std::optional<double> share_scale,
+                         RankBlame* cb) {
   const double mine = static_cast<double>(cb->own_work);
   const double others_own = judged.OthersMedian(ri, Figure::kOwnWork);
   double scale = apart.median / static_cast<double>(busy ? cb->busy : cb->own_work);
@@ -1248,6 +1260,10 @@ Candidate ApartCandidate(const Judged& judged, size_t ri, const Apart& apart, bo
   // could not progress that long, so like the others they shrink by that share at least.
   const double throttle_scale = held ? std::clamp(1.0 - *held, 0.1, 1.0) : 1.0;
   double transfer_scale = busy ? std::min(scale, throttle_scale) : scale;
+  // Starved of CPU by sharing its cores (no quota, no freezer), its share of the CPU against the
+  // others' says it as well: where own work is too small to read and the others' busy time is
+  // spent waiting for its messages (HPCC with competitors on its core), the busy ratio is not.
+  if (busy && !held && share_scale) transfer_scale = std::min(transfer_scale, *share_scale);
   // Held (frozen, throttled: seen from outside), its own work like the others' (at least 0.8 of
   // theirs per unit, and a material share of their busy time, as above), its busy time apart: it
   // was slow inside its calls only (while its partners waited for its messages), so its
@@ -1285,8 +1301,9 @@ std::optional<Candidate> JudgeRank(const Session& aligned, const Judged& judged,
   // shrink with its own work (LAMMPS at np 2, its dump a FIFO drained at 500 kB/s: scaled,
   // MPI_Init's 0.22 s went from the what-if, 0.68x the bare clean run).
   const bool blocked = off_cpu && off_cpu->kind == "blocked";
-  bool busy = StarvedOfCpu(aligned, rank) || (RanFarLess(aligned, rank) && !blocked) ||
-              FrozenShare(off_cpu).has_value();
+  const bool starved = StarvedOfCpu(aligned, rank);
+  bool busy =
+      starved || (RanFarLess(aligned, rank) && !blocked) || FrozenShare(off_cpu).has_value();
   Apart apart =
       busy ? StandsApart(judged, ri, Figure::kBusy, options.excess_sigmas_outside_evidence, true,
                          options)
@@ -1301,7 +1318,8 @@ std::optional<Candidate> JudgeRank(const Session& aligned, const Judged& judged,
   }
   const std::optional<double> held = HeldShareGiven(aligned, rank, off_cpu);
   if (!apart.passes) return HeldCandidate(judged, ri, held, cb);
-  return ApartCandidate(judged, ri, apart, busy, held, cb);
+  const std::optional<double> share_scale = starved ? GrantedShareScale(aligned, ri) : std::nullopt;
+  return ApartCandidate(judged, ri, apart, busy, held, share_scale, cb);
 }
 
 // Where every judged rank's chain is the same sequence of calls (SPMD codes: LAMMPS's halo
