@@ -93,11 +93,14 @@ TEST_F(UplinkTest, DeliversRecordsClockSamplesAndExit) {
 
 // MPI calls the analyses do not interpret, and the world ranks of point-to-point peers, reach
 // the coordinator's session as the inject library recorded them.
-TEST_F(UplinkTest, CarriesMpiCallsAndWorldPeers) {
+TEST_F(UplinkTest, CarriesMpiCallsWorldPeersAndSpinStarts) {
   StartServer();
   Uplink up(Options(), Ident("s1", 0));
   wire::Batch b = BatchWith(0, 2);
   b.p2p[0].world_peer = 3;
+  b.p2p[0].enter = 10;  // polled from 3
+  b.p2p[0].exit = 11;
+  b.p2p[0].spin_start = 3;
   b.mpi_calls.push_back({.call = MpiCall::kWinFence, .enter = 10, .exit = 20, .tid = 5});
   b.mpi_calls.push_back({.call = MpiCall::kFileReadAt,
                          .comm_id = 9,
@@ -116,6 +119,8 @@ TEST_F(UplinkTest, CarriesMpiCallsAndWorldPeers) {
   ASSERT_EQ(r.p2p.size(), 2u);
   EXPECT_EQ(r.p2p[0].world_peer, 3);
   EXPECT_EQ(r.p2p[1].world_peer, kUnknownWorldPeer);
+  EXPECT_EQ(r.p2p[0].enter - r.p2p[0].spin_start, 7);
+  EXPECT_EQ(r.p2p[1].spin_start, 0);
   ASSERT_EQ(r.mpi_calls.size(), 2u);
   EXPECT_EQ(r.mpi_calls[0].call, MpiCall::kWinFence);
   EXPECT_EQ(r.mpi_calls[0].peer, -1);

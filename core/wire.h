@@ -23,8 +23,8 @@
 namespace rankscope::wire {
 
 inline constexpr uint32_t kMagic = 0x31435352;  // "RSC1"
-// 2: P2P records carry world_peer; the kMpiCall record type.
-inline constexpr uint16_t kVersion = 2;
+// 2: P2P records carry world_peer; the kMpiCall record type. 3: P2P records carry spin_start.
+inline constexpr uint16_t kVersion = 3;
 inline constexpr size_t kHeaderSize = 32;
 inline constexpr size_t kRecordHeaderSize = 4;
 // Largest batch a producer sends; fits the default AF_UNIX socket buffer.

@@ -47,6 +47,19 @@ void EmitCompleted(const PendingOp& op, const MPI_Status* status, TimeNs enter, 
   EmitP2P(r);
 }
 
+// The spin start of a call over [enter, exit] that completed one of our requests (where the
+// thread's polling before it began); otherwise 0, and a failed poll extends the thread's run
+// while anything else ends it.
+TimeNs SpinStartOrPoll(bool completed_any, bool failed_poll, TimeNs enter, TimeNs exit) {
+  if (completed_any) return SpinStart(enter);
+  if (failed_poll) {
+    NotePollFailed(enter, exit);
+  } else {
+    SpinStart(enter);
+  }
+  return 0;
+}
+
 // The pending operations taken for one Wait/Test call. Storage for a few is inline (left
 // uninitialised: this runs on every Wait); more are allocated only for large request arrays.
 class Claims {
@@ -79,17 +92,21 @@ class Claims {
   bool has_receive() const { return has_receive_; }
 
   // Emits the completed operations and returns the others to the table. `after[i]` is request
-  // i's handle after the call; status_of(i) its status, or nullptr when unknown.
+  // i's handle after the call; status_of(i) its status, or nullptr when unknown. `poll`: the call
+  // returns whether or not anything completed (MPI_Test*); one that completed none of our
+  // requests then extends the thread's polling run. A blocking call that completed none of them
+  // (an untracked request, an error) ends the run instead.
   template <typename StatusOf>
-  void Settle(const MPI_Request* after, TimeNs enter, TimeNs exit, StatusOf status_of) {
+  void Settle(const MPI_Request* after, TimeNs enter, TimeNs exit, bool poll, int rc,
+              StatusOf status_of) {
     Claim* claims = data();
     bool completed_any = false;
     for (int k = 0; k < size_ && !completed_any; ++k) {
       completed_any = after[claims[k].index] != claims[k].request;
     }
     // Asked before the completed records are emitted (they would end the run themselves).
-    const TimeNs spin_start = completed_any ? SpinStart(enter) : 0;
-    if (!completed_any) NotePollFailed(enter, exit);
+    const TimeNs spin_start =
+        SpinStartOrPoll(completed_any, poll && rc == MPI_SUCCESS, enter, exit);
     for (int k = 0; k < size_; ++k) {
       Claim& c = claims[k];
       if (after[c.index] != c.request) {
@@ -149,7 +166,7 @@ extern "C" int MPI_Wait(MPI_Request* request, MPI_Status* status) {
   MPI_Status* st = status == MPI_STATUS_IGNORE ? &own : status;
   TimeNs enter = FastNow();
   int rc = PMPI_Wait(request, st);
-  claims.Settle(request, enter, FastNow(), [&](int) { return st; });
+  claims.Settle(request, enter, FastNow(), false, rc, [&](int) { return st; });
   return rc;
 }
 
@@ -162,7 +179,7 @@ extern "C" int MPI_Test(MPI_Request* request, int* flag, MPI_Status* status) {
   MPI_Status* st = status == MPI_STATUS_IGNORE ? &own : status;
   TimeNs enter = FastNow();
   int rc = PMPI_Test(request, flag, st);
-  claims.Settle(request, enter, FastNow(), [&](int) { return st; });
+  claims.Settle(request, enter, FastNow(), true, rc, [&](int) { return st; });
   return rc;
 }
 
@@ -176,7 +193,7 @@ extern "C" int MPI_Waitany(int count, MPI_Request array_of_requests[], int* inde
   MPI_Status* st = status == MPI_STATUS_IGNORE ? &own : status;
   TimeNs enter = FastNow();
   int rc = PMPI_Waitany(count, array_of_requests, index, st);
-  claims.Settle(array_of_requests, enter, FastNow(), [&](int) { return st; });
+  claims.Settle(array_of_requests, enter, FastNow(), false, rc, [&](int) { return st; });
   return rc;
 }
 
@@ -190,7 +207,7 @@ extern "C" int MPI_Testany(int count, MPI_Request array_of_requests[], int* inde
   MPI_Status* st = status == MPI_STATUS_IGNORE ? &own : status;
   TimeNs enter = FastNow();
   int rc = PMPI_Testany(count, array_of_requests, index, flag, st);
-  claims.Settle(array_of_requests, enter, FastNow(), [&](int) { return st; });
+  claims.Settle(array_of_requests, enter, FastNow(), true, rc, [&](int) { return st; });
   return rc;
 }
 
@@ -201,7 +218,7 @@ namespace {
 // the caller ignores them and a receive needs its source. `status_index(i)` maps request i to
 // its position in the status array (or -1).
 template <typename CallFn, typename StatusIndexFn>
-int CompleteMany(int count, MPI_Request requests[], MPI_Status statuses[], CallFn call,
+int CompleteMany(int count, MPI_Request requests[], MPI_Status statuses[], bool poll, CallFn call,
                  StatusIndexFn status_index) {
   if (NothingToTrack()) return call(statuses);
   Claims claims(count);
@@ -215,7 +232,7 @@ int CompleteMany(int count, MPI_Request requests[], MPI_Status statuses[], CallF
   TimeNs enter = FastNow();
   int rc = call(st);
   TimeNs exit = FastNow();
-  claims.Settle(requests, enter, exit, [&](int i) -> const MPI_Status* {
+  claims.Settle(requests, enter, exit, poll, rc, [&](int i) -> const MPI_Status* {
     if (st == MPI_STATUSES_IGNORE) return nullptr;
     int k = status_index(i);
     return k < 0 ? nullptr : &st[k];
@@ -229,7 +246,7 @@ int CompleteMany(int count, MPI_Request requests[], MPI_Status statuses[], CallF
 extern "C" int MPI_Waitall(int count, MPI_Request array_of_requests[],
                            MPI_Status* array_of_statuses) {
   return ri::CompleteMany(
-      count, array_of_requests, array_of_statuses,
+      count, array_of_requests, array_of_statuses, false,
       [&](MPI_Status* st) { return PMPI_Waitall(count, array_of_requests, st); },
       [](int i) { return i; });
 }
@@ -237,7 +254,7 @@ extern "C" int MPI_Waitall(int count, MPI_Request array_of_requests[],
 extern "C" int MPI_Testall(int count, MPI_Request array_of_requests[], int* flag,
                            MPI_Status array_of_statuses[]) {
   return ri::CompleteMany(
-      count, array_of_requests, array_of_statuses,
+      count, array_of_requests, array_of_statuses, true,
       [&](MPI_Status* st) { return PMPI_Testall(count, array_of_requests, flag, st); },
       [](int i) { return i; });
 }
@@ -245,7 +262,7 @@ extern "C" int MPI_Testall(int count, MPI_Request array_of_requests[], int* flag
 extern "C" int MPI_Waitsome(int incount, MPI_Request array_of_requests[], int* outcount,
                             int array_of_indices[], MPI_Status array_of_statuses[]) {
   return ri::CompleteMany(
-      incount, array_of_requests, array_of_statuses,
+      incount, array_of_requests, array_of_statuses, false,
       [&](MPI_Status* st) {
         return PMPI_Waitsome(incount, array_of_requests, outcount, array_of_indices, st);
       },
@@ -260,7 +277,7 @@ extern "C" int MPI_Waitsome(int incount, MPI_Request array_of_requests[], int* o
 extern "C" int MPI_Testsome(int incount, MPI_Request array_of_requests[], int* outcount,
                             int array_of_indices[], MPI_Status array_of_statuses[]) {
   return ri::CompleteMany(
-      incount, array_of_requests, array_of_statuses,
+      incount, array_of_requests, array_of_statuses, true,
       [&](MPI_Status* st) {
         return PMPI_Testsome(incount, array_of_requests, outcount, array_of_indices, st);
       },

@@ -76,6 +76,29 @@ TEST(SessionStore, ReadsFilesWithoutWorldPeersOrMpiCalls) {
   report_test::ExpectSessionsEqual(saved, loaded.value());
 }
 
+// A file written after P2P records had world ranks but before they had spin starts: the spin
+// starts read as 0 (the blame chain then reads each record's enter), the rest as saved.
+TEST(SessionStore, ReadsFilesWithWorldPeersButNoSpinStarts) {
+  std::string path = report_test::MakeTempDir("db") + "/session.sqlite";
+  Session saved = report_test::MakeSession();
+  ASSERT_NE(saved.ranks[1].p2p.back().spin_start, 0);
+  ASSERT_TRUE(SaveSession(path, saved, {}).ok());
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+  ASSERT_EQ(
+      sqlite3_exec(db, "ALTER TABLE p2p DROP COLUMN spin_start_ns;", nullptr, nullptr, nullptr),
+      SQLITE_OK)
+      << sqlite3_errmsg(db);
+  sqlite3_close(db);
+
+  Result<Session> loaded = LoadSession(path);
+  ASSERT_TRUE(loaded.ok()) << loaded.status().message();
+  for (RankData& r : saved.ranks) {
+    for (P2PRecord& p : r.p2p) p.spin_start = 0;
+  }
+  report_test::ExpectSessionsEqual(saved, loaded.value());
+}
+
 // A schema-3 file written before the scheduler and cgroup figures were sampled: its ranks' process
 // figures load, with those left at zero and no cgroup.
 TEST(SessionStore, ReadsProcessFiguresWithoutSchedulerCgroupOrMainThreadFigures) {
