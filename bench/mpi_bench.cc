@@ -1,7 +1,8 @@
-// bench_mpi: what an MPI program pays per collective call and per failed MPI_Test, with or without the PMPI wrappers of
-// librankscope_inject.so (LD_PRELOAD). Run it under `mpirun -np 2` (or more): every rank runs the
-// same benchmarks with the same fixed iteration count, so their collectives pair up; only rank 0
-// reports (console and --benchmark_out). bench/run_inject_overhead.sh runs it both ways.
+// bench_mpi: what an MPI program pays per collective call and per failed MPI_Test, with or without
+// the PMPI wrappers of librankscope_inject.so (LD_PRELOAD). Run it under `mpirun -np 2` (or more):
+// every rank runs the same benchmarks with the same fixed iteration count, so their collectives
+// pair up; only rank 0 reports (console and --benchmark_out). bench/run_inject_overhead.sh runs it
+// both ways.
 //
 // usage: mpirun -np 2 bench_mpi [--iterations=N] [benchmark flags...]
 #include <benchmark/benchmark.h>
