@@ -47,6 +47,15 @@ TEST(SessionStore, RoundTripsEveryField) {
   }
 }
 
+// Runs `sql` on the database at `path`: makes a file as an older version wrote it, or a damaged
+// or foreign one.
+void Alter(const std::string& path, const char* sql) {
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(db, sql, nullptr, nullptr, nullptr), SQLITE_OK) << sqlite3_errmsg(db);
+  sqlite3_close(db);
+}
+
 // A schema-3 file written before P2P records had world ranks, spin starts and MPI calls were
 // recorded: its peers read as unknown world ranks, its spin starts as 0, and it has no MPI calls.
 TEST(SessionStore, ReadsFilesWithoutWorldPeersOrMpiCalls) {
@@ -54,15 +63,9 @@ TEST(SessionStore, ReadsFilesWithoutWorldPeersOrMpiCalls) {
   Session saved = report_test::MakeSession();
   ASSERT_FALSE(saved.ranks[1].mpi_calls.empty());
   ASSERT_TRUE(SaveSession(path, saved, {}).ok());
-  sqlite3* db = nullptr;
-  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
-  ASSERT_EQ(sqlite3_exec(db,
-                         "DROP TABLE mpi_calls; ALTER TABLE p2p DROP COLUMN world_peer; "
-                         "ALTER TABLE p2p DROP COLUMN spin_start_ns;",
-                         nullptr, nullptr, nullptr),
-            SQLITE_OK)
-      << sqlite3_errmsg(db);
-  sqlite3_close(db);
+  ASSERT_NO_FATAL_FAILURE(Alter(path,
+                                "DROP TABLE mpi_calls; ALTER TABLE p2p DROP COLUMN world_peer; "
+                                "ALTER TABLE p2p DROP COLUMN spin_start_ns;"));
 
   Result<Session> loaded = LoadSession(path);
   ASSERT_TRUE(loaded.ok()) << loaded.status().message();
@@ -83,13 +86,7 @@ TEST(SessionStore, ReadsFilesWithWorldPeersButNoSpinStarts) {
   Session saved = report_test::MakeSession();
   ASSERT_NE(saved.ranks[1].p2p.back().spin_start, 0);
   ASSERT_TRUE(SaveSession(path, saved, {}).ok());
-  sqlite3* db = nullptr;
-  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
-  ASSERT_EQ(
-      sqlite3_exec(db, "ALTER TABLE p2p DROP COLUMN spin_start_ns;", nullptr, nullptr, nullptr),
-      SQLITE_OK)
-      << sqlite3_errmsg(db);
-  sqlite3_close(db);
+  ASSERT_NO_FATAL_FAILURE(Alter(path, "ALTER TABLE p2p DROP COLUMN spin_start_ns;"));
 
   Result<Session> loaded = LoadSession(path);
   ASSERT_TRUE(loaded.ok()) << loaded.status().message();
@@ -106,8 +103,6 @@ TEST(SessionStore, ReadsProcessFiguresWithoutSchedulerCgroupOrMainThreadFigures)
   Session saved = report_test::MakeSession();
   ASSERT_TRUE(saved.ranks[1].proc && saved.ranks[1].proc->cpu_cgroup);
   ASSERT_TRUE(SaveSession(path, saved, {}).ok());
-  sqlite3* db = nullptr;
-  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
   std::string drop;
   for (const char* column :
        {"sched_cpu_ns", "run_delay_ns", "voluntary_switches", "involuntary_switches", "threads",
@@ -117,9 +112,7 @@ TEST(SessionStore, ReadsProcessFiguresWithoutSchedulerCgroupOrMainThreadFigures)
     drop += std::string("ALTER TABLE rank_proc DROP COLUMN ") + column + ";";
   }
   drop += "DROP TABLE rank_main_thread;";
-  ASSERT_EQ(sqlite3_exec(db, drop.c_str(), nullptr, nullptr, nullptr), SQLITE_OK)
-      << sqlite3_errmsg(db);
-  sqlite3_close(db);
+  ASSERT_NO_FATAL_FAILURE(Alter(path, drop.c_str()));
 
   Result<Session> loaded = LoadSession(path);
   ASSERT_TRUE(loaded.ok()) << loaded.status().message();
@@ -208,12 +201,7 @@ TEST(SessionStore, NonSqliteFileIsNotASessionDatabase) {
 
 TEST(SessionStore, OtherSqliteDatabaseIsNotASessionDatabase) {
   std::string path = report_test::MakeTempDir("db") + "/other.sqlite";
-  sqlite3* db = nullptr;
-  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
-  ASSERT_EQ(
-      sqlite3_exec(db, "CREATE TABLE t (x); INSERT INTO t VALUES (1);", nullptr, nullptr, nullptr),
-      SQLITE_OK);
-  sqlite3_close(db);
+  ASSERT_NO_FATAL_FAILURE(Alter(path, "CREATE TABLE t (x); INSERT INTO t VALUES (1);"));
   Result<Session> loaded = LoadSession(path);
   ASSERT_FALSE(loaded.ok());
   EXPECT_THAT(loaded.status().message(), HasSubstr("not a rankscope session database"));
@@ -223,12 +211,7 @@ TEST(SessionStore, OtherSqliteDatabaseIsNotASessionDatabase) {
 TEST(SessionStore, NewerSchemaVersionIsRefused) {
   std::string path = report_test::MakeTempDir("db") + "/session.sqlite";
   ASSERT_TRUE(SaveSession(path, report_test::MakeSession(), {}).ok());
-  sqlite3* db = nullptr;
-  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
-  ASSERT_EQ(sqlite3_exec(db, "UPDATE meta SET value = '99' WHERE key = 'schema_version'", nullptr,
-                         nullptr, nullptr),
-            SQLITE_OK);
-  sqlite3_close(db);
+  ASSERT_NO_FATAL_FAILURE(Alter(path, "UPDATE meta SET value = '99' WHERE key = 'schema_version'"));
   Result<Session> loaded = LoadSession(path);
   ASSERT_FALSE(loaded.ok());
   EXPECT_THAT(loaded.status().message(), HasSubstr("schema version 99"));
@@ -238,12 +221,8 @@ TEST(SessionStore, NewerSchemaVersionIsRefused) {
 TEST(SessionStore, AWorldSizeBeyondTheLimitIsCorruption) {
   std::string path = report_test::MakeTempDir("db") + "/session.sqlite";
   ASSERT_TRUE(SaveSession(path, report_test::MakeSession(), {}).ok());
-  sqlite3* db = nullptr;
-  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
-  ASSERT_EQ(sqlite3_exec(db, "UPDATE meta SET value = '2147483647' WHERE key = 'world_size'",
-                         nullptr, nullptr, nullptr),
-            SQLITE_OK);
-  sqlite3_close(db);
+  ASSERT_NO_FATAL_FAILURE(
+      Alter(path, "UPDATE meta SET value = '2147483647' WHERE key = 'world_size'"));
   Result<Session> loaded = LoadSession(path);
   ASSERT_FALSE(loaded.ok());
   EXPECT_THAT(loaded.status().message(), HasSubstr("meta 'world_size' 2147483647 is not a job's"));
