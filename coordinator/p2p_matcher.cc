@@ -107,6 +107,10 @@ struct Side {
   TimeNs done = 0;
   size_t record = 0;                    // the Send / Isend, or the Recv / Wait of the Irecv
   SendMode mode = SendMode::kStandard;  // sends only
+  // The records whose enters `posted` and `blocked` were read from (a receive's `blocked` may be
+  // moved to a probe's enter later: blocked_record is the sends' only).
+  size_t posted_record = 0;
+  size_t blocked_record = 0;
   TimeNs order() const { return posted > 0 ? posted : blocked; }
 };
 
@@ -181,9 +185,9 @@ std::map<int, RankP2P> Collect(const Session& s, const PeerMap& peers, P2PMatchS
       }
       const Channel channel{p.comm_id, peer, p.tag};
       if (send && !IsPostedSend(kind)) {
-        mine.sends[channel].push_back({p.enter, p.enter, p.exit, i, ModeOf(kind)});
+        mine.sends[channel].push_back({p.enter, p.enter, p.exit, i, ModeOf(kind), i, i});
       } else if (p.kind == P2PKind::kRecv) {
-        mine.receives[channel].push_back({p.enter, p.enter, p.exit, i});
+        mine.receives[channel].push_back({p.enter, p.enter, p.exit, i, SendMode::kStandard, i, i});
       } else {
         // Posted sends of every mode share one list: MPI orders a channel's messages whatever
         // their mode, so the k-th post meets the k-th completion.
@@ -198,9 +202,9 @@ std::map<int, RankP2P> Collect(const Session& s, const PeerMap& peers, P2PMatchS
       for (size_t k = 0; k < p.posts.size(); ++k) {
         const P2PRecord& post = r.p2p[p.posts[k]];
         // Unpaired: the Isend itself is all we know of its blocking (nothing).
-        const P2PRecord& block = paired ? r.p2p[p.waits[k]] : post;
-        mine.sends[channel].push_back(
-            {post.enter, block.enter, block.exit, p.posts[k], ModeOf(post.kind)});
+        const size_t block = paired ? p.waits[k] : p.posts[k];
+        mine.sends[channel].push_back({post.enter, r.p2p[block].enter, r.p2p[block].exit,
+                                       p.posts[k], ModeOf(post.kind), p.posts[k], block});
       }
     }
     for (auto& [channel, p] : irecvs) {
@@ -210,7 +214,9 @@ std::map<int, RankP2P> Collect(const Session& s, const PeerMap& peers, P2PMatchS
       for (size_t k = 0; k < p.waits.size(); ++k) {
         const P2PRecord& wait = r.p2p[p.waits[k]];
         const TimeNs posted = paired ? r.p2p[p.posts[k]].enter : 0;
-        mine.receives[channel].push_back({posted, wait.enter, wait.exit, p.waits[k]});
+        mine.receives[channel].push_back({posted, wait.enter, wait.exit, p.waits[k],
+                                          SendMode::kStandard, paired ? p.posts[k] : p.waits[k],
+                                          p.waits[k]});
       }
     }
     for (auto* sides : {&mine.sends, &mine.receives}) {
@@ -261,10 +267,12 @@ std::vector<P2PMessage> MatchMessages(const Session& aligned, P2PMatchStats* sta
         m.send_record = snd.record;
         m.receive_record = rcv.record;
         m.receive_posted = rcv.posted;
+        m.receive_posted_record = rcv.posted_record;
         m.blocked = rcv.blocked;
         m.wait = std::clamp<DurationNs>(m.posted - rcv.blocked, 0,
                                         std::max<DurationNs>(rcv.done - rcv.blocked, 0));
         m.send_blocked = snd.blocked;
+        m.send_blocked_record = snd.blocked_record;
         switch (snd.mode) {
           case SendMode::kStandard:
             // It waited for the receive only if it was still going when the receive came.

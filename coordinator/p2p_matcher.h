@@ -62,6 +62,10 @@ struct P2PMessage {
   DurationNs send_direct = 0;  // the part of `send_wait` the receiver's own delay explains
   size_t send_record = 0;      // index into the sender's RankData::p2p (its Send / Isend)
   size_t receive_record = 0;   // index into the receiver's (its Recv, or the Wait of its Irecv)
+  // The records whose enters send_blocked and receive_posted are: the sender's Send or the Wait
+  // of its Isend, and (where receive_posted is known) the receiver's Recv or Irecv.
+  size_t send_blocked_record = 0;
+  size_t receive_posted_record = 0;
 };
 
 struct P2PMatchStats {

@@ -175,16 +175,11 @@ struct RecordEvents {
   using CollectiveKey = std::tuple<uint64_t, uint64_t, int>;  // (comm, seq, event index)
   std::vector<std::vector<CollectiveKey>> collective;
   std::vector<std::vector<int>> p2p;
-  // Per rank, (record enter, event index) of its point-to-point records, sorted: the matcher
-  // names calls by their records' enters, which differ from their events' where a record's
-  // chain enter is its spin_start.
-  std::vector<std::vector<std::pair<TimeNs, int>>> p2p_by_enter;
 
-  // The event of rank index `ri`'s point-to-point record that entered at `enter` (-1: none).
-  int P2PEventAt(int ri, TimeNs enter) const {
-    const auto& v = p2p_by_enter[static_cast<size_t>(ri)];
-    auto it = std::lower_bound(v.begin(), v.end(), std::pair<TimeNs, int>{enter, -1});
-    return it != v.end() && it->first == enter ? it->second : -1;
+  // The event of rank index `ri`'s point-to-point record `record` (-1: none).
+  int P2PEvent(int ri, size_t record) const {
+    const std::vector<int>& events = p2p[static_cast<size_t>(ri)];
+    return record < events.size() ? events[record] : -1;
   }
 
   // The event of rank index `ri`'s collective (comm, seq); the last one if it recorded several.
@@ -203,7 +198,6 @@ RecordEvents AddChains(const Session& s, Graph* g) {
   RecordEvents at_event;
   at_event.collective.resize(g->ranks.size());
   at_event.p2p.resize(g->ranks.size());
-  at_event.p2p_by_enter.resize(g->ranks.size());
   for (size_t ri = 0; ri < s.ranks.size(); ++ri) {
     const RankData& r = s.ranks[ri];
     const std::vector<ChainRecord> records = ChainRecords(r);
@@ -225,7 +219,6 @@ RecordEvents AddChains(const Session& s, Graph* g) {
         e.interpreted = false;  // until its instance says otherwise
       } else if (kind == 1) {
         at_event.p2p[ri][i] = at;
-        at_event.p2p_by_enter[ri].emplace_back(r.p2p[i].enter, at);
         if (e.call.empty()) e.call = P2PCallName(r.p2p[i]);
         e.interpreted = false;  // until a message says otherwise
       } else {
@@ -238,7 +231,6 @@ RecordEvents AddChains(const Session& s, Graph* g) {
       }
     }
     std::sort(at_event.collective[ri].begin(), at_event.collective[ri].end());
-    std::sort(at_event.p2p_by_enter[ri].begin(), at_event.p2p_by_enter[ri].end());
   }
   return at_event;
 }
@@ -363,10 +355,11 @@ MessageEdges MessageDependencies(const SessionMatches& matches,
     }
     g->events[static_cast<size_t>(si)][static_cast<size_t>(post)].interpreted = true;
     edges.involved.push_back({si, post, ri});
-    const int blocking = at_event.P2PEventAt(si, m.send_blocked);
+    const int blocking = at_event.P2PEvent(si, m.send_blocked_record);
     if (blocking >= 0 && blocking != post) edges.involved.push_back({si, blocking, ri});
     if (m.send_wait > 0) {
-      const int posted = m.receive_posted > 0 ? at_event.P2PEventAt(ri, m.receive_posted) : receive;
+      const int posted =
+          m.receive_posted > 0 ? at_event.P2PEvent(ri, m.receive_posted_record) : receive;
       if (blocking >= 0 && posted >= 0) {
         Event& b = g->events[static_cast<size_t>(si)][static_cast<size_t>(blocking)];
         if (b.dep == DepKind::kNone || b.dep == DepKind::kEvents) {
@@ -376,7 +369,7 @@ MessageEdges MessageDependencies(const SessionMatches& matches,
       }
     }
     if (m.receive_posted > 0) {
-      const int posted = at_event.P2PEventAt(ri, m.receive_posted);
+      const int posted = at_event.P2PEvent(ri, m.receive_posted_record);
       if (posted >= 0) {
         g->events[static_cast<size_t>(ri)][static_cast<size_t>(posted)].interpreted = true;
       }
