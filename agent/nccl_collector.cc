@@ -8,7 +8,8 @@
 #include <fstream>
 #include <sstream>
 
-#include "model/nccl/nccl_types.h"
+#include "model/nccl/rank_nccl.h"
+#include "proto/convert.h"
 
 namespace rankscope {
 namespace {
@@ -31,55 +32,6 @@ std::string GlobOf(const std::string& pattern) {
     }
   }
   return out;
-}
-
-void AppendSummary(const NcclLog& log, const std::string& file, v1::NcclSummary* out) {
-  if (out->nccl_version().empty()) out->set_nccl_version(log.nccl_version);
-  if (!out->log_file().empty()) out->set_log_file(out->log_file() + ",");
-  out->set_log_file(out->log_file() + file);
-  out->set_skipped_lines(out->skipped_lines() + log.skipped_lines);
-  for (const NcclCommunicator& c : log.communicators) {
-    v1::NcclCommunicator* p = out->add_communicators();
-    p->set_comm_id(c.comm_id.empty() ? c.comm : c.comm_id);
-    p->set_rank(c.rank);
-    p->set_nranks(c.nranks);
-    p->set_nnodes(c.nnodes);
-    p->set_channels(c.nchannels);
-    p->set_bus_id(c.bus_id);
-    p->set_cuda_dev(c.cuda_dev);
-    for (const NcclTransport& t : c.transports) {
-      v1::NcclTransport* pt = p->add_transports();
-      pt->set_channel(t.channel);
-      pt->set_peer(t.peer_rank);
-      pt->set_kind(std::string(NcclTransportKindName(t.kind)));
-      pt->set_via(t.via);
-      pt->set_gdrdma(t.gdrdma);
-    }
-    if (!c.rings.empty()) {
-      for (int32_t r : c.rings.front().order) p->add_ring_order(r);
-    }
-  }
-  for (const NcclCollective& c : log.collectives) {
-    v1::NcclCall* p = out->add_calls();
-    p->set_comm_id(c.comm_id.empty() ? c.comm : c.comm_id);
-    p->set_seq(c.seq);
-    p->set_op(c.op == NcclOp::kUnknown ? c.op_name : std::string(NcclOpName(c.op)));
-    p->set_count(c.count);
-    p->set_datatype(std::string(NcclDataTypeName(c.datatype)));
-    p->set_bytes(c.bytes);
-    p->set_root(c.root);
-    if (c.tuned) {
-      p->set_algo(std::string(NcclAlgoName(c.algo)));
-      p->set_proto(std::string(NcclProtoName(c.proto)));
-    }
-    p->set_channels(c.nchannels);
-  }
-  for (const NcclLogProblem& e : log.errors) {
-    out->add_problems(file + ":" + std::to_string(e.line) + ": " + e.message);
-  }
-  for (const NcclLogProblem& w : log.warnings) {
-    out->add_problems(file + ":" + std::to_string(w.line) + ": NCCL WARN " + w.message);
-  }
 }
 
 }  // namespace
@@ -205,12 +157,12 @@ std::optional<v1::NcclSummary> NcclCollector::Finish() {
   Poll();
   std::lock_guard<std::mutex> lock(mu_);
   if (files_.empty()) return std::nullopt;
-  v1::NcclSummary summary;
+  RankNccl summary;
   for (auto& [path, f] : files_) {
     f.parser->Finish();
-    AppendSummary(f.parser->log(), path, &summary);
+    AppendNcclLog(f.parser->log(), path, &summary);
   }
-  return summary;
+  return ToProto(summary);
 }
 
 std::optional<v1::TopologyDump> NcclCollector::Topology() const {

@@ -100,11 +100,12 @@ TEST(NcclCollector, TailsAGrowingLogAndSummarisesIt) {
   ASSERT_EQ(summary->communicators_size(), 1);
   EXPECT_EQ(summary->communicators(0).comm_id(), "0x1e900aa5c8e42401");
   EXPECT_EQ(summary->communicators(0).channels(), 24);
-  EXPECT_EQ(summary->communicators(0).transports(0).kind(), "P2P/CUMEM");
+  EXPECT_EQ(summary->communicators(0).transports(0).kind(), v1::NCCL_TRANSPORT_P2P_CUMEM);
   ASSERT_EQ(summary->calls_size(), 5);
   EXPECT_EQ(summary->calls(4).seq(), 4u);
   EXPECT_EQ(summary->calls(0).bytes(), 268435456);
-  EXPECT_EQ(summary->calls(0).algo(), "RING");
+  EXPECT_EQ(summary->calls(0).op(), v1::NCCL_OP_ALL_REDUCE);
+  EXPECT_EQ(summary->calls(0).algo(), v1::NCCL_ALGO_RING);
   EXPECT_FALSE(collector.Topology().has_value());  // NCCL wrote none here
   unlink(log.c_str());
   unlink((std::string(dir) + "/nccl.999.log").c_str());

@@ -140,7 +140,7 @@ TEST_F(UplinkTest, AQueueLargerThanAnUploadArrivesWholeInBatches) {
   UplinkOptions o = Options();
   o.upload_period = 10 * kNsPerSec;  // everything goes at Finish
   Uplink up(o, Ident("s1", 0));
-  constexpr int kCollectives = 300'000, kCalls = 200'000;
+  constexpr int kCollectives = 300'000, kCalls = 320'000;
   up.AddBatch(BatchWith(kCollectives, 0));
   v1::NcclSummary nccl;
   nccl.set_nccl_version("2.28.9");
@@ -148,8 +148,8 @@ TEST_F(UplinkTest, AQueueLargerThanAnUploadArrivesWholeInBatches) {
     v1::NcclCall* call = nccl.add_calls();
     call->set_comm_id("0x1e900aa5c8e42401");
     call->set_seq(static_cast<uint64_t>(i));
-    call->set_op("AllReduce");
-    call->set_datatype("float32");
+    call->set_op(v1::NCCL_OP_ALL_REDUCE);
+    call->set_datatype(v1::NCCL_DATA_TYPE_FLOAT32);
   }
   ASSERT_GT(nccl.ByteSizeLong(), kMaxUploadMessageBytes);
   up.SetNccl(std::move(nccl));
@@ -360,7 +360,7 @@ TEST_F(ServiceTest, RefusesAnOlderProtocolWithAClearMessage) {
   v1::RegisterResponse resp;
   grpc::Status s = Register(Ctx().get(), req, &resp);
   EXPECT_EQ(s.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
-  EXPECT_NE(s.error_message().find("speaks protocol v2, this agent (0.0.1) speaks v0"),
+  EXPECT_NE(s.error_message().find("speaks protocol v3, this agent (0.0.1) speaks v0"),
             std::string::npos)
       << s.error_message();
 }

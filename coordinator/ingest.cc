@@ -29,30 +29,6 @@ RankIdentity IdentityFromProto(const v1::Identity& p) {
   return id;
 }
 
-RankNccl NcclFromProto(const v1::NcclSummary& p) {
-  RankNccl n;
-  n.version = ToText(p.nccl_version());
-  n.log_file = ToText(p.log_file());
-  n.skipped_lines = p.skipped_lines();
-  for (const std::string& line : p.problems()) n.problems.push_back(ToText(line));
-  for (const v1::NcclCommunicator& c : p.communicators()) {
-    NcclCommInfo info{ToText(c.comm_id()), c.rank(),     c.nranks(), c.nnodes(), c.channels(),
-                      ToText(c.bus_id()),  c.cuda_dev(), {},         {}};
-    for (const v1::NcclTransport& t : c.transports()) {
-      info.transports.push_back(
-          {t.channel(), t.peer(), ToText(t.kind()), ToText(t.via()), t.gdrdma()});
-    }
-    info.ring_order.assign(c.ring_order().begin(), c.ring_order().end());
-    n.communicators.push_back(std::move(info));
-  }
-  for (const v1::NcclCall& c : p.calls()) {
-    n.calls.push_back({ToText(c.comm_id()), c.seq(), ToText(c.op()), c.count(),
-                       ToText(c.datatype()), c.bytes(), c.root(), ToText(c.algo()),
-                       ToText(c.proto()), c.channels()});
-  }
-  return n;
-}
-
 namespace {
 
 // The records of `in` this coordinator knows, appended to `out`; the others counted.
@@ -100,18 +76,11 @@ void AddBatchToRank(const v1::UploadBatch& batch, RankData* rank) {
   }
   if (batch.has_nccl()) {
     // A long run's summary comes in parts (proto/upload_chunk.h): the first has its own fields.
-    RankNccl part = NcclFromProto(batch.nccl());
+    RankNccl part = FromProto(batch.nccl());
     if (!rank->nccl) {
       rank->nccl = std::move(part);
     } else {
-      RankNccl& n = *rank->nccl;
-      if (!part.version.empty()) n.version = std::move(part.version);
-      if (!part.log_file.empty()) n.log_file = std::move(part.log_file);
-      n.skipped_lines += part.skipped_lines;
-      std::move(part.problems.begin(), part.problems.end(), std::back_inserter(n.problems));
-      std::move(part.communicators.begin(), part.communicators.end(),
-                std::back_inserter(n.communicators));
-      std::move(part.calls.begin(), part.calls.end(), std::back_inserter(n.calls));
+      AppendNcclPart(std::move(part), &*rank->nccl);
     }
   }
   if (batch.has_topology()) {

@@ -14,8 +14,6 @@ namespace rankscope {
 
 // A Register request's identity, strings made UTF-8.
 RankIdentity IdentityFromProto(const v1::Identity& p);
-// An NCCL summary as the analyses read it.
-RankNccl NcclFromProto(const v1::NcclSummary& p);
 
 // Appends the batch's records, notices, exit, NCCL, topology, NVML, /proc and sweep figures to
 // `rank` (one it already holds data for: batches arrive in order). An NCCL summary may come in

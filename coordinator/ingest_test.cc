@@ -61,7 +61,7 @@ TEST(Ingest, AnNcclSummaryInPartsIsJoined) {
     v1::NcclCall* call = nccl->add_calls();
     call->set_comm_id("0xabc");
     call->set_seq(static_cast<uint64_t>(i));
-    call->set_op("AllReduce");
+    call->set_op(v1::NCCL_OP_ALL_REDUCE);
   }
   RankData rank;
   int parts = 0;

@@ -85,7 +85,7 @@ std::vector<Pair> JoinInOrder(const std::vector<const NcclCallInfo*>& all_calls,
   std::vector<Pair> pairs;
   size_t next = 0;
   for (size_t c : calls) {
-    const NcclOp op = ParseNcclOp(all_calls[c]->op);
+    const NcclOp op = all_calls[c]->op;
     size_t k = next;
     while (k < kernels.size() && all_kernels[kernels[k]].decoded.op != op) ++k;
     if (k == kernels.size()) {
@@ -185,8 +185,7 @@ NcclJoinStats AddNcclCollectives(Session* session) {
     });
     std::vector<const NcclCallInfo*> calls;
     for (const NcclCallInfo& call : rank.nccl->calls) {
-      const NcclOp op = ParseNcclOp(call.op);
-      if (op != NcclOp::kUnknown && !IsPointToPoint(op)) calls.push_back(&call);
+      if (call.op != NcclOp::kUnknown && !IsPointToPoint(call.op)) calls.push_back(&call);
     }
 
     NcclJoinStats global;
@@ -246,7 +245,7 @@ NcclJoinStats AddNcclCollectives(Session* session) {
       CollectiveRecord r;
       r.comm_id = NcclCommKey(call.comm_id);
       r.seq = call.seq;
-      r.op = ToCollectiveOp(ParseNcclOp(call.op));
+      r.op = ToCollectiveOp(call.op);
       r.root = call.root;
       r.comm_size = comm != nullptr ? comm->nranks : 0;
       r.comm_rank = comm != nullptr ? comm->rank : -1;

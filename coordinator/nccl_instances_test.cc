@@ -27,7 +27,8 @@ RankData NcclRank(int rank, TimeNs delay) {
   RankNccl n;
   n.communicators.push_back({kComm, rank, 2, 1, 24, "60", rank, {}, {}});
   for (uint64_t seq = 0; seq < 3; ++seq) {
-    n.calls.push_back({kComm, seq, "AllReduce", 1024, "ncclFloat32", 4096, -1, "", "", 24});
+    n.calls.push_back({kComm, seq, NcclOp::kAllReduce, "", 1024, NcclDataType::kFloat32, 4096, -1,
+                       NcclAlgo::kUnknown, NcclProto::kUnknown, 24});
     const TimeNs t = 1'000'000 * static_cast<TimeNs>(seq + 1);
     r.gpu.push_back(Kernel("_Z9gemm_kernelv", t - 500'000, t - 100'000 + delay));  // compute
     r.gpu.push_back(Kernel(kAllReduceKernel, t + delay, t + 200'000 + delay));
@@ -97,9 +98,11 @@ Session TwoStreamSession(bool correlation) {
   n.communicators.push_back({kDp, 0, 2, 1, 24, "60", 0, {}, {}});
   n.communicators.push_back({kTp, 0, 2, 1, 24, "60", 0, {}, {}});
   for (uint64_t seq = 0; seq < 6; ++seq) {
-    n.calls.push_back({kDp, seq, "AllReduce", 1024, "ncclFloat32", 4096, -1, "", "", 24});
+    n.calls.push_back({kDp, seq, NcclOp::kAllReduce, "", 1024, NcclDataType::kFloat32, 4096, -1,
+                       NcclAlgo::kUnknown, NcclProto::kUnknown, 24});
     for (uint64_t k = 0; k < 2; ++k) {
-      n.calls.push_back({kTp, 2 * seq + k, "AllReduce", 2048, "ncclFloat32", 8192, -1, "", "", 24});
+      n.calls.push_back({kTp, 2 * seq + k, NcclOp::kAllReduce, "", 2048, NcclDataType::kFloat32,
+                         8192, -1, NcclAlgo::kUnknown, NcclProto::kUnknown, 24});
     }
   }
   r.nccl = n;

@@ -14,6 +14,7 @@
 #include "core/proc_stats.h"
 #include "core/records.h"
 #include "core/time.h"
+#include "model/nccl/rank_nccl.h"
 #include "model/sweep_result.h"
 #include "model/topology/nvml.h"
 
@@ -36,49 +37,6 @@ struct RankIdentity {
   int program_pid = 0;
   int restart_count = 0;
   std::vector<std::string> program;
-};
-
-// NCCL as one rank's debug log describes it (read by the agent; no timestamps in it).
-struct NcclTransportInfo {
-  int channel = -1;
-  int peer = -1;
-  std::string kind;  // "P2P/CUMEM", "SHM", "NET/IB", ...
-  std::string via;   // as NCCL printed it
-  bool gdrdma = false;
-};
-
-struct NcclCommInfo {
-  std::string comm_id;  // as NCCL prints it
-  int rank = -1;
-  int nranks = -1;
-  int nnodes = -1;
-  int channels = -1;
-  std::string bus_id;
-  int cuda_dev = -1;
-  std::vector<NcclTransportInfo> transports;
-  std::vector<int> ring_order;  // channel 0, where this rank's log printed it
-};
-
-struct NcclCallInfo {
-  std::string comm_id;
-  uint64_t seq = 0;  // per communicator, in call order
-  std::string op;
-  uint64_t count = 0;
-  std::string datatype;
-  Bytes bytes = 0;
-  int root = -1;
-  std::string algo;  // empty when this rank's log had no tuning line
-  std::string proto;
-  int channels = -1;
-};
-
-struct RankNccl {
-  std::string version;
-  std::string log_file;
-  int64_t skipped_lines = 0;
-  std::vector<std::string> problems;
-  std::vector<NcclCommInfo> communicators;
-  std::vector<NcclCallInfo> calls;
 };
 
 struct RankData {

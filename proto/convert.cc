@@ -307,4 +307,103 @@ SweepCheckResult FromProto(const v1::SweepCheck& p) {
                           ToText(p.model())};
 }
 
+namespace {
+
+// Model enums and their wire forms: the same values (an op, a transport kind), or NCCL's code
+// + 1 (a data type, an algorithm, a protocol: NCCL's own codes start at 0, the wire's 0 is
+// "unspecified"). A wire value this build does not know reads as kUnknown.
+template <typename Model>
+Model FromWire(int wire, int first_code, int last_code, int offset) {
+  const int code = wire - offset;
+  return code >= first_code && code <= last_code ? static_cast<Model>(code) : Model::kUnknown;
+}
+
+v1::NcclTransport ToProto(const NcclTransportInfo& t) {
+  v1::NcclTransport out;
+  out.set_channel(t.channel);
+  out.set_peer(t.peer);
+  out.set_kind(static_cast<v1::NcclTransportKind>(t.kind));
+  out.set_via(t.via);
+  out.set_gdrdma(t.gdrdma);
+  if (t.net_dev >= 0) out.set_net_dev(t.net_dev);
+  return out;
+}
+
+v1::NcclCall ToProto(const NcclCallInfo& c) {
+  v1::NcclCall out;
+  out.set_comm_id(c.comm_id);
+  out.set_seq(c.seq);
+  out.set_op(static_cast<v1::NcclOp>(c.op));
+  if (c.op == NcclOp::kUnknown) out.set_op_name(c.op_name);
+  out.set_count(c.count);
+  out.set_datatype(static_cast<v1::NcclDataType>(static_cast<int>(c.datatype) + 1));
+  out.set_bytes(c.bytes);
+  out.set_root(c.root);
+  out.set_algo(static_cast<v1::NcclAlgo>(static_cast<int>(c.algo) + 1));
+  out.set_proto(static_cast<v1::NcclProto>(static_cast<int>(c.proto) + 1));
+  out.set_channels(c.channels);
+  return out;
+}
+
+}  // namespace
+
+v1::NcclSummary ToProto(const RankNccl& n) {
+  v1::NcclSummary out;
+  out.set_nccl_version(n.version);
+  out.set_log_file(n.log_file);
+  out.set_skipped_lines(n.skipped_lines);
+  for (const std::string& p : n.problems) out.add_problems(p);
+  for (const NcclCommInfo& c : n.communicators) {
+    v1::NcclCommunicator* p = out.add_communicators();
+    p->set_comm_id(c.comm_id);
+    p->set_rank(c.rank);
+    p->set_nranks(c.nranks);
+    p->set_nnodes(c.nnodes);
+    p->set_channels(c.channels);
+    p->set_bus_id(c.bus_id);
+    p->set_cuda_dev(c.cuda_dev);
+    for (const NcclTransportInfo& t : c.transports) *p->add_transports() = ToProto(t);
+    for (int r : c.ring_order) p->add_ring_order(r);
+  }
+  for (const NcclCallInfo& c : n.calls) *out.add_calls() = ToProto(c);
+  return out;
+}
+
+RankNccl FromProto(const v1::NcclSummary& p) {
+  RankNccl n;
+  n.version = ToText(p.nccl_version());
+  n.log_file = ToText(p.log_file());
+  n.skipped_lines = p.skipped_lines();
+  for (const std::string& line : p.problems()) n.problems.push_back(ToText(line));
+  for (const v1::NcclCommunicator& c : p.communicators()) {
+    NcclCommInfo info{ToText(c.comm_id()), c.rank(),     c.nranks(), c.nnodes(), c.channels(),
+                      ToText(c.bus_id()),  c.cuda_dev(), {},         {}};
+    for (const v1::NcclTransport& t : c.transports()) {
+      info.transports.push_back({t.channel(), t.peer(),
+                                 FromWire<NcclTransportKind>(
+                                     t.kind(), 0, static_cast<int>(NcclTransportKind::kCollNet), 0),
+                                 ToText(t.via()), t.gdrdma(), t.has_net_dev() ? t.net_dev() : -1});
+    }
+    info.ring_order.assign(c.ring_order().begin(), c.ring_order().end());
+    n.communicators.push_back(std::move(info));
+  }
+  for (const v1::NcclCall& c : p.calls()) {
+    NcclCallInfo call;
+    call.comm_id = ToText(c.comm_id());
+    call.seq = c.seq();
+    call.op = FromWire<NcclOp>(c.op(), 0, static_cast<int>(NcclOp::kSendRecv), 0);
+    if (call.op == NcclOp::kUnknown) call.op_name = ToText(c.op_name());
+    call.count = c.count();
+    call.datatype =
+        FromWire<NcclDataType>(c.datatype(), 0, static_cast<int>(NcclDataType::kFloat8e5m2), 1);
+    call.bytes = c.bytes();
+    call.root = c.root();
+    call.algo = FromWire<NcclAlgo>(c.algo(), 0, static_cast<int>(NcclAlgo::kPat), 1);
+    call.proto = FromWire<NcclProto>(c.proto(), 0, static_cast<int>(NcclProto::kSimple), 1);
+    call.channels = c.channels();
+    n.calls.push_back(std::move(call));
+  }
+  return n;
+}
+
 }  // namespace rankscope

@@ -6,6 +6,7 @@
 #include "core/proc_stats.h"
 #include "core/records.h"
 #include "core/status.h"
+#include "model/nccl/rank_nccl.h"
 #include "model/sweep_result.h"
 #include "model/topology/nvml.h"
 #include "rankscope/v1/rankscope.pb.h"
@@ -43,5 +44,9 @@ v1::NvmlReport ToProto(const Result<NvmlSnapshot>& snapshot);
 v1::SweepCheck ToProto(const SweepCheckResult& r);
 SweepCheckResult FromProto(const v1::SweepCheck& p);
 Result<NvmlSnapshot> FromProto(const v1::NvmlReport& p);
+// A rank's NCCL summary (or one part of it: proto/upload_chunk.h). Enum values this build does
+// not know read as kUnknown.
+v1::NcclSummary ToProto(const RankNccl& n);
+RankNccl FromProto(const v1::NcclSummary& p);
 
 }  // namespace rankscope

@@ -9,8 +9,9 @@ namespace rankscope {
 
 // The protocol version this build speaks (proto/rankscope/v1, ProtocolVersion).
 // 2: every call streams its requests (read only once the token is checked); uploads in chunks,
-// an NCCL summary in parts.
-inline constexpr uint32_t kProtocolVersion = 2;
+// an NCCL summary in parts. 3: NCCL's operations, data types, algorithms, protocols and
+// transports as enums, the net device a field (model/nccl/rank_nccl.h).
+inline constexpr uint32_t kProtocolVersion = 3;
 // Metadata key carrying the session secret on every RPC.
 inline constexpr char kTokenMetadataKey[] = "x-rankscope-token";
 

@@ -30,7 +30,7 @@ v1::UploadBatch LongJobQueue(int collectives, int nccl_calls) {
     v1::NcclCall* call = nccl->add_calls();
     call->set_comm_id("0x1e900aa5c8e42401");
     call->set_seq(static_cast<uint64_t>(i));
-    call->set_op("AllReduce");
+    call->set_op(v1::NCCL_OP_ALL_REDUCE);
     call->set_bytes(1 << 20);
   }
   q.mutable_proc()->set_cpu_user_ns(123);

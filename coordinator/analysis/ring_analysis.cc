@@ -15,7 +15,7 @@
 #include "core/format.h"
 #include "core/robust_stats.h"
 #include "model/nccl/bus_bandwidth.h"
-#include "model/nccl/nccl_log_parser.h"
+#include "model/nccl/nccl_log.h"
 #include "model/nccl/nccl_types.h"
 #include "model/topology/pci_bus_id.h"
 #include "model/topology/pcie_link.h"
@@ -24,30 +24,36 @@
 namespace rankscope {
 namespace {
 
-// The NIC index in a NET connection's text ("NET/IB/0/GDRDMA", "NET/Socket/1", "NET/IB/0(3)"
-// where rank 3's GPU proxies the send), as NCCL's log parser reads it; -1 when it cannot be read.
-int NetDevice(std::string_view via) {
-  NcclTransport t;
-  return ClassifyNcclVia(via, &t) ? t.net_dev : -1;
+// A connection over a network plugin ("NET/IB", "NET/Socket", another plugin's).
+bool OverNetwork(NcclTransportKind kind) {
+  return kind == NcclTransportKind::kNetIb || kind == NcclTransportKind::kNetSocket ||
+         kind == NcclTransportKind::kNetOther;
+}
+
+// NCCL's names of `kinds` ("NET/IB", "SHM", ...), sorted by name.
+std::vector<std::string> TransportNames(const std::set<NcclTransportKind>& kinds) {
+  std::set<std::string> names;
+  for (NcclTransportKind k : kinds) names.emplace(NcclTransportKindName(k));
+  return {names.begin(), names.end()};
 }
 
 // One communicator as the ranks' logs and records describe it.
 struct Comm {
   std::string id;  // as NCCL prints it
   int nranks = 0;
-  std::map<int, int> world_of;                           // comm rank -> world rank
-  std::map<int, std::string> node_of;                    // world rank -> node
-  std::set<std::string> transports;                      // kinds used by any member
-  std::map<std::pair<int, int>, std::string> pair_kind;  // (world, world) -> kind
-  std::vector<int> ring;                                 // channel 0's ring, comm ranks
-  std::map<int, std::string> bus_of;                     // world rank -> NCCL busId ("60000")
+  std::map<int, int> world_of;                                 // comm rank -> world rank
+  std::map<int, std::string> node_of;                          // world rank -> node
+  std::set<NcclTransportKind> transports;                      // kinds used by any member
+  std::map<std::pair<int, int>, NcclTransportKind> pair_kind;  // (world, world) -> kind
+  std::vector<int> ring;                                       // channel 0's ring, comm ranks
+  std::map<int, std::string> bus_of;                           // world rank -> NCCL busId ("60000")
   // Every connection a member logged, as (its world rank, the peer's, kind), and per node the
   // NICs (NCCL's net device index, -1 unreadable) its members' NET connections use.
-  std::set<std::tuple<int, int, std::string>> connections;
+  std::set<std::tuple<int, int, NcclTransportKind>> connections;
   std::map<std::string, std::set<int>> net_devices;
   bool connections_complete = true;  // every connection's peer is a known member
   // Per call shape (op, bytes): the sequence numbers of its calls.
-  std::map<std::pair<std::string, Bytes>, std::set<uint64_t>> calls;
+  std::map<std::pair<NcclOp, Bytes>, std::set<uint64_t>> calls;
 };
 
 std::map<uint64_t, Comm> CollectCommunicators(const Session& s) {
@@ -79,7 +85,7 @@ std::map<uint64_t, Comm> CollectCommunicators(const Session& s) {
           continue;
         }
         comm.connections.insert({r.id.rank, peer->second, t.kind});
-        if (t.kind.starts_with("NET/")) comm.net_devices[r.id.node].insert(NetDevice(t.via));
+        if (OverNetwork(t.kind)) comm.net_devices[r.id.node].insert(t.net_dev);
       }
     }
   }
@@ -277,10 +283,13 @@ std::optional<Capacity> NvLinks(int links, const TopoGpu& a, const TopoGpu& b,
 }
 
 // A P2P or SHM connection between two GPUs of one node.
-std::optional<Capacity> IntraNodeCapacity(const std::string& kind, const NodeHardware& hw,
+std::optional<Capacity> IntraNodeCapacity(NcclTransportKind kind, const NodeHardware& hw,
                                           const NodeGpu& a, const NodeGpu& b) {
-  if (kind == "SHM") return PciePair(a, b, /*up_to_cpu=*/true);  // through host memory
-  if (!kind.starts_with("P2P/") || kind == "P2P/indirect") return std::nullopt;
+  if (kind == NcclTransportKind::kShm) return PciePair(a, b, /*up_to_cpu=*/true);  // host memory
+  if (kind != NcclTransportKind::kP2pCumem && kind != NcclTransportKind::kP2pMnnvl &&
+      kind != NcclTransportKind::kP2pIpc && kind != NcclTransportKind::kP2pDirect) {
+    return std::nullopt;
+  }
   if (a.topo != nullptr && b.topo != nullptr) {
     const int lo = std::min(a.topo_index, b.topo_index), hi = std::max(a.topo_index, b.topo_index);
     for (const GpuPair& p : hw.topology->gpu_pairs) {
@@ -353,7 +362,7 @@ struct Hop {
   int to = -1;
   int at = -1;  // the member on the side whose link is the limit (the weaker node's for NET)
   std::string from_node, to_node;
-  std::string transport;  // as NCCL's log names it: "P2P/CUMEM", "SHM", "NET/IB"
+  NcclTransportKind transport = NcclTransportKind::kUnknown;
   Capacity capacity;
   double min_fraction = 0;  // of the nominal bandwidth, what healthy NCCL reaches over it
   double Floor() const { return capacity.nominal_gbps * min_fraction; }
@@ -362,9 +371,10 @@ struct Hop {
 double HealthyFraction(const Hop& h, const RingOptions& o) {
   if (h.capacity.medium == "NVLink") return o.nvlink_ceiling_fraction;
   if (h.capacity.medium == "network") {
-    return h.transport == "NET/Socket" ? o.socket_ceiling_fraction : o.net_ceiling_fraction;
+    return h.transport == NcclTransportKind::kNetSocket ? o.socket_ceiling_fraction
+                                                        : o.net_ceiling_fraction;
   }
-  return h.transport == "SHM" ? o.shm_ceiling_fraction : o.pcie_ceiling_fraction;
+  return h.transport == NcclTransportKind::kShm ? o.shm_ceiling_fraction : o.pcie_ceiling_fraction;
 }
 
 // The hop that bounds the communicator's bus bandwidth: the lowest healthy floor over every
@@ -399,7 +409,7 @@ std::optional<Hop> LimitingHop(const Comm& comm, const std::map<std::string, Nod
     const NodeGpu a = FindGpu(hw_from, comm.bus_of.at(from), from);
     const NodeGpu b = FindGpu(hw_to, comm.bus_of.at(to), to);
     std::optional<Capacity> capacity;
-    if (kind.starts_with("NET/")) {
+    if (OverNetwork(kind)) {
       std::optional<Capacity> ca =
           NodeNetCapacity(hw_from, net_devices(h.from_node), h.from_node, nic_users);
       std::optional<Capacity> cb =
@@ -411,7 +421,7 @@ std::optional<Hop> LimitingHop(const Comm& comm, const std::map<std::string, Nod
       }
     } else if (h.from_node == h.to_node) {
       capacity = IntraNodeCapacity(kind, hw_from, a, b);
-    } else if (kind == "P2P/MNNVL" && a.topo != nullptr && b.topo != nullptr) {
+    } else if (kind == NcclTransportKind::kP2pMnnvl && a.topo != nullptr && b.topo != nullptr) {
       capacity = NvLinks(std::min(NvSwitchLinks(*a.topo), NvSwitchLinks(*b.topo)), *a.topo, *b.topo,
                          "to the NVSwitch fabric");
     }
@@ -430,8 +440,8 @@ std::string HopText(const Hop& h) {
           ? std::to_string(h.from) + " -> " + std::to_string(h.to) + " on " + h.from_node
           : std::to_string(h.from) + " (" + h.from_node + ") -> " + std::to_string(h.to) + " (" +
                 h.to_node + ")";
-  return "ranks " + where + " over " + h.transport + " (" + h.capacity.medium + ": " +
-         h.capacity.link + ")";
+  return "ranks " + where + " over " + std::string(NcclTransportKindName(h.transport)) + " (" +
+         h.capacity.medium + ": " + h.capacity.link + ")";
 }
 
 // One (communicator, shape) held against its limiting link.
@@ -465,7 +475,7 @@ void AddCeilingEvidence(const CeilingVerdict& v, nlohmann::json* e) {
                            {"at_rank", v.hop.at},
                            {"from_node", v.hop.from_node},
                            {"to_node", v.hop.to_node},
-                           {"transport", v.hop.transport},
+                           {"transport", NcclTransportKindName(v.hop.transport)},
                            {"medium", v.hop.capacity.medium},
                            {"link", v.hop.capacity.link},
                            {"nominal_gbps", v.hop.capacity.nominal_gbps}};
@@ -486,7 +496,7 @@ void SetMembers(const Comm& comm, Finding* f) {
 
 // A shape of one communicator judged against its link.
 struct Judged {
-  std::string op;
+  NcclOp op = NcclOp::kUnknown;
   Bytes bytes = 0;
   Measured measured;
   CeilingVerdict verdict;
@@ -519,7 +529,7 @@ Finding BelowCeilingFinding(const Comm& comm, const std::vector<const Judged*>& 
   // The figures the verdict used: the instances that ran free of other kernels.
   f.confidence = std::min(0.9, 0.5 + 0.4 * (1.0 - lead.measured.alone_busbw / v.hop.Floor()));
   f.summary = "NCCL communicator " + comm.id + " (ranks " + RankList(f.ranks) + ") runs " +
-              lead.op + " of " + FormatBytes(lead.bytes) + " at " +
+              std::string(NcclOpName(lead.op)) + " of " + FormatBytes(lead.bytes) + " at " +
               FormatDouble("%.1f", lead.measured.alone_busbw) + " GB/s bus bandwidth, " +
               Percent(v.fraction) + " of the " + FormatDouble("%.0f", v.hop.capacity.nominal_gbps) +
               " GB/s per direction its slowest link allows: " + HopText(v.hop) +
@@ -530,40 +540,39 @@ Finding BelowCeilingFinding(const Comm& comm, const std::vector<const Judged*>& 
   }
   nlohmann::json shapes = nlohmann::json::array();
   for (const Judged* j : below) {
-    shapes.push_back({{"op", j->op},
+    shapes.push_back({{"op", NcclOpName(j->op)},
                       {"bytes", j->bytes},
                       {"busbw_gbps", j->measured.alone_busbw},
                       {"ceiling_fraction_reached", j->verdict.fraction},
                       {"instances", j->measured.alone_instances}});
   }
-  f.evidence = {
-      {"comm_id", comm.id},
-      {"op", lead.op},
-      {"bytes", lead.bytes},
-      {"nranks", comm.nranks},
-      {"busbw_gbps", lead.measured.alone_busbw},
-      {"instances", lead.measured.alone_instances},
-      {"transports", std::vector<std::string>(comm.transports.begin(), comm.transports.end())},
-      {"shapes_below_ceiling", shapes}};
+  f.evidence = {{"comm_id", comm.id},
+                {"op", NcclOpName(lead.op)},
+                {"bytes", lead.bytes},
+                {"nranks", comm.nranks},
+                {"busbw_gbps", lead.measured.alone_busbw},
+                {"instances", lead.measured.alone_instances},
+                {"transports", TransportNames(comm.transports)},
+                {"shapes_below_ceiling", shapes}};
   AddCeilingEvidence(v, &f.evidence);
   return f;
 }
 
 // Peers: same op, message size and communicator size.
-using ShapeKey = std::tuple<std::string, Bytes, int>;
+using ShapeKey = std::tuple<NcclOp, Bytes, int>;
 using Groups = std::map<ShapeKey, std::vector<Measured>>;
 // Per communicator and call shape (op, bytes): its calls held against its limiting hop.
-using JudgedShapes = std::map<uint64_t, std::map<std::pair<std::string, Bytes>, Judged>>;
+using JudgedShapes = std::map<uint64_t, std::map<std::pair<NcclOp, Bytes>, Judged>>;
 
 // One communicator's calls of one shape: bus bandwidth over its complete instances, and over
 // those no member's GPU ran other kernels beside (read only when the shape is held against its
 // link; `compute` is filled on first use).
 Measured MeasureShape(const Session& aligned, uint64_t key, const Comm& comm,
-                      const std::pair<std::string, Bytes>& shape, const std::set<uint64_t>& seqs,
+                      const std::pair<NcclOp, Bytes>& shape, const std::set<uint64_t>& seqs,
                       const std::map<std::pair<uint64_t, uint64_t>, NcclInstanceSpan>& spans,
                       const RingOptions& options,
                       std::optional<std::map<int, Intervals>>* compute) {
-  const NcclOp op = ParseNcclOp(shape.first);
+  const NcclOp op = shape.first;
   const bool against_link = HeldAgainstLink(op, shape.second, comm.nranks, options);
   if (against_link && !*compute) *compute = ComputeKernelSpans(aligned);
   std::vector<double> bw, alone_bw;
@@ -621,7 +630,7 @@ JudgedShapes JudgeAgainstLinks(const Session& aligned, const std::map<uint64_t, 
   JudgedShapes judged;
   for (const auto& [shape, members] : groups) {
     const auto& [shape_op, shape_bytes, shape_nranks] = shape;
-    if (!HeldAgainstLink(ParseNcclOp(shape_op), shape_bytes, shape_nranks, options)) continue;
+    if (!HeldAgainstLink(shape_op, shape_bytes, shape_nranks, options)) continue;
     if (!hardware) {
       hardware = ReadNodeHardware(aligned);
       nic_users = CountNicUsers(comms);
@@ -657,7 +666,7 @@ struct OddLinks {
 
 OddLinks FindOddLinks(const std::map<uint64_t, Comm>& comms, const Comm& comm, uint64_t key,
                       const std::vector<Measured>& members) {
-  std::set<std::string> peer_transports;
+  std::set<NcclTransportKind> peer_transports;
   for (const Measured& p : members) {
     if (p.key != key) {
       const auto& t = comms.at(p.key).transports;
@@ -667,9 +676,10 @@ OddLinks FindOddLinks(const std::map<uint64_t, Comm>& comms, const Comm& comm, u
   OddLinks out;
   for (const auto& [pair, kind] : comm.pair_kind) {
     if (peer_transports.count(kind) || pair.first > pair.second) continue;
-    out.json.push_back({{"from", pair.first}, {"to", pair.second}, {"transport", kind}});
+    const std::string name(NcclTransportKindName(kind));
+    out.json.push_back({{"from", pair.first}, {"to", pair.second}, {"transport", name}});
     out.text += (out.text.empty() ? "" : ", ") + std::to_string(pair.first) + "<->" +
-                std::to_string(pair.second) + " over " + kind;
+                std::to_string(pair.second) + " over " + name;
   }
   return out;
 }
@@ -714,30 +724,29 @@ Finding ImbalancedRingFinding(const std::map<uint64_t, Comm>& comms, const Measu
   f.cost_ns = static_cast<int64_t>(static_cast<double>(m.total) * slowdown * comm.nranks);
   f.confidence = std::min(0.95, 0.6 + 0.1 * static_cast<double>(peers));
   const auto& [op, bytes, nranks] = shape;
-  f.summary = "NCCL communicator " + comm.id + " (ranks " + RankList(f.ranks) + ") runs " + op +
-              " of " + FormatBytes(bytes) + " at " + FormatDouble("%.1f", m.busbw) +
-              " GB/s bus bandwidth; its " + std::to_string(peers) + " peer communicators reach " +
-              FormatDouble("%.1f", peer_median) + " GB/s.";
+  f.summary = "NCCL communicator " + comm.id + " (ranks " + RankList(f.ranks) + ") runs " +
+              std::string(NcclOpName(op)) + " of " + FormatBytes(bytes) + " at " +
+              FormatDouble("%.1f", m.busbw) + " GB/s bus bandwidth; its " + std::to_string(peers) +
+              " peer communicators reach " + FormatDouble("%.1f", peer_median) + " GB/s.";
   if (!odd.text.empty()) f.summary += " It connects " + odd.text + ", which no peer uses.";
   if (peer_median_hops >= 0 && cross_node_hops > peer_median_hops) {
     f.summary += " Its ring leaves a node " + std::to_string(cross_node_hops) +
                  " times per loop where its peers' rings do " +
                  FormatDouble("%g", peer_median_hops) + ": " + hop_list + ".";
   }
-  f.evidence = {
-      {"comm_id", comm.id},
-      {"op", op},
-      {"bytes", bytes},
-      {"nranks", nranks},
-      {"busbw_gbps", m.busbw},
-      {"peer_median_busbw_gbps", peer_median},
-      {"peers", static_cast<int>(peers)},
-      {"instances", m.instances},
-      {"transports", std::vector<std::string>(comm.transports.begin(), comm.transports.end())},
-      {"odd_links", odd.json},
-      {"ring_cross_node_hops", cross_node_hops},
-      {"ring_cross_node_hop_list", hop_json},
-      {"peer_median_ring_cross_node_hops", peer_median_hops}};
+  f.evidence = {{"comm_id", comm.id},
+                {"op", NcclOpName(op)},
+                {"bytes", bytes},
+                {"nranks", nranks},
+                {"busbw_gbps", m.busbw},
+                {"peer_median_busbw_gbps", peer_median},
+                {"peers", static_cast<int>(peers)},
+                {"instances", m.instances},
+                {"transports", TransportNames(comm.transports)},
+                {"odd_links", odd.json},
+                {"ring_cross_node_hops", cross_node_hops},
+                {"ring_cross_node_hop_list", hop_json},
+                {"peer_median_ring_cross_node_hops", peer_median_hops}};
   return f;
 }
 

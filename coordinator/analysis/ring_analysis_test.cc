@@ -13,9 +13,18 @@
 #include "coordinator/nccl_instances.h"
 #include "model/nccl/nccl_log.h"
 #include "model/nccl/nccl_log_file.h"
+#include "model/nccl/nccl_log_parser.h"
 
 namespace rankscope {
 namespace {
+
+// A connection to `peer` as an agent sends it: the kind by NCCL's name ("SHM", "NET/IB"), the
+// net device read from `via` ("NET/IB/1/GDRDMA": 1) as NCCL's log parser reads it.
+NcclTransportInfo Link(int peer, const std::string& kind, const std::string& via = "") {
+  NcclTransport parsed;
+  const int net_dev = ClassifyNcclVia(via, &parsed) ? parsed.net_dev : -1;
+  return {0, peer, ParseNcclTransportKindName(kind), via, false, net_dev};
+}
 
 // NCCL call `k` of communicator `comm_id`, an `op` of `bytes` (64 MiB: 16 Mi floats), on its
 // `size` members (world ranks first..first+size-1, comm rank = their order): the log line and the
@@ -24,9 +33,9 @@ void AddCall(Session* s, int first, int size, const std::string& comm_id, int k,
              const std::string& op, TimeNs start, DurationNs d, Bytes bytes = Bytes{64} << 20) {
   for (int local = 0; local < size; ++local) {
     RankData& r = s->ranks[static_cast<size_t>(first + local)];
-    r.nccl->calls.push_back({comm_id, static_cast<uint64_t>(k), op,
-                             static_cast<uint64_t>(bytes / 4), "ncclFloat32", bytes, -1, "RING",
-                             "SIMPLE", 24});
+    r.nccl->calls.push_back({comm_id, static_cast<uint64_t>(k), ParseNcclOp(op), "",
+                             static_cast<uint64_t>(bytes / 4), NcclDataType::kFloat32, bytes, -1,
+                             NcclAlgo::kRing, NcclProto::kSimple, 24});
     CollectiveRecord c;
     c.source = CollectiveRecord::Source::kNccl;
     c.comm_id = NcclCommKey(comm_id);
@@ -59,7 +68,7 @@ Session Rings(int groups, int slow, double factor, int steps = 20, uint64_t seed
       r.id.node = "n" + std::to_string(g);
       RankNccl n;
       NcclCommInfo c{comm_id, local, 2, 1, 24, "", local, {}, {}};
-      c.transports.push_back({0, 1 - local, is_slow ? "SHM" : "P2P/CUMEM", "", false});
+      c.transports.push_back(Link(1 - local, is_slow ? "SHM" : "P2P/CUMEM"));
       if (local == 0) c.ring_order = {0, 1};
       n.communicators.push_back(c);
       r.nccl = n;
@@ -158,8 +167,8 @@ Session CrossNodeRings(int groups, int slow, double factor) {
       r.id.node = (local < 2 ? "x" : "y") + std::to_string(g);
       RankNccl n;
       NcclCommInfo c{comm_id, local, 4, 1, 24, "", local, {}, {}};
-      c.transports.push_back({0, local ^ 1, "P2P/CUMEM", "", false});
-      c.transports.push_back({0, (local + 2) % 4, "NET/IB", "", false});
+      c.transports.push_back(Link(local ^ 1, "P2P/CUMEM"));
+      c.transports.push_back(Link((local + 2) % 4, "NET/IB"));
       if (local == 0)
         c.ring_order = g == slow ? std::vector<int>{0, 2, 1, 3} : std::vector<int>{0, 1, 2, 3};
       n.communicators.push_back(c);
@@ -313,7 +322,7 @@ Session Lone(const std::vector<Member>& members, const std::vector<Connection>& 
     r.id.node = m.node;
     NcclCommInfo c{"0xe00", i, n, 1, 24, m.bus_id, i, {}, {}};
     for (const Connection& t : connections) {
-      if (t.from == i) c.transports.push_back({0, t.to, t.kind, t.via, false});
+      if (t.from == i) c.transports.push_back(Link(t.to, t.kind, t.via));
     }
     if (i == 0) {
       for (int k = 0; k < n; ++k) c.ring_order.push_back(k);
@@ -608,8 +617,7 @@ Session RealH200(double slowdown) {
       NcclCommInfo info{c.comm_id, c.rank,     c.nranks, c.nnodes, c.nchannels,
                         c.bus_id,  c.cuda_dev, {},       {}};
       for (const NcclTransport& t : c.transports) {
-        info.transports.push_back(
-            {t.channel, t.peer_rank, std::string(NcclTransportKindName(t.kind)), t.via, t.gdrdma});
+        info.transports.push_back({t.channel, t.peer_rank, t.kind, t.via, t.gdrdma, t.net_dev});
       }
       if (!c.rings.empty()) info.ring_order = c.rings.front().order;
       nccl.communicators.push_back(info);

@@ -10,6 +10,7 @@
 #include "coordinator/node_topologies.h"
 #include "core/robust_stats.h"
 #include "model/nccl/bus_bandwidth.h"
+#include "model/nccl/nccl_log_parser.h"
 #include "model/nccl/nccl_types.h"
 #include "model/topology/topology.h"
 #include "model/topology/topology_json.h"
@@ -99,7 +100,7 @@ json NcclReportJson(const Session& session) {
       s.channels = std::max(s.channels, c.channels);
       s.ranks_reporting.insert(r.id.rank);
       for (const NcclTransportInfo& t : c.transports) {
-        ++s.transports[t.kind];
+        ++s.transports[std::string(NcclTransportKindName(t.kind))];
         s.gdrdma |= t.gdrdma;
       }
       if (s.ring_order.empty()) s.ring_order = c.ring_order;
@@ -108,7 +109,7 @@ json NcclReportJson(const Session& session) {
       CommSummary& s = comms[call.comm_id];
       s.ranks_per_seq[call.seq].insert(r.id.rank);
       const NcclCallInfo*& known = s.call_per_seq[call.seq];
-      if (known == nullptr || (known->algo.empty() && !call.algo.empty())) known = &call;
+      if (known == nullptr || (!Tuned(*known) && Tuned(call))) known = &call;
     }
   }
   if (comms.empty()) return nullptr;
@@ -118,6 +119,8 @@ json NcclReportJson(const Session& session) {
   for (const auto& comm : comms) {
     const auto& id = comm.first;  // named, not bound: lambdas below capture them (clang 14)
     const auto& s = comm.second;
+    // As the report names them (op, data type, bytes, algorithm, protocol; "" untuned), so the
+    // shapes list in name order.
     using Shape = std::tuple<std::string, std::string, Bytes, std::string, std::string>;
     std::map<Shape, int> shapes;
     std::map<Shape, std::vector<double>> busbw;  // GB/s of the instances timed on every rank
@@ -148,12 +151,15 @@ json NcclReportJson(const Session& session) {
       floor = floor < 0 ? gap : std::min(floor, gap);
     }
     for (const auto& [seq, call] : s.call_per_seq) {
-      const Shape shape{call->op, call->datatype, call->bytes, call->algo, call->proto};
+      const bool tuned = Tuned(*call);
+      const Shape shape{std::string(OpName(*call)), std::string(NcclDataTypeName(call->datatype)),
+                        call->bytes, tuned ? std::string(NcclAlgoName(call->algo)) : "",
+                        tuned ? std::string(NcclProtoName(call->proto)) : ""};
       ++shapes[shape];
       if (static_cast<int>(s.ranks_per_seq.at(seq).size()) == s.nranks) ++on_every_rank;
       const NcclInstanceSpan* now = timed(seq);
       if (now == nullptr) continue;
-      const NcclOp op = ParseNcclOp(call->op);
+      const NcclOp op = call->op;
       const Bytes size = NcclTestsSizeBytes(op, call->bytes, s.nranks);
       busbw[shape].push_back(
           BusBandwidthGBps(op, size, now->last_exit - now->last_enter, s.nranks));
@@ -283,7 +289,8 @@ json RankNcclToJson(const RankNccl& n) {
   for (const NcclCommInfo& c : n.communicators) {
     json transports = json::array();
     for (const NcclTransportInfo& t : c.transports) {
-      transports.push_back({t.channel, t.peer, t.kind, t.via, t.gdrdma});
+      transports.push_back(
+          {t.channel, t.peer, NcclTransportKindName(t.kind), t.via, t.gdrdma, t.net_dev});
     }
     comms.push_back({{"comm_id", c.comm_id},
                      {"rank", c.rank},
@@ -297,7 +304,9 @@ json RankNcclToJson(const RankNccl& n) {
   }
   json calls = json::array();
   for (const NcclCallInfo& c : n.calls) {
-    calls.push_back({c.comm_id, c.seq, c.op, c.count, c.datatype, c.bytes, c.root, c.algo, c.proto,
+    const bool tuned = Tuned(c);
+    calls.push_back({c.comm_id, c.seq, OpName(c), c.count, NcclDataTypeName(c.datatype), c.bytes,
+                     c.root, tuned ? NcclAlgoName(c.algo) : "", tuned ? NcclProtoName(c.proto) : "",
                      c.channels});
   }
   return {{"version", n.version},   {"log_file", n.log_file}, {"skipped_lines", n.skipped_lines},
@@ -321,19 +330,39 @@ Result<RankNccl> RankNcclFromJson(const json& j) {
       info.bus_id = c.at("bus_id").get<std::string>();
       info.cuda_dev = c.at("cuda_dev").get<int>();
       for (const json& t : c.at("transports")) {
-        info.transports.push_back({t.at(0).get<int>(), t.at(1).get<int>(),
-                                   t.at(2).get<std::string>(), t.at(3).get<std::string>(),
-                                   t.at(4).get<bool>()});
+        NcclTransportInfo ti{t.at(0).get<int>(),
+                             t.at(1).get<int>(),
+                             ParseNcclTransportKindName(t.at(2).get<std::string>()),
+                             t.at(3).get<std::string>(),
+                             t.at(4).get<bool>(),
+                             -1};
+        if (t.size() > 5) {
+          ti.net_dev = t.at(5).get<int>();
+        } else {
+          // Written before the net device had a field of its own: NCCL's text holds it.
+          NcclTransport parsed;
+          if (ClassifyNcclVia(ti.via, &parsed)) ti.net_dev = parsed.net_dev;
+        }
+        info.transports.push_back(std::move(ti));
       }
       info.ring_order = c.at("ring_order").get<std::vector<int>>();
       n.communicators.push_back(std::move(info));
     }
     for (const json& c : j.at("calls")) {
-      n.calls.push_back({c.at(0).get<std::string>(), c.at(1).get<uint64_t>(),
-                         c.at(2).get<std::string>(), c.at(3).get<uint64_t>(),
-                         c.at(4).get<std::string>(), c.at(5).get<Bytes>(), c.at(6).get<int>(),
-                         c.at(7).get<std::string>(), c.at(8).get<std::string>(),
-                         c.at(9).get<int>()});
+      NcclCallInfo call;
+      call.comm_id = c.at(0).get<std::string>();
+      call.seq = c.at(1).get<uint64_t>();
+      const std::string op = c.at(2).get<std::string>();
+      call.op = ParseNcclOp(op);
+      if (call.op == NcclOp::kUnknown) call.op_name = op;
+      call.count = c.at(3).get<uint64_t>();
+      call.datatype = ParseNcclDataTypeName(c.at(4).get<std::string>());
+      call.bytes = c.at(5).get<Bytes>();
+      call.root = c.at(6).get<int>();
+      call.algo = ParseNcclAlgo(c.at(7).get<std::string>());
+      call.proto = ParseNcclProto(c.at(8).get<std::string>());
+      call.channels = c.at(9).get<int>();
+      n.calls.push_back(std::move(call));
     }
     return n;
   } catch (const json::exception& e) {

@@ -74,30 +74,31 @@ Session MakeGpuJob(int nodes) {
   }
   RankNccl nccl;
   nccl.version = "2.28.9+cuda13.0";
-  auto comm = [&](const std::string& id, int nranks, int nnodes, std::string transport) {
+  auto comm = [&](const std::string& id, int nranks, int nnodes, NcclTransportKind transport) {
     NcclCommInfo c{id, 0, nranks, nnodes, 32, "18", 0, {}, {}};
-    c.transports.push_back({0, 1, std::move(transport), "", false});
+    c.transports.push_back({0, 1, transport, "", false, -1});
     nccl.communicators.push_back(c);
   };
-  comm("0x1000", nodes * 8, nodes, "NET/IB");
-  comm("0x2000", 8, 1, "P2P/CUMEM");
-  comm("0x3000", nodes, nodes, "NET/IB");
+  comm("0x1000", nodes * 8, nodes, NcclTransportKind::kNetIb);
+  comm("0x2000", 8, 1, NcclTransportKind::kP2pCumem);
+  comm("0x3000", nodes, nodes, NcclTransportKind::kNetIb);
   std::map<std::string, uint64_t> seq;
-  auto calls = [&](const std::string& id, const std::string& op, Bytes bytes, int n) {
+  auto calls = [&](const std::string& id, NcclOp op, Bytes bytes, int n) {
     for (int k = 0; k < n; ++k) {
-      nccl.calls.push_back({id, seq[id]++, op, static_cast<uint64_t>(bytes / 4), "ncclFloat32",
-                            bytes, -1, "RING", "SIMPLE", 32});
+      nccl.calls.push_back({id, seq[id]++, op, "", static_cast<uint64_t>(bytes / 4),
+                            NcclDataType::kFloat32, bytes, -1, NcclAlgo::kRing, NcclProto::kSimple,
+                            32});
     }
   };
-  calls("0x1000", "AllReduce", 4, 200);
-  calls("0x1000", "AllReduce", 1 << 20, 10);
-  calls("0x1000", "Broadcast", 64 << 20, 1);
-  calls("0x1000", "AllGather", 1024, 50);
-  calls("0x2000", "AllReduce", 32 << 20, 400);
-  calls("0x2000", "ReduceScatter", 16 << 20, 100);
-  calls("0x2000", "AllGather", 16 << 20, 90);
-  calls("0x3000", "AllReduce", 256 << 20, 20);
-  calls("0x3000", "AllReduce", 128 << 20, 2);
+  calls("0x1000", NcclOp::kAllReduce, 4, 200);
+  calls("0x1000", NcclOp::kAllReduce, 1 << 20, 10);
+  calls("0x1000", NcclOp::kBroadcast, 64 << 20, 1);
+  calls("0x1000", NcclOp::kAllGather, 1024, 50);
+  calls("0x2000", NcclOp::kAllReduce, 32 << 20, 400);
+  calls("0x2000", NcclOp::kReduceScatter, 16 << 20, 100);
+  calls("0x2000", NcclOp::kAllGather, 16 << 20, 90);
+  calls("0x3000", NcclOp::kAllReduce, 256 << 20, 20);
+  calls("0x3000", NcclOp::kAllReduce, 128 << 20, 2);
   s.ranks[0].nccl = nccl;
   return s;
 }

@@ -96,6 +96,32 @@ TEST(SessionStore, ReadsFilesWithWorldPeersButNoSpinStarts) {
   report_test::ExpectSessionsEqual(saved, loaded.value());
 }
 
+// A file written before NCCL connections kept their net device in a field of their own: each
+// is read from the connection's text as NCCL printed it.
+TEST(SessionStore, ReadsNcclConnectionsWithoutANetDevice) {
+  std::string path = report_test::MakeTempDir("db") + "/session.sqlite";
+  Session saved = report_test::MakeSession();
+  ASSERT_TRUE(saved.ranks[0].nccl.has_value());
+  std::vector<NcclTransportInfo>& t = saved.ranks[0].nccl->communicators[0].transports;
+  t.push_back({1, 1, NcclTransportKind::kNetIb, "NET/IB/3/GDRDMA", true, 3});
+  t.push_back({2, 1, NcclTransportKind::kShm, "SHM/direct/direct", false, -1});
+  ASSERT_TRUE(SaveSession(path, saved, {}).ok());
+  // As the older store wrote a connection: [channel, peer, kind, via, gdrdma].
+  ASSERT_NO_FATAL_FAILURE(
+      Alter(path,
+            "UPDATE rank_gpu SET nccl = replace(replace(nccl, ',true,3]', ',true]'), ',false,-1]', "
+            "',false]') WHERE rank_idx = 0;"));
+  Result<Session> loaded = LoadSession(path);
+  ASSERT_TRUE(loaded.ok()) << loaded.status().message();
+  report_test::ExpectSessionsEqual(saved, loaded.value());
+  const std::vector<NcclTransportInfo>& back =
+      loaded.value().ranks[0].nccl->communicators[0].transports;
+  ASSERT_EQ(back.size(), 3u);
+  EXPECT_EQ(back[1].kind, NcclTransportKind::kNetIb);
+  EXPECT_EQ(back[1].net_dev, 3);
+  EXPECT_EQ(back[2].net_dev, -1);
+}
+
 // A schema-3 file written before the scheduler and cgroup figures were sampled: its ranks' process
 // figures load, with those left at zero and no cgroup.
 TEST(SessionStore, ReadsProcessFiguresWithoutSchedulerCgroupOrMainThreadFigures) {

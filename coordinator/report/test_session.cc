@@ -137,12 +137,14 @@ Session MakeSession() {
     n.log_file = "/tmp/nccl." + std::to_string(rank) + ".log";
     n.skipped_lines = 100 + rank;
     NcclCommInfo comm{"0x1e900aa5c8e42401", rank, 2, 1, 24, rank == 0 ? "60" : "70", rank, {}, {}};
-    comm.transports.push_back({0, 1 - rank, "P2P/CUMEM", "P2P/CUMEM", false});
+    comm.transports.push_back({0, 1 - rank, NcclTransportKind::kP2pCumem, "P2P/CUMEM", false, -1});
     if (rank == 0) comm.ring_order = {0, 1};
     n.communicators.push_back(comm);
     for (uint64_t seq = 0; seq < 3; ++seq) {
-      n.calls.push_back({"0x1e900aa5c8e42401", seq, "AllReduce", 67108864, "ncclFloat32", 268435456,
-                         -1, rank == 0 ? "RING" : "", rank == 0 ? "SIMPLE" : "", 24});
+      n.calls.push_back({"0x1e900aa5c8e42401", seq, NcclOp::kAllReduce, "", 67108864,
+                         NcclDataType::kFloat32, 268435456, -1,
+                         rank == 0 ? NcclAlgo::kRing : NcclAlgo::kUnknown,
+                         rank == 0 ? NcclProto::kSimple : NcclProto::kUnknown, 24});
     }
     s.ranks[static_cast<size_t>(rank)].nccl = n;
   }

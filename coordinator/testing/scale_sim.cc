@@ -153,7 +153,8 @@ std::string NodeTopologyXml(int node, int gpus, bool nvswitch) {
 // its NCCL log describes it: its init line, its "Channel 00/0 : a[..] -> b[..] via ..." line to
 // the next member, and (comm rank 0's log) the ring.
 NcclCommInfo CommInfo(const std::string& comm_id, int comm_rank, int size, int nnodes, int channels,
-                      int local_rank, const char* transport, const char* via, bool gdrdma) {
+                      int local_rank, NcclTransportKind transport, const char* via, int net_dev,
+                      bool gdrdma) {
   NcclCommInfo c;
   c.comm_id = comm_id;
   c.rank = comm_rank;
@@ -162,7 +163,9 @@ NcclCommInfo CommInfo(const std::string& comm_id, int comm_rank, int size, int n
   c.channels = channels;
   c.bus_id = NcclShortBusId(BusId(GpuBus(local_rank)));  // as NCCL's init line prints it
   c.cuda_dev = local_rank;
-  if (size > 1) c.transports.push_back({0, (comm_rank + 1) % size, transport, via, gdrdma});
+  if (size > 1) {
+    c.transports.push_back({0, (comm_rank + 1) % size, transport, via, gdrdma, net_dev});
+  }
   if (comm_rank == 0) {
     for (int i = 0; i < size; ++i) c.ring_order.push_back(i);
   }
@@ -175,9 +178,18 @@ NcclCommInfo CommInfo(const std::string& comm_id, int comm_rank, int size, int n
 void AddNcclAllreduce(const std::string& comm_id, int step, Bytes bytes, int channels,
                       uint32_t stream, TimeNs enter, TimeNs exit, uint32_t* correlation,
                       RankData* d) {
-  d->nccl->calls.push_back({comm_id, static_cast<uint64_t>(step), "AllReduce",
-                            static_cast<uint64_t>(bytes / 4), "ncclFloat32", bytes, 0, "RING",
-                            "SIMPLE", channels});
+  NcclCallInfo call;
+  call.comm_id = comm_id;
+  call.seq = static_cast<uint64_t>(step);
+  call.op = NcclOp::kAllReduce;
+  call.count = static_cast<uint64_t>(bytes / 4);
+  call.datatype = NcclDataType::kFloat32;
+  call.bytes = bytes;
+  call.root = 0;
+  call.algo = NcclAlgo::kRing;
+  call.proto = NcclProto::kSimple;
+  call.channels = channels;
+  d->nccl->calls.push_back(std::move(call));
   const uint32_t id = ++*correlation;
   GpuActivityRecord launch;
   launch.kind = GpuActivityKind::kRuntime;
@@ -264,11 +276,11 @@ Session SimulateScale(const ScaleSim& sim) {
       n.version = "2.28.3";
       n.log_file = "/tmp/nccl." + std::to_string(d.id.program_pid) + ".log";
       n.communicators.push_back(CommInfo(tp_ids[static_cast<size_t>(node)], local, tp_size(node), 1,
-                                         kTensorParallelChannels, local, "P2P/CUMEM", "P2P/CUMEM",
-                                         false));
+                                         kTensorParallelChannels, local,
+                                         NcclTransportKind::kP2pCumem, "P2P/CUMEM", -1, false));
       n.communicators.push_back(CommInfo(dp_ids[static_cast<size_t>(local)], node, dp_size(local),
-                                         dp_size(local), kDataParallelChannels, local, "NET/IB",
-                                         "NET/IB/0/GDRDMA", true));
+                                         dp_size(local), kDataParallelChannels, local,
+                                         NcclTransportKind::kNetIb, "NET/IB/0/GDRDMA", 0, true));
       n.calls.reserve(2 * static_cast<size_t>(sim.steps));
       d.nccl = std::move(n);
       d.gpu.reserve(4 * static_cast<size_t>(sim.steps));

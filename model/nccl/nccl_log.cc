@@ -30,4 +30,14 @@ std::string_view NcclTransportKindName(NcclTransportKind kind) {
   return "unknown";
 }
 
+NcclTransportKind ParseNcclTransportKindName(std::string_view name) {
+  for (auto k = static_cast<int>(NcclTransportKind::kP2pCumem);
+       k <= static_cast<int>(NcclTransportKind::kCollNet); ++k) {
+    if (NcclTransportKindName(static_cast<NcclTransportKind>(k)) == name) {
+      return static_cast<NcclTransportKind>(k);
+    }
+  }
+  return NcclTransportKind::kUnknown;
+}
+
 }  // namespace rankscope

@@ -59,6 +59,8 @@ enum class NcclTransportKind : uint8_t {
 
 // "P2P/CUMEM", "NET/IB", ... ; "unknown".
 std::string_view NcclTransportKindName(NcclTransportKind kind);
+// The inverse of NcclTransportKindName: kUnknown for a name it does not give.
+NcclTransportKind ParseNcclTransportKindName(std::string_view name);
 
 enum class NcclTransportDirection : uint8_t { kUnspecified, kSend, kReceive };
 

@@ -67,6 +67,13 @@ std::string_view NcclDataTypeName(NcclDataType type) {
   return kDataTypeNames[static_cast<size_t>(type)];
 }
 
+NcclDataType ParseNcclDataTypeName(std::string_view name) {
+  for (size_t i = 0; i < kDataTypeNames.size(); ++i) {
+    if (kDataTypeNames[i] == name) return static_cast<NcclDataType>(i);
+  }
+  return NcclDataType::kUnknown;
+}
+
 Bytes NcclDataTypeSizeBytes(NcclDataType type) {
   if (type == NcclDataType::kUnknown) return 0;
   return kDataTypeSizes[static_cast<size_t>(type)];

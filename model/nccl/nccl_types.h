@@ -59,6 +59,8 @@ enum class NcclDataType : int8_t {
 NcclDataType NcclDataTypeFromCode(int64_t code);
 // NCCL's enumerator name ("ncclFloat32"); "unknown" for kUnknown.
 std::string_view NcclDataTypeName(NcclDataType type);
+// The inverse of NcclDataTypeName: kUnknown for a name it does not give.
+NcclDataType ParseNcclDataTypeName(std::string_view name);
 // Bytes per element; 0 for kUnknown, so a byte count computed from it reads as "unknown".
 Bytes NcclDataTypeSizeBytes(NcclDataType type);
 
