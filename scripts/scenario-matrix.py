@@ -95,10 +95,12 @@ def fmt(x, spec=".2f"):
     return "–" if x is None else format(x, spec)
 
 
-def found_row(app, scenario, rank, report, rs_clean, bare_clean):
+def found_row(app, scenario, rank, report, rs_clean, bare_clean, clean_report):
     """A found rank's row: its finding's kind, cause and confidence, the job's wall and the
     what-if, against the clean run under rankscope (the same overhead: what the what-if models)
-    and the bare clean run."""
+    and the bare clean run; and how far the fault reached the other ranks: the longest time
+    outside MPI of any other rank against the clean run's median (the what-if keeps the others'
+    work as it was)."""
     f = next(f for f in report.get("findings", [])
              if f.get("kind") in scenarios.STRAGGLER_KINDS and f.get("ranks") == [rank])
     ev = f.get("evidence") or {}
@@ -107,9 +109,12 @@ def found_row(app, scenario, rank, report, rs_clean, bare_clean):
     what_if = scenarios.what_if_seconds(wi) if wi else None
     cause = f"{ev.get('cause_kind', '-')}/{ev.get('cpu_cause', '-')}"
     ratio = (lambda ref: f"{what_if / ref:.2f}x" if what_if and ref else "–")
+    others = scenarios.outside_mpi_seconds(report, rank, max)
+    clean_others = scenarios.outside_mpi_seconds(clean_report)
     return [app, scenario, f"{f['kind']} {f['ranks']}", cause, fmt(f.get("confidence")),
             fmt(job), fmt(what_if), fmt(rs_clean), fmt(bare_clean), ratio(rs_clean),
-            ratio(bare_clean)]
+            ratio(bare_clean),
+            f"{others / clean_others:.2f}x" if others and clean_others else "–"]
 
 
 def write_docs(path, text, region=""):
@@ -247,6 +252,7 @@ def main():
         app_counts = {"planted": 0, "found": 0, "wrong": 0, "clean_fp": 0, "clean_runs": 0}
         rows = []
         rs_clean = None  # the clean run's wall under rankscope, as its report states it
+        rs_clean_report = None
 
         if not args.no_rankscope:
             session = os.path.join(args.out, f"{app.name}-clean") if args.keep_sessions else None
@@ -259,6 +265,7 @@ def main():
                 app_counts["clean_runs"] += 1
                 app_counts["clean_fp"] += n_find
                 rs_clean = scenarios.job_seconds(r.get("report"))
+                rs_clean_report = r.get("report")
             verdict = ("skip" if "skipped" in r else ("FP" if n_find else "TN"))
             log(f"[{app.name}] rankscope clean: {r.get('wall_s')} s -> {short_findings(r.get('report'))}")
             rows.append(["clean", "–", fmt(ref), "1.00", "–",
@@ -315,7 +322,7 @@ def main():
                         app_counts["found"] += hit
                         if hit:
                             found_rows.append(found_row(app.name, f"{fname}-r{rank}", rank, rep,
-                                                        rs_clean, ref))
+                                                        rs_clean, ref, rs_clean_report))
                         app_counts["wrong"] += wrong
                         verdict = ("TP" if hit else "FN") + (f" +{wrong} FP" if wrong else "")
                         findings = short_findings(rep)
@@ -375,12 +382,15 @@ def main():
     pr_table = md[md.index("## Precision / recall") + 4:]
     found_table = [
         "| app | scenario | finding | cause | confidence | job s | what-if s | clean s (rankscope) "
-        "| bare clean s | what-if / clean | what-if / bare |",
-        "|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|"]
+        "| bare clean s | what-if / clean | what-if / bare | slowest other outside MPI / clean |",
+        "|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
     found_table += ["| " + " | ".join(str(c) for c in row) + " |" for row in found_rows]
     md += ["## Found ranks: cause, confidence, what-if", "",
            "what-if: the job's wall had the rank run like the others, as the finding states it; "
-           "against the clean run under rankscope (same overhead) and the bare clean run.", ""]
+           "against the clean run under rankscope (same overhead) and the bare clean run. Slowest "
+           "other outside MPI / clean: the longest time outside MPI of any other rank against "
+           "the clean run's median (the what-if keeps it as it was: far above 1x, the fault "
+           "slowed that rank too).", ""]
     md += found_table + [""]
     text = "\n".join(md)
     print(text)

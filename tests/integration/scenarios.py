@@ -27,6 +27,7 @@ import os
 import shutil
 import signal
 import stat
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -841,6 +842,15 @@ def job_seconds(report):
     """The job's wall as the report states it (job.duration_ns), in seconds; None without."""
     ns = ((report or {}).get("job") or {}).get("duration_ns")
     return ns * 1e-9 if isinstance(ns, (int, float)) else None
+
+
+def outside_mpi_seconds(report, skip_rank=None, pick=statistics.median):
+    """`pick` (default the median) over the report's ranks but `skip_rank` of the time each spent
+    outside MPI (ranks[].mpi.outside_mpi_ns), in seconds; None without figures."""
+    vals = [r["mpi"]["outside_mpi_ns"] for r in (report or {}).get("ranks", [])
+            if r.get("rank") != skip_rank and isinstance((r.get("mpi") or {}).get("outside_mpi_ns"),
+                                                         (int, float))]
+    return pick(vals) * 1e-9 if vals else None
 
 
 def git_commit():
