@@ -2,9 +2,11 @@
 // (confidence 0..1), the numbers behind it (evidence), and what to run next (from the planner).
 #pragma once
 
+#include <cstdint>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/time.h"
@@ -43,10 +45,61 @@ struct WhatIf {
   }
 };
 
+// What a finding is about; report.json names it as FindingKindName says. kOther is a kind this
+// build does not name (a report.json from a later rankscope, read back by `advise`): its name is
+// kept in Finding::other_kind.
+enum class FindingKind : uint8_t {
+  kOther,
+  kStraggler,
+  kLateSender,
+  kLateReceiver,
+  kDataloaderSkew,
+  kImbalancedRing,
+  kBelowLinkCeiling,
+  kPcieBound,
+  kNvlinkDown,
+  kProcessOutlier,
+};
+
+// "straggler", "late_sender", ...; "other" for kOther.
+inline std::string_view FindingKindName(FindingKind kind) {
+  switch (kind) {
+    case FindingKind::kStraggler:
+      return "straggler";
+    case FindingKind::kLateSender:
+      return "late_sender";
+    case FindingKind::kLateReceiver:
+      return "late_receiver";
+    case FindingKind::kDataloaderSkew:
+      return "dataloader_skew";
+    case FindingKind::kImbalancedRing:
+      return "imbalanced_ring";
+    case FindingKind::kBelowLinkCeiling:
+      return "below_link_ceiling";
+    case FindingKind::kPcieBound:
+      return "pcie_bound";
+    case FindingKind::kNvlinkDown:
+      return "nvlink_down";
+    case FindingKind::kProcessOutlier:
+      return "process_outlier";
+    case FindingKind::kOther:
+      break;
+  }
+  return "other";
+}
+
+// The kind FindingKindName names `name`; kOther for any other name.
+inline FindingKind ParseFindingKind(std::string_view name) {
+  for (auto k = static_cast<int>(FindingKind::kStraggler);
+       k <= static_cast<int>(FindingKind::kProcessOutlier); ++k) {
+    if (FindingKindName(static_cast<FindingKind>(k)) == name) return static_cast<FindingKind>(k);
+  }
+  return FindingKind::kOther;
+}
+
 struct Finding {
-  // straggler | late_sender | late_receiver | dataloader_skew | imbalanced_ring |
-  // below_link_ceiling | pcie_bound | nvlink_down | process_outlier
-  std::string kind;
+  FindingKind kind = FindingKind::kOther;
+  std::string other_kind;  // kOther's name, as the report that held it said
   Severity severity = Severity::kWarning;
   std::vector<int> ranks;
   std::vector<std::string> nodes;
@@ -62,6 +115,11 @@ struct Finding {
   int64_t cost_ns = 0;
   // Stragglers (and findings a straggler joined): the blame model's what-if.
   std::optional<WhatIf> what_if;
+
+  // The kind's name as report.json writes it.
+  std::string_view KindName() const {
+    return kind == FindingKind::kOther ? std::string_view(other_kind) : FindingKindName(kind);
+  }
 };
 
 }  // namespace rankscope

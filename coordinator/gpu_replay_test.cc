@@ -32,7 +32,7 @@ TEST(GpuReplay, InjectedSleepOnRankOneIsAStragglerWithTheRightLateness) {
   ASSERT_TRUE(s.ranks[1].nccl.has_value());
   std::vector<Finding> findings = Diagnose(s, AnalysisOptions{});
   ASSERT_EQ(findings.size(), 1u);
-  EXPECT_EQ(findings[0].kind, "straggler");
+  EXPECT_EQ(FindingKindName(findings[0].kind), "straggler");
   EXPECT_EQ(findings[0].ranks, std::vector<int>{1});
   // 20 ms of host sleep before compute: rank 1's NCCL kernels start ~20 ms after rank 0's.
   const double lateness_ms = findings[0].evidence["median_lateness_ns"].get<double>() / 1e6;
@@ -168,7 +168,7 @@ TEST(GpuReplay, AHealthyShmRingIsJudgedAgainstPcieAndStaysSilent) {
   strict.ring.shm_ceiling_fraction = 0.5;
   const std::vector<Finding> findings = Diagnose(s, strict);
   ASSERT_EQ(findings.size(), 1u);
-  EXPECT_EQ(findings[0].kind, "below_link_ceiling");
+  EXPECT_EQ(FindingKindName(findings[0].kind), "below_link_ceiling");
   const nlohmann::json& e = findings[0].evidence;
   EXPECT_EQ(e["limiting_link"]["transport"], "SHM");
   EXPECT_EQ(e["limiting_link"]["link"], "PCIe gen5 x16");

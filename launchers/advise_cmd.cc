@@ -52,7 +52,7 @@ int RunAdvise(const AdviseOptions& options) {
         return 1;
       }
       Finding chosen;
-      chosen.kind = "chosen with --rank";
+      chosen.other_kind = "chosen with --rank";
       for (const Finding& f : findings) {
         if (std::find(f.ranks.begin(), f.ranks.end(), options.rank) != f.ranks.end()) {
           chosen.kind = f.kind;

@@ -556,7 +556,7 @@ std::vector<NextStep> StepsFor(const Finding& finding, const AdviceFacts& f) {
     steps.push_back(NsysOnRank(f, "mpi,nvtx,osrt", focus));
     return steps;
   }
-  if (finding.kind == "straggler") {
+  if (finding.kind == FindingKind::kStraggler) {
     const std::string cause = e.value("cause_kind", "");
     if (cause == "gpu_queue" || cause == "gpu_kernels") {
       return {NsysOnRank(f, "cuda,nvtx", focus), GpuClocks(f), NcuFull(f)};
@@ -569,11 +569,11 @@ std::vector<NextStep> StepsFor(const Finding& finding, const AdviceFacts& f) {
     }
     return {NsysOnRank(f, "mpi,nvtx,osrt", focus)};
   }
-  if (finding.kind == "late_sender" || finding.kind == "late_receiver") {
+  if (finding.kind == FindingKind::kLateSender || finding.kind == FindingKind::kLateReceiver) {
     return {NsysOnRank(f, "mpi,nvtx,osrt", focus),
             CpuProfile(f, "the hottest stacks of rank " + R(f) + " while it runs")};
   }
-  if (finding.kind == "dataloader_skew") {
+  if (finding.kind == FindingKind::kDataloaderSkew) {
     return {Stacks(f, focus.empty() ? ""
                                     : "the stacks of rank " + R(f) + " inside " + focus +
                                           ": decoding/augmentation (CPU), file reads (I/O) "
@@ -583,10 +583,10 @@ std::vector<NextStep> StepsFor(const Finding& finding, const AdviceFacts& f) {
                        "OS runtime calls (read, pread, open, futex) inside " +
                            Or(focus, "the data ranges") + " on rank " + R(f))};
   }
-  if (finding.kind == "imbalanced_ring") {
+  if (finding.kind == FindingKind::kImbalancedRing) {
     return {TopoMatrix(f), NcclTests(f, e), NcclDebug(f)};
   }
-  if (finding.kind == "below_link_ceiling") {
+  if (finding.kind == FindingKind::kBelowLinkCeiling) {
     // On the limiting link's node: the link's own state, then NCCL alone on these ranks' nodes,
     // then which transport NCCL chose.
     AdviceFacts on_link = f;
@@ -606,7 +606,7 @@ std::vector<NextStep> StepsFor(const Finding& finding, const AdviceFacts& f) {
     steps.push_back(NcclDebug(f));
     return steps;
   }
-  if (finding.kind == "pcie_bound") {
+  if (finding.kind == FindingKind::kPcieBound) {
     if (e.contains("degraded_pcie_links")) {
       return {PcieQuery(f), Lspci(f), NvbandwidthCopies(f)};
     }
@@ -614,8 +614,9 @@ std::vector<NextStep> StepsFor(const Finding& finding, const AdviceFacts& f) {
     const nlohmann::json& ring = e.contains("measured") ? e["measured"] : e;
     return {TopoMatrix(f), PcieQuery(f), NcclTests(f, ring)};
   }
-  if (finding.kind == "nvlink_down") return {NvlinkStatus(f), NvlinkErrors(f), DcgmDiag(f)};
-  if (finding.kind == "process_outlier") {
+  if (finding.kind == FindingKind::kNvlinkDown)
+    return {NvlinkStatus(f), NvlinkErrors(f), DcgmDiag(f)};
+  if (finding.kind == FindingKind::kProcessOutlier) {
     const RankData* r = f.session != nullptr ? f.session->FindRank(f.rank) : nullptr;
     std::string relaunch = "rankscope run --dormant -- srun SRUN_OPTIONS";
     if (r != nullptr && !r->id.program.empty()) relaunch += " " + ShellJoin(r->id.program);
@@ -636,7 +637,7 @@ AdviceFacts FactsOf(const Session& session, const std::vector<Finding>& findings
   for (const Finding& finding : findings) {  // worst first
     if (!finding.ranks.empty()) {
       f.rank = finding.ranks.front();
-      f.why = "rank " + std::to_string(f.rank) + " (" + finding.kind + ")";
+      f.why = "rank " + std::to_string(f.rank) + " (" + std::string(finding.KindName()) + ")";
       break;
     }
   }
@@ -656,22 +657,23 @@ AdviceFacts FactsOf(const Session& session, const std::vector<Finding>& findings
 }
 
 std::string QuestionFor(const Finding& finding) {
-  if (finding.kind == "straggler") {
+  if (finding.kind == FindingKind::kStraggler) {
     const std::string cause = finding.evidence.value("cause_kind", "");
     return cause == "gpu_queue" || cause == "gpu_kernels" ? "gpu-slow" : "where-time-goes";
   }
-  if (finding.kind == "late_sender" || finding.kind == "late_receiver" ||
-      finding.kind == "process_outlier") {
+  if (finding.kind == FindingKind::kLateSender || finding.kind == FindingKind::kLateReceiver ||
+      finding.kind == FindingKind::kProcessOutlier) {
     return "where-time-goes";
   }
-  if (finding.kind == "dataloader_skew") return "dataloader";
-  if (finding.kind == "imbalanced_ring") return "nccl-slow";
-  if (finding.kind == "below_link_ceiling") {
+  if (finding.kind == FindingKind::kDataloaderSkew) return "dataloader";
+  if (finding.kind == FindingKind::kImbalancedRing) return "nccl-slow";
+  if (finding.kind == FindingKind::kBelowLinkCeiling) {
     // A GPU link (NVLink, PCIe) that NCCL cannot fill is the link's question; a NIC's is NCCL's.
     const nlohmann::json link = finding.evidence.value("limiting_link", nlohmann::json::object());
     return link.value("medium", "") == "network" ? "nccl-slow" : "link-slow";
   }
-  if (finding.kind == "pcie_bound" || finding.kind == "nvlink_down") return "link-slow";
+  if (finding.kind == FindingKind::kPcieBound || finding.kind == FindingKind::kNvlinkDown)
+    return "link-slow";
   return "";
 }
 

@@ -67,7 +67,7 @@ Session StragglerSession() {
 TEST(Advisor, ASessionFillsInTheRankNodeKernelAndLauncher) {
   Session s = StragglerSession();
   Finding f;
-  f.kind = "straggler";
+  f.kind = FindingKind::kStraggler;
   f.ranks = {3};
   AdviceFacts facts = FactsOf(s, {f});
   EXPECT_EQ(facts.rank, 3);
@@ -121,7 +121,7 @@ TEST(Advisor, KernelRegexOfRealKernelNamesIsTheirFunctionName) {
     s.ranks[3].gpu.resize(1);
     s.ranks[3].gpu[0].name = mangled;
     Finding f;
-    f.kind = "straggler";
+    f.kind = FindingKind::kStraggler;
     f.ranks = {3};
     EXPECT_EQ(FactsOf(s, {f}).kernel, function) << mangled;
   }
@@ -132,7 +132,7 @@ TEST(Advisor, KernelRegexOfRealKernelNamesIsTheirFunctionName) {
 TEST(Advisor, FindingsGetThePlannersStepsForTheirQuestion) {
   Session s = StragglerSession();
   Finding host;
-  host.kind = "straggler";
+  host.kind = FindingKind::kStraggler;
   host.ranks = {3};
   host.nodes = {"n2"};
   host.evidence["cause_kind"] = "nvtx_range";
@@ -142,7 +142,7 @@ TEST(Advisor, FindingsGetThePlannersStepsForTheirQuestion) {
   gpu.evidence["cause_kind"] = "gpu_kernels";
   gpu.evidence["kernels"] = {{{"kernel", "void gemm_kernel<float>(float*, int)"}}};
   Finding unknown;
-  unknown.kind = "something_new";
+  unknown.other_kind = "something_new";
   unknown.next_steps.push_back({"stale", "stale", "replaced"});
   std::vector<Finding> findings = {host, gpu, unknown};
   PlanNextSteps(s, "/runs/out dir", &findings);
@@ -179,7 +179,7 @@ TEST(Advisor, FindingsGetThePlannersStepsForTheirQuestion) {
 TEST(Advisor, OffCpuCausesGetStepsForWhatHeldTheRank) {
   Session s = StragglerSession();
   Finding frozen;
-  frozen.kind = "straggler";
+  frozen.kind = FindingKind::kStraggler;
   frozen.ranks = {3};
   frozen.nodes = {"n2"};
   frozen.evidence["cause_kind"] = "frozen";
@@ -208,7 +208,7 @@ TEST(Advisor, OffCpuCausesGetStepsForWhatHeldTheRank) {
 
 Finding RingFinding(const std::string& op) {
   Finding f;
-  f.kind = "imbalanced_ring";
+  f.kind = FindingKind::kImbalancedRing;
   f.ranks = {4, 5, 6, 7};
   f.nodes = {"n3", "n4"};
   f.evidence = {{"comm_id", "0xabc"},
@@ -270,16 +270,16 @@ TEST(Advisor, RingStepsUnderSlurm) {
 TEST(Advisor, LinkFindingsGetLinkTools) {
   const Session s = MpirunSession(4);
   Finding nvml;
-  nvml.kind = "pcie_bound";
+  nvml.kind = FindingKind::kPcieBound;
   nvml.ranks = {2, 3};
   nvml.nodes = {"n2"};
   nvml.evidence["degraded_pcie_links"] = nlohmann::json::array();
   Finding measured = RingFinding("AllReduce");  // a slow ring joined into a pcie_bound node
-  measured.kind = "pcie_bound";
+  measured.kind = FindingKind::kPcieBound;
   measured.nodes = {"n2"};
   measured.ranks = {2, 3};
   Finding down;
-  down.kind = "nvlink_down";
+  down.kind = FindingKind::kNvlinkDown;
   down.ranks = {2, 3};
   down.nodes = {"n2"};
   std::vector<Finding> findings = {nvml, measured, down};
@@ -303,7 +303,7 @@ TEST(Advisor, LinkFindingsGetLinkTools) {
 TEST(Advisor, BelowLinkCeilingLooksAtTheLimitingLink) {
   const Session s = MpirunSession(8);
   Finding nvlink = RingFinding("AllReduce");
-  nvlink.kind = "below_link_ceiling";
+  nvlink.kind = FindingKind::kBelowLinkCeiling;
   nvlink.evidence["limiting_link"] = {{"from_rank", 2}, {"to_rank", 3}, {"medium", "NVLink"}};
   Finding net = nvlink;
   // The weaker NIC is on the peer's side: the NIC check goes there.
@@ -330,11 +330,11 @@ TEST(Advisor, StacksByPidWhileTheJobRunsElseInTheNextRun) {
   for (RankData& r : attached.ranks) r.id.launcher = "attach";
   ASSERT_TRUE(attached.SampledFromOutsideOnly());
   Finding outlier;
-  outlier.kind = "process_outlier";
+  outlier.kind = FindingKind::kProcessOutlier;
   outlier.ranks = {2};
   outlier.focus = "which code reads on this rank alone";
   Finding loader;
-  loader.kind = "dataloader_skew";
+  loader.kind = FindingKind::kDataloaderSkew;
   loader.ranks = {2};
   loader.focus = "NVTX range 'data'";
   std::vector<Finding> findings = {outlier, loader};

@@ -179,7 +179,7 @@ std::string NamesLabel(const std::vector<std::pair<DurationNs, std::string>>& na
 
 Finding MakeFinding(const Session& session, const RankSteps& rank, const Verdict& v,
                     const DataloaderOptions& options) {
-  Finding f = FindingOnRank(session, "dataloader_skew", rank.rank);
+  Finding f = FindingOnRank(session, FindingKind::kDataloaderSkew, rank.rank);
   f.cost_ns = v.total_excess;
   const DurationNs median_step = MedianNs(rank.step_time);
   f.severity =

@@ -73,7 +73,7 @@ TEST(DataloaderAnalysisTest, WithoutDataRangesTheStragglerJoinsItsLoader) {
   }
   const std::vector<Finding> findings = Diagnose(s, AnalysisOptions{});
   ASSERT_EQ(findings.size(), 1u) << findings[0].summary << " / " << findings.back().summary;
-  EXPECT_EQ(findings[0].kind, "dataloader_skew");
+  EXPECT_EQ(FindingKindName(findings[0].kind), "dataloader_skew");
   EXPECT_EQ(findings[0].ranks, std::vector<int>{1});
   EXPECT_NE(findings[0].summary.find("This makes the other 3 ranks wait"), std::string::npos)
       << findings[0].summary;
@@ -87,7 +87,7 @@ TEST(DataloaderAnalysisTest, SlowDataOnOneRank) {
   const std::vector<Finding> findings = Planned(s, FindDataloaderSkew(s, DataloaderOptions{}));
   ASSERT_EQ(findings.size(), 1u);
   const Finding& f = findings[0];
-  EXPECT_EQ(f.kind, "dataloader_skew");
+  EXPECT_EQ(FindingKindName(f.kind), "dataloader_skew");
   EXPECT_EQ(f.ranks, std::vector<int>{1});
   EXPECT_EQ(f.nodes, std::vector<std::string>{"n1"});
   EXPECT_EQ(f.evidence["steps"], 50);

@@ -26,9 +26,9 @@ DurationNs ClockUncertainty(const Session& session, int rank, const std::set<int
   return std::max(self != nullptr ? self->clock.uncertainty_ns : 0, MedianNs(other_uncertainty));
 }
 
-Finding FindingOnRank(const Session& session, std::string kind, int rank) {
+Finding FindingOnRank(const Session& session, FindingKind kind, int rank) {
   Finding f;
-  f.kind = std::move(kind);
+  f.kind = kind;
   f.ranks = {rank};
   const std::string node = NodeOf(session, rank);
   if (!node.empty()) f.nodes = {node};

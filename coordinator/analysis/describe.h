@@ -21,7 +21,7 @@ std::string RankLabel(const Session& session, int rank);
 std::string NodeOf(const Session& session, int rank);
 
 // A finding of this kind about one rank, naming its node where the session knows it.
-Finding FindingOnRank(const Session& session, std::string kind, int rank);
+Finding FindingOnRank(const Session& session, FindingKind kind, int rank);
 
 // How far clock alignment lets `rank`'s times be compared with the `others'`: lateness and waits
 // compare the two sides' clocks, so either side's alignment error can fake them. The larger of

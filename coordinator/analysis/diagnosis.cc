@@ -130,7 +130,7 @@ std::string WeakLinksOf(const Session& session,
 void FoldIntoPcieBound(Finding ring, const std::vector<std::string>& nodes, const std::string& weak,
                        const std::string& measured, std::vector<Finding>* out) {
   for (Finding& f : *out) {
-    if (f.kind != "pcie_bound" || f.nodes != nodes) continue;
+    if (f.kind != FindingKind::kPcieBound || f.nodes != nodes) continue;
     f.summary += " Measured: " + measured + ".";
     f.evidence["measured"] = ring.evidence;
     f.cost_ns += ring.cost_ns;
@@ -139,7 +139,7 @@ void FoldIntoPcieBound(Finding ring, const std::vector<std::string>& nodes, cons
   }
   std::string names;
   for (const std::string& n : nodes) names += (names.empty() ? "" : ", ") + n;
-  ring.kind = "pcie_bound";
+  ring.kind = FindingKind::kPcieBound;
   ring.summary = std::string(nodes.size() == 1 ? "Node " : "Nodes ") + names + " " +
                  (nodes.size() == 1 ? "is" : "are") + " PCIe-bound: " + weak + ", and " + measured +
                  ".";
@@ -155,7 +155,7 @@ void JoinPcieBound(const Session& session, std::vector<Finding>* findings) {
   std::vector<Finding> out;
   std::vector<Finding> rings;
   for (Finding& f : *findings) {
-    (f.kind == "imbalanced_ring" ? rings : out).push_back(std::move(f));
+    (f.kind == FindingKind::kImbalancedRing ? rings : out).push_back(std::move(f));
   }
   if (rings.empty()) {  // nothing to join: the topology dumps are not even parsed
     *findings = std::move(out);
@@ -213,17 +213,17 @@ void JoinLinkCeilings(std::vector<Finding>* findings) {
   std::vector<Finding> out;
   std::vector<Finding> ceilings;
   for (Finding& f : *findings) {
-    (f.kind == "below_link_ceiling" ? ceilings : out).push_back(std::move(f));
+    (f.kind == FindingKind::kBelowLinkCeiling ? ceilings : out).push_back(std::move(f));
   }
   for (Finding& c : ceilings) {
     const nlohmann::json link = c.evidence.value("limiting_link", nlohmann::json::object());
     const std::string medium = link.value("medium", "");
-    const std::string kind = medium == "PCIe"     ? "pcie_bound"
-                             : medium == "NVLink" ? "nvlink_down"
-                                                  : "";
+    const FindingKind kind = medium == "PCIe"     ? FindingKind::kPcieBound
+                             : medium == "NVLink" ? FindingKind::kNvlinkDown
+                                                  : FindingKind::kOther;
     const std::string a = link.value("from_node", ""), b = link.value("to_node", "");
     auto host = std::find_if(out.begin(), out.end(), [&](const Finding& f) {
-      return !kind.empty() && f.kind == kind &&
+      return kind != FindingKind::kOther && f.kind == kind &&
              (std::count(f.nodes.begin(), f.nodes.end(), a) > 0 ||
               std::count(f.nodes.begin(), f.nodes.end(), b) > 0);
     });
@@ -256,7 +256,7 @@ std::vector<Finding> Diagnose(const Session& aligned, const SessionMatches& matc
   for (Finding& straggler : stragglers) {
     Finding* same_rank = nullptr;
     for (Finding& f : findings) {
-      if (f.kind == "dataloader_skew" && f.ranks == straggler.ranks &&
+      if (f.kind == FindingKind::kDataloaderSkew && f.ranks == straggler.ranks &&
           CausedByLoader(straggler, f, options.dataloader)) {
         same_rank = &f;
       }

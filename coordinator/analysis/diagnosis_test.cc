@@ -21,7 +21,7 @@ TEST(DiagnosisTest, SlowComputeIsOneStragglerFinding) {
   sim.seed = 7;
   const std::vector<Finding> findings = Diagnose(Simulate(sim), AnalysisOptions{});
   ASSERT_EQ(findings.size(), 1u);
-  EXPECT_EQ(findings[0].kind, "straggler");
+  EXPECT_EQ(FindingKindName(findings[0].kind), "straggler");
   EXPECT_EQ(findings[0].ranks, std::vector<int>{2});
   EXPECT_EQ(findings[0].evidence["cause"]["range"], "compute");
   const double planted = 30.0 * kNsPerMs * sim.steps * (sim.ranks - 1);
@@ -35,7 +35,7 @@ TEST(DiagnosisTest, SlowDataIsOneMergedDataloaderFinding) {
   const std::vector<Finding> findings = Diagnose(Simulate(sim), AnalysisOptions{});
   ASSERT_EQ(findings.size(), 1u);
   const Finding& f = findings[0];
-  EXPECT_EQ(f.kind, "dataloader_skew");
+  EXPECT_EQ(FindingKindName(f.kind), "dataloader_skew");
   EXPECT_EQ(f.ranks, std::vector<int>{1});
   ASSERT_TRUE(f.evidence.contains("straggler"));
   const double planted = 25.0 * kNsPerMs * sim.steps * (sim.ranks - 1);
@@ -111,7 +111,7 @@ TEST(DiagnosisTest, StragglerFoundUnderHeavyArrivalNoise) {
   sim.slow_compute = {{2, 14 * kNsPerMs}};
   const std::vector<Finding> findings = Diagnose(Simulate(sim), AnalysisOptions{});
   ASSERT_EQ(findings.size(), 1u);
-  EXPECT_EQ(findings[0].kind, "straggler");
+  EXPECT_EQ(FindingKindName(findings[0].kind), "straggler");
   EXPECT_EQ(findings[0].ranks, std::vector<int>{2});
 }
 
@@ -126,7 +126,7 @@ TEST(DiagnosisTest, StragglerWithinClockUncertaintyIsFoundByItsOwnWork) {
   std::vector<std::string> notes;
   const std::vector<Finding> findings = Diagnose(Simulate(sim), AnalysisOptions{}, &notes);
   ASSERT_EQ(findings.size(), 1u);
-  EXPECT_EQ(findings[0].kind, "straggler");
+  EXPECT_EQ(FindingKindName(findings[0].kind), "straggler");
   EXPECT_EQ(findings[0].ranks, std::vector<int>{1});
   ASSERT_TRUE(findings[0].what_if.has_value());
   EXPECT_TRUE(notes.empty()) << notes[0];

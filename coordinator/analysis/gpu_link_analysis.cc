@@ -59,7 +59,7 @@ std::vector<Finding> FindDegradedGpuLinks(const Session& session) {
                        " NVLinks up";
       }
     }
-    auto node_finding = [&](const char* kind, double confidence) {
+    auto node_finding = [&](FindingKind kind, double confidence) {
       Finding f;
       f.kind = kind;
       f.severity = Severity::kWarning;
@@ -69,7 +69,7 @@ std::vector<Finding> FindDegradedGpuLinks(const Session& session) {
       return f;
     };
     if (!pcie.empty()) {
-      Finding f = node_finding("pcie_bound", pcie_confidence);
+      Finding f = node_finding(FindingKind::kPcieBound, pcie_confidence);
       f.summary = "Node " + node +
                   ": PCIe link(s) below their maximum while the job ran: " + pcie_text +
                   ". Host-device copies (and GPU traffic without NVLink) through these links "
@@ -79,7 +79,7 @@ std::vector<Finding> FindDegradedGpuLinks(const Session& session) {
       out.push_back(std::move(f));
     }
     if (!nvlink.empty()) {
-      Finding f = node_finding("nvlink_down", 0.9);
+      Finding f = node_finding(FindingKind::kNvlinkDown, 0.9);
       f.summary = "Node " + node + ": " + nvlink_text +
                   ". Peer-to-peer traffic (NCCL rings, all-to-all) over this GPU loses that "
                   "share of its NVLink bandwidth.";

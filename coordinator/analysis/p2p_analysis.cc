@@ -18,7 +18,7 @@ namespace {
 
 // The two wait states differ only in who waited for whom and in the words.
 struct WaitState {
-  const char* kind;
+  FindingKind kind;
   bool blame_sender;         // late_sender: the sender is to blame; late_receiver: the receiver
   const char* late_verb;     // "sent late" / "received late"
   const char* waited_in;     // where the others waited: "receives" / "sends"
@@ -34,7 +34,7 @@ struct WaitState {
   TimeNs WaitStart(const P2PMessage& m) const { return blame_sender ? m.blocked : m.send_blocked; }
 };
 
-constexpr WaitState kLateSender{.kind = "late_sender",
+constexpr WaitState kLateSender{.kind = FindingKind::kLateSender,
                                 .blame_sender = true,
                                 .late_verb = "sent late",
                                 .waited_in = "receives",
@@ -43,7 +43,7 @@ constexpr WaitState kLateSender{.kind = "late_sender",
                                 .finding_name = "a late sender",
                                 .others_key = "receivers",
                                 .ranges_key = "sender_ranges"};
-constexpr WaitState kLateReceiver{.kind = "late_receiver",
+constexpr WaitState kLateReceiver{.kind = FindingKind::kLateReceiver,
                                   .blame_sender = false,
                                   .late_verb = "received late",
                                   .waited_in = "sends",

@@ -168,7 +168,7 @@ TEST(LateSenderTest, TheSlowStageIsNamedNotTheStagesBehindIt) {
   const std::vector<Finding> findings = testing::Planned(s, LateSenders(s));
   ASSERT_EQ(findings.size(), 1u);
   const Finding& f = findings[0];
-  EXPECT_EQ(f.kind, "late_sender");
+  EXPECT_EQ(FindingKindName(f.kind), "late_sender");
   EXPECT_EQ(f.ranks, std::vector<int>{1});
   EXPECT_EQ(f.nodes, std::vector<std::string>{"n1"});
   EXPECT_EQ(f.evidence["receivers"], std::vector<int>{2});
@@ -240,7 +240,7 @@ TEST(LateReceiverTest, TheSlowLastStageIsNamedNotTheStagesBehindIt) {
     const std::vector<Finding> findings = testing::Planned(s, LateReceivers(s));
     ASSERT_EQ(findings.size(), 1u) << nonblocking;
     const Finding& f = findings[0];
-    EXPECT_EQ(f.kind, "late_receiver");
+    EXPECT_EQ(FindingKindName(f.kind), "late_receiver");
     EXPECT_EQ(f.ranks, std::vector<int>{3});
     EXPECT_EQ(f.evidence["senders"], std::vector<int>{2});
     EXPECT_NEAR(f.evidence["median_direct_wait_ns"].get<double>(), 20.0 * kNsPerMs, 1.0 * kNsPerMs);
@@ -263,7 +263,7 @@ TEST(LateReceiverTest, ASlowMiddleStageIsBothLateSenderAndLateReceiver) {
   const Session s = SimulatePipeline(sim);
   const std::vector<Finding> findings = Diagnose(s, AnalysisOptions{});
   std::vector<std::pair<std::string, std::vector<int>>> kinds;
-  for (const Finding& f : findings) kinds.emplace_back(f.kind, f.ranks);
+  for (const Finding& f : findings) kinds.emplace_back(FindingKindName(f.kind), f.ranks);
   std::sort(kinds.begin(), kinds.end());
   EXPECT_EQ(kinds, (std::vector<std::pair<std::string, std::vector<int>>>{{"late_receiver", {1}},
                                                                           {"late_sender", {1}}}));
@@ -352,7 +352,7 @@ TEST(LateSenderTest, WaitsWithinClockUncertaintyAreOnlyNoted) {
   notes.clear();
   const std::vector<Finding> findings = Diagnose(s, AnalysisOptions{}, &notes);
   ASSERT_EQ(findings.size(), 1u);
-  EXPECT_EQ(findings[0].kind, "straggler");
+  EXPECT_EQ(FindingKindName(findings[0].kind), "straggler");
   EXPECT_EQ(findings[0].ranks, std::vector<int>{1});
   EXPECT_TRUE(notes.empty()) << notes[0];
 }

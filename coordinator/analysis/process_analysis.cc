@@ -94,7 +94,7 @@ std::vector<Finding> FindProcessOutliers(const Session& session,
       if (look_for.empty()) look_for = "where this rank sleeps or blocks while the others compute";
     }
     if (what.empty()) continue;
-    Finding f = FindingOnRank(session, "process_outlier", me.rank);
+    Finding f = FindingOnRank(session, FindingKind::kProcessOutlier, me.rank);
     f.severity = Severity::kWarning;
     // Seen from outside only: the numbers are sure, what they cost the job is not known.
     f.confidence = 0.6;

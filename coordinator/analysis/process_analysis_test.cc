@@ -53,7 +53,7 @@ TEST(ProcessOutliers, AReadingRankIsIoHeavy) {
   const std::vector<Finding> findings = testing::Planned(s, Diagnose(s, AnalysisOptions{}));
   ASSERT_EQ(findings.size(), 1u);
   const Finding& f = findings[0];
-  EXPECT_EQ(f.kind, "process_outlier");
+  EXPECT_EQ(FindingKindName(f.kind), "process_outlier");
   EXPECT_EQ(f.ranks, std::vector<int>{2});
   EXPECT_EQ(f.nodes, std::vector<std::string>{"n1"});
   EXPECT_EQ(f.evidence["verdicts"], nlohmann::json::array({"io_heavy"}));

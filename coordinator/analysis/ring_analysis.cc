@@ -522,7 +522,7 @@ Finding BelowCeilingFinding(const Comm& comm, const std::vector<const Judged*>& 
                          [](const Judged* a, const Judged* b) { return a->cost < b->cost; });
   const CeilingVerdict& v = lead.verdict;
   Finding f;
-  f.kind = "below_link_ceiling";
+  f.kind = FindingKind::kBelowLinkCeiling;
   f.severity = Severity::kWarning;
   SetMembers(comm, &f);
   for (const Judged* j : below) f.cost_ns += j->cost;
@@ -716,7 +716,7 @@ Finding ImbalancedRingFinding(const std::map<uint64_t, Comm>& comms, const Measu
     hop_json.push_back({{"from", from}, {"to", to}});
   }
   Finding f;
-  f.kind = "imbalanced_ring";
+  f.kind = FindingKind::kImbalancedRing;
   f.severity = Severity::kWarning;
   SetMembers(comm, &f);
   // Time it would have saved at its peers' bandwidth, on every member.

@@ -89,7 +89,7 @@ TEST(Rings, TheSlowCommunicatorIsNamedWithItsOddTransport) {
   const Session s = Rings(4, 2, 2.0);
   std::vector<Finding> f = testing::Planned(s, FindImbalancedRings(s, RingOptions{}));
   ASSERT_EQ(f.size(), 1u);
-  EXPECT_EQ(f[0].kind, "imbalanced_ring");
+  EXPECT_EQ(FindingKindName(f[0].kind), "imbalanced_ring");
   EXPECT_EQ(f[0].ranks, (std::vector<int>{4, 5}));
   EXPECT_EQ(f[0].nodes, std::vector<std::string>{"n2"});
   EXPECT_NEAR(f[0].evidence["busbw_gbps"].get<double>(),
@@ -130,7 +130,7 @@ TEST(Rings, ASlowCommunicatorOnANodeWithoutNvlinkIsAPcieBoundNode) {
   });
   std::vector<Finding> f = Diagnose(s, AnalysisOptions{});
   ASSERT_EQ(f.size(), 1u);
-  EXPECT_EQ(f[0].kind, "pcie_bound");
+  EXPECT_EQ(FindingKindName(f[0].kind), "pcie_bound");
   EXPECT_EQ(f[0].nodes, std::vector<std::string>{"n2"});
   EXPECT_NE(f[0].summary.find("Node n2 is PCIe-bound: its GPUs have no NVLink up"),
             std::string::npos)
@@ -145,7 +145,7 @@ TEST(Rings, ASlowCommunicatorOnANodeWithoutNvlinkIsAPcieBoundNode) {
   AddNvml(&nvlink, [](const std::string&, NvmlGpu*) {});
   f = Diagnose(nvlink, AnalysisOptions{});
   ASSERT_EQ(f.size(), 1u);
-  EXPECT_EQ(f[0].kind, "imbalanced_ring");
+  EXPECT_EQ(FindingKindName(f[0].kind), "imbalanced_ring");
 }
 
 std::string ReadTestTopology(const std::string& name) {
@@ -218,7 +218,7 @@ TEST(Rings, WithoutNvmlTheTopologyDumpShowsThePcieOnlyNode) {
   AddTopologyDumps(&s, "n2");
   std::vector<Finding> f = Diagnose(s, AnalysisOptions{});
   ASSERT_EQ(f.size(), 1u);
-  EXPECT_EQ(f[0].kind, "pcie_bound");
+  EXPECT_EQ(FindingKindName(f[0].kind), "pcie_bound");
   EXPECT_NE(f[0].summary.find("Node n2 is PCIe-bound: GPU pairs over PCIe only (NCCL topology): "
                               "0-1 PIX"),
             std::string::npos)
@@ -236,7 +236,7 @@ TEST(Rings, ACrossNodeRingOnANodeWhoseGpusReachTheNicThroughTheCpu) {
   AddTopologyDumps(&s, "an2");
   std::vector<Finding> f = Diagnose(s, AnalysisOptions{});
   ASSERT_EQ(f.size(), 1u);
-  EXPECT_EQ(f[0].kind, "pcie_bound");
+  EXPECT_EQ(FindingKindName(f[0].kind), "pcie_bound");
   EXPECT_EQ(f[0].nodes, std::vector<std::string>{"an2"});
   EXPECT_NE(f[0].summary.find("Node an2 is PCIe-bound: an2: GPUs reach their nearest NIC through "
                               "the CPU: GPU 2 to mlx5_0 PHB, GPU 3 to mlx5_0 PHB"),
@@ -253,7 +253,7 @@ TEST(Rings, ACrossNodeRingOnANodeWhoseGpusReachTheNicThroughTheCpu) {
   for (RankData& r : vms.ranks) r.topology_xml = h200;
   f = Diagnose(vms, AnalysisOptions{});
   ASSERT_EQ(f.size(), 1u);
-  EXPECT_EQ(f[0].kind, "imbalanced_ring");
+  EXPECT_EQ(FindingKindName(f[0].kind), "imbalanced_ring");
 }
 
 // NVML already found n2's PCIe links trained down: the measurement joins that finding.
@@ -267,7 +267,7 @@ TEST(Rings, TheMeasurementJoinsTheNodesDegradedLinkFinding) {
   });
   std::vector<Finding> f = Diagnose(s, AnalysisOptions{});
   ASSERT_EQ(f.size(), 1u);
-  EXPECT_EQ(f[0].kind, "pcie_bound");
+  EXPECT_EQ(FindingKindName(f[0].kind), "pcie_bound");
   EXPECT_TRUE(f[0].evidence.contains("measured")) << f[0].evidence.dump();
   EXPECT_NE(f[0].summary.find("Measured: its communicator 0xc02 runs AllReduce"), std::string::npos)
       << f[0].summary;
@@ -354,7 +354,7 @@ Session NvlinkPair(double busbw_gbps, Bytes bytes = k256MiB) {
 TEST(RingCeiling, ALoneCommunicatorFarBelowItsNvlinkIsFoundWithTheLimitingLink) {
   std::vector<Finding> f = FindImbalancedRings(NvlinkPair(45.0), RingOptions{});
   ASSERT_EQ(f.size(), 1u);
-  EXPECT_EQ(f[0].kind, "below_link_ceiling");
+  EXPECT_EQ(FindingKindName(f[0].kind), "below_link_ceiling");
   EXPECT_EQ(f[0].ranks, (std::vector<int>{0, 1}));
   EXPECT_EQ(f[0].nodes, std::vector<std::string>{"n0"});
   const nlohmann::json& e = f[0].evidence;
@@ -381,7 +381,7 @@ TEST(RingCeiling, ALoneCommunicatorFarBelowItsNvlinkIsFoundWithTheLimitingLink) 
   // The diagnosis keeps it as it is (it is not a ring slower than peers to fold elsewhere).
   std::vector<Finding> d = Diagnose(NvlinkPair(45.0), AnalysisOptions{});
   ASSERT_EQ(d.size(), 1u);
-  EXPECT_EQ(d[0].kind, "below_link_ceiling");
+  EXPECT_EQ(FindingKindName(d[0].kind), "below_link_ceiling");
 }
 
 TEST(RingCeiling, WhatHealthyNcclReachesOverNvlinkIsNotAFinding) {
@@ -501,7 +501,7 @@ TEST(RingCeiling, AnH200PairOverShmFarBelowPcieGen5x16) {
   degraded.ranks[0].nvml->gpus[1].pcie_width_current = 8;
   const std::vector<Finding> all = Diagnose(degraded, AnalysisOptions{});
   ASSERT_EQ(all.size(), 1u) << all[1].summary;
-  EXPECT_EQ(all[0].kind, "pcie_bound");
+  EXPECT_EQ(FindingKindName(all[0].kind), "pcie_bound");
   EXPECT_TRUE(all[0].evidence.contains("below_link_ceiling"));
   EXPECT_NE(all[0].summary.find("Measured: NCCL communicator 0xe00"), std::string::npos)
       << all[0].summary;
@@ -585,7 +585,7 @@ TEST(RingCeiling, APeerVerdictAndALinkVerdictOnOneShapeAreOneFinding) {
   }
   std::vector<Finding> f = FindImbalancedRings(s, RingOptions{});
   ASSERT_EQ(f.size(), 1u);
-  EXPECT_EQ(f[0].kind, "imbalanced_ring");
+  EXPECT_EQ(FindingKindName(f[0].kind), "imbalanced_ring");
   EXPECT_EQ(f[0].ranks, (std::vector<int>{4, 5}));
   EXPECT_EQ(f[0].evidence["below_transport_ceiling"], true);
   EXPECT_EQ(f[0].evidence["limiting_link"]["transport"], "SHM");
@@ -655,7 +655,7 @@ TEST(RingCeiling, TheReal2xH200RunIsSilent) {
   // The same run three times slower (~100 GB/s, 22% of the NVLink) is found, on the real link.
   std::vector<Finding> f = FindImbalancedRings(RealH200(3.0), RingOptions{});
   ASSERT_EQ(f.size(), 1u);
-  EXPECT_EQ(f[0].kind, "below_link_ceiling");
+  EXPECT_EQ(FindingKindName(f[0].kind), "below_link_ceiling");
   EXPECT_EQ(f[0].evidence["limiting_link"]["link"], "18 NVLinks x 25 GB/s to the NVSwitch");
   EXPECT_EQ(f[0].evidence["limiting_link"]["transport"], "P2P/CUMEM");
   EXPECT_EQ(f[0].evidence["shapes_below_ceiling"].size(), 3u);  // 64, 128 and 256 MiB

@@ -59,11 +59,11 @@ TEST(ScaleTest, PlantedProblemsAreFoundWhereTheyWerePlanted) {
   const Finding* straggler = nullptr;
   const Finding* loader = nullptr;
   for (const Finding& f : findings) {
-    if (f.kind == "straggler") straggler = &f;
-    if (f.kind == "dataloader_skew") loader = &f;
+    if (f.kind == FindingKind::kStraggler) straggler = &f;
+    if (f.kind == FindingKind::kDataloaderSkew) loader = &f;
   }
-  ASSERT_NE(straggler, nullptr) << findings[0].kind << ", " << findings[1].kind;
-  ASSERT_NE(loader, nullptr) << findings[0].kind << ", " << findings[1].kind;
+  ASSERT_NE(straggler, nullptr) << findings[0].KindName() << ", " << findings[1].KindName();
+  ASSERT_NE(loader, nullptr) << findings[0].KindName() << ", " << findings[1].KindName();
 
   EXPECT_EQ(straggler->ranks, std::vector<int>{37});
   EXPECT_EQ(straggler->nodes, std::vector<std::string>{"node4"});
@@ -117,7 +117,7 @@ std::vector<Finding> DiagnoseNccl(Session raw) {
 // For failure messages: every finding's kind and summary.
 std::string Summaries(const std::vector<Finding>& findings) {
   std::string out;
-  for (const Finding& f : findings) out += "\n" + f.kind + ": " + f.summary;
+  for (const Finding& f : findings) out += "\n" + std::string(f.KindName()) + ": " + f.summary;
   return out;
 }
 
@@ -165,7 +165,7 @@ TEST(ScaleTest, HaloExchangeSessionsAreReplayedAndTheirStragglerFound) {
     EXPECT_EQ(f.ranks, std::vector<int>{37}) << Summaries(findings);
   }
   const Finding& straggler = findings[0];
-  EXPECT_EQ(straggler.kind, "straggler") << Summaries(findings);
+  EXPECT_EQ(FindingKindName(straggler.kind), "straggler") << Summaries(findings);
   ASSERT_TRUE(straggler.what_if.has_value());
   // 6 ms of ~25 ms a step: like the others the job is about a fifth shorter.
   EXPECT_NEAR(straggler.what_if->speedup(), 1.25, 0.08);
@@ -196,7 +196,7 @@ TEST(ScaleTest, APlantedSlowRingIsNamedWithItsRanksAndNodesAlone) {
     const std::vector<Finding> findings = DiagnoseNccl(SimulateScale(sim));
     ASSERT_EQ(findings.size(), 1u) << "seed " << seed << ": " << Summaries(findings);
     const Finding& f = findings[0];
-    EXPECT_EQ(f.kind, "imbalanced_ring");
+    EXPECT_EQ(FindingKindName(f.kind), "imbalanced_ring");
     EXPECT_EQ(f.evidence["comm_id"], NcclCommIdOf(DataParallelComm(3)));
     std::vector<int> ranks;
     for (int node = 0; node < 16; ++node) ranks.push_back(8 * node + 3);
@@ -225,7 +225,7 @@ TEST(ScaleTest, APlantedPcieOnlyNodeIsFoundPcieBound) {
   sim.topology = true;
   std::vector<Finding> findings = DiagnoseNccl(SimulateScale(sim));
   ASSERT_EQ(findings.size(), 1u) << Summaries(findings);
-  EXPECT_EQ(findings[0].kind, "pcie_bound");
+  EXPECT_EQ(FindingKindName(findings[0].kind), "pcie_bound");
   EXPECT_EQ(findings[0].nodes, std::vector<std::string>{"node5"});
   EXPECT_EQ(findings[0].ranks, (std::vector<int>{40, 41, 42, 43, 44, 45, 46, 47}));
   EXPECT_NE(findings[0].summary.find(
@@ -239,7 +239,7 @@ TEST(ScaleTest, APlantedPcieOnlyNodeIsFoundPcieBound) {
   sim.topology = false;
   findings = DiagnoseNccl(SimulateScale(sim));
   ASSERT_EQ(findings.size(), 1u) << Summaries(findings);
-  EXPECT_EQ(findings[0].kind, "imbalanced_ring");
+  EXPECT_EQ(FindingKindName(findings[0].kind), "imbalanced_ring");
   EXPECT_EQ(findings[0].evidence["comm_id"], NcclCommIdOf(TensorParallelComm(5)));
   EXPECT_EQ(findings[0].nodes, std::vector<std::string>{"node5"});
 }

@@ -985,7 +985,7 @@ CauseProse DescribeCause(const Verdict& v, const CauseStats& cause, const CauseV
 Finding MakeFinding(const Session& session, const Verdict& v, const CauseStats& cause,
                     const CauseVerdict& verdict, const LaunchSplit& launch,
                     const StragglerOptions& options) {
-  Finding f = FindingOnRank(session, "straggler", v.rank);
+  Finding f = FindingOnRank(session, FindingKind::kStraggler, v.rank);
   f.cost_ns = v.others_wait;
   f.severity =
       v.cost_fraction > options.critical_cost_fraction ? Severity::kCritical : Severity::kWarning;

@@ -27,7 +27,7 @@ TEST(StragglerAnalysisTest, SlowComputeOnOneRank) {
   const std::vector<Finding> findings = Planned(s, Stragglers(s));
   ASSERT_EQ(findings.size(), 1u);
   const Finding& f = findings[0];
-  EXPECT_EQ(f.kind, "straggler");
+  EXPECT_EQ(FindingKindName(f.kind), "straggler");
   EXPECT_EQ(f.ranks, std::vector<int>{2});
   EXPECT_EQ(f.nodes, std::vector<std::string>{"n2"});
   EXPECT_EQ(f.evidence["instances_last"], 50);

@@ -17,8 +17,8 @@ namespace {
 
 bool NamesRankAlone(const Finding& f, int rank) {
   return f.ranks.size() == 1 && f.ranks.front() == rank &&
-         (f.kind == "straggler" || f.kind == "late_sender" || f.kind == "late_receiver" ||
-          f.kind == "dataloader_skew");
+         (f.kind == FindingKind::kStraggler || f.kind == FindingKind::kLateSender ||
+          f.kind == FindingKind::kLateReceiver || f.kind == FindingKind::kDataloaderSkew);
 }
 
 // Own work per NVTX range name (innermost range; "" for time outside every range), summed over
@@ -254,7 +254,7 @@ std::string WhatIfSentence(const WhatIf& w) {
 // the cause seen from outside the program (0 without one).
 Finding MakeStraggler(const Session& s, const BlameModel& blame, const RankBlame& b,
                       double* outside_margin) {
-  Finding f = FindingOnRank(s, "straggler", b.rank);
+  Finding f = FindingOnRank(s, FindingKind::kStraggler, b.rank);
   const BlameModel::Typical typical = blame.TypicalBesides(b.rank);
   const DurationNs excess = b.busy - typical.busy;
   std::string summary =
@@ -343,7 +343,7 @@ void ApplyBlame(const Session& aligned, const BlameModel& blame, const BlameOpti
   // 20 ms a step in its compute, on 4 ranks sharing 2 cores, also had its 2 ms data ranges
   // 1 ms longer in most steps: true, but not why the job waited.
   auto minor_loader = [&](const Finding& f) {
-    if (f.kind != "dataloader_skew" || f.ranks.size() != 1) return false;
+    if (f.kind != FindingKind::kDataloaderSkew || f.ranks.size() != 1) return false;
     const RankBlame* b = blame.Find(f.ranks.front());
     if (b == nullptr || !b->replayed || flagged.count(b->rank) == 0) return false;
     const DurationNs extra = b->own_work - blame.TypicalBesides(b->rank).own_work;
@@ -351,9 +351,10 @@ void ApplyBlame(const Session& aligned, const BlameModel& blame, const BlameOpti
   };
   auto unbacked = [&](const Finding& f) {
     if (f.ranks.size() != 1 || flagged.count(f.ranks.front()) > 0) return false;
-    if (f.kind == "straggler") return true;
+    if (f.kind == FindingKind::kStraggler) return true;
     return !flagged.empty() &&
-           (f.kind == "late_sender" || f.kind == "late_receiver" || f.kind == "dataloader_skew");
+           (f.kind == FindingKind::kLateSender || f.kind == FindingKind::kLateReceiver ||
+            f.kind == FindingKind::kDataloaderSkew);
   };
   std::vector<Finding> kept;
   for (Finding& f : *findings) {
@@ -370,14 +371,14 @@ void ApplyBlame(const Session& aligned, const BlameModel& blame, const BlameOpti
                        FormatDuration(f.cost_ns) + " in all), a small part of its " +
                        FormatDuration(b->own_work - blame.TypicalBesides(b->rank).own_work) +
                        " of extra work outside MPI, so it is not reported on its own.");
-    } else if (f.kind == "dataloader_skew") {
+    } else if (f.kind == FindingKind::kDataloaderSkew) {
       notes->push_back(label +
                        " spent longer in data loading than the other ranks, but its own work "
                        "is like the other ranks' and the stragglers named explain the waiting, "
                        "so it is not reported.");
-    } else if (f.kind != "straggler") {
+    } else if (f.kind != FindingKind::kStraggler) {
       notes->push_back(label + " looked like a " +
-                       (f.kind == "late_sender" ? "late sender" : "late receiver") +
+                       (f.kind == FindingKind::kLateSender ? "late sender" : "late receiver") +
                        ", but its own work is like the other ranks' and the stragglers named "
                        "explain the waiting, so it is not reported.");
     } else {

@@ -150,7 +150,7 @@ TEST(StragglerBlameTest, SlowerDataLoadingIsReportedOnlyWhereItIsTheStragglersWo
     std::vector<std::string> notes;
     ApplyBlame(s, BuildBlameModel(s, MatchSession(s)), BlameOptions{}, &findings, &notes);
     ASSERT_EQ(findings.size(), 1u) << loader;
-    EXPECT_EQ(findings.front().kind, "straggler");
+    EXPECT_EQ(FindingKindName(findings.front().kind), "straggler");
     EXPECT_EQ(findings.front().ranks, std::vector<int>{2});
     ASSERT_EQ(notes.size(), 1u);
     EXPECT_EQ(notes.front().rfind("rank " + std::to_string(loader), 0), 0u) << notes.front();
@@ -161,7 +161,7 @@ TEST(StragglerBlameTest, SlowerDataLoadingIsReportedOnlyWhereItIsTheStragglersWo
   std::vector<Finding> findings = FindDataloaderSkew(s, DataloaderOptions{});
   ApplyBlame(s, BuildBlameModel(s, MatchSession(s)), BlameOptions{}, &findings, nullptr);
   ASSERT_EQ(findings.size(), 1u);
-  EXPECT_EQ(findings.front().kind, "dataloader_skew");
+  EXPECT_EQ(FindingKindName(findings.front().kind), "dataloader_skew");
   EXPECT_TRUE(findings.front().evidence.contains("confidence"));  // the blame model's
 }
 

@@ -115,8 +115,9 @@ std::string FindingCard(const Finding& f) {
     for (size_t i = 0; i < f.nodes.size(); ++i) where += (i ? "," : "") + f.nodes[i];
   }
   std::string out = std::string("<div class=\"card ") + severity + "\"><h3><span class=\"badge " +
-                    severity + "\">" + severity + "</span> " + HtmlEscape(f.kind) +
-                    " <span class=\"where\">" + HtmlEscape(where) + "</span></h3>\n";
+                    severity + "\">" + severity + "</span> " +
+                    HtmlEscape(std::string(f.KindName())) + " <span class=\"where\">" +
+                    HtmlEscape(where) + "</span></h3>\n";
   out += "<p>" + HtmlEscape(f.summary) + "</p>\n";
   out += "<p class=\"meta\">confidence " + Printf("%.2f", f.confidence) + " &middot; cost " +
          (f.cost_ns > 0 ? HtmlEscape(FormatDuration(f.cost_ns)) : std::string("not measured")) +

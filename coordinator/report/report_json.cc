@@ -202,7 +202,7 @@ json FindingToJson(const Finding& finding) {
                            {"ranks", w.ranks}};
   }
   return {
-      {"kind", finding.kind},
+      {"kind", finding.KindName()},
       {"severity", SeverityName(finding.severity)},
       {"ranks", finding.ranks},
       {"nodes", finding.nodes},
@@ -219,7 +219,9 @@ Result<Finding> FindingFromJson(const json& j) {
   Finding f;
   // nlohmann throws on type mismatches; this boundary turns that into a Status.
   try {
-    f.kind = j.at("kind").get<std::string>();
+    const std::string kind = j.at("kind").get<std::string>();
+    f.kind = ParseFindingKind(kind);
+    if (f.kind == FindingKind::kOther) f.other_kind = kind;
     std::string severity = j.at("severity").get<std::string>();
     if (severity == "info") {
       f.severity = Severity::kInfo;

@@ -203,7 +203,7 @@ TEST(ReportSchema, BlameSectionValidatesAndTheWhatIfRoundTrips) {
   EXPECT_TRUE(v.valid) << v.output;
 
   Finding f = findings.empty() ? Finding{} : findings.front();
-  f.kind = "straggler";
+  f.kind = FindingKind::kStraggler;
   f.summary = "rank 1 is slow";
   f.what_if = WhatIf{10 * kNsPerSec, 4 * kNsPerSec, 12 * kNsPerSec, {1}};
   const json j = FindingToJson(f);

@@ -192,7 +192,7 @@ Rendered FindingsSection(const Session& session, const std::vector<Finding>& fin
     const Finding& f = *ordered[i];
     char confidence[32];
     std::snprintf(confidence, sizeof(confidence), "confidence %.2f", f.confidence);
-    out += "  " + SeverityTag(f.severity, paint) + " " + Clean(f.kind);
+    out += "  " + SeverityTag(f.severity, paint) + " " + Clean(std::string(f.KindName()));
     std::string where = Where(f);
     if (!where.empty()) out += "  " + where;
     // Cost 0: what it costs the job was not measured (a topology fact, an outside sample).

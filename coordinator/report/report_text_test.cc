@@ -118,7 +118,8 @@ std::string GpuJobText(const Session& s, const std::vector<Finding>& findings) {
 Finding MakeFinding(const std::string& kind, Severity severity, std::vector<int> ranks,
                     std::vector<std::string> nodes, double confidence, DurationNs cost) {
   Finding f;
-  f.kind = kind;
+  f.kind = ParseFindingKind(kind);
+  if (f.kind == FindingKind::kOther) f.other_kind = kind;
   f.severity = severity;
   f.ranks = std::move(ranks);
   f.nodes = std::move(nodes);

@@ -243,7 +243,10 @@ Status WriteFindings(const Connection& db, const std::vector<Finding>& findings)
   Statement insert(db, "INSERT INTO findings VALUES (?, ?, ?, ?)");
   for (size_t i = 0; i < findings.size(); ++i) {
     const Finding& f = findings[i];
-    insert.Int(i).Text(f.kind).Text(SeverityName(f.severity)).Text(Dump(FindingToJson(f)));
+    insert.Int(i)
+        .Text(std::string(f.KindName()))
+        .Text(SeverityName(f.severity))
+        .Text(Dump(FindingToJson(f)));
     RETURN_IF_ERROR(insert.Run());
   }
   return insert.status();

@@ -245,7 +245,7 @@ Session MakeSession() {
 
 std::vector<Finding> MakeFindings() {
   Finding skew;
-  skew.kind = "dataloader_skew";
+  skew.kind = FindingKind::kDataloaderSkew;
   skew.severity = Severity::kInfo;
   skew.ranks = {0};
   skew.nodes = {"node-a"};
@@ -256,7 +256,7 @@ std::vector<Finding> MakeFindings() {
   skew.next_steps = {{"rankscope", "rankscope attach 4711 --ranks 0", "read bytes per step"}};
 
   Finding straggler;
-  straggler.kind = "straggler";
+  straggler.kind = FindingKind::kStraggler;
   straggler.severity = Severity::kCritical;
   straggler.ranks = {2};
   straggler.nodes = {"node-b"};
