@@ -97,13 +97,76 @@ inline FindingKind ParseFindingKind(std::string_view name) {
   return FindingKind::kOther;
 }
 
+// Why a slow rank was slow, as the analyses found it (report.json: evidence.cause_kind).
+enum class CauseKind : uint8_t {
+  kNone,               // no cause named (not a straggler's finding)
+  kUnexplained,        // its time before the late calls looks like the others'
+  kGpuQueue,           // launched on time, its kernels waited on the GPU
+  kGpuKernels,         // GPU kernel time before the calls grew
+  kNvtxRange,          // an NVTX range before the calls grew
+  kMpiP2p,             // point-to-point MPI before the calls grew
+  kUntrackedHostTime,  // host time outside every range grew
+  kCpuStarved,         // runnable but not running (a quota, other processes on its CPUs)
+  kFrozen,             // a cgroup freezer held it
+  kStopped,            // stopped by a signal or a tracer
+  kBlocked,            // blocked in the kernel by its own call (a slow file, a pipe)
+  kHostIo,             // its processes read (or waited on block I/O) far more than the others'
+  kHostCpu,            // its processes used far more CPU
+  kHostWaiting,        // its processes neither read nor computed more: they wait
+};
+
+// "unexplained", "gpu_queue", ..., "host_waiting"; "" for kNone.
+inline std::string_view CauseKindName(CauseKind kind) {
+  switch (kind) {
+    case CauseKind::kUnexplained:
+      return "unexplained";
+    case CauseKind::kGpuQueue:
+      return "gpu_queue";
+    case CauseKind::kGpuKernels:
+      return "gpu_kernels";
+    case CauseKind::kNvtxRange:
+      return "nvtx_range";
+    case CauseKind::kMpiP2p:
+      return "mpi_p2p";
+    case CauseKind::kUntrackedHostTime:
+      return "untracked_host_time";
+    case CauseKind::kCpuStarved:
+      return "cpu_starved";
+    case CauseKind::kFrozen:
+      return "frozen";
+    case CauseKind::kStopped:
+      return "stopped";
+    case CauseKind::kBlocked:
+      return "blocked";
+    case CauseKind::kHostIo:
+      return "host_io";
+    case CauseKind::kHostCpu:
+      return "host_cpu";
+    case CauseKind::kHostWaiting:
+      return "host_waiting";
+    case CauseKind::kNone:
+      break;
+  }
+  return "";
+}
+
+// The cause CauseKindName names `name`; kNone for any other name.
+inline CauseKind ParseCauseKind(std::string_view name) {
+  for (auto k = static_cast<int>(CauseKind::kUnexplained);
+       k <= static_cast<int>(CauseKind::kHostWaiting); ++k) {
+    if (CauseKindName(static_cast<CauseKind>(k)) == name) return static_cast<CauseKind>(k);
+  }
+  return CauseKind::kNone;
+}
+
 struct Finding {
   FindingKind kind = FindingKind::kOther;
   std::string other_kind;  // kOther's name, as the report that held it said
   Severity severity = Severity::kWarning;
   std::vector<int> ranks;
   std::vector<std::string> nodes;
-  std::string summary;                                 // one or two sentences a person reads first
+  CauseKind cause = CauseKind::kNone;  // why, where an analysis named it (report: cause_kind)
+  std::string summary;                 // one or two sentences a person reads first
   nlohmann::json evidence = nlohmann::json::object();  // numbers, in named units (_ns, _ms, ...)
   double confidence = 0.0;
   // What the next tool's output should show about this finding, in the analysis' words ("what

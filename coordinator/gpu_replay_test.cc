@@ -105,7 +105,7 @@ TEST(GpuReplay, HostSleepIsLateLaunchNotGpuQueue) {
   ASSERT_EQ(findings.size(), 1u);
   const Finding& f = findings[0];
   EXPECT_EQ(f.ranks, std::vector<int>{1});
-  EXPECT_NE(f.evidence["cause_kind"], "gpu_queue");
+  EXPECT_NE(CauseKindName(f.cause), "gpu_queue");
   const nlohmann::json& launch = f.evidence["launch"];
   ASSERT_TRUE(launch.is_object()) << f.evidence.dump();
   EXPECT_EQ(launch["instances"], 40);

@@ -178,9 +178,8 @@ NextStep CpuShare(const AdviceFacts& f) {
 
 // Why the rank's main thread was off its CPU (coordinator/analysis/off_cpu.h): who froze or
 // stopped it, or what it blocked on.
-std::vector<NextStep> OffCpuSteps(const AdviceFacts& f, const nlohmann::json& e) {
-  const std::string cause = e.value("cause_kind", "");
-  if (cause == "frozen") {
+std::vector<NextStep> OffCpuSteps(const AdviceFacts& f, CauseKind cause, const nlohmann::json& e) {
+  if (cause == CauseKind::kFrozen) {
     return {
         {"cgroup",
          OnNode(f, {"grep", "-rlE", "FROZEN|frozen 1", "/sys/fs/cgroup", "--include=freezer.state",
@@ -193,7 +192,7 @@ std::vector<NextStep> OffCpuSteps(const AdviceFacts& f, const nlohmann::json& e)
              "'s processes in __refrigerator; then who writes freezer.state or "
              "cgroup.freeze (a checkpointer, the batch system's suspend, a node health agent)"}};
   }
-  if (cause == "stopped") {
+  if (cause == CauseKind::kStopped) {
     return {
         {"ps", OnNode(f, {"ps", "-eo", "pid,ppid,stat,wchan:32,cmd"}),
          "rank " + R(f) +
@@ -546,22 +545,22 @@ AdviceFacts FactsOfFinding(const Session& session, const Finding& finding) {
 std::vector<NextStep> StepsFor(const Finding& finding, const AdviceFacts& f) {
   const nlohmann::json& e = finding.evidence;
   const std::string& focus = finding.focus;
-  if (e.value("cause_kind", "") == "cpu_starved") {
+  if (finding.cause == CauseKind::kCpuStarved) {
     // Starved from outside the program: what shares its CPUs, and its cgroup's quota.
     return {CpuShare(f), CgroupQuota(f, e), NsysOnRank(f, "mpi,nvtx,osrt", focus)};
   }
-  if (const std::string cause = e.value("cause_kind", "");
-      cause == "frozen" || cause == "stopped" || cause == "blocked") {
-    std::vector<NextStep> steps = OffCpuSteps(f, e);
+  if (const CauseKind cause = finding.cause;
+      cause == CauseKind::kFrozen || cause == CauseKind::kStopped || cause == CauseKind::kBlocked) {
+    std::vector<NextStep> steps = OffCpuSteps(f, cause, e);
     steps.push_back(NsysOnRank(f, "mpi,nvtx,osrt", focus));
     return steps;
   }
   if (finding.kind == FindingKind::kStraggler) {
-    const std::string cause = e.value("cause_kind", "");
-    if (cause == "gpu_queue" || cause == "gpu_kernels") {
+    const CauseKind cause = finding.cause;
+    if (cause == CauseKind::kGpuQueue || cause == CauseKind::kGpuKernels) {
       return {NsysOnRank(f, "cuda,nvtx", focus), GpuClocks(f), NcuFull(f)};
     }
-    if (cause == "nvtx_range" || cause == "untracked_host_time") {
+    if (cause == CauseKind::kNvtxRange || cause == CauseKind::kUntrackedHostTime) {
       // Host work shows up in a CPU profile; time blocked in MPI or unexplained time does not.
       return {NsysOnRank(f, "mpi,nvtx,osrt", focus),
               CpuProfile(f, "the hottest stacks of rank " + R(f) +
@@ -658,8 +657,9 @@ AdviceFacts FactsOf(const Session& session, const std::vector<Finding>& findings
 
 std::string QuestionFor(const Finding& finding) {
   if (finding.kind == FindingKind::kStraggler) {
-    const std::string cause = finding.evidence.value("cause_kind", "");
-    return cause == "gpu_queue" || cause == "gpu_kernels" ? "gpu-slow" : "where-time-goes";
+    return finding.cause == CauseKind::kGpuQueue || finding.cause == CauseKind::kGpuKernels
+               ? "gpu-slow"
+               : "where-time-goes";
   }
   if (finding.kind == FindingKind::kLateSender || finding.kind == FindingKind::kLateReceiver ||
       finding.kind == FindingKind::kProcessOutlier) {

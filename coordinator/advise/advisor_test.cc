@@ -135,11 +135,11 @@ TEST(Advisor, FindingsGetThePlannersStepsForTheirQuestion) {
   host.kind = FindingKind::kStraggler;
   host.ranks = {3};
   host.nodes = {"n2"};
-  host.evidence["cause_kind"] = "nvtx_range";
+  host.cause = CauseKind::kNvtxRange;
   host.focus = "what rank 3 does inside NVTX range 'fwd'";
   host.next_steps.push_back({"stale", "stale", "replaced"});
   Finding gpu = host;
-  gpu.evidence["cause_kind"] = "gpu_kernels";
+  gpu.cause = CauseKind::kGpuKernels;
   gpu.evidence["kernels"] = {{{"kernel", "void gemm_kernel<float>(float*, int)"}}};
   Finding unknown;
   unknown.other_kind = "something_new";
@@ -182,12 +182,12 @@ TEST(Advisor, OffCpuCausesGetStepsForWhatHeldTheRank) {
   frozen.kind = FindingKind::kStraggler;
   frozen.ranks = {3};
   frozen.nodes = {"n2"};
-  frozen.evidence["cause_kind"] = "frozen";
+  frozen.cause = CauseKind::kFrozen;
   Finding blocked = frozen;
-  blocked.evidence["cause_kind"] = "blocked";
+  blocked.cause = CauseKind::kBlocked;
   blocked.evidence["off_cpu"] = {{"kind", "blocked"}, {"wchan", "anon_pipe_write"}};
   Finding stopped = frozen;
-  stopped.evidence["cause_kind"] = "stopped";
+  stopped.cause = CauseKind::kStopped;
   std::vector<Finding> findings = {frozen, blocked, stopped};
   PlanNextSteps(s, "/runs/out", &findings);
 

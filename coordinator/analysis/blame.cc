@@ -789,7 +789,9 @@ double SampleSigma(const std::vector<double>& v) {
 // is one of those and the share is a tenth or more: it progressed nothing meanwhile, its
 // messages included, like a rank starved of CPU. nullopt otherwise.
 std::optional<double> FrozenShare(const std::optional<OffCpuCause>& cause) {
-  if (!cause || (cause->kind != "frozen" && cause->kind != "stopped")) return std::nullopt;
+  if (!cause || (cause->kind != CauseKind::kFrozen && cause->kind != CauseKind::kStopped)) {
+    return std::nullopt;
+  }
   const double share = cause->share - cause->others_share;
   if (share < 0.1) return std::nullopt;
   return share;
@@ -1293,7 +1295,7 @@ std::optional<Candidate> JudgeRank(const Session& aligned, const Judged& judged,
   // ran as the others did, and its transfers, the collectives' start-up among them, must not
   // shrink with its own work (LAMMPS at np 2, its dump a FIFO drained at 500 kB/s: scaled,
   // MPI_Init's 0.22 s went from the what-if, 0.68x the bare clean run).
-  const bool blocked = off_cpu && off_cpu->kind == "blocked";
+  const bool blocked = off_cpu && off_cpu->kind == CauseKind::kBlocked;
   const bool starved = StarvedOfCpu(aligned, rank);
   bool busy =
       starved || (RanFarLess(aligned, rank) && !blocked) || FrozenShare(off_cpu).has_value();

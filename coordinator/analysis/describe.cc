@@ -47,7 +47,7 @@ std::string RankLabel(const Session& session, int rank) {
 // (it waits: sleep, network, a lock, worker processes). Adds evidence["process"] and returns the
 // sentence for the summary; empty without /proc figures for the rank and another rank.
 std::string ProcessEvidence(const Session& session, int rank, DurationNs excess,
-                            const ProcessWords& words, Finding* f) {
+                            const ProcessWords& words, Finding* f, CauseKind* verdict_out) {
   const RankData* self = session.FindRank(rank);
   if (self == nullptr || !self->proc) return "";
   std::vector<double> rchar, read_bytes, cpu, blkio;
@@ -83,6 +83,11 @@ std::string ProcessEvidence(const Session& session, int rank, DurationNs excess,
                        my_blkio - others_blkio >= 0.3 * static_cast<double>(excess) &&
                        my_blkio >= 50.0 * kNsPerMs;
   const std::string verdict = io || storage || blocked ? "io" : busy ? "cpu" : "waiting";
+  if (verdict_out != nullptr) {
+    *verdict_out = io || storage || blocked ? CauseKind::kHostIo
+                   : busy                   ? CauseKind::kHostCpu
+                                            : CauseKind::kHostWaiting;
+  }
   f->evidence["process"] = {{"verdict", verdict},
                             {"rchar_bytes", p.rchar},
                             {"others_rchar_bytes", others_rchar},

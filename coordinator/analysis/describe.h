@@ -37,9 +37,10 @@ struct ProcessWords {
 
 // What the rank's processes did over the run, against the other ranks' median, from the agents'
 // /proc sampling (`excess`: the extra time being explained): read more (I/O), computed more (CPU),
-// or neither (it waits). Adds evidence["process"] {verdict io|cpu|waiting, figures} to *f and
-// returns the sentence for the summary; empty without /proc figures for the rank and another.
+// or neither (it waits). Adds evidence["process"] {verdict io|cpu|waiting, figures} to *f, sets
+// *verdict (when given) to kHostIo, kHostCpu or kHostWaiting, and returns the sentence for the
+// summary; empty (and *verdict untouched) without /proc figures for the rank and another.
 std::string ProcessEvidence(const Session& session, int rank, DurationNs excess,
-                            const ProcessWords& words, Finding* f);
+                            const ProcessWords& words, Finding* f, CauseKind* verdict = nullptr);
 
 }  // namespace rankscope

@@ -31,10 +31,9 @@ bool CausedByLoader(const Finding& straggler, const Finding& dataloader,
   if (dataloader.evidence.value("step_source", std::string()) != "first_kernel_launch") {
     return false;
   }
-  const std::string kind = straggler.evidence.value("cause_kind", std::string());
-  if (kind == "untracked_host_time") return true;
+  if (straggler.cause == CauseKind::kUntrackedHostTime) return true;
   const nlohmann::json& cause = straggler.evidence.value("cause", nlohmann::json());
-  return kind == "nvtx_range" && cause.is_object() && cause.contains("range") &&
+  return straggler.cause == CauseKind::kNvtxRange && cause.is_object() && cause.contains("range") &&
          std::regex_search(cause["range"].get<std::string>(), options.step_pattern);
 }
 

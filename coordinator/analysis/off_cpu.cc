@@ -105,9 +105,11 @@ std::optional<OffCpuCause> FindOffCpuCause(const Session& session, int rank) {
     if (share < kMinShare || above < kMinAboveOthers || above <= best_above) continue;
     best_above = above;
     OffCpuCause c;
-    c.kind = key == "stopped" || key == "frozen" ? key : "blocked";
-    if (c.kind != "stopped") c.where = mine.top_wchan.at(key).first;
-    c.meaning = c.kind == "blocked" ? DescribeWchan(c.where) : "";
+    c.kind = key == "stopped"  ? CauseKind::kStopped
+             : key == "frozen" ? CauseKind::kFrozen
+                               : CauseKind::kBlocked;
+    if (c.kind != CauseKind::kStopped) c.where = mine.top_wchan.at(key).first;
+    c.meaning = c.kind == CauseKind::kBlocked ? DescribeWchan(c.where) : "";
     c.share = share;
     c.others_share = others_share;
     c.samples = mine.samples;

@@ -9,14 +9,15 @@
 #include <string>
 #include <string_view>
 
+#include "coordinator/findings.h"
 #include "coordinator/session.h"
 
 namespace rankscope {
 
 struct OffCpuCause {
-  // "frozen" (cgroup freezer), "stopped" (SIGSTOP/SIGTSTP, a debugger, `scontrol suspend`) or
-  // "blocked" (in the kernel function `where`, what `meaning` says it is).
-  std::string kind;
+  // kFrozen (cgroup freezer), kStopped (SIGSTOP/SIGTSTP, a debugger, `scontrol suspend`) or
+  // kBlocked (in the kernel function `where`, what `meaning` says it is).
+  CauseKind kind = CauseKind::kBlocked;
   std::string where;    // the wchan samples of the category added up under its most frequent name
   std::string meaning;  // "writing a pipe or FIFO faster than it is drained", ...
   double share = 0;     // of the rank's main-thread samples

@@ -74,7 +74,7 @@ TEST(ScaleTest, PlantedProblemsAreFoundWhereTheyWerePlanted) {
   // ... then in the data-parallel group of its local rank, where all of node4 comes late.
   ASSERT_EQ(straggler->evidence["communicators"].size(), 2u);
   EXPECT_EQ(straggler->evidence["communicators"][1]["comm_id"], FormatHex(DataParallelComm(5)));
-  EXPECT_EQ(straggler->evidence["cause_kind"], "nvtx_range");
+  EXPECT_EQ(CauseKindName(straggler->cause), "nvtx_range");
   EXPECT_NEAR(straggler->evidence["median_lateness_ns"].get<double>(), 6.0 * kNsPerMs,
               1.5 * kNsPerMs);
 

@@ -698,12 +698,12 @@ std::vector<std::pair<double, std::string>> ExcessByName(
 
 // What the late rank's gap before its late calls says about why it was late.
 struct CauseVerdict {
-  std::string kind = "unexplained";  // gpu_queue, gpu_kernels, nvtx_range, mpi_p2p,
-                                     // untracked_host_time, unexplained
+  CauseKind kind = CauseKind::kUnexplained;  // gpu_queue, gpu_kernels, nvtx_range, mpi_p2p,
+                                             // untracked_host_time, unexplained
   std::vector<std::pair<double, std::string>> excess;         // by NVTX range, largest first
   std::vector<std::pair<double, std::string>> kernel_excess;  // by kernel, largest first
   bool launch_known = false;  // NCCL launch times for most late instances
-  bool gpu_side() const { return kind == "gpu_queue" || kind == "gpu_kernels"; }
+  bool gpu_side() const { return kind == CauseKind::kGpuQueue || kind == CauseKind::kGpuKernels; }
 };
 
 CauseVerdict ClassifyCause(const Verdict& v, const CauseStats& cause, const LaunchSplit& launch) {
@@ -729,19 +729,19 @@ CauseVerdict ClassifyCause(const Verdict& v, const CauseStats& cause, const Laun
       !out.launch_known && ci > 0 &&
       kernels_excess >= std::max(0.5 * static_cast<double>(v.median_lateness) * ci, 1.0);
   if (gpu_queue) {
-    out.kind = "gpu_queue";
+    out.kind = CauseKind::kGpuQueue;
   } else if (gpu_kernels) {
-    out.kind = "gpu_kernels";
+    out.kind = CauseKind::kGpuKernels;
   } else if (ci > 0 &&
              std::max({range_excess, untracked_excess, mpi_excess}) >= std::max(explains, 1.0)) {
     // On a tie the more specific account wins: a named range, then MPI calls (which may sit
     // inside a range or outside all of them), then untracked time.
     if (range_excess >= mpi_excess && range_excess >= untracked_excess) {
-      out.kind = "nvtx_range";
+      out.kind = CauseKind::kNvtxRange;
     } else if (mpi_excess >= untracked_excess) {
-      out.kind = "mpi_p2p";
+      out.kind = CauseKind::kMpiP2p;
     } else {
-      out.kind = "untracked_host_time";
+      out.kind = CauseKind::kUntrackedHostTime;
     }
   }
   return out;
@@ -810,12 +810,11 @@ void AddCauseEvidence(const CauseStats& cause, const CauseVerdict& verdict,
                       const LaunchSplit& launch, nlohmann::json* evidence) {
   nlohmann::json& e = *evidence;
   const int ci = cause.instances;
-  const std::string& cause_kind = verdict.kind;
+  const CauseKind cause_kind = verdict.kind;
   const auto& excess = verdict.excess;
   const auto& kernel_excess = verdict.kernel_excess;
-  e["cause_kind"] = cause_kind;
   e["cause_instances"] = ci;
-  if (cause_kind == "nvtx_range") {
+  if (cause_kind == CauseKind::kNvtxRange) {
     const std::string& name = excess.front().second;
     e["cause"] = {{"range", name},
                   {"late_rank_ns_per_instance", PerInstance(cause.late_by_range.at(name), ci)},
@@ -910,7 +909,7 @@ struct CauseProse {
 CauseProse DescribeCause(const Verdict& v, const CauseStats& cause, const CauseVerdict& verdict,
                          const LaunchSplit& launch) {
   const int ci = cause.instances;
-  const std::string& cause_kind = verdict.kind;
+  const CauseKind cause_kind = verdict.kind;
   const auto& excess = verdict.excess;
   const auto& kernel_excess = verdict.kernel_excess;
   const bool launch_known = verdict.launch_known;
@@ -922,13 +921,13 @@ CauseProse DescribeCause(const Verdict& v, const CauseStats& cause, const CauseV
     summary += " It also launched those collectives " + FormatDuration(launch.launch_lateness) +
                " late on the host, so the delay is before the launch.";
   }
-  if (cause_kind == "gpu_queue") {
+  if (cause_kind == CauseKind::kGpuQueue) {
     summary += " It launched those collectives on time (" + FormatDuration(launch.launch_lateness) +
                " after the others), but their kernels waited " + FormatDuration(launch.queue) +
                " on the GPU behind earlier work on the stream (other ranks: " +
                FormatDuration(launch.others_queue) +
                "): its GPU is slower, or is given more work, before each call.";
-  } else if (cause_kind == "gpu_kernels") {
+  } else if (cause_kind == CauseKind::kGpuKernels) {
     summary += " Its GPU ran longer before those calls: " +
                FormatDuration(PerInstance(cause.late_kernels, ci)) +
                " of kernels per call (other ranks: " +
@@ -947,7 +946,7 @@ CauseProse DescribeCause(const Verdict& v, const CauseStats& cause, const CauseV
     look_for = "the kernels rank " + std::to_string(v.rank) + " runs before each " + ops +
                " call, against another rank's: longer kernels mean a slower GPU (clocks, "
                "throttling), more kernels mean more work on this rank";
-  } else if (cause_kind == "nvtx_range") {
+  } else if (cause_kind == CauseKind::kNvtxRange) {
     const std::string& name = excess.front().second;
     const DurationNs late = PerInstance(cause.late_by_range.at(name), ci);
     const DurationNs others = PerInstance(cause.others_by_range.at(name), ci);
@@ -957,7 +956,7 @@ CauseProse DescribeCause(const Verdict& v, const CauseStats& cause, const CauseV
     look_for = "what rank " + std::to_string(v.rank) + " does inside NVTX range '" + name +
                "' before each " + ops + " call (" + FormatDuration(late) + " vs " +
                FormatDuration(others) + " on the other ranks): CPU work, OS runtime calls, waits";
-  } else if (cause_kind == "mpi_p2p") {
+  } else if (cause_kind == CauseKind::kMpiP2p) {
     summary += " Before those calls it spent " + FormatDuration(PerInstance(cause.late_mpi, ci)) +
                " per call in MPI point-to-point calls (other ranks: " +
                FormatDuration(PerInstance(cause.others_mpi, ci)) +
@@ -965,7 +964,7 @@ CauseProse DescribeCause(const Verdict& v, const CauseStats& cause, const CauseV
     look_for = "which peer rank " + std::to_string(v.rank) +
                " waits for in MPI point-to-point calls before each " + ops +
                " call: the root cause may be that peer (a wait chain)";
-  } else if (cause_kind == "untracked_host_time") {
+  } else if (cause_kind == CauseKind::kUntrackedHostTime) {
     summary += " Before those calls it spent " +
                FormatDuration(PerInstance(cause.late_untracked, ci)) +
                " per call outside any NVTX range (other ranks: " +
@@ -1000,14 +999,15 @@ Finding MakeFinding(const Session& session, const Verdict& v, const CauseStats& 
                                              static_cast<double>(clock_threshold)),
                             0.0, 1.0);
   f.evidence = ArrivalEvidence(v, std::max(noise_threshold, clock_threshold));
+  f.cause = verdict.kind;
   AddCauseEvidence(cause, verdict, launch, &f.evidence);
 
   CauseProse prose = DescribeCause(v, cause, verdict, launch);
   std::string summary = ArrivalProse(session, v) + prose.summary;
   // Host-side causes: what the rank's processes did, from /proc (a CPU-bound rank, an I/O-heavy
   // one, or one that waits).
-  if (verdict.kind == "nvtx_range" || verdict.kind == "untracked_host_time" ||
-      verdict.kind == "unexplained") {
+  if (verdict.kind == CauseKind::kNvtxRange || verdict.kind == CauseKind::kUntrackedHostTime ||
+      verdict.kind == CauseKind::kUnexplained) {
     summary += ProcessEvidence(session, v.rank,
                                static_cast<DurationNs>(v.median_lateness) * v.instances_late,
                                {"it is I/O-heavy", "it is CPU-bound on the host",
@@ -1077,7 +1077,7 @@ std::vector<Finding> FindStragglers(const Session& session,
     // or wait longer), so it arrived late only because it left the previous collective late, in
     // the collective's own release order (MPI progress, ranks sharing cores). Not its doing.
     const int ci = cause.instances;
-    if (verdict.kind == "unexplained" && ci > 0 &&
+    if (verdict.kind == CauseKind::kUnexplained && ci > 0 &&
         cause.late_gap - cause.others_gap < 0.25 * static_cast<double>(v.median_lateness) * ci) {
       if (notes != nullptr) {
         notes->push_back(RankLabel(session, v.rank) + " arrived late at " +

@@ -101,7 +101,7 @@ TEST(StragglerAnalysisTest, UntrackedHostTimeIsNamedWhenNoRangeCoversIt) {
   }
   const std::vector<Finding> findings = Stragglers(s);
   ASSERT_EQ(findings.size(), 1u);
-  EXPECT_EQ(findings[0].evidence["cause_kind"], "untracked_host_time");
+  EXPECT_EQ(CauseKindName(findings[0].cause), "untracked_host_time");
   EXPECT_NEAR(findings[0].evidence["untracked_ns_per_instance"].get<double>(), 20.0 * kNsPerMs,
               1.0 * kNsPerMs);
   EXPECT_NE(findings[0].summary.find("outside any NVTX range"), std::string::npos);
@@ -155,7 +155,7 @@ TEST(StragglerAnalysisTest, LaunchedOnTimeButStartedLateIsTheGpuQueue) {
   ASSERT_EQ(findings.size(), 1u);
   const Finding& f = findings[0];
   EXPECT_EQ(f.ranks, std::vector<int>{2});
-  EXPECT_EQ(f.evidence["cause_kind"], "gpu_queue");
+  EXPECT_EQ(CauseKindName(f.cause), "gpu_queue");
   EXPECT_EQ(f.evidence["launch"]["instances"], 50);
   EXPECT_LT(std::abs(f.evidence["launch"]["launch_lateness_ns"].get<double>()), 1.0 * kNsPerMs);
   EXPECT_NEAR(f.evidence["launch"]["queue_ns"].get<double>(), 32.0 * kNsPerMs, 1.0 * kNsPerMs);
@@ -196,7 +196,7 @@ TEST(StragglerAnalysisTest, LongerKernelsBeforeTheCallAreNamedWithoutLaunchTimes
   ASSERT_EQ(findings.size(), 1u);
   const Finding& f = findings[0];
   EXPECT_EQ(f.ranks, std::vector<int>{1});
-  EXPECT_EQ(f.evidence["cause_kind"], "gpu_kernels");
+  EXPECT_EQ(CauseKindName(f.cause), "gpu_kernels");
   EXPECT_FALSE(f.evidence.contains("launch"));
   EXPECT_NEAR(f.evidence["kernel_ns_per_instance"].get<double>() -
                   f.evidence["others_kernel_ns_per_instance"].get<double>(),
@@ -214,7 +214,7 @@ TEST(StragglerAnalysisTest, LateLaunchKeepsTheHostCause) {
   const std::vector<Finding> findings = Planned(s, Stragglers(s));
   ASSERT_EQ(findings.size(), 1u);
   const Finding& f = findings[0];
-  EXPECT_EQ(f.evidence["cause_kind"], "nvtx_range");
+  EXPECT_EQ(CauseKindName(f.cause), "nvtx_range");
   EXPECT_EQ(f.evidence["cause"]["range"], "compute");
   EXPECT_NEAR(f.evidence["launch"]["launch_lateness_ns"].get<double>(), 30.0 * kNsPerMs,
               1.0 * kNsPerMs);
@@ -282,7 +282,7 @@ TEST(StragglerAnalysisTest, TimeInPointToPointCallsIsNamed) {
   }
   const std::vector<Finding> findings = Stragglers(s);
   ASSERT_EQ(findings.size(), 1u);
-  EXPECT_EQ(findings[0].evidence["cause_kind"], "mpi_p2p");
+  EXPECT_EQ(CauseKindName(findings[0].cause), "mpi_p2p");
   EXPECT_NEAR(findings[0].evidence["mpi_ns_per_instance"].get<double>(), 20.0 * kNsPerMs,
               0.1 * kNsPerMs);
   EXPECT_NE(findings[0].summary.find("MPI point-to-point"), std::string::npos);

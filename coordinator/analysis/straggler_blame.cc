@@ -95,8 +95,8 @@ struct OutsideView {
 // Whether the rank was starved of CPU from outside the program, from the agents' scheduler and
 // cgroup figures: runnable but waiting for a CPU (run delay) well beyond the other ranks and
 // enough to explain a good part of its extra own work. Throttled by its cgroup's CPU quota, or
-// sharing its CPU with something else. Adds evidence["cause_kind"] ("cpu_starved") and
-// evidence["cpu"] to *f and returns the sentence with StarvationMargin; empty when it was not
+// sharing its CPU with something else. Sets f's cause (kCpuStarved), adds evidence["cpu"] and
+// evidence["cpu_cause"] to *f and returns the sentence with StarvationMargin; empty when it was not
 // starved.
 OutsideView CpuStarvation(const Session& s, int rank, DurationNs excess, Finding* f) {
   const RankData* self = s.FindRank(rank);
@@ -176,7 +176,7 @@ OutsideView CpuStarvation(const Session& s, int rank, DurationNs excess, Finding
   }
   cpu["verdict"] = kind;
   f->evidence["cpu"] = std::move(cpu);
-  f->evidence["cause_kind"] = "cpu_starved";
+  f->cause = CauseKind::kCpuStarved;
   f->evidence["cpu_cause"] = kind;
   return {std::move(sentence), *margin};
 }
@@ -185,7 +185,7 @@ std::string OffCpuSentence(const OffCpuCause& c);
 
 // Why the rank was slow as seen from outside the program, first match: starved of CPU
 // (CpuStarvation), else off its CPU for a reason its main thread's samples show (off_cpu.h).
-// Sets f's cause_kind, evidence and focus and returns the sentence and its margin; empty when
+// Sets f's cause, evidence and focus and returns the sentence and its margin; empty when
 // neither.
 OutsideView OutsideCause(const Session& s, int rank, DurationNs excess, Finding* f) {
   const std::string r = std::to_string(rank);
@@ -196,17 +196,14 @@ OutsideView OutsideCause(const Session& s, int rank, DurationNs excess, Finding*
   }
   const std::optional<OffCpuCause> off = FindOffCpuCause(s, rank);
   if (!off) return {};
-  f->focus = off->kind == "blocked"
+  f->focus = off->kind == CauseKind::kBlocked
                  ? "what rank " + r + "'s main thread waits for in " + off->where
-                 : "who " + std::string(off->kind == "frozen" ? "freezes" : "stops") + " rank " +
-                       r + "'s processes";
-  f->evidence["cause_kind"] = off->kind;
-  f->evidence["off_cpu"] = {{"kind", off->kind},
-                            {"wchan", off->where},
-                            {"meaning", off->meaning},
-                            {"share", off->share},
-                            {"others_share", off->others_share},
-                            {"samples", off->samples}};
+                 : "who " + std::string(off->kind == CauseKind::kFrozen ? "freezes" : "stops") +
+                       " rank " + r + "'s processes";
+  f->cause = off->kind;
+  f->evidence["off_cpu"] = {{"kind", CauseKindName(off->kind)},  {"wchan", off->where},
+                            {"meaning", off->meaning},           {"share", off->share},
+                            {"others_share", off->others_share}, {"samples", off->samples}};
   return {OffCpuSentence(*off), OffCpuMargin(*off)};
 }
 
@@ -214,9 +211,9 @@ OutsideView OutsideCause(const Session& s, int rank, DurationNs excess, Finding*
 // (other ranks: 0 %)."
 std::string OffCpuSentence(const OffCpuCause& c) {
   std::string what;
-  if (c.kind == "frozen") {
+  if (c.kind == CauseKind::kFrozen) {
     what = "frozen by a cgroup freezer (" + c.where + ")";
-  } else if (c.kind == "stopped") {
+  } else if (c.kind == CauseKind::kStopped) {
     what = "stopped (SIGSTOP or SIGTSTP: a debugger, `scontrol suspend`, job control)";
   } else {
     what =
@@ -287,16 +284,13 @@ Finding MakeStraggler(const Session& s, const BlameModel& blame, const RankBlame
     summary += outside.sentence;
     focus = f.focus;
   } else if (range) {
-    f.evidence["cause_kind"] = "nvtx_range";
+    f.cause = CauseKind::kNvtxRange;
   } else {
+    f.cause = CauseKind::kUnexplained;  // unless its processes' figures say more
     summary += ProcessEvidence(s, b.rank, excess,
                                {"it is I/O-heavy", "it is CPU-bound on the host",
                                 "it waits (sleep, network, a lock, child processes)"},
-                               &f);
-    const nlohmann::json& process = f.evidence.value("process", nlohmann::json::object());
-    f.evidence["cause_kind"] = process.is_object() && process.contains("verdict")
-                                   ? "host_" + process["verdict"].get<std::string>()
-                                   : "unexplained";
+                               &f, &f.cause);
   }
   f.summary = summary;
   f.focus = std::move(focus);

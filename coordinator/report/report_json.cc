@@ -193,6 +193,7 @@ json FindingToJson(const Finding& finding) {
     steps.push_back({{"tool", step.tool}, {"command", step.command}, {"look_for", step.look_for}});
   }
   json evidence = finding.evidence.is_null() ? json::object() : finding.evidence;
+  if (finding.cause != CauseKind::kNone) evidence["cause_kind"] = CauseKindName(finding.cause);
   if (finding.what_if) {
     const WhatIf& w = *finding.what_if;
     evidence["what_if"] = {{"job_ns", w.job},
@@ -245,6 +246,12 @@ Result<Finding> FindingFromJson(const json& j) {
       what_if.ranks = w.at("ranks").get<std::vector<int>>();
       f.what_if = what_if;
       f.evidence.erase("what_if");  // FindingToJson writes it from the typed field
+    }
+    // A cause this build names is typed (FindingToJson writes it back); another stays text.
+    if (f.evidence.is_object() && f.evidence.contains("cause_kind") &&
+        f.evidence["cause_kind"].is_string()) {
+      f.cause = ParseCauseKind(f.evidence["cause_kind"].get<std::string>());
+      if (f.cause != CauseKind::kNone) f.evidence.erase("cause_kind");
     }
     f.confidence = j.at("confidence").get<double>();
     f.cost_ns = j.at("cost_ns").get<int64_t>();

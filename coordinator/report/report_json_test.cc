@@ -138,6 +138,32 @@ TEST(FindingJson, RoundTrips) {
   EXPECT_NE(FindingFromJson(bad).status().message().find("severity"), std::string::npos);
 }
 
+// The kind and the cause are typed fields, named in report.json as before; a kind or cause a later
+// rankscope names reads back as text and is written again unchanged.
+TEST(FindingJson, KindAndCauseAreTypedAndNamesFromALaterVersionSurvive) {
+  Finding f = report_test::MakeFindings()[0];
+  f.kind = FindingKind::kStraggler;
+  f.cause = CauseKind::kCpuStarved;
+  const json j = FindingToJson(f);
+  EXPECT_EQ(j["kind"], "straggler");
+  EXPECT_EQ(j["evidence"]["cause_kind"], "cpu_starved");
+  Result<Finding> back = FindingFromJson(j);
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  EXPECT_EQ(back.value().kind, FindingKind::kStraggler);
+  EXPECT_EQ(back.value().cause, CauseKind::kCpuStarved);
+  EXPECT_FALSE(back.value().evidence.contains("cause_kind"));  // held once, in the typed field
+
+  json later = j;
+  later["kind"] = "gpu_thermal_throttle";
+  later["evidence"]["cause_kind"] = "hbm_ecc";
+  Result<Finding> other = FindingFromJson(later);
+  ASSERT_TRUE(other.ok()) << other.status().message();
+  EXPECT_EQ(other.value().kind, FindingKind::kOther);
+  EXPECT_EQ(other.value().KindName(), "gpu_thermal_throttle");
+  EXPECT_EQ(other.value().cause, CauseKind::kNone);
+  EXPECT_EQ(FindingToJson(other.value()), later);
+}
+
 // ---- JSON Schema validation through Python's jsonschema --------------------------------------
 
 constexpr char kValidator[] = R"py(
