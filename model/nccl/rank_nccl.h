@@ -24,6 +24,8 @@ struct NcclTransportInfo {
   std::string via;  // as NCCL printed it, e.g. "NET/IB/0/GDRDMA"
   bool gdrdma = false;
   int net_dev = -1;  // NCCL's net device of a NET or CollNet connection ("NET/IB/0": 0)
+
+  bool operator==(const NcclTransportInfo&) const = default;
 };
 
 struct NcclCommInfo {
@@ -36,6 +38,8 @@ struct NcclCommInfo {
   int cuda_dev = -1;
   std::vector<NcclTransportInfo> transports;
   std::vector<int> ring_order;  // channel 0, where this rank's log printed it
+
+  bool operator==(const NcclCommInfo&) const = default;
 };
 
 struct NcclCallInfo {
@@ -50,6 +54,8 @@ struct NcclCallInfo {
   NcclAlgo algo = NcclAlgo::kUnknown;  // kUnknown when this rank's log had no tuning line
   NcclProto proto = NcclProto::kUnknown;
   int channels = -1;
+
+  bool operator==(const NcclCallInfo&) const = default;
 };
 
 struct RankNccl {
@@ -59,6 +65,8 @@ struct RankNccl {
   std::vector<std::string> problems;  // malformed lines, NCCL WARN lines (first few)
   std::vector<NcclCommInfo> communicators;
   std::vector<NcclCallInfo> calls;
+
+  bool operator==(const RankNccl&) const = default;
 };
 
 // The call's operation as NCCL spells it ("AllReduce"), or as its log printed it when unknown.
