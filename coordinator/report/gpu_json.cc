@@ -151,10 +151,8 @@ json NcclReportJson(const Session& session) {
       floor = floor < 0 ? gap : std::min(floor, gap);
     }
     for (const auto& [seq, call] : s.call_per_seq) {
-      const bool tuned = Tuned(*call);
       const Shape shape{std::string(OpName(*call)), std::string(NcclDataTypeName(call->datatype)),
-                        call->bytes, tuned ? std::string(NcclAlgoName(call->algo)) : "",
-                        tuned ? std::string(NcclProtoName(call->proto)) : ""};
+                        call->bytes, std::string(AlgoName(*call)), std::string(ProtoName(*call))};
       ++shapes[shape];
       if (static_cast<int>(s.ranks_per_seq.at(seq).size()) == s.nranks) ++on_every_rank;
       const NcclInstanceSpan* now = timed(seq);
@@ -304,10 +302,8 @@ json RankNcclToJson(const RankNccl& n) {
   }
   json calls = json::array();
   for (const NcclCallInfo& c : n.calls) {
-    const bool tuned = Tuned(c);
     calls.push_back({c.comm_id, c.seq, OpName(c), c.count, NcclDataTypeName(c.datatype), c.bytes,
-                     c.root, tuned ? NcclAlgoName(c.algo) : "", tuned ? NcclProtoName(c.proto) : "",
-                     c.channels});
+                     c.root, AlgoName(c), ProtoName(c), c.channels});
   }
   return {{"version", n.version},   {"log_file", n.log_file}, {"skipped_lines", n.skipped_lines},
           {"problems", n.problems}, {"communicators", comms}, {"calls", calls}};

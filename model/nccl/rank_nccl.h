@@ -73,6 +73,13 @@ struct RankNccl {
 std::string_view OpName(const NcclCallInfo& call);
 // Whether the call's log had a tuning line (an algorithm and a protocol).
 inline bool Tuned(const NcclCallInfo& call) { return call.algo != NcclAlgo::kUnknown; }
+// The call's algorithm and protocol as NCCL names them ("RING", "SIMPLE"); "" when untuned.
+inline std::string_view AlgoName(const NcclCallInfo& call) {
+  return Tuned(call) ? NcclAlgoName(call.algo) : std::string_view();
+}
+inline std::string_view ProtoName(const NcclCallInfo& call) {
+  return Tuned(call) ? NcclProtoName(call.proto) : std::string_view();
+}
 
 // Appends one parsed log file (`file` names it in log_file and in problems) to `out`.
 void AppendNcclLog(const NcclLog& log, const std::string& file, RankNccl* out);
