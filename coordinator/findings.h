@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -10,6 +11,7 @@
 #include <vector>
 
 #include "core/time.h"
+#include "model/nccl/nccl_types.h"
 
 namespace rankscope {
 
@@ -159,6 +161,155 @@ inline CauseKind ParseCauseKind(std::string_view name) {
   return CauseKind::kNone;
 }
 
+// The facts of a finding that other analyses and the planner act on, typed, so that what a report
+// key is called cannot change a diagnosis. report.json writes each into the finding's evidence
+// under the keys named beside it, and reads them back (coordinator/report/report_json.cc).
+
+// What carries a communicator's traffic between two of its ranks.
+enum class LinkMedium : uint8_t { kUnknown, kNvlink, kPcie, kNetwork };
+
+// "NVLink", "PCIe", "network"; "" for kUnknown.
+inline std::string_view LinkMediumName(LinkMedium medium) {
+  switch (medium) {
+    case LinkMedium::kNvlink:
+      return "NVLink";
+    case LinkMedium::kPcie:
+      return "PCIe";
+    case LinkMedium::kNetwork:
+      return "network";
+    case LinkMedium::kUnknown:
+      break;
+  }
+  return "";
+}
+
+// The medium LinkMediumName names `name`; kUnknown for any other name.
+inline LinkMedium ParseLinkMedium(std::string_view name) {
+  for (LinkMedium m : {LinkMedium::kNvlink, LinkMedium::kPcie, LinkMedium::kNetwork}) {
+    if (LinkMediumName(m) == name) return m;
+  }
+  return LinkMedium::kUnknown;
+}
+
+// The slowest link of a communicator's ring, which holds it below its ceiling
+// (evidence.limiting_link).
+struct LimitingLink {
+  int from_rank = -1;
+  int to_rank = -1;
+  int at_rank = -1;  // the member on the limiting side (the weaker node's, for a NIC)
+  std::string from_node;
+  std::string to_node;
+  std::string transport;  // NCCL's transport over it ("P2P/CUMEM", "NET/IB", ...)
+  LinkMedium medium = LinkMedium::kUnknown;
+  std::string link;  // what sets its capacity ("PCIe gen5 x16", "18 NVLinks x 25 GB/s ...")
+  double nominal_gbps = 0;
+  bool operator==(const LimitingLink&) const = default;
+};
+
+// A communicator's slow call shape as measured (imbalanced_ring, below_link_ceiling: evidence.
+// comm_id, op, bytes, busbw_gbps; against communicators like it, peers and
+// peer_median_busbw_gbps).
+struct CommMeasure {
+  std::string comm_id;
+  NcclOp op = NcclOp::kUnknown;
+  Bytes bytes = 0;
+  double busbw_gbps = 0;
+  int peers = -1;  // communicators like it elsewhere; -1: not held against peers
+  double peer_median_busbw_gbps = 0;
+  bool operator==(const CommMeasure&) const = default;
+};
+
+// How a rank arrived at the collectives where the others waited for it (arrival-based
+// stragglers: evidence.instances_last, instances_total, median_lateness_ns, others_wait_ns,
+// others_waiting, others_wait_fraction, ops).
+struct LateArrivals {
+  int instances_last = 0;   // instances where it was the last to arrive
+  int instances_total = 0;  // instances it took part in
+  DurationNs median_lateness = 0;
+  DurationNs others_wait = 0;  // the others' waiting for it
+  int others_waiting = 0;      // ranks that waited for it
+  double others_wait_fraction = 0;
+  std::map<std::string, int> ops;  // collective calls it was last at, by NCCL/MPI name
+  bool operator==(const LateArrivals&) const = default;
+};
+
+// The NVTX range a slow rank's extra time went into (evidence.cause: range and its time on the
+// rank against the others', per late call for arrival-based stragglers, else over the run).
+struct CauseRange {
+  std::string name;
+  DurationNs mine = 0;
+  DurationNs others = 0;
+  bool per_instance = false;
+  bool operator==(const CauseRange&) const = default;
+};
+
+// A GPU kernel that took longer on a slow rank than on the others before its late calls
+// (evidence.kernels), per late call.
+struct KernelExcess {
+  std::string name;  // demangled
+  DurationNs mine = 0;
+  DurationNs others = 0;
+  bool operator==(const KernelExcess&) const = default;
+};
+
+// Why a rank was off its CPU, from its main thread's samples (coordinator/analysis/off_cpu.h;
+// evidence.off_cpu: kind, wchan, meaning, share, others_share, samples).
+struct OffCpuCause {
+  // kFrozen (cgroup freezer), kStopped (SIGSTOP/SIGTSTP, a debugger, `scontrol suspend`) or
+  // kBlocked (in the kernel function `where`, what `meaning` says it is).
+  CauseKind kind = CauseKind::kBlocked;
+  std::string where;    // the wchan samples of the category added up under its most frequent name
+  std::string meaning;  // "writing a pipe or FIFO faster than it is drained", ...
+  double share = 0;     // of the rank's main-thread samples
+  double others_share = 0;  // the median over the other ranks with samples
+  int samples = 0;          // the rank's main-thread samples
+  bool operator==(const OffCpuCause&) const = default;
+};
+
+// The cgroup whose CPU quota throttled a rank (evidence.cpu.cgroup: version, path, nr_throttled,
+// nr_periods, throttled_ns, quota_cpus).
+struct QuotaCgroup {
+  int version = 0;   // 1: the v1 `cpu` hierarchy; 2: the unified hierarchy
+  std::string path;  // the cgroup whose quota binds
+  uint64_t nr_throttled = 0;
+  uint64_t nr_periods = 0;
+  DurationNs throttled_ns = 0;
+  std::optional<double> quota_cpus;  // nullopt: unlimited
+  bool operator==(const QuotaCgroup&) const = default;
+};
+
+// What the dataloader analysis took as each step's data loading (evidence.step_source).
+enum class StepSource : uint8_t {
+  kNone,
+  kDataRanges,         // NVTX ranges matching the data pattern
+  kStepRanges,         // the start of each step range to its first data-free work
+  kFirstKernelLaunch,  // each step's start to its first kernel launch (no data ranges)
+};
+
+// "data_ranges", "step_ranges", "first_kernel_launch"; "" for kNone.
+inline std::string_view StepSourceName(StepSource source) {
+  switch (source) {
+    case StepSource::kDataRanges:
+      return "data_ranges";
+    case StepSource::kStepRanges:
+      return "step_ranges";
+    case StepSource::kFirstKernelLaunch:
+      return "first_kernel_launch";
+    case StepSource::kNone:
+      break;
+  }
+  return "";
+}
+
+// The source StepSourceName names `name`; kNone for any other name.
+inline StepSource ParseStepSource(std::string_view name) {
+  for (StepSource s :
+       {StepSource::kDataRanges, StepSource::kStepRanges, StepSource::kFirstKernelLaunch}) {
+    if (StepSourceName(s) == name) return s;
+  }
+  return StepSource::kNone;
+}
+
 struct Finding {
   FindingKind kind = FindingKind::kOther;
   std::string other_kind;  // kOther's name, as the report that held it said
@@ -178,6 +329,22 @@ struct Finding {
   int64_t cost_ns = 0;
   // Stragglers (and findings a straggler joined): the blame model's what-if.
   std::optional<WhatIf> what_if;
+  // Typed facts (above); report.json writes each into the evidence.
+  std::optional<LimitingLink> limiting_link;
+  std::optional<CommMeasure> comm_measure;
+  std::optional<LateArrivals> arrivals;
+  std::optional<CauseRange> cause_range;
+  // The kernels before its late calls, most excess first; an arrival-based straggler's always
+  // (possibly empty), so the evidence shows that none stood out.
+  std::optional<std::vector<KernelExcess>> kernels;
+  StepSource step_source = StepSource::kNone;
+  std::optional<OffCpuCause> off_cpu;
+  std::optional<QuotaCgroup> quota_cgroup;
+  // Findings folded into this one as its measured cost: a slow communicator into its node's
+  // pcie_bound (evidence.measured), a shortfall below a link's ceiling into that link's finding
+  // (evidence.below_link_ceiling), a straggler's late arrivals into its loader's skew
+  // (evidence.straggler: its arrivals and cause range only).
+  std::vector<Finding> joined;
 
   // The kind's name as report.json writes it.
   std::string_view KindName() const {

@@ -35,7 +35,7 @@ TEST(GpuReplay, InjectedSleepOnRankOneIsAStragglerWithTheRightLateness) {
   EXPECT_EQ(FindingKindName(findings[0].kind), "straggler");
   EXPECT_EQ(findings[0].ranks, std::vector<int>{1});
   // 20 ms of host sleep before compute: rank 1's NCCL kernels start ~20 ms after rank 0's.
-  const double lateness_ms = findings[0].evidence["median_lateness_ns"].get<double>() / 1e6;
+  const double lateness_ms = static_cast<double>(findings[0].arrivals->median_lateness) / 1e6;
   EXPECT_NEAR(lateness_ms, 20.0, 2.0);
 }
 
@@ -170,8 +170,9 @@ TEST(GpuReplay, AHealthyShmRingIsJudgedAgainstPcieAndStaysSilent) {
   ASSERT_EQ(findings.size(), 1u);
   EXPECT_EQ(FindingKindName(findings[0].kind), "below_link_ceiling");
   const nlohmann::json& e = findings[0].evidence;
-  EXPECT_EQ(e["limiting_link"]["transport"], "SHM");
-  EXPECT_EQ(e["limiting_link"]["link"], "PCIe gen5 x16");
+  ASSERT_TRUE(findings[0].limiting_link);
+  EXPECT_EQ(findings[0].limiting_link->transport, "SHM");
+  EXPECT_EQ(findings[0].limiting_link->link, "PCIe gen5 x16");
   EXPECT_NEAR(e["ceiling_fraction_reached"].get<double>(), 0.44, 0.03);
 }
 

@@ -178,7 +178,8 @@ NextStep CpuShare(const AdviceFacts& f) {
 
 // Why the rank's main thread was off its CPU (coordinator/analysis/off_cpu.h): who froze or
 // stopped it, or what it blocked on.
-std::vector<NextStep> OffCpuSteps(const AdviceFacts& f, CauseKind cause, const nlohmann::json& e) {
+std::vector<NextStep> OffCpuSteps(const AdviceFacts& f, CauseKind cause,
+                                  const std::optional<OffCpuCause>& off_cpu) {
   if (cause == CauseKind::kFrozen) {
     return {
         {"cgroup",
@@ -199,8 +200,7 @@ std::vector<NextStep> OffCpuSteps(const AdviceFacts& f, CauseKind cause, const n
              "'s processes in state T and their parents; TracerPid in "
              "/proc/PID/status names an attached debugger, `scontrol show job` a suspended job"}};
   }
-  const nlohmann::json off = e.value("off_cpu", nlohmann::json::object());
-  const std::string where = off.value("wchan", std::string("the kernel"));
+  const std::string where = off_cpu ? off_cpu->where : std::string("the kernel");
   return {
       {"strace", OnRank(f, {"strace", "-f", "-T", "-tt", "-o", "rank" + R(f) + ".strace", "--"}),
        "the system calls of rank " + R(f) +
@@ -213,11 +213,9 @@ std::vector<NextStep> OffCpuSteps(const AdviceFacts& f, CauseKind cause, const n
 }
 
 // The CPU quota and throttling counters of the rank's cgroup (v1 or v2).
-NextStep CgroupQuota(const AdviceFacts& f, const nlohmann::json& e) {
-  const nlohmann::json cpu = e.value("cpu", nlohmann::json::object());
-  const nlohmann::json cg = cpu.value("cgroup", nlohmann::json::object());
-  const std::string path = cg.value("path", std::string("/"));
-  const int version = cg.value("version", 2);
+NextStep CgroupQuota(const AdviceFacts& f, const std::optional<QuotaCgroup>& cgroup) {
+  const std::string path = cgroup ? cgroup->path : std::string("/");
+  const int version = cgroup ? cgroup->version : 2;
   std::vector<std::string> argv = {"cat"};
   if (version == 1) {
     argv.push_back("/sys/fs/cgroup/cpu" + path + "/cpu.cfs_quota_us");
@@ -259,8 +257,8 @@ NextStep TopoMatrix(const AdviceFacts& f) {
 }
 
 // nccl-tests on the finding's nodes, for the op and size the job runs; generic without them.
-NextStep NcclTests(const AdviceFacts& f, const nlohmann::json& ring) {
-  if (!ring.contains("op") || f.nodes.empty()) {
+NextStep NcclTests(const AdviceFacts& f, const std::optional<CommMeasure>& ring) {
+  if (!ring || f.nodes.empty()) {
     return {"nccl-tests", "mpirun -np N all_reduce_perf -b 8 -e 256M -f 2 -g 1",
             "busbw of the large sizes against the same GPUs' peers; a pair or node far below"};
   }
@@ -269,7 +267,7 @@ NextStep NcclTests(const AdviceFacts& f, const nlohmann::json& ring) {
   for (int rank : f.ranks) {
     const RankData* r = f.session != nullptr ? f.session->FindRank(rank) : nullptr;
     const std::string node = r == nullptr ? "" : r->id.node;
-    if (node.empty()) return NcclTests(f, nlohmann::json::object());
+    if (node.empty()) return NcclTests(f, std::nullopt);
     auto it = std::find_if(per_node.begin(), per_node.end(),
                            [&](const auto& p) { return p.first == node; });
     if (it == per_node.end()) {
@@ -279,11 +277,10 @@ NextStep NcclTests(const AdviceFacts& f, const nlohmann::json& ring) {
     }
   }
   const int nranks = static_cast<int>(f.ranks.size());
-  if (nranks < 2) return NcclTests(f, nlohmann::json::object());
-  const NcclOp op = ParseNcclOp(ring.value("op", std::string("AllReduce")));
+  if (nranks < 2) return NcclTests(f, std::nullopt);
+  const NcclOp op = ring->op == NcclOp::kUnknown ? NcclOp::kAllReduce : ring->op;
   // nccl-tests' -b/-e is its whole buffer (all ranks' parts for all-gather and reduce-scatter).
-  const std::string bytes =
-      std::to_string(NcclTestsSizeBytes(op, ring.value("bytes", Bytes{0}), nranks));
+  const std::string bytes = std::to_string(NcclTestsSizeBytes(op, ring->bytes, nranks));
   std::vector<std::string> argv;
   std::string hosts;
   bool even = true;
@@ -308,7 +305,7 @@ NextStep NcclTests(const AdviceFacts& f, const nlohmann::json& ring) {
     argv = {"mpirun", "-np", std::to_string(nranks), "-H", hosts};
   }
   argv.insert(argv.end(), {NcclTestsBinary(op), "-b", bytes, "-e", bytes, "-g", "1"});
-  const double peers = ring.value("peer_median_busbw_gbps", 0.0);
+  const double peers = ring->peers >= 0 ? ring->peer_median_busbw_gbps : 0.0;
   return {"nccl-tests", ShellJoin(argv),
           "busbw on these ranks' nodes alone" +
               (peers > 0 ? " against the peers' " + FormatDouble("%.0f", peers) + " GB/s"
@@ -451,7 +448,7 @@ std::vector<Entry> Entries(const AdviceFacts& f) {
                 {{"rankscope", "rankscope run -o out -- " + job,
                   "NCCL section: busbw per call shape against the links' speed (NVLink, PCIe, "
                   "network)"},
-                 NcclTests(f, nlohmann::json::object()),
+                 NcclTests(f, std::nullopt),
                  NcclDebug(f),
                  TopoMatrix(f)}},
                "communication allreduce all reduce collective bandwidth busbw ring network ib"});
@@ -534,9 +531,8 @@ AdviceFacts FactsOfFinding(const Session& session, const Finding& finding) {
       break;
     }
   }
-  const nlohmann::json kernels = finding.evidence.value("kernels", nlohmann::json::array());
-  if (kernels.is_array() && !kernels.empty() && kernels[0].contains("kernel")) {
-    f.kernel = KernelRegex(kernels[0]["kernel"].get<std::string>());
+  if (finding.kernels && !finding.kernels->empty()) {
+    f.kernel = KernelRegex(finding.kernels->front().name);
   }
   return f;
 }
@@ -547,11 +543,12 @@ std::vector<NextStep> StepsFor(const Finding& finding, const AdviceFacts& f) {
   const std::string& focus = finding.focus;
   if (finding.cause == CauseKind::kCpuStarved) {
     // Starved from outside the program: what shares its CPUs, and its cgroup's quota.
-    return {CpuShare(f), CgroupQuota(f, e), NsysOnRank(f, "mpi,nvtx,osrt", focus)};
+    return {CpuShare(f), CgroupQuota(f, finding.quota_cgroup),
+            NsysOnRank(f, "mpi,nvtx,osrt", focus)};
   }
   if (const CauseKind cause = finding.cause;
       cause == CauseKind::kFrozen || cause == CauseKind::kStopped || cause == CauseKind::kBlocked) {
-    std::vector<NextStep> steps = OffCpuSteps(f, cause, e);
+    std::vector<NextStep> steps = OffCpuSteps(f, cause, finding.off_cpu);
     steps.push_back(NsysOnRank(f, "mpi,nvtx,osrt", focus));
     return steps;
   }
@@ -583,25 +580,24 @@ std::vector<NextStep> StepsFor(const Finding& finding, const AdviceFacts& f) {
                            Or(focus, "the data ranges") + " on rank " + R(f))};
   }
   if (finding.kind == FindingKind::kImbalancedRing) {
-    return {TopoMatrix(f), NcclTests(f, e), NcclDebug(f)};
+    return {TopoMatrix(f), NcclTests(f, finding.comm_measure), NcclDebug(f)};
   }
   if (finding.kind == FindingKind::kBelowLinkCeiling) {
     // On the limiting link's node: the link's own state, then NCCL alone on these ranks' nodes,
     // then which transport NCCL chose.
     AdviceFacts on_link = f;
-    const nlohmann::json link = e.value("limiting_link", nlohmann::json::object());
+    const LimitingLink link = finding.limiting_link.value_or(LimitingLink{});
     // The member on the limiting side (the weaker node's, for a NIC).
-    const int at = link.value("at_rank", link.value("from_rank", -1));
+    const int at = link.at_rank >= 0 ? link.at_rank : link.from_rank;
     if (at >= 0) on_link.rank = at;
-    const std::string medium = link.value("medium", "");
     std::vector<NextStep> steps = {TopoMatrix(on_link)};
-    if (medium == "NVLink") steps.push_back(NvlinkStatus(on_link));
-    if (medium == "PCIe") steps.push_back(PcieQuery(on_link));
-    if (medium == "network") {
+    if (link.medium == LinkMedium::kNvlink) steps.push_back(NvlinkStatus(on_link));
+    if (link.medium == LinkMedium::kPcie) steps.push_back(PcieQuery(on_link));
+    if (link.medium == LinkMedium::kNetwork) {
       steps.push_back({"ibstat", OnNode(on_link, {"ibstat"}),
                        "State Active, Physical state LinkUp and Rate of the NICs NCCL uses"});
     }
-    steps.push_back(NcclTests(f, e));
+    steps.push_back(NcclTests(f, finding.comm_measure));
     steps.push_back(NcclDebug(f));
     return steps;
   }
@@ -609,8 +605,11 @@ std::vector<NextStep> StepsFor(const Finding& finding, const AdviceFacts& f) {
     if (e.contains("degraded_pcie_links")) {
       return {PcieQuery(f), Lspci(f), NvbandwidthCopies(f)};
     }
-    // From the topology and a slow communicator it measured.
-    const nlohmann::json& ring = e.contains("measured") ? e["measured"] : e;
+    // From the topology and a slow communicator it measured (joined, or the one it was made of).
+    std::optional<CommMeasure> ring = finding.comm_measure;
+    for (const Finding& j : finding.joined) {
+      if (j.kind == FindingKind::kImbalancedRing && j.comm_measure) ring = j.comm_measure;
+    }
     return {TopoMatrix(f), PcieQuery(f), NcclTests(f, ring)};
   }
   if (finding.kind == FindingKind::kNvlinkDown)
@@ -669,8 +668,9 @@ std::string QuestionFor(const Finding& finding) {
   if (finding.kind == FindingKind::kImbalancedRing) return "nccl-slow";
   if (finding.kind == FindingKind::kBelowLinkCeiling) {
     // A GPU link (NVLink, PCIe) that NCCL cannot fill is the link's question; a NIC's is NCCL's.
-    const nlohmann::json link = finding.evidence.value("limiting_link", nlohmann::json::object());
-    return link.value("medium", "") == "network" ? "nccl-slow" : "link-slow";
+    return finding.limiting_link && finding.limiting_link->medium == LinkMedium::kNetwork
+               ? "nccl-slow"
+               : "link-slow";
   }
   if (finding.kind == FindingKind::kPcieBound || finding.kind == FindingKind::kNvlinkDown)
     return "link-slow";

@@ -140,7 +140,7 @@ TEST(Advisor, FindingsGetThePlannersStepsForTheirQuestion) {
   host.next_steps.push_back({"stale", "stale", "replaced"});
   Finding gpu = host;
   gpu.cause = CauseKind::kGpuKernels;
-  gpu.evidence["kernels"] = {{{"kernel", "void gemm_kernel<float>(float*, int)"}}};
+  gpu.kernels = std::vector<KernelExcess>{{"void gemm_kernel<float>(float*, int)", 0, 0}};
   Finding unknown;
   unknown.other_kind = "something_new";
   unknown.next_steps.push_back({"stale", "stale", "replaced"});
@@ -185,7 +185,7 @@ TEST(Advisor, OffCpuCausesGetStepsForWhatHeldTheRank) {
   frozen.cause = CauseKind::kFrozen;
   Finding blocked = frozen;
   blocked.cause = CauseKind::kBlocked;
-  blocked.evidence["off_cpu"] = {{"kind", "blocked"}, {"wchan", "anon_pipe_write"}};
+  blocked.off_cpu = OffCpuCause{CauseKind::kBlocked, "anon_pipe_write", "", 0.5, 0.0, 100};
   Finding stopped = frozen;
   stopped.cause = CauseKind::kStopped;
   std::vector<Finding> findings = {frozen, blocked, stopped};
@@ -211,11 +211,8 @@ Finding RingFinding(const std::string& op) {
   f.kind = FindingKind::kImbalancedRing;
   f.ranks = {4, 5, 6, 7};
   f.nodes = {"n3", "n4"};
-  f.evidence = {{"comm_id", "0xabc"},
-                {"op", op},
-                {"bytes", 67108864},
-                {"nranks", 4},
-                {"peer_median_busbw_gbps", 180.0}};
+  f.comm_measure = CommMeasure{"0xabc", ParseNcclOp(op), 67108864, 40.0, 3, 180.0};
+  f.evidence = {{"nranks", 4}};
   return f;
 }
 
@@ -274,10 +271,11 @@ TEST(Advisor, LinkFindingsGetLinkTools) {
   nvml.ranks = {2, 3};
   nvml.nodes = {"n2"};
   nvml.evidence["degraded_pcie_links"] = nlohmann::json::array();
-  Finding measured = RingFinding("AllReduce");  // a slow ring joined into a pcie_bound node
+  Finding measured;  // a slow ring joined into a pcie_bound node
   measured.kind = FindingKind::kPcieBound;
   measured.nodes = {"n2"};
   measured.ranks = {2, 3};
+  measured.joined.push_back(RingFinding("AllReduce"));
   Finding down;
   down.kind = FindingKind::kNvlinkDown;
   down.ranks = {2, 3};
@@ -304,11 +302,19 @@ TEST(Advisor, BelowLinkCeilingLooksAtTheLimitingLink) {
   const Session s = MpirunSession(8);
   Finding nvlink = RingFinding("AllReduce");
   nvlink.kind = FindingKind::kBelowLinkCeiling;
-  nvlink.evidence["limiting_link"] = {{"from_rank", 2}, {"to_rank", 3}, {"medium", "NVLink"}};
+  LimitingLink link;
+  link.from_rank = 2;
+  link.to_rank = 3;
+  link.medium = LinkMedium::kNvlink;
+  nvlink.limiting_link = link;
   Finding net = nvlink;
   // The weaker NIC is on the peer's side: the NIC check goes there.
-  net.evidence["limiting_link"] = {
-      {"from_rank", 4}, {"to_rank", 6}, {"at_rank", 6}, {"medium", "network"}};
+  link = {};
+  link.from_rank = 4;
+  link.to_rank = 6;
+  link.at_rank = 6;
+  link.medium = LinkMedium::kNetwork;
+  net.limiting_link = link;
   std::vector<Finding> findings = {nvlink, net};
   PlanNextSteps(s, "out", &findings);
   EXPECT_EQ(QuestionFor(findings[0]), "link-slow");

@@ -204,9 +204,9 @@ Finding MakeFinding(const Session& session, const RankSteps& rank, const Verdict
   e["steps"] = v.steps;
   e["steps_skewed"] = v.steps_skewed;
   e["frac_skewed"] = frac;
-  e["step_source"] = rank.from_first_kernel  ? "first_kernel_launch"
-                     : rank.from_step_ranges ? "step_ranges"
-                                             : "data_ranges";
+  f.step_source = rank.from_first_kernel  ? StepSource::kFirstKernelLaunch
+                  : rank.from_step_ranges ? StepSource::kStepRanges
+                                          : StepSource::kDataRanges;
   e["median_data_ns"] = v.median_data;
   e["others_median_data_ns"] = v.others_median_data;
   e["median_excess_ns"] = v.median_excess;

@@ -53,7 +53,7 @@ TEST(DataloaderAnalysisTest, WithoutDataRangesTheFirstKernelLaunchMarksTheLoader
   ASSERT_EQ(findings.size(), 1u);
   const Finding& f = findings[0];
   EXPECT_EQ(f.ranks, std::vector<int>{1});
-  EXPECT_EQ(f.evidence["step_source"], "first_kernel_launch");
+  EXPECT_EQ(f.step_source, StepSource::kFirstKernelLaunch);
   EXPECT_NEAR(f.evidence["median_excess_ns"].get<double>(), 20.0 * kNsPerMs, 1.0 * kNsPerMs);
   EXPECT_NE(f.summary.find("per step in the part of each step before its first GPU kernel launch"),
             std::string::npos)
@@ -77,7 +77,8 @@ TEST(DataloaderAnalysisTest, WithoutDataRangesTheStragglerJoinsItsLoader) {
   EXPECT_EQ(findings[0].ranks, std::vector<int>{1});
   EXPECT_NE(findings[0].summary.find("This makes the other 3 ranks wait"), std::string::npos)
       << findings[0].summary;
-  EXPECT_TRUE(findings[0].evidence.contains("straggler"));
+  ASSERT_EQ(findings[0].joined.size(), 1u);
+  EXPECT_EQ(findings[0].joined[0].kind, FindingKind::kStraggler);
 }
 
 TEST(DataloaderAnalysisTest, SlowDataOnOneRank) {
@@ -92,7 +93,7 @@ TEST(DataloaderAnalysisTest, SlowDataOnOneRank) {
   EXPECT_EQ(f.nodes, std::vector<std::string>{"n1"});
   EXPECT_EQ(f.evidence["steps"], 50);
   EXPECT_EQ(f.evidence["steps_skewed"], 50);
-  EXPECT_EQ(f.evidence["step_source"], "step_ranges");
+  EXPECT_EQ(f.step_source, StepSource::kStepRanges);
   EXPECT_NEAR(f.evidence["median_excess_ns"].get<double>(), 24.0 * kNsPerMs, 1.0 * kNsPerMs);
   EXPECT_NEAR(f.evidence["total_excess_ns"].get<double>(), 50 * 24.0 * kNsPerMs, 50.0 * kNsPerMs);
   EXPECT_EQ(f.evidence["range_names"], nlohmann::json::array({"data"}));
@@ -120,7 +121,7 @@ TEST(DataloaderAnalysisTest, DataRangesWithoutStepRanges) {
   const std::vector<Finding> findings = FindDataloaderSkew(Simulate(sim), DataloaderOptions{});
   ASSERT_EQ(findings.size(), 1u);
   EXPECT_EQ(findings[0].ranks, std::vector<int>{3});
-  EXPECT_EQ(findings[0].evidence["step_source"], "data_ranges");
+  EXPECT_EQ(findings[0].step_source, StepSource::kDataRanges);
 }
 
 TEST(DataloaderAnalysisTest, LoaderBetweenStepRangesCountsTowardTheNextStep) {

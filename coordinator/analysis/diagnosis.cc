@@ -17,9 +17,8 @@ namespace {
 
 // The straggler's cause range, when it names one that matches the data pattern.
 bool CausedByDataRange(const Finding& straggler, const DataloaderOptions& options) {
-  const nlohmann::json& cause = straggler.evidence.value("cause", nlohmann::json());
-  if (!cause.is_object() || !cause.contains("range")) return false;
-  return std::regex_search(cause["range"].get<std::string>(), options.data_pattern);
+  return straggler.cause_range &&
+         std::regex_search(straggler.cause_range->name, options.data_pattern);
 }
 
 // The straggler's lateness is its loader's, found by the dataloader analysis on the same rank:
@@ -28,19 +27,15 @@ bool CausedByDataRange(const Finding& straggler, const DataloaderOptions& option
 bool CausedByLoader(const Finding& straggler, const Finding& dataloader,
                     const DataloaderOptions& options) {
   if (CausedByDataRange(straggler, options)) return true;
-  if (dataloader.evidence.value("step_source", std::string()) != "first_kernel_launch") {
-    return false;
-  }
+  if (dataloader.step_source != StepSource::kFirstKernelLaunch) return false;
   if (straggler.cause == CauseKind::kUntrackedHostTime) return true;
-  const nlohmann::json& cause = straggler.evidence.value("cause", nlohmann::json());
-  return straggler.cause == CauseKind::kNvtxRange && cause.is_object() && cause.contains("range") &&
-         std::regex_search(cause["range"].get<std::string>(), options.step_pattern);
+  return straggler.cause == CauseKind::kNvtxRange && straggler.cause_range &&
+         std::regex_search(straggler.cause_range->name, options.step_pattern);
 }
 
-std::string WaitOps(const Finding& straggler) {
-  const nlohmann::json& ops = straggler.evidence.value("ops", nlohmann::json::object());
+std::string WaitOps(const LateArrivals& arrivals) {
   std::string out;
-  for (const auto& [op, count] : ops.items()) {
+  for (const auto& [op, count] : arrivals.ops) {
     if (!out.empty()) out += "/";
     out += op;
   }
@@ -49,20 +44,12 @@ std::string WaitOps(const Finding& straggler) {
 
 // Folds the straggler's wait evidence into the dataloader finding of the same rank.
 void Merge(const Finding& straggler, Finding* dataloader) {
-  const nlohmann::json& s = straggler.evidence;
-  const int waiting = s.value("others_waiting", 0);
+  const LateArrivals arrivals = straggler.arrivals.value_or(LateArrivals{});
+  const int waiting = arrivals.others_waiting;
   dataloader->summary += " This makes the other " + std::to_string(waiting) +
                          (waiting == 1 ? " rank" : " ranks") + " wait " +
-                         FormatDuration(straggler.cost_ns) + " at " + WaitOps(straggler) + ".";
-  nlohmann::json wait = {{"others_wait_ns", s.value("others_wait_ns", int64_t{0})},
-                         {"others_waiting", waiting},
-                         {"others_wait_fraction", s.value("others_wait_fraction", 0.0)},
-                         {"instances_last", s.value("instances_last", 0)},
-                         {"instances_total", s.value("instances_total", 0)},
-                         {"median_lateness_ns", s.value("median_lateness_ns", int64_t{0})},
-                         {"ops", s.value("ops", nlohmann::json::object())},
-                         {"cause", s.value("cause", nlohmann::json())}};
-  dataloader->evidence["straggler"] = std::move(wait);
+                         FormatDuration(straggler.cost_ns) + " at " + WaitOps(arrivals) + ".";
+  dataloader->joined.push_back(straggler);
   dataloader->cost_ns = std::max(dataloader->cost_ns, straggler.cost_ns);
   dataloader->severity = std::max(dataloader->severity, straggler.severity);
   dataloader->confidence = std::max(dataloader->confidence, straggler.confidence);
@@ -131,9 +118,9 @@ void FoldIntoPcieBound(Finding ring, const std::vector<std::string>& nodes, cons
   for (Finding& f : *out) {
     if (f.kind != FindingKind::kPcieBound || f.nodes != nodes) continue;
     f.summary += " Measured: " + measured + ".";
-    f.evidence["measured"] = ring.evidence;
     f.cost_ns += ring.cost_ns;
     f.confidence = std::max(f.confidence, ring.confidence);
+    f.joined.push_back(std::move(ring));
     return;
   }
   std::string names;
@@ -171,14 +158,13 @@ void JoinPcieBound(const Session& session, std::vector<Finding>* findings) {
     some_node_direct |= through_cpu[node].empty();
   }
   for (Finding& ring : rings) {
-    const nlohmann::json& e = ring.evidence;
+    const CommMeasure m = ring.comm_measure.value_or(CommMeasure{"?"});
     const std::string measured =
-        "its communicator " + e.value("comm_id", std::string("?")) + " runs " +
-        e.value("op", std::string("?")) + " at " +
-        FormatDouble("%.1f", e.value("busbw_gbps", 0.0)) + " GB/s bus bandwidth, where " +
-        std::to_string(e.value("peers", 0)) + " like it " +
+        "its communicator " + m.comm_id + " runs " + std::string(NcclOpName(m.op)) + " at " +
+        FormatDouble("%.1f", m.busbw_gbps) + " GB/s bus bandwidth, where " +
+        std::to_string(std::max(m.peers, 0)) + " like it " +
         (ring.nodes.size() == 1 ? "on other nodes" : "elsewhere") + " reach " +
-        FormatDouble("%.1f", e.value("peer_median_busbw_gbps", 0.0)) + " GB/s";
+        FormatDouble("%.1f", m.peer_median_busbw_gbps) + " GB/s";
     if (ring.nodes.size() == 1) {
       const std::vector<std::string> node = ring.nodes;  // before `ring` is moved
       const std::string weak = WeakLinksOf(session, topologies, node.front());
@@ -215,12 +201,12 @@ void JoinLinkCeilings(std::vector<Finding>* findings) {
     (f.kind == FindingKind::kBelowLinkCeiling ? ceilings : out).push_back(std::move(f));
   }
   for (Finding& c : ceilings) {
-    const nlohmann::json link = c.evidence.value("limiting_link", nlohmann::json::object());
-    const std::string medium = link.value("medium", "");
-    const FindingKind kind = medium == "PCIe"     ? FindingKind::kPcieBound
-                             : medium == "NVLink" ? FindingKind::kNvlinkDown
-                                                  : FindingKind::kOther;
-    const std::string a = link.value("from_node", ""), b = link.value("to_node", "");
+    const LimitingLink link = c.limiting_link.value_or(LimitingLink{});
+    const FindingKind kind = link.medium == LinkMedium::kPcie     ? FindingKind::kPcieBound
+                             : link.medium == LinkMedium::kNvlink ? FindingKind::kNvlinkDown
+                                                                  : FindingKind::kOther;
+    const std::string& a = link.from_node;
+    const std::string& b = link.to_node;
     auto host = std::find_if(out.begin(), out.end(), [&](const Finding& f) {
       return kind != FindingKind::kOther && f.kind == kind &&
              (std::count(f.nodes.begin(), f.nodes.end(), a) > 0 ||
@@ -231,9 +217,9 @@ void JoinLinkCeilings(std::vector<Finding>* findings) {
       continue;
     }
     host->summary += " Measured: " + c.summary;
-    host->evidence["below_link_ceiling"] = std::move(c.evidence);
     host->cost_ns += c.cost_ns;
     host->confidence = std::max(host->confidence, c.confidence);
+    host->joined.push_back(std::move(c));
   }
   *findings = std::move(out);
 }

@@ -23,7 +23,7 @@ TEST(DiagnosisTest, SlowComputeIsOneStragglerFinding) {
   ASSERT_EQ(findings.size(), 1u);
   EXPECT_EQ(FindingKindName(findings[0].kind), "straggler");
   EXPECT_EQ(findings[0].ranks, std::vector<int>{2});
-  EXPECT_EQ(findings[0].evidence["cause"]["range"], "compute");
+  EXPECT_EQ(findings[0].cause_range->name, "compute");
   const double planted = 30.0 * kNsPerMs * sim.steps * (sim.ranks - 1);
   EXPECT_NEAR(static_cast<double>(findings[0].cost_ns), planted, 0.05 * planted);
 }
@@ -37,11 +37,15 @@ TEST(DiagnosisTest, SlowDataIsOneMergedDataloaderFinding) {
   const Finding& f = findings[0];
   EXPECT_EQ(FindingKindName(f.kind), "dataloader_skew");
   EXPECT_EQ(f.ranks, std::vector<int>{1});
-  ASSERT_TRUE(f.evidence.contains("straggler"));
+  ASSERT_EQ(f.joined.size(), 1u);
+  const Finding& straggler = f.joined[0];
+  EXPECT_EQ(straggler.kind, FindingKind::kStraggler);
+  ASSERT_TRUE(straggler.arrivals);
   const double planted = 25.0 * kNsPerMs * sim.steps * (sim.ranks - 1);
-  EXPECT_NEAR(f.evidence["straggler"]["others_wait_ns"].get<double>(), planted, 0.05 * planted);
-  EXPECT_EQ(f.evidence["straggler"]["cause"]["range"], "data");
-  EXPECT_EQ(f.cost_ns, f.evidence["straggler"]["others_wait_ns"].get<int64_t>());
+  EXPECT_NEAR(static_cast<double>(straggler.arrivals->others_wait), planted, 0.05 * planted);
+  ASSERT_TRUE(straggler.cause_range);
+  EXPECT_EQ(straggler.cause_range->name, "data");
+  EXPECT_EQ(f.cost_ns, straggler.arrivals->others_wait);
   EXPECT_NE(f.summary.find("This makes the other 3 ranks wait"), std::string::npos) << f.summary;
   EXPECT_NE(f.summary.find("at allreduce."), std::string::npos) << f.summary;
 }
@@ -160,7 +164,7 @@ TEST(DiagnosisTest, IncompleteAndEmptySessions) {
   const std::vector<Finding> findings = Diagnose(s, AnalysisOptions{});
   ASSERT_EQ(findings.size(), 1u);
   EXPECT_EQ(findings[0].ranks, std::vector<int>{0});
-  EXPECT_EQ(findings[0].evidence["instances_total"], 10);
+  EXPECT_EQ(findings[0].arrivals->instances_total, 10);
 }
 
 }  // namespace

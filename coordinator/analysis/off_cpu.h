@@ -14,17 +14,6 @@
 
 namespace rankscope {
 
-struct OffCpuCause {
-  // kFrozen (cgroup freezer), kStopped (SIGSTOP/SIGTSTP, a debugger, `scontrol suspend`) or
-  // kBlocked (in the kernel function `where`, what `meaning` says it is).
-  CauseKind kind = CauseKind::kBlocked;
-  std::string where;    // the wchan samples of the category added up under its most frequent name
-  std::string meaning;  // "writing a pipe or FIFO faster than it is drained", ...
-  double share = 0;     // of the rank's main-thread samples
-  double others_share = 0;  // the median over the other ranks with samples
-  int samples = 0;          // the rank's main-thread samples
-};
-
 // What a blocked thread's kernel function (wchan) means, by the families of names Linux uses
 // ("anon_pipe_write" and "pipe_write" alike); "" for a function not in the table.
 std::string DescribeWchan(std::string_view wchan);

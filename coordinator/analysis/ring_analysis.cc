@@ -233,8 +233,8 @@ NodeGpu FindGpu(const NodeHardware& hw, const std::string& nccl_bus_id, int rank
 
 // The nominal one-direction bandwidth of the link under one connection, and what sets it.
 struct Capacity {
-  std::string medium;  // "NVLink", "PCIe", "network"
-  std::string link;    // "18 NVLinks x 25 GB/s to the NVSwitch", "PCIe gen5 x16", "mlx5_0 ..."
+  LinkMedium medium = LinkMedium::kUnknown;
+  std::string link;  // "18 NVLinks x 25 GB/s to the NVSwitch", "PCIe gen5 x16", "mlx5_0 ..."
   double nominal_gbps = 0;
 };
 
@@ -250,7 +250,7 @@ std::optional<Capacity> PcieOf(const NodeGpu& g, bool up_to_cpu) {
   if (!link.gen || !link.width_lanes) return std::nullopt;
   const std::optional<double> lane = PcieLaneGBps(*link.gen);
   if (!lane) return std::nullopt;
-  return Capacity{"PCIe", "PCIe " + FormatPcieLink(link), *lane * *link.width_lanes};
+  return Capacity{LinkMedium::kPcie, "PCIe " + FormatPcieLink(link), *lane * *link.width_lanes};
 }
 
 // Two GPUs over PCIe: the slower of their links bounds the traffic between them.
@@ -278,7 +278,8 @@ std::optional<Capacity> NvLinks(int links, const TopoGpu& a, const TopoGpu& b,
   if (links <= 0 || !ra || !rb) return std::nullopt;
   const double rate = std::min(*ra, *rb);
   return Capacity{
-      "NVLink", std::to_string(links) + " NVLinks x " + FormatDouble("%g", rate) + " GB/s " + where,
+      LinkMedium::kNvlink,
+      std::to_string(links) + " NVLinks x " + FormatDouble("%g", rate) + " GB/s " + where,
       links * rate};
 }
 
@@ -353,7 +354,7 @@ std::optional<Capacity> NodeNetCapacity(const NodeHardware& hw, const std::set<i
   if (most_users > 1) {
     link += " (its share: " + std::to_string(most_users) + " communicators use these NICs)";
   }
-  return Capacity{"network", std::move(link), mbps / 8000.0};
+  return Capacity{LinkMedium::kNetwork, std::move(link), mbps / 8000.0};
 }
 
 // One connection of a communicator on its link.
@@ -369,8 +370,8 @@ struct Hop {
 };
 
 double HealthyFraction(const Hop& h, const RingOptions& o) {
-  if (h.capacity.medium == "NVLink") return o.nvlink_ceiling_fraction;
-  if (h.capacity.medium == "network") {
+  if (h.capacity.medium == LinkMedium::kNvlink) return o.nvlink_ceiling_fraction;
+  if (h.capacity.medium == LinkMedium::kNetwork) {
     return h.transport == NcclTransportKind::kNetSocket ? o.socket_ceiling_fraction
                                                         : o.net_ceiling_fraction;
   }
@@ -441,7 +442,7 @@ std::string HopText(const Hop& h) {
           : std::to_string(h.from) + " (" + h.from_node + ") -> " + std::to_string(h.to) + " (" +
                 h.to_node + ")";
   return "ranks " + where + " over " + std::string(NcclTransportKindName(h.transport)) + " (" +
-         h.capacity.medium + ": " + h.capacity.link + ")";
+         std::string(LinkMediumName(h.capacity.medium)) + ": " + h.capacity.link + ")";
 }
 
 // One (communicator, shape) held against its limiting link.
@@ -465,20 +466,21 @@ bool HeldAgainstLink(NcclOp op, Bytes bytes, int nranks, const RingOptions& opti
          NcclTestsSizeBytes(op, bytes, nranks) / nranks >= options.ceiling_min_chunk_bytes;
 }
 
-void AddCeilingEvidence(const CeilingVerdict& v, nlohmann::json* e) {
-  (*e)["below_transport_ceiling"] = v.below;
-  (*e)["ceiling_busbw_gbps"] = v.hop.capacity.nominal_gbps;
-  (*e)["ceiling_fraction_reached"] = v.fraction;
-  (*e)["ceiling_min_fraction"] = v.hop.min_fraction;
-  (*e)["limiting_link"] = {{"from_rank", v.hop.from},
-                           {"to_rank", v.hop.to},
-                           {"at_rank", v.hop.at},
-                           {"from_node", v.hop.from_node},
-                           {"to_node", v.hop.to_node},
-                           {"transport", NcclTransportKindName(v.hop.transport)},
-                           {"medium", v.hop.capacity.medium},
-                           {"link", v.hop.capacity.link},
-                           {"nominal_gbps", v.hop.capacity.nominal_gbps}};
+void AddCeilingEvidence(const CeilingVerdict& v, Finding* f) {
+  nlohmann::json& e = f->evidence;
+  e["below_transport_ceiling"] = v.below;
+  e["ceiling_busbw_gbps"] = v.hop.capacity.nominal_gbps;
+  e["ceiling_fraction_reached"] = v.fraction;
+  e["ceiling_min_fraction"] = v.hop.min_fraction;
+  f->limiting_link = LimitingLink{v.hop.from,
+                                  v.hop.to,
+                                  v.hop.at,
+                                  v.hop.from_node,
+                                  v.hop.to_node,
+                                  std::string(NcclTransportKindName(v.hop.transport)),
+                                  v.hop.capacity.medium,
+                                  v.hop.capacity.link,
+                                  v.hop.capacity.nominal_gbps};
 }
 
 std::string Percent(double fraction) { return FormatDouble("%.0f", 100 * fraction) + "%"; }
@@ -546,15 +548,12 @@ Finding BelowCeilingFinding(const Comm& comm, const std::vector<const Judged*>& 
                       {"ceiling_fraction_reached", j->verdict.fraction},
                       {"instances", j->measured.alone_instances}});
   }
-  f.evidence = {{"comm_id", comm.id},
-                {"op", NcclOpName(lead.op)},
-                {"bytes", lead.bytes},
-                {"nranks", comm.nranks},
-                {"busbw_gbps", lead.measured.alone_busbw},
+  f.comm_measure = CommMeasure{comm.id, lead.op, lead.bytes, lead.measured.alone_busbw};
+  f.evidence = {{"nranks", comm.nranks},
                 {"instances", lead.measured.alone_instances},
                 {"transports", TransportNames(comm.transports)},
                 {"shapes_below_ceiling", shapes}};
-  AddCeilingEvidence(v, &f.evidence);
+  AddCeilingEvidence(v, &f);
   return f;
 }
 
@@ -734,13 +733,8 @@ Finding ImbalancedRingFinding(const std::map<uint64_t, Comm>& comms, const Measu
                  " times per loop where its peers' rings do " +
                  FormatDouble("%g", peer_median_hops) + ": " + hop_list + ".";
   }
-  f.evidence = {{"comm_id", comm.id},
-                {"op", NcclOpName(op)},
-                {"bytes", bytes},
-                {"nranks", nranks},
-                {"busbw_gbps", m.busbw},
-                {"peer_median_busbw_gbps", peer_median},
-                {"peers", static_cast<int>(peers)},
+  f.comm_measure = CommMeasure{comm.id, op, bytes, m.busbw, static_cast<int>(peers), peer_median};
+  f.evidence = {{"nranks", nranks},
                 {"instances", m.instances},
                 {"transports", TransportNames(comm.transports)},
                 {"odd_links", odd.json},
@@ -774,7 +768,7 @@ std::vector<Finding> FindImbalancedRings(const Session& aligned, const RingOptio
       const auto& [op, bytes, nranks] = shape;
       if (auto jc = judged.find(m.key); jc != judged.end()) {
         if (auto j = jc->second.find({op, bytes}); j != jc->second.end()) {
-          AddCeilingEvidence(j->second.verdict, &f.evidence);
+          AddCeilingEvidence(j->second.verdict, &f);
           if (j->second.verdict.below) f.summary += " " + CeilingSentence(j->second.verdict);
           j->second.reported = true;
         }

@@ -92,8 +92,7 @@ TEST(Rings, TheSlowCommunicatorIsNamedWithItsOddTransport) {
   EXPECT_EQ(FindingKindName(f[0].kind), "imbalanced_ring");
   EXPECT_EQ(f[0].ranks, (std::vector<int>{4, 5}));
   EXPECT_EQ(f[0].nodes, std::vector<std::string>{"n2"});
-  EXPECT_NEAR(f[0].evidence["busbw_gbps"].get<double>(),
-              f[0].evidence["peer_median_busbw_gbps"].get<double>() / 2, 10.0);
+  EXPECT_NEAR(f[0].comm_measure->busbw_gbps, f[0].comm_measure->peer_median_busbw_gbps / 2, 10.0);
   EXPECT_NE(f[0].summary.find("4<->5 over SHM"), std::string::npos) << f[0].summary;
   // Half its time lost on each of its 2 ranks: 20 x ~258 us x 2 ranks.
   EXPECT_NEAR(static_cast<double>(f[0].cost_ns), 20 * 258'000.0 * 2, 20 * 258'000.0 * 0.2);
@@ -268,7 +267,8 @@ TEST(Rings, TheMeasurementJoinsTheNodesDegradedLinkFinding) {
   std::vector<Finding> f = Diagnose(s, AnalysisOptions{});
   ASSERT_EQ(f.size(), 1u);
   EXPECT_EQ(FindingKindName(f[0].kind), "pcie_bound");
-  EXPECT_TRUE(f[0].evidence.contains("measured")) << f[0].evidence.dump();
+  ASSERT_EQ(f[0].joined.size(), 1u);
+  EXPECT_EQ(f[0].joined[0].kind, FindingKind::kImbalancedRing);
   EXPECT_NE(f[0].summary.find("Measured: its communicator 0xc02 runs AllReduce"), std::string::npos)
       << f[0].summary;
 }
@@ -362,13 +362,14 @@ TEST(RingCeiling, ALoneCommunicatorFarBelowItsNvlinkIsFoundWithTheLimitingLink) 
   EXPECT_DOUBLE_EQ(e["ceiling_busbw_gbps"].get<double>(), 450.0);  // 18 x 25 GB/s
   EXPECT_NEAR(e["ceiling_fraction_reached"].get<double>(), 0.10, 0.005);
   EXPECT_EQ(e["ceiling_min_fraction"], 0.5);
-  EXPECT_EQ(e["limiting_link"]["from_rank"], 0);
-  EXPECT_EQ(e["limiting_link"]["to_rank"], 1);
-  EXPECT_EQ(e["limiting_link"]["from_node"], "n0");
-  EXPECT_EQ(e["limiting_link"]["transport"], "P2P/CUMEM");
-  EXPECT_EQ(e["limiting_link"]["medium"], "NVLink");
-  EXPECT_EQ(e["limiting_link"]["link"], "18 NVLinks x 25 GB/s to the NVSwitch");
-  EXPECT_EQ(e["bytes"], k256MiB);
+  ASSERT_TRUE(f[0].limiting_link);
+  EXPECT_EQ(f[0].limiting_link->from_rank, 0);
+  EXPECT_EQ(f[0].limiting_link->to_rank, 1);
+  EXPECT_EQ(f[0].limiting_link->from_node, "n0");
+  EXPECT_EQ(f[0].limiting_link->transport, "P2P/CUMEM");
+  EXPECT_EQ(f[0].limiting_link->medium, LinkMedium::kNvlink);
+  EXPECT_EQ(f[0].limiting_link->link, "18 NVLinks x 25 GB/s to the NVSwitch");
+  EXPECT_EQ(f[0].comm_measure->bytes, k256MiB);
   EXPECT_NE(f[0].summary.find("runs AllReduce of 256.0 MiB at 45.0 GB/s bus bandwidth, 10% of "
                               "the 450 GB/s per direction its slowest link allows: ranks 0 -> 1 "
                               "on n0 over P2P/CUMEM (NVLink: 18 NVLinks x 25 GB/s to the "
@@ -416,7 +417,7 @@ TEST(RingCeiling, InstancesOverlappedByComputeAreNotHeldAgainstTheLink) {
   std::vector<Finding> half = FindImbalancedRings(s, RingOptions{});
   ASSERT_EQ(half.size(), 1u);
   EXPECT_EQ(half[0].evidence["instances"], 5);
-  EXPECT_NEAR(half[0].evidence["busbw_gbps"].get<double>(), 45.0, 0.5);
+  EXPECT_NEAR(half[0].comm_measure->busbw_gbps, 45.0, 0.5);
   // NCCL's own kernels do not count as overlap.
   for (GpuActivityRecord& k : s.ranks[1].gpu) k.name = "ncclDevKernel_AllGather_RING_LL";
   EXPECT_EQ(FindImbalancedRings(s, RingOptions{}).size(), 1u);
@@ -443,16 +444,16 @@ TEST(RingCeiling, ShmAndPcieAreHeldAgainstTheGpusPcieLinks) {
   // SHM between two gen4 x16 GPUs: 31.5 GB/s per direction, healthy above a quarter.
   std::vector<Finding> f = FindImbalancedRings(PciePair("43000", "44000", "SHM", 3.0), {});
   ASSERT_EQ(f.size(), 1u);
-  EXPECT_EQ(f[0].evidence["limiting_link"]["medium"], "PCIe");
-  EXPECT_EQ(f[0].evidence["limiting_link"]["transport"], "SHM");
-  EXPECT_EQ(f[0].evidence["limiting_link"]["link"], "PCIe gen4 x16");
+  EXPECT_EQ(f[0].limiting_link->medium, LinkMedium::kPcie);
+  EXPECT_EQ(f[0].limiting_link->transport, "SHM");
+  EXPECT_EQ(f[0].limiting_link->link, "PCIe gen4 x16");
   EXPECT_NEAR(f[0].evidence["ceiling_busbw_gbps"].get<double>(), 31.5, 0.01);
   EXPECT_TRUE(FindImbalancedRings(PciePair("43000", "44000", "SHM", 12.0), {}).empty());
 
   // P2P over PCIe between GPU 2 (gen3 x8) and GPU 3: the narrower link bounds it, 7.9 GB/s.
   f = FindImbalancedRings(PciePair("83000", "84000", "P2P/IPC", 2.0), {});
   ASSERT_EQ(f.size(), 1u);
-  EXPECT_EQ(f[0].evidence["limiting_link"]["link"], "PCIe gen3 x8 (rank 0's GPU)");
+  EXPECT_EQ(f[0].limiting_link->link, "PCIe gen3 x8 (rank 0's GPU)");
   EXPECT_NEAR(f[0].evidence["ceiling_busbw_gbps"].get<double>(), 7.88, 0.01);
   EXPECT_TRUE(FindImbalancedRings(PciePair("83000", "84000", "P2P/IPC", 5.0), {}).empty());
 }
@@ -490,7 +491,7 @@ TEST(RingCeiling, AnH200PairOverShmFarBelowPcieGen5x16) {
   };
   std::vector<Finding> f = FindImbalancedRings(session(5.0, true), {});
   ASSERT_EQ(f.size(), 1u);
-  EXPECT_EQ(f[0].evidence["limiting_link"]["link"], "PCIe gen5 x16");
+  EXPECT_EQ(f[0].limiting_link->link, "PCIe gen5 x16");
   EXPECT_NEAR(f[0].evidence["ceiling_busbw_gbps"].get<double>(), 63.0, 0.01);
   EXPECT_TRUE(FindImbalancedRings(session(25.0, true), {}).empty());
   // Without NVML the width is unknown, so is the ceiling: no verdict rather than a guess.
@@ -502,7 +503,10 @@ TEST(RingCeiling, AnH200PairOverShmFarBelowPcieGen5x16) {
   const std::vector<Finding> all = Diagnose(degraded, AnalysisOptions{});
   ASSERT_EQ(all.size(), 1u) << all[1].summary;
   EXPECT_EQ(FindingKindName(all[0].kind), "pcie_bound");
-  EXPECT_TRUE(all[0].evidence.contains("below_link_ceiling"));
+  ASSERT_EQ(all[0].joined.size(), 1u);
+  EXPECT_EQ(all[0].joined[0].kind, FindingKind::kBelowLinkCeiling);
+  ASSERT_TRUE(all[0].joined[0].limiting_link);
+  EXPECT_EQ(all[0].joined[0].limiting_link->medium, LinkMedium::kPcie);
   EXPECT_NE(all[0].summary.find("Measured: NCCL communicator 0xe00"), std::string::npos)
       << all[0].summary;
 }
@@ -525,12 +529,13 @@ TEST(RingCeiling, ACrossNodeCommunicatorIsHeldAgainstItsNics) {
   std::vector<Finding> f = FindImbalancedRings(NetPair(10.0, ""), {});
   ASSERT_EQ(f.size(), 1u);
   EXPECT_EQ(f[0].nodes, (std::vector<std::string>{"a", "b"}));
-  const nlohmann::json& link = f[0].evidence["limiting_link"];
-  EXPECT_EQ(link["medium"], "network");
-  EXPECT_EQ(link["transport"], "NET/IB");
-  EXPECT_EQ(link["link"], "mlx5_0 on a, 400 Gb/s");
-  EXPECT_EQ(link["from_node"], "a");
-  EXPECT_EQ(link["to_node"], "b");
+  ASSERT_TRUE(f[0].limiting_link);
+  const LimitingLink& link = *f[0].limiting_link;
+  EXPECT_EQ(link.medium, LinkMedium::kNetwork);
+  EXPECT_EQ(link.transport, "NET/IB");
+  EXPECT_EQ(link.link, "mlx5_0 on a, 400 Gb/s");
+  EXPECT_EQ(link.from_node, "a");
+  EXPECT_EQ(link.to_node, "b");
   EXPECT_DOUBLE_EQ(f[0].evidence["ceiling_busbw_gbps"].get<double>(), 50.0);
   EXPECT_NE(f[0].summary.find("ranks 0 (a) -> 1 (b) over NET/IB (network: mlx5_0 on a, 400 Gb/s)"),
             std::string::npos)
@@ -539,7 +544,7 @@ TEST(RingCeiling, ACrossNodeCommunicatorIsHeldAgainstItsNics) {
   // Channels spread over two NICs: together 100 GB/s, so 40 is short of half.
   f = FindImbalancedRings(NetPair(40.0, "NET/IB/1/GDRDMA"), {});
   ASSERT_EQ(f.size(), 1u);
-  EXPECT_EQ(f[0].evidence["limiting_link"]["link"], "mlx5_0, mlx5_1 on a, 800 Gb/s");
+  EXPECT_EQ(f[0].limiting_link->link, "mlx5_0, mlx5_1 on a, 800 Gb/s");
   // A node without a dump: its NICs, maybe the slowest hop, are unknown; no verdict.
   EXPECT_TRUE(FindImbalancedRings(NetPair(10.0, "", /*both_dumps=*/false), {}).empty());
 }
@@ -565,10 +570,10 @@ TEST(RingCeiling, CommunicatorsSharingANicAreHeldAgainstTheirShare) {
   }
   std::vector<Finding> f = FindImbalancedRings(slow, {});
   ASSERT_EQ(f.size(), 1u);
-  EXPECT_EQ(f[0].evidence["limiting_link"]["link"],
+  EXPECT_EQ(f[0].limiting_link->link,
             "mlx5_0 on a, 200 Gb/s (its share: 2 communicators use these NICs)");
   EXPECT_DOUBLE_EQ(f[0].evidence["ceiling_busbw_gbps"].get<double>(), 25.0);
-  EXPECT_EQ(f[0].evidence["limiting_link"]["at_rank"], 0);
+  EXPECT_EQ(f[0].limiting_link->at_rank, 0);
 }
 
 // A communicator slower than its peers and below its link: one imbalanced_ring finding says both.
@@ -588,7 +593,7 @@ TEST(RingCeiling, APeerVerdictAndALinkVerdictOnOneShapeAreOneFinding) {
   EXPECT_EQ(FindingKindName(f[0].kind), "imbalanced_ring");
   EXPECT_EQ(f[0].ranks, (std::vector<int>{4, 5}));
   EXPECT_EQ(f[0].evidence["below_transport_ceiling"], true);
-  EXPECT_EQ(f[0].evidence["limiting_link"]["transport"], "SHM");
+  EXPECT_EQ(f[0].limiting_link->transport, "SHM");
   EXPECT_NE(f[0].summary.find("4<->5 over SHM"), std::string::npos) << f[0].summary;
   EXPECT_NEAR(f[0].evidence["ceiling_fraction_reached"].get<double>(), 13.0 / 63.0, 0.01);
   EXPECT_NE(f[0].summary.find("Its slowest link, ranks 4 -> 5 on n2 over SHM (PCIe: PCIe gen5 "
@@ -656,8 +661,8 @@ TEST(RingCeiling, TheReal2xH200RunIsSilent) {
   std::vector<Finding> f = FindImbalancedRings(RealH200(3.0), RingOptions{});
   ASSERT_EQ(f.size(), 1u);
   EXPECT_EQ(FindingKindName(f[0].kind), "below_link_ceiling");
-  EXPECT_EQ(f[0].evidence["limiting_link"]["link"], "18 NVLinks x 25 GB/s to the NVSwitch");
-  EXPECT_EQ(f[0].evidence["limiting_link"]["transport"], "P2P/CUMEM");
+  EXPECT_EQ(f[0].limiting_link->link, "18 NVLinks x 25 GB/s to the NVSwitch");
+  EXPECT_EQ(f[0].limiting_link->transport, "P2P/CUMEM");
   EXPECT_EQ(f[0].evidence["shapes_below_ceiling"].size(), 3u);  // 64, 128 and 256 MiB
   EXPECT_NE(f[0].summary.find("2 more of its message sizes fall short too"), std::string::npos)
       << f[0].summary;

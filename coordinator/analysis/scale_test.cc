@@ -75,7 +75,7 @@ TEST(ScaleTest, PlantedProblemsAreFoundWhereTheyWerePlanted) {
   ASSERT_EQ(straggler->evidence["communicators"].size(), 2u);
   EXPECT_EQ(straggler->evidence["communicators"][1]["comm_id"], FormatHex(DataParallelComm(5)));
   EXPECT_EQ(CauseKindName(straggler->cause), "nvtx_range");
-  EXPECT_NEAR(straggler->evidence["median_lateness_ns"].get<double>(), 6.0 * kNsPerMs,
+  EXPECT_NEAR(static_cast<double>(straggler->arrivals->median_lateness), 6.0 * kNsPerMs,
               1.5 * kNsPerMs);
 
   EXPECT_EQ(loader->ranks, std::vector<int>{200});
@@ -197,18 +197,16 @@ TEST(ScaleTest, APlantedSlowRingIsNamedWithItsRanksAndNodesAlone) {
     ASSERT_EQ(findings.size(), 1u) << "seed " << seed << ": " << Summaries(findings);
     const Finding& f = findings[0];
     EXPECT_EQ(FindingKindName(f.kind), "imbalanced_ring");
-    EXPECT_EQ(f.evidence["comm_id"], NcclCommIdOf(DataParallelComm(3)));
+    EXPECT_EQ(f.comm_measure->comm_id, NcclCommIdOf(DataParallelComm(3)));
     std::vector<int> ranks;
     for (int node = 0; node < 16; ++node) ranks.push_back(8 * node + 3);
     EXPECT_EQ(f.ranks, ranks);
     EXPECT_EQ(f.nodes, AllNodes(16));
     EXPECT_EQ(f.evidence["nranks"], 16);
-    EXPECT_EQ(f.evidence["peers"], 7);
+    EXPECT_EQ(f.comm_measure->peers, 7);
     EXPECT_EQ(f.evidence["instances"], 100);
-    EXPECT_EQ(f.evidence["bytes"], testing::kNcclDataParallelBytes);
-    EXPECT_NEAR(
-        f.evidence["busbw_gbps"].get<double>() / f.evidence["peer_median_busbw_gbps"].get<double>(),
-        0.5, 0.03);
+    EXPECT_EQ(f.comm_measure->bytes, testing::kNcclDataParallelBytes);
+    EXPECT_NEAR(f.comm_measure->busbw_gbps / f.comm_measure->peer_median_busbw_gbps, 0.5, 0.03);
     EXPECT_NE(f.summary.find("NCCL communicator " + NcclCommIdOf(DataParallelComm(3))),
               std::string::npos)
         << f.summary;
@@ -240,7 +238,7 @@ TEST(ScaleTest, APlantedPcieOnlyNodeIsFoundPcieBound) {
   findings = DiagnoseNccl(SimulateScale(sim));
   ASSERT_EQ(findings.size(), 1u) << Summaries(findings);
   EXPECT_EQ(FindingKindName(findings[0].kind), "imbalanced_ring");
-  EXPECT_EQ(findings[0].evidence["comm_id"], NcclCommIdOf(TensorParallelComm(5)));
+  EXPECT_EQ(findings[0].comm_measure->comm_id, NcclCommIdOf(TensorParallelComm(5)));
   EXPECT_EQ(findings[0].nodes, std::vector<std::string>{"node5"});
 }
 

@@ -748,12 +748,13 @@ CauseVerdict ClassifyCause(const Verdict& v, const CauseStats& cause, const Laun
 }
 
 // The arrival figures behind a straggler: how often and how late it came, where the others waited
-// for it (by wait-state pattern and by communicator).
-nlohmann::json ArrivalEvidence(const Verdict& v, DurationNs lateness_threshold) {
+// for it (by wait-state pattern and by communicator), onto *f.
+void AddArrivalEvidence(const Verdict& v, DurationNs lateness_threshold, Finding* f) {
+  f->arrivals =
+      LateArrivals{v.instances_last, v.instances, v.median_lateness, v.others_wait, v.waiters,
+                   v.cost_fraction,  v.ops};
   nlohmann::json e;
-  e["instances_last"] = v.instances_last;
   e["instances_late"] = v.instances_late;
-  e["instances_total"] = v.instances;
   e["frac_last"] = static_cast<double>(v.instances_last) / v.instances;
   e["frac_late"] = v.frac_late;
   e["frac_late_needed"] = v.frac_late_needed;
@@ -761,7 +762,6 @@ nlohmann::json ArrivalEvidence(const Verdict& v, DurationNs lateness_threshold) 
   e["frac_late_first_half"] = v.frac_first_half;
   e["frac_late_second_half"] = v.frac_second_half;
   e["persistence"] = Persistence(v);
-  e["median_lateness_ns"] = v.median_lateness;
   e["p90_lateness_ns"] = v.p90_lateness;
   if (v.lateness_quantiles.size() == 6) {
     const auto& q = v.lateness_quantiles;
@@ -774,11 +774,7 @@ nlohmann::json ArrivalEvidence(const Verdict& v, DurationNs lateness_threshold) 
   }
   e["noise_ns"] = v.noise;
   e["lateness_threshold_ns"] = lateness_threshold;
-  e["others_wait_ns"] = v.others_wait;
-  e["others_waiting"] = v.waiters;
-  e["others_wait_fraction"] = v.cost_fraction;
   e["clock_uncertainty_ns"] = v.clock_uncertainty;
-  e["ops"] = v.ops;
   nlohmann::json wait_states = nlohmann::json::object();
   for (const auto& [pattern, share] : v.patterns) {
     if (share.late > 0) wait_states[PatternKey(pattern)] = share.late;
@@ -801,14 +797,14 @@ nlohmann::json ArrivalEvidence(const Verdict& v, DurationNs lateness_threshold) 
                      {"others_wait_ns", share.others_wait}});
   }
   e["communicators"] = std::move(comms);
-  return e;
+  f->evidence = std::move(e);
 }
 
 // What the rank did before the calls it was late at, against the others: per NVTX range, outside
 // them, in MPI, in GPU kernels, and the NCCL launch split where known.
 void AddCauseEvidence(const CauseStats& cause, const CauseVerdict& verdict,
-                      const LaunchSplit& launch, nlohmann::json* evidence) {
-  nlohmann::json& e = *evidence;
+                      const LaunchSplit& launch, Finding* f) {
+  nlohmann::json& e = f->evidence;
   const int ci = cause.instances;
   const CauseKind cause_kind = verdict.kind;
   const auto& excess = verdict.excess;
@@ -816,11 +812,8 @@ void AddCauseEvidence(const CauseStats& cause, const CauseVerdict& verdict,
   e["cause_instances"] = ci;
   if (cause_kind == CauseKind::kNvtxRange) {
     const std::string& name = excess.front().second;
-    e["cause"] = {{"range", name},
-                  {"late_rank_ns_per_instance", PerInstance(cause.late_by_range.at(name), ci)},
-                  {"others_ns_per_instance", PerInstance(cause.others_by_range.at(name), ci)}};
-  } else {
-    e["cause"] = nullptr;
+    f->cause_range = CauseRange{name, PerInstance(cause.late_by_range.at(name), ci),
+                                PerInstance(cause.others_by_range.at(name), ci), true};
   }
   nlohmann::json ranges = nlohmann::json::array();
   for (size_t i = 0; i < excess.size() && i < 3; ++i) {
@@ -838,15 +831,13 @@ void AddCauseEvidence(const CauseStats& cause, const CauseVerdict& verdict,
   e["others_mpi_ns_per_instance"] = PerInstance(cause.others_mpi, ci);
   e["kernel_ns_per_instance"] = PerInstance(cause.late_kernels, ci);
   e["others_kernel_ns_per_instance"] = PerInstance(cause.others_kernels, ci);
-  nlohmann::json kernels = nlohmann::json::array();
+  std::vector<KernelExcess> kernels;
   for (size_t i = 0; i < kernel_excess.size() && i < 3; ++i) {
     const std::string& name = kernel_excess[i].second;
-    kernels.push_back(
-        {{"kernel", Demangle(name)},
-         {"late_rank_ns_per_instance", PerInstance(cause.late_by_kernel.at(name), ci)},
-         {"others_ns_per_instance", PerInstance(cause.others_by_kernel.at(name), ci)}});
+    kernels.push_back({Demangle(name), PerInstance(cause.late_by_kernel.at(name), ci),
+                       PerInstance(cause.others_by_kernel.at(name), ci)});
   }
-  e["kernels"] = kernels;
+  f->kernels = std::move(kernels);
   if (verdict.launch_known) {
     e["launch"] = {{"instances", launch.instances},
                    {"launch_lateness_ns", launch.launch_lateness},
@@ -998,9 +989,9 @@ Finding MakeFinding(const Session& session, const Verdict& v, const CauseStats& 
                                 MarginFactor(static_cast<double>(v.median_lateness),
                                              static_cast<double>(clock_threshold)),
                             0.0, 1.0);
-  f.evidence = ArrivalEvidence(v, std::max(noise_threshold, clock_threshold));
+  AddArrivalEvidence(v, std::max(noise_threshold, clock_threshold), &f);
   f.cause = verdict.kind;
-  AddCauseEvidence(cause, verdict, launch, &f.evidence);
+  AddCauseEvidence(cause, verdict, launch, &f);
 
   CauseProse prose = DescribeCause(v, cause, verdict, launch);
   std::string summary = ArrivalProse(session, v) + prose.summary;

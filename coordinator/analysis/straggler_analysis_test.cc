@@ -30,16 +30,16 @@ TEST(StragglerAnalysisTest, SlowComputeOnOneRank) {
   EXPECT_EQ(FindingKindName(f.kind), "straggler");
   EXPECT_EQ(f.ranks, std::vector<int>{2});
   EXPECT_EQ(f.nodes, std::vector<std::string>{"n2"});
-  EXPECT_EQ(f.evidence["instances_last"], 50);
-  EXPECT_EQ(f.evidence["instances_total"], 50);
-  EXPECT_EQ(f.evidence["cause"]["range"], "compute");
+  EXPECT_EQ(f.arrivals->instances_last, 50);
+  EXPECT_EQ(f.arrivals->instances_total, 50);
+  EXPECT_EQ(f.cause_range->name, "compute");
   EXPECT_EQ(f.evidence["persistence"], "throughout");
-  EXPECT_EQ(f.evidence["ops"]["allreduce"], 50);
+  EXPECT_EQ(f.arrivals->ops.at("allreduce"), 50);
   EXPECT_EQ(f.evidence["wait_states"], (nlohmann::json{{"wait_at_nxn", 50}}));
   const double planted = 30.0 * kNsPerMs * 50 * 3;
-  EXPECT_NEAR(f.evidence["others_wait_ns"].get<double>(), planted, 0.05 * planted);
-  EXPECT_EQ(f.cost_ns, f.evidence["others_wait_ns"].get<int64_t>());
-  EXPECT_NEAR(f.evidence["median_lateness_ns"].get<double>(), 30.0 * kNsPerMs, 1.0 * kNsPerMs);
+  EXPECT_NEAR(static_cast<double>(f.arrivals->others_wait), planted, 0.05 * planted);
+  EXPECT_EQ(f.cost_ns, f.arrivals->others_wait);
+  EXPECT_NEAR(static_cast<double>(f.arrivals->median_lateness), 30.0 * kNsPerMs, 1.0 * kNsPerMs);
   // The distribution: ordered quantiles around the planted 30 ms (jitter is 0.5 ms).
   const nlohmann::json& q = f.evidence["lateness_ns"];
   EXPECT_LE(q["p10"].get<int64_t>(), q["p50"].get<int64_t>());
@@ -49,8 +49,8 @@ TEST(StragglerAnalysisTest, SlowComputeOnOneRank) {
   EXPECT_NEAR(q["max"].get<double>(), 30.0 * kNsPerMs, 1.5 * kNsPerMs);
   // Late in every tenth of the run.
   EXPECT_EQ(f.evidence["frac_late_by_decile"], nlohmann::json(std::vector<double>(10, 1.0)));
-  const int64_t late = f.evidence["cause"]["late_rank_ns_per_instance"];
-  const int64_t others = f.evidence["cause"]["others_ns_per_instance"];
+  const int64_t late = f.cause_range->mine;
+  const int64_t others = f.cause_range->others;
   EXPECT_NEAR(late - others, 30 * kNsPerMs, 1 * kNsPerMs);
   EXPECT_EQ(f.severity, Severity::kCritical);  // the others wait ~half their time
   EXPECT_GT(f.confidence, 0.9);
@@ -164,10 +164,10 @@ TEST(StragglerAnalysisTest, LaunchedOnTimeButStartedLateIsTheGpuQueue) {
   EXPECT_NE(f.summary.find("launched those collectives on time"), std::string::npos) << f.summary;
   EXPECT_NE(f.summary.find("behind earlier work"), std::string::npos) << f.summary;
   // Which kernels: the one that ran 30 ms longer per step than on the other ranks.
-  ASSERT_FALSE(f.evidence["kernels"].empty());
-  EXPECT_EQ(f.evidence["kernels"][0]["kernel"], "void sgemm_tile<128>(float*)");
-  const double late_ns = f.evidence["kernels"][0]["late_rank_ns_per_instance"].get<double>();
-  const double others_ns = f.evidence["kernels"][0]["others_ns_per_instance"].get<double>();
+  ASSERT_FALSE(f.kernels->empty());
+  EXPECT_EQ(f.kernels->at(0).name, "void sgemm_tile<128>(float*)");
+  const double late_ns = static_cast<double>(f.kernels->at(0).mine);
+  const double others_ns = static_cast<double>(f.kernels->at(0).others);
   EXPECT_NEAR(late_ns - others_ns, 30.0 * kNsPerMs, 1.0 * kNsPerMs);
   EXPECT_NE(f.summary.find("kernel 'void sgemm_tile<128>(float*)'"), std::string::npos)
       << f.summary;
@@ -215,7 +215,7 @@ TEST(StragglerAnalysisTest, LateLaunchKeepsTheHostCause) {
   ASSERT_EQ(findings.size(), 1u);
   const Finding& f = findings[0];
   EXPECT_EQ(CauseKindName(f.cause), "nvtx_range");
-  EXPECT_EQ(f.evidence["cause"]["range"], "compute");
+  EXPECT_EQ(f.cause_range->name, "compute");
   EXPECT_NEAR(f.evidence["launch"]["launch_lateness_ns"].get<double>(), 30.0 * kNsPerMs,
               1.0 * kNsPerMs);
   EXPECT_NE(f.summary.find("late on the host"), std::string::npos) << f.summary;
@@ -326,7 +326,7 @@ TEST(StragglerAnalysisTest, LateBroadcastRootMakesOthersWait) {
   ASSERT_EQ(findings.size(), 1u);
   const Finding& f = findings[0];
   EXPECT_EQ(f.ranks, std::vector<int>{0});
-  EXPECT_EQ(f.evidence["ops"]["bcast"], 50);
+  EXPECT_EQ(f.arrivals->ops.at("bcast"), 50);
   EXPECT_EQ(f.evidence["wait_states"], (nlohmann::json{{"late_broadcast", 50}}));
   EXPECT_NE(f.summary.find("rank 0 (node n0) held up 50/50 bcast calls as their root"),
             std::string::npos)
@@ -375,8 +375,8 @@ TEST(StragglerAnalysisTest, EarlyReduceRootWaitsForTheLastSender) {
   const Finding& f = findings[0];
   EXPECT_EQ(f.ranks, std::vector<int>{2});
   EXPECT_EQ(f.evidence["wait_states"], (nlohmann::json{{"early_reduce", 50}}));
-  EXPECT_EQ(f.evidence["others_waiting"], 1);  // only the root waits
-  EXPECT_NEAR(f.evidence["others_wait_ns"].get<double>(), 50.0 * 20 * kNsPerMs, 50.0 * kNsPerMs);
+  EXPECT_EQ(f.arrivals->others_waiting, 1);  // only the root waits
+  EXPECT_NEAR(static_cast<double>(f.arrivals->others_wait), 50.0 * 20 * kNsPerMs, 50.0 * kNsPerMs);
   EXPECT_NE(f.summary.find("rank 2 (node n2) was the last sender into 50/50 reduce calls"),
             std::string::npos)
       << f.summary;
@@ -435,7 +435,7 @@ TEST(StragglerAnalysisTest, IncompleteInstancesAreIgnored) {
   std::erase_if(c, [](const CollectiveRecord& r) { return r.seq % 5 == 0; });
   std::vector<Finding> findings = Stragglers(s);
   ASSERT_EQ(findings.size(), 1u);
-  EXPECT_EQ(findings[0].evidence["instances_total"], 40);
+  EXPECT_EQ(findings[0].arrivals->instances_total, 40);
 
   // A rank that reported no collectives at all leaves nothing complete.
   s.ranks[1].collectives.clear();

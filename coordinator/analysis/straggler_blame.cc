@@ -150,13 +150,8 @@ OutsideView CpuStarvation(const Session& s, int rank, DurationNs excess, Finding
   std::string kind;
   if (throttled && !shared) {
     kind = "cgroup_quota";
-    cpu["cgroup"] = {{"version", cg->version},
-                     {"path", cg->limit_path},
-                     {"nr_throttled", cg->nr_throttled},
-                     {"nr_periods", cg->nr_periods},
-                     {"throttled_ns", cg->throttled_ns},
-                     {"quota_cpus", cg->QuotaCpus() ? nlohmann::json(*cg->QuotaCpus())
-                                                    : nlohmann::json(nullptr)}};
+    f->quota_cgroup = QuotaCgroup{cg->version,    cg->limit_path,   cg->nr_throttled,
+                                  cg->nr_periods, cg->throttled_ns, cg->QuotaCpus()};
     sentence += "; its cgroup " + cg->limit_path + " throttled it " +
                 std::to_string(cg->nr_throttled) + " times for " + FormatDuration(cg->throttled_ns);
     if (auto quota = cg->QuotaCpus()) {
@@ -201,9 +196,7 @@ OutsideView OutsideCause(const Session& s, int rank, DurationNs excess, Finding*
                  : "who " + std::string(off->kind == CauseKind::kFrozen ? "freezes" : "stops") +
                        " rank " + r + "'s processes";
   f->cause = off->kind;
-  f->evidence["off_cpu"] = {{"kind", CauseKindName(off->kind)},  {"wchan", off->where},
-                            {"meaning", off->meaning},           {"share", off->share},
-                            {"others_share", off->others_share}, {"samples", off->samples}};
+  f->off_cpu = *off;
   return {OffCpuSentence(*off), OffCpuMargin(*off)};
 }
 
@@ -273,8 +266,7 @@ Finding MakeStraggler(const Session& s, const BlameModel& blame, const RankBlame
     focus = "what rank " + std::to_string(b.rank) + " does inside NVTX range '" + range->name +
             "' (" + FormatDuration(range->mine) + " vs " + FormatDuration(range->others) +
             " on the other ranks)";
-    f.evidence["cause"] = {
-        {"range", range->name}, {"late_rank_ns", range->mine}, {"others_ns", range->others}};
+    f.cause_range = CauseRange{range->name, range->mine, range->others, false};
   }
   // Why, from outside the program: starved of CPU (whatever range it was in), else an NVTX
   // range, else what its processes did (I/O, CPU).

@@ -10,6 +10,7 @@
 
 #include "coordinator/node_topologies.h"
 #include "coordinator/report/collective_waits.h"
+#include "coordinator/report/finding_evidence.h"
 #include "coordinator/report/gpu_json.h"
 #include "coordinator/report/report_format.h"
 #include "coordinator/report/report_json.h"
@@ -122,7 +123,7 @@ std::string FindingCard(const Finding& f) {
   out += "<p class=\"meta\">confidence " + Printf("%.2f", f.confidence) + " &middot; cost " +
          (f.cost_ns > 0 ? HtmlEscape(FormatDuration(f.cost_ns)) : std::string("not measured")) +
          "</p>\n";
-  auto evidence = ReadableEvidence(f.evidence, 0);
+  auto evidence = ReadableEvidence(EvidenceJson(f), 0);
   if (!evidence.empty()) {
     out += "<details><summary>evidence</summary><table>";
     for (const auto& [key, value] : evidence) {

@@ -7,6 +7,7 @@
 
 #include "coordinator/collective_matcher.h"
 #include "coordinator/report/collective_waits.h"
+#include "coordinator/report/finding_evidence.h"
 #include "coordinator/report/gpu_json.h"
 #include "coordinator/report/report_format.h"
 #include "core/robust_stats.h"
@@ -192,23 +193,13 @@ json FindingToJson(const Finding& finding) {
   for (const NextStep& step : finding.next_steps) {
     steps.push_back({{"tool", step.tool}, {"command", step.command}, {"look_for", step.look_for}});
   }
-  json evidence = finding.evidence.is_null() ? json::object() : finding.evidence;
-  if (finding.cause != CauseKind::kNone) evidence["cause_kind"] = CauseKindName(finding.cause);
-  if (finding.what_if) {
-    const WhatIf& w = *finding.what_if;
-    evidence["what_if"] = {{"job_ns", w.job},
-                           {"what_if_ns", w.with_typical},
-                           {"speedup", w.speedup()},
-                           {"caused_ns", w.caused},
-                           {"ranks", w.ranks}};
-  }
   return {
       {"kind", finding.KindName()},
       {"severity", SeverityName(finding.severity)},
       {"ranks", finding.ranks},
       {"nodes", finding.nodes},
       {"summary", finding.summary},
-      {"evidence", evidence},
+      {"evidence", EvidenceJson(finding)},
       {"confidence", finding.confidence},
       {"cost_ns", finding.cost_ns},
       {"next_steps", steps},
@@ -236,23 +227,7 @@ Result<Finding> FindingFromJson(const json& j) {
     f.ranks = j.at("ranks").get<std::vector<int>>();
     f.nodes = j.at("nodes").get<std::vector<std::string>>();
     f.summary = j.at("summary").get<std::string>();
-    f.evidence = j.at("evidence");
-    if (f.evidence.is_object() && f.evidence.contains("what_if")) {
-      const json& w = f.evidence["what_if"];
-      WhatIf what_if;
-      what_if.job = w.at("job_ns").get<DurationNs>();
-      what_if.with_typical = w.at("what_if_ns").get<DurationNs>();
-      what_if.caused = w.at("caused_ns").get<DurationNs>();
-      what_if.ranks = w.at("ranks").get<std::vector<int>>();
-      f.what_if = what_if;
-      f.evidence.erase("what_if");  // FindingToJson writes it from the typed field
-    }
-    // A cause this build names is typed (FindingToJson writes it back); another stays text.
-    if (f.evidence.is_object() && f.evidence.contains("cause_kind") &&
-        f.evidence["cause_kind"].is_string()) {
-      f.cause = ParseCauseKind(f.evidence["cause_kind"].get<std::string>());
-      if (f.cause != CauseKind::kNone) f.evidence.erase("cause_kind");
-    }
+    TakeEvidence(j.at("evidence"), &f);
     f.confidence = j.at("confidence").get<double>();
     f.cost_ns = j.at("cost_ns").get<int64_t>();
     for (const json& step : j.at("next_steps")) {

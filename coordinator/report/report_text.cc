@@ -10,6 +10,7 @@
 
 #include "coordinator/collective_matcher.h"
 #include "coordinator/report/collective_waits.h"
+#include "coordinator/report/finding_evidence.h"
 #include "coordinator/report/gpu_json.h"
 #include "coordinator/report/report_format.h"
 
@@ -202,7 +203,7 @@ Rendered FindingsSection(const Session& session, const std::vector<Finding>& fin
     out += "    " + Clean(f.summary) + "\n";
     // As much evidence as fits on one line; the rest is in report.json and report.html.
     std::string evidence;
-    auto entries = ReadableEvidence(f.evidence, 0);
+    auto entries = ReadableEvidence(EvidenceJson(f), 0);
     size_t entry_count = 0;
     for (; entry_count < entries.size(); ++entry_count) {
       std::string entry =

@@ -1,0 +1,333 @@
+#include "coordinator/report/finding_evidence.h"
+
+#include <string>
+#include <utility>
+
+namespace rankscope {
+namespace {
+
+using nlohmann::json;
+
+// Where a joined finding's evidence goes in its host's.
+const char* JoinedKey(FindingKind kind) {
+  switch (kind) {
+    case FindingKind::kImbalancedRing:
+      return "measured";
+    case FindingKind::kBelowLinkCeiling:
+      return "below_link_ceiling";
+    case FindingKind::kStraggler:
+      return "straggler";
+    default:
+      return nullptr;
+  }
+}
+
+json LimitingLinkJson(const LimitingLink& l) {
+  return {{"from_rank", l.from_rank},
+          {"to_rank", l.to_rank},
+          {"at_rank", l.at_rank},
+          {"from_node", l.from_node},
+          {"to_node", l.to_node},
+          {"transport", l.transport},
+          {"medium", LinkMediumName(l.medium)},
+          {"link", l.link},
+          {"nominal_gbps", l.nominal_gbps}};
+}
+
+void WriteCommMeasure(const CommMeasure& m, json* e) {
+  (*e)["comm_id"] = m.comm_id;
+  (*e)["op"] = NcclOpName(m.op);
+  (*e)["bytes"] = m.bytes;
+  (*e)["busbw_gbps"] = m.busbw_gbps;
+  if (m.peers >= 0) {
+    (*e)["peers"] = m.peers;
+    (*e)["peer_median_busbw_gbps"] = m.peer_median_busbw_gbps;
+  }
+}
+
+void WriteArrivals(const LateArrivals& a, json* e) {
+  (*e)["instances_last"] = a.instances_last;
+  (*e)["instances_total"] = a.instances_total;
+  (*e)["median_lateness_ns"] = a.median_lateness;
+  (*e)["others_wait_ns"] = a.others_wait;
+  (*e)["others_waiting"] = a.others_waiting;
+  (*e)["others_wait_fraction"] = a.others_wait_fraction;
+  (*e)["ops"] = a.ops;
+}
+
+// An arrival-based straggler names its cause range always (null without one).
+json CauseRangeJson(const std::optional<CauseRange>& c) {
+  if (!c) return nullptr;
+  if (c->per_instance) {
+    return {{"range", c->name},
+            {"late_rank_ns_per_instance", c->mine},
+            {"others_ns_per_instance", c->others}};
+  }
+  return {{"range", c->name}, {"late_rank_ns", c->mine}, {"others_ns", c->others}};
+}
+
+void WriteFacts(const Finding& f, json* e) {
+  if (f.cause != CauseKind::kNone) (*e)["cause_kind"] = CauseKindName(f.cause);
+  if (f.what_if) {
+    const WhatIf& w = *f.what_if;
+    (*e)["what_if"] = {{"job_ns", w.job},
+                       {"what_if_ns", w.with_typical},
+                       {"speedup", w.speedup()},
+                       {"caused_ns", w.caused},
+                       {"ranks", w.ranks}};
+  }
+  if (f.limiting_link) (*e)["limiting_link"] = LimitingLinkJson(*f.limiting_link);
+  if (f.comm_measure) WriteCommMeasure(*f.comm_measure, e);
+  if (f.arrivals) WriteArrivals(*f.arrivals, e);
+  if (f.arrivals || f.cause_range) (*e)["cause"] = CauseRangeJson(f.cause_range);
+  if (f.kernels) {
+    json kernels = json::array();
+    for (const KernelExcess& k : *f.kernels) {
+      kernels.push_back({{"kernel", k.name},
+                         {"late_rank_ns_per_instance", k.mine},
+                         {"others_ns_per_instance", k.others}});
+    }
+    (*e)["kernels"] = std::move(kernels);
+  }
+  if (f.step_source != StepSource::kNone) (*e)["step_source"] = StepSourceName(f.step_source);
+  if (f.off_cpu) {
+    const OffCpuCause& o = *f.off_cpu;
+    (*e)["off_cpu"] = {{"kind", CauseKindName(o.kind)},  {"wchan", o.where},
+                       {"meaning", o.meaning},           {"share", o.share},
+                       {"others_share", o.others_share}, {"samples", o.samples}};
+  }
+  if (f.quota_cgroup) {
+    const QuotaCgroup& c = *f.quota_cgroup;
+    json& cpu = (*e)["cpu"];
+    if (cpu.is_null()) cpu = json::object();
+    if (cpu.is_object()) {
+      cpu["cgroup"] = {{"version", c.version},
+                       {"path", c.path},
+                       {"nr_throttled", c.nr_throttled},
+                       {"nr_periods", c.nr_periods},
+                       {"throttled_ns", c.throttled_ns},
+                       {"quota_cpus", c.quota_cpus ? json(*c.quota_cpus) : json(nullptr)}};
+    }
+  }
+}
+
+// A joined straggler shows how the others waited for it and its cause range, no more.
+json JoinedStragglerJson(const Finding& straggler) {
+  json e = json::object();
+  WriteArrivals(straggler.arrivals.value_or(LateArrivals{}), &e);
+  e["cause"] = CauseRangeJson(straggler.cause_range);
+  return e;
+}
+
+bool HasAll(const json& e, std::initializer_list<const char*> keys) {
+  for (const char* k : keys) {
+    if (!e.contains(k)) return false;
+  }
+  return true;
+}
+
+void EraseAll(json* e, std::initializer_list<const char*> keys) {
+  for (const char* k : keys) e->erase(k);
+}
+
+std::optional<LimitingLink> TakeLimitingLink(json* e) {
+  if (!e->contains("limiting_link") || !(*e)["limiting_link"].is_object()) return std::nullopt;
+  const json& l = (*e)["limiting_link"];
+  LimitingLink out;
+  out.medium = ParseLinkMedium(l.at("medium").get<std::string>());
+  if (out.medium == LinkMedium::kUnknown) return std::nullopt;
+  out.from_rank = l.at("from_rank").get<int>();
+  out.to_rank = l.at("to_rank").get<int>();
+  out.at_rank = l.at("at_rank").get<int>();
+  out.from_node = l.at("from_node").get<std::string>();
+  out.to_node = l.at("to_node").get<std::string>();
+  out.transport = l.at("transport").get<std::string>();
+  out.link = l.at("link").get<std::string>();
+  out.nominal_gbps = l.at("nominal_gbps").get<double>();
+  e->erase("limiting_link");
+  return out;
+}
+
+std::optional<CommMeasure> TakeCommMeasure(json* e) {
+  if (!HasAll(*e, {"comm_id", "op", "bytes", "busbw_gbps"}) || !(*e)["op"].is_string()) {
+    return std::nullopt;
+  }
+  CommMeasure m;
+  m.op = ParseNcclOp((*e)["op"].get<std::string>());
+  if (m.op == NcclOp::kUnknown) return std::nullopt;
+  m.comm_id = (*e)["comm_id"].get<std::string>();
+  m.bytes = (*e)["bytes"].get<Bytes>();
+  m.busbw_gbps = (*e)["busbw_gbps"].get<double>();
+  EraseAll(e, {"comm_id", "op", "bytes", "busbw_gbps"});
+  if (HasAll(*e, {"peers", "peer_median_busbw_gbps"})) {
+    m.peers = (*e)["peers"].get<int>();
+    m.peer_median_busbw_gbps = (*e)["peer_median_busbw_gbps"].get<double>();
+    EraseAll(e, {"peers", "peer_median_busbw_gbps"});
+  }
+  return m;
+}
+
+constexpr std::initializer_list<const char*> kArrivalKeys = {
+    "instances_last",      "instances_total", "median_lateness_ns",
+    "others_wait_ns",      "others_waiting",  "ops",
+    "others_wait_fraction"};
+
+std::optional<LateArrivals> TakeArrivals(json* e) {
+  if (!HasAll(*e, kArrivalKeys)) return std::nullopt;
+  LateArrivals a;
+  a.instances_last = (*e)["instances_last"].get<int>();
+  a.instances_total = (*e)["instances_total"].get<int>();
+  a.median_lateness = (*e)["median_lateness_ns"].get<DurationNs>();
+  a.others_wait = (*e)["others_wait_ns"].get<DurationNs>();
+  a.others_waiting = (*e)["others_waiting"].get<int>();
+  a.others_wait_fraction = (*e)["others_wait_fraction"].get<double>();
+  a.ops = (*e)["ops"].get<std::map<std::string, int>>();
+  EraseAll(e, kArrivalKeys);
+  return a;
+}
+
+// evidence.cause: a range (typed), or null where the finding always names one (arrivals).
+std::optional<CauseRange> TakeCauseRange(bool arrivals, json* e) {
+  if (!e->contains("cause")) return std::nullopt;
+  if ((*e)["cause"].is_null()) {
+    if (arrivals) e->erase("cause");
+    return std::nullopt;
+  }
+  const json& c = (*e)["cause"];
+  if (!c.is_object() || !c.contains("range")) return std::nullopt;
+  CauseRange out;
+  out.name = c["range"].get<std::string>();
+  out.per_instance = c.contains("late_rank_ns_per_instance");
+  if (out.per_instance) {
+    if (!HasAll(c, {"late_rank_ns_per_instance", "others_ns_per_instance"}) || c.size() != 3) {
+      return std::nullopt;
+    }
+    out.mine = c["late_rank_ns_per_instance"].get<DurationNs>();
+    out.others = c["others_ns_per_instance"].get<DurationNs>();
+  } else {
+    if (!HasAll(c, {"late_rank_ns", "others_ns"}) || c.size() != 3) return std::nullopt;
+    out.mine = c["late_rank_ns"].get<DurationNs>();
+    out.others = c["others_ns"].get<DurationNs>();
+  }
+  e->erase("cause");
+  return out;
+}
+
+std::optional<std::vector<KernelExcess>> TakeKernels(json* e) {
+  if (!e->contains("kernels") || !(*e)["kernels"].is_array()) return std::nullopt;
+  std::vector<KernelExcess> out;
+  for (const json& k : (*e)["kernels"]) {
+    if (!k.is_object() || k.size() != 3 ||
+        !HasAll(k, {"kernel", "late_rank_ns_per_instance", "others_ns_per_instance"})) {
+      return std::nullopt;
+    }
+    out.push_back({k["kernel"].get<std::string>(), k["late_rank_ns_per_instance"].get<DurationNs>(),
+                   k["others_ns_per_instance"].get<DurationNs>()});
+  }
+  e->erase("kernels");
+  return out;
+}
+
+std::optional<OffCpuCause> TakeOffCpu(json* e) {
+  if (!e->contains("off_cpu") || !(*e)["off_cpu"].is_object()) return std::nullopt;
+  const json& o = (*e)["off_cpu"];
+  if (!o.contains("kind") || !o["kind"].is_string()) return std::nullopt;
+  OffCpuCause out;
+  out.kind = ParseCauseKind(o["kind"].get<std::string>());
+  if (out.kind == CauseKind::kNone || o.size() != 6) return std::nullopt;
+  out.where = o.at("wchan").get<std::string>();
+  out.meaning = o.at("meaning").get<std::string>();
+  out.share = o.at("share").get<double>();
+  out.others_share = o.at("others_share").get<double>();
+  out.samples = o.at("samples").get<int>();
+  e->erase("off_cpu");
+  return out;
+}
+
+std::optional<QuotaCgroup> TakeQuotaCgroup(json* e) {
+  if (!e->contains("cpu") || !(*e)["cpu"].is_object()) return std::nullopt;
+  json& cpu = (*e)["cpu"];
+  if (!cpu.contains("cgroup") || !cpu["cgroup"].is_object() || cpu["cgroup"].size() != 6) {
+    return std::nullopt;
+  }
+  const json& c = cpu["cgroup"];
+  QuotaCgroup out;
+  out.version = c.at("version").get<int>();
+  out.path = c.at("path").get<std::string>();
+  out.nr_throttled = c.at("nr_throttled").get<uint64_t>();
+  out.nr_periods = c.at("nr_periods").get<uint64_t>();
+  out.throttled_ns = c.at("throttled_ns").get<DurationNs>();
+  if (!c.at("quota_cpus").is_null()) out.quota_cpus = c["quota_cpus"].get<double>();
+  cpu.erase("cgroup");
+  if (cpu.empty()) e->erase("cpu");
+  return out;
+}
+
+void TakeJoined(json* e, Finding* f) {
+  for (FindingKind kind :
+       {FindingKind::kImbalancedRing, FindingKind::kBelowLinkCeiling, FindingKind::kStraggler}) {
+    const char* key = JoinedKey(kind);
+    if (!e->contains(key) || !(*e)[key].is_object()) continue;
+    Finding joined;
+    joined.kind = kind;
+    json sub = std::move((*e)[key]);
+    e->erase(key);
+    if (kind == FindingKind::kStraggler) {
+      joined.arrivals = TakeArrivals(&sub);
+      joined.cause_range = TakeCauseRange(true, &sub);
+      joined.evidence = std::move(sub);  // nothing, from this build's reports
+    } else {
+      TakeEvidence(std::move(sub), &joined);
+    }
+    f->joined.push_back(std::move(joined));
+  }
+}
+
+}  // namespace
+
+json EvidenceJson(const Finding& finding) {
+  json e = finding.evidence.is_null() ? json::object() : finding.evidence;
+  if (!e.is_object()) return e;
+  WriteFacts(finding, &e);
+  for (const Finding& j : finding.joined) {
+    const char* key = JoinedKey(j.kind);
+    if (key == nullptr) continue;
+    e[key] = j.kind == FindingKind::kStraggler ? JoinedStragglerJson(j) : EvidenceJson(j);
+  }
+  return e;
+}
+
+void TakeEvidence(json evidence, Finding* f) {
+  if (evidence.is_object()) {
+    if (evidence.contains("what_if")) {
+      const json& w = evidence["what_if"];
+      WhatIf what_if;
+      what_if.job = w.at("job_ns").get<DurationNs>();
+      what_if.with_typical = w.at("what_if_ns").get<DurationNs>();
+      what_if.caused = w.at("caused_ns").get<DurationNs>();
+      what_if.ranks = w.at("ranks").get<std::vector<int>>();
+      f->what_if = what_if;
+      evidence.erase("what_if");
+    }
+    // A cause this build names is typed; another stays text.
+    if (evidence.contains("cause_kind") && evidence["cause_kind"].is_string()) {
+      f->cause = ParseCauseKind(evidence["cause_kind"].get<std::string>());
+      if (f->cause != CauseKind::kNone) evidence.erase("cause_kind");
+    }
+    f->limiting_link = TakeLimitingLink(&evidence);
+    f->comm_measure = TakeCommMeasure(&evidence);
+    f->arrivals = TakeArrivals(&evidence);
+    f->cause_range = TakeCauseRange(f->arrivals.has_value(), &evidence);
+    f->kernels = TakeKernels(&evidence);
+    if (evidence.contains("step_source") && evidence["step_source"].is_string()) {
+      f->step_source = ParseStepSource(evidence["step_source"].get<std::string>());
+      if (f->step_source != StepSource::kNone) evidence.erase("step_source");
+    }
+    f->off_cpu = TakeOffCpu(&evidence);
+    f->quota_cgroup = TakeQuotaCgroup(&evidence);
+    TakeJoined(&evidence, f);
+  }
+  f->evidence = std::move(evidence);
+}
+
+}  // namespace rankscope

@@ -1,0 +1,188 @@
+#include "coordinator/report/finding_evidence.h"
+
+#include <gtest/gtest.h>
+
+#include "coordinator/report/report_format.h"
+#include "coordinator/report/report_json.h"
+
+namespace rankscope {
+namespace {
+
+using nlohmann::json;
+
+Finding RingWithLink() {
+  Finding ring;
+  ring.kind = FindingKind::kImbalancedRing;
+  ring.comm_measure = CommMeasure{"0xc02", NcclOp::kAllReduce, 1 << 26, 12.5, 3, 41.0};
+  LimitingLink link;
+  link.from_rank = 0;
+  link.to_rank = 1;
+  link.at_rank = 0;
+  link.from_node = "n0";
+  link.to_node = "n0";
+  link.transport = "SHM";
+  link.medium = LinkMedium::kPcie;
+  link.link = "PCIe gen4 x16";
+  link.nominal_gbps = 31.5;
+  ring.limiting_link = link;
+  ring.evidence = {{"nranks", 2}, {"instances", 40}};
+  return ring;
+}
+
+Finding ArrivalStraggler() {
+  Finding s;
+  s.kind = FindingKind::kStraggler;
+  s.cause = CauseKind::kNvtxRange;
+  s.arrivals = LateArrivals{48, 50, 30'000'000, 4'500'000'000, 3, 0.31, {{"allreduce", 48}}};
+  s.cause_range = CauseRange{"data", 31'000'000, 1'000'000, true};
+  s.kernels = std::vector<KernelExcess>{{"void sgemm<128>(float*)", 9'000'000, 2'000'000}};
+  s.evidence = {{"noise_ns", 120'000}};
+  return s;
+}
+
+TEST(FindingEvidence, TypedFactsAreWrittenUnderTheirKeys) {
+  const json e = EvidenceJson(RingWithLink());
+  EXPECT_EQ(e["comm_id"], "0xc02");
+  EXPECT_EQ(e["op"], "AllReduce");
+  EXPECT_EQ(e["bytes"], 1 << 26);
+  EXPECT_EQ(e["peers"], 3);
+  EXPECT_DOUBLE_EQ(e["peer_median_busbw_gbps"].get<double>(), 41.0);
+  EXPECT_EQ(e["limiting_link"]["medium"], "PCIe");
+  EXPECT_EQ(e["limiting_link"]["link"], "PCIe gen4 x16");
+  EXPECT_EQ(e["nranks"], 2);
+
+  const json s = EvidenceJson(ArrivalStraggler());
+  EXPECT_EQ(s["cause_kind"], "nvtx_range");
+  EXPECT_EQ(s["instances_last"], 48);
+  EXPECT_EQ(s["ops"]["allreduce"], 48);
+  EXPECT_EQ(s["cause"]["range"], "data");
+  EXPECT_EQ(s["cause"]["late_rank_ns_per_instance"], 31'000'000);
+  EXPECT_EQ(s["kernels"][0]["kernel"], "void sgemm<128>(float*)");
+
+  // An arrival straggler names its cause range always: null without one.
+  Finding none = ArrivalStraggler();
+  none.cause_range.reset();
+  none.kernels = std::vector<KernelExcess>{};
+  const json n = EvidenceJson(none);
+  ASSERT_TRUE(n.contains("cause"));
+  EXPECT_TRUE(n["cause"].is_null());
+  EXPECT_TRUE(n["kernels"].is_array() && n["kernels"].empty());
+  // A blame straggler's range is over the run, and absent when it has none.
+  Finding blame;
+  blame.kind = FindingKind::kStraggler;
+  EXPECT_FALSE(EvidenceJson(blame).contains("cause"));
+  blame.cause_range = CauseRange{"compute", 5, 2, false};
+  EXPECT_EQ(EvidenceJson(blame)["cause"],
+            (json{{"range", "compute"}, {"late_rank_ns", 5}, {"others_ns", 2}}));
+}
+
+TEST(FindingEvidence, JoinedFindingsGoUnderTheirKeys) {
+  Finding loader;
+  loader.kind = FindingKind::kDataloaderSkew;
+  loader.step_source = StepSource::kFirstKernelLaunch;
+  loader.joined.push_back(ArrivalStraggler());
+  const json e = EvidenceJson(loader);
+  EXPECT_EQ(e["step_source"], "first_kernel_launch");
+  // A straggler joined into its loader's skew: its arrivals and cause range, nothing more.
+  EXPECT_EQ(e["straggler"], (json{{"instances_last", 48},
+                                  {"instances_total", 50},
+                                  {"median_lateness_ns", 30'000'000},
+                                  {"others_wait_ns", 4'500'000'000},
+                                  {"others_waiting", 3},
+                                  {"others_wait_fraction", 0.31},
+                                  {"ops", {{"allreduce", 48}}},
+                                  {"cause",
+                                   {{"range", "data"},
+                                    {"late_rank_ns_per_instance", 31'000'000},
+                                    {"others_ns_per_instance", 1'000'000}}}}));
+
+  Finding pcie;
+  pcie.kind = FindingKind::kPcieBound;
+  pcie.evidence = {{"links", "GPU pairs over PCIe only"}};
+  pcie.joined.push_back(RingWithLink());
+  Finding ceiling = RingWithLink();
+  ceiling.kind = FindingKind::kBelowLinkCeiling;
+  pcie.joined.push_back(ceiling);
+  const json p = EvidenceJson(pcie);
+  EXPECT_EQ(p["measured"], EvidenceJson(RingWithLink()));
+  EXPECT_EQ(p["below_link_ceiling"]["limiting_link"]["transport"], "SHM");
+  EXPECT_EQ(p["links"], "GPU pairs over PCIe only");
+}
+
+// What `advise` reads back from report.json is what the analyses made, and writes the same.
+TEST(FindingEvidence, ReportJsonReadsBackIntoTheTypedFacts) {
+  Finding pcie;
+  pcie.kind = FindingKind::kPcieBound;
+  pcie.joined.push_back(RingWithLink());
+  Finding loader;
+  loader.kind = FindingKind::kDataloaderSkew;
+  loader.step_source = StepSource::kDataRanges;
+  loader.joined.push_back(ArrivalStraggler());
+  Finding none = ArrivalStraggler();
+  none.cause_range.reset();
+  Finding starved;
+  starved.kind = FindingKind::kStraggler;
+  starved.cause = CauseKind::kCpuStarved;
+  starved.evidence = {{"cpu", {{"verdict", "cgroup_quota"}}}, {"cpu_cause", "cgroup_quota"}};
+  starved.quota_cgroup = QuotaCgroup{2, "/rs/quota", 2950, 3100, 8'100'000'000, 0.3};
+  Finding frozen;
+  frozen.kind = FindingKind::kStraggler;
+  frozen.cause = CauseKind::kFrozen;
+  frozen.off_cpu = OffCpuCause{CauseKind::kFrozen, "__refrigerator", "frozen", 0.58, 0.0, 312};
+  for (const Finding& f :
+       {RingWithLink(), ArrivalStraggler(), none, pcie, loader, starved, frozen}) {
+    const json written = FindingToJson(f);
+    Result<Finding> back = FindingFromJson(written);
+    ASSERT_TRUE(back.ok()) << back.status().message();
+    EXPECT_EQ(back.value().limiting_link, f.limiting_link);
+    EXPECT_EQ(back.value().comm_measure, f.comm_measure);
+    EXPECT_EQ(back.value().arrivals, f.arrivals);
+    EXPECT_EQ(back.value().cause_range, f.cause_range);
+    EXPECT_EQ(back.value().kernels, f.kernels);
+    EXPECT_EQ(back.value().step_source, f.step_source);
+    EXPECT_EQ(back.value().off_cpu, f.off_cpu);
+    EXPECT_EQ(back.value().quota_cgroup, f.quota_cgroup);
+    ASSERT_EQ(back.value().joined.size(), f.joined.size());
+    for (size_t i = 0; i < f.joined.size(); ++i) {
+      EXPECT_EQ(back.value().joined[i].kind, f.joined[i].kind);
+      EXPECT_EQ(back.value().joined[i].comm_measure, f.joined[i].comm_measure);
+      EXPECT_EQ(back.value().joined[i].arrivals, f.joined[i].arrivals);
+    }
+    EXPECT_EQ(FindingToJson(back.value()), written) << written.dump();
+  }
+}
+
+// Facts this build cannot read stay as the report had them.
+TEST(FindingEvidence, UnknownNamesStayText) {
+  const json later = {{"limiting_link", {{"medium", "photonic"}, {"link", "x"}}},
+                      {"comm_id", "0x1"},
+                      {"op", "AllFuse"},
+                      {"bytes", 8},
+                      {"busbw_gbps", 1.0},
+                      {"step_source", "tea_leaves"},
+                      {"cause", "a note"}};
+  Finding f;
+  TakeEvidence(later, &f);
+  EXPECT_FALSE(f.limiting_link);
+  EXPECT_FALSE(f.comm_measure);
+  EXPECT_EQ(f.step_source, StepSource::kNone);
+  EXPECT_FALSE(f.cause_range);
+  EXPECT_EQ(f.evidence, later);
+  EXPECT_EQ(EvidenceJson(f), later);
+}
+
+// The text and HTML reports show the typed facts too (the cause found, the what-if).
+TEST(FindingEvidence, ReadableEvidenceShowsTheTypedFacts) {
+  Finding s = ArrivalStraggler();
+  s.what_if = WhatIf{10'000'000'000, 5'000'000'000, 4'000'000'000, {1}};
+  bool cause = false, what_if = false;
+  for (const auto& [key, value] : ReadableEvidence(EvidenceJson(s), 0)) {
+    cause |= key == "cause_kind" && value == "nvtx_range";
+    what_if |= key.rfind("what_if.", 0) == 0;
+  }
+  EXPECT_TRUE(cause);
+  EXPECT_TRUE(what_if);
+}
+
+}  // namespace
+}  // namespace rankscope
