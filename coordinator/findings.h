@@ -278,6 +278,32 @@ struct QuotaCgroup {
   bool operator==(const QuotaCgroup&) const = default;
 };
 
+// A node's GPU links that NVML saw below what they should be (pcie_bound, nvlink_down from
+// coordinator/analysis/gpu_link_analysis.h: evidence.degraded_pcie_links, evidence.nvlinks_down,
+// evidence.driver_version).
+struct DegradedPcieLink {
+  uint32_t gpu = 0;  // NVML's index
+  std::string bus_id;
+  int gen = 0;  // as trained while the job ran (the best seen)
+  int gen_max = 0;
+  int width = 0;
+  int width_max = 0;
+  bool operator==(const DegradedPcieLink&) const = default;
+};
+struct DownNvlinks {
+  uint32_t gpu = 0;  // NVML's index
+  std::string bus_id;
+  int nvlinks_up = 0;
+  int nvlinks_total = 0;
+  bool operator==(const DownNvlinks&) const = default;
+};
+struct NvmlLinkState {
+  std::string driver_version;
+  std::vector<DegradedPcieLink> pcie;  // a pcie_bound finding's
+  std::vector<DownNvlinks> nvlinks;    // an nvlink_down finding's
+  bool operator==(const NvmlLinkState&) const = default;
+};
+
 // What the dataloader analysis took as each step's data loading (evidence.step_source).
 enum class StepSource : uint8_t {
   kNone,
@@ -340,6 +366,7 @@ struct Finding {
   StepSource step_source = StepSource::kNone;
   std::optional<OffCpuCause> off_cpu;
   std::optional<QuotaCgroup> quota_cgroup;
+  std::optional<NvmlLinkState> nvml_links;
   // Findings folded into this one as its measured cost: a slow communicator into its node's
   // pcie_bound (evidence.measured), a shortfall below a link's ceiling into that link's finding
   // (evidence.below_link_ceiling), a straggler's late arrivals into its loader's skew

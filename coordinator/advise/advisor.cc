@@ -539,7 +539,6 @@ AdviceFacts FactsOfFinding(const Session& session, const Finding& finding) {
 
 // The steps a finding calls for, before the way to the rest of its question's chain.
 std::vector<NextStep> StepsFor(const Finding& finding, const AdviceFacts& f) {
-  const nlohmann::json& e = finding.evidence;
   const std::string& focus = finding.focus;
   if (finding.cause == CauseKind::kCpuStarved) {
     // Starved from outside the program: what shares its CPUs, and its cgroup's quota.
@@ -602,7 +601,7 @@ std::vector<NextStep> StepsFor(const Finding& finding, const AdviceFacts& f) {
     return steps;
   }
   if (finding.kind == FindingKind::kPcieBound) {
-    if (e.contains("degraded_pcie_links")) {
+    if (finding.nvml_links && !finding.nvml_links->pcie.empty()) {
       return {PcieQuery(f), Lspci(f), NvbandwidthCopies(f)};
     }
     // From the topology and a slow communicator it measured (joined, or the one it was made of).

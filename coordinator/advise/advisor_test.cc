@@ -270,7 +270,7 @@ TEST(Advisor, LinkFindingsGetLinkTools) {
   nvml.kind = FindingKind::kPcieBound;
   nvml.ranks = {2, 3};
   nvml.nodes = {"n2"};
-  nvml.evidence["degraded_pcie_links"] = nlohmann::json::array();
+  nvml.nvml_links = NvmlLinkState{"580.1", {{0, "0000:18:00.0", 4, 5, 8, 16}}, {}};
   Finding measured;  // a slow ring joined into a pcie_bound node
   measured.kind = FindingKind::kPcieBound;
   measured.nodes = {"n2"};

@@ -27,8 +27,8 @@ std::vector<Finding> FindDegradedGpuLinks(const Session& session) {
       if (g.pcie_gen_max > 0 && g.pcie_gen_current == g.pcie_gen_max) some_gpu_at_max_gen = true;
     }
 
-    nlohmann::json pcie = nlohmann::json::array();
-    nlohmann::json nvlink = nlohmann::json::array();
+    std::vector<DegradedPcieLink> pcie;
+    std::vector<DownNvlinks> nvlink;
     std::string pcie_text, nvlink_text;
     double pcie_confidence = 0;
     for (const NvmlGpu& g : gpus) {
@@ -36,12 +36,8 @@ std::vector<Finding> FindDegradedGpuLinks(const Session& session) {
       const bool slow =
           g.pcie_gen_current > 0 && g.pcie_gen_current < g.pcie_gen_max && some_gpu_at_max_gen;
       if (narrow || slow) {
-        pcie.push_back({{"gpu", g.index},
-                        {"bus_id", g.bus_id},
-                        {"gen", g.pcie_gen_current},
-                        {"gen_max", g.pcie_gen_max},
-                        {"width", g.pcie_width_current},
-                        {"width_max", g.pcie_width_max}});
+        pcie.push_back({g.index, g.bus_id, g.pcie_gen_current, g.pcie_gen_max, g.pcie_width_current,
+                        g.pcie_width_max});
         pcie_text += (pcie_text.empty() ? "" : "; ") + std::string("GPU ") +
                      std::to_string(g.index) + " (" + g.bus_id + ") at " +
                      Link(g.pcie_gen_current, g.pcie_width_current) + " of " +
@@ -49,10 +45,7 @@ std::vector<Finding> FindDegradedGpuLinks(const Session& session) {
         pcie_confidence = std::max(pcie_confidence, narrow ? 0.9 : 0.6);
       }
       if (g.nvlinks_total > 0 && g.nvlinks_up < g.nvlinks_total) {
-        nvlink.push_back({{"gpu", g.index},
-                          {"bus_id", g.bus_id},
-                          {"nvlinks_up", g.nvlinks_up},
-                          {"nvlinks_total", g.nvlinks_total}});
+        nvlink.push_back({g.index, g.bus_id, g.nvlinks_up, g.nvlinks_total});
         nvlink_text += (nvlink_text.empty() ? "" : "; ") + std::string("GPU ") +
                        std::to_string(g.index) + " (" + g.bus_id + ") has " +
                        std::to_string(g.nvlinks_up) + " of " + std::to_string(g.nvlinks_total) +
@@ -75,7 +68,7 @@ std::vector<Finding> FindDegradedGpuLinks(const Session& session) {
                   ". Host-device copies (and GPU traffic without NVLink) through these links "
                   "run slower than on their peers; reseat or replace the card or riser, or "
                   "check the slot's BIOS settings.";
-      f.evidence = {{"degraded_pcie_links", pcie}, {"driver_version", reader.nvml->driver_version}};
+      f.nvml_links = NvmlLinkState{reader.nvml->driver_version, pcie, {}};
       out.push_back(std::move(f));
     }
     if (!nvlink.empty()) {
@@ -83,7 +76,7 @@ std::vector<Finding> FindDegradedGpuLinks(const Session& session) {
       f.summary = "Node " + node + ": " + nvlink_text +
                   ". Peer-to-peer traffic (NCCL rings, all-to-all) over this GPU loses that "
                   "share of its NVLink bandwidth.";
-      f.evidence = {{"nvlinks_down", nvlink}, {"driver_version", reader.nvml->driver_version}};
+      f.nvml_links = NvmlLinkState{reader.nvml->driver_version, {}, nvlink};
       out.push_back(std::move(f));
     }
   }

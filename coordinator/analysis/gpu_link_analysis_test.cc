@@ -54,7 +54,9 @@ TEST(GpuLinks, NarrowLinkIsAPcieBoundNodeWithItsRanks) {
   EXPECT_NE(f[0].summary.find("GPU 1 (00000000:01:00.0) at gen 5 x8 of gen 5 x16"),
             std::string::npos)
       << f[0].summary;
-  EXPECT_EQ(f[0].evidence["degraded_pcie_links"][0]["width"], 8);
+  ASSERT_TRUE(f[0].nvml_links);
+  ASSERT_EQ(f[0].nvml_links->pcie.size(), 1u);
+  EXPECT_EQ(f[0].nvml_links->pcie[0].width, 8);
   ASSERT_FALSE(f[0].next_steps.empty());
   EXPECT_NE(f[0].next_steps[0].command.find("nvidia-smi -q -d PCIE"), std::string::npos);
 }

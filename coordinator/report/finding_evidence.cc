@@ -66,6 +66,30 @@ json CauseRangeJson(const std::optional<CauseRange>& c) {
   return {{"range", c->name}, {"late_rank_ns", c->mine}, {"others_ns", c->others}};
 }
 
+void WriteNvmlLinks(const NvmlLinkState& n, json* e) {
+  (*e)["driver_version"] = n.driver_version;
+  if (!n.pcie.empty()) {
+    json& pcie = (*e)["degraded_pcie_links"] = json::array();
+    for (const DegradedPcieLink& l : n.pcie) {
+      pcie.push_back({{"gpu", l.gpu},
+                      {"bus_id", l.bus_id},
+                      {"gen", l.gen},
+                      {"gen_max", l.gen_max},
+                      {"width", l.width},
+                      {"width_max", l.width_max}});
+    }
+  }
+  if (!n.nvlinks.empty()) {
+    json& down = (*e)["nvlinks_down"] = json::array();
+    for (const DownNvlinks& l : n.nvlinks) {
+      down.push_back({{"gpu", l.gpu},
+                      {"bus_id", l.bus_id},
+                      {"nvlinks_up", l.nvlinks_up},
+                      {"nvlinks_total", l.nvlinks_total}});
+    }
+  }
+}
+
 void WriteFacts(const Finding& f, json* e) {
   if (f.cause != CauseKind::kNone) (*e)["cause_kind"] = CauseKindName(f.cause);
   if (f.what_if) {
@@ -96,6 +120,7 @@ void WriteFacts(const Finding& f, json* e) {
                        {"meaning", o.meaning},           {"share", o.share},
                        {"others_share", o.others_share}, {"samples", o.samples}};
   }
+  if (f.nvml_links) WriteNvmlLinks(*f.nvml_links, e);
   if (f.quota_cgroup) {
     const QuotaCgroup& c = *f.quota_cgroup;
     json& cpu = (*e)["cpu"];
@@ -263,6 +288,34 @@ std::optional<QuotaCgroup> TakeQuotaCgroup(json* e) {
   return out;
 }
 
+// The links' arrays as WriteNvmlLinks wrote them (whole: a key with another shape stays JSON).
+std::optional<NvmlLinkState> TakeNvmlLinks(json* e) {
+  const bool pcie = e->contains("degraded_pcie_links") && (*e)["degraded_pcie_links"].is_array();
+  const bool down = e->contains("nvlinks_down") && (*e)["nvlinks_down"].is_array();
+  if (!e->contains("driver_version") || !(*e)["driver_version"].is_string() || (!pcie && !down)) {
+    return std::nullopt;
+  }
+  NvmlLinkState out;
+  out.driver_version = (*e)["driver_version"].get<std::string>();
+  if (pcie) {
+    for (const json& l : (*e)["degraded_pcie_links"]) {
+      out.pcie.push_back({l.at("gpu").get<uint32_t>(), l.at("bus_id").get<std::string>(),
+                          l.at("gen").get<int>(), l.at("gen_max").get<int>(),
+                          l.at("width").get<int>(), l.at("width_max").get<int>()});
+    }
+  }
+  if (down) {
+    for (const json& l : (*e)["nvlinks_down"]) {
+      out.nvlinks.push_back({l.at("gpu").get<uint32_t>(), l.at("bus_id").get<std::string>(),
+                             l.at("nvlinks_up").get<int>(), l.at("nvlinks_total").get<int>()});
+    }
+  }
+  // An empty array reads back as none, and would not be written again: keep it as it was.
+  if ((pcie && out.pcie.empty()) || (down && out.nvlinks.empty())) return std::nullopt;
+  EraseAll(e, {"driver_version", "degraded_pcie_links", "nvlinks_down"});
+  return out;
+}
+
 void TakeJoined(json* e, Finding* f) {
   for (FindingKind kind :
        {FindingKind::kImbalancedRing, FindingKind::kBelowLinkCeiling, FindingKind::kStraggler}) {
@@ -325,6 +378,7 @@ void TakeEvidence(json evidence, Finding* f) {
     }
     f->off_cpu = TakeOffCpu(&evidence);
     f->quota_cgroup = TakeQuotaCgroup(&evidence);
+    f->nvml_links = TakeNvmlLinks(&evidence);
     TakeJoined(&evidence, f);
   }
   f->evidence = std::move(evidence);

@@ -142,6 +142,7 @@ TEST(FindingEvidence, ReportJsonReadsBackIntoTheTypedFacts) {
     EXPECT_EQ(back.value().step_source, f.step_source);
     EXPECT_EQ(back.value().off_cpu, f.off_cpu);
     EXPECT_EQ(back.value().quota_cgroup, f.quota_cgroup);
+    EXPECT_EQ(back.value().nvml_links, f.nvml_links);
     ASSERT_EQ(back.value().joined.size(), f.joined.size());
     for (size_t i = 0; i < f.joined.size(); ++i) {
       EXPECT_EQ(back.value().joined[i].kind, f.joined[i].kind);
