@@ -53,17 +53,9 @@ std::vector<Finding> FindProcessOutliers(const Session& session,
     const double others_cpu = MedianOfOthers(all, i, &Figures::cpu);
     std::vector<std::string> what;
     std::string look_for;
-    nlohmann::json e = {{"window_ns", window},
-                        {"rchar_bytes", me.rchar},
-                        {"others_median_rchar_bytes", others_rchar},
-                        {"read_bytes", me.read_bytes},
-                        {"others_median_read_bytes", others_read},
-                        {"blkio_delay_ns", me.blkio},
-                        {"others_median_blkio_delay_ns", others_blkio},
-                        {"cpu_ns", me.cpu},
-                        {"others_median_cpu_ns", others_cpu},
-                        {"ranks_compared", all.size()}};
-    nlohmann::json verdicts = nlohmann::json::array();
+    ProcessOutlierFigures figures{window,   me.rchar,     others_rchar, me.read_bytes, others_read,
+                                  me.blkio, others_blkio, me.cpu,       others_cpu,    all.size(),
+                                  {}};
     if (me.rchar >= options.factor * others_rchar &&
         me.rchar >= static_cast<double>(options.min_read_bytes)) {
       const bool storage = me.read_bytes >= options.factor * others_read &&
@@ -72,7 +64,8 @@ std::vector<Finding> FindProcessOutliers(const Session& session,
                      Rate(me.rchar, seconds) + (storage ? ", much of it from storage" : "") +
                      ") against a median of " + FormatBytes(static_cast<Bytes>(others_rchar)) +
                      " on the other ranks");
-      verdicts.push_back(storage ? "io_heavy_storage" : "io_heavy");
+      figures.verdicts.push_back(storage ? ProcessVerdict::kIoHeavyStorage
+                                         : ProcessVerdict::kIoHeavy);
       look_for = "which code reads (data loading, checkpoints) on this rank alone";
     }
     if (me.blkio >= options.min_blkio_share * static_cast<double>(window) &&
@@ -80,7 +73,7 @@ std::vector<Finding> FindProcessOutliers(const Session& session,
       what.push_back("it was blocked on storage for " +
                      FormatDuration(static_cast<DurationNs>(me.blkio)) + " of the " +
                      FormatDuration(window) + " window");
-      verdicts.push_back("blocked_on_storage");
+      figures.verdicts.push_back(ProcessVerdict::kBlockedOnStorage);
       if (look_for.empty()) look_for = "the files this rank reads and the storage behind them";
     }
     if (others_cpu >= options.busy_share * static_cast<double>(window) &&
@@ -90,7 +83,7 @@ std::vector<Finding> FindProcessOutliers(const Session& session,
                      FormatDuration(static_cast<DurationNs>(others_cpu)) +
                      " on the other ranks: it sleeps or waits (I/O, a lock, a sleep) while they "
                      "run, and ranks polling in MPI or NCCL for a late peer burn CPU");
-      verdicts.push_back("idle_while_others_busy");
+      figures.verdicts.push_back(ProcessVerdict::kIdleWhileOthersBusy);
       if (look_for.empty()) look_for = "where this rank sleeps or blocks while the others compute";
     }
     if (what.empty()) continue;
@@ -98,8 +91,7 @@ std::vector<Finding> FindProcessOutliers(const Session& session,
     f.severity = Severity::kWarning;
     // Seen from outside only: the numbers are sure, what they cost the job is not known.
     f.confidence = 0.6;
-    e["verdicts"] = verdicts;
-    f.evidence = std::move(e);
+    f.process_outlier = std::move(figures);
     std::string summary = RankLabel(session, me.rank) + " stands apart from the other " +
                           std::to_string(all.size() - 1) + " ranks in the " +
                           FormatDuration(window) + " sampled from outside: ";

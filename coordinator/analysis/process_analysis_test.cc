@@ -56,7 +56,8 @@ TEST(ProcessOutliers, AReadingRankIsIoHeavy) {
   EXPECT_EQ(FindingKindName(f.kind), "process_outlier");
   EXPECT_EQ(f.ranks, std::vector<int>{2});
   EXPECT_EQ(f.nodes, std::vector<std::string>{"n1"});
-  EXPECT_EQ(f.evidence["verdicts"], nlohmann::json::array({"io_heavy"}));
+  ASSERT_TRUE(f.process_outlier);
+  EXPECT_EQ(f.process_outlier->verdicts, std::vector<ProcessVerdict>{ProcessVerdict::kIoHeavy});
   EXPECT_NE(f.summary.find("it read 4.0 GiB (2.0 GiB/s) against a median of 11.0 MiB"),
             std::string::npos)
       << f.summary;
@@ -75,9 +76,13 @@ TEST(ProcessOutliers, ASleepingRankAmongBusyOnesAndAStorageBoundOne) {
   const std::vector<Finding> findings = FindProcessOutliers(s, ProcessOutlierOptions{});
   ASSERT_EQ(findings.size(), 2u);
   EXPECT_EQ(findings[0].ranks, std::vector<int>{1});
-  EXPECT_EQ(findings[0].evidence["verdicts"], nlohmann::json::array({"idle_while_others_busy"}));
+  ASSERT_TRUE(findings[0].process_outlier);
+  EXPECT_EQ(findings[0].process_outlier->verdicts,
+            std::vector<ProcessVerdict>{ProcessVerdict::kIdleWhileOthersBusy});
   EXPECT_EQ(findings[1].ranks, std::vector<int>{3});
-  EXPECT_EQ(findings[1].evidence["verdicts"], nlohmann::json::array({"blocked_on_storage"}));
+  ASSERT_TRUE(findings[1].process_outlier);
+  EXPECT_EQ(findings[1].process_outlier->verdicts,
+            std::vector<ProcessVerdict>{ProcessVerdict::kBlockedOnStorage});
 }
 
 TEST(ProcessOutliers, OnlyForSessionsSeenFromOutside) {

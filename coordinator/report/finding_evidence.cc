@@ -90,6 +90,22 @@ void WriteNvmlLinks(const NvmlLinkState& n, json* e) {
   }
 }
 
+void WriteProcessOutlier(const ProcessOutlierFigures& p, json* e) {
+  (*e)["window_ns"] = p.window;
+  (*e)["rchar_bytes"] = p.rchar;
+  (*e)["others_median_rchar_bytes"] = p.others_rchar;
+  (*e)["read_bytes"] = p.read_bytes;
+  (*e)["others_median_read_bytes"] = p.others_read_bytes;
+  (*e)["blkio_delay_ns"] = p.blkio_delay;
+  (*e)["others_median_blkio_delay_ns"] = p.others_blkio_delay;
+  (*e)["cpu_ns"] = p.cpu;
+  (*e)["others_median_cpu_ns"] = p.others_cpu;
+  (*e)["ranks_compared"] = p.ranks_compared;
+  json verdicts = json::array();
+  for (ProcessVerdict v : p.verdicts) verdicts.push_back(ProcessVerdictName(v));
+  (*e)["verdicts"] = std::move(verdicts);
+}
+
 void WriteFacts(const Finding& f, json* e) {
   if (f.cause != CauseKind::kNone) (*e)["cause_kind"] = CauseKindName(f.cause);
   if (f.what_if) {
@@ -121,6 +137,7 @@ void WriteFacts(const Finding& f, json* e) {
                        {"others_share", o.others_share}, {"samples", o.samples}};
   }
   if (f.nvml_links) WriteNvmlLinks(*f.nvml_links, e);
+  if (f.process_outlier) WriteProcessOutlier(*f.process_outlier, e);
   if (f.quota_cgroup) {
     const QuotaCgroup& c = *f.quota_cgroup;
     json& cpu = (*e)["cpu"];

@@ -185,5 +185,39 @@ TEST(FindingEvidence, ReadableEvidenceShowsTheTypedFacts) {
   EXPECT_TRUE(what_if);
 }
 
+// A process outlier's figures, as report.json has always named them.
+TEST(FindingEvidence, ProcessOutlierFiguresKeepTheirKeys) {
+  Finding f;
+  f.kind = FindingKind::kProcessOutlier;
+  f.process_outlier =
+      ProcessOutlierFigures{2'000'000'000,
+                            4e9,
+                            1e8,
+                            3e9,
+                            0,
+                            5e8,
+                            1e6,
+                            1.9e9,
+                            2e9,
+                            4,
+                            {ProcessVerdict::kIoHeavyStorage, ProcessVerdict::kBlockedOnStorage}};
+  const json e = EvidenceJson(f);
+  EXPECT_EQ(e, (json{{"window_ns", 2'000'000'000},
+                     {"rchar_bytes", 4e9},
+                     {"others_median_rchar_bytes", 1e8},
+                     {"read_bytes", 3e9},
+                     {"others_median_read_bytes", 0.0},
+                     {"blkio_delay_ns", 5e8},
+                     {"others_median_blkio_delay_ns", 1e6},
+                     {"cpu_ns", 1.9e9},
+                     {"others_median_cpu_ns", 2e9},
+                     {"ranks_compared", 4u},
+                     {"verdicts", {"io_heavy_storage", "blocked_on_storage"}}}));
+  // Read back, the figures stay JSON and are written again as they were.
+  Result<Finding> back = FindingFromJson(FindingToJson(f));
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(EvidenceJson(back.value()), e);
+}
+
 }  // namespace
 }  // namespace rankscope
