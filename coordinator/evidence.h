@@ -289,4 +289,40 @@ struct ProcessOutlierFigures {
   bool operator==(const ProcessOutlierFigures&) const = default;
 };
 
+// What a slow rank's processes did against the other ranks' median, from the agents' /proc
+// sampling (coordinator/analysis/describe.h ProcessEvidence; evidence.process). `verdict` is
+// kHostIo, kHostCpu or kHostWaiting (report: "io", "cpu", "waiting").
+struct HostProcessFigures {
+  CauseKind verdict = CauseKind::kHostWaiting;
+  uint64_t rchar = 0;
+  double others_rchar = 0;
+  uint64_t read_bytes = 0;
+  double others_read_bytes = 0;
+  double cpu = 0;  // ns
+  double others_cpu = 0;
+  DurationNs blkio_delay = 0;
+  double others_blkio_delay = 0;
+  int32_t processes = 0;
+  bool io_unreadable = false;
+  bool operator==(const HostProcessFigures&) const = default;
+};
+
+// A dataloader_skew finding's figures (evidence: steps, steps_skewed, frac_skewed,
+// median_data_ns, others_median_data_ns, median_excess_ns, total_excess_ns, noise_ns,
+// excess_threshold_ns, median_step_ns where steps are NVTX ranges, range_names).
+struct DataloaderFigures {
+  int steps = 0;
+  int steps_skewed = 0;
+  double frac_skewed = 0;
+  DurationNs median_data = 0;  // per step on the rank
+  DurationNs others_median_data = 0;
+  DurationNs median_excess = 0;
+  DurationNs total_excess = 0;
+  DurationNs noise = 0;
+  DurationNs threshold = 0;
+  std::optional<DurationNs> median_step;
+  std::vector<std::string> range_names;  // most time first
+  bool operator==(const DataloaderFigures&) const = default;
+};
+
 }  // namespace rankscope

@@ -132,6 +132,8 @@ struct Finding {
   std::optional<NvmlLinkState> nvml_links;
   // A finding kind's whole evidence, where the kind's is typed (report.json: evidence).
   std::optional<ProcessOutlierFigures> process_outlier;
+  std::optional<DataloaderFigures> dataloader;
+  std::optional<HostProcessFigures> host_process;  // evidence.process
   // Findings folded into this one as its measured cost: a slow communicator into its node's
   // pcie_bound (evidence.measured), a shortfall below a link's ceiling into that link's finding
   // (evidence.below_link_ceiling), a straggler's late arrivals into its loader's skew

@@ -200,21 +200,21 @@ Finding MakeFinding(const Session& session, const RankSteps& rank, const Verdict
   std::vector<std::string> name_list;
   for (const auto& n : names) name_list.push_back(n.second);
 
-  nlohmann::json& e = f.evidence;
-  e["steps"] = v.steps;
-  e["steps_skewed"] = v.steps_skewed;
-  e["frac_skewed"] = frac;
   f.step_source = rank.from_first_kernel  ? StepSource::kFirstKernelLaunch
                   : rank.from_step_ranges ? StepSource::kStepRanges
                                           : StepSource::kDataRanges;
-  e["median_data_ns"] = v.median_data;
-  e["others_median_data_ns"] = v.others_median_data;
-  e["median_excess_ns"] = v.median_excess;
-  e["total_excess_ns"] = v.total_excess;
-  e["noise_ns"] = v.noise;
-  e["excess_threshold_ns"] = v.threshold;
-  if (rank.from_step_ranges) e["median_step_ns"] = median_step;
-  e["range_names"] = name_list;
+  f.dataloader = DataloaderFigures{
+      v.steps,
+      v.steps_skewed,
+      frac,
+      v.median_data,
+      v.others_median_data,
+      v.median_excess,
+      v.total_excess,
+      v.noise,
+      v.threshold,
+      rank.from_step_ranges ? std::optional<DurationNs>(median_step) : std::nullopt,
+      name_list};
 
   const std::string label = rank.from_first_kernel
                                 ? "the part of each step before its first GPU kernel launch"

@@ -54,7 +54,8 @@ TEST(DataloaderAnalysisTest, WithoutDataRangesTheFirstKernelLaunchMarksTheLoader
   const Finding& f = findings[0];
   EXPECT_EQ(f.ranks, std::vector<int>{1});
   EXPECT_EQ(f.step_source, StepSource::kFirstKernelLaunch);
-  EXPECT_NEAR(f.evidence["median_excess_ns"].get<double>(), 20.0 * kNsPerMs, 1.0 * kNsPerMs);
+  ASSERT_TRUE(f.dataloader);
+  EXPECT_NEAR(static_cast<double>(f.dataloader->median_excess), 20.0 * kNsPerMs, 1.0 * kNsPerMs);
   EXPECT_NE(f.summary.find("per step in the part of each step before its first GPU kernel launch"),
             std::string::npos)
       << f.summary;
@@ -91,12 +92,14 @@ TEST(DataloaderAnalysisTest, SlowDataOnOneRank) {
   EXPECT_EQ(FindingKindName(f.kind), "dataloader_skew");
   EXPECT_EQ(f.ranks, std::vector<int>{1});
   EXPECT_EQ(f.nodes, std::vector<std::string>{"n1"});
-  EXPECT_EQ(f.evidence["steps"], 50);
-  EXPECT_EQ(f.evidence["steps_skewed"], 50);
+  ASSERT_TRUE(f.dataloader);
+  EXPECT_EQ(f.dataloader->steps, 50);
+  EXPECT_EQ(f.dataloader->steps_skewed, 50);
   EXPECT_EQ(f.step_source, StepSource::kStepRanges);
-  EXPECT_NEAR(f.evidence["median_excess_ns"].get<double>(), 24.0 * kNsPerMs, 1.0 * kNsPerMs);
-  EXPECT_NEAR(f.evidence["total_excess_ns"].get<double>(), 50 * 24.0 * kNsPerMs, 50.0 * kNsPerMs);
-  EXPECT_EQ(f.evidence["range_names"], nlohmann::json::array({"data"}));
+  EXPECT_NEAR(static_cast<double>(f.dataloader->median_excess), 24.0 * kNsPerMs, 1.0 * kNsPerMs);
+  EXPECT_NEAR(static_cast<double>(f.dataloader->total_excess), 50 * 24.0 * kNsPerMs,
+              50.0 * kNsPerMs);
+  EXPECT_EQ(f.dataloader->range_names, std::vector<std::string>{"data"});
   EXPECT_NE(f.summary.find("rank 1 (node n1) spends 26."), std::string::npos) << f.summary;
   EXPECT_NE(f.summary.find("in 'data' vs 2."), std::string::npos) << f.summary;
   EXPECT_NE(f.summary.find("(in 50/50 steps)"), std::string::npos) << f.summary;
@@ -142,13 +145,14 @@ TEST(DataloaderAnalysisTest, LoaderBetweenStepRangesCountsTowardTheNextStep) {
   const std::vector<Finding> findings = FindDataloaderSkew(s, DataloaderOptions{});
   ASSERT_EQ(findings.size(), 1u);
   EXPECT_EQ(findings[0].ranks, std::vector<int>{2});
-  EXPECT_GE(findings[0].evidence["steps_skewed"].get<int>(), 49);  // step 0 has no window before
+  ASSERT_TRUE(findings[0].dataloader);
+  EXPECT_GE(findings[0].dataloader->steps_skewed, 49);  // step 0 has no window before
 }
 
 // The agents' /proc figures say how the slow loader spends its time: reading, computing, or
 // neither (waiting). 4 ranks, rank 1's data range 24 ms longer over 50 steps (1.2 s in all).
-std::string ProcessVerdict(uint64_t rchar1, uint64_t read1, int64_t cpu1_ms, Finding* out,
-                           DurationNs blkio1 = 0) {
+std::string LoaderVerdict(uint64_t rchar1, uint64_t read1, int64_t cpu1_ms, Finding* out,
+                          DurationNs blkio1 = 0) {
   TrainingSim sim;
   sim.slow_data[1] = 24 * kNsPerMs;
   Session s = Simulate(sim);
@@ -168,29 +172,37 @@ std::string ProcessVerdict(uint64_t rchar1, uint64_t read1, int64_t cpu1_ms, Fin
   const std::vector<Finding> findings = FindDataloaderSkew(s, DataloaderOptions{});
   if (findings.size() != 1) return "findings: " + std::to_string(findings.size());
   *out = findings[0];
-  return out->evidence["process"]["verdict"];
+  if (!out->host_process) return "no process figures";
+  switch (out->host_process->verdict) {
+    case CauseKind::kHostIo:
+      return "io";
+    case CauseKind::kHostCpu:
+      return "cpu";
+    default:
+      return "waiting";
+  }
 }
 
 TEST(DataloaderAnalysisTest, ProcessFiguresSayWhetherTheLoaderReadsComputesOrWaits) {
   Finding f;
-  EXPECT_EQ(ProcessVerdict(uint64_t{4} << 30, uint64_t{3} << 30, 1000, &f), "io");
+  EXPECT_EQ(LoaderVerdict(uint64_t{4} << 30, uint64_t{3} << 30, 1000, &f), "io");
   EXPECT_NE(f.summary.find("read 3.0 GiB from storage (other ranks: 1.0 MiB)"), std::string::npos)
       << f.summary;
-  EXPECT_EQ(ProcessVerdict(uint64_t{4} << 30, 1 << 20, 1000, &f), "io");  // page cache
+  EXPECT_EQ(LoaderVerdict(uint64_t{4} << 30, 1 << 20, 1000, &f), "io");  // page cache
   EXPECT_NE(f.summary.find("read 4.0 GiB (other ranks: 10.0 MiB)"), std::string::npos) << f.summary;
-  EXPECT_EQ(ProcessVerdict(10 << 20, 1 << 20, 2100, &f), "cpu");
+  EXPECT_EQ(LoaderVerdict(10 << 20, 1 << 20, 2100, &f), "cpu");
   EXPECT_NE(f.summary.find("CPU-bound"), std::string::npos) << f.summary;
-  EXPECT_EQ(ProcessVerdict(10 << 20, 1 << 20, 1100, &f), "waiting");
+  EXPECT_EQ(LoaderVerdict(10 << 20, 1 << 20, 1100, &f), "waiting");
   EXPECT_NE(f.summary.find("the loader waits"), std::string::npos) << f.summary;
-  EXPECT_EQ(f.evidence["process"]["others_cpu_ns"], 1000.0 * kNsPerMs);
+  EXPECT_EQ(f.host_process->others_cpu, 1000.0 * kNsPerMs);
   // Reads no more than the others, but waits on the device (a slow disk or network file
   // system): 900 ms of the 1.2 s excess blocked on block I/O.
-  EXPECT_EQ(ProcessVerdict(10 << 20, 1 << 20, 1000, &f, 900 * kNsPerMs), "io");
+  EXPECT_EQ(LoaderVerdict(10 << 20, 1 << 20, 1000, &f, 900 * kNsPerMs), "io");
   EXPECT_NE(f.summary.find("spent 900.00 ms blocked on block I/O (other ranks: 0 ns)"),
             std::string::npos)
       << f.summary;
   // A little block I/O delay is no verdict.
-  EXPECT_EQ(ProcessVerdict(10 << 20, 1 << 20, 1100, &f, 20 * kNsPerMs), "waiting");
+  EXPECT_EQ(LoaderVerdict(10 << 20, 1 << 20, 1100, &f, 20 * kNsPerMs), "waiting");
 }
 
 TEST(DataloaderAnalysisTest, CleanAndEmptySessionsGiveNothing) {

@@ -44,7 +44,7 @@ std::string RankLabel(const Session& session, int rank) {
 
 // What the rank's processes did, against the other ranks' median, from the agents' /proc
 // sampling: the loader reads more (I/O), computes more (CPU: decoding, augmentation), or neither
-// (it waits: sleep, network, a lock, worker processes). Adds evidence["process"] and returns the
+// (it waits: sleep, network, a lock, worker processes). Sets f->host_process and returns the
 // sentence for the summary; empty without /proc figures for the rank and another rank.
 std::string ProcessEvidence(const Session& session, int rank, DurationNs excess,
                             const ProcessWords& words, Finding* f, CauseKind* verdict_out) {
@@ -82,33 +82,23 @@ std::string ProcessEvidence(const Session& session, int rank, DurationNs excess,
   const bool blocked = my_blkio >= 2 * others_blkio &&
                        my_blkio - others_blkio >= 0.3 * static_cast<double>(excess) &&
                        my_blkio >= 50.0 * kNsPerMs;
-  const std::string verdict = io || storage || blocked ? "io" : busy ? "cpu" : "waiting";
-  if (verdict_out != nullptr) {
-    *verdict_out = io || storage || blocked ? CauseKind::kHostIo
-                   : busy                   ? CauseKind::kHostCpu
-                                            : CauseKind::kHostWaiting;
-  }
-  f->evidence["process"] = {{"verdict", verdict},
-                            {"rchar_bytes", p.rchar},
-                            {"others_rchar_bytes", others_rchar},
-                            {"read_bytes", p.read_bytes},
-                            {"others_read_bytes", others_read},
-                            {"cpu_ns", my_cpu},
-                            {"others_cpu_ns", others_cpu},
-                            {"blkio_delay_ns", p.blkio_delay_ns},
-                            {"others_blkio_delay_ns", others_blkio},
-                            {"processes", p.processes},
-                            {"io_unreadable", p.io_unreadable}};
+  const CauseKind verdict = io || storage || blocked ? CauseKind::kHostIo
+                            : busy                   ? CauseKind::kHostCpu
+                                                     : CauseKind::kHostWaiting;
+  if (verdict_out != nullptr) *verdict_out = verdict;
+  f->host_process = HostProcessFigures{verdict,      p.rchar,     others_rchar,   p.read_bytes,
+                                       others_read,  my_cpu,      others_cpu,     p.blkio_delay_ns,
+                                       others_blkio, p.processes, p.io_unreadable};
   auto gb = [](double bytes) { return FormatBytes(static_cast<int64_t>(bytes)); };
   const std::string cpu_text =
       FormatDuration(static_cast<DurationNs>(my_cpu)) +
       " of CPU (other ranks: " + FormatDuration(static_cast<DurationNs>(others_cpu)) + ")";
-  if (verdict == "io" && !io && !storage) {
+  if (verdict == CauseKind::kHostIo && !io && !storage) {
     return " Its processes spent " + FormatDuration(p.blkio_delay_ns) +
            " blocked on block I/O (other ranks: " +
            FormatDuration(static_cast<DurationNs>(others_blkio)) + "): " + words.io + ".";
   }
-  if (verdict == "io") {
+  if (verdict == CauseKind::kHostIo) {
     return " Its processes read " +
            (storage
                 ? gb(static_cast<double>(p.read_bytes)) +
@@ -116,7 +106,7 @@ std::string ProcessEvidence(const Session& session, int rank, DurationNs excess,
                 : gb(static_cast<double>(p.rchar)) + " (other ranks: " + gb(others_rchar) + ")") +
            ": " + words.io + ".";
   }
-  if (verdict == "cpu") {
+  if (verdict == CauseKind::kHostCpu) {
     return " Its processes used " + cpu_text + ": " + words.cpu + ".";
   }
   return " Its processes read and computed no more than the other ranks' (" +

@@ -37,7 +37,7 @@ struct ProcessWords {
 
 // What the rank's processes did over the run, against the other ranks' median, from the agents'
 // /proc sampling (`excess`: the extra time being explained): read more (I/O), computed more (CPU),
-// or neither (it waits). Adds evidence["process"] {verdict io|cpu|waiting, figures} to *f, sets
+// or neither (it waits). Adds f->host_process (verdict, figures) on *f, sets
 // *verdict (when given) to kHostIo, kHostCpu or kHostWaiting, and returns the sentence for the
 // summary; empty (and *verdict untouched) without /proc figures for the rank and another.
 std::string ProcessEvidence(const Session& session, int rank, DurationNs excess,

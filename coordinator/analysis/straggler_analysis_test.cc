@@ -80,13 +80,15 @@ TEST(StragglerAnalysisTest, ProcFiguresSayWhetherTheLateRankComputesOrWaits) {
   }
   std::vector<Finding> findings = Stragglers(s);
   ASSERT_EQ(findings.size(), 1u);
-  EXPECT_EQ(findings[0].evidence["process"]["verdict"], "cpu");
+  ASSERT_TRUE(findings[0].host_process);
+  EXPECT_EQ(findings[0].host_process->verdict, CauseKind::kHostCpu);
   EXPECT_NE(findings[0].summary.find("it is CPU-bound on the host"), std::string::npos)
       << findings[0].summary;
   s.ranks[2].proc->cpu_user_ns = 1'100 * kNsPerMs;
   findings = Stragglers(s);
   ASSERT_EQ(findings.size(), 1u);
-  EXPECT_EQ(findings[0].evidence["process"]["verdict"], "waiting");
+  ASSERT_TRUE(findings[0].host_process);
+  EXPECT_EQ(findings[0].host_process->verdict, CauseKind::kHostWaiting);
 }
 
 TEST(StragglerAnalysisTest, UntrackedHostTimeIsNamedWhenNoRangeCoversIt) {

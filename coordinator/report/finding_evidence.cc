@@ -106,6 +106,39 @@ void WriteProcessOutlier(const ProcessOutlierFigures& p, json* e) {
   (*e)["verdicts"] = std::move(verdicts);
 }
 
+// "io", "cpu", "waiting".
+const char* HostVerdictName(CauseKind verdict) {
+  return verdict == CauseKind::kHostIo ? "io" : verdict == CauseKind::kHostCpu ? "cpu" : "waiting";
+}
+
+json HostProcessJson(const HostProcessFigures& p) {
+  return {{"verdict", HostVerdictName(p.verdict)},
+          {"rchar_bytes", p.rchar},
+          {"others_rchar_bytes", p.others_rchar},
+          {"read_bytes", p.read_bytes},
+          {"others_read_bytes", p.others_read_bytes},
+          {"cpu_ns", p.cpu},
+          {"others_cpu_ns", p.others_cpu},
+          {"blkio_delay_ns", p.blkio_delay},
+          {"others_blkio_delay_ns", p.others_blkio_delay},
+          {"processes", p.processes},
+          {"io_unreadable", p.io_unreadable}};
+}
+
+void WriteDataloader(const DataloaderFigures& d, json* e) {
+  (*e)["steps"] = d.steps;
+  (*e)["steps_skewed"] = d.steps_skewed;
+  (*e)["frac_skewed"] = d.frac_skewed;
+  (*e)["median_data_ns"] = d.median_data;
+  (*e)["others_median_data_ns"] = d.others_median_data;
+  (*e)["median_excess_ns"] = d.median_excess;
+  (*e)["total_excess_ns"] = d.total_excess;
+  (*e)["noise_ns"] = d.noise;
+  (*e)["excess_threshold_ns"] = d.threshold;
+  if (d.median_step) (*e)["median_step_ns"] = *d.median_step;
+  (*e)["range_names"] = d.range_names;
+}
+
 void WriteFacts(const Finding& f, json* e) {
   if (f.cause != CauseKind::kNone) (*e)["cause_kind"] = CauseKindName(f.cause);
   if (f.what_if) {
@@ -138,6 +171,8 @@ void WriteFacts(const Finding& f, json* e) {
   }
   if (f.nvml_links) WriteNvmlLinks(*f.nvml_links, e);
   if (f.process_outlier) WriteProcessOutlier(*f.process_outlier, e);
+  if (f.dataloader) WriteDataloader(*f.dataloader, e);
+  if (f.host_process) (*e)["process"] = HostProcessJson(*f.host_process);
   if (f.quota_cgroup) {
     const QuotaCgroup& c = *f.quota_cgroup;
     json& cpu = (*e)["cpu"];

@@ -17,9 +17,9 @@ nlohmann::json EvidenceJson(const Finding& finding);
 
 // The inverse: moves the typed facts and joined findings out of `evidence` (as EvidenceJson
 // wrote them) into *f, and the rest into f->evidence. A kind's whole figures, which nothing reads
-// after the analyses (process_outlier's), stay JSON and are written back as they are. A fact this build cannot read (another
-// type, an unknown name) stays in f->evidence as it was. Throws nlohmann::json::exception on a
-// fact of the wrong type where its key says it is one.
+// after the analyses (process_outlier's), stay JSON and are written back as they are. A fact this
+// build cannot read (another type, an unknown name) stays in f->evidence as it was. Throws
+// nlohmann::json::exception on a fact of the wrong type where its key says it is one.
 void TakeEvidence(nlohmann::json evidence, Finding* f);
 
 }  // namespace rankscope

@@ -219,5 +219,53 @@ TEST(FindingEvidence, ProcessOutlierFiguresKeepTheirKeys) {
   EXPECT_EQ(EvidenceJson(back.value()), e);
 }
 
+// A loader's figures and its processes', as report.json has always named them.
+TEST(FindingEvidence, DataloaderAndProcessFiguresKeepTheirKeys) {
+  Finding f;
+  f.kind = FindingKind::kDataloaderSkew;
+  f.step_source = StepSource::kStepRanges;
+  f.dataloader = DataloaderFigures{50,        48,         0.96,           30'000'000,
+                                   5'000'000, 25'000'000, 1'250'000'000,  200'000,
+                                   1'000'000, 80'000'000, {"data", "aug"}};
+  f.host_process = HostProcessFigures{CauseKind::kHostIo,
+                                      uint64_t{4} << 30,
+                                      1e7,
+                                      uint64_t{3} << 30,
+                                      1e6,
+                                      2e9,
+                                      1.9e9,
+                                      900'000'000,
+                                      0.0,
+                                      5,
+                                      false};
+  const json e = EvidenceJson(f);
+  EXPECT_EQ(e, (json{{"step_source", "step_ranges"},
+                     {"steps", 50},
+                     {"steps_skewed", 48},
+                     {"frac_skewed", 0.96},
+                     {"median_data_ns", 30'000'000},
+                     {"others_median_data_ns", 5'000'000},
+                     {"median_excess_ns", 25'000'000},
+                     {"total_excess_ns", 1'250'000'000},
+                     {"noise_ns", 200'000},
+                     {"excess_threshold_ns", 1'000'000},
+                     {"median_step_ns", 80'000'000},
+                     {"range_names", {"data", "aug"}},
+                     {"process",
+                      {{"verdict", "io"},
+                       {"rchar_bytes", uint64_t{4} << 30},
+                       {"others_rchar_bytes", 1e7},
+                       {"read_bytes", uint64_t{3} << 30},
+                       {"others_read_bytes", 1e6},
+                       {"cpu_ns", 2e9},
+                       {"others_cpu_ns", 1.9e9},
+                       {"blkio_delay_ns", 900'000'000},
+                       {"others_blkio_delay_ns", 0.0},
+                       {"processes", 5},
+                       {"io_unreadable", false}}}}));
+  f.dataloader->median_step.reset();
+  EXPECT_FALSE(EvidenceJson(f).contains("median_step_ns"));
+}
+
 }  // namespace
 }  // namespace rankscope
