@@ -157,18 +157,6 @@ RankSteps StepsOf(const RankData& rank, const DataloaderOptions& options) {
   return out;
 }
 
-// The verdict on one rank.
-struct Verdict {
-  int steps = 0;
-  int steps_skewed = 0;
-  DurationNs median_data = 0;
-  DurationNs others_median_data = 0;
-  DurationNs median_excess = 0;
-  DurationNs total_excess = 0;
-  DurationNs noise = 0;
-  DurationNs threshold = 0;
-};
-
 std::string NamesLabel(const std::vector<std::pair<DurationNs, std::string>>& names) {
   std::string out = "'" + names[0].second + "'";
   // A second name is worth showing only when it carries a real share of the time.
@@ -177,7 +165,9 @@ std::string NamesLabel(const std::vector<std::pair<DurationNs, std::string>>& na
   return out;
 }
 
-Finding MakeFinding(const Session& session, const RankSteps& rank, const Verdict& v,
+// The finding on one rank, with its figures `v` (frac_skewed, median_step and range_names
+// filled in here).
+Finding MakeFinding(const Session& session, const RankSteps& rank, DataloaderFigures v,
                     const DataloaderOptions& options) {
   Finding f = FindingOnRank(session, FindingKind::kDataloaderSkew, rank.rank);
   f.cost_ns = v.total_excess;
@@ -203,18 +193,9 @@ Finding MakeFinding(const Session& session, const RankSteps& rank, const Verdict
   f.step_source = rank.from_first_kernel  ? StepSource::kFirstKernelLaunch
                   : rank.from_step_ranges ? StepSource::kStepRanges
                                           : StepSource::kDataRanges;
-  f.dataloader = DataloaderFigures{
-      v.steps,
-      v.steps_skewed,
-      frac,
-      v.median_data,
-      v.others_median_data,
-      v.median_excess,
-      v.total_excess,
-      v.noise,
-      v.threshold,
-      rank.from_step_ranges ? std::optional<DurationNs>(median_step) : std::nullopt,
-      name_list};
+  v.frac_skewed = frac;
+  if (rank.from_step_ranges) v.median_step = median_step;
+  v.range_names = std::move(name_list);
 
   const std::string label = rank.from_first_kernel
                                 ? "the part of each step before its first GPU kernel launch"
@@ -230,6 +211,7 @@ Finding MakeFinding(const Session& session, const RankSteps& rank, const Verdict
       &f);
 
   f.focus = label;
+  f.dataloader = std::move(v);
   return f;
 }
 
@@ -281,7 +263,7 @@ std::vector<Finding> FindDataloaderSkew(const Session& session, const Dataloader
       reference.push_back(*others_median[i][k]);
       excess.push_back(static_cast<double>(ranks[i].data[k]) - *others_median[i][k]);
     }
-    Verdict v;
+    DataloaderFigures v;
     v.steps = static_cast<int>(excess.size());
     if (v.steps < options.min_steps) continue;
     auto count_above = [&](double threshold) {
@@ -306,7 +288,7 @@ std::vector<Finding> FindDataloaderSkew(const Session& session, const Dataloader
     double total = 0;
     for (double x : excess) total += std::max(x, 0.0);
     v.total_excess = static_cast<DurationNs>(std::llround(total));
-    findings.push_back(MakeFinding(session, ranks[i], v, options));
+    findings.push_back(MakeFinding(session, ranks[i], std::move(v), options));
   }
   return findings;
 }
