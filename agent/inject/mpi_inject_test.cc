@@ -458,10 +458,10 @@ TEST_F(MpiInjectTest, TestLoopCountsAsWaiting) {
   std::vector<P2PRecord> told = WithTag(*r, 51);
   ASSERT_EQ(told.size(), 1u);
   EXPECT_GE(wait.spin_start, told[0].exit);
-  // The polling run formed: it reaches back further than the successful Test alone (about a
-  // microsecond). Only a descheduling in the last 20 us of a 20 ms loop, between two polls,
-  // could leave it shorter.
-  EXPECT_LT(wait.spin_start, wait.exit - 20 * kNsPerUs);
+  // How far back the run reaches depends on rank 2 not being descheduled between polls (PollRun,
+  // tested in poll_run_test.cc). It often is near the loop's end on a loaded machine: rank 1
+  // waking to send takes a core from a spinning rank, and CI saw a run of 5.5 us.
+  EXPECT_LT(wait.spin_start, wait.exit);
 }
 
 // Rank 2 tests two requests in turn: each completion's record counts only its own calls, and
