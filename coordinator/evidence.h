@@ -325,4 +325,187 @@ struct DataloaderFigures {
   bool operator==(const DataloaderFigures&) const = default;
 };
 
+// How sure the blame model is of a straggler, and from what (evidence.confidence: gain,
+// separation, outside; value is Finding::confidence).
+struct BlameConfidence {
+  double gain = 0;        // the what-if's gain as a share of the job, against its threshold
+  double separation = 0;  // how clearly the MPI figures set the rank apart, times persistence
+  double outside = 0;     // how clearly the agents saw it slowed from outside the program
+  double value = 0;       // min(gain, 1 - (1 - separation) x (1 - outside))
+  bool operator==(const BlameConfidence&) const = default;
+};
+
+// What kept a CPU-starved rank off its CPUs (evidence.cpu.verdict and evidence.cpu_cause).
+enum class StarvedBy : uint8_t {
+  kCgroupQuota,    // its own cgroup's CPU quota throttled it
+  kCpuContention,  // something else ran on its CPUs
+};
+
+// "cgroup_quota", "cpu_contention".
+inline std::string_view StarvedByName(StarvedBy by) {
+  return by == StarvedBy::kCgroupQuota ? "cgroup_quota" : "cpu_contention";
+}
+
+// A CPU-starved rank's scheduler figures against the other ranks' medians, from the agents'
+// /proc sampling (evidence.cpu: run_delay_ns, wall_ns, run_delay_per_wall,
+// others_run_delay_per_wall, cpu_per_wall, others_cpu_per_wall, involuntary_switches,
+// others_involuntary_switches, verdict; the cgroup is QuotaCgroup).
+struct CpuStarvation {
+  DurationNs run_delay = 0;  // runnable but not running
+  DurationNs wall = 0;       // over the sampled window
+  double run_delay_per_wall = 0;
+  double others_run_delay_per_wall = 0;
+  double cpu_per_wall = 0;
+  double others_cpu_per_wall = 0;
+  uint64_t involuntary_switches = 0;
+  double others_involuntary_switches = 0;
+  StarvedBy by = StarvedBy::kCpuContention;
+  bool operator==(const CpuStarvation&) const = default;
+};
+
+// Whether an arrival-based straggler was late all through the run or mainly in one half of it
+// (evidence.persistence).
+enum class Lateness : uint8_t { kThroughout, kFirstHalf, kSecondHalf };
+
+// "throughout", "first_half", "second_half".
+inline std::string_view LatenessName(Lateness l) {
+  switch (l) {
+    case Lateness::kFirstHalf:
+      return "first_half";
+    case Lateness::kSecondHalf:
+      return "second_half";
+    case Lateness::kThroughout:
+      break;
+  }
+  return "throughout";
+}
+
+// The rest of an arrival-based straggler's figures beside LateArrivals (evidence:
+// instances_late, frac_last, frac_late, frac_late_needed, chance_probability,
+// frac_late_first_half, frac_late_second_half, persistence, p90_lateness_ns, lateness_ns,
+// frac_late_by_decile, noise_ns, lateness_threshold_ns, clock_uncertainty_ns, wait_states,
+// communicators).
+struct ArrivalFigures {
+  int instances_late = 0;
+  double frac_last = 0;
+  double frac_late = 0;
+  double frac_late_needed = 0;
+  double chance_probability = 1;  // of this many late instances for a clean rank
+  double frac_late_first_half = 0;
+  double frac_late_second_half = 0;
+  Lateness persistence = Lateness::kThroughout;
+  DurationNs p90_lateness = 0;
+  std::vector<DurationNs> lateness_quantiles;  // p10, p25, p50, p75, p90, max; or none
+  std::vector<double> frac_late_by_decile;     // ten, or none
+  DurationNs noise = 0;
+  DurationNs lateness_threshold = 0;
+  DurationNs clock_uncertainty = 0;
+  std::map<std::string, int> wait_states;  // late instances by wait-state pattern key
+  struct Communicator {
+    std::string comm_id;
+    int late_instances = 0;
+    int last_instances = 0;
+    DurationNs others_wait = 0;
+    bool operator==(const Communicator&) const = default;
+  };
+  std::vector<Communicator> communicators;  // where it is last first
+  bool operator==(const ArrivalFigures&) const = default;
+};
+
+// What an arrival-based straggler did before the calls it was late at, per late call, against
+// the others' median (evidence: cause_instances, ranges, gap/untracked/mpi/kernel_ns_per_instance
+// each with its others_..., launch). Kernels are Finding::kernels, the cause range CauseRange.
+struct BeforeLateCalls {
+  int instances = 0;
+  std::vector<CauseRange> ranges;  // per instance, most excess first, at most three
+  DurationNs gap = 0, others_gap = 0;
+  DurationNs untracked = 0, others_untracked = 0;
+  DurationNs mpi = 0, others_mpi = 0;
+  DurationNs kernels = 0, others_kernels = 0;
+  // NCCL launch times, where known for most late instances.
+  struct Launch {
+    int instances = 0;
+    DurationNs launch_lateness = 0;  // median: its launch minus the others' median launch
+    DurationNs queue = 0;            // median: its kernel start minus its launch
+    DurationNs others_queue = 0;
+    bool operator==(const Launch&) const = default;
+  };
+  std::optional<Launch> launch;
+  bool operator==(const BeforeLateCalls&) const = default;
+};
+
+// A late_sender or late_receiver finding's figures (evidence: late_messages, sends or receives,
+// receivers or senders, median_direct_wait_ns, direct_wait_ns, propagated_wait_ns,
+// cost_fraction, p2p_span_ns, clock_uncertainty_ns, matched_messages, unmapped_records,
+// median_message_bytes, sender_ranges or receiver_ranges, sender_untracked_ns or
+// receiver_untracked_ns). The kind of the finding says which key of each pair.
+struct WaitStateFigures {
+  int late_messages = 0;
+  int matched = 0;          // its matched messages (sends or receives)
+  std::vector<int> others;  // the ranks that waited
+  DurationNs median_direct_wait = 0;
+  DurationNs direct_wait = 0;
+  DurationNs propagated_wait = 0;
+  double cost_fraction = 0;
+  DurationNs p2p_span = 0;
+  DurationNs clock_uncertainty = 0;
+  int matched_messages = 0;  // in the session
+  int unmapped_records = 0;
+  Bytes median_message_bytes = 0;                          // 0: not shown
+  std::vector<std::pair<std::string, DurationNs>> ranges;  // where it was, most time first
+  DurationNs untracked = 0;                                // ... outside every range
+  bool operator==(const WaitStateFigures&) const = default;
+};
+
+// A link between two members of a communicator (transport: NCCL's, "" where not said).
+struct RankLink {
+  int from = 0;
+  int to = 0;
+  std::string transport;
+  bool operator==(const RankLink&) const = default;
+};
+
+// An imbalanced_ring finding's figures beside CommMeasure (evidence: nranks, instances,
+// transports, odd_links, ring_cross_node_hops, ring_cross_node_hop_list,
+// peer_median_ring_cross_node_hops).
+struct RingFigures {
+  int nranks = 0;
+  int instances = 0;
+  std::vector<std::string> transports;
+  std::vector<RankLink> odd_links;          // over transports no peer uses
+  std::vector<RankLink> cross_node_hops;    // of its ring, per loop
+  double peer_median_cross_node_hops = -1;  // -1: no peer ring known
+  bool operator==(const RingFigures&) const = default;
+};
+
+// One call shape that reaches less than its link's healthy floor.
+struct ShapeBelowCeiling {
+  NcclOp op = NcclOp::kUnknown;
+  Bytes bytes = 0;
+  double busbw_gbps = 0;
+  double fraction = 0;  // of the link's nominal bandwidth
+  int instances = 0;
+  bool operator==(const ShapeBelowCeiling&) const = default;
+};
+
+// A below_link_ceiling finding's figures beside CommMeasure (evidence: nranks, instances,
+// transports, shapes_below_ceiling).
+struct BelowCeilingFigures {
+  int nranks = 0;
+  int instances = 0;
+  std::vector<std::string> transports;
+  std::vector<ShapeBelowCeiling> shapes;
+  bool operator==(const BelowCeilingFigures&) const = default;
+};
+
+// A communicator held against its limiting link (LimitingLink; evidence:
+// below_transport_ceiling, ceiling_busbw_gbps, ceiling_fraction_reached, ceiling_min_fraction).
+struct CeilingReach {
+  bool below = false;
+  double ceiling_gbps = 0;
+  double fraction = 0;      // reached, of the ceiling
+  double min_fraction = 0;  // a healthy NCCL's floor
+  bool operator==(const CeilingReach&) const = default;
+};
+
 }  // namespace rankscope

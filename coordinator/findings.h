@@ -134,6 +134,15 @@ struct Finding {
   std::optional<ProcessOutlierFigures> process_outlier;
   std::optional<DataloaderFigures> dataloader;
   std::optional<HostProcessFigures> host_process;  // evidence.process
+  std::optional<ArrivalFigures> arrival_figures;
+  std::optional<BeforeLateCalls> before_late_calls;
+  std::optional<CpuStarvation> cpu_starvation;      // evidence.cpu
+  std::optional<BlameConfidence> blame_confidence;  // evidence.confidence
+  std::optional<WaitStateFigures> wait_state;
+  std::optional<RingFigures> ring;
+  std::optional<BelowCeilingFigures> below_ceiling;
+  std::optional<CeilingReach> ceiling;
+  std::string weak_links;  // pcie_bound from a measured ring: the node's weak links (evidence.links)
   // Findings folded into this one as its measured cost: a slow communicator into its node's
   // pcie_bound (evidence.measured), a shortfall below a link's ceiling into that link's finding
   // (evidence.below_link_ceiling), a straggler's late arrivals into its loader's skew

@@ -106,10 +106,10 @@ TEST(GpuReplay, HostSleepIsLateLaunchNotGpuQueue) {
   const Finding& f = findings[0];
   EXPECT_EQ(f.ranks, std::vector<int>{1});
   EXPECT_NE(CauseKindName(f.cause), "gpu_queue");
-  const nlohmann::json& launch = f.evidence["launch"];
-  ASSERT_TRUE(launch.is_object()) << f.evidence.dump();
-  EXPECT_EQ(launch["instances"], 40);
-  EXPECT_NEAR(launch["launch_lateness_ns"].get<double>() / 1e6, 20.0, 2.0);
+  ASSERT_TRUE(f.before_late_calls && f.before_late_calls->launch);
+  const BeforeLateCalls::Launch& launch = *f.before_late_calls->launch;
+  EXPECT_EQ(launch.instances, 40);
+  EXPECT_NEAR(static_cast<double>(launch.launch_lateness) / 1e6, 20.0, 2.0);
   EXPECT_NE(f.summary.find("late on the host"), std::string::npos) << f.summary;
   std::printf("%s\n", f.summary.c_str());
 }
@@ -169,11 +169,10 @@ TEST(GpuReplay, AHealthyShmRingIsJudgedAgainstPcieAndStaysSilent) {
   const std::vector<Finding> findings = Diagnose(s, strict);
   ASSERT_EQ(findings.size(), 1u);
   EXPECT_EQ(FindingKindName(findings[0].kind), "below_link_ceiling");
-  const nlohmann::json& e = findings[0].evidence;
-  ASSERT_TRUE(findings[0].limiting_link);
+  ASSERT_TRUE(findings[0].limiting_link && findings[0].ceiling);
   EXPECT_EQ(findings[0].limiting_link->transport, "SHM");
   EXPECT_EQ(findings[0].limiting_link->link, "PCIe gen5 x16");
-  EXPECT_NEAR(e["ceiling_fraction_reached"].get<double>(), 0.44, 0.03);
+  EXPECT_NEAR(findings[0].ceiling->fraction, 0.44, 0.03);
 }
 
 TEST(GpuReplay, NcclBusBandwidthMatchesTheBenchmarksOwnTiming) {

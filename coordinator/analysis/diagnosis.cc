@@ -129,7 +129,7 @@ void FoldIntoPcieBound(Finding ring, const std::vector<std::string>& nodes, cons
   ring.summary = std::string(nodes.size() == 1 ? "Node " : "Nodes ") + names + " " +
                  (nodes.size() == 1 ? "is" : "are") + " PCIe-bound: " + weak + ", and " + measured +
                  ".";
-  ring.evidence["links"] = weak;
+  ring.weak_links = weak;
   ring.nodes = nodes;
   out->push_back(std::move(ring));
 }

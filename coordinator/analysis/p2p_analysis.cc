@@ -25,8 +25,6 @@ struct WaitState {
   const char* late_because;  // "it sent them late" / "it posted the receives late"
   const char* before;        // what the blamed rank does after the waiting: "sends" / "receives"
   const char* finding_name;  // for notes: "a late sender" / "a late receiver"
-  const char* others_key;    // evidence key for the ranks that waited
-  const char* ranges_key;    // evidence key for where the blamed rank was
   int Blamed(const P2PMessage& m) const { return blame_sender ? m.sender : m.receiver; }
   int Waiting(const P2PMessage& m) const { return blame_sender ? m.receiver : m.sender; }
   DurationNs Wait(const P2PMessage& m) const { return blame_sender ? m.wait : m.send_wait; }
@@ -40,18 +38,14 @@ constexpr WaitState kLateSender{.kind = FindingKind::kLateSender,
                                 .waited_in = "receives",
                                 .late_because = "it sent them late",
                                 .before = "sends",
-                                .finding_name = "a late sender",
-                                .others_key = "receivers",
-                                .ranges_key = "sender_ranges"};
+                                .finding_name = "a late sender"};
 constexpr WaitState kLateReceiver{.kind = FindingKind::kLateReceiver,
                                   .blame_sender = false,
                                   .late_verb = "received late",
                                   .waited_in = "sends",
                                   .late_because = "it posted the receives late",
                                   .before = "receives",
-                                  .finding_name = "a late receiver",
-                                  .others_key = "senders",
-                                  .ranges_key = "receiver_ranges"};
+                                  .finding_name = "a late receiver"};
 
 // The span the waiting ranks' time is measured over: first to last point-to-point call.
 DurationNs P2PSpan(const Session& aligned) {
@@ -136,28 +130,26 @@ Bytes MedianBytes(const Blamed& s) {
              : static_cast<Bytes>(Median(std::vector<double>(s.bytes.begin(), s.bytes.end())));
 }
 
-nlohmann::json WaitStateEvidence(const Blamed& s, const WaitState& state, const WhileWaited& w,
-                                 DurationNs median, double cost_fraction, DurationNs span,
-                                 DurationNs clock_uncertainty, const P2PMatchStats& stats) {
-  nlohmann::json e;
-  e["late_messages"] = s.messages.size();
-  e[state.blame_sender ? "sends" : "receives"] = s.matched;
-  e[state.others_key] = s.others;
-  e["median_direct_wait_ns"] = median;  // over all its matched messages
-  e["direct_wait_ns"] = s.direct;
-  e["propagated_wait_ns"] = s.wait - s.direct;
-  e["cost_fraction"] = cost_fraction;
-  e["p2p_span_ns"] = span;
-  e["clock_uncertainty_ns"] = clock_uncertainty;
-  e["matched_messages"] = stats.matched;
-  e["unmapped_records"] = stats.unmapped;
-  if (const Bytes bytes = MedianBytes(s); bytes > 0) e["median_message_bytes"] = bytes;
-  nlohmann::json ranges = nlohmann::json::array();
+WaitStateFigures WaitStateEvidence(const Blamed& s, const WhileWaited& w, DurationNs median,
+                                   double cost_fraction, DurationNs span,
+                                   DurationNs clock_uncertainty, const P2PMatchStats& stats) {
+  WaitStateFigures e;
+  e.late_messages = static_cast<int>(s.messages.size());
+  e.matched = s.matched;
+  e.others.assign(s.others.begin(), s.others.end());
+  e.median_direct_wait = median;  // over all its matched messages
+  e.direct_wait = s.direct;
+  e.propagated_wait = s.wait - s.direct;
+  e.cost_fraction = cost_fraction;
+  e.p2p_span = span;
+  e.clock_uncertainty = clock_uncertainty;
+  e.matched_messages = stats.matched;
+  e.unmapped_records = stats.unmapped;
+  e.median_message_bytes = MedianBytes(s);
   for (size_t i = 0; i < w.ranked.size() && i < 3; ++i) {
-    ranges.push_back({{"range", w.ranked[i].second}, {"ns", w.ranked[i].first}});
+    e.ranges.emplace_back(w.ranked[i].second, w.ranked[i].first);
   }
-  e[state.ranges_key] = ranges;
-  e[state.blame_sender ? "sender_untracked_ns" : "receiver_untracked_ns"] = w.windows - w.covered;
+  e.untracked = w.windows - w.covered;
   return e;
 }
 
@@ -246,8 +238,7 @@ std::vector<Finding> FindWaitStates(const Session& aligned, const std::vector<P2
         std::clamp(late_share * (1.0 - 0.5 * static_cast<double>(options.min_median_wait) /
                                            static_cast<double>(std::max<DurationNs>(median, 1))),
                    0.0, 1.0);
-    f.evidence =
-        WaitStateEvidence(s, state, w, median, cost_fraction, span, clock_uncertainty, stats);
+    f.wait_state = WaitStateEvidence(s, w, median, cost_fraction, span, clock_uncertainty, stats);
     std::tie(f.summary, f.focus) = WaitStateProse(aligned, rank, s, state, w, median);
     findings.push_back(std::move(f));
   }

@@ -171,10 +171,11 @@ TEST(LateSenderTest, TheSlowStageIsNamedNotTheStagesBehindIt) {
   EXPECT_EQ(FindingKindName(f.kind), "late_sender");
   EXPECT_EQ(f.ranks, std::vector<int>{1});
   EXPECT_EQ(f.nodes, std::vector<std::string>{"n1"});
-  EXPECT_EQ(f.evidence["receivers"], std::vector<int>{2});
-  EXPECT_NEAR(f.evidence["median_direct_wait_ns"].get<double>(), 20.0 * kNsPerMs, 1.0 * kNsPerMs);
-  EXPECT_GE(f.evidence["late_messages"].get<int>(), sim.steps - 2);
-  EXPECT_EQ(f.evidence["sender_ranges"][0]["range"], "compute");
+  EXPECT_EQ(f.wait_state->others, std::vector<int>{2});
+  EXPECT_NEAR(static_cast<double>(f.wait_state->median_direct_wait), 20.0 * kNsPerMs,
+              1.0 * kNsPerMs);
+  EXPECT_GE(f.wait_state->late_messages, sim.steps - 2);
+  EXPECT_EQ(f.wait_state->ranges[0].first, "compute");
   EXPECT_NE(f.summary.find("rank 1 (node n1) sent late: rank 2 waited in receives"),
             std::string::npos)
       << f.summary;
@@ -197,8 +198,8 @@ TEST(LateSenderTest, NonBlockingCallsOnAnotherCommunicatorMatchThroughItsRanks) 
   const std::vector<Finding> findings = LateSenders(s);
   ASSERT_EQ(findings.size(), 1u);
   EXPECT_EQ(findings[0].ranks, std::vector<int>{2});
-  EXPECT_EQ(findings[0].evidence["receivers"], std::vector<int>{3});
-  EXPECT_NEAR(findings[0].evidence["median_direct_wait_ns"].get<double>(), 15.0 * kNsPerMs,
+  EXPECT_EQ(findings[0].wait_state->others, std::vector<int>{3});
+  EXPECT_NEAR(static_cast<double>(findings[0].wait_state->median_direct_wait), 15.0 * kNsPerMs,
               1.0 * kNsPerMs);
 }
 
@@ -242,10 +243,11 @@ TEST(LateReceiverTest, TheSlowLastStageIsNamedNotTheStagesBehindIt) {
     const Finding& f = findings[0];
     EXPECT_EQ(FindingKindName(f.kind), "late_receiver");
     EXPECT_EQ(f.ranks, std::vector<int>{3});
-    EXPECT_EQ(f.evidence["senders"], std::vector<int>{2});
-    EXPECT_NEAR(f.evidence["median_direct_wait_ns"].get<double>(), 20.0 * kNsPerMs, 1.0 * kNsPerMs);
-    EXPECT_EQ(f.evidence["median_message_bytes"], 1 << 20);
-    EXPECT_EQ(f.evidence["receiver_ranges"][0]["range"], "compute");
+    EXPECT_EQ(f.wait_state->others, std::vector<int>{2});
+    EXPECT_NEAR(static_cast<double>(f.wait_state->median_direct_wait), 20.0 * kNsPerMs,
+                1.0 * kNsPerMs);
+    EXPECT_EQ(f.wait_state->median_message_bytes, 1 << 20);
+    EXPECT_EQ(f.wait_state->ranges[0].first, "compute");
     EXPECT_NE(f.summary.find("rank 3 (node n3) received late: rank 2 waited in sends"),
               std::string::npos)
         << f.summary;
@@ -323,7 +325,7 @@ TEST(LateSenderTest, WaitsWellAboveClockUncertaintyAreStillAFinding) {
       FindLateSenders(s, MatchMessages(s, &stats), stats, PointToPointOptions{}, &notes);
   ASSERT_EQ(findings.size(), 1u);
   EXPECT_EQ(findings[0].ranks, std::vector<int>{1});
-  EXPECT_EQ(findings[0].evidence["clock_uncertainty_ns"], 1 * kNsPerMs);
+  EXPECT_EQ(findings[0].wait_state->clock_uncertainty, 1 * kNsPerMs);
   EXPECT_TRUE(notes.empty()) << notes[0];
 }
 

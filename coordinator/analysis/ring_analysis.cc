@@ -467,11 +467,7 @@ bool HeldAgainstLink(NcclOp op, Bytes bytes, int nranks, const RingOptions& opti
 }
 
 void AddCeilingEvidence(const CeilingVerdict& v, Finding* f) {
-  nlohmann::json& e = f->evidence;
-  e["below_transport_ceiling"] = v.below;
-  e["ceiling_busbw_gbps"] = v.hop.capacity.nominal_gbps;
-  e["ceiling_fraction_reached"] = v.fraction;
-  e["ceiling_min_fraction"] = v.hop.min_fraction;
+  f->ceiling = CeilingReach{v.below, v.hop.capacity.nominal_gbps, v.fraction, v.hop.min_fraction};
   f->limiting_link = LimitingLink{v.hop.from,
                                   v.hop.to,
                                   v.hop.at,
@@ -540,19 +536,14 @@ Finding BelowCeilingFinding(const Comm& comm, const std::vector<const Judged*>& 
     f.summary +=
         " " + std::to_string(below.size() - 1) + " more of its message sizes fall short too.";
   }
-  nlohmann::json shapes = nlohmann::json::array();
+  BelowCeilingFigures figures{
+      comm.nranks, lead.measured.alone_instances, TransportNames(comm.transports), {}};
   for (const Judged* j : below) {
-    shapes.push_back({{"op", NcclOpName(j->op)},
-                      {"bytes", j->bytes},
-                      {"busbw_gbps", j->measured.alone_busbw},
-                      {"ceiling_fraction_reached", j->verdict.fraction},
-                      {"instances", j->measured.alone_instances}});
+    figures.shapes.push_back({j->op, j->bytes, j->measured.alone_busbw, j->verdict.fraction,
+                              j->measured.alone_instances});
   }
   f.comm_measure = CommMeasure{comm.id, lead.op, lead.bytes, lead.measured.alone_busbw};
-  f.evidence = {{"nranks", comm.nranks},
-                {"instances", lead.measured.alone_instances},
-                {"transports", TransportNames(comm.transports)},
-                {"shapes_below_ceiling", shapes}};
+  f.below_ceiling = std::move(figures);
   AddCeilingEvidence(v, &f);
   return f;
 }
@@ -660,7 +651,7 @@ JudgedShapes JudgeAgainstLinks(const Session& aligned, const std::map<uint64_t, 
 // What sets a communicator apart from its peers: the links of transports no peer uses.
 struct OddLinks {
   std::string text;  // "0<->1 over NET/IB, ..."
-  nlohmann::json json = nlohmann::json::array();
+  std::vector<RankLink> links;
 };
 
 OddLinks FindOddLinks(const std::map<uint64_t, Comm>& comms, const Comm& comm, uint64_t key,
@@ -676,7 +667,7 @@ OddLinks FindOddLinks(const std::map<uint64_t, Comm>& comms, const Comm& comm, u
   for (const auto& [pair, kind] : comm.pair_kind) {
     if (peer_transports.count(kind) || pair.first > pair.second) continue;
     const std::string name(NcclTransportKindName(kind));
-    out.json.push_back({{"from", pair.first}, {"to", pair.second}, {"transport", name}});
+    out.links.push_back({pair.first, pair.second, name});
     out.text += (out.text.empty() ? "" : ", ") + std::to_string(pair.first) + "<->" +
                 std::to_string(pair.second) + " over " + name;
   }
@@ -708,11 +699,11 @@ Finding ImbalancedRingFinding(const std::map<uint64_t, Comm>& comms, const Measu
   const int cross_node_hops = static_cast<int>(hops.size());
   const double peer_median_hops = PeerMedianHops(comms, m.key, members);
   std::string hop_list;
-  nlohmann::json hop_json = nlohmann::json::array();
+  std::vector<RankLink> hop_links;
   for (const auto& [from, to] : hops) {
     hop_list += (hop_list.empty() ? "" : ", ") + std::to_string(from) + "->" + std::to_string(to) +
                 " (" + comm.node_of.at(from) + "->" + comm.node_of.at(to) + ")";
-    hop_json.push_back({{"from", from}, {"to", to}});
+    hop_links.push_back({from, to, ""});
   }
   Finding f;
   f.kind = FindingKind::kImbalancedRing;
@@ -734,13 +725,8 @@ Finding ImbalancedRingFinding(const std::map<uint64_t, Comm>& comms, const Measu
                  FormatDouble("%g", peer_median_hops) + ": " + hop_list + ".";
   }
   f.comm_measure = CommMeasure{comm.id, op, bytes, m.busbw, static_cast<int>(peers), peer_median};
-  f.evidence = {{"nranks", nranks},
-                {"instances", m.instances},
-                {"transports", TransportNames(comm.transports)},
-                {"odd_links", odd.json},
-                {"ring_cross_node_hops", cross_node_hops},
-                {"ring_cross_node_hop_list", hop_json},
-                {"peer_median_ring_cross_node_hops", peer_median_hops}};
+  f.ring = RingFigures{nranks,    m.instances,          TransportNames(comm.transports),
+                       odd.links, std::move(hop_links), peer_median_hops};
   return f;
 }
 

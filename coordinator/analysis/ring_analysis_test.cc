@@ -188,8 +188,8 @@ TEST(Rings, ARingThatLeavesItsNodesMoreOftenThanItsPeersSaysWhere) {
   std::vector<Finding> f = FindImbalancedRings(CrossNodeRings(4, 1, 2.0), RingOptions{});
   ASSERT_EQ(f.size(), 1u);
   EXPECT_EQ(f[0].ranks, (std::vector<int>{4, 5, 6, 7}));
-  EXPECT_EQ(f[0].evidence["ring_cross_node_hops"], 4);
-  EXPECT_EQ(f[0].evidence["peer_median_ring_cross_node_hops"], 2.0);
+  EXPECT_EQ(f[0].ring->cross_node_hops.size(), 4u);
+  EXPECT_EQ(f[0].ring->peer_median_cross_node_hops, 2.0);
   EXPECT_NE(f[0].summary.find("Its ring leaves a node 4 times per loop where its peers' rings do "
                               "2: 4->6 (x1->y1), 6->5 (y1->x1), 5->7 (x1->y1), 7->4 (y1->x1)."),
             std::string::npos)
@@ -357,11 +357,11 @@ TEST(RingCeiling, ALoneCommunicatorFarBelowItsNvlinkIsFoundWithTheLimitingLink) 
   EXPECT_EQ(FindingKindName(f[0].kind), "below_link_ceiling");
   EXPECT_EQ(f[0].ranks, (std::vector<int>{0, 1}));
   EXPECT_EQ(f[0].nodes, std::vector<std::string>{"n0"});
-  const nlohmann::json& e = f[0].evidence;
-  EXPECT_EQ(e["below_transport_ceiling"], true);
-  EXPECT_DOUBLE_EQ(e["ceiling_busbw_gbps"].get<double>(), 450.0);  // 18 x 25 GB/s
-  EXPECT_NEAR(e["ceiling_fraction_reached"].get<double>(), 0.10, 0.005);
-  EXPECT_EQ(e["ceiling_min_fraction"], 0.5);
+  const CeilingReach& e = *f[0].ceiling;
+  EXPECT_EQ(e.below, true);
+  EXPECT_DOUBLE_EQ(e.ceiling_gbps, 450.0);  // 18 x 25 GB/s
+  EXPECT_NEAR(e.fraction, 0.10, 0.005);
+  EXPECT_EQ(e.min_fraction, 0.5);
   ASSERT_TRUE(f[0].limiting_link);
   EXPECT_EQ(f[0].limiting_link->from_rank, 0);
   EXPECT_EQ(f[0].limiting_link->to_rank, 1);
@@ -416,7 +416,7 @@ TEST(RingCeiling, InstancesOverlappedByComputeAreNotHeldAgainstTheLink) {
   for (size_t i = 0; i < s.ranks[1].gpu.size(); i += 2) s.ranks[1].gpu[i].name = "ncclDevKernel";
   std::vector<Finding> half = FindImbalancedRings(s, RingOptions{});
   ASSERT_EQ(half.size(), 1u);
-  EXPECT_EQ(half[0].evidence["instances"], 5);
+  EXPECT_EQ(half[0].below_ceiling->instances, 5);
   EXPECT_NEAR(half[0].comm_measure->busbw_gbps, 45.0, 0.5);
   // NCCL's own kernels do not count as overlap.
   for (GpuActivityRecord& k : s.ranks[1].gpu) k.name = "ncclDevKernel_AllGather_RING_LL";
@@ -447,14 +447,14 @@ TEST(RingCeiling, ShmAndPcieAreHeldAgainstTheGpusPcieLinks) {
   EXPECT_EQ(f[0].limiting_link->medium, LinkMedium::kPcie);
   EXPECT_EQ(f[0].limiting_link->transport, "SHM");
   EXPECT_EQ(f[0].limiting_link->link, "PCIe gen4 x16");
-  EXPECT_NEAR(f[0].evidence["ceiling_busbw_gbps"].get<double>(), 31.5, 0.01);
+  EXPECT_NEAR(f[0].ceiling->ceiling_gbps, 31.5, 0.01);
   EXPECT_TRUE(FindImbalancedRings(PciePair("43000", "44000", "SHM", 12.0), {}).empty());
 
   // P2P over PCIe between GPU 2 (gen3 x8) and GPU 3: the narrower link bounds it, 7.9 GB/s.
   f = FindImbalancedRings(PciePair("83000", "84000", "P2P/IPC", 2.0), {});
   ASSERT_EQ(f.size(), 1u);
   EXPECT_EQ(f[0].limiting_link->link, "PCIe gen3 x8 (rank 0's GPU)");
-  EXPECT_NEAR(f[0].evidence["ceiling_busbw_gbps"].get<double>(), 7.88, 0.01);
+  EXPECT_NEAR(f[0].ceiling->ceiling_gbps, 7.88, 0.01);
   EXPECT_TRUE(FindImbalancedRings(PciePair("83000", "84000", "P2P/IPC", 5.0), {}).empty());
 }
 
@@ -492,7 +492,7 @@ TEST(RingCeiling, AnH200PairOverShmFarBelowPcieGen5x16) {
   std::vector<Finding> f = FindImbalancedRings(session(5.0, true), {});
   ASSERT_EQ(f.size(), 1u);
   EXPECT_EQ(f[0].limiting_link->link, "PCIe gen5 x16");
-  EXPECT_NEAR(f[0].evidence["ceiling_busbw_gbps"].get<double>(), 63.0, 0.01);
+  EXPECT_NEAR(f[0].ceiling->ceiling_gbps, 63.0, 0.01);
   EXPECT_TRUE(FindImbalancedRings(session(25.0, true), {}).empty());
   // Without NVML the width is unknown, so is the ceiling: no verdict rather than a guess.
   EXPECT_TRUE(FindImbalancedRings(session(5.0, false), {}).empty());
@@ -536,7 +536,7 @@ TEST(RingCeiling, ACrossNodeCommunicatorIsHeldAgainstItsNics) {
   EXPECT_EQ(link.link, "mlx5_0 on a, 400 Gb/s");
   EXPECT_EQ(link.from_node, "a");
   EXPECT_EQ(link.to_node, "b");
-  EXPECT_DOUBLE_EQ(f[0].evidence["ceiling_busbw_gbps"].get<double>(), 50.0);
+  EXPECT_DOUBLE_EQ(f[0].ceiling->ceiling_gbps, 50.0);
   EXPECT_NE(f[0].summary.find("ranks 0 (a) -> 1 (b) over NET/IB (network: mlx5_0 on a, 400 Gb/s)"),
             std::string::npos)
       << f[0].summary;
@@ -572,7 +572,7 @@ TEST(RingCeiling, CommunicatorsSharingANicAreHeldAgainstTheirShare) {
   ASSERT_EQ(f.size(), 1u);
   EXPECT_EQ(f[0].limiting_link->link,
             "mlx5_0 on a, 200 Gb/s (its share: 2 communicators use these NICs)");
-  EXPECT_DOUBLE_EQ(f[0].evidence["ceiling_busbw_gbps"].get<double>(), 25.0);
+  EXPECT_DOUBLE_EQ(f[0].ceiling->ceiling_gbps, 25.0);
   EXPECT_EQ(f[0].limiting_link->at_rank, 0);
 }
 
@@ -592,10 +592,10 @@ TEST(RingCeiling, APeerVerdictAndALinkVerdictOnOneShapeAreOneFinding) {
   ASSERT_EQ(f.size(), 1u);
   EXPECT_EQ(FindingKindName(f[0].kind), "imbalanced_ring");
   EXPECT_EQ(f[0].ranks, (std::vector<int>{4, 5}));
-  EXPECT_EQ(f[0].evidence["below_transport_ceiling"], true);
+  EXPECT_EQ(f[0].ceiling->below, true);
   EXPECT_EQ(f[0].limiting_link->transport, "SHM");
   EXPECT_NE(f[0].summary.find("4<->5 over SHM"), std::string::npos) << f[0].summary;
-  EXPECT_NEAR(f[0].evidence["ceiling_fraction_reached"].get<double>(), 13.0 / 63.0, 0.01);
+  EXPECT_NEAR(f[0].ceiling->fraction, 13.0 / 63.0, 0.01);
   EXPECT_NE(f[0].summary.find("Its slowest link, ranks 4 -> 5 on n2 over SHM (PCIe: PCIe gen5 "
                               "x16), allows 63 GB/s per direction; it reaches "),
             std::string::npos)
@@ -663,7 +663,7 @@ TEST(RingCeiling, TheReal2xH200RunIsSilent) {
   EXPECT_EQ(FindingKindName(f[0].kind), "below_link_ceiling");
   EXPECT_EQ(f[0].limiting_link->link, "18 NVLinks x 25 GB/s to the NVSwitch");
   EXPECT_EQ(f[0].limiting_link->transport, "P2P/CUMEM");
-  EXPECT_EQ(f[0].evidence["shapes_below_ceiling"].size(), 3u);  // 64, 128 and 256 MiB
+  EXPECT_EQ(f[0].below_ceiling->shapes.size(), 3u);  // 64, 128 and 256 MiB
   EXPECT_NE(f[0].summary.find("2 more of its message sizes fall short too"), std::string::npos)
       << f[0].summary;
 }

@@ -68,12 +68,14 @@ TEST(ScaleTest, PlantedProblemsAreFoundWhereTheyWerePlanted) {
   EXPECT_EQ(straggler->ranks, std::vector<int>{37});
   EXPECT_EQ(straggler->nodes, std::vector<std::string>{"node4"});
   // The others waited for it first in its node's tensor-parallel group.
-  ASSERT_FALSE(straggler->evidence["communicators"].empty());
-  EXPECT_EQ(straggler->evidence["communicators"][0]["comm_id"], FormatHex(TensorParallelComm(4)));
-  EXPECT_EQ(straggler->evidence["communicators"][0]["last_instances"], 200);
+  const std::vector<ArrivalFigures::Communicator>& comms =
+      straggler->arrival_figures->communicators;
+  ASSERT_FALSE(comms.empty());
+  EXPECT_EQ(comms[0].comm_id, FormatHex(TensorParallelComm(4)));
+  EXPECT_EQ(comms[0].last_instances, 200);
   // ... then in the data-parallel group of its local rank, where all of node4 comes late.
-  ASSERT_EQ(straggler->evidence["communicators"].size(), 2u);
-  EXPECT_EQ(straggler->evidence["communicators"][1]["comm_id"], FormatHex(DataParallelComm(5)));
+  ASSERT_EQ(comms.size(), 2u);
+  EXPECT_EQ(comms[1].comm_id, FormatHex(DataParallelComm(5)));
   EXPECT_EQ(CauseKindName(straggler->cause), "nvtx_range");
   EXPECT_NEAR(static_cast<double>(straggler->arrivals->median_lateness), 6.0 * kNsPerMs,
               1.5 * kNsPerMs);
@@ -202,9 +204,9 @@ TEST(ScaleTest, APlantedSlowRingIsNamedWithItsRanksAndNodesAlone) {
     for (int node = 0; node < 16; ++node) ranks.push_back(8 * node + 3);
     EXPECT_EQ(f.ranks, ranks);
     EXPECT_EQ(f.nodes, AllNodes(16));
-    EXPECT_EQ(f.evidence["nranks"], 16);
+    EXPECT_EQ(f.ring->nranks, 16);
     EXPECT_EQ(f.comm_measure->peers, 7);
-    EXPECT_EQ(f.evidence["instances"], 100);
+    EXPECT_EQ(f.ring->instances, 100);
     EXPECT_EQ(f.comm_measure->bytes, testing::kNcclDataParallelBytes);
     EXPECT_NEAR(f.comm_measure->busbw_gbps / f.comm_measure->peer_median_busbw_gbps, 0.5, 0.03);
     EXPECT_NE(f.summary.find("NCCL communicator " + NcclCommIdOf(DataParallelComm(3))),

@@ -588,10 +588,10 @@ Verdict Judge(const Session& session, const std::vector<CollectiveInstance>& ins
 
 // Whether the rank is late all through the run or mainly in one half of it (it started late in
 // the run, or recovered).
-std::string Persistence(const Verdict& v) {
+Lateness Persistence(const Verdict& v) {
   const double high = std::max(v.frac_first_half, v.frac_second_half);
-  if (std::min(v.frac_first_half, v.frac_second_half) >= 0.75 * high) return "throughout";
-  return v.frac_first_half > v.frac_second_half ? "first_half" : "second_half";
+  if (std::min(v.frac_first_half, v.frac_second_half) >= 0.75 * high) return Lateness::kThroughout;
+  return v.frac_first_half > v.frac_second_half ? Lateness::kFirstHalf : Lateness::kSecondHalf;
 }
 
 // 1 - 0.5/margin: 0.5 at the threshold, approaching 1 as the margin grows.
@@ -753,84 +753,75 @@ void AddArrivalEvidence(const Verdict& v, DurationNs lateness_threshold, Finding
   f->arrivals =
       LateArrivals{v.instances_last, v.instances, v.median_lateness, v.others_wait, v.waiters,
                    v.cost_fraction,  v.ops};
-  nlohmann::json e;
-  e["instances_late"] = v.instances_late;
-  e["frac_last"] = static_cast<double>(v.instances_last) / v.instances;
-  e["frac_late"] = v.frac_late;
-  e["frac_late_needed"] = v.frac_late_needed;
-  e["chance_probability"] = v.chance_probability;
-  e["frac_late_first_half"] = v.frac_first_half;
-  e["frac_late_second_half"] = v.frac_second_half;
-  e["persistence"] = Persistence(v);
-  e["p90_lateness_ns"] = v.p90_lateness;
-  if (v.lateness_quantiles.size() == 6) {
-    const auto& q = v.lateness_quantiles;
-    e["lateness_ns"] = {{"p10", q[0]}, {"p25", q[1]}, {"p50", q[2]},
-                        {"p75", q[3]}, {"p90", q[4]}, {"max", q[5]}};
-  }
+  ArrivalFigures a;
+  a.instances_late = v.instances_late;
+  a.frac_last = static_cast<double>(v.instances_last) / v.instances;
+  a.frac_late = v.frac_late;
+  a.frac_late_needed = v.frac_late_needed;
+  a.chance_probability = v.chance_probability;
+  a.frac_late_first_half = v.frac_first_half;
+  a.frac_late_second_half = v.frac_second_half;
+  a.persistence = Persistence(v);
+  a.p90_lateness = v.p90_lateness;
+  if (v.lateness_quantiles.size() == 6) a.lateness_quantiles = v.lateness_quantiles;
   // Tenths of the run need ten calls at least; fewer would read as "not late" in empty tenths.
   if (v.frac_late_by_decile.size() == 10 && v.instances >= 10) {
-    e["frac_late_by_decile"] = v.frac_late_by_decile;
+    a.frac_late_by_decile = v.frac_late_by_decile;
   }
-  e["noise_ns"] = v.noise;
-  e["lateness_threshold_ns"] = lateness_threshold;
-  e["clock_uncertainty_ns"] = v.clock_uncertainty;
-  nlohmann::json wait_states = nlohmann::json::object();
+  a.noise = v.noise;
+  a.lateness_threshold = lateness_threshold;
+  a.clock_uncertainty = v.clock_uncertainty;
   for (const auto& [pattern, share] : v.patterns) {
-    if (share.late > 0) wait_states[PatternKey(pattern)] = share.late;
+    if (share.late > 0) a.wait_states[PatternKey(pattern)] = share.late;
   }
-  e["wait_states"] = std::move(wait_states);
   // Where the others waited for it. With several communicators (a tensor-parallel group per
   // node, data-parallel groups across nodes) first the one where it is the last to arrive (it
   // holds that group up itself), then the ones its lateness spreads to (its whole node is late
   // there, and the wait there is often the larger).
   std::vector<std::pair<uint64_t, Verdict::CommShare>> by_comm(v.comms.begin(), v.comms.end());
-  std::stable_sort(by_comm.begin(), by_comm.end(), [](const auto& a, const auto& b) {
-    return std::tie(a.second.last, a.second.others_wait) >
-           std::tie(b.second.last, b.second.others_wait);
+  std::stable_sort(by_comm.begin(), by_comm.end(), [](const auto& x, const auto& y) {
+    return std::tie(x.second.last, x.second.others_wait) >
+           std::tie(y.second.last, y.second.others_wait);
   });
-  nlohmann::json comms = nlohmann::json::array();
   for (const auto& [comm, share] : by_comm) {
-    comms.push_back({{"comm_id", FormatHex(comm)},
-                     {"late_instances", share.late},
-                     {"last_instances", share.last},
-                     {"others_wait_ns", share.others_wait}});
+    a.communicators.push_back({FormatHex(comm), share.late, share.last, share.others_wait});
   }
-  e["communicators"] = std::move(comms);
-  f->evidence = std::move(e);
+  f->arrival_figures = std::move(a);
 }
 
 // What the rank did before the calls it was late at, against the others: per NVTX range, outside
 // them, in MPI, in GPU kernels, and the NCCL launch split where known.
 void AddCauseEvidence(const CauseStats& cause, const CauseVerdict& verdict,
                       const LaunchSplit& launch, Finding* f) {
-  nlohmann::json& e = f->evidence;
   const int ci = cause.instances;
   const CauseKind cause_kind = verdict.kind;
   const auto& excess = verdict.excess;
   const auto& kernel_excess = verdict.kernel_excess;
-  e["cause_instances"] = ci;
   if (cause_kind == CauseKind::kNvtxRange) {
     const std::string& name = excess.front().second;
     f->cause_range = CauseRange{name, PerInstance(cause.late_by_range.at(name), ci),
                                 PerInstance(cause.others_by_range.at(name), ci), true};
   }
-  nlohmann::json ranges = nlohmann::json::array();
+  BeforeLateCalls b;
+  b.instances = ci;
   for (size_t i = 0; i < excess.size() && i < 3; ++i) {
     const std::string& name = excess[i].second;
-    ranges.push_back({{"range", name},
-                      {"late_rank_ns_per_instance", PerInstance(cause.late_by_range.at(name), ci)},
-                      {"others_ns_per_instance", PerInstance(cause.others_by_range.at(name), ci)}});
+    b.ranges.push_back({name, PerInstance(cause.late_by_range.at(name), ci),
+                        PerInstance(cause.others_by_range.at(name), ci), true});
   }
-  e["ranges"] = ranges;
-  e["gap_ns_per_instance"] = PerInstance(cause.late_gap, ci);
-  e["others_gap_ns_per_instance"] = PerInstance(cause.others_gap, ci);
-  e["untracked_ns_per_instance"] = PerInstance(cause.late_untracked, ci);
-  e["others_untracked_ns_per_instance"] = PerInstance(cause.others_untracked, ci);
-  e["mpi_ns_per_instance"] = PerInstance(cause.late_mpi, ci);
-  e["others_mpi_ns_per_instance"] = PerInstance(cause.others_mpi, ci);
-  e["kernel_ns_per_instance"] = PerInstance(cause.late_kernels, ci);
-  e["others_kernel_ns_per_instance"] = PerInstance(cause.others_kernels, ci);
+  b.gap = PerInstance(cause.late_gap, ci);
+  b.others_gap = PerInstance(cause.others_gap, ci);
+  b.untracked = PerInstance(cause.late_untracked, ci);
+  b.others_untracked = PerInstance(cause.others_untracked, ci);
+  b.mpi = PerInstance(cause.late_mpi, ci);
+  b.others_mpi = PerInstance(cause.others_mpi, ci);
+  b.kernels = PerInstance(cause.late_kernels, ci);
+  b.others_kernels = PerInstance(cause.others_kernels, ci);
+  if (verdict.launch_known) {
+    b.launch = BeforeLateCalls::Launch{launch.instances, launch.launch_lateness, launch.queue,
+                                       launch.others_queue};
+  }
+  f->before_late_calls = std::move(b);
   std::vector<KernelExcess> kernels;
   for (size_t i = 0; i < kernel_excess.size() && i < 3; ++i) {
     const std::string& name = kernel_excess[i].second;
@@ -838,12 +829,6 @@ void AddCauseEvidence(const CauseStats& cause, const CauseVerdict& verdict,
                        PerInstance(cause.others_by_kernel.at(name), ci)});
   }
   f->kernels = std::move(kernels);
-  if (verdict.launch_known) {
-    e["launch"] = {{"instances", launch.instances},
-                   {"launch_lateness_ns", launch.launch_lateness},
-                   {"queue_ns", launch.queue},
-                   {"others_queue_ns", launch.others_queue}};
-  }
 }
 
 // The summary's first sentence: how it held the others up, led by the wait-state pattern in which
@@ -1005,9 +990,13 @@ Finding MakeFinding(const Session& session, const Verdict& v, const CauseStats& 
                                 "it waits (sleep, network, a lock, child processes)"},
                                &f);
   }
-  const std::string persistence = Persistence(v);
-  if (persistence == "first_half") summary += " It happens mainly in the first half of the run.";
-  if (persistence == "second_half") summary += " It happens mainly in the second half of the run.";
+  const Lateness persistence = Persistence(v);
+  if (persistence == Lateness::kFirstHalf) {
+    summary += " It happens mainly in the first half of the run.";
+  }
+  if (persistence == Lateness::kSecondHalf) {
+    summary += " It happens mainly in the second half of the run.";
+  }
   f.summary = summary;
 
   f.focus = std::move(prose.look_for);

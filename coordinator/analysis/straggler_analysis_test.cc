@@ -33,22 +33,23 @@ TEST(StragglerAnalysisTest, SlowComputeOnOneRank) {
   EXPECT_EQ(f.arrivals->instances_last, 50);
   EXPECT_EQ(f.arrivals->instances_total, 50);
   EXPECT_EQ(f.cause_range->name, "compute");
-  EXPECT_EQ(f.evidence["persistence"], "throughout");
+  EXPECT_EQ(f.arrival_figures->persistence, Lateness::kThroughout);
   EXPECT_EQ(f.arrivals->ops.at("allreduce"), 50);
-  EXPECT_EQ(f.evidence["wait_states"], (nlohmann::json{{"wait_at_nxn", 50}}));
+  EXPECT_EQ(f.arrival_figures->wait_states, (std::map<std::string, int>{{"wait_at_nxn", 50}}));
   const double planted = 30.0 * kNsPerMs * 50 * 3;
   EXPECT_NEAR(static_cast<double>(f.arrivals->others_wait), planted, 0.05 * planted);
   EXPECT_EQ(f.cost_ns, f.arrivals->others_wait);
   EXPECT_NEAR(static_cast<double>(f.arrivals->median_lateness), 30.0 * kNsPerMs, 1.0 * kNsPerMs);
   // The distribution: ordered quantiles around the planted 30 ms (jitter is 0.5 ms).
-  const nlohmann::json& q = f.evidence["lateness_ns"];
-  EXPECT_LE(q["p10"].get<int64_t>(), q["p50"].get<int64_t>());
-  EXPECT_LE(q["p50"].get<int64_t>(), q["p90"].get<int64_t>());
-  EXPECT_LE(q["p90"].get<int64_t>(), q["max"].get<int64_t>());
-  EXPECT_NEAR(q["p10"].get<double>(), 30.0 * kNsPerMs, 1.0 * kNsPerMs);
-  EXPECT_NEAR(q["max"].get<double>(), 30.0 * kNsPerMs, 1.5 * kNsPerMs);
+  const std::vector<DurationNs>& q = f.arrival_figures->lateness_quantiles;  // p10 ... max
+  ASSERT_EQ(q.size(), 6u);
+  EXPECT_LE(q[0], q[2]);
+  EXPECT_LE(q[2], q[4]);
+  EXPECT_LE(q[4], q[5]);
+  EXPECT_NEAR(static_cast<double>(q[0]), 30.0 * kNsPerMs, 1.0 * kNsPerMs);
+  EXPECT_NEAR(static_cast<double>(q[5]), 30.0 * kNsPerMs, 1.5 * kNsPerMs);
   // Late in every tenth of the run.
-  EXPECT_EQ(f.evidence["frac_late_by_decile"], nlohmann::json(std::vector<double>(10, 1.0)));
+  EXPECT_EQ(f.arrival_figures->frac_late_by_decile, std::vector<double>(10, 1.0));
   const int64_t late = f.cause_range->mine;
   const int64_t others = f.cause_range->others;
   EXPECT_NEAR(late - others, 30 * kNsPerMs, 1 * kNsPerMs);
@@ -104,7 +105,7 @@ TEST(StragglerAnalysisTest, UntrackedHostTimeIsNamedWhenNoRangeCoversIt) {
   const std::vector<Finding> findings = Stragglers(s);
   ASSERT_EQ(findings.size(), 1u);
   EXPECT_EQ(CauseKindName(findings[0].cause), "untracked_host_time");
-  EXPECT_NEAR(findings[0].evidence["untracked_ns_per_instance"].get<double>(), 20.0 * kNsPerMs,
+  EXPECT_NEAR(static_cast<double>(findings[0].before_late_calls->untracked), 20.0 * kNsPerMs,
               1.0 * kNsPerMs);
   EXPECT_NE(findings[0].summary.find("outside any NVTX range"), std::string::npos);
 }
@@ -158,11 +159,12 @@ TEST(StragglerAnalysisTest, LaunchedOnTimeButStartedLateIsTheGpuQueue) {
   const Finding& f = findings[0];
   EXPECT_EQ(f.ranks, std::vector<int>{2});
   EXPECT_EQ(CauseKindName(f.cause), "gpu_queue");
-  EXPECT_EQ(f.evidence["launch"]["instances"], 50);
-  EXPECT_LT(std::abs(f.evidence["launch"]["launch_lateness_ns"].get<double>()), 1.0 * kNsPerMs);
-  EXPECT_NEAR(f.evidence["launch"]["queue_ns"].get<double>(), 32.0 * kNsPerMs, 1.0 * kNsPerMs);
-  EXPECT_NEAR(f.evidence["launch"]["others_queue_ns"].get<double>(), 2.0 * kNsPerMs,
-              1.0 * kNsPerMs);
+  const std::optional<BeforeLateCalls::Launch>& launch = f.before_late_calls->launch;
+  ASSERT_TRUE(launch);
+  EXPECT_EQ(launch->instances, 50);
+  EXPECT_LT(std::abs(static_cast<double>(launch->launch_lateness)), 1.0 * kNsPerMs);
+  EXPECT_NEAR(static_cast<double>(launch->queue), 32.0 * kNsPerMs, 1.0 * kNsPerMs);
+  EXPECT_NEAR(static_cast<double>(launch->others_queue), 2.0 * kNsPerMs, 1.0 * kNsPerMs);
   EXPECT_NE(f.summary.find("launched those collectives on time"), std::string::npos) << f.summary;
   EXPECT_NE(f.summary.find("behind earlier work"), std::string::npos) << f.summary;
   // Which kernels: the one that ran 30 ms longer per step than on the other ranks.
@@ -199,9 +201,9 @@ TEST(StragglerAnalysisTest, LongerKernelsBeforeTheCallAreNamedWithoutLaunchTimes
   const Finding& f = findings[0];
   EXPECT_EQ(f.ranks, std::vector<int>{1});
   EXPECT_EQ(CauseKindName(f.cause), "gpu_kernels");
-  EXPECT_FALSE(f.evidence.contains("launch"));
-  EXPECT_NEAR(f.evidence["kernel_ns_per_instance"].get<double>() -
-                  f.evidence["others_kernel_ns_per_instance"].get<double>(),
+  EXPECT_FALSE(f.before_late_calls->launch);
+  EXPECT_NEAR(static_cast<double>(f.before_late_calls->kernels) -
+                  static_cast<double>(f.before_late_calls->others_kernels),
               25.0 * kNsPerMs, 1.0 * kNsPerMs);
   EXPECT_NE(f.summary.find("Its GPU ran longer before those calls"), std::string::npos)
       << f.summary;
@@ -218,7 +220,8 @@ TEST(StragglerAnalysisTest, LateLaunchKeepsTheHostCause) {
   const Finding& f = findings[0];
   EXPECT_EQ(CauseKindName(f.cause), "nvtx_range");
   EXPECT_EQ(f.cause_range->name, "compute");
-  EXPECT_NEAR(f.evidence["launch"]["launch_lateness_ns"].get<double>(), 30.0 * kNsPerMs,
+  ASSERT_TRUE(f.before_late_calls->launch);
+  EXPECT_NEAR(static_cast<double>(f.before_late_calls->launch->launch_lateness), 30.0 * kNsPerMs,
               1.0 * kNsPerMs);
   EXPECT_NE(f.summary.find("late on the host"), std::string::npos) << f.summary;
   EXPECT_NE(f.next_steps[0].command.find("--trace=mpi,nvtx,osrt"), std::string::npos);
@@ -254,12 +257,12 @@ TEST(StragglerAnalysisTest, PersistenceSaysWhenItStarted) {
   sim.slow_compute[1] = 30 * kNsPerMs;
   const std::vector<Finding> findings = Stragglers(Simulate(sim));
   ASSERT_EQ(findings.size(), 1u);
-  EXPECT_EQ(findings[0].evidence["persistence"], "second_half");
+  EXPECT_EQ(findings[0].arrival_figures->persistence, Lateness::kSecondHalf);
   // 40 planted, plus the early steps where it happened to be last by chance.
-  EXPECT_GE(findings[0].evidence["instances_late"].get<int>(), 40);
+  EXPECT_GE(findings[0].arrival_figures->instances_late, 40);
   EXPECT_NE(findings[0].summary.find("second half of the run"), std::string::npos);
   // By tenths of the run (6 steps each): late in every step from step 20 (the 4th tenth on).
-  const std::vector<double> deciles = findings[0].evidence["frac_late_by_decile"];
+  const std::vector<double> deciles = findings[0].arrival_figures->frac_late_by_decile;
   ASSERT_EQ(deciles.size(), 10u);
   for (size_t d = 4; d < 10; ++d) EXPECT_EQ(deciles[d], 1.0) << d;
   EXPECT_LT(deciles[0], 1.0);
@@ -285,7 +288,7 @@ TEST(StragglerAnalysisTest, TimeInPointToPointCallsIsNamed) {
   const std::vector<Finding> findings = Stragglers(s);
   ASSERT_EQ(findings.size(), 1u);
   EXPECT_EQ(CauseKindName(findings[0].cause), "mpi_p2p");
-  EXPECT_NEAR(findings[0].evidence["mpi_ns_per_instance"].get<double>(), 20.0 * kNsPerMs,
+  EXPECT_NEAR(static_cast<double>(findings[0].before_late_calls->mpi), 20.0 * kNsPerMs,
               0.1 * kNsPerMs);
   EXPECT_NE(findings[0].summary.find("MPI point-to-point"), std::string::npos);
 }
@@ -329,7 +332,7 @@ TEST(StragglerAnalysisTest, LateBroadcastRootMakesOthersWait) {
   const Finding& f = findings[0];
   EXPECT_EQ(f.ranks, std::vector<int>{0});
   EXPECT_EQ(f.arrivals->ops.at("bcast"), 50);
-  EXPECT_EQ(f.evidence["wait_states"], (nlohmann::json{{"late_broadcast", 50}}));
+  EXPECT_EQ(f.arrival_figures->wait_states, (std::map<std::string, int>{{"late_broadcast", 50}}));
   EXPECT_NE(f.summary.find("rank 0 (node n0) held up 50/50 bcast calls as their root"),
             std::string::npos)
       << f.summary;
@@ -376,7 +379,7 @@ TEST(StragglerAnalysisTest, EarlyReduceRootWaitsForTheLastSender) {
   ASSERT_EQ(findings.size(), 1u) << ::testing::PrintToString(notes);
   const Finding& f = findings[0];
   EXPECT_EQ(f.ranks, std::vector<int>{2});
-  EXPECT_EQ(f.evidence["wait_states"], (nlohmann::json{{"early_reduce", 50}}));
+  EXPECT_EQ(f.arrival_figures->wait_states, (std::map<std::string, int>{{"early_reduce", 50}}));
   EXPECT_EQ(f.arrivals->others_waiting, 1);  // only the root waits
   EXPECT_NEAR(static_cast<double>(f.arrivals->others_wait), 50.0 * 20 * kNsPerMs, 50.0 * kNsPerMs);
   EXPECT_NE(f.summary.find("rank 2 (node n2) was the last sender into 50/50 reduce calls"),
@@ -419,8 +422,8 @@ TEST(StragglerAnalysisTest, MixedPatternsLeadWithTheDominantOne) {
   const std::vector<Finding> findings = Stragglers(s);
   ASSERT_EQ(findings.size(), 1u);
   const Finding& f = findings[0];
-  EXPECT_EQ(f.evidence["wait_states"],
-            (nlohmann::json{{"late_broadcast", 40}, {"wait_at_nxn", 10}}));
+  EXPECT_EQ(f.arrival_figures->wait_states,
+            (std::map<std::string, int>{{"late_broadcast", 40}, {"wait_at_nxn", 10}}));
   EXPECT_NE(f.summary.find("rank 0 (node n0) held up 40/40 bcast calls as their root (and 10 "
                            "Wait at NxN calls: allreduce), median"),
             std::string::npos)

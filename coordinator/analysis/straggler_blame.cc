@@ -95,10 +95,10 @@ struct OutsideView {
 // Whether the rank was starved of CPU from outside the program, from the agents' scheduler and
 // cgroup figures: runnable but waiting for a CPU (run delay) well beyond the other ranks and
 // enough to explain a good part of its extra own work. Throttled by its cgroup's CPU quota, or
-// sharing its CPU with something else. Sets f's cause (kCpuStarved), adds evidence["cpu"] and
-// evidence["cpu_cause"] to *f and returns the sentence with StarvationMargin; empty when it was not
-// starved.
-OutsideView CpuStarvation(const Session& s, int rank, DurationNs excess, Finding* f) {
+// sharing its CPU with something else. Sets f's cause (kCpuStarved) and cpu_starvation (and
+// quota_cgroup when a quota starved it) and returns the sentence with StarvationMargin; empty
+// when it was not starved.
+OutsideView StarvedOfCpu(const Session& s, int rank, DurationNs excess, Finding* f) {
   const RankData* self = s.FindRank(rank);
   if (self == nullptr || !self->proc || self->proc->sched_unreadable) return {};
   const ProcessTreeStats& p = *self->proc;
@@ -122,14 +122,9 @@ OutsideView CpuStarvation(const Session& s, int rank, DurationNs excess, Finding
     return o.sampled_wall_ns > 0 ? double(o.cpu_user_ns + o.cpu_system_ns) / Wall(o) : 0.0;
   });
   const double cpu_per_wall = static_cast<double>(p.cpu_user_ns + p.cpu_system_ns) / Wall(p);
-  nlohmann::json cpu = {{"run_delay_ns", p.run_delay_ns},
-                        {"wall_ns", p.sampled_wall_ns},
-                        {"run_delay_per_wall", delay_per_wall},
-                        {"others_run_delay_per_wall", others_delay_per_wall},
-                        {"cpu_per_wall", cpu_per_wall},
-                        {"others_cpu_per_wall", others_cpu},
-                        {"involuntary_switches", p.involuntary_switches},
-                        {"others_involuntary_switches", others_involuntary}};
+  CpuStarvation cpu{p.run_delay_ns,         p.sampled_wall_ns, delay_per_wall,
+                    others_delay_per_wall,  cpu_per_wall,      others_cpu,
+                    p.involuntary_switches, others_involuntary};
   std::string sentence =
       " It was runnable but waiting for a CPU " + FormatDuration(p.run_delay_ns) + " of " +
       FormatDuration(p.sampled_wall_ns) +
@@ -147,9 +142,8 @@ OutsideView CpuStarvation(const Session& s, int rank, DurationNs excess, Finding
       }
     }
   }
-  std::string kind;
   if (throttled && !shared) {
-    kind = "cgroup_quota";
+    cpu.by = StarvedBy::kCgroupQuota;
     f->quota_cgroup = QuotaCgroup{cg->version,    cg->limit_path,   cg->nr_throttled,
                                   cg->nr_periods, cg->throttled_ns, cg->QuotaCpus()};
     sentence += "; its cgroup " + cg->limit_path + " throttled it " +
@@ -159,7 +153,7 @@ OutsideView CpuStarvation(const Session& s, int rank, DurationNs excess, Finding
     }
     sentence += ": a CPU quota starves it.";
   } else {
-    kind = "cpu_contention";
+    cpu.by = StarvedBy::kCpuContention;
     // Its involuntary switches back it only when they exceed the others' (a competitor that
     // runs long slices preempts it less often than ranks that yield while polling).
     if (static_cast<double>(p.involuntary_switches) > others_involuntary) {
@@ -169,10 +163,8 @@ OutsideView CpuStarvation(const Session& s, int rank, DurationNs excess, Finding
     }
     sentence += ": something else runs on its CPU (another process, or ranks bound to one core).";
   }
-  cpu["verdict"] = kind;
-  f->evidence["cpu"] = std::move(cpu);
+  f->cpu_starvation = cpu;
   f->cause = CauseKind::kCpuStarved;
-  f->evidence["cpu_cause"] = kind;
   return {std::move(sentence), *margin};
 }
 
@@ -184,7 +176,7 @@ std::string OffCpuSentence(const OffCpuCause& c);
 // neither.
 OutsideView OutsideCause(const Session& s, int rank, DurationNs excess, Finding* f) {
   const std::string r = std::to_string(rank);
-  OutsideView starved = CpuStarvation(s, rank, excess, f);
+  OutsideView starved = StarvedOfCpu(s, rank, excess, f);
   if (!starved.sentence.empty()) {
     f->focus = "what else runs on rank " + r + "'s CPUs, and the CPU quota of its cgroup";
     return starved;
@@ -438,9 +430,7 @@ void ApplyBlame(const Session& aligned, const BlameModel& blame, const BlameOpti
     host->what_if = w;
     host->cost_ns = std::max<int64_t>(host->cost_ns, b->caused_total);
     host->confidence = confidence.value;
-    host->evidence["confidence"] = {{"gain", confidence.gain},
-                                    {"separation", confidence.separation},
-                                    {"outside", confidence.outside}};
+    host->blame_confidence = confidence;
     host->severity = std::max(host->severity, severity);
   }
 }

@@ -26,18 +26,10 @@ namespace rankscope {
 void ApplyBlame(const Session& aligned, const BlameModel& blame, const BlameOptions& options,
                 std::vector<Finding>* findings, std::vector<std::string>* notes);
 
-// The blame model's confidence for one straggler rank and its parts, each 0..1 and built of
-// ThresholdMargin (0.5 at a threshold, towards 1 far past it). Documented in docs/design.md
-// ("Confidence").
-struct BlameConfidence {
-  double gain = 0;        // the what-if's gain as a share of the job, against its threshold
-  double separation = 0;  // how clearly the MPI figures set the rank apart, times persistence
-  double outside = 0;     // how clearly the agents saw it slowed from outside the program
-  double value = 0;       // min(gain, 1 - (1 - separation) x (1 - outside))
-};
-
-// outside_margin: the margin of the cause seen from outside the program (StarvationMargin,
-// OffCpuMargin), 0 without one.
+// The blame model's confidence for one straggler rank and its parts (BlameConfidence,
+// coordinator/evidence.h), each 0..1 and built of ThresholdMargin (0.5 at a threshold, towards 1
+// far past it). Documented in docs/design.md ("Confidence"). outside_margin: the margin of the
+// cause seen from outside the program (StarvationMargin, OffCpuMargin), 0 without one.
 BlameConfidence ConfidenceOf(const RankBlame& rank, const BlameModel& model,
                              const BlameOptions& options, double outside_margin);
 

@@ -90,9 +90,9 @@ TEST(StragglerBlameTest, ApplyBlameStatesTheConfidenceAndItsParts) {
     ASSERT_EQ(findings.size(), 1u) << from_step;
     const Finding& f = findings.front();
     EXPECT_EQ(f.ranks, std::vector<int>{2});
-    ASSERT_TRUE(f.evidence.contains("confidence"));
-    EXPECT_GT(f.evidence["confidence"]["gain"].get<double>(), 0.5);
-    EXPECT_EQ(f.evidence["confidence"]["outside"].get<double>(), 0);
+    ASSERT_TRUE(f.blame_confidence);
+    EXPECT_GT(f.blame_confidence->gain, 0.5);
+    EXPECT_EQ(f.blame_confidence->outside, 0);
     if (from_step == 0) {
       EXPECT_GE(f.confidence, 0.9);
     } else {
@@ -162,7 +162,7 @@ TEST(StragglerBlameTest, SlowerDataLoadingIsReportedOnlyWhereItIsTheStragglersWo
   ApplyBlame(s, BuildBlameModel(s, MatchSession(s)), BlameOptions{}, &findings, nullptr);
   ASSERT_EQ(findings.size(), 1u);
   EXPECT_EQ(FindingKindName(findings.front().kind), "dataloader_skew");
-  EXPECT_TRUE(findings.front().evidence.contains("confidence"));  // the blame model's
+  EXPECT_TRUE(findings.front().blame_confidence);  // the blame model's
 }
 
 }  // namespace

@@ -139,6 +139,132 @@ void WriteDataloader(const DataloaderFigures& d, json* e) {
   (*e)["range_names"] = d.range_names;
 }
 
+void WriteArrivalFigures(const ArrivalFigures& a, json* e) {
+  (*e)["instances_late"] = a.instances_late;
+  (*e)["frac_last"] = a.frac_last;
+  (*e)["frac_late"] = a.frac_late;
+  (*e)["frac_late_needed"] = a.frac_late_needed;
+  (*e)["chance_probability"] = a.chance_probability;
+  (*e)["frac_late_first_half"] = a.frac_late_first_half;
+  (*e)["frac_late_second_half"] = a.frac_late_second_half;
+  (*e)["persistence"] = LatenessName(a.persistence);
+  (*e)["p90_lateness_ns"] = a.p90_lateness;
+  if (a.lateness_quantiles.size() == 6) {
+    const auto& q = a.lateness_quantiles;
+    (*e)["lateness_ns"] = {{"p10", q[0]}, {"p25", q[1]}, {"p50", q[2]},
+                           {"p75", q[3]}, {"p90", q[4]}, {"max", q[5]}};
+  }
+  if (!a.frac_late_by_decile.empty()) (*e)["frac_late_by_decile"] = a.frac_late_by_decile;
+  (*e)["noise_ns"] = a.noise;
+  (*e)["lateness_threshold_ns"] = a.lateness_threshold;
+  (*e)["clock_uncertainty_ns"] = a.clock_uncertainty;
+  (*e)["wait_states"] = a.wait_states.empty() ? json::object() : json(a.wait_states);
+  json comms = json::array();
+  for (const ArrivalFigures::Communicator& c : a.communicators) {
+    comms.push_back({{"comm_id", c.comm_id},
+                     {"late_instances", c.late_instances},
+                     {"last_instances", c.last_instances},
+                     {"others_wait_ns", c.others_wait}});
+  }
+  (*e)["communicators"] = std::move(comms);
+}
+
+void WriteBeforeLateCalls(const BeforeLateCalls& b, json* e) {
+  (*e)["cause_instances"] = b.instances;
+  json ranges = json::array();
+  for (const CauseRange& r : b.ranges) ranges.push_back(CauseRangeJson(r));
+  (*e)["ranges"] = std::move(ranges);
+  (*e)["gap_ns_per_instance"] = b.gap;
+  (*e)["others_gap_ns_per_instance"] = b.others_gap;
+  (*e)["untracked_ns_per_instance"] = b.untracked;
+  (*e)["others_untracked_ns_per_instance"] = b.others_untracked;
+  (*e)["mpi_ns_per_instance"] = b.mpi;
+  (*e)["others_mpi_ns_per_instance"] = b.others_mpi;
+  (*e)["kernel_ns_per_instance"] = b.kernels;
+  (*e)["others_kernel_ns_per_instance"] = b.others_kernels;
+  if (b.launch) {
+    (*e)["launch"] = {{"instances", b.launch->instances},
+                      {"launch_lateness_ns", b.launch->launch_lateness},
+                      {"queue_ns", b.launch->queue},
+                      {"others_queue_ns", b.launch->others_queue}};
+  }
+}
+
+void WriteCpuStarvation(const CpuStarvation& c, json* e) {
+  (*e)["cpu"] = {{"run_delay_ns", c.run_delay},
+                 {"wall_ns", c.wall},
+                 {"run_delay_per_wall", c.run_delay_per_wall},
+                 {"others_run_delay_per_wall", c.others_run_delay_per_wall},
+                 {"cpu_per_wall", c.cpu_per_wall},
+                 {"others_cpu_per_wall", c.others_cpu_per_wall},
+                 {"involuntary_switches", c.involuntary_switches},
+                 {"others_involuntary_switches", c.others_involuntary_switches},
+                 {"verdict", StarvedByName(c.by)}};
+  (*e)["cpu_cause"] = StarvedByName(c.by);
+}
+
+// late_sender's keys name the receivers that waited and where the sender was; late_receiver's
+// the senders and the receiver.
+void WriteWaitState(bool sender, const WaitStateFigures& w, json* e) {
+  (*e)["late_messages"] = w.late_messages;
+  (*e)[sender ? "sends" : "receives"] = w.matched;
+  (*e)[sender ? "receivers" : "senders"] = w.others;
+  (*e)["median_direct_wait_ns"] = w.median_direct_wait;
+  (*e)["direct_wait_ns"] = w.direct_wait;
+  (*e)["propagated_wait_ns"] = w.propagated_wait;
+  (*e)["cost_fraction"] = w.cost_fraction;
+  (*e)["p2p_span_ns"] = w.p2p_span;
+  (*e)["clock_uncertainty_ns"] = w.clock_uncertainty;
+  (*e)["matched_messages"] = w.matched_messages;
+  (*e)["unmapped_records"] = w.unmapped_records;
+  if (w.median_message_bytes > 0) (*e)["median_message_bytes"] = w.median_message_bytes;
+  json ranges = json::array();
+  for (const auto& [name, ns] : w.ranges) ranges.push_back({{"range", name}, {"ns", ns}});
+  (*e)[sender ? "sender_ranges" : "receiver_ranges"] = std::move(ranges);
+  (*e)[sender ? "sender_untracked_ns" : "receiver_untracked_ns"] = w.untracked;
+}
+
+json RankLinksJson(const std::vector<RankLink>& links, bool with_transport) {
+  json out = json::array();
+  for (const RankLink& l : links) {
+    out.push_back(with_transport ? json{{"from", l.from}, {"to", l.to}, {"transport", l.transport}}
+                                 : json{{"from", l.from}, {"to", l.to}});
+  }
+  return out;
+}
+
+void WriteRing(const RingFigures& r, json* e) {
+  (*e)["nranks"] = r.nranks;
+  (*e)["instances"] = r.instances;
+  (*e)["transports"] = r.transports;
+  (*e)["odd_links"] = RankLinksJson(r.odd_links, true);
+  (*e)["ring_cross_node_hops"] = r.cross_node_hops.size();
+  (*e)["ring_cross_node_hop_list"] = RankLinksJson(r.cross_node_hops, false);
+  (*e)["peer_median_ring_cross_node_hops"] = r.peer_median_cross_node_hops;
+}
+
+void WriteBelowCeiling(const BelowCeilingFigures& b, json* e) {
+  (*e)["nranks"] = b.nranks;
+  (*e)["instances"] = b.instances;
+  (*e)["transports"] = b.transports;
+  json shapes = json::array();
+  for (const ShapeBelowCeiling& s : b.shapes) {
+    shapes.push_back({{"op", NcclOpName(s.op)},
+                      {"bytes", s.bytes},
+                      {"busbw_gbps", s.busbw_gbps},
+                      {"ceiling_fraction_reached", s.fraction},
+                      {"instances", s.instances}});
+  }
+  (*e)["shapes_below_ceiling"] = std::move(shapes);
+}
+
+void WriteCeiling(const CeilingReach& c, json* e) {
+  (*e)["below_transport_ceiling"] = c.below;
+  (*e)["ceiling_busbw_gbps"] = c.ceiling_gbps;
+  (*e)["ceiling_fraction_reached"] = c.fraction;
+  (*e)["ceiling_min_fraction"] = c.min_fraction;
+}
+
 void WriteFacts(const Finding& f, json* e) {
   if (f.cause != CauseKind::kNone) (*e)["cause_kind"] = CauseKindName(f.cause);
   if (f.what_if) {
@@ -173,6 +299,18 @@ void WriteFacts(const Finding& f, json* e) {
   if (f.process_outlier) WriteProcessOutlier(*f.process_outlier, e);
   if (f.dataloader) WriteDataloader(*f.dataloader, e);
   if (f.host_process) (*e)["process"] = HostProcessJson(*f.host_process);
+  if (f.arrival_figures) WriteArrivalFigures(*f.arrival_figures, e);
+  if (f.before_late_calls) WriteBeforeLateCalls(*f.before_late_calls, e);
+  if (f.cpu_starvation) WriteCpuStarvation(*f.cpu_starvation, e);
+  if (f.blame_confidence) {
+    const BlameConfidence& c = *f.blame_confidence;
+    (*e)["confidence"] = {{"gain", c.gain}, {"separation", c.separation}, {"outside", c.outside}};
+  }
+  if (f.wait_state) WriteWaitState(f.kind == FindingKind::kLateSender, *f.wait_state, e);
+  if (f.ring) WriteRing(*f.ring, e);
+  if (f.below_ceiling) WriteBelowCeiling(*f.below_ceiling, e);
+  if (f.ceiling) WriteCeiling(*f.ceiling, e);
+  if (!f.weak_links.empty()) (*e)["links"] = f.weak_links;
   if (f.quota_cgroup) {
     const QuotaCgroup& c = *f.quota_cgroup;
     json& cpu = (*e)["cpu"];

@@ -267,5 +267,197 @@ TEST(FindingEvidence, DataloaderAndProcessFiguresKeepTheirKeys) {
   EXPECT_FALSE(EvidenceJson(f).contains("median_step_ns"));
 }
 
+// A straggler's arrival figures, what it did before its late calls, its CPU starvation and the
+// blame model's confidence, as report.json has always named them; read back, they stay JSON and
+// are written again as they were.
+TEST(FindingEvidence, StragglerFiguresKeepTheirKeys) {
+  Finding f;
+  f.kind = FindingKind::kStraggler;
+  ArrivalFigures a;
+  a.instances_late = 49;
+  a.frac_last = 0.96;
+  a.frac_late = 0.98;
+  a.frac_late_needed = 0.4;
+  a.chance_probability = 1e-9;
+  a.frac_late_first_half = 1.0;
+  a.frac_late_second_half = 0.96;
+  a.p90_lateness = 31'000'000;
+  a.lateness_quantiles = {1, 2, 3, 4, 5, 6};
+  a.noise = 100'000;
+  a.lateness_threshold = 400'000;
+  a.clock_uncertainty = 20'000;
+  a.wait_states = {{"wait_at_nxn", 49}};
+  a.communicators = {{"0x7", 49, 48, 4'000'000'000}};
+  f.arrival_figures = a;
+  BeforeLateCalls b;
+  b.instances = 49;
+  b.ranges = {CauseRange{"compute", 30, 3, true}};
+  b.gap = 40;
+  b.others_gap = 9;
+  b.untracked = 5;
+  b.others_untracked = 4;
+  b.mpi = 2;
+  b.others_mpi = 1;
+  b.kernels = 0;
+  b.others_kernels = 0;
+  b.launch = BeforeLateCalls::Launch{45, 20'000'000, 100, 90};
+  f.before_late_calls = b;
+  f.cpu_starvation =
+      CpuStarvation{8, 10, 0.8, 0.05, 0.2, 0.9, uint64_t{3000}, 40.0, StarvedBy::kCgroupQuota};
+  f.quota_cgroup = QuotaCgroup{2, "/rs/quota", 2950, 3100, 8'100'000'000, 0.3};
+  f.blame_confidence = BlameConfidence{0.9, 0.7, 0.95, 0.9};
+  const json e = EvidenceJson(f);
+  EXPECT_EQ(e, (json{{"instances_late", 49},
+                     {"frac_last", 0.96},
+                     {"frac_late", 0.98},
+                     {"frac_late_needed", 0.4},
+                     {"chance_probability", 1e-9},
+                     {"frac_late_first_half", 1.0},
+                     {"frac_late_second_half", 0.96},
+                     {"persistence", "throughout"},
+                     {"p90_lateness_ns", 31'000'000},
+                     {"lateness_ns",
+                      {{"p10", 1}, {"p25", 2}, {"p50", 3}, {"p75", 4}, {"p90", 5}, {"max", 6}}},
+                     {"noise_ns", 100'000},
+                     {"lateness_threshold_ns", 400'000},
+                     {"clock_uncertainty_ns", 20'000},
+                     {"wait_states", {{"wait_at_nxn", 49}}},
+                     {"communicators",
+                      {{{"comm_id", "0x7"},
+                        {"late_instances", 49},
+                        {"last_instances", 48},
+                        {"others_wait_ns", 4'000'000'000}}}},
+                     {"cause_instances", 49},
+                     {"ranges",
+                      {{{"range", "compute"},
+                        {"late_rank_ns_per_instance", 30},
+                        {"others_ns_per_instance", 3}}}},
+                     {"gap_ns_per_instance", 40},
+                     {"others_gap_ns_per_instance", 9},
+                     {"untracked_ns_per_instance", 5},
+                     {"others_untracked_ns_per_instance", 4},
+                     {"mpi_ns_per_instance", 2},
+                     {"others_mpi_ns_per_instance", 1},
+                     {"kernel_ns_per_instance", 0},
+                     {"others_kernel_ns_per_instance", 0},
+                     {"launch",
+                      {{"instances", 45},
+                       {"launch_lateness_ns", 20'000'000},
+                       {"queue_ns", 100},
+                       {"others_queue_ns", 90}}},
+                     {"cpu",
+                      {{"run_delay_ns", 8},
+                       {"wall_ns", 10},
+                       {"run_delay_per_wall", 0.8},
+                       {"others_run_delay_per_wall", 0.05},
+                       {"cpu_per_wall", 0.2},
+                       {"others_cpu_per_wall", 0.9},
+                       {"involuntary_switches", 3000},
+                       {"others_involuntary_switches", 40.0},
+                       {"verdict", "cgroup_quota"},
+                       {"cgroup",
+                        {{"version", 2},
+                         {"path", "/rs/quota"},
+                         {"nr_throttled", 2950},
+                         {"nr_periods", 3100},
+                         {"throttled_ns", 8'100'000'000},
+                         {"quota_cpus", 0.3}}}}},
+                     {"cpu_cause", "cgroup_quota"},
+                     {"confidence", {{"gain", 0.9}, {"separation", 0.7}, {"outside", 0.95}}}}))
+      << e.dump();
+  // Fewer than ten calls: no tenths; a clean distribution: no quantiles.
+  f.arrival_figures->frac_late_by_decile.clear();
+  f.arrival_figures->lateness_quantiles.clear();
+  f.before_late_calls->launch.reset();
+  const json fewer = EvidenceJson(f);
+  EXPECT_FALSE(fewer.contains("frac_late_by_decile"));
+  EXPECT_FALSE(fewer.contains("lateness_ns"));
+  EXPECT_FALSE(fewer.contains("launch"));
+  Result<Finding> back = FindingFromJson(FindingToJson(f));
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(EvidenceJson(back.value()), fewer);
+}
+
+// A late sender's figures name the receivers that waited and where the sender was; a late
+// receiver's the senders and the receiver.
+TEST(FindingEvidence, WaitStateFiguresNameTheirSide) {
+  Finding f;
+  f.kind = FindingKind::kLateSender;
+  f.wait_state = WaitStateFigures{48,
+                                  50,
+                                  {2, 3},
+                                  20'000'000,
+                                  960'000'000,
+                                  10,
+                                  0.31,
+                                  3'000'000'000,
+                                  5,
+                                  1000,
+                                  0,
+                                  1 << 20,
+                                  {{"compute", 900'000'000}},
+                                  60'000'000};
+  const json sender = EvidenceJson(f);
+  EXPECT_EQ(sender, (json{{"late_messages", 48},
+                          {"sends", 50},
+                          {"receivers", {2, 3}},
+                          {"median_direct_wait_ns", 20'000'000},
+                          {"direct_wait_ns", 960'000'000},
+                          {"propagated_wait_ns", 10},
+                          {"cost_fraction", 0.31},
+                          {"p2p_span_ns", 3'000'000'000},
+                          {"clock_uncertainty_ns", 5},
+                          {"matched_messages", 1000},
+                          {"unmapped_records", 0},
+                          {"median_message_bytes", 1 << 20},
+                          {"sender_ranges", {{{"range", "compute"}, {"ns", 900'000'000}}}},
+                          {"sender_untracked_ns", 60'000'000}}))
+      << sender.dump();
+  f.kind = FindingKind::kLateReceiver;
+  f.wait_state->median_message_bytes = 0;
+  const json receiver = EvidenceJson(f);
+  EXPECT_EQ(receiver["receives"], 50);
+  EXPECT_EQ(receiver["senders"], json({2, 3}));
+  EXPECT_EQ(receiver["receiver_ranges"][0]["range"], "compute");
+  EXPECT_EQ(receiver["receiver_untracked_ns"], 60'000'000);
+  EXPECT_FALSE(receiver.contains("median_message_bytes"));
+  EXPECT_FALSE(receiver.contains("sends") || receiver.contains("sender_ranges"));
+}
+
+// A ring's and a link ceiling's figures, as report.json has always named them.
+TEST(FindingEvidence, RingAndCeilingFiguresKeepTheirKeys) {
+  Finding ring;
+  ring.kind = FindingKind::kImbalancedRing;
+  ring.ring =
+      RingFigures{4, 40, {"NET/IB", "P2P"}, {{0, 1, "NET/IB"}}, {{1, 2, ""}, {3, 0, ""}}, 1.0};
+  ring.ceiling = CeilingReach{true, 25.0, 0.2, 0.5};
+  EXPECT_EQ(
+      EvidenceJson(ring),
+      (json{{"nranks", 4},
+            {"instances", 40},
+            {"transports", {"NET/IB", "P2P"}},
+            {"odd_links", {{{"from", 0}, {"to", 1}, {"transport", "NET/IB"}}}},
+            {"ring_cross_node_hops", 2},
+            {"ring_cross_node_hop_list", {{{"from", 1}, {"to", 2}}, {{"from", 3}, {"to", 0}}}},
+            {"peer_median_ring_cross_node_hops", 1.0},
+            {"below_transport_ceiling", true},
+            {"ceiling_busbw_gbps", 25.0},
+            {"ceiling_fraction_reached", 0.2},
+            {"ceiling_min_fraction", 0.5}}));
+  Finding below;
+  below.kind = FindingKind::kBelowLinkCeiling;
+  below.below_ceiling =
+      BelowCeilingFigures{2, 20, {"P2P"}, {{NcclOp::kAllReduce, 1 << 28, 45.0, 0.1, 20}}};
+  EXPECT_EQ(EvidenceJson(below), (json{{"nranks", 2},
+                                       {"instances", 20},
+                                       {"transports", {"P2P"}},
+                                       {"shapes_below_ceiling",
+                                        {{{"op", "AllReduce"},
+                                          {"bytes", 1 << 28},
+                                          {"busbw_gbps", 45.0},
+                                          {"ceiling_fraction_reached", 0.1},
+                                          {"instances", 20}}}}}));
+}
+
 }  // namespace
 }  // namespace rankscope
