@@ -142,7 +142,8 @@ struct Finding {
   std::optional<RingFigures> ring;
   std::optional<BelowCeilingFigures> below_ceiling;
   std::optional<CeilingReach> ceiling;
-  std::string weak_links;  // pcie_bound from a measured ring: the node's weak links (evidence.links)
+  std::string
+      weak_links;  // pcie_bound from a measured ring: the node's weak links (evidence.links)
   // Findings folded into this one as its measured cost: a slow communicator into its node's
   // pcie_bound (evidence.measured), a shortfall below a link's ceiling into that link's finding
   // (evidence.below_link_ceiling), a straggler's late arrivals into its loader's skew
