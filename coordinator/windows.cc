@@ -1,0 +1,177 @@
+#include "coordinator/windows.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <optional>
+#include <set>
+
+namespace rankscope {
+
+size_t WindowPlan::WindowOf(size_t rank_index, TimeNs end) const {
+  size_t lo = 0, hi = cuts.empty() ? 0 : cuts.size() - 1;
+  while (lo < hi) {
+    const size_t mid = lo + (hi - lo) / 2;
+    if (cuts[mid].at[rank_index] >= end) {
+      hi = mid;
+    } else {
+      lo = mid + 1;
+    }
+  }
+  return lo;
+}
+
+namespace {
+
+constexpr TimeNs kNever = std::numeric_limits<TimeNs>::max();
+
+// The world communicator's anchor instances: per sequence number, each rank's exit (nullopt for
+// a rank without it).
+struct Anchors {
+  uint64_t comm = 0;
+  uint64_t last_seq = 0;  // of any collective on it
+  TimeNs first = kNever;  // its first instance's earliest enter
+  TimeNs last = 0;        // its last instance's latest exit
+  std::map<uint64_t, std::vector<std::optional<TimeNs>>> exits;
+};
+
+// The communicator of the world's size that every rank with collectives calls, with the most
+// anchor instances (an MPI job's MPI_COMM_WORLD or a copy of it, an NCCL job's world
+// communicator). nullopt when there is none.
+std::optional<Anchors> FindAnchors(const Session& s) {
+  const size_t world = s.world_size > 0 ? static_cast<size_t>(s.world_size) : s.ranks.size();
+  std::map<uint64_t, std::set<size_t>> callers;
+  std::map<uint64_t, size_t> anchors;
+  size_t ranks_with_collectives = 0;
+  for (size_t i = 0; i < s.ranks.size(); ++i) {
+    const auto& calls = s.ranks[i].collectives;
+    if (!calls.empty()) ++ranks_with_collectives;
+    for (const CollectiveRecord& c : calls) {
+      if (c.comm_size != static_cast<int32_t>(world) || world < 2) continue;
+      callers[c.comm_id].insert(i);
+      if (AnchorsWindows(c.op, c.nonblocking)) ++anchors[c.comm_id];
+    }
+  }
+  std::optional<uint64_t> best;
+  for (const auto& [comm, count] : anchors) {
+    if (callers[comm].size() != ranks_with_collectives) continue;
+    if (!best || count > anchors[*best]) best = comm;
+  }
+  if (!best) return std::nullopt;
+  Anchors out;
+  out.comm = *best;
+  for (size_t i = 0; i < s.ranks.size(); ++i) {
+    for (const CollectiveRecord& c : s.ranks[i].collectives) {
+      if (c.comm_id != out.comm) continue;
+      out.last_seq = std::max(out.last_seq, c.seq);
+      out.first = std::min(out.first, c.enter);
+      out.last = std::max(out.last, c.exit);
+      if (!AnchorsWindows(c.op, c.nonblocking)) continue;
+      auto& exits = out.exits[c.seq];
+      exits.resize(s.ranks.size());
+      exits[i] = c.exit;
+    }
+  }
+  return out;
+}
+
+// The earliest start and latest end of any record of the session (0, 0 without records).
+std::pair<TimeNs, TimeNs> RecordSpan(const Session& s) {
+  TimeNs first = kNever, last = 0;
+  auto see = [&](TimeNs a, TimeNs b) {
+    first = std::min(first, a);
+    last = std::max(last, b);
+  };
+  for (const RankData& r : s.ranks) {
+    for (const auto& c : r.collectives) see(c.enter, c.exit);
+    for (const auto& p : r.p2p) see(p.enter, p.exit);
+    for (const auto& m : r.mpi_calls) see(m.enter, m.exit);
+    for (const auto& g : r.ranges) see(g.start, g.end);
+    for (const auto& g : r.gpu) see(g.start, g.end);
+  }
+  return first == kNever ? std::pair<TimeNs, TimeNs>{0, 0} : std::pair{first, last};
+}
+
+// Cuts where InstanceCutRule says; a rank without the
+// instance cuts at the latest exit of those with it, and no rank's cut goes back in time.
+std::vector<WindowCut> InstanceCuts(const Anchors& a, uint64_t every, size_t nranks) {
+  std::vector<WindowCut> cuts;
+  std::vector<TimeNs> previous(nranks, std::numeric_limits<TimeNs>::min());
+  InstanceCutRule rule(every);
+  for (const auto& [seq, exits] : a.exits) {
+    if (!rule.CutsAt(seq)) continue;
+    TimeNs latest = 0;
+    for (const auto& e : exits) latest = std::max(latest, e.value_or(0));
+    WindowCut cut;
+    cut.kind = CutKind::kInstance;
+    cut.seq = seq;
+    for (size_t r = 0; r < nranks; ++r) {
+      cut.at.push_back(std::max(previous[r], exits[r].value_or(latest)));
+      previous[r] = cut.at.back();
+    }
+    cuts.push_back(std::move(cut));
+  }
+  return cuts;
+}
+
+// Time cuts every `target` in each gap between consecutive cuts (the run's start and end
+// included) longer than max_window: from the gap's latest rank to its earliest.
+std::vector<WindowCut> FillGaps(std::vector<WindowCut> cuts, TimeNs start, TimeNs end,
+                                size_t nranks, const WindowOptions& options) {
+  std::vector<WindowCut> out;
+  TimeNs from = start;
+  auto fill = [&](TimeNs to) {
+    if (to - from <= options.max_window) return;
+    for (TimeNs t = from + options.target; t < to - options.target / 2; t += options.target) {
+      out.push_back({CutKind::kTime, 0, std::vector<TimeNs>(nranks, t)});
+    }
+  };
+  for (WindowCut& cut : cuts) {
+    fill(*std::min_element(cut.at.begin(), cut.at.end()));
+    from = *std::max_element(cut.at.begin(), cut.at.end());
+    out.push_back(std::move(cut));
+  }
+  fill(end);
+  return out;
+}
+
+}  // namespace
+
+WindowPlan PlanWindows(const Session& aligned, const WindowOptions& options) {
+  WindowPlan plan;
+  const size_t nranks = aligned.ranks.size();
+  const auto [start, end] = RecordSpan(aligned);
+  std::vector<WindowCut> cuts;
+  if (const std::optional<Anchors> anchors = FindAnchors(aligned)) {
+    plan.has_world = true;
+    plan.world_comm = anchors->comm;
+    // Sequence numbers per target of run time, at the world communicator's own rate.
+    const double span = static_cast<double>(std::max<TimeNs>(anchors->last - anchors->first, 1));
+    const double per_target =
+        static_cast<double>(anchors->last_seq + 1) * static_cast<double>(options.target) / span;
+    plan.every = std::max<uint64_t>(1, static_cast<uint64_t>(std::llround(per_target)));
+    cuts = InstanceCuts(*anchors, plan.every, nranks);
+  }
+  if (nranks > 0 && end > start) cuts = FillGaps(std::move(cuts), start, end, nranks, options);
+  cuts.push_back({CutKind::kEnd, 0, std::vector<TimeNs>(nranks, kNever)});
+  plan.cuts = std::move(cuts);
+  return plan;
+}
+
+std::vector<std::vector<WindowRecords>> CountWindowRecords(const Session& aligned,
+                                                           const WindowPlan& plan) {
+  std::vector<std::vector<WindowRecords>> out(plan.size(),
+                                              std::vector<WindowRecords>(aligned.ranks.size()));
+  for (size_t r = 0; r < aligned.ranks.size(); ++r) {
+    const RankData& rank = aligned.ranks[r];
+    for (const auto& c : rank.collectives) ++out[plan.WindowOf(r, c.exit)][r].collectives;
+    for (const auto& p : rank.p2p) ++out[plan.WindowOf(r, p.exit)][r].p2p;
+    for (const auto& m : rank.mpi_calls) ++out[plan.WindowOf(r, m.exit)][r].mpi_calls;
+    for (const auto& g : rank.ranges) ++out[plan.WindowOf(r, g.end)][r].ranges;
+    for (const auto& g : rank.gpu) ++out[plan.WindowOf(r, g.end)][r].gpu;
+  }
+  return out;
+}
+
+}  // namespace rankscope

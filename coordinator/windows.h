@@ -1,0 +1,76 @@
+// Windows every rank cuts alike (docs/design.md, "Cost bounded by the window", step 1): a
+// session's run cut into consecutive windows, so that each can be matched, blamed and folded on
+// its own and its raw records dropped.
+//
+// A window ends at an instance of the world communicator's blocking N-to-N collectives
+// (model/window_rule.h: AnchorsWindows, InstanceCutRule): such an instance releases every member
+// at its last arrival, so the ranks' chains meet there and a replay of the next window can start
+// from the instance's recorded end. The cut needs no clock: every rank cuts at the same instance,
+// at its own exit from it, chosen from the world communicator's sequence numbers alone.
+// Where no anchor comes for longer than WindowOptions::max_window (HPCC's RandomAccess, NetPIPE,
+// a code without world collectives), time cuts at the same aligned time on every rank fill the
+// gap. Pure.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "coordinator/session.h"
+#include "core/records.h"
+#include "core/time.h"
+#include "model/window_rule.h"
+
+namespace rankscope {
+
+struct WindowOptions {
+  // About one window per this much of the run: the number of anchor instances per cut is chosen
+  // from the run's rate of them.
+  DurationNs target = 1'000'000'000;
+  // A stretch longer than this without an anchor cut is cut by time, every `target`.
+  DurationNs max_window = 4'000'000'000;
+};
+
+enum class CutKind : uint8_t {
+  kInstance,  // at the ranks' exits from one instance of the world communicator
+  kTime,      // at one aligned time
+  kEnd,       // after everything: the last window's end
+};
+
+struct WindowCut {
+  CutKind kind = CutKind::kEnd;
+  uint64_t seq = 0;  // kInstance: the instance's sequence number on the world communicator
+  // Per rank (indexed as Session::ranks): the window ends here on that rank; a record whose end
+  // is at or before it and after the previous cut's belongs to the window. A rank without the
+  // instance (it ended before it) cuts at the latest exit of those that have it.
+  std::vector<TimeNs> at;
+};
+
+struct WindowPlan {
+  bool has_world = false;
+  uint64_t world_comm = 0;      // the world communicator's id, when has_world
+  uint64_t every = 0;           // sequence numbers per instance cut (0: no instance cuts)
+  std::vector<WindowCut> cuts;  // in order, non-decreasing on every rank; the last is kEnd
+
+  size_t size() const { return cuts.size(); }
+  // The window a record that ends at `end` on the rank at `rank_index` belongs to.
+  size_t WindowOf(size_t rank_index, TimeNs end) const;
+};
+
+// The windows of an aligned session. A session without records gives one window (kEnd).
+WindowPlan PlanWindows(const Session& aligned, const WindowOptions& options = WindowOptions{});
+
+// How many of each rank's records each window holds (collectives, point-to-point, other MPI
+// calls, ranges, GPU activity), by the end of each record: [window][rank].
+struct WindowRecords {
+  int collectives = 0;
+  int p2p = 0;
+  int mpi_calls = 0;
+  int ranges = 0;
+  int gpu = 0;
+  int total() const { return collectives + p2p + mpi_calls + ranges + gpu; }
+};
+std::vector<std::vector<WindowRecords>> CountWindowRecords(const Session& aligned,
+                                                           const WindowPlan& plan);
+
+}  // namespace rankscope

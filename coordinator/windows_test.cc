@@ -1,0 +1,180 @@
+#include "coordinator/windows.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <string>
+
+#include "coordinator/report/session_store.h"
+
+namespace rankscope {
+namespace {
+
+constexpr DurationNs kMs = 1'000'000;
+
+Session Recorded(const std::string& name) {
+  Result<Session> s = LoadSession(std::string(RANKSCOPE_FIXTURES_DIR) + "/cpu2-real-apps/" + name +
+                                  "/session.sqlite");
+  EXPECT_TRUE(s.ok()) << name << ": " << s.status().message();
+  return s.ok() ? std::move(s).value() : Session{};
+}
+
+TEST(InstanceCutRule, FirstAnchorAtOrAfterEachMultiple) {
+  InstanceCutRule rule(10);
+  std::vector<uint64_t> cut;
+  // Anchors at 0, 3, 9, 12 (a bcast took 10 and 11), 19, 20, 35, 41.
+  for (uint64_t seq : {0, 3, 9, 12, 19, 20, 35, 41}) {
+    if (rule.CutsAt(seq)) cut.push_back(seq);
+  }
+  EXPECT_EQ(cut, (std::vector<uint64_t>{12, 20, 35, 41}));  // 30 and 40 were not anchors
+}
+
+// The cuts of the real runs (LAMMPS, HPCC, mpi_train at np 2, one with a rank frozen 60 ms of
+// every 100): at the world communicator's instances, each rank at its own exit from it, in order
+// on every rank, about one per target; every record in one window.
+TEST(PlanWindows, RealRunsAreCutAtTheSameWorldInstancesOnEveryRank) {
+  const WindowOptions options{.target = 100 * kMs, .max_window = 400 * kMs};
+  for (const char* name : {"lammps-clean", "hpcc-clean", "mpi_train-clean", "hpcc-freeze-r0"}) {
+    SCOPED_TRACE(name);
+    const Session s = Recorded(name);
+    ASSERT_EQ(s.ranks.size(), 2u);
+    const WindowPlan plan = PlanWindows(s, options);
+    ASSERT_TRUE(plan.has_world);
+    EXPECT_GE(plan.every, 1u);
+    ASSERT_GE(plan.size(), 3u);
+    EXPECT_EQ(plan.cuts.back().kind, CutKind::kEnd);
+    int instance_cuts = 0;
+    for (size_t w = 0; w < plan.size(); ++w) {
+      const WindowCut& cut = plan.cuts[w];
+      ASSERT_EQ(cut.at.size(), 2u);
+      for (size_t r = 0; r < 2; ++r) {
+        if (w > 0) {
+          EXPECT_GE(cut.at[r], plan.cuts[w - 1].at[r]) << "window " << w;
+        }
+      }
+      if (cut.kind != CutKind::kInstance) continue;
+      ++instance_cuts;
+      for (size_t r = 0; r < 2; ++r) {
+        const auto& calls = s.ranks[r].collectives;
+        auto it = std::find_if(calls.begin(), calls.end(), [&](const CollectiveRecord& c) {
+          return c.comm_id == plan.world_comm && c.seq == cut.seq;
+        });
+        ASSERT_NE(it, calls.end()) << "seq " << cut.seq;
+        EXPECT_TRUE(AnchorsWindows(it->op, it->nonblocking));
+        EXPECT_EQ(cut.at[r], it->exit);
+      }
+    }
+    EXPECT_GT(instance_cuts, 0);
+    // No stretch between cuts longer than max_window, from the later rank to the earlier.
+    for (size_t w = 1; w + 1 < plan.size(); ++w) {
+      const auto& prev = plan.cuts[w - 1].at;
+      const auto& next = plan.cuts[w].at;
+      EXPECT_LE(
+          *std::min_element(next.begin(), next.end()) - *std::max_element(prev.begin(), prev.end()),
+          options.max_window)
+          << "window " << w;
+    }
+    // Every record falls in one window.
+    const auto counts = CountWindowRecords(s, plan);
+    ASSERT_EQ(counts.size(), plan.size());
+    for (size_t r = 0; r < 2; ++r) {
+      size_t collectives = 0, p2p = 0;
+      for (const auto& window : counts) {
+        collectives += static_cast<size_t>(window[r].collectives);
+        p2p += static_cast<size_t>(window[r].p2p);
+      }
+      EXPECT_EQ(collectives, s.ranks[r].collectives.size());
+      EXPECT_EQ(p2p, s.ranks[r].p2p.size());
+    }
+  }
+}
+
+// What the coordinator cuts, each rank finds on its own: fed only its own calls on the world
+// communicator, the online rule cuts at the same instances.
+TEST(PlanWindows, EachRankAloneFindsTheSameCuts) {
+  const Session s = Recorded("lammps-competitor-r1");
+  const WindowPlan plan = PlanWindows(s, {.target = 50 * kMs, .max_window = 200 * kMs});
+  ASSERT_TRUE(plan.has_world);
+  std::vector<uint64_t> planned;
+  for (const WindowCut& c : plan.cuts) {
+    if (c.kind == CutKind::kInstance) planned.push_back(c.seq);
+  }
+  ASSERT_FALSE(planned.empty());
+  for (const RankData& rank : s.ranks) {
+    InstanceCutRule rule(plan.every);
+    std::vector<uint64_t> own;
+    for (const CollectiveRecord& c : rank.collectives) {
+      if (c.comm_id == plan.world_comm && AnchorsWindows(c.op, c.nonblocking) &&
+          rule.CutsAt(c.seq)) {
+        own.push_back(c.seq);
+      }
+    }
+    EXPECT_EQ(own, planned) << "rank " << rank.id.rank;
+  }
+}
+
+// Point-to-point only (NetPIPE, HPCC's RandomAccess): cut by time, the same time on every rank.
+TEST(PlanWindows, WithoutWorldCollectivesTheRunIsCutByTime) {
+  Session s;
+  s.world_size = 2;
+  s.ranks.resize(2);
+  for (int r = 0; r < 2; ++r) {
+    s.ranks[r].id.rank = r;
+    for (TimeNs t = 0; t < 1000 * kMs; t += 10 * kMs) {
+      P2PRecord p;
+      p.kind = r == 0 ? P2PKind::kSend : P2PKind::kRecv;
+      p.peer = 1 - r;
+      p.enter = t;
+      p.exit = t + kMs;
+      s.ranks[r].p2p.push_back(p);
+    }
+  }
+  const WindowPlan plan = PlanWindows(s, {.target = 100 * kMs, .max_window = 300 * kMs});
+  EXPECT_FALSE(plan.has_world);
+  ASSERT_EQ(plan.size(), 10u);  // time cuts at 100, 200, ..., 900 ms, and the end
+  for (size_t w = 0; w + 1 < plan.size(); ++w) {
+    EXPECT_EQ(plan.cuts[w].kind, CutKind::kTime);
+    EXPECT_EQ(plan.cuts[w].at,
+              (std::vector<TimeNs>{TimeNs(w + 1) * 100 * kMs, TimeNs(w + 1) * 100 * kMs}));
+  }
+  const auto counts = CountWindowRecords(s, plan);
+  EXPECT_EQ(counts[0][0].p2p, 10);  // exits at 1, 11, ..., 91 ms
+  EXPECT_EQ(counts[9][1].p2p, 10);
+}
+
+// A world communicator that goes quiet for a long stretch: time cuts fill the gap between its
+// instances, after the latest rank left the one before and before the earliest reached the next.
+TEST(PlanWindows, ALongStretchWithoutAnchorsIsCutByTime) {
+  Session s;
+  s.world_size = 2;
+  s.ranks.resize(2);
+  auto allreduce = [](uint64_t seq, TimeNs enter, TimeNs exit) {
+    CollectiveRecord c;
+    c.comm_id = 7;
+    c.seq = seq;
+    c.op = CollectiveOp::kAllreduce;
+    c.comm_size = 2;
+    c.enter = enter;
+    c.exit = exit;
+    return c;
+  };
+  for (int r = 0; r < 2; ++r) {
+    s.ranks[r].id.rank = r;
+    for (uint64_t i = 0; i < 10; ++i) {  // ten steps of 10 ms, then a second of nothing
+      const TimeNs t = static_cast<TimeNs>(i) * 10 * kMs;
+      s.ranks[r].collectives.push_back(allreduce(i, t, t + kMs + r));
+    }
+    s.ranks[r].collectives.push_back(allreduce(10, 1100 * kMs, 1101 * kMs + r));
+  }
+  const WindowPlan plan = PlanWindows(s, {.target = 100 * kMs, .max_window = 300 * kMs});
+  ASSERT_TRUE(plan.has_world);
+  std::vector<CutKind> kinds;
+  for (const WindowCut& c : plan.cuts) kinds.push_back(c.kind);
+  ASSERT_GE(kinds.size(), 10u);
+  EXPECT_EQ(std::count(kinds.begin(), kinds.end(), CutKind::kTime), 9);  // 191 ms ... 991 ms
+  const auto first_time = std::find(kinds.begin(), kinds.end(), CutKind::kTime) - kinds.begin();
+  EXPECT_EQ(plan.cuts[first_time].at[0], plan.cuts[first_time - 1].at[1] + 100 * kMs);
+}
+
+}  // namespace
+}  // namespace rankscope
