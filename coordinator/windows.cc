@@ -174,4 +174,31 @@ std::vector<std::vector<WindowRecords>> CountWindowRecords(const Session& aligne
   return out;
 }
 
+std::vector<CollectiveInstance> MatchCollectivesByWindow(const Session& aligned,
+                                                         const WindowPlan& plan,
+                                                         size_t* peak_open) {
+  // Each rank's calls by window, as its agent would send them.
+  std::vector<std::vector<std::vector<const CollectiveRecord*>>> by_window(
+      plan.size(), std::vector<std::vector<const CollectiveRecord*>>(aligned.ranks.size()));
+  for (size_t r = 0; r < aligned.ranks.size(); ++r) {
+    for (const CollectiveRecord& c : aligned.ranks[r].collectives) {
+      by_window[plan.WindowOf(r, c.exit)][r].push_back(&c);
+    }
+  }
+  CollectiveFold fold;
+  std::vector<CollectiveInstance> out;
+  size_t peak = 0;
+  for (const auto& window : by_window) {
+    for (size_t r = 0; r < window.size(); ++r) {
+      for (const CollectiveRecord* c : window[r]) fold.Add(aligned.ranks[r].id.rank, *c);
+    }
+    for (CollectiveInstance& i : fold.TakeFull()) out.push_back(std::move(i));
+    peak = std::max(peak, fold.open());
+  }
+  for (CollectiveInstance& i : fold.Finish()) out.push_back(std::move(i));
+  OrderInstances(&out);
+  if (peak_open != nullptr) *peak_open = peak;
+  return out;
+}
+
 }  // namespace rankscope

@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "coordinator/collective_matcher.h"
 #include "coordinator/session.h"
 #include "core/records.h"
 #include "core/time.h"
@@ -72,5 +73,12 @@ struct WindowRecords {
 };
 std::vector<std::vector<WindowRecords>> CountWindowRecords(const Session& aligned,
                                                            const WindowPlan& plan);
+
+// Collective instances matched window by window (CollectiveFold), in MatchCollectives' order:
+// what a coordinator that folds closed windows would match. *peak_open (when not null): the most
+// instances open at the close of a window, what the fold held beyond one window's calls.
+std::vector<CollectiveInstance> MatchCollectivesByWindow(const Session& aligned,
+                                                         const WindowPlan& plan,
+                                                         size_t* peak_open = nullptr);
 
 }  // namespace rankscope

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <string>
 
 #include "coordinator/report/session_store.h"
@@ -174,6 +175,81 @@ TEST(PlanWindows, ALongStretchWithoutAnchorsIsCutByTime) {
   EXPECT_EQ(std::count(kinds.begin(), kinds.end(), CutKind::kTime), 9);  // 191 ms ... 991 ms
   const auto first_time = std::find(kinds.begin(), kinds.end(), CutKind::kTime) - kinds.begin();
   EXPECT_EQ(plan.cuts[first_time].at[0], plan.cuts[first_time - 1].at[1] + 100 * kMs);
+}
+
+void ExpectSameInstances(const std::vector<CollectiveInstance>& a,
+                         const std::vector<CollectiveInstance>& b) {
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size(); ++i) {
+    SCOPED_TRACE("instance " + std::to_string(i));
+    EXPECT_EQ(a[i].comm_id, b[i].comm_id);
+    EXPECT_EQ(a[i].seq, b[i].seq);
+    EXPECT_EQ(a[i].op, b[i].op);
+    EXPECT_EQ(a[i].comm_size, b[i].comm_size);
+    EXPECT_EQ(a[i].root_comm_rank, b[i].root_comm_rank);
+    EXPECT_EQ(a[i].complete, b[i].complete);
+    EXPECT_EQ(a[i].mismatched, b[i].mismatched);
+    ASSERT_EQ(a[i].members.size(), b[i].members.size());
+    for (size_t m = 0; m < a[i].members.size(); ++m) {
+      EXPECT_EQ(a[i].members[m].rank, b[i].members[m].rank);
+      EXPECT_EQ(a[i].members[m].enter, b[i].members[m].enter);
+      EXPECT_EQ(a[i].members[m].exit, b[i].members[m].exit);
+      EXPECT_EQ(a[i].members[m].bytes, b[i].members[m].bytes);
+    }
+  }
+}
+
+// Matching window by window gives what matching the whole run gives, on every recorded session
+// (real MPI codes and NCCL jobs on 2xH200), while holding few instances open across windows.
+TEST(MatchCollectivesByWindow, EveryRecordedSessionMatchesAsAWhole) {
+  int sessions = 0;
+  for (const auto& entry : std::filesystem::recursive_directory_iterator(RANKSCOPE_FIXTURES_DIR)) {
+    if (entry.path().extension() != ".sqlite") continue;
+    SCOPED_TRACE(entry.path().string());
+    Result<Session> s = LoadSession(entry.path().string());
+    ASSERT_TRUE(s.ok()) << s.status().message();
+    const WindowPlan plan = PlanWindows(s.value(), {.target = 100 * kMs, .max_window = 400 * kMs});
+    size_t peak = 0;
+    const std::vector<CollectiveInstance> windowed =
+        MatchCollectivesByWindow(s.value(), plan, &peak);
+    const std::vector<CollectiveInstance> whole = MatchCollectives(s.value());
+    ExpectSameInstances(windowed, whole);
+    std::printf("%s: %zu windows, %zu instances, at most %zu open across a cut\n",
+                entry.path().parent_path().filename().c_str(), plan.size(), whole.size(), peak);
+    EXPECT_LE(peak, std::max<size_t>(8, whole.size() / 10));
+    ++sessions;
+  }
+  EXPECT_GE(sessions, 17);
+}
+
+// An instance of a sub-communicator whose members' calls fall in different windows stays open
+// until the last one comes, and then matches whole.
+TEST(CollectiveFold, AnInstanceAcrossACutStaysOpenUntilItsLastMember) {
+  CollectiveRecord call;
+  call.comm_id = 3;
+  call.seq = 0;
+  call.op = CollectiveOp::kAllreduce;
+  call.comm_size = 2;
+  call.enter = 100;
+  call.exit = 200;
+  CollectiveFold fold;
+  fold.Add(0, call);
+  EXPECT_TRUE(fold.TakeFull().empty());
+  EXPECT_EQ(fold.open(), 1u);
+  call.comm_rank = 1;
+  call.enter = 150;
+  fold.Add(4, call);
+  const std::vector<CollectiveInstance> full = fold.TakeFull();
+  ASSERT_EQ(full.size(), 1u);
+  EXPECT_TRUE(full[0].complete);
+  EXPECT_EQ(full[0].members[1].rank, 4);
+  EXPECT_EQ(fold.open(), 0u);
+  // One that never completes comes out at the end, incomplete.
+  call.seq = 1;
+  fold.Add(0, call);
+  const std::vector<CollectiveInstance> rest = fold.Finish();
+  ASSERT_EQ(rest.size(), 1u);
+  EXPECT_FALSE(rest[0].complete);
 }
 
 }  // namespace
