@@ -58,16 +58,24 @@ thread_local ThreadClock t_clock;
 // a thread preempted in between would anchor milliseconds off.
 constexpr uint64_t kAnchorSpreadTicks = uint64_t{1} << 13;
 
+// The tightest of three tries is kept: an interrupt inside one try (a few microseconds on a
+// loaded machine) would put the anchor, and the rate measured from it, that far off.
 TimeNs Anchor(ThreadClock& c) {
   TimeNs now = 0;
   uint64_t before = 0, after = 0;
   for (int attempt = 0; attempt < 3; ++attempt) {
-    before = __rdtsc();
-    now = MonotonicNow();
-    after = __rdtsc();
-    if (after >= before && after - before <= kAnchorSpreadTicks) break;
+    const uint64_t b = __rdtsc();
+    const TimeNs n = MonotonicNow();
+    const uint64_t a = __rdtsc();
+    if (a < b) continue;
+    if (after == 0 || a - b < after - before) {
+      before = b;
+      now = n;
+      after = a;
+    }
   }
-  if (after < before || after - before > kAnchorSpreadTicks) return now;  // no anchor this time
+  if (after == 0) return MonotonicNow();                // the counter went back every time
+  if (after - before > kAnchorSpreadTicks) return now;  // no anchor this time
   const uint64_t tsc = before + (after - before) / 2;
   if (c.base_ns == 0 || tsc <= c.base_tsc) {
     c.base_tsc = tsc;
