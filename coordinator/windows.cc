@@ -10,16 +10,11 @@
 namespace rankscope {
 
 size_t WindowPlan::WindowOf(size_t rank_index, TimeNs end) const {
-  size_t lo = 0, hi = cuts.empty() ? 0 : cuts.size() - 1;
-  while (lo < hi) {
-    const size_t mid = lo + (hi - lo) / 2;
-    if (cuts[mid].at[rank_index] >= end) {
-      hi = mid;
-    } else {
-      lo = mid + 1;
-    }
-  }
-  return lo;
+  if (cuts.empty()) return 0;
+  // The first cut at or after `end` on this rank; the last (kEnd) when none is.
+  const auto it = std::partition_point(cuts.begin(), cuts.end() - 1,
+                                       [&](const WindowCut& c) { return c.at[rank_index] < end; });
+  return static_cast<size_t>(it - cuts.begin());
 }
 
 namespace {
