@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <string>
 
+#include "coordinator/analysis/straggler_analysis.h"
 #include "coordinator/report/session_store.h"
 
 namespace rankscope {
@@ -220,6 +221,44 @@ TEST(MatchCollectivesByWindow, EveryRecordedSessionMatchesAsAWhole) {
     ++sessions;
   }
   EXPECT_GE(sessions, 17);
+}
+
+// What each rank did before the calls that may count as late, read window by window from the
+// window's and the previous window's records, is what the whole run gives, on every recorded
+// session.
+TEST(GapsBeforeLateCallsByWindow, EveryRecordedSessionGivesTheWholeRunsShares) {
+  int sessions = 0;
+  size_t shares = 0;
+  for (const auto& entry : std::filesystem::recursive_directory_iterator(RANKSCOPE_FIXTURES_DIR)) {
+    if (entry.path().extension() != ".sqlite") continue;
+    SCOPED_TRACE(entry.path().string());
+    Result<Session> s = LoadSession(entry.path().string());
+    ASSERT_TRUE(s.ok()) << s.status().message();
+    const WindowPlan plan = PlanWindows(s.value(), {.target = 100 * kMs, .max_window = 400 * kMs});
+    const StragglerOptions options;
+    const LateGaps whole = GapsBeforeLateCalls(s.value(), MatchCollectives(s.value()), options);
+    const LateGaps windowed = GapsBeforeLateCallsByWindow(s.value(), plan, options);
+    EXPECT_EQ(windowed.size(), whole.size());
+    for (const auto& [key, share] : whole) {
+      const auto found = windowed.find(key);
+      ASSERT_NE(found, windowed.end()) << "comm " << std::get<0>(key) << " seq " << std::get<1>(key)
+                                       << " rank " << std::get<2>(key);
+      EXPECT_TRUE(found->second == share)
+          << "comm " << std::get<0>(key) << " seq " << std::get<1>(key) << " rank "
+          << std::get<2>(key) << ": gap " << found->second.late_gap << " vs " << share.late_gap
+          << ", untracked " << found->second.late_untracked << " vs " << share.late_untracked
+          << ", mpi " << found->second.late_mpi << " vs " << share.late_mpi << ", others' gap "
+          << found->second.others_gap << " vs " << share.others_gap << ", others' mpi "
+          << found->second.others_mpi << " vs " << share.others_mpi << ", others' untracked "
+          << found->second.others_untracked << " vs " << share.others_untracked;
+    }
+    std::printf("%s: %zu calls that may count as late\n",
+                entry.path().parent_path().filename().c_str(), whole.size());
+    shares += whole.size();
+    ++sessions;
+  }
+  EXPECT_GE(sessions, 17);
+  EXPECT_GT(shares, 100u);  // the recorded stragglers' late calls among them
 }
 
 // An instance of a sub-communicator whose members' calls fall in different windows stays open

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <map>
 #include <optional>
@@ -212,24 +213,113 @@ struct GapTime {
   DurationNs kernel_total = 0;
 };
 
+// What one rank did in [begin, end): its ranges on thread tid (every thread when nullopt), its
+// point-to-point MPI time and its GPU kernels.
+GapTime GapBetween(const RankContext& ctx, TimeNs begin, TimeNs end, std::optional<uint32_t> tid) {
+  GapTime gap;
+  gap.ranges = ctx.timeline.TimeIn(begin, end, tid);
+  gap.mpi = ctx.MpiTimeIn(begin, end);
+  gap.kernel_total = ctx.KernelTimeIn(begin, end, &gap.kernels);
+  return gap;
+}
+
+// The thread a call's gap reads ranges from: the calling thread when it has any ranges
+// (has_ranges), else every thread.
+std::optional<uint32_t> GapThread(const RankContext& ctx, uint64_t comm_id, uint64_t seq,
+                                  const std::function<bool(uint32_t)>& has_ranges) {
+  auto rec = ctx.by_key.find({comm_id, seq});
+  if (rec != ctx.by_key.end() && has_ranges(rec->second->tid)) return rec->second->tid;
+  return std::nullopt;
+}
+
 // The gap runs from the rank's latest collective exit before this call (on any communicator: the
 // tightest "since it last synchronised") to the call's enter. Ranges are taken from the calling
 // thread when that thread has any, else from all threads. nullopt for a rank's first call.
-std::optional<GapTime> GapBefore(const RankContext& ctx, const CollectiveInstance& inst,
-                                 const CollectiveParticipant& member) {
-  auto it = std::lower_bound(ctx.exits.begin(), ctx.exits.end(), member.enter);
+std::optional<GapTime> GapBefore(const RankContext& ctx, uint64_t comm_id, uint64_t seq,
+                                 TimeNs enter) {
+  auto it = std::lower_bound(ctx.exits.begin(), ctx.exits.end(), enter);
   if (it == ctx.exits.begin()) return std::nullopt;
-  const TimeNs begin = *std::prev(it);
-  std::optional<uint32_t> tid;
-  auto rec = ctx.by_key.find({inst.comm_id, inst.seq});
-  if (rec != ctx.by_key.end() && ctx.timeline.HasThread(rec->second->tid)) {
-    tid = rec->second->tid;
+  const auto tid =
+      GapThread(ctx, comm_id, seq, [&](uint32_t t) { return ctx.timeline.HasThread(t); });
+  return GapBetween(ctx, *std::prev(it), enter, tid);
+}
+
+// One call's share: its gap against the other members' median, per name and in total.
+GapShare ShareOf(const GapTime& mine, const std::vector<GapTime>& theirs) {
+  GapShare share;
+  auto median_of_others = [&](auto field) {
+    std::vector<double> v;
+    for (const GapTime& g : theirs) v.push_back(static_cast<double>(field(g)));
+    return Median(std::move(v));
+  };
+  // Per name (NVTX range, kernel): the late rank's time, and the others' median (0 for a rank
+  // without that name).
+  auto add_by_name = [&](auto map_of, std::map<std::string, DurationNs>* late,
+                         std::map<std::string, double>* others) {
+    std::set<std::string> names;
+    for (const auto& [name, ns] : map_of(mine)) names.insert(name);
+    for (const GapTime& g : theirs) {
+      for (const auto& [name, ns] : map_of(g)) names.insert(name);
+    }
+    auto time_of = [&](const GapTime& g, const std::string& name) {
+      const auto& m = map_of(g);
+      const auto f = m.find(name);
+      return f == m.end() ? DurationNs{0} : f->second;
+    };
+    for (const std::string& name : names) {
+      (*late)[name] = time_of(mine, name);
+      (*others)[name] = median_of_others([&](const GapTime& g) { return time_of(g, name); });
+    }
+  };
+  add_by_name(
+      [](const GapTime& g) -> const auto& { return g.ranges.by_range; }, &share.late_by_range,
+      &share.others_by_range);
+  add_by_name(
+      [](const GapTime& g) -> const auto& { return g.kernels; }, &share.late_by_kernel,
+      &share.others_by_kernel);
+  share.late_gap = mine.ranges.window;
+  share.others_gap = median_of_others([](const GapTime& g) { return g.ranges.window; });
+  share.late_untracked = mine.ranges.untracked();
+  share.others_untracked = median_of_others([](const GapTime& g) { return g.ranges.untracked(); });
+  share.late_mpi = mine.mpi;
+  share.others_mpi = median_of_others([](const GapTime& g) { return g.mpi; });
+  share.late_kernels = mine.kernel_total;
+  share.others_kernels = median_of_others([](const GapTime& g) { return g.kernel_total; });
+  return share;
+}
+
+// The members of a complete instance whose call may count as late (GapsBeforeLateCalls).
+std::vector<size_t> MaybeLate(const CollectiveInstance& inst, const StragglerOptions& options) {
+  std::vector<size_t> out;
+  if (!Usable(inst)) return out;
+  const InstanceWaits w = ComputeWaits(inst);
+  const bool n_to_n = WaitPatternOf(inst.op) == WaitPattern::kAllToAll;
+  for (size_t i = 0; i < inst.members.size(); ++i) {
+    if (w.culprit == static_cast<int>(i) || (n_to_n && w.lateness[i] > options.min_lateness)) {
+      out.push_back(i);
+    }
   }
-  GapTime gap;
-  gap.ranges = ctx.timeline.TimeIn(begin, member.enter, tid);
-  gap.mpi = ctx.MpiTimeIn(begin, member.enter);
-  gap.kernel_total = ctx.KernelTimeIn(begin, member.enter, &gap.kernels);
-  return gap;
+  return out;
+}
+
+// The shares of one instance's calls that may count as late, from each member's gap (nullopt:
+// none, or the member is not in `gaps`), into *out.
+void AddShares(const CollectiveInstance& inst, const std::map<int, std::optional<GapTime>>& gaps,
+               const StragglerOptions& options, const std::set<int>* only, LateGaps* out) {
+  for (size_t i : MaybeLate(inst, options)) {
+    const int rank = inst.members[i].rank;
+    if (only != nullptr && only->count(rank) == 0) continue;
+    const auto mine = gaps.find(rank);
+    if (mine == gaps.end() || !mine->second) continue;
+    std::vector<GapTime> theirs;
+    for (const CollectiveParticipant& m : inst.members) {
+      if (m.rank == rank) continue;
+      const auto gap = gaps.find(m.rank);
+      if (gap != gaps.end() && gap->second) theirs.push_back(*gap->second);
+    }
+    if (theirs.empty()) continue;
+    (*out)[{inst.comm_id, inst.seq, rank}] = ShareOf(*mine->second, theirs);
+  }
 }
 
 // Gap statistics of a culprit rank against the median of the other members, summed over the
@@ -248,65 +338,31 @@ struct CauseStats {
 
 CauseStats CollectCause(const std::vector<CollectiveInstance>& instances,
                         const RankArrivals& arrivals, const std::vector<bool>& late, int rank,
-                        const std::map<int, RankContext>& contexts) {
+                        const LateGaps& gaps) {
   CauseStats stats;
   for (size_t j = 0; j < arrivals.instances.size(); ++j) {
     if (!late[j]) continue;
     const CollectiveInstance& inst = instances[arrivals.instances[j]];
-    const CollectiveParticipant& me = inst.members[arrivals.member_index[j]];
-    const auto my_ctx = contexts.find(rank);
-    if (my_ctx == contexts.end()) continue;
-    const std::optional<GapTime> mine = GapBefore(my_ctx->second, inst, me);
-    if (!mine.has_value()) continue;
-    std::vector<GapTime> theirs;
-    for (const CollectiveParticipant& m : inst.members) {
-      if (m.rank == rank) continue;
-      const auto ctx = contexts.find(m.rank);
-      if (ctx == contexts.end()) continue;
-      std::optional<GapTime> gap = GapBefore(ctx->second, inst, m);
-      if (gap.has_value()) theirs.push_back(std::move(*gap));
-    }
-    if (theirs.empty()) continue;
+    const auto found = gaps.find({inst.comm_id, inst.seq, rank});
+    if (found == gaps.end()) continue;
+    const GapShare& g = found->second;
     ++stats.instances;
-    auto median_of_others = [&](auto field) {
-      std::vector<double> v;
-      for (const GapTime& g : theirs) v.push_back(static_cast<double>(field(g)));
-      return Median(std::move(v));
-    };
-    // Per name (NVTX range, kernel): the late rank's time, and the others' median (0 for a rank
-    // without that name), each summed over instances.
-    auto add_by_name = [&](auto map_of, std::map<std::string, double>* late_sum,
-                           std::map<std::string, double>* others_sum) {
-      std::set<std::string> names;
-      for (const auto& [name, ns] : map_of(*mine)) names.insert(name);
-      for (const GapTime& g : theirs) {
-        for (const auto& [name, ns] : map_of(g)) names.insert(name);
-      }
-      auto time_of = [&](const GapTime& g, const std::string& name) {
-        const auto& m = map_of(g);
-        const auto f = m.find(name);
-        return f == m.end() ? DurationNs{0} : f->second;
-      };
-      for (const std::string& name : names) {
-        (*late_sum)[name] += static_cast<double>(time_of(*mine, name));
-        (*others_sum)[name] += median_of_others([&](const GapTime& g) { return time_of(g, name); });
-      }
-    };
-    add_by_name(
-        [](const GapTime& g) -> const auto& { return g.ranges.by_range; }, &stats.late_by_range,
-        &stats.others_by_range);
-    add_by_name(
-        [](const GapTime& g) -> const auto& { return g.kernels; }, &stats.late_by_kernel,
-        &stats.others_by_kernel);
-    stats.late_gap += static_cast<double>(mine->ranges.window);
-    stats.others_gap += median_of_others([](const GapTime& g) { return g.ranges.window; });
-    stats.late_untracked += static_cast<double>(mine->ranges.untracked());
-    stats.others_untracked +=
-        median_of_others([](const GapTime& g) { return g.ranges.untracked(); });
-    stats.late_mpi += static_cast<double>(mine->mpi);
-    stats.others_mpi += median_of_others([](const GapTime& g) { return g.mpi; });
-    stats.late_kernels += static_cast<double>(mine->kernel_total);
-    stats.others_kernels += median_of_others([](const GapTime& g) { return g.kernel_total; });
+    for (const auto& [name, ns] : g.late_by_range) {
+      stats.late_by_range[name] += static_cast<double>(ns);
+      stats.others_by_range[name] += g.others_by_range.at(name);
+    }
+    for (const auto& [name, ns] : g.late_by_kernel) {
+      stats.late_by_kernel[name] += static_cast<double>(ns);
+      stats.others_by_kernel[name] += g.others_by_kernel.at(name);
+    }
+    stats.late_gap += static_cast<double>(g.late_gap);
+    stats.others_gap += g.others_gap;
+    stats.late_untracked += static_cast<double>(g.late_untracked);
+    stats.others_untracked += g.others_untracked;
+    stats.late_mpi += static_cast<double>(g.late_mpi);
+    stats.others_mpi += g.others_mpi;
+    stats.late_kernels += static_cast<double>(g.late_kernels);
+    stats.others_kernels += g.others_kernels;
   }
   return stats;
 }
@@ -1005,6 +1061,175 @@ Finding MakeFinding(const Session& session, const Verdict& v, const CauseStats& 
 
 }  // namespace
 
+LateGaps GapsBeforeLateCalls(const Session& aligned,
+                             const std::vector<CollectiveInstance>& instances,
+                             const StragglerOptions& options, const std::set<int>* only) {
+  std::map<int, RankContext> contexts;
+  for (const RankData& r : aligned.ranks) contexts.emplace(r.id.rank, &r);
+  LateGaps out;
+  for (const CollectiveInstance& inst : instances) {
+    if (MaybeLate(inst, options).empty()) continue;
+    std::map<int, std::optional<GapTime>> gaps;
+    for (const CollectiveParticipant& m : inst.members) {
+      const auto ctx = contexts.find(m.rank);
+      if (ctx != contexts.end())
+        gaps[m.rank] = GapBefore(ctx->second, inst.comm_id, inst.seq, m.enter);
+    }
+    AddShares(inst, gaps, options, only, &out);
+  }
+  return out;
+}
+
+namespace {
+
+void Add(const WindowTime& from, WindowTime* to) {
+  to->window += from.window;
+  to->covered += from.covered;
+  for (const auto& [name, ns] : from.by_range) to->by_range[name] += ns;
+}
+
+void Add(const GapTime& from, GapTime* to) {
+  Add(from.ranges, &to->ranges);
+  to->mpi += from.mpi;
+  for (const auto& [name, ns] : from.kernels) to->kernels[name] += ns;
+  to->kernel_total += from.kernel_total;
+}
+
+// Takes `part` (a stretch inside *whole) out of *whole; names left without time go.
+void Subtract(const GapTime& part, GapTime* whole) {
+  auto take = [](const std::map<std::string, DurationNs>& p, std::map<std::string, DurationNs>* w) {
+    for (const auto& [name, ns] : p) {
+      if (((*w)[name] -= ns) == 0) w->erase(name);
+    }
+  };
+  whole->ranges.window -= part.ranges.window;
+  whole->ranges.covered -= part.ranges.covered;
+  take(part.ranges.by_range, &whole->ranges.by_range);
+  whole->mpi -= part.mpi;
+  take(part.kernels, &whole->kernels);
+  whole->kernel_total -= part.kernel_total;
+}
+
+// One rank's records that overlap [from, to] (calls in progress and ranges open at either end
+// included, as an agent would report them at a cut).
+RankData RecordsOver(const RankData& rank, TimeNs from, TimeNs to) {
+  RankData out;
+  out.id = rank.id;
+  auto over = [&](TimeNs start, TimeNs end) { return end > from && start <= to; };
+  for (const CollectiveRecord& c : rank.collectives) {
+    if (c.exit > from && c.exit <= to) out.collectives.push_back(c);
+  }
+  for (const P2PRecord& p : rank.p2p) {
+    if (over(p.enter, p.exit)) out.p2p.push_back(p);
+  }
+  for (const GpuActivityRecord& g : rank.gpu) {
+    if (over(g.start, g.end)) out.gpu.push_back(g);
+  }
+  for (const RangeRecord& r : rank.ranges) {
+    if (over(r.start, r.end)) out.ranges.push_back(r);
+  }
+  return out;
+}
+
+// What one rank did from its latest collective exit up to the start of the next window: gaps
+// that begin before a window are this plus their part inside it (every figure is a sum over
+// time, so the parts add up exactly).
+struct GapCarry {
+  std::optional<TimeNs> since;               // its latest collective exit so far
+  GapTime all;                               // since it, ranges on every thread
+  std::map<uint32_t, WindowTime> by_thread;  // ... ranges on one thread (absent: none there)
+  std::set<uint32_t> range_threads;          // threads with ranges so far
+
+  WindowTime OnThread(std::optional<uint32_t> tid) const {
+    if (!tid) return all.ranges;
+    const auto it = by_thread.find(*tid);
+    if (it != by_thread.end()) return it->second;
+    WindowTime untracked;
+    untracked.window = all.ranges.window;
+    return untracked;
+  }
+
+  // Carries [from, to) of the window read by ctx, from `from` (a fresh start at an exit).
+  void Extend(const RankContext& ctx, TimeNs from, TimeNs to, bool fresh) {
+    if (fresh) {
+      by_thread.clear();
+      all = GapTime{};
+    }
+    for (uint32_t t : range_threads) {
+      if (!by_thread.count(t)) by_thread[t] = OnThread(t);
+      Add(ctx.timeline.TimeIn(from, to, t), &by_thread[t]);
+    }
+    Add(GapBetween(ctx, from, to, std::nullopt), &all);
+  }
+};
+
+}  // namespace
+
+LateGaps GapsBeforeLateCallsByWindow(const Session& aligned, const WindowPlan& plan,
+                                     const StragglerOptions& options) {
+  const size_t n = aligned.ranks.size();
+  CollectiveFold fold;
+  // The gaps of calls whose instance is still open.
+  std::map<std::pair<uint64_t, uint64_t>, std::map<int, std::optional<GapTime>>> pending;
+  std::vector<GapCarry> carry(n);
+  LateGaps out;
+  for (size_t w = 0; w < plan.size(); ++w) {
+    const bool last = w + 1 == plan.size();
+    for (size_t r = 0; r < n; ++r) {
+      const RankData& rank = aligned.ranks[r];
+      const TimeNs from = w > 0 ? plan.cuts[w - 1].at[r] : std::numeric_limits<TimeNs>::min();
+      const TimeNs to = last ? std::numeric_limits<TimeNs>::max() : plan.cuts[w].at[r];
+      // A call in progress at the window's start (entered before it) reads from its enter.
+      TimeNs lo = from;
+      for (const CollectiveRecord& call : rank.collectives) {
+        if (call.exit > from && call.exit <= to) lo = std::min(lo, call.enter);
+      }
+      const RankData records = RecordsOver(rank, lo, to);
+      const RankContext ctx(&records);
+      GapCarry& c = carry[r];
+      for (const RangeRecord& range : records.ranges) c.range_threads.insert(range.tid);
+      auto has_ranges = [&](uint32_t t) { return c.range_threads.count(t) > 0; };
+      for (const CollectiveRecord& call : records.collectives) {
+        fold.Add(rank.id.rank, call);
+        std::optional<GapTime>& gap = pending[{call.comm_id, call.seq}][rank.id.rank];
+        const auto tid = GapThread(ctx, call.comm_id, call.seq, has_ranges);
+        auto it = std::lower_bound(ctx.exits.begin(), ctx.exits.end(), call.enter);
+        if (it != ctx.exits.begin()) {
+          gap = GapBetween(ctx, *std::prev(it), call.enter, tid);
+        } else if (c.since && *c.since < call.enter) {
+          // From its latest exit before the window, carried to the window's start, to the call:
+          // plus the part inside the window, or less the part after its enter.
+          gap = GapTime{};
+          gap->ranges = c.OnThread(tid);
+          gap->mpi = c.all.mpi;
+          gap->kernels = c.all.kernels;
+          gap->kernel_total = c.all.kernel_total;
+          if (call.enter >= from) {
+            Add(GapBetween(ctx, from, call.enter, tid), &*gap);
+          } else {
+            Subtract(GapBetween(ctx, call.enter, from, tid), &*gap);
+          }
+        }
+      }
+      if (last) continue;
+      if (!ctx.exits.empty()) {
+        c.since = ctx.exits.back();
+        c.Extend(ctx, *c.since, to, true);
+      } else if (c.since) {
+        c.Extend(ctx, from, to, false);
+      }
+    }
+    for (const CollectiveInstance& inst : fold.TakeFull()) {
+      auto gaps = pending.find({inst.comm_id, inst.seq});
+      if (gaps == pending.end()) continue;
+      AddShares(inst, gaps->second, options, nullptr, &out);
+      pending.erase(gaps);
+    }
+  }
+  for (const CollectiveInstance& inst : fold.Finish()) pending.erase({inst.comm_id, inst.seq});
+  return out;
+}
+
 std::vector<RankArrivalStats> DescribeArrivals(const std::vector<CollectiveInstance>& instances) {
   const ArrivalTable table = BuildArrivalTable(instances);
   std::vector<RankArrivalStats> out;
@@ -1045,12 +1270,13 @@ std::vector<Finding> FindStragglers(const Session& session,
   }
   if (flagged.empty()) return {};
 
-  std::map<int, RankContext> contexts;
-  for (const RankData& r : session.ranks) contexts.emplace(r.id.rank, &r);
+  std::set<int> flagged_ranks;
+  for (const Verdict& v : flagged) flagged_ranks.insert(v.rank);
+  const LateGaps gaps = GapsBeforeLateCalls(session, instances, options, &flagged_ranks);
   std::vector<Finding> findings;
   for (const Verdict& v : flagged) {
     const RankArrivals& arrivals = table.ranks.at(v.rank);
-    const CauseStats cause = CollectCause(instances, arrivals, v.late, v.rank, contexts);
+    const CauseStats cause = CollectCause(instances, arrivals, v.late, v.rank, gaps);
     const LaunchSplit launch = SplitLaunch(instances, arrivals, v.late);
     const CauseVerdict verdict = ClassifyCause(v, cause, launch);
     // Late with nothing to show for it: its time between calls is the others' (it did not work

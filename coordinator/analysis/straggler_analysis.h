@@ -6,12 +6,17 @@
 // for the last sender (Early Reduce). Pure functions over an aligned session.
 #pragma once
 
+#include <cstdint>
+#include <map>
+#include <set>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "coordinator/collective_matcher.h"
 #include "coordinator/findings.h"
 #include "coordinator/session.h"
+#include "coordinator/windows.h"
 #include "core/time.h"
 
 namespace rankscope {
@@ -62,6 +67,39 @@ struct RankArrivalStats {
 // Per-rank arrival statistics over the complete instances, ordered by rank; for the report's rank
 // table. Incomplete and mismatched instances are ignored.
 std::vector<RankArrivalStats> DescribeArrivals(const std::vector<CollectiveInstance>& instances);
+
+// One call's share of what a late rank did before its collectives against the other members
+// (summed over its late calls, it is the cause a straggler finding states): the time it spent
+// in the gap before the call (since its latest collective exit) per NVTX range, outside every
+// range, in point-to-point MPI calls and in GPU kernels (per name), and per figure the other
+// members' median. Names are those of either side (0 on a side without them).
+struct GapShare {
+  std::map<std::string, DurationNs> late_by_range, late_by_kernel;
+  std::map<std::string, double> others_by_range, others_by_kernel;
+  DurationNs late_gap = 0, late_untracked = 0, late_mpi = 0, late_kernels = 0;
+  double others_gap = 0, others_untracked = 0, others_mpi = 0, others_kernels = 0;
+  bool operator==(const GapShare&) const = default;
+};
+
+// (communicator id, sequence number, world rank): one rank's call of one instance.
+using CallKey = std::tuple<uint64_t, uint64_t, int>;
+using LateGaps = std::map<CallKey, GapShare>;
+
+// The shares of the calls that may count as late, over complete instances: a culprit's (the
+// last arrival the others waited for) and, at N-to-N operations, any call later than
+// options.min_lateness (below every threshold the judgement uses, so the calls finally judged
+// late are among them). A call without a gap before it (a rank's first) or whose instance has no
+// other member with one has none. Of the ranks in `only` (every rank when nullptr).
+LateGaps GapsBeforeLateCalls(const Session& aligned,
+                             const std::vector<CollectiveInstance>& instances,
+                             const StragglerOptions& options, const std::set<int>* only = nullptr);
+
+// The same, window by window (coordinator/windows.h), as a coordinator that drops each window's
+// records once it is folded would take them: each rank's gaps are read from its records of the
+// window and the one before it (ranges that overlap them, open ones included) and the latest
+// collective exit before those; an instance's shares are taken once all its members called.
+LateGaps GapsBeforeLateCallsByWindow(const Session& aligned, const WindowPlan& plan,
+                                     const StragglerOptions& options);
 
 // Findings of kind "straggler", at most one per rank, for the ranks that pass every threshold in
 // options; a clean run gives none. Each names, in its summary and in evidence "wait_states"
