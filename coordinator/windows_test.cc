@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <string>
 
+#include "coordinator/analysis/dataloader_analysis.h"
 #include "coordinator/analysis/straggler_analysis.h"
 #include "coordinator/report/session_store.h"
 
@@ -259,6 +260,38 @@ TEST(GapsBeforeLateCallsByWindow, EveryRecordedSessionGivesTheWholeRunsShares) {
   }
   EXPECT_GE(sessions, 17);
   EXPECT_GT(shares, 100u);  // the recorded stragglers' late calls among them
+}
+
+// Each rank's data-loading time step by step, read window by window, is what the whole run gives,
+// on every recorded session (mpi_train's step/data/compute ranges, torchrun's first kernels).
+TEST(StepSeriesByWindow, EveryRecordedSessionGivesTheWholeRunsSteps) {
+  int sessions = 0;
+  size_t steps = 0;
+  for (const auto& entry : std::filesystem::recursive_directory_iterator(RANKSCOPE_FIXTURES_DIR)) {
+    if (entry.path().extension() != ".sqlite") continue;
+    SCOPED_TRACE(entry.path().string());
+    Result<Session> s = LoadSession(entry.path().string());
+    ASSERT_TRUE(s.ok()) << s.status().message();
+    const WindowPlan plan = PlanWindows(s.value(), {.target = 100 * kMs, .max_window = 400 * kMs});
+    const DataloaderOptions options;
+    const std::vector<StepSeries> whole = StepSeriesOf(s.value(), options);
+    const std::vector<StepSeries> windowed = StepSeriesByWindow(s.value(), plan, options);
+    ASSERT_EQ(windowed.size(), whole.size());
+    for (size_t i = 0; i < whole.size(); ++i) {
+      SCOPED_TRACE("rank " + std::to_string(whole[i].rank));
+      EXPECT_EQ(windowed[i].from_step_ranges, whole[i].from_step_ranges);
+      EXPECT_EQ(windowed[i].from_first_kernel, whole[i].from_first_kernel);
+      EXPECT_EQ(windowed[i].data, whole[i].data);
+      EXPECT_EQ(windowed[i].step_time, whole[i].step_time);
+      EXPECT_EQ(windowed[i].by_name, whole[i].by_name);
+      steps += whole[i].data.size();
+    }
+    std::printf("%s: %zu ranks with steps, %zu windows\n",
+                entry.path().parent_path().filename().c_str(), whole.size(), plan.size());
+    ++sessions;
+  }
+  EXPECT_GE(sessions, 17);
+  EXPECT_GT(steps, 100u);
 }
 
 // An instance of a sub-communicator whose members' calls fall in different windows stays open

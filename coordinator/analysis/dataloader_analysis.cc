@@ -2,9 +2,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <utility>
 
@@ -16,15 +18,7 @@
 namespace rankscope {
 namespace {
 
-// One rank's data time, step by step.
-struct RankSteps {
-  int rank = -1;
-  bool from_step_ranges = false;
-  bool from_first_kernel = false;     // no data ranges: time before the step's first kernel launch
-  std::vector<DurationNs> data;       // per step: time covered by data ranges
-  std::vector<DurationNs> step_time;  // per step: the window's length (step ranges only)
-  std::map<std::string, DurationNs> by_name;  // data time per range name, over all steps
-};
+using RankSteps = StepSeries;
 
 DurationNs UnionLength(std::vector<std::pair<TimeNs, TimeNs>> intervals) {
   std::sort(intervals.begin(), intervals.end());
@@ -40,122 +34,196 @@ DurationNs UnionLength(std::vector<std::pair<TimeNs, TimeNs>> intervals) {
   return total;
 }
 
-// Without data ranges, but with step ranges and CUPTI records: per step, the time from the
-// step's start (the previous step's end) to its first kernel launch call (cudaLaunchKernel,
-// cuLaunchKernelEx, a graph launch), or its first kernel's start when launch calls were not
-// traced. Host time before the GPU gets work: where a data loader shows.
-void FirstKernelSteps(const RankData& rank, const std::vector<size_t>& outer, RankSteps* out) {
+// Whether a range name is a step's or a data range's (names repeat every step: each distinct
+// one is matched once).
+class RangeKinds {
+ public:
+  explicit RangeKinds(const DataloaderOptions& options) : options_(options) {}
+  bool Step(const std::string& name) { return Of(name).first; }
+  bool Data(const std::string& name) { return Of(name).second; }
+
+ private:
+  const std::pair<bool, bool>& Of(const std::string& name) {
+    auto it = kinds_.find(name);
+    if (it == kinds_.end()) {
+      const bool is_step = std::regex_search(name, options_.step_pattern);
+      const bool is_data = !is_step && std::regex_search(name, options_.data_pattern);
+      it = kinds_.emplace(name, std::make_pair(is_step, is_data)).first;
+    }
+    return it->second;
+  }
+  const DataloaderOptions& options_;
+  std::map<std::string, std::pair<bool, bool>> kinds_;
+};
+
+bool ByStart(const RangeRecord& a, const RangeRecord& b) {
+  return a.start != b.start ? a.start < b.start : a.end > b.end;
+}
+
+// The outermost of `steps` (sorted by ByStart) that are not inside the one before (whose end is
+// *last_end, carried between calls).
+std::vector<const RangeRecord*> OuterSteps(const std::vector<const RangeRecord*>& steps,
+                                           std::optional<TimeNs>* last_end) {
+  std::vector<const RangeRecord*> outer;
+  for (const RangeRecord* r : steps) {
+    if (*last_end && r->end <= **last_end) continue;  // nested
+    outer.push_back(r);
+    *last_end = r->end;
+  }
+  return outer;
+}
+
+// The data time of one step [begin, end) on thread tid (every thread when nullopt): the union
+// of the data ranges there, clipped; per name into *by_name.
+DurationNs DataInStep(const RangeTimeline& timeline, RangeKinds* kinds, TimeNs begin, TimeNs end,
+                      std::optional<uint32_t> tid, std::map<std::string, DurationNs>* by_name) {
+  std::vector<std::pair<TimeNs, TimeNs>> clipped;
+  for (size_t i : timeline.Overlapping(begin, end, tid)) {
+    const RangeRecord& r = timeline.range(i);
+    if (!kinds->Data(r.name)) continue;
+    const TimeNs s = std::max(r.start, begin);
+    const TimeNs e = std::min(r.end, end);
+    if (e <= s) continue;
+    clipped.emplace_back(s, e);
+    (*by_name)[r.name] += e - s;
+  }
+  return UnionLength(std::move(clipped));
+}
+
+// The start times a step's first GPU work is read from: kernel launch calls (cudaLaunchKernel,
+// cuLaunchKernelEx, a graph launch), and kernels' starts for when launches were not traced.
+struct GpuStarts {
   std::vector<TimeNs> launches, kernels;
-  for (const GpuActivityRecord& g : rank.gpu) {
+  void Add(const GpuActivityRecord& g) {
     if (g.kind == GpuActivityKind::kRuntime && g.name.find("Launch") != std::string::npos) {
       launches.push_back(g.start);
     } else if (g.kind == GpuActivityKind::kKernel) {
       kernels.push_back(g.start);
     }
   }
-  std::vector<TimeNs>& starts = launches.empty() ? kernels : launches;
-  if (starts.empty()) return;
-  std::sort(starts.begin(), starts.end());
-  for (size_t k = 0; k < outer.size(); ++k) {
-    const RangeRecord& step = rank.ranges[outer[k]];
-    const TimeNs begin = k == 0 ? step.start : rank.ranges[outer[k - 1]].end;
-    auto first = std::lower_bound(starts.begin(), starts.end(), begin);
-    if (first == starts.end() || *first >= step.end) continue;  // no GPU work in this step
-    out->data.push_back(*first - begin);
-    out->step_time.push_back(std::max<DurationNs>(step.end - begin, 0));
-    out->by_name["before the first kernel launch"] += *first - begin;
+  void Sort() {
+    std::sort(launches.begin(), launches.end());
+    std::sort(kernels.begin(), kernels.end());
   }
-  out->from_step_ranges = true;
-  out->from_first_kernel = true;
+};
+
+// The time from a step's start to the first of `starts` (sorted) in it; nullopt when there is no
+// GPU work in the step.
+std::optional<DurationNs> BeforeFirst(const std::vector<TimeNs>& starts, TimeNs begin, TimeNs end) {
+  auto first = std::lower_bound(starts.begin(), starts.end(), begin);
+  if (first == starts.end() || *first >= end) return std::nullopt;
+  return *first - begin;
 }
 
-RankSteps StepsOf(const RankData& rank, const DataloaderOptions& options) {
-  RankSteps out;
-  out.rank = rank.id.rank;
-  // Names repeat every step; match each distinct one once.
-  std::map<std::string, std::pair<bool, bool>> kind_by_name;  // name -> (is step, is data)
-  std::vector<size_t> steps, data;
-  for (size_t i = 0; i < rank.ranges.size(); ++i) {
-    const std::string& name = rank.ranges[i].name;
-    auto it = kind_by_name.find(name);
-    if (it == kind_by_name.end()) {
-      const bool is_step = std::regex_search(name, options.step_pattern);
-      const bool is_data = !is_step && std::regex_search(name, options.data_pattern);
-      it = kind_by_name.emplace(name, std::make_pair(is_step, is_data)).first;
+// One rank's series, folded step by step in every reading; which reading it gets is decided at
+// the end (Take), from what the whole run had.
+class StepFold {
+ public:
+  StepFold(int rank, const DataloaderOptions& options) : rank_(rank), kinds_(options) {}
+
+  // The records of one stretch of the run: the ranges that overlap it and the GPU activity
+  // starting in it, from the last step's end on (CarryFrom), and which of its step and data
+  // ranges end in it (`owned`: those not read before).
+  void Add(const std::vector<RangeRecord>& ranges, const std::vector<GpuActivityRecord>& gpu,
+           const std::function<bool(const RangeRecord&)>& owned) {
+    const RangeTimeline timeline(&ranges);
+    GpuStarts starts;
+    for (const GpuActivityRecord& g : gpu) starts.Add(g);
+    starts.Sort();
+    any_gpu_ |= !gpu.empty();
+    any_launch_ |= !starts.launches.empty();
+    any_kernel_ |= !starts.kernels.empty();
+    std::vector<const RangeRecord*> steps, data;
+    for (const RangeRecord& r : ranges) {
+      if (!owned(r)) continue;
+      if (kinds_.Step(r.name)) steps.push_back(&r);
+      if (kinds_.Data(r.name)) data.push_back(&r);
     }
-    if (it->second.first) steps.push_back(i);
-    if (it->second.second) data.push_back(i);
+    auto by_start = [](const RangeRecord* a, const RangeRecord* b) { return ByStart(*a, *b); };
+    std::sort(steps.begin(), steps.end(), by_start);
+    std::sort(data.begin(), data.end(), by_start);
+    for (const RangeRecord* r : data) {
+      data_tids_.insert(r->tid);
+      AddToStretch(*r);
+    }
+    any_step_ |= !steps.empty();
+    for (const RangeRecord* step : OuterSteps(steps, &last_outer_end_)) {
+      step_tids_.insert(step->tid);
+      const TimeNs begin = previous_end_.value_or(step->start);
+      previous_end_ = step->end;
+      const TimeNs end = step->end;
+      const DurationNs step_time = std::max<DurationNs>(end - begin, 0);
+      on_thread_.data.push_back(
+          DataInStep(timeline, &kinds_, begin, end, step->tid, &on_thread_.by_name));
+      any_thread_.data.push_back(
+          DataInStep(timeline, &kinds_, begin, end, std::nullopt, &any_thread_.by_name));
+      on_thread_.step_time.push_back(step_time);
+      any_thread_.step_time.push_back(step_time);
+      for (auto [source, into] :
+           {std::pair{&starts.launches, &launch_}, std::pair{&starts.kernels, &kernel_}}) {
+        if (std::optional<DurationNs> before = BeforeFirst(*source, begin, end)) {
+          into->data.push_back(*before);
+          into->step_time.push_back(step_time);
+          into->by_name["before the first kernel launch"] += *before;
+        }
+      }
+    }
   }
-  auto by_start = [&](size_t a, size_t b) {
-    const RangeRecord& ra = rank.ranges[a];
-    const RangeRecord& rb = rank.ranges[b];
-    return ra.start != rb.start ? ra.start < rb.start : ra.end > rb.end;
-  };
-  std::sort(steps.begin(), steps.end(), by_start);
-  std::sort(data.begin(), data.end(), by_start);
-  auto outer_steps = [&] {
-    std::vector<size_t> outer;
-    for (size_t i : steps) {
-      const RangeRecord& r = rank.ranges[i];
-      if (!outer.empty() && r.end <= rank.ranges[outer.back()].end) continue;  // nested
-      outer.push_back(i);
+
+  // Where the next stretch's records must start: the last step's end (its loading may run
+  // from there), or `fallback` before any step.
+  TimeNs CarryFrom(TimeNs fallback) const {
+    return std::min(previous_end_.value_or(fallback), fallback);
+  }
+
+  StepSeries Take() {
+    FlushStretch();
+    StepSeries out;
+    if (!any_data_) {
+      if (!any_step_ || !any_gpu_ || (!any_launch_ && !any_kernel_)) return out;
+      out = any_launch_ ? std::move(launch_) : std::move(kernel_);
+      out.from_step_ranges = true;
+      out.from_first_kernel = true;
+    } else if (!any_step_) {
+      out = std::move(stretches_);
+    } else {
+      const bool data_on_step_threads =
+          std::any_of(data_tids_.begin(), data_tids_.end(),
+                      [&](uint32_t t) { return step_tids_.count(t) > 0; });
+      out = data_on_step_threads ? std::move(on_thread_) : std::move(any_thread_);
+      out.from_step_ranges = true;
     }
-    return outer;
-  };
-  if (data.empty()) {
-    if (!steps.empty() && !rank.gpu.empty()) FirstKernelSteps(rank, outer_steps(), &out);
+    out.rank = rank_;
     return out;
   }
 
-  if (steps.empty()) {
-    // Each stretch of overlapping data ranges is one step's loading.
-    std::vector<std::pair<TimeNs, TimeNs>> group;
-    TimeNs reach = std::numeric_limits<TimeNs>::min();
-    auto flush = [&] {
-      if (!group.empty()) out.data.push_back(UnionLength(group));
-      group.clear();
-    };
-    for (size_t i : data) {
-      const RangeRecord& r = rank.ranges[i];
-      if (r.start >= reach) flush();
-      group.emplace_back(r.start, r.end);
-      out.by_name[r.name] += r.end - r.start;
-      reach = std::max(reach, r.end);
-    }
-    flush();
-    return out;
+ private:
+  // Each stretch of overlapping data ranges is one step's loading (ranges without step ranges).
+  void AddToStretch(const RangeRecord& r) {
+    any_data_ = true;
+    if (r.start >= reach_) FlushStretch();
+    group_.emplace_back(r.start, r.end);
+    stretches_.by_name[r.name] += r.end - r.start;
+    reach_ = std::max(reach_, r.end);
+  }
+  void FlushStretch() {
+    if (!group_.empty()) stretches_.data.push_back(UnionLength(group_));
+    group_.clear();
   }
 
-  out.from_step_ranges = true;
-  const std::vector<size_t> outer = outer_steps();
-  // Loading often happens between step ranges (`for batch in loader:` outside the annotated
-  // step), so a step owns the time since the previous step ended.
-  const RangeTimeline timeline(&rank.ranges);
-  const bool data_on_step_threads = std::any_of(data.begin(), data.end(), [&](size_t i) {
-    return std::any_of(outer.begin(), outer.end(),
-                       [&](size_t s) { return rank.ranges[s].tid == rank.ranges[i].tid; });
-  });
-  for (size_t k = 0; k < outer.size(); ++k) {
-    const RangeRecord& step = rank.ranges[outer[k]];
-    const TimeNs begin = k == 0 ? step.start : rank.ranges[outer[k - 1]].end;
-    const TimeNs end = step.end;
-    std::optional<uint32_t> tid;
-    if (data_on_step_threads) tid = step.tid;
-    std::vector<std::pair<TimeNs, TimeNs>> clipped;
-    for (size_t i : timeline.Overlapping(begin, end, tid)) {
-      const RangeRecord& r = rank.ranges[i];
-      if (!kind_by_name.at(r.name).second) continue;
-      const TimeNs s = std::max(r.start, begin);
-      const TimeNs e = std::min(r.end, end);
-      if (e <= s) continue;
-      clipped.emplace_back(s, e);
-      out.by_name[r.name] += e - s;
-    }
-    out.data.push_back(UnionLength(std::move(clipped)));
-    out.step_time.push_back(std::max<DurationNs>(end - begin, 0));
-  }
-  return out;
-}
+  int rank_;
+  RangeKinds kinds_;
+  bool any_step_ = false, any_data_ = false, any_gpu_ = false, any_launch_ = false,
+       any_kernel_ = false;
+  std::set<uint32_t> step_tids_, data_tids_;
+  std::optional<TimeNs> last_outer_end_;  // of the outermost steps so far
+  std::optional<TimeNs> previous_end_;    // the same (a step owns the time since it)
+  StepSeries on_thread_, any_thread_;     // data ranges on the step's thread, on any thread
+  StepSeries launch_, kernel_;            // before the first kernel launch, or kernel
+  StepSeries stretches_;                  // stretches of data ranges
+  std::vector<std::pair<TimeNs, TimeNs>> group_;
+  TimeNs reach_ = std::numeric_limits<TimeNs>::min();
+};
 
 std::string NamesLabel(const std::vector<std::pair<DurationNs, std::string>>& names) {
   std::string out = "'" + names[0].second + "'";
@@ -217,12 +285,57 @@ Finding MakeFinding(const Session& session, const RankSteps& rank, DataloaderFig
 
 }  // namespace
 
-std::vector<Finding> FindDataloaderSkew(const Session& session, const DataloaderOptions& options) {
-  std::vector<RankSteps> ranks;
+std::vector<StepSeries> StepSeriesOf(const Session& session, const DataloaderOptions& options) {
+  std::vector<StepSeries> out;
   for (const RankData& r : session.ranks) {
-    RankSteps steps = StepsOf(r, options);
-    if (!steps.data.empty()) ranks.push_back(std::move(steps));
+    StepFold fold(r.id.rank, options);
+    fold.Add(r.ranges, r.gpu, [](const RangeRecord&) { return true; });
+    StepSeries steps = fold.Take();
+    if (!steps.data.empty()) out.push_back(std::move(steps));
   }
+  return out;
+}
+
+std::vector<StepSeries> StepSeriesByWindow(const Session& session, const WindowPlan& plan,
+                                           const DataloaderOptions& options) {
+  std::vector<StepFold> folds;
+  for (const RankData& r : session.ranks) folds.emplace_back(r.id.rank, options);
+  for (size_t w = 0; w < plan.size(); ++w) {
+    const bool last = w + 1 == plan.size();
+    for (size_t i = 0; i < session.ranks.size(); ++i) {
+      const RankData& rank = session.ranks[i];
+      const TimeNs from = w > 0 ? plan.cuts[w - 1].at[i] : std::numeric_limits<TimeNs>::min();
+      const TimeNs to = last ? std::numeric_limits<TimeNs>::max() : plan.cuts[w].at[i];
+      // From the last step's end, or the start of a step that ends here (the first one).
+      TimeNs lo = folds[i].CarryFrom(from);
+      for (const RangeRecord& r : rank.ranges) {
+        if (r.end > from && r.end <= to) lo = std::min(lo, r.start);
+      }
+      std::vector<RangeRecord> ranges;
+      for (const RangeRecord& r : rank.ranges) {
+        if (r.end > lo && r.start <= to) ranges.push_back(r);
+      }
+      std::vector<GpuActivityRecord> gpu;
+      for (const GpuActivityRecord& g : rank.gpu) {
+        if (g.start >= lo && g.start <= to) gpu.push_back(g);
+      }
+      folds[i].Add(ranges, gpu, [&](const RangeRecord& r) { return r.end > from && r.end <= to; });
+    }
+  }
+  std::vector<StepSeries> out;
+  for (size_t i = 0; i < folds.size(); ++i) {
+    StepSeries steps = folds[i].Take();
+    if (!steps.data.empty()) out.push_back(std::move(steps));
+  }
+  return out;
+}
+
+std::vector<Finding> FindDataloaderSkew(const Session& session, const DataloaderOptions& options) {
+  return FindDataloaderSkew(session, StepSeriesOf(session, options), options);
+}
+
+std::vector<Finding> FindDataloaderSkew(const Session& session, std::vector<StepSeries> ranks,
+                                        const DataloaderOptions& options) {
   if (ranks.size() < 2) return {};
 
   // Per step k, the other ranks' median data time, for every rank that has step k.

@@ -4,11 +4,14 @@
 // function over a session (durations only, so clock alignment does not matter).
 #pragma once
 
+#include <map>
 #include <regex>
+#include <string>
 #include <vector>
 
 #include "coordinator/findings.h"
 #include "coordinator/session.h"
+#include "coordinator/windows.h"
 #include "core/time.h"
 
 namespace rankscope {
@@ -31,8 +34,38 @@ struct DataloaderOptions {
   double critical_step_fraction = 0.20;
 };
 
+// One rank's data-loading time, step by step: what the analysis judges. Steps are the outermost
+// step ranges, each owning the time since the previous one ended (loading often runs between
+// them); the data time is the time data ranges cover there (on the step's thread when data
+// ranges run on step threads at all). A rank without step ranges takes each stretch of
+// overlapping data ranges as one step's loading; one without data ranges but with step ranges
+// and CUPTI records, the time from a step's start to its first kernel launch (or first kernel,
+// where launches were not traced).
+struct StepSeries {
+  int rank = -1;
+  bool from_step_ranges = false;
+  bool from_first_kernel = false;
+  std::vector<DurationNs> data;               // per step
+  std::vector<DurationNs> step_time;          // per step (step ranges only)
+  std::map<std::string, DurationNs> by_name;  // data time per range name, over all steps
+  bool operator==(const StepSeries&) const = default;
+};
+
+// The series of every rank with at least one step, over the whole run.
+std::vector<StepSeries> StepSeriesOf(const Session& session, const DataloaderOptions& options);
+
+// The same, window by window (coordinator/windows.h), from each window's records (ranges open
+// at its ends included) and a per-rank carry of the last step's end; which of the three
+// readings a rank gets is decided at the end, from what its whole run had.
+std::vector<StepSeries> StepSeriesByWindow(const Session& session, const WindowPlan& plan,
+                                           const DataloaderOptions& options);
+
 // Findings of kind "dataloader_skew", at most one per rank; a clean run gives none. cost_ns is the
 // rank's total excess data time (a lower bound on what the job loses to it).
 std::vector<Finding> FindDataloaderSkew(const Session& session, const DataloaderOptions& options);
+
+// The same over series already taken (StepSeriesOf, StepSeriesByWindow).
+std::vector<Finding> FindDataloaderSkew(const Session& session, std::vector<StepSeries> series,
+                                        const DataloaderOptions& options);
 
 }  // namespace rankscope

@@ -205,6 +205,40 @@ TEST(DataloaderAnalysisTest, ProcessFiguresSayWhetherTheLoaderReadsComputesOrWai
   EXPECT_EQ(LoaderVerdict(10 << 20, 1 << 20, 1100, &f, 20 * kNsPerMs), "waiting");
 }
 
+// Read window by window (a window every 50 ms, so most steps have a cut inside them), each
+// reading gives what the whole run gives: step and data ranges, data ranges alone, step ranges
+// with kernel launches, and loading between step ranges.
+TEST(DataloaderAnalysisTest, WindowByWindowEveryReadingGivesTheWholeRunsSteps) {
+  TrainingSim sim;
+  sim.slow_data[1] = 20 * kNsPerMs;
+  TrainingSim no_steps = sim;
+  no_steps.step_ranges = false;
+  no_steps.data_name = "load_batch";
+  Session between = Simulate(sim);
+  for (RankData& r : between.ranks) {
+    std::vector<TimeNs> data_ends;
+    for (const RangeRecord& range : r.ranges) {
+      if (range.name == "data") data_ends.push_back(range.end);
+    }
+    size_t k = 0;
+    for (RangeRecord& range : r.ranges) {
+      if (range.name == "step") range.start = data_ends[k++];
+    }
+  }
+  const std::pair<const char*, Session> cases[] = {{"step and data ranges", Simulate(sim)},
+                                                   {"data ranges alone", Simulate(no_steps)},
+                                                   {"kernel launches", WithLaunchRecords(sim)},
+                                                   {"loading between steps", between}};
+  for (const auto& [name, s] : cases) {
+    SCOPED_TRACE(name);
+    const WindowPlan plan = PlanWindows(s, {.target = 50 * kNsPerMs, .max_window = 100 * kNsPerMs});
+    ASSERT_GE(plan.size(), 10u);
+    const std::vector<StepSeries> whole = StepSeriesOf(s, DataloaderOptions{});
+    ASSERT_EQ(whole.size(), 4u);
+    EXPECT_EQ(StepSeriesByWindow(s, plan, DataloaderOptions{}), whole);
+  }
+}
+
 TEST(DataloaderAnalysisTest, CleanAndEmptySessionsGiveNothing) {
   TrainingSim sim;
   sim.jitter = 3 * kNsPerMs;
