@@ -12,6 +12,7 @@
 #include "coordinator/completeness.h"
 #include "coordinator/nccl_instances.h"
 #include "coordinator/report/session_writer.h"
+#include "coordinator/windows.h"
 
 namespace rankscope {
 
@@ -27,7 +28,11 @@ Result<PipelineOutput> DiagnoseAndWrite(Session aligned, const std::string& out_
   if (std::string attempts = DescribeAttempts(aligned); !attempts.empty()) {
     notes.push_back(std::move(attempts));
   }
-  const SessionMatches matches = MatchSession(aligned);
+  SessionMatches matches = MatchSession(aligned);
+  if (options.by_window) {
+    matches.collectives =
+        MatchCollectivesByWindow(aligned, PlanWindows(aligned, *options.by_window));
+  }
   BlameModel blame;
   std::vector<Finding> findings = Diagnose(aligned, matches, options, &notes, &blame);
   std::error_code absolute_error;

@@ -35,13 +35,13 @@ class Reanalysis:
     """`rankscope report` on a copy of one session.sqlite, in a temporary folder of its own (the
     report writes beside the session, and the fixtures stay untouched)."""
 
-    def __init__(self, rankscope, sqlite_path):
+    def __init__(self, rankscope, sqlite_path, extra=()):
         self.dir = tempfile.mkdtemp(prefix="rankscope-replay-")
         self.session = os.path.join(self.dir, "session")
         os.makedirs(self.session)
         shutil.copy(sqlite_path, os.path.join(self.session, "session.sqlite"))
-        run = subprocess.run([rankscope, "report", "-q", self.session], capture_output=True,
-                             text=True, timeout=120)
+        run = subprocess.run([rankscope, "report", "-q", *extra, self.session],
+                             capture_output=True, text=True, timeout=120)
         if run.returncode != 0:
             raise AssertionError(f"rankscope report {sqlite_path} exited {run.returncode}: "
                                  f"{run.stderr[-2000:]}")

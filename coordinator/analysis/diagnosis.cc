@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 #include <utility>
 
 #include "coordinator/analysis/describe.h"
@@ -234,9 +235,19 @@ std::vector<Finding> Diagnose(const Session& aligned, const AnalysisOptions& opt
 std::vector<Finding> Diagnose(const Session& aligned, const SessionMatches& matches,
                               const AnalysisOptions& options, std::vector<std::string>* notes,
                               BlameModel* blame_out) {
-  std::vector<Finding> stragglers =
-      FindStragglers(aligned, matches.collectives, options.straggler, notes);
-  std::vector<Finding> findings = FindDataloaderSkew(aligned, options.dataloader);
+  std::vector<Finding> stragglers, findings;
+  if (options.by_window) {
+    const WindowPlan plan = PlanWindows(aligned, *options.by_window);
+    const LateGaps gaps = GapsBeforeLateCallsByWindow(aligned, plan, options.straggler);
+    stragglers = FindStragglers(
+        aligned, matches.collectives, [&](const std::set<int>&) { return gaps; }, options.straggler,
+        notes);
+    findings = FindDataloaderSkew(aligned, StepSeriesByWindow(aligned, plan, options.dataloader),
+                                  options.dataloader);
+  } else {
+    stragglers = FindStragglers(aligned, matches.collectives, options.straggler, notes);
+    findings = FindDataloaderSkew(aligned, options.dataloader);
+  }
 
   for (Finding& straggler : stragglers) {
     Finding* same_rank = nullptr;

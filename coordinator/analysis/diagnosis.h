@@ -3,6 +3,7 @@
 // coordinator/analysis/.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -15,6 +16,7 @@
 #include "coordinator/findings.h"
 #include "coordinator/session.h"
 #include "coordinator/session_matches.h"
+#include "coordinator/windows.h"
 
 namespace rankscope {
 
@@ -25,6 +27,10 @@ struct AnalysisOptions {
   RingOptions ring;
   PointToPointOptions p2p;        // late_sender and late_receiver
   ProcessOutlierOptions process;  // sessions sampled from outside (rankscope attach)
+  // Run the analyses that fold window by window that way (docs/design.md, "Cost bounded by the
+  // window"): collective matching (the caller's, MatchSession), the gaps before late calls and
+  // the dataloader's step series. Their findings must be those of the whole run.
+  std::optional<WindowOptions> by_window;
 };
 
 // Matches the collectives of `aligned` (which should have gone through AlignSession) and runs the

@@ -1251,6 +1251,18 @@ std::vector<Finding> FindStragglers(const Session& session,
                                     const std::vector<CollectiveInstance>& instances,
                                     const StragglerOptions& options,
                                     std::vector<std::string>* notes) {
+  return FindStragglers(
+      session, instances,
+      [&](const std::set<int>& ranks) {
+        return GapsBeforeLateCalls(session, instances, options, &ranks);
+      },
+      options, notes);
+}
+
+std::vector<Finding> FindStragglers(
+    const Session& session, const std::vector<CollectiveInstance>& instances,
+    const std::function<LateGaps(const std::set<int>& ranks)>& gaps_of,
+    const StragglerOptions& options, std::vector<std::string>* notes) {
   const ArrivalTable table = BuildArrivalTable(instances);
   std::vector<Verdict> flagged;
   for (const auto& [rank, arrivals] : table.ranks) {
@@ -1272,7 +1284,7 @@ std::vector<Finding> FindStragglers(const Session& session,
 
   std::set<int> flagged_ranks;
   for (const Verdict& v : flagged) flagged_ranks.insert(v.rank);
-  const LateGaps gaps = GapsBeforeLateCalls(session, instances, options, &flagged_ranks);
+  const LateGaps gaps = gaps_of(flagged_ranks);
   std::vector<Finding> findings;
   for (const Verdict& v : flagged) {
     const RankArrivals& arrivals = table.ranks.at(v.rank);

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <set>
 #include <string>
@@ -111,5 +112,12 @@ std::vector<Finding> FindStragglers(const Session& session,
                                     const std::vector<CollectiveInstance>& instances,
                                     const StragglerOptions& options,
                                     std::vector<std::string>* notes = nullptr);
+
+// The same with the gaps before late calls from elsewhere (GapsBeforeLateCallsByWindow):
+// gaps_of(ranks) gives at least those of the ranks flagged.
+std::vector<Finding> FindStragglers(
+    const Session& session, const std::vector<CollectiveInstance>& instances,
+    const std::function<LateGaps(const std::set<int>& ranks)>& gaps_of,
+    const StragglerOptions& options, std::vector<std::string>* notes = nullptr);
 
 }  // namespace rankscope

@@ -14,6 +14,7 @@ Command AddReport(CLI::App* app) {
     double min_lateness_ms = 1.0;
     double min_data_excess_ms = 1.0;
     std::string step_pattern, data_pattern;
+    double by_window_ms = 0;  // 0: the whole run at once
   };
   auto s = std::make_shared<State>();
   ReportOptions& r = s->report;
@@ -32,6 +33,10 @@ Command AddReport(CLI::App* app) {
   cmd->add_flag("--full-trace", r.full_trace,
                 "trace.json with every event (default: at most 1 M, whole steps sampled, "
                 "else the run's middle)");
+  cmd->add_option("--by-window-ms", s->by_window_ms,
+                  "Fold the analyses that can window by window, windows of about this many ms, "
+                  "as a coordinator bounded by the window would (a check: the report must be "
+                  "the same)");
   cmd->add_option("--min-gain-fraction", r.analysis.blame.min_gain_fraction,
                   "Straggler: least share of the job its what-if must save (default 0.05)");
   cmd->add_option("--min-excess-fraction", r.analysis.blame.min_excess_fraction,
@@ -52,6 +57,10 @@ Command AddReport(CLI::App* app) {
             AnalysisOptions& a = s->report.analysis;
             a.straggler.min_lateness = static_cast<DurationNs>(s->min_lateness_ms * 1e6);
             a.dataloader.min_excess = static_cast<DurationNs>(s->min_data_excess_ms * 1e6);
+            if (s->by_window_ms > 0) {
+              const auto target = static_cast<DurationNs>(s->by_window_ms * 1e6);
+              a.by_window = WindowOptions{.target = target, .max_window = 4 * target};
+            }
             try {
               if (!s->step_pattern.empty()) {
                 a.dataloader.step_pattern = std::regex(s->step_pattern, std::regex::icase);
