@@ -259,6 +259,31 @@ TEST(BlameTest, StarvedOfCpuWhereEveryRankWaitsForCpusMostOfItsTime) {
   EXPECT_TRUE(StarvedOfCpu(s, 1));
 }
 
+// 8 ranks on the 2-core VM under srun: the ranks of two nodes got a CPU for 0.13-0.16 of their
+// runnable time, those of the other two for 0.29-0.47 (rank 5 sleeps). Rank 2 at 0.11 (CI's
+// figures), waiting for a CPU 77 % of its wall, within their spread, is not starved; at 0.03 it
+// is. With one rank per core (the others run 95 % of their runnable time) 0.63 stands far out.
+TEST(BlameTest, StarvedOfCpuAmongManyRanksMustStandOutOfTheirSpread) {
+  testing::TrainingSim sim;
+  sim.ranks = 8;
+  Session s = testing::Simulate(sim);
+  const DurationNs wall = s.end - s.start;
+  // (CPU, run delay) shares of the wall per rank.
+  const std::vector<std::pair<double, double>> shared = {
+      {0.136, 0.771}, {0.144, 0.778}, {0.096, 0.765}, {0.143, 0.73},
+      {0.294, 0.593}, {0.09, 0.274},  {0.327, 0.547}, {0.377, 0.494}};
+  for (int r = 0; r < 8; ++r) {
+    SetCpuFigures(&s.ranks[static_cast<size_t>(r)], wall, shared[static_cast<size_t>(r)].first,
+                  shared[static_cast<size_t>(r)].second);
+  }
+  EXPECT_FALSE(StarvedOfCpu(s, 2));
+  SetCpuFigures(&s.ranks[2], wall, 0.025, 0.85);
+  EXPECT_TRUE(StarvedOfCpu(s, 2));
+  for (int r = 0; r < 8; ++r) SetCpuFigures(&s.ranks[static_cast<size_t>(r)], wall, 0.9, 0.05);
+  SetCpuFigures(&s.ranks[2], wall, 0.6, 0.35);
+  EXPECT_TRUE(StarvedOfCpu(s, 2));
+}
+
 // The mirror case (CI, 4 ranks on 2 cores): rank 1 copies through a loader 20 ms a step at
 // 1.75x the others' CPU; rank 3 waited for a CPU 67 % of its wall (the others 43 %), ran 19 %
 // of it (the others 40 %) and was 2.5 ms a step slower. Beside rank 1 it may have waited for
