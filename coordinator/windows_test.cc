@@ -6,9 +6,11 @@
 #include <filesystem>
 #include <string>
 
+#include "coordinator/analysis/blame.h"
 #include "coordinator/analysis/dataloader_analysis.h"
 #include "coordinator/analysis/straggler_analysis.h"
 #include "coordinator/report/session_store.h"
+#include "coordinator/session_matches.h"
 
 namespace rankscope {
 namespace {
@@ -292,6 +294,47 @@ TEST(StepSeriesByWindow, EveryRecordedSessionGivesTheWholeRunsSteps) {
   }
   EXPECT_GE(sessions, 17);
   EXPECT_GT(steps, 100u);
+}
+
+// The blame model with each rank's MPI records read window by window into its per-call events is
+// the model of the whole run, figure by figure, on every recorded session.
+TEST(BuildBlameModelByWindow, EveryRecordedSessionGivesTheWholeRunsModel) {
+  int sessions = 0;
+  for (const auto& entry : std::filesystem::recursive_directory_iterator(RANKSCOPE_FIXTURES_DIR)) {
+    if (entry.path().extension() != ".sqlite") continue;
+    SCOPED_TRACE(entry.path().string());
+    Result<Session> s = LoadSession(entry.path().string());
+    ASSERT_TRUE(s.ok()) << s.status().message();
+    const WindowPlan plan = PlanWindows(s.value(), {.target = 100 * kMs, .max_window = 400 * kMs});
+    const SessionMatches matches = MatchSession(s.value());
+    const BlameModel whole = BuildBlameModel(s.value(), matches);
+    const BlameModel windowed = BuildBlameModel(s.value(), matches, BlameOptions{}, &plan);
+    EXPECT_EQ(windowed.stragglers, whole.stragglers);
+    EXPECT_EQ(windowed.replayed_span, whole.replayed_span);
+    EXPECT_EQ(windowed.what_if_all_span, whole.what_if_all_span);
+    EXPECT_EQ(windowed.broken_dependencies, whole.broken_dependencies);
+    EXPECT_EQ(windowed.waits, whole.waits);
+    ASSERT_EQ(windowed.ranks.size(), whole.ranks.size());
+    for (size_t i = 0; i < whole.ranks.size(); ++i) {
+      const RankBlame& a = windowed.ranks[i];
+      const RankBlame& b = whole.ranks[i];
+      SCOPED_TRACE("rank " + std::to_string(b.rank));
+      EXPECT_EQ(a.events, b.events);
+      EXPECT_EQ(a.collective_calls, b.collective_calls);
+      EXPECT_EQ(a.p2p_calls, b.p2p_calls);
+      EXPECT_EQ(a.busy, b.busy);
+      EXPECT_EQ(a.own_work, b.own_work);
+      EXPECT_EQ(a.in_mpi, b.in_mpi);
+      EXPECT_EQ(a.busy_by_part, b.busy_by_part);
+      EXPECT_EQ(a.gain, b.gain);
+      EXPECT_EQ(a.what_if_span, b.what_if_span);
+    }
+    std::printf("%s: %zu ranks, %zu windows, stragglers %zu\n",
+                entry.path().parent_path().filename().c_str(), whole.ranks.size(), plan.size(),
+                whole.stragglers.size());
+    ++sessions;
+  }
+  EXPECT_GE(sessions, 17);
 }
 
 // An instance of a sub-communicator whose members' calls fall in different windows stays open

@@ -92,6 +92,8 @@ struct Graph {
   // event is its MPI_Init (every rank's is recorded): its start-up is then replayed.
   std::vector<TimeNs> start;
   TimeNs first = 0;
+  // Per rank index: its collective and point-to-point records (in the chain or not).
+  std::vector<int> collective_calls, p2p_calls;
 };
 
 std::span<const std::pair<int, int>> PartnersOf(const Graph& g, const Event& e) {
@@ -120,35 +122,44 @@ bool OnGpuTimeline(const RankData& r) {
   });
 }
 
-// One MPI record of a rank's chain: (enter, exit, kind, index); kind 0 collective, 1 p2p, 2 any
-// other MPI call (RankData::mpi_calls).
-using ChainRecord = std::tuple<TimeNs, TimeNs, int, size_t>;
+// One MPI record of a rank's chain: (enter, exit, kind, index, place); kind 0 collective, 1 p2p,
+// 2 any other MPI call (RankData::mpi_calls); index: its place among the whole rank's records
+// of its kind; place: in the RankData it was read from (the same, or one window's records).
+using ChainRecord = std::tuple<TimeNs, TimeNs, int, size_t, size_t>;
 
-// The records that make up a rank's chain, by enter. An NCCL rank's collectives are its GPU's
-// timeline; its host MPI calls are on another axis and are left out. A nonblocking collective
-// counts at its completion (its record spans the work done between post and Wait). A request
-// completed after polling enters where the polling began (ChainEnter): the polls that completed
-// nothing are its wait, and where the agent recorded that start the records do not overlap.
-std::vector<ChainRecord> ChainRecords(const RankData& r) {
-  const bool nccl = OnGpuTimeline(r);
+// Per kind, the whole rank's index of each record of a RankData that holds part of them (one
+// window's); nullptr: it holds them all.
+using RecordIndices = std::array<std::vector<size_t>, 3>;
+
+// The records of `r` that make up its chain, by enter. An NCCL rank's collectives are its GPU's
+// timeline (on_gpu: OnGpuTimeline of the whole rank); its host MPI calls are on another axis
+// and are left out. A nonblocking collective counts at its completion (its record spans the
+// work done between post and Wait). A request completed after polling enters where the polling
+// began (ChainEnter): the polls that completed nothing are its wait, and where the agent
+// recorded that start the records do not overlap.
+std::vector<ChainRecord> ChainRecords(const RankData& r, bool on_gpu,
+                                      const RecordIndices* indices = nullptr) {
+  auto index = [&](int kind, size_t i) {
+    return indices == nullptr ? i : (*indices)[static_cast<size_t>(kind)][i];
+  };
   // Each kind arrives (nearly always) in call order: sort each if it is not, then merge.
   std::array<std::vector<ChainRecord>, 3> of_kind;
   for (size_t i = 0; i < r.collectives.size(); ++i) {
     const CollectiveRecord& c = r.collectives[i];
-    if (nccl && c.source != CollectiveRecord::Source::kNccl) continue;
+    if (on_gpu && c.source != CollectiveRecord::Source::kNccl) continue;
     if (c.exit < c.enter) continue;
-    of_kind[0].emplace_back(c.nonblocking ? c.exit : c.enter, c.exit, 0, i);
+    of_kind[0].emplace_back(c.nonblocking ? c.exit : c.enter, c.exit, 0, index(0, i), i);
   }
-  if (!nccl) {
+  if (!on_gpu) {
     for (size_t i = 0; i < r.p2p.size(); ++i) {
       const P2PRecord& p = r.p2p[i];
       if (p.exit < ChainEnter(p)) continue;
-      of_kind[1].emplace_back(ChainEnter(p), p.exit, 1, i);
+      of_kind[1].emplace_back(ChainEnter(p), p.exit, 1, index(1, i), i);
     }
     for (size_t i = 0; i < r.mpi_calls.size(); ++i) {
       const MpiCallRecord& c = r.mpi_calls[i];
       if (c.exit < c.enter) continue;
-      of_kind[2].emplace_back(c.enter, c.exit, 2, i);
+      of_kind[2].emplace_back(c.enter, c.exit, 2, index(2, i), i);
     }
   }
   for (auto& v : of_kind) {
@@ -193,45 +204,53 @@ struct RecordEvents {
   }
 };
 
-// Records -> events, per rank: one event per distinct (enter, exit).
-RecordEvents AddChains(const Session& s, Graph* g) {
+// Records -> events of rank index ri, appended to its chain: one event per distinct
+// (enter, exit). `r` holds the records: all of the rank's, or (with `indices`) one window's.
+void AppendChain(size_t ri, const RankData& r, bool on_gpu, const RecordIndices* indices,
+                 RecordEvents* at_event, Graph* g) {
+  std::vector<Event>& ev = g->events[ri];
+  std::vector<int>& p2p_events = at_event->p2p[ri];
+  for (const auto& [enter, exit, kind, global, i] : ChainRecords(r, on_gpu, indices)) {
+    if (ev.empty() || ev.back().enter != enter || ev.back().exit != exit) {
+      Event e;
+      e.enter = enter;
+      e.exit = exit;
+      ev.push_back(std::move(e));
+    }
+    Event& e = ev.back();
+    const int at = static_cast<int>(ev.size()) - 1;
+    if (kind == 0) {
+      const CollectiveRecord& c = r.collectives[i];
+      at_event->collective[ri].emplace_back(c.comm_id, c.seq, at);
+      e.call = CollectiveOpName(c.op);
+      e.interpreted = false;  // until its instance says otherwise
+    } else if (kind == 1) {
+      if (p2p_events.size() <= global) p2p_events.resize(global + 1, -1);
+      p2p_events[global] = at;
+      if (e.call.empty()) e.call = P2PCallName(r.p2p[i]);
+      e.interpreted = false;  // until a message says otherwise
+    } else {
+      const MpiCall call = r.mpi_calls[i].call;
+      if (e.call.empty()) e.call = MpiCallName(call);
+      // MPI_Init is interpreted either way: an N-to-N instance below, else (one rank, or
+      // not every rank's first event) time in MPI that waits for no recorded event.
+      e.interpreted = IsFileCall(call) || call == MpiCall::kInit;
+      e.other = true;
+    }
+  }
+  g->collective_calls[ri] += static_cast<int>(r.collectives.size());
+  g->p2p_calls[ri] += static_cast<int>(r.p2p.size());
+}
+
+// A graph of the session's ranks without events yet, and where their records will land.
+RecordEvents StartGraph(const Session& s, Graph* g) {
+  for (const RankData& r : s.ranks) g->ranks.push_back(r.id.rank);
+  g->events.resize(g->ranks.size());
+  g->collective_calls.assign(g->ranks.size(), 0);
+  g->p2p_calls.assign(g->ranks.size(), 0);
   RecordEvents at_event;
   at_event.collective.resize(g->ranks.size());
   at_event.p2p.resize(g->ranks.size());
-  for (size_t ri = 0; ri < s.ranks.size(); ++ri) {
-    const RankData& r = s.ranks[ri];
-    const std::vector<ChainRecord> records = ChainRecords(r);
-    at_event.p2p[ri].assign(r.p2p.size(), -1);
-    std::vector<Event>& ev = g->events[ri];
-    for (const auto& [enter, exit, kind, i] : records) {
-      if (ev.empty() || ev.back().enter != enter || ev.back().exit != exit) {
-        Event e;
-        e.enter = enter;
-        e.exit = exit;
-        ev.push_back(std::move(e));
-      }
-      Event& e = ev.back();
-      const int at = static_cast<int>(ev.size()) - 1;
-      if (kind == 0) {
-        const CollectiveRecord& c = r.collectives[i];
-        at_event.collective[ri].emplace_back(c.comm_id, c.seq, at);
-        e.call = CollectiveOpName(c.op);
-        e.interpreted = false;  // until its instance says otherwise
-      } else if (kind == 1) {
-        at_event.p2p[ri][i] = at;
-        if (e.call.empty()) e.call = P2PCallName(r.p2p[i]);
-        e.interpreted = false;  // until a message says otherwise
-      } else {
-        const MpiCall call = r.mpi_calls[i].call;
-        if (e.call.empty()) e.call = MpiCallName(call);
-        // MPI_Init is interpreted either way: an N-to-N instance below, else (one rank, or
-        // not every rank's first event) time in MPI that waits for no recorded event.
-        e.interpreted = IsFileCall(call) || call == MpiCall::kInit;
-        e.other = true;
-      }
-    }
-    std::sort(at_event.collective[ri].begin(), at_event.collective[ri].end());
-  }
   return at_event;
 }
 
@@ -417,20 +436,66 @@ void AddGaps(Graph* g) {
   }
 }
 
+// The dependencies between the chains, once every rank's chain is in.
+void FinishGraph(const Session& s, const SessionMatches& matches, RecordEvents* at_event,
+                 Graph* g) {
+  std::unordered_map<int, int> index_of;
+  for (size_t ri = 0; ri < g->ranks.size(); ++ri) index_of[g->ranks[ri]] = static_cast<int>(ri);
+  for (auto& keys : at_event->collective) std::sort(keys.begin(), keys.end());
+  AddStartUp(s, g);
+  AddCollectiveInstances(matches, index_of, *at_event, g);
+  LayOutEdges(MessageDependencies(matches, index_of, *at_event, g), g);
+  AddGaps(g);
+}
+
 // Builds each rank's chain and the dependencies between chains.
 Graph BuildGraph(const Session& s, const SessionMatches& matches) {
   Graph g;
-  std::unordered_map<int, int> index_of;
-  for (const RankData& r : s.ranks) {
-    index_of[r.id.rank] = static_cast<int>(g.ranks.size());
-    g.ranks.push_back(r.id.rank);
+  RecordEvents at_event = StartGraph(s, &g);
+  for (size_t ri = 0; ri < s.ranks.size(); ++ri) {
+    const RankData& r = s.ranks[ri];
+    AppendChain(ri, r, OnGpuTimeline(r), nullptr, &at_event, &g);
+    at_event.p2p[ri].resize(r.p2p.size(), -1);
   }
-  g.events.resize(g.ranks.size());
-  const RecordEvents at_event = AddChains(s, &g);
-  AddStartUp(s, &g);
-  AddCollectiveInstances(matches, index_of, at_event, &g);
-  LayOutEdges(MessageDependencies(matches, index_of, at_event, &g), &g);
-  AddGaps(&g);
+  FinishGraph(s, matches, &at_event, &g);
+  return g;
+}
+
+// The same, each rank's records taken window by window (coordinator/windows.h): each window's
+// records (by their end) become events and are not read again; whether a rank's chain is its
+// GPU's timeline is the caller's to know (NCCL ranks).
+Graph BuildGraphByWindow(const Session& s, const SessionMatches& matches, const WindowPlan& plan) {
+  Graph g;
+  RecordEvents at_event = StartGraph(s, &g);
+  for (size_t w = 0; w < plan.size(); ++w) {
+    for (size_t ri = 0; ri < s.ranks.size(); ++ri) {
+      const RankData& r = s.ranks[ri];
+      RankData window;
+      window.id = r.id;
+      RecordIndices indices;
+      auto in = [&](TimeNs end) { return plan.WindowOf(ri, end) == w; };
+      for (size_t i = 0; i < r.collectives.size(); ++i) {
+        if (!in(r.collectives[i].exit)) continue;
+        indices[0].push_back(i);
+        window.collectives.push_back(r.collectives[i]);
+      }
+      for (size_t i = 0; i < r.p2p.size(); ++i) {
+        if (!in(r.p2p[i].exit)) continue;
+        indices[1].push_back(i);
+        window.p2p.push_back(r.p2p[i]);
+      }
+      for (size_t i = 0; i < r.mpi_calls.size(); ++i) {
+        if (!in(r.mpi_calls[i].exit)) continue;
+        indices[2].push_back(i);
+        window.mpi_calls.push_back(r.mpi_calls[i]);
+      }
+      AppendChain(ri, window, OnGpuTimeline(r), &indices, &at_event, &g);
+    }
+  }
+  for (size_t ri = 0; ri < s.ranks.size(); ++ri) {
+    at_event.p2p[ri].resize(s.ranks[ri].p2p.size(), -1);
+  }
+  FinishGraph(s, matches, &at_event, &g);
   return g;
 }
 
@@ -943,9 +1008,9 @@ BlameModel::Typical BlameModel::TypicalBesides(int rank) const {
 
 Intervals OwnWorkIntervals(const RankData& rank, TimeNs from) {
   Intervals out;
-  const std::vector<ChainRecord> records = ChainRecords(rank);
+  const std::vector<ChainRecord> records = ChainRecords(rank, OnGpuTimeline(rank));
   TimeNs busy_until = records.empty() ? from : std::max(from, std::get<0>(records.front()));
-  for (const auto& [enter, exit, kind, index] : records) {
+  for (const auto& [enter, exit, kind, index, place] : records) {
     if (enter > busy_until) out.emplace_back(busy_until, enter);
     busy_until = std::max(busy_until, exit);
   }
@@ -956,17 +1021,16 @@ namespace {
 
 // Per rank: its events and calls, and from its first judged event on its own work, busy time and
 // time inside MPI.
-void AddRankTotals(const Session& aligned, const Graph& g, BlameModel* model) {
+void AddRankTotals(const Graph& g, BlameModel* model) {
   model->first = g.first;
   model->last = g.first;
   for (size_t ri = 0; ri < g.ranks.size(); ++ri) {
-    const RankData& data = aligned.ranks[ri];
     RankBlame b;
     b.rank = g.ranks[ri];
     const std::vector<Event>& ev = g.events[ri];
     b.events = static_cast<int>(ev.size());
-    b.collective_calls = static_cast<int>(data.collectives.size());
-    b.p2p_calls = static_cast<int>(data.p2p.size());
+    b.collective_calls = g.collective_calls[ri];
+    b.p2p_calls = g.p2p_calls[ri];
     if (!ev.empty()) {
       const size_t from = FirstJudged(ev);
       b.first = from < ev.size() ? ev[from].enter : ev.front().exit;
@@ -1539,15 +1603,16 @@ double SeparationMargin(const RankBlame& rank, const BlameOptions& options) {
 }
 
 BlameModel BuildBlameModel(const Session& aligned, const SessionMatches& matches,
-                           const BlameOptions& options) {
+                           const BlameOptions& options, const WindowPlan* by_window) {
   BlameModel model;
-  Graph g = BuildGraph(aligned, matches);
+  Graph g = by_window != nullptr ? BuildGraphByWindow(aligned, matches, *by_window)
+                                 : BuildGraph(aligned, matches);
   ComputeTransfers(&g);
   const size_t n = g.ranks.size();
   bool any = false;
   for (const auto& ev : g.events) any |= !ev.empty();
   if (!any) return model;
-  AddRankTotals(aligned, g, &model);
+  AddRankTotals(g, &model);
 
   // Own work in ten parts of the run. Where the ranks share enough collectives, the parts are
   // cut at the same instances on every rank, so each part holds the same work on every rank

@@ -33,6 +33,7 @@
 #include "coordinator/p2p_matcher.h"
 #include "coordinator/session.h"
 #include "coordinator/session_matches.h"
+#include "coordinator/windows.h"
 #include "core/time.h"
 
 namespace rankscope {
@@ -218,8 +219,12 @@ Intervals OwnWorkIntervals(const RankData& rank, TimeNs from);
 double SeparationMargin(const RankBlame& rank, const BlameOptions& options);
 
 // The model of `aligned` with its matches (MatchSession(aligned)). A session without MPI or NCCL
-// collective events gives an empty model (no ranks).
+// collective events gives an empty model (no ranks). With `by_window`, the ranks' MPI records
+// are read window by window into the model's per-call events (each window once, as a
+// coordinator that drops a window's records once folded would), not all at once: the model
+// must be the same.
 BlameModel BuildBlameModel(const Session& aligned, const SessionMatches& matches,
-                           const BlameOptions& options = BlameOptions{});
+                           const BlameOptions& options = BlameOptions{},
+                           const WindowPlan* by_window = nullptr);
 
 }  // namespace rankscope

@@ -657,6 +657,33 @@ TEST(BlameTest, AStragglersWhatIfGivesItTheTypicalStartUp) {
   EXPECT_NEAR(Seconds(r2.what_if_span), clean_span, 0.05 * clean_span);
 }
 
+// A halo exchange of 8 ranks (rank 5 3x slower) read window by window (a window about every
+// 10 ms: a cut every other allreduce, messages and Waitalls on both sides of each) gives the
+// model of the whole run.
+TEST(BlameTest, AHaloExchangeReadWindowByWindowGivesTheWholeRunsModel) {
+  HaloSim sim;
+  sim.ranks = 8;
+  sim.slow_factor = {{5, 3.0}};
+  const Session s = SimulateHalo(sim);
+  const WindowPlan plan = PlanWindows(s, {.target = 10 * kNsPerMs, .max_window = 40 * kNsPerMs});
+  ASSERT_GE(plan.size(), 4u);
+  const SessionMatches matches = MatchSession(s);
+  const BlameModel whole = BuildBlameModel(s, matches);
+  const BlameModel windowed = BuildBlameModel(s, matches, BlameOptions{}, &plan);
+  ASSERT_EQ(whole.stragglers, std::vector<int>{5});
+  EXPECT_EQ(windowed.stragglers, whole.stragglers);
+  EXPECT_EQ(windowed.waits, whole.waits);
+  EXPECT_EQ(windowed.replayed_span, whole.replayed_span);
+  ASSERT_EQ(windowed.ranks.size(), whole.ranks.size());
+  for (size_t i = 0; i < whole.ranks.size(); ++i) {
+    EXPECT_EQ(windowed.ranks[i].events, whole.ranks[i].events);
+    EXPECT_EQ(windowed.ranks[i].busy, whole.ranks[i].busy);
+    EXPECT_EQ(windowed.ranks[i].caused, whole.ranks[i].caused);
+    EXPECT_EQ(windowed.ranks[i].gain, whole.ranks[i].gain);
+    EXPECT_EQ(windowed.ranks[i].uninterpreted_calls, whole.ranks[i].uninterpreted_calls);
+  }
+}
+
 TEST(BlameTest, HaloExchangeStragglerIsFoundThoughMostMessagesAreOnTime) {
   HaloSim sim;
   const Session clean = SimulateHalo(sim);

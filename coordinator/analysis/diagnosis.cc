@@ -236,13 +236,14 @@ std::vector<Finding> Diagnose(const Session& aligned, const SessionMatches& matc
                               const AnalysisOptions& options, std::vector<std::string>* notes,
                               BlameModel* blame_out) {
   std::vector<Finding> stragglers, findings;
-  if (options.by_window) {
-    const WindowPlan plan = PlanWindows(aligned, *options.by_window);
-    const LateGaps gaps = GapsBeforeLateCallsByWindow(aligned, plan, options.straggler);
+  std::optional<WindowPlan> plan;
+  if (options.by_window) plan = PlanWindows(aligned, *options.by_window);
+  if (plan) {
+    const LateGaps gaps = GapsBeforeLateCallsByWindow(aligned, *plan, options.straggler);
     stragglers = FindStragglers(
         aligned, matches.collectives, [&](const std::set<int>&) { return gaps; }, options.straggler,
         notes);
-    findings = FindDataloaderSkew(aligned, StepSeriesByWindow(aligned, plan, options.dataloader),
+    findings = FindDataloaderSkew(aligned, StepSeriesByWindow(aligned, *plan, options.dataloader),
                                   options.dataloader);
   } else {
     stragglers = FindStragglers(aligned, matches.collectives, options.straggler, notes);
@@ -269,7 +270,7 @@ std::vector<Finding> Diagnose(const Session& aligned, const SessionMatches& matc
     }
   }
   // The blame model decides who is a straggler; the findings above describe how they waited.
-  BlameModel blame = BuildBlameModel(aligned, matches, options.blame);
+  BlameModel blame = BuildBlameModel(aligned, matches, options.blame, plan ? &*plan : nullptr);
   ApplyBlame(aligned, blame, options.blame, &findings, notes);
   if (blame_out != nullptr) *blame_out = std::move(blame);
   for (Finding& f : FindDegradedGpuLinks(aligned)) findings.push_back(std::move(f));

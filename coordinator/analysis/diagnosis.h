@@ -28,8 +28,9 @@ struct AnalysisOptions {
   PointToPointOptions p2p;        // late_sender and late_receiver
   ProcessOutlierOptions process;  // sessions sampled from outside (rankscope attach)
   // Run the analyses that fold window by window that way (docs/design.md, "Cost bounded by the
-  // window"): collective matching (the caller's, MatchSession), the gaps before late calls and
-  // the dataloader's step series. Their findings must be those of the whole run.
+  // window"): collective matching (the caller's, MatchSession), the gaps before late calls, the
+  // dataloader's step series and the blame model's events. Their findings must be those of the
+  // whole run.
   std::optional<WindowOptions> by_window;
 };
 
