@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <limits>
 #include <string>
 
 #include "coordinator/analysis/blame.h"
@@ -328,6 +329,17 @@ TEST(BuildBlameModelByWindow, EveryRecordedSessionGivesTheWholeRunsModel) {
       EXPECT_EQ(a.busy_by_part, b.busy_by_part);
       EXPECT_EQ(a.gain, b.gain);
       EXPECT_EQ(a.what_if_span, b.what_if_span);
+    }
+    // Own work per range name, read window by window, is what one window over the whole run
+    // reads (the straggler finding's cause range).
+    WindowPlan one;
+    one.cuts.push_back({CutKind::kEnd, 0,
+                        std::vector<TimeNs>(s->ranks.size(), std::numeric_limits<TimeNs>::max())});
+    const BlameModel at_once = BuildBlameModel(s.value(), matches, BlameOptions{}, &one);
+    ASSERT_EQ(windowed.own_work_ranges.size(), at_once.own_work_ranges.size());
+    for (size_t i = 0; i < at_once.own_work_ranges.size(); ++i) {
+      EXPECT_EQ(windowed.own_work_ranges[i].has_ranges, at_once.own_work_ranges[i].has_ranges);
+      EXPECT_EQ(windowed.own_work_ranges[i].by_range, at_once.own_work_ranges[i].by_range);
     }
     std::printf("%s: %zu ranks, %zu windows, stragglers %zu\n",
                 entry.path().parent_path().filename().c_str(), whole.ranks.size(), plan.size(),

@@ -15,6 +15,7 @@
 #include <unordered_map>
 
 #include "coordinator/analysis/off_cpu.h"
+#include "coordinator/analysis/range_timeline.h"
 #include "core/robust_stats.h"
 
 namespace rankscope {
@@ -436,6 +437,31 @@ void AddGaps(Graph* g) {
   }
 }
 
+// The MPI records (collectives, point-to-point, other calls) of rank index ri that end in window
+// w, and their indices among the rank's.
+RankData WindowMpiRecords(const RankData& r, const WindowPlan& plan, size_t ri, size_t w,
+                          RecordIndices* indices) {
+  RankData window;
+  window.id = r.id;
+  auto in = [&](TimeNs end) { return plan.WindowOf(ri, end) == w; };
+  for (size_t i = 0; i < r.collectives.size(); ++i) {
+    if (!in(r.collectives[i].exit)) continue;
+    (*indices)[0].push_back(i);
+    window.collectives.push_back(r.collectives[i]);
+  }
+  for (size_t i = 0; i < r.p2p.size(); ++i) {
+    if (!in(r.p2p[i].exit)) continue;
+    (*indices)[1].push_back(i);
+    window.p2p.push_back(r.p2p[i]);
+  }
+  for (size_t i = 0; i < r.mpi_calls.size(); ++i) {
+    if (!in(r.mpi_calls[i].exit)) continue;
+    (*indices)[2].push_back(i);
+    window.mpi_calls.push_back(r.mpi_calls[i]);
+  }
+  return window;
+}
+
 // The dependencies between the chains, once every rank's chain is in.
 void FinishGraph(const Session& s, const SessionMatches& matches, RecordEvents* at_event,
                  Graph* g) {
@@ -470,25 +496,8 @@ Graph BuildGraphByWindow(const Session& s, const SessionMatches& matches, const 
   for (size_t w = 0; w < plan.size(); ++w) {
     for (size_t ri = 0; ri < s.ranks.size(); ++ri) {
       const RankData& r = s.ranks[ri];
-      RankData window;
-      window.id = r.id;
       RecordIndices indices;
-      auto in = [&](TimeNs end) { return plan.WindowOf(ri, end) == w; };
-      for (size_t i = 0; i < r.collectives.size(); ++i) {
-        if (!in(r.collectives[i].exit)) continue;
-        indices[0].push_back(i);
-        window.collectives.push_back(r.collectives[i]);
-      }
-      for (size_t i = 0; i < r.p2p.size(); ++i) {
-        if (!in(r.p2p[i].exit)) continue;
-        indices[1].push_back(i);
-        window.p2p.push_back(r.p2p[i]);
-      }
-      for (size_t i = 0; i < r.mpi_calls.size(); ++i) {
-        if (!in(r.mpi_calls[i].exit)) continue;
-        indices[2].push_back(i);
-        window.mpi_calls.push_back(r.mpi_calls[i]);
-      }
+      const RankData window = WindowMpiRecords(r, plan, ri, w, &indices);
       AppendChain(ri, window, OnGpuTimeline(r), &indices, &at_event, &g);
     }
   }
@@ -1018,6 +1027,43 @@ Intervals OwnWorkIntervals(const RankData& rank, TimeNs from) {
 }
 
 namespace {
+
+// OwnWorkRanges of every rank (as s.ranks), each rank's MPI records and ranges read window by
+// window: own-work intervals as OwnWorkIntervals cuts them (the time since the latest exit,
+// carried across cuts), each read whole from the ranges that overlap it.
+std::vector<OwnWorkRanges> OwnWorkRangesByWindow(const Session& s, TimeNs from,
+                                                 const WindowPlan& plan) {
+  std::vector<OwnWorkRanges> out(s.ranks.size());
+  std::vector<std::optional<TimeNs>> busy_until(s.ranks.size());
+  for (size_t w = 0; w < plan.size(); ++w) {
+    const bool last = w + 1 == plan.size();
+    for (size_t ri = 0; ri < s.ranks.size(); ++ri) {
+      const RankData& r = s.ranks[ri];
+      RecordIndices indices;
+      const std::vector<ChainRecord> records =
+          ChainRecords(WindowMpiRecords(r, plan, ri, w, &indices), OnGpuTimeline(r), &indices);
+      TimeNs lo = w > 0 ? plan.cuts[w - 1].at[ri] : std::numeric_limits<TimeNs>::min();
+      if (busy_until[ri]) lo = std::min(lo, *busy_until[ri]);
+      const TimeNs hi = last ? std::numeric_limits<TimeNs>::max() : plan.cuts[w].at[ri];
+      std::vector<RangeRecord> ranges;
+      for (const RangeRecord& range : r.ranges) {
+        if (range.end > lo && range.start <= hi) ranges.push_back(range);
+      }
+      out[ri].has_ranges |= !ranges.empty();
+      const RangeTimeline timeline(&ranges);
+      for (const auto& [enter, exit, kind, index, place] : records) {
+        if (!busy_until[ri]) busy_until[ri] = std::max(from, enter);
+        if (enter > *busy_until[ri]) {
+          const WindowTime t = timeline.TimeIn(*busy_until[ri], enter, std::nullopt);
+          for (const auto& [name, ns] : t.by_range) out[ri].by_range[name] += ns;
+          out[ri].by_range[""] += std::max<DurationNs>(t.untracked(), 0);
+        }
+        busy_until[ri] = std::max(*busy_until[ri], exit);
+      }
+    }
+  }
+  return out;
+}
 
 // Per rank: its events and calls, and from its first judged event on its own work, busy time and
 // time inside MPI.
@@ -1613,6 +1659,9 @@ BlameModel BuildBlameModel(const Session& aligned, const SessionMatches& matches
   for (const auto& ev : g.events) any |= !ev.empty();
   if (!any) return model;
   AddRankTotals(g, &model);
+  if (by_window != nullptr) {
+    model.own_work_ranges = OwnWorkRangesByWindow(aligned, model.first, *by_window);
+  }
 
   // Own work in ten parts of the run. Where the ranks share enough collectives, the parts are
   // cut at the same instances on every rank, so each part holds the same work on every rank

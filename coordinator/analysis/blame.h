@@ -132,6 +132,13 @@ struct RankBlame {
   DurationNs caused_total = 0;  // the others' waiting it caused, chains included (beyond those)
 };
 
+// A rank's own work per NVTX range name (innermost range; "" outside every range), over its
+// own-work intervals from the model's first event on, and whether it recorded ranges at all.
+struct OwnWorkRanges {
+  bool has_ranges = false;
+  std::map<std::string, DurationNs> by_range;
+};
+
 struct BlameModel {
   TimeNs first = 0;  // first MPI event of any rank (the session's start, with MPI_Init)
   TimeNs last = 0;   // last MPI event exit of any rank
@@ -153,6 +160,9 @@ struct BlameModel {
   // and the replayed span with all of them like the typical rank.
   std::vector<int> stragglers;
   DurationNs what_if_all_span = 0;
+  // Per rank (as `ranks`), when the model was built window by window: its OwnWorkRanges, read
+  // then (the windows' ranges are not kept). Empty otherwise: read from the session when needed.
+  std::vector<OwnWorkRanges> own_work_ranges;
 
   const RankBlame* Find(int rank) const {
     for (const RankBlame& r : ranks) {

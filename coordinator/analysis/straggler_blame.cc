@@ -44,16 +44,28 @@ struct RangeExcess {
 
 std::optional<RangeExcess> ExcessRange(const Session& s, const BlameModel& blame, int rank,
                                        DurationNs excess) {
-  const RankData* self = s.FindRank(rank);
-  if (self == nullptr || self->ranges.empty()) return std::nullopt;
-  const std::map<std::string, DurationNs> mine = OwnWorkByRange(*self, blame.first);
+  // Per session rank index: read by the model (built window by window), else from the session.
+  auto has_ranges = [&](size_t i) {
+    return blame.own_work_ranges.empty() ? !s.ranks[i].ranges.empty()
+                                         : blame.own_work_ranges[i].has_ranges;
+  };
+  auto own_work_of = [&](size_t i) {
+    return blame.own_work_ranges.empty() ? OwnWorkByRange(s.ranks[i], blame.first)
+                                         : blame.own_work_ranges[i].by_range;
+  };
+  size_t self = s.ranks.size();
+  for (size_t i = 0; i < s.ranks.size(); ++i) {
+    if (s.ranks[i].id.rank == rank) self = i;
+  }
+  if (self == s.ranks.size() || !has_ranges(self)) return std::nullopt;
+  const std::map<std::string, DurationNs> mine = own_work_of(self);
   // The others' median per name, over at most 32 of them (enough for a median).
   std::map<std::string, std::vector<DurationNs>> others;
   int taken = 0;
-  for (const RankData& r : s.ranks) {
-    if (r.id.rank == rank || r.ranges.empty()) continue;
+  for (size_t i = 0; i < s.ranks.size(); ++i) {
+    if (i == self || !has_ranges(i)) continue;
     if (++taken > 32) break;
-    const std::map<std::string, DurationNs> theirs = OwnWorkByRange(r, blame.first);
+    const std::map<std::string, DurationNs> theirs = own_work_of(i);
     for (const auto& [name, ns] : mine) {
       auto it = theirs.find(name);
       others[name].push_back(it == theirs.end() ? 0 : it->second);
