@@ -219,8 +219,22 @@ TEST(MatchCollectivesByWindow, EveryRecordedSessionMatchesAsAWhole) {
         MatchCollectivesByWindow(s.value(), plan, &peak);
     const std::vector<CollectiveInstance> whole = MatchCollectives(s.value());
     ExpectSameInstances(windowed, whole);
-    std::printf("%s: %zu windows, %zu instances, at most %zu open across a cut\n",
-                entry.path().parent_path().filename().c_str(), plan.size(), whole.size(), peak);
+    // What a coordinator folding these windows would hold of the records at once: a window's
+    // and the one before it (the folds read back that far), against the whole run's.
+    const auto counts = CountWindowRecords(s.value(), plan);
+    size_t total = 0, most = 0, previous = 0;
+    for (const auto& window : counts) {
+      size_t here = 0;
+      for (const WindowRecords& r : window) here += static_cast<size_t>(r.total());
+      total += here;
+      most = std::max(most, here + previous);
+      previous = here;
+    }
+    std::printf(
+        "%s: %zu windows, %zu instances, at most %zu open across a cut; records %zu, "
+        "at most %zu (%.1f %%) in two windows\n",
+        entry.path().parent_path().filename().c_str(), plan.size(), whole.size(), peak, total, most,
+        total > 0 ? 100.0 * static_cast<double>(most) / total : 0.0);
     EXPECT_LE(peak, std::max<size_t>(8, whole.size() / 10));
     ++sessions;
   }
