@@ -111,6 +111,7 @@ struct Side {
   // moved to a probe's enter later: blocked_record is the sends' only).
   size_t posted_record = 0;
   size_t blocked_record = 0;
+  Bytes bytes = 0;  // a send's: its Send / Isend record's
   TimeNs order() const { return posted > 0 ? posted : blocked; }
 };
 
@@ -167,6 +168,8 @@ std::map<int, RankP2P> Collect(const Session& s, const PeerMap& peers, P2PMatchS
     std::map<Channel, std::vector<ProbeSpan>> probes;
     for (size_t i = 0; i < r.p2p.size(); ++i) {
       const P2PRecord& p = r.p2p[i];
+      stats->first_call = std::min(stats->first_call, p.enter);
+      stats->last_call = std::max(stats->last_call, p.exit);
       if (p.kind == P2PKind::kProbe) {
         const int peer = peers.WorldRank(p.comm_id, p.peer, p.world_peer);
         if (peer >= 0 && p.tag >= 0) probes[{p.comm_id, peer, p.tag}].push_back({p.enter, p.exit});
@@ -185,7 +188,7 @@ std::map<int, RankP2P> Collect(const Session& s, const PeerMap& peers, P2PMatchS
       }
       const Channel channel{p.comm_id, peer, p.tag};
       if (send && !IsPostedSend(kind)) {
-        mine.sends[channel].push_back({p.enter, p.enter, p.exit, i, ModeOf(kind), i, i});
+        mine.sends[channel].push_back({p.enter, p.enter, p.exit, i, ModeOf(kind), i, i, p.bytes});
       } else if (p.kind == P2PKind::kRecv) {
         mine.receives[channel].push_back({p.enter, p.enter, p.exit, i, SendMode::kStandard, i, i});
       } else {
@@ -204,7 +207,8 @@ std::map<int, RankP2P> Collect(const Session& s, const PeerMap& peers, P2PMatchS
         // Unpaired: the Isend itself is all we know of its blocking (nothing).
         const size_t block = paired ? p.waits[k] : p.posts[k];
         mine.sends[channel].push_back({post.enter, r.p2p[block].enter, r.p2p[block].exit,
-                                       p.posts[k], ModeOf(post.kind), p.posts[k], block});
+                                       p.posts[k], ModeOf(post.kind), p.posts[k], block,
+                                       post.bytes});
       }
     }
     for (auto& [channel, p] : irecvs) {
@@ -265,6 +269,7 @@ std::vector<P2PMessage> MatchMessages(const Session& aligned, P2PMatchStats* sta
         m.receiver = receiver;
         m.posted = snd.posted;
         m.send_record = snd.record;
+        m.bytes = snd.bytes;
         m.receive_record = rcv.record;
         m.receive_posted = rcv.posted;
         m.receive_posted_record = rcv.posted_record;

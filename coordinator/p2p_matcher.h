@@ -28,6 +28,7 @@
 #pragma once
 
 #include <cstddef>
+#include <limits>
 #include <utility>
 #include <vector>
 
@@ -66,6 +67,7 @@ struct P2PMessage {
   // of its Isend, and (where receive_posted is known) the receiver's Recv or Irecv.
   size_t send_blocked_record = 0;
   size_t receive_posted_record = 0;
+  Bytes bytes = 0;  // the send's (its Send / Isend record's)
 };
 
 struct P2PMatchStats {
@@ -73,6 +75,11 @@ struct P2PMatchStats {
   int receives = 0;
   int matched = 0;
   int unmapped = 0;  // records whose peer could not be read as a world rank
+  // The first point-to-point call's enter and the last one's exit, of any rank.
+  TimeNs first_call = std::numeric_limits<TimeNs>::max();
+  TimeNs last_call = std::numeric_limits<TimeNs>::min();
+  // From the first call to the last (0 without calls): the span the waits are weighed against.
+  DurationNs calls_span() const { return last_call >= first_call ? last_call - first_call : 0; }
 };
 
 // Every matched message, in receiver block order.

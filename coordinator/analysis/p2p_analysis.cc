@@ -47,20 +47,6 @@ constexpr WaitState kLateReceiver{.kind = FindingKind::kLateReceiver,
                                   .before = "receives",
                                   .finding_name = "a late receiver"};
 
-// The span the waiting ranks' time is measured over: first to last point-to-point call.
-DurationNs P2PSpan(const Session& aligned) {
-  TimeNs begin = 0, end = 0;
-  bool any = false;
-  for (const RankData& r : aligned.ranks) {
-    for (const P2PRecord& p : r.p2p) {
-      begin = any ? std::min(begin, p.enter) : p.enter;
-      end = any ? std::max(end, p.exit) : p.exit;
-      any = true;
-    }
-  }
-  return end - begin;
-}
-
 // What one rank made the others wait for, over its messages.
 struct Blamed {
   std::vector<const P2PMessage*> messages;  // those with a direct delay
@@ -72,8 +58,7 @@ struct Blamed {
   int matched = 0;
 };
 
-std::map<int, Blamed> TallyBlamed(const Session& aligned, const std::vector<P2PMessage>& messages,
-                                  const WaitState& state) {
+std::map<int, Blamed> TallyBlamed(const std::vector<P2PMessage>& messages, const WaitState& state) {
   std::map<int, Blamed> blamed;
   for (const P2PMessage& m : messages) {
     Blamed& b = blamed[state.Blamed(m)];
@@ -84,10 +69,7 @@ std::map<int, Blamed> TallyBlamed(const Session& aligned, const std::vector<P2PM
     b.messages.push_back(&m);
     b.others.insert(state.Waiting(m));
     b.direct += state.Direct(m);
-    if (const RankData* sender = aligned.FindRank(m.sender);
-        sender != nullptr && m.send_record < sender->p2p.size()) {
-      b.bytes.push_back(sender->p2p[m.send_record].bytes);
-    }
+    b.bytes.push_back(m.bytes);
   }
   return blamed;
 }
@@ -195,9 +177,9 @@ std::vector<Finding> FindWaitStates(const Session& aligned, const std::vector<P2
                                     const P2PMatchStats& stats, const PointToPointOptions& options,
                                     const WaitState& state, std::vector<std::string>* notes) {
   if (messages.empty()) return {};
-  const DurationNs span = P2PSpan(aligned);
+  const DurationNs span = stats.calls_span();
   std::vector<Finding> findings;
-  for (const auto& [rank, s] : TallyBlamed(aligned, messages, state)) {
+  for (const auto& [rank, s] : TallyBlamed(messages, state)) {
     const DurationNs median = MedianNs(s.directs);
     const double budget =
         static_cast<double>(span) * static_cast<double>(std::max<size_t>(s.others.size(), 1));
