@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <functional>
 #include <limits>
 #include <string>
 
@@ -23,6 +24,24 @@ Session Recorded(const std::string& name) {
                                   "/session.sqlite");
   EXPECT_TRUE(s.ok()) << name << ": " << s.status().message();
   return s.ok() ? std::move(s).value() : Session{};
+}
+
+// Runs `check` on every recorded session (real MPI codes and NCCL jobs on 2xH200) with its
+// windows of about 100 ms; returns how many there were.
+int ForEachRecordedSession(
+    const std::function<void(const std::string&, const Session&, const WindowPlan&)>& check) {
+  int sessions = 0;
+  for (const auto& entry : std::filesystem::recursive_directory_iterator(RANKSCOPE_FIXTURES_DIR)) {
+    if (entry.path().extension() != ".sqlite") continue;
+    SCOPED_TRACE(entry.path().string());
+    Result<Session> s = LoadSession(entry.path().string());
+    EXPECT_TRUE(s.ok()) << s.status().message();
+    if (!s.ok()) continue;
+    const WindowPlan plan = PlanWindows(s.value(), {.target = 100 * kMs, .max_window = 400 * kMs});
+    check(entry.path().parent_path().filename().string(), s.value(), plan);
+    ++sessions;
+  }
+  return sessions;
 }
 
 TEST(InstanceCutRule, FirstAnchorAtOrAfterEachMultiple) {
@@ -207,37 +226,30 @@ void ExpectSameInstances(const std::vector<CollectiveInstance>& a,
 // Matching window by window gives what matching the whole run gives, on every recorded session
 // (real MPI codes and NCCL jobs on 2xH200), while holding few instances open across windows.
 TEST(MatchCollectivesByWindow, EveryRecordedSessionMatchesAsAWhole) {
-  int sessions = 0;
-  for (const auto& entry : std::filesystem::recursive_directory_iterator(RANKSCOPE_FIXTURES_DIR)) {
-    if (entry.path().extension() != ".sqlite") continue;
-    SCOPED_TRACE(entry.path().string());
-    Result<Session> s = LoadSession(entry.path().string());
-    ASSERT_TRUE(s.ok()) << s.status().message();
-    const WindowPlan plan = PlanWindows(s.value(), {.target = 100 * kMs, .max_window = 400 * kMs});
-    size_t peak = 0;
-    const std::vector<CollectiveInstance> windowed =
-        MatchCollectivesByWindow(s.value(), plan, &peak);
-    const std::vector<CollectiveInstance> whole = MatchCollectives(s.value());
-    ExpectSameInstances(windowed, whole);
-    // What a coordinator folding these windows would hold of the records at once: a window's
-    // and the one before it (the folds read back that far), against the whole run's.
-    const auto counts = CountWindowRecords(s.value(), plan);
-    size_t total = 0, most = 0, previous = 0;
-    for (const auto& window : counts) {
-      size_t here = 0;
-      for (const WindowRecords& r : window) here += static_cast<size_t>(r.total());
-      total += here;
-      most = std::max(most, here + previous);
-      previous = here;
-    }
-    std::printf(
-        "%s: %zu windows, %zu instances, at most %zu open across a cut; records %zu, "
-        "at most %zu (%.1f %%) in two windows\n",
-        entry.path().parent_path().filename().c_str(), plan.size(), whole.size(), peak, total, most,
-        total > 0 ? 100.0 * static_cast<double>(most) / total : 0.0);
-    EXPECT_LE(peak, std::max<size_t>(8, whole.size() / 10));
-    ++sessions;
-  }
+  const int sessions = ForEachRecordedSession(
+      [&](const std::string& name, const Session& s, const WindowPlan& plan) {
+        size_t peak = 0;
+        const std::vector<CollectiveInstance> windowed = MatchCollectivesByWindow(s, plan, &peak);
+        const std::vector<CollectiveInstance> whole = MatchCollectives(s);
+        ExpectSameInstances(windowed, whole);
+        // What a coordinator folding these windows would hold of the records at once: a window's
+        // and the one before it (the folds read back that far), against the whole run's.
+        const auto counts = CountWindowRecords(s, plan);
+        size_t total = 0, most = 0, previous = 0;
+        for (const auto& window : counts) {
+          size_t here = 0;
+          for (const WindowRecords& r : window) here += static_cast<size_t>(r.total());
+          total += here;
+          most = std::max(most, here + previous);
+          previous = here;
+        }
+        std::printf(
+            "%s: %zu windows, %zu instances, at most %zu open across a cut; records %zu, "
+            "at most %zu (%.1f %%) in two windows\n",
+            name.c_str(), plan.size(), whole.size(), peak, total, most,
+            total > 0 ? 100.0 * static_cast<double>(most) / total : 0.0);
+        EXPECT_LE(peak, std::max<size_t>(8, whole.size() / 10));
+      });
   EXPECT_GE(sessions, 17);
 }
 
@@ -245,36 +257,29 @@ TEST(MatchCollectivesByWindow, EveryRecordedSessionMatchesAsAWhole) {
 // window's and the previous window's records, is what the whole run gives, on every recorded
 // session.
 TEST(GapsBeforeLateCallsByWindow, EveryRecordedSessionGivesTheWholeRunsShares) {
-  int sessions = 0;
   size_t shares = 0;
-  for (const auto& entry : std::filesystem::recursive_directory_iterator(RANKSCOPE_FIXTURES_DIR)) {
-    if (entry.path().extension() != ".sqlite") continue;
-    SCOPED_TRACE(entry.path().string());
-    Result<Session> s = LoadSession(entry.path().string());
-    ASSERT_TRUE(s.ok()) << s.status().message();
-    const WindowPlan plan = PlanWindows(s.value(), {.target = 100 * kMs, .max_window = 400 * kMs});
-    const StragglerOptions options;
-    const LateGaps whole = GapsBeforeLateCalls(s.value(), MatchCollectives(s.value()), options);
-    const LateGaps windowed = GapsBeforeLateCallsByWindow(s.value(), plan, options);
-    EXPECT_EQ(windowed.size(), whole.size());
-    for (const auto& [key, share] : whole) {
-      const auto found = windowed.find(key);
-      ASSERT_NE(found, windowed.end()) << "comm " << std::get<0>(key) << " seq " << std::get<1>(key)
-                                       << " rank " << std::get<2>(key);
-      EXPECT_TRUE(found->second == share)
-          << "comm " << std::get<0>(key) << " seq " << std::get<1>(key) << " rank "
-          << std::get<2>(key) << ": gap " << found->second.late_gap << " vs " << share.late_gap
-          << ", untracked " << found->second.late_untracked << " vs " << share.late_untracked
-          << ", mpi " << found->second.late_mpi << " vs " << share.late_mpi << ", others' gap "
-          << found->second.others_gap << " vs " << share.others_gap << ", others' mpi "
-          << found->second.others_mpi << " vs " << share.others_mpi << ", others' untracked "
-          << found->second.others_untracked << " vs " << share.others_untracked;
-    }
-    std::printf("%s: %zu calls that may count as late\n",
-                entry.path().parent_path().filename().c_str(), whole.size());
-    shares += whole.size();
-    ++sessions;
-  }
+  const int sessions = ForEachRecordedSession(
+      [&](const std::string& name, const Session& s, const WindowPlan& plan) {
+        const StragglerOptions options;
+        const LateGaps whole = GapsBeforeLateCalls(s, MatchCollectives(s), options);
+        const LateGaps windowed = GapsBeforeLateCallsByWindow(s, plan, options);
+        EXPECT_EQ(windowed.size(), whole.size());
+        for (const auto& [key, share] : whole) {
+          const auto found = windowed.find(key);
+          ASSERT_NE(found, windowed.end()) << "comm " << std::get<0>(key) << " seq "
+                                           << std::get<1>(key) << " rank " << std::get<2>(key);
+          EXPECT_TRUE(found->second == share)
+              << "comm " << std::get<0>(key) << " seq " << std::get<1>(key) << " rank "
+              << std::get<2>(key) << ": gap " << found->second.late_gap << " vs " << share.late_gap
+              << ", untracked " << found->second.late_untracked << " vs " << share.late_untracked
+              << ", mpi " << found->second.late_mpi << " vs " << share.late_mpi << ", others' gap "
+              << found->second.others_gap << " vs " << share.others_gap << ", others' mpi "
+              << found->second.others_mpi << " vs " << share.others_mpi << ", others' untracked "
+              << found->second.others_untracked << " vs " << share.others_untracked;
+        }
+        std::printf("%s: %zu calls that may count as late\n", name.c_str(), whole.size());
+        shares += whole.size();
+      });
   EXPECT_GE(sessions, 17);
   EXPECT_GT(shares, 100u);  // the recorded stragglers' late calls among them
 }
@@ -282,17 +287,12 @@ TEST(GapsBeforeLateCallsByWindow, EveryRecordedSessionGivesTheWholeRunsShares) {
 // Each rank's data-loading time step by step, read window by window, is what the whole run gives,
 // on every recorded session (mpi_train's step/data/compute ranges, torchrun's first kernels).
 TEST(StepSeriesByWindow, EveryRecordedSessionGivesTheWholeRunsSteps) {
-  int sessions = 0;
   size_t steps = 0;
-  for (const auto& entry : std::filesystem::recursive_directory_iterator(RANKSCOPE_FIXTURES_DIR)) {
-    if (entry.path().extension() != ".sqlite") continue;
-    SCOPED_TRACE(entry.path().string());
-    Result<Session> s = LoadSession(entry.path().string());
-    ASSERT_TRUE(s.ok()) << s.status().message();
-    const WindowPlan plan = PlanWindows(s.value(), {.target = 100 * kMs, .max_window = 400 * kMs});
+  const int sessions = ForEachRecordedSession([&](const std::string& name, const Session& s,
+                                                  const WindowPlan& plan) {
     const DataloaderOptions options;
-    const std::vector<StepSeries> whole = StepSeriesOf(s.value(), options);
-    const std::vector<StepSeries> windowed = StepSeriesByWindow(s.value(), plan, options);
+    const std::vector<StepSeries> whole = StepSeriesOf(s, options);
+    const std::vector<StepSeries> windowed = StepSeriesByWindow(s, plan, options);
     ASSERT_EQ(windowed.size(), whole.size());
     for (size_t i = 0; i < whole.size(); ++i) {
       SCOPED_TRACE("rank " + std::to_string(whole[i].rank));
@@ -303,10 +303,8 @@ TEST(StepSeriesByWindow, EveryRecordedSessionGivesTheWholeRunsSteps) {
       EXPECT_EQ(windowed[i].by_name, whole[i].by_name);
       steps += whole[i].data.size();
     }
-    std::printf("%s: %zu ranks with steps, %zu windows\n",
-                entry.path().parent_path().filename().c_str(), whole.size(), plan.size());
-    ++sessions;
-  }
+    std::printf("%s: %zu ranks with steps, %zu windows\n", name.c_str(), whole.size(), plan.size());
+  });
   EXPECT_GE(sessions, 17);
   EXPECT_GT(steps, 100u);
 }
@@ -314,16 +312,11 @@ TEST(StepSeriesByWindow, EveryRecordedSessionGivesTheWholeRunsSteps) {
 // The blame model with each rank's MPI records read window by window into its per-call events is
 // the model of the whole run, figure by figure, on every recorded session.
 TEST(BuildBlameModelByWindow, EveryRecordedSessionGivesTheWholeRunsModel) {
-  int sessions = 0;
-  for (const auto& entry : std::filesystem::recursive_directory_iterator(RANKSCOPE_FIXTURES_DIR)) {
-    if (entry.path().extension() != ".sqlite") continue;
-    SCOPED_TRACE(entry.path().string());
-    Result<Session> s = LoadSession(entry.path().string());
-    ASSERT_TRUE(s.ok()) << s.status().message();
-    const WindowPlan plan = PlanWindows(s.value(), {.target = 100 * kMs, .max_window = 400 * kMs});
-    const SessionMatches matches = MatchSession(s.value());
-    const BlameModel whole = BuildBlameModel(s.value(), matches);
-    const BlameModel windowed = BuildBlameModel(s.value(), matches, BlameOptions{}, &plan);
+  const int sessions = ForEachRecordedSession([&](const std::string& name, const Session& s,
+                                                  const WindowPlan& plan) {
+    const SessionMatches matches = MatchSession(s);
+    const BlameModel whole = BuildBlameModel(s, matches);
+    const BlameModel windowed = BuildBlameModel(s, matches, BlameOptions{}, &plan);
     EXPECT_EQ(windowed.stragglers, whole.stragglers);
     EXPECT_EQ(windowed.replayed_span, whole.replayed_span);
     EXPECT_EQ(windowed.what_if_all_span, whole.what_if_all_span);
@@ -348,18 +341,16 @@ TEST(BuildBlameModelByWindow, EveryRecordedSessionGivesTheWholeRunsModel) {
     // reads (the straggler finding's cause range).
     WindowPlan one;
     one.cuts.push_back({CutKind::kEnd, 0,
-                        std::vector<TimeNs>(s->ranks.size(), std::numeric_limits<TimeNs>::max())});
-    const BlameModel at_once = BuildBlameModel(s.value(), matches, BlameOptions{}, &one);
+                        std::vector<TimeNs>(s.ranks.size(), std::numeric_limits<TimeNs>::max())});
+    const BlameModel at_once = BuildBlameModel(s, matches, BlameOptions{}, &one);
     ASSERT_EQ(windowed.own_work_ranges.size(), at_once.own_work_ranges.size());
     for (size_t i = 0; i < at_once.own_work_ranges.size(); ++i) {
       EXPECT_EQ(windowed.own_work_ranges[i].has_ranges, at_once.own_work_ranges[i].has_ranges);
       EXPECT_EQ(windowed.own_work_ranges[i].by_range, at_once.own_work_ranges[i].by_range);
     }
-    std::printf("%s: %zu ranks, %zu windows, stragglers %zu\n",
-                entry.path().parent_path().filename().c_str(), whole.ranks.size(), plan.size(),
-                whole.stragglers.size());
-    ++sessions;
-  }
+    std::printf("%s: %zu ranks, %zu windows, stragglers %zu\n", name.c_str(), whole.ranks.size(),
+                plan.size(), whole.stragglers.size());
+  });
   EXPECT_GE(sessions, 17);
 }
 
