@@ -18,8 +18,6 @@
 namespace rankscope {
 namespace {
 
-using RankSteps = StepSeries;
-
 DurationNs UnionLength(std::vector<std::pair<TimeNs, TimeNs>> intervals) {
   std::sort(intervals.begin(), intervals.end());
   DurationNs total = 0;
@@ -147,10 +145,11 @@ class StepFold {
       AddToStretch(*r);
     }
     any_step_ |= !steps.empty();
+    std::optional<TimeNs> previous_end = last_outer_end_;  // a step owns the time since it
     for (const RangeRecord* step : OuterSteps(steps, &last_outer_end_)) {
       step_tids_.insert(step->tid);
-      const TimeNs begin = previous_end_.value_or(step->start);
-      previous_end_ = step->end;
+      const TimeNs begin = previous_end.value_or(step->start);
+      previous_end = step->end;
       const TimeNs end = step->end;
       const DurationNs step_time = std::max<DurationNs>(end - begin, 0);
       on_thread_.data.push_back(
@@ -173,7 +172,7 @@ class StepFold {
   // Where the next stretch's records must start: the last step's end (its loading may run
   // from there), or `fallback` before any step.
   TimeNs CarryFrom(TimeNs fallback) const {
-    return std::min(previous_end_.value_or(fallback), fallback);
+    return std::min(last_outer_end_.value_or(fallback), fallback);
   }
 
   StepSeries Take() {
@@ -217,7 +216,6 @@ class StepFold {
        any_kernel_ = false;
   std::set<uint32_t> step_tids_, data_tids_;
   std::optional<TimeNs> last_outer_end_;  // of the outermost steps so far
-  std::optional<TimeNs> previous_end_;    // the same (a step owns the time since it)
   StepSeries on_thread_, any_thread_;     // data ranges on the step's thread, on any thread
   StepSeries launch_, kernel_;            // before the first kernel launch, or kernel
   StepSeries stretches_;                  // stretches of data ranges
@@ -235,7 +233,7 @@ std::string NamesLabel(const std::vector<std::pair<DurationNs, std::string>>& na
 
 // The finding on one rank, with its figures `v` (frac_skewed, median_step and range_names
 // filled in here).
-Finding MakeFinding(const Session& session, const RankSteps& rank, DataloaderFigures v,
+Finding MakeFinding(const Session& session, const StepSeries& rank, DataloaderFigures v,
                     const DataloaderOptions& options) {
   Finding f = FindingOnRank(session, FindingKind::kDataloaderSkew, rank.rank);
   f.cost_ns = v.total_excess;
@@ -340,7 +338,7 @@ std::vector<Finding> FindDataloaderSkew(const Session& session, std::vector<Step
 
   // Per step k, the other ranks' median data time, for every rank that has step k.
   size_t max_steps = 0;
-  for (const RankSteps& r : ranks) max_steps = std::max(max_steps, r.data.size());
+  for (const StepSeries& r : ranks) max_steps = std::max(max_steps, r.data.size());
   std::vector<std::vector<std::optional<double>>> others_median(
       ranks.size(), std::vector<std::optional<double>>(max_steps));
   for (size_t k = 0; k < max_steps; ++k) {

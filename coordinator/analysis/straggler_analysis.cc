@@ -1199,11 +1199,8 @@ LateGaps GapsBeforeLateCallsByWindow(const Session& aligned, const WindowPlan& p
         } else if (c.since && *c.since < call.enter) {
           // From its latest exit before the window, carried to the window's start, to the call:
           // plus the part inside the window, or less the part after its enter.
-          gap = GapTime{};
+          gap = c.all;
           gap->ranges = c.OnThread(tid);
-          gap->mpi = c.all.mpi;
-          gap->kernels = c.all.kernels;
-          gap->kernel_total = c.all.kernel_total;
           if (call.enter >= from) {
             Add(GapBetween(ctx, from, call.enter, tid), &*gap);
           } else {
