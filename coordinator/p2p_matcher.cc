@@ -1,8 +1,11 @@
 #include "coordinator/p2p_matcher.h"
 
 #include <algorithm>
+#include <deque>
+#include <iterator>
 #include <limits>
 #include <map>
+#include <optional>
 #include <tuple>
 #include <unordered_map>
 
@@ -41,20 +44,15 @@ DurationNs OverlapWith(const Intervals& intervals, TimeNs begin, TimeNs end) {
 
 namespace {
 
-// Communicator rank -> world rank, per communicator id.
+// Communicator rank -> world rank, per communicator id, from the collectives seen so far.
 class PeerMap {
  public:
-  explicit PeerMap(const Session& s) {
-    for (const RankData& r : s.ranks) {
-      for (const CollectiveRecord& c : r.collectives) {
-        if (c.source == CollectiveRecord::Source::kMpi && c.comm_rank >= 0) {
-          world_[c.comm_id].emplace(c.comm_rank, r.id.rank);
-        }
-      }
+  PeerMap(int world_size, uint64_t world_comm) : world_comm_(world_comm), world_size_(world_size) {}
+
+  void See(int world_rank, const CollectiveRecord& c) {
+    if (c.source == CollectiveRecord::Source::kMpi && c.comm_rank >= 0) {
+      world_[c.comm_id].emplace(c.comm_rank, world_rank);
     }
-    const int size = s.world_size > 0 ? s.world_size : static_cast<int>(s.ranks.size());
-    world_comm_ = WorldCommId(size);
-    world_size_ = size;
   }
 
   // -1 when the peer cannot be placed. The world rank the inject library recorded wins; the
@@ -121,214 +119,471 @@ struct ProbeSpan {
   TimeNs exit = 0;
 };
 
-struct RankP2P {
-  std::map<Channel, std::vector<Side>> sends;     // by destination
-  std::map<Channel, std::vector<Side>> receives;  // by source
-  Intervals blocked;                              // inside point-to-point calls
+// The time one rank spent inside point-to-point calls, as a running total, kept from the oldest
+// time a later question can ask about: Before(t) is the blocked time before t, counted from an
+// origin of its own, so only differences of two answers at or after the trimmed front mean
+// anything.
+class BlockedTime {
+ public:
+  void Add(TimeNs begin, TimeNs end) {
+    // Time before the front adds the same to every answer after it, so it can be left out.
+    begin = std::max(begin, front_);
+    if (end <= begin) return;
+    if (spans_.empty() || begin > spans_.back().end) {
+      spans_.push_back({begin, end, Through(spans_.size()) + (end - begin)});
+      return;
+    }
+    // Merged with the spans it overlaps or touches; the totals after them recomputed.
+    auto first = std::partition_point(spans_.begin(), spans_.end(),
+                                      [&](const Span& s) { return s.end < begin; });
+    auto last = first;
+    while (last != spans_.end() && last->begin <= end) {
+      begin = std::min(begin, last->begin);
+      end = std::max(end, last->end);
+      ++last;
+    }
+    const auto at = static_cast<size_t>(first - spans_.begin());
+    first = spans_.erase(first, last);
+    spans_.insert(first, Span{begin, end, 0});
+    for (size_t i = at; i < spans_.size(); ++i) {
+      spans_[i].through = Through(i) + (spans_[i].end - spans_[i].begin);
+    }
+  }
+
+  DurationNs Before(TimeNs t) const {
+    const auto next = std::partition_point(spans_.begin(), spans_.end(),
+                                           [&](const Span& s) { return s.begin < t; });
+    if (next == spans_.begin()) return base_;
+    const auto k = static_cast<size_t>(next - spans_.begin()) - 1;
+    return Through(k) + (std::min(t, spans_[k].end) - spans_[k].begin);
+  }
+
+  // Time in [since, until) outside point-to-point calls.
+  DurationNs Busy(TimeNs since, TimeNs until) const {
+    if (until <= since) return 0;
+    return (until - since) - (Before(until) - Before(since));
+  }
+
+  // Forgets the spans that end at or before `t`: no question will ask about earlier times.
+  void TrimBefore(TimeNs t) {
+    while (!spans_.empty() && spans_.front().end <= t) {
+      base_ = spans_.front().through;
+      spans_.pop_front();
+    }
+    front_ = std::max(front_, t);
+  }
+
+  size_t size() const { return spans_.size(); }
+
+ private:
+  struct Span {
+    TimeNs begin = 0;
+    TimeNs end = 0;
+    DurationNs through = 0;  // blocked time up to `end`
+  };
+  // Blocked time before span i.
+  DurationNs Through(size_t i) const { return i == 0 ? base_ : spans_[i - 1].through; }
+
+  std::deque<Span> spans_;
+  DurationNs base_ = 0;
+  TimeNs front_ = std::numeric_limits<TimeNs>::min();
 };
 
-// A receiver that probed for its message before receiving it was waiting from the probe on:
-// each receive takes the earliest probe of its channel that ended at or before the receive was
-// posted and after the previous receive of the channel was, and counts as blocked from that
-// probe's enter. `receives` and `probes` are in time order.
-void BlockFromProbes(std::vector<ProbeSpan> probes, std::vector<Side>* receives) {
-  std::sort(probes.begin(), probes.end(),
-            [](const ProbeSpan& a, const ProbeSpan& b) { return a.exit < b.exit; });
-  size_t next = 0;
+// One rank's sides on one channel in one direction, in the order MPI matches them: each is
+// released once complete and every side before it is (a posted call waits for its Wait).
+struct Pending {
+  struct Entry {
+    Side side;
+    bool complete = false;
+    uint64_t post = 0;  // a posted call's number among the channel's posts
+  };
+  std::deque<Entry> entries;
+  uint64_t posts = 0;  // posted calls seen
+  uint64_t waits = 0;  // Waits that completed one
+  bool unpaired = false;
+  // Receives: probes for the channel not yet used, by exit, and the last released one's start.
+  std::deque<ProbeSpan> probes;
   TimeNs previous = std::numeric_limits<TimeNs>::min();
-  for (Side& rcv : *receives) {
-    const TimeNs start = rcv.order();
-    while (next < probes.size() && probes[next].exit <= previous) ++next;
-    if (next < probes.size() && probes[next].exit <= start) {
-      rcv.blocked = std::min(rcv.blocked, probes[next].enter);
-      while (next < probes.size() && probes[next].exit <= start) ++next;  // used up
-    }
-    previous = start;
-  }
-}
 
-// The non-blocking calls of one channel and the Waits that completed them, paired in order
-// when their counts agree (with MPI_ANY_SOURCE posts they do not, and pairing would guess).
-struct Posts {
-  std::vector<size_t> posts;  // Isend / Irecv records
-  std::vector<size_t> waits;  // kWait records completing that kind
+  void Append(Entry e) {
+    auto at = entries.end();
+    while (at != entries.begin() && std::prev(at)->side.order() > e.side.order()) --at;
+    entries.insert(at, std::move(e));
+  }
 };
 
-void SortByEnter(const RankData& r, std::vector<size_t>* records) {
-  std::sort(records->begin(), records->end(),
-            [&](size_t a, size_t b) { return r.p2p[a].enter < r.p2p[b].enter; });
-}
+// Released sides of one (communicator, sender, receiver, tag) waiting for their other side.
+struct Queues {
+  std::deque<Side> sends;
+  std::deque<Side> receives;
+};
 
-std::map<int, RankP2P> Collect(const Session& s, const PeerMap& peers, P2PMatchStats* stats) {
-  std::map<int, RankP2P> out;
-  for (const RankData& r : s.ranks) {
-    RankP2P& mine = out[r.id.rank];
-    mine.blocked = PointToPointIntervals(r);
-    std::map<Channel, Posts> isends, irecvs;
-    std::map<Channel, std::vector<ProbeSpan>> probes;
-    for (size_t i = 0; i < r.p2p.size(); ++i) {
-      const P2PRecord& p = r.p2p[i];
-      stats->first_call = std::min(stats->first_call, p.enter);
-      stats->last_call = std::max(stats->last_call, p.exit);
-      if (p.kind == P2PKind::kProbe) {
-        const int peer = peers.WorldRank(p.comm_id, p.peer, p.world_peer);
-        if (peer >= 0 && p.tag >= 0) probes[{p.comm_id, peer, p.tag}].push_back({p.enter, p.exit});
-        continue;
-      }
-      const P2PKind kind = p.kind == P2PKind::kWait ? p.completed : p.kind;
-      const bool send = IsSendKind(kind);
-      if (!send && kind != P2PKind::kRecv && kind != P2PKind::kIrecv) continue;
-      // Counted once per message: sends at their post, receives where they complete.
-      const bool counted = send ? p.kind != P2PKind::kWait : p.kind != P2PKind::kIrecv;
-      if (counted) (send ? stats->sends : stats->receives) += 1;
-      const int peer = peers.WorldRank(p.comm_id, p.peer, p.world_peer);
-      if (peer < 0 || p.tag < 0) {
-        if (counted) ++stats->unmapped;
-        continue;
-      }
-      const Channel channel{p.comm_id, peer, p.tag};
-      if (send && !IsPostedSend(kind)) {
-        mine.sends[channel].push_back({p.enter, p.enter, p.exit, i, ModeOf(kind), i, i, p.bytes});
-      } else if (p.kind == P2PKind::kRecv) {
-        mine.receives[channel].push_back({p.enter, p.enter, p.exit, i, SendMode::kStandard, i, i});
-      } else {
-        // Posted sends of every mode share one list: MPI orders a channel's messages whatever
-        // their mode, so the k-th post meets the k-th completion.
-        Posts& posts = (send ? isends : irecvs)[channel];
-        (p.kind == P2PKind::kWait ? posts.waits : posts.posts).push_back(i);
-      }
-    }
-    for (auto& [channel, p] : isends) {
-      SortByEnter(r, &p.posts);
-      SortByEnter(r, &p.waits);
-      const bool paired = p.posts.size() == p.waits.size();
-      for (size_t k = 0; k < p.posts.size(); ++k) {
-        const P2PRecord& post = r.p2p[p.posts[k]];
-        // Unpaired: the Isend itself is all we know of its blocking (nothing).
-        const size_t block = paired ? p.waits[k] : p.posts[k];
-        mine.sends[channel].push_back({post.enter, r.p2p[block].enter, r.p2p[block].exit,
-                                       p.posts[k], ModeOf(post.kind), p.posts[k], block,
-                                       post.bytes});
-      }
-    }
-    for (auto& [channel, p] : irecvs) {
-      SortByEnter(r, &p.posts);
-      SortByEnter(r, &p.waits);
-      const bool paired = p.posts.size() == p.waits.size();
-      for (size_t k = 0; k < p.waits.size(); ++k) {
-        const P2PRecord& wait = r.p2p[p.waits[k]];
-        const TimeNs posted = paired ? r.p2p[p.posts[k]].enter : 0;
-        mine.receives[channel].push_back({posted, wait.enter, wait.exit, p.waits[k],
-                                          SendMode::kStandard, paired ? p.posts[k] : p.waits[k],
-                                          p.waits[k]});
-      }
-    }
-    for (auto* sides : {&mine.sends, &mine.receives}) {
-      for (auto& [channel, v] : *sides) {
-        std::sort(v.begin(), v.end(),
-                  [](const Side& a, const Side& b) { return a.order() < b.order(); });
-      }
-    }
-    for (auto& [channel, spans] : probes) {
-      auto it = mine.receives.find(channel);
-      if (it != mine.receives.end()) BlockFromProbes(std::move(spans), &it->second);
-    }
-  }
-  return out;
-}
+// (communicator, sender, receiver, tag).
+using MessageKey = std::tuple<uint64_t, int, int, int32_t>;
 
-// The busy time of `rank` (outside point-to-point calls) within [since, until).
-DurationNs BusyTime(const RankP2P& rank, TimeNs since, TimeNs until) {
-  if (until <= since) return 0;
-  return (until - since) - OverlapWith(rank.blocked, since, until);
-}
+// What the next message between two ranks needs of the one before it: where their
+// synchronisation interval starts, and each rank's blocked time before that (nullopt until the
+// rank's records reach it).
+struct PairCarry {
+  bool any = false;
+  TimeNs since = 0;   // receive direction: max(posted, blocked) of the previous message
+  TimeNs since2 = 0;  // send direction: max(send_blocked, receive_posted)
+  std::optional<DurationNs> sender_since, receiver_since, sender_since2, receiver_since2;
+};
 
 }  // namespace
 
-std::vector<P2PMessage> MatchMessages(const Session& aligned, P2PMatchStats* stats) {
-  P2PMatchStats local;
-  P2PMatchStats& st = stats != nullptr ? *stats : local;
-  st = {};
-  const PeerMap peers(aligned);
-  const std::map<int, RankP2P> ranks = Collect(aligned, peers, &st);
-  std::vector<P2PMessage> out;
-  for (const auto& [receiver, mine] : ranks) {
-    for (const auto& [channel, receives] : mine.receives) {
-      const auto& [comm, sender, tag] = channel;
-      auto from = ranks.find(sender);
-      if (from == ranks.end()) continue;
-      auto sent = from->second.sends.find(Channel{comm, receiver, tag});
-      if (sent == from->second.sends.end()) continue;
-      const size_t n = std::min(receives.size(), sent->second.size());
-      st.matched += static_cast<int>(n);
-      for (size_t i = 0; i < n; ++i) {
-        const Side& rcv = receives[i];
-        const Side& snd = sent->second[i];
-        P2PMessage m;
-        m.sender = sender;
-        m.receiver = receiver;
-        m.posted = snd.posted;
-        m.send_record = snd.record;
-        m.bytes = snd.bytes;
-        m.receive_record = rcv.record;
-        m.receive_posted = rcv.posted;
-        m.receive_posted_record = rcv.posted_record;
-        m.blocked = rcv.blocked;
-        m.wait = std::clamp<DurationNs>(m.posted - rcv.blocked, 0,
-                                        std::max<DurationNs>(rcv.done - rcv.blocked, 0));
-        m.send_blocked = snd.blocked;
-        m.send_blocked_record = snd.blocked_record;
-        switch (snd.mode) {
-          case SendMode::kStandard:
-            // It waited for the receive only if it was still going when the receive came.
-            if (rcv.posted > snd.blocked && snd.done >= rcv.posted) {
-              m.send_wait = rcv.posted - snd.blocked;
-            }
-            break;
-          case SendMode::kSynchronous:
-            // It cannot finish before the receive starts; an end a little before the receive's
-            // post is clock error, so the wait is bounded by the call instead.
-            if (rcv.posted > snd.blocked) {
-              m.send_wait = std::min(rcv.posted, std::max(snd.done, snd.blocked)) - snd.blocked;
-            }
-            break;
-          case SendMode::kBuffered:
-            break;  // copied out and returned: it waited for nobody
+struct MessageFold::State {
+  struct Rank {
+    std::vector<std::pair<size_t, P2PRecord>> window;  // added since the last close
+    BlockedTime blocked;
+    std::map<Channel, Pending> sends;                           // by destination
+    std::map<Channel, Pending> receives;                        // by source
+    TimeNs last_exit = std::numeric_limits<TimeNs>::min();      // of any record so far
+    TimeNs previous_exit = std::numeric_limits<TimeNs>::min();  // at the close before
+  };
+
+  PeerMap peers;
+  std::map<int, Rank> ranks;
+  std::map<MessageKey, Queues> queues;
+  std::map<std::pair<int, int>, PairCarry> pairs;
+  std::vector<P2PMessage> matched;  // in the window being closed, directs not yet set
+
+  State(int world_size, uint64_t world_comm) : peers(world_size, world_comm) {}
+
+  void Process(int rank, Rank& mine, size_t i, const P2PRecord& p, P2PMatchStats* stats);
+  void Release(int rank, const Channel& channel, bool receive, Pending* pending);
+  void Match(const MessageKey& key, Queues* q);
+  void SetDirects(std::vector<P2PMessage>* messages);
+  void Resolve(PairCarry* carry, int sender, int receiver);
+  void Trim();
+};
+
+void MessageFold::State::Process(int rank, Rank& mine, size_t i, const P2PRecord& p,
+                                 P2PMatchStats* stats) {
+  if (p.kind == P2PKind::kProbe) {
+    const int peer = peers.WorldRank(p.comm_id, p.peer, p.world_peer);
+    if (peer < 0 || p.tag < 0) return;
+    auto& probes = mine.receives[{p.comm_id, peer, p.tag}].probes;
+    auto at = probes.end();
+    while (at != probes.begin() && std::prev(at)->exit > p.exit) --at;
+    probes.insert(at, {p.enter, p.exit});
+    return;
+  }
+  const P2PKind kind = p.kind == P2PKind::kWait ? p.completed : p.kind;
+  const bool send = IsSendKind(kind);
+  if (!send && kind != P2PKind::kRecv && kind != P2PKind::kIrecv) return;
+  // Counted once per message: sends at their post, receives where they complete.
+  const bool counted = send ? p.kind != P2PKind::kWait : p.kind != P2PKind::kIrecv;
+  if (counted) (send ? stats->sends : stats->receives) += 1;
+  const int peer = peers.WorldRank(p.comm_id, p.peer, p.world_peer);
+  if (peer < 0 || p.tag < 0) {
+    if (counted) ++stats->unmapped;
+    return;
+  }
+  const Channel channel{p.comm_id, peer, p.tag};
+  Pending& pending = (send ? mine.sends : mine.receives)[channel];
+  if (send && !IsPostedSend(kind)) {
+    pending.Append({{p.enter, p.enter, p.exit, i, ModeOf(kind), i, i, p.bytes}, true});
+  } else if (p.kind == P2PKind::kRecv) {
+    pending.Append({{p.enter, p.enter, p.exit, i, SendMode::kStandard, i, i}, true});
+  } else if (p.kind != P2PKind::kWait) {
+    // A post: complete once its Wait comes. Unpaired, an Isend is all that is known of its
+    // send's blocking, and an Irecv leaves its side to the Wait. Posted sends of every mode share
+    // one list: MPI orders a channel's messages whatever their mode.
+    if (!pending.unpaired) {
+      const SendMode mode = send ? ModeOf(kind) : SendMode::kStandard;
+      pending.Append(
+          {{p.enter, p.enter, p.exit, i, mode, i, i, send ? p.bytes : 0}, false, pending.posts++});
+    } else if (send) {
+      pending.Append({{p.enter, p.enter, p.exit, i, ModeOf(kind), i, i, p.bytes}, true});
+    }
+  } else {
+    if (!pending.unpaired && pending.waits == pending.posts) {
+      // A Wait without a post on its channel: the posts cannot be told apart any more.
+      pending.unpaired = true;
+      for (auto it = pending.entries.begin(); it != pending.entries.end();) {
+        if (it->complete) {
+          ++it;
+        } else if (send) {
+          (it++)->complete = true;  // the Isend itself: blocked and done at its own call
+        } else {
+          it = pending.entries.erase(it);
         }
-        out.push_back(m);
+      }
+    }
+    if (!pending.unpaired) {
+      const uint64_t post = pending.waits++;
+      for (auto& e : pending.entries) {
+        if (e.complete || e.post != post) continue;
+        e.complete = true;
+        e.side.blocked = p.enter;
+        e.side.done = p.exit;
+        e.side.blocked_record = i;
+        if (!send) e.side.record = i;
+        break;
+      }
+    } else if (!send) {
+      pending.Append({{0, p.enter, p.exit, i, SendMode::kStandard, i, i}, true});
+    }
+  }
+  Release(rank, channel, !send, &pending);
+}
+
+void MessageFold::State::Release(int rank, const Channel& channel, bool receive, Pending* pending) {
+  const auto& [comm, peer, tag] = channel;
+  const MessageKey key =
+      receive ? MessageKey{comm, peer, rank, tag} : MessageKey{comm, rank, peer, tag};
+  Queues* q = nullptr;
+  while (!pending->entries.empty() && pending->entries.front().complete) {
+    Side side = pending->entries.front().side;
+    pending->entries.pop_front();
+    if (receive) {
+      // A receiver that probed for its message before receiving it was waiting from the probe
+      // on: each receive takes the earliest probe of its channel that ended at or before the
+      // receive was posted and after the previous receive of the channel was.
+      auto& probes = pending->probes;
+      const TimeNs start = side.order();
+      while (!probes.empty() && probes.front().exit <= pending->previous) probes.pop_front();
+      if (!probes.empty() && probes.front().exit <= start) {
+        side.blocked = std::min(side.blocked, probes.front().enter);
+        while (!probes.empty() && probes.front().exit <= start) probes.pop_front();  // used up
+      }
+      pending->previous = start;
+    }
+    if (q == nullptr) q = &queues[key];
+    (receive ? q->receives : q->sends).push_back(side);
+  }
+  if (q != nullptr) Match(key, q);
+}
+
+void MessageFold::State::Match(const MessageKey& key, Queues* q) {
+  const auto& [comm, sender, receiver, tag] = key;
+  while (!q->sends.empty() && !q->receives.empty()) {
+    const Side snd = q->sends.front();
+    const Side rcv = q->receives.front();
+    q->sends.pop_front();
+    q->receives.pop_front();
+    P2PMessage m;
+    m.sender = sender;
+    m.receiver = receiver;
+    m.posted = snd.posted;
+    m.send_record = snd.record;
+    m.bytes = snd.bytes;
+    m.receive_record = rcv.record;
+    m.receive_posted = rcv.posted;
+    m.receive_posted_record = rcv.posted_record;
+    m.blocked = rcv.blocked;
+    m.wait = std::clamp<DurationNs>(m.posted - rcv.blocked, 0,
+                                    std::max<DurationNs>(rcv.done - rcv.blocked, 0));
+    m.send_blocked = snd.blocked;
+    m.send_blocked_record = snd.blocked_record;
+    switch (snd.mode) {
+      case SendMode::kStandard:
+        // It waited for the receive only if it was still going when the receive came.
+        if (rcv.posted > snd.blocked && snd.done >= rcv.posted) {
+          m.send_wait = rcv.posted - snd.blocked;
+        }
+        break;
+      case SendMode::kSynchronous:
+        // It cannot finish before the receive starts; an end a little before the receive's post
+        // is clock error, so the wait is bounded by the call instead.
+        if (rcv.posted > snd.blocked) {
+          m.send_wait = std::min(rcv.posted, std::max(snd.done, snd.blocked)) - snd.blocked;
+        }
+        break;
+      case SendMode::kBuffered:
+        break;  // copied out and returned: it waited for nobody
+    }
+    matched.push_back(m);
+  }
+}
+
+// Direct delays, per sender -> receiver pair in send order: the synchronisation interval of a
+// message starts where the pair last met, at its previous message (any tag: codes often tag by
+// step): when the later of the two got there. Starting at the previous send instead counts the
+// end of the other rank's previous work, done while this one waited, as a delay of its own.
+void MessageFold::State::SetDirects(std::vector<P2PMessage>* messages) {
+  std::sort(messages->begin(), messages->end(), [](const P2PMessage& a, const P2PMessage& b) {
+    return std::tie(a.sender, a.receiver, a.posted, a.send_record) <
+           std::tie(b.sender, b.receiver, b.posted, b.send_record);
+  });
+  for (P2PMessage& m : *messages) {
+    PairCarry& carry = pairs[{m.sender, m.receiver}];
+    const BlockedTime& sender = ranks.at(m.sender).blocked;
+    const BlockedTime& receiver = ranks.at(m.receiver).blocked;
+    // The blocked time before a carried start, asked now if the rank's records had not reached
+    // it when the previous message closed (they reach it by this message's times).
+    auto before = [](const std::optional<DurationNs>& known, const BlockedTime& rank, TimeNs t) {
+      return known ? *known : rank.Before(t);
+    };
+    auto busy = [&](const BlockedTime& rank, const std::optional<DurationNs>& at_since,
+                    TimeNs since, TimeNs until) -> DurationNs {
+      if (until <= since) return 0;
+      return (until - since) - (rank.Before(until) - before(at_since, rank, since));
+    };
+    if (carry.any && m.wait > 0) {
+      const DurationNs late =
+          busy(sender, carry.sender_since, carry.since, m.posted) -
+          busy(receiver, carry.receiver_since, carry.since, std::max(m.blocked, carry.since));
+      m.direct = std::clamp<DurationNs>(late, 0, m.wait);
+    }
+    if (carry.any && m.send_wait > 0) {
+      const DurationNs late =
+          busy(receiver, carry.receiver_since2, carry.since2, m.receive_posted) -
+          busy(sender, carry.sender_since2, carry.since2, std::max(m.send_blocked, carry.since2));
+      m.send_direct = std::clamp<DurationNs>(late, 0, m.send_wait);
+    }
+    carry = PairCarry{};
+    carry.any = true;
+    carry.since = std::max(m.posted, m.blocked);
+    carry.since2 = std::max(m.send_blocked, m.receive_posted);
+    Resolve(&carry, m.sender, m.receiver);
+  }
+}
+
+// Asks each rank's blocked time before the carried starts the rank's records have reached.
+void MessageFold::State::Resolve(PairCarry* carry, int sender, int receiver) {
+  const Rank& s = ranks.at(sender);
+  const Rank& r = ranks.at(receiver);
+  auto ask = [](std::optional<DurationNs>* v, const Rank& rank, TimeNs t) {
+    if (!*v && t <= rank.last_exit) *v = rank.blocked.Before(t);
+  };
+  ask(&carry->sender_since, s, carry->since);
+  ask(&carry->receiver_since, r, carry->since);
+  ask(&carry->sender_since2, s, carry->since2);
+  ask(&carry->receiver_since2, r, carry->since2);
+}
+
+// Each rank's blocked time is kept back to the oldest time a later message can ask about: the
+// sides and probes held, the carried starts not yet asked, and (for a call that ends in a later
+// window but began before this one's cut) the previous close's last exit.
+void MessageFold::State::Trim() {
+  std::map<int, TimeNs> keep;
+  auto hold = [&](int rank, TimeNs t) {
+    auto [it, fresh] = keep.emplace(rank, t);
+    if (!fresh) it->second = std::min(it->second, t);
+  };
+  auto hold_side = [&](int rank, const Side& s) {
+    hold(rank, s.posted > 0 ? std::min(s.posted, s.blocked) : s.blocked);
+  };
+  for (auto& [rank, r] : ranks) {
+    hold(rank, r.previous_exit);
+    for (auto* sides : {&r.sends, &r.receives}) {
+      for (const auto& [channel, pending] : *sides) {
+        for (const auto& e : pending.entries) hold_side(rank, e.side);
+        for (const ProbeSpan& p : pending.probes) hold(rank, p.enter);
       }
     }
   }
-  // Direct delays, per sender -> receiver pair in send order: the synchronisation interval of a
-  // message starts where the pair last met, at its previous message (any tag: codes often tag by
-  // step): when the later of the two got there. Starting at the previous send instead counts the
-  // end of the other rank's previous work, done while this one waited, as a delay of its own.
-  std::sort(out.begin(), out.end(), [](const P2PMessage& a, const P2PMessage& b) {
-    return std::tie(a.sender, a.receiver, a.posted) < std::tie(b.sender, b.receiver, b.posted);
-  });
-  for (size_t k = 1; k < out.size(); ++k) {
-    P2PMessage& m = out[k];
-    const P2PMessage& previous = out[k - 1];
-    if (previous.sender != m.sender || previous.receiver != m.receiver) continue;
-    const RankP2P& sender = ranks.at(m.sender);
-    const RankP2P& receiver = ranks.at(m.receiver);
-    if (m.wait > 0) {
-      const TimeNs since = std::max(previous.posted, previous.blocked);
-      const DurationNs late =
-          BusyTime(sender, since, m.posted) - BusyTime(receiver, since, std::max(m.blocked, since));
-      m.direct = std::clamp<DurationNs>(late, 0, m.wait);
-    }
-    if (m.send_wait > 0) {
-      const TimeNs since = std::max(previous.send_blocked, previous.receive_posted);
-      const DurationNs late = BusyTime(receiver, since, m.receive_posted) -
-                              BusyTime(sender, since, std::max(m.send_blocked, since));
-      m.send_direct = std::clamp<DurationNs>(late, 0, m.send_wait);
-    }
+  for (const auto& [key, q] : queues) {
+    for (const Side& s : q.sends) hold_side(std::get<1>(key), s);
+    for (const Side& s : q.receives) hold_side(std::get<2>(key), s);
   }
-  std::sort(out.begin(), out.end(), [](const P2PMessage& a, const P2PMessage& b) {
-    return std::tie(a.blocked, a.receiver) < std::tie(b.blocked, b.receiver);
-  });
+  for (auto& [pair, carry] : pairs) {
+    Resolve(&carry, pair.first, pair.second);
+    if (!carry.sender_since) hold(pair.first, carry.since);
+    if (!carry.receiver_since) hold(pair.second, carry.since);
+    if (!carry.sender_since2) hold(pair.first, carry.since2);
+    if (!carry.receiver_since2) hold(pair.second, carry.since2);
+  }
+  for (auto& [rank, r] : ranks) {
+    r.blocked.TrimBefore(keep.at(rank));
+    r.previous_exit = r.last_exit;
+  }
+}
+
+MessageFold::MessageFold(int world_size, uint64_t world_comm)
+    : state_(std::make_unique<State>(world_size, world_comm)) {}
+
+MessageFold::~MessageFold() = default;
+
+void MessageFold::AddCollective(int world_rank, const CollectiveRecord& call) {
+  state_->peers.See(world_rank, call);
+}
+
+void MessageFold::Add(int world_rank, size_t index, const P2PRecord& record) {
+  state_->ranks[world_rank].window.emplace_back(index, record);
+}
+
+std::vector<P2PMessage> MessageFold::TakeMatched() {
+  State& s = *state_;
+  for (auto& [rank, mine] : s.ranks) {
+    for (const auto& [i, p] : mine.window) {
+      mine.blocked.Add(ChainEnter(p), p.exit);
+      mine.last_exit = std::max(mine.last_exit, p.exit);
+      stats_.first_call = std::min(stats_.first_call, p.enter);
+      stats_.last_call = std::max(stats_.last_call, p.exit);
+    }
+    // Posts and Waits pair in the order of their enters.
+    std::sort(mine.window.begin(), mine.window.end(), [](const auto& a, const auto& b) {
+      return std::tie(a.second.enter, a.first) < std::tie(b.second.enter, b.first);
+    });
+    for (const auto& [i, p] : mine.window) s.Process(rank, mine, i, p, &stats_);
+    mine.window.clear();
+  }
+  std::vector<P2PMessage> out = std::exchange(s.matched, {});
+  s.SetDirects(&out);
+  s.Trim();
+  stats_.matched += static_cast<int>(out.size());
   return out;
 }
 
+std::vector<P2PMessage> MessageFold::Finish() {
+  std::vector<P2PMessage> out = TakeMatched();
+  State& s = *state_;
+  // Posts never waited for: an Isend is its own blocking; an Irecv's side needs its Wait.
+  for (auto& [rank, mine] : s.ranks) {
+    for (const bool receive : {false, true}) {
+      for (auto& [channel, pending] : receive ? mine.receives : mine.sends) {
+        std::erase_if(pending.entries,
+                      [&](const Pending::Entry& e) { return receive && !e.complete; });
+        for (auto& e : pending.entries) e.complete = true;
+        s.Release(rank, channel, receive, &pending);
+      }
+    }
+  }
+  std::vector<P2PMessage> last = std::exchange(s.matched, {});
+  s.SetDirects(&last);
+  stats_.matched += static_cast<int>(last.size());
+  out.insert(out.end(), last.begin(), last.end());
+  return out;
+}
+
+size_t MessageFold::held() const {
+  size_t n = 0;
+  for (const auto& [rank, r] : state_->ranks) {
+    n += r.blocked.size() + r.window.size();
+    for (auto* sides : {&r.sends, &r.receives}) {
+      for (const auto& [channel, pending] : *sides) {
+        n += pending.entries.size() + pending.probes.size();
+      }
+    }
+  }
+  for (const auto& [key, q] : state_->queues) n += q.sends.size() + q.receives.size();
+  return n;
+}
+
+void OrderMessages(std::vector<P2PMessage>* messages) {
+  std::sort(messages->begin(), messages->end(), [](const P2PMessage& a, const P2PMessage& b) {
+    return std::tie(a.blocked, a.receiver, a.sender, a.receive_record) <
+           std::tie(b.blocked, b.receiver, b.sender, b.receive_record);
+  });
+}
+
+std::vector<P2PMessage> MatchMessages(const Session& aligned, P2PMatchStats* stats) {
+  const int size =
+      aligned.world_size > 0 ? aligned.world_size : static_cast<int>(aligned.ranks.size());
+  MessageFold fold(size, WorldCommId(size));
+  for (const RankData& r : aligned.ranks) {
+    for (const CollectiveRecord& c : r.collectives) fold.AddCollective(r.id.rank, c);
+  }
+  for (const RankData& r : aligned.ranks) {
+    for (size_t i = 0; i < r.p2p.size(); ++i) fold.Add(r.id.rank, i, r.p2p[i]);
+  }
+  std::vector<P2PMessage> out = fold.Finish();
+  OrderMessages(&out);
+  if (stats != nullptr) *stats = fold.stats();
+  return out;
+}
 }  // namespace rankscope

@@ -9,7 +9,8 @@
 // before it did, communicator ranks read as world ranks through the collectives (each rank's
 // comm_rank on that communicator) or, on MPI_COMM_WORLD, directly. Receives with MPI_ANY_TAG
 // unresolved are left out. A posted send (of any mode) or MPI_Irecv is paired with the i-th Wait
-// (or Test) that completed a request of that kind on the same channel.
+// (or Test) that completed a request of that kind on the same channel, while every such Wait
+// finds a post pending (MessageFold says what happens when one does not).
 //
 // Late Sender: the receiver blocked (MPI_Recv, the Wait of its Irecv, or a probe for the message
 // before either: MPI_Probe, or a loop of MPI_Iprobe) before the send was posted. Late Receiver:
@@ -24,11 +25,14 @@
 // passing a delay on. Over the synchronisation interval of a message (from the previous message
 // between the same two ranks, any tag, to this one) the blamed rank's busy time (outside
 // point-to-point calls) is compared with the waiting rank's busy time up to its blocking: the
-// excess, at most the wait, is the direct delay; the rest of the wait was propagated.
+// excess, at most the wait, is the direct delay; the rest of the wait was propagated. A Wait
+// that Test calls polled for counts as a call from its last unbroken run of polling (ChainEnter):
+// its enter, pulled back by the earlier Tests' time, covers work done between them.
 #pragma once
 
 #include <cstddef>
 #include <limits>
+#include <memory>
 #include <utility>
 #include <vector>
 
@@ -82,7 +86,52 @@ struct P2PMatchStats {
   DurationNs calls_span() const { return last_call >= first_call ? last_call - first_call : 0; }
 };
 
-// Every matched message, in receiver block order.
+// Every matched message, in receiver block order (OrderMessages).
 std::vector<P2PMessage> MatchMessages(const Session& aligned, P2PMatchStats* stats = nullptr);
+
+// Point-to-point messages matched window by window (docs/design.md, "Cost bounded by the
+// window"): each window's records are added and the messages both of whose sides are complete
+// leave the fold when it closes, so memory is bounded by what is in flight across a cut (posts
+// not yet waited for, sides whose peer has not reached them, each rank's blocked time back to
+// the oldest of those), not by the run. MatchMessages is this fold over one window.
+//
+// Posted calls and their Waits are paired in the order of their enters per channel, greedily: a
+// Wait that finds no post pending on its channel (an MPI_ANY_SOURCE Irecv, whose peer was not
+// known at its post) leaves the channel unpaired from there on; a post that is never waited for
+// (MPI_Request_free) holds its channel's later sides until the end, where it is released
+// unpaired. A rank's records are assumed to come from one thread in the order of their enters
+// across windows (a call that ends in a later window began after the calls of earlier ones).
+class MessageFold {
+ public:
+  // `world_size` ranks; `world_comm` is MPI_COMM_WORLD's id, on which communicator ranks are
+  // world ranks for records without world_peer.
+  MessageFold(int world_size, uint64_t world_comm);
+  ~MessageFold();
+  MessageFold(const MessageFold&) = delete;
+  MessageFold& operator=(const MessageFold&) = delete;
+
+  // A collective call, read only to place peers of records without world_peer: add a window's
+  // collectives before its point-to-point records.
+  void AddCollective(int world_rank, const CollectiveRecord& call);
+  // One point-to-point record of the window; `index` is its index in the rank's RankData::p2p.
+  void Add(int world_rank, size_t index, const P2PRecord& record);
+  // Closes the window: the messages matched in it, in no particular order.
+  std::vector<P2PMessage> TakeMatched();
+  // At the end of the run: the messages the last posts complete (posts never waited for).
+  std::vector<P2PMessage> Finish();
+  const P2PMatchStats& stats() const { return stats_; }
+  // What the fold holds across the cut: sides released but not matched, posts pending, probes
+  // not yet used, and blocked intervals kept.
+  size_t held() const;
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+  P2PMatchStats stats_;
+};
+
+// Orders messages as MatchMessages does: by the receiver's blocking, then receiver, sender and
+// the records.
+void OrderMessages(std::vector<P2PMessage>* messages);
 
 }  // namespace rankscope

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <limits>
 #include <vector>
 
 #include "core/comm_id.h"
@@ -179,6 +181,139 @@ TEST(P2PMatcher, WorldPeersPlaceCommunicatorsWithoutCollectives) {
       EXPECT_EQ(stats.unmapped, 2);
     }
   }
+}
+
+// The session's records fed to a MessageFold window by window, each in the first window whose
+// cut is at or after its exit; the messages each window's close gave, and Finish's last.
+std::vector<std::vector<P2PMessage>> FoldAt(const Session& s, const std::vector<TimeNs>& cuts,
+                                            std::vector<size_t>* held = nullptr) {
+  MessageFold fold(s.world_size, WorldCommId(s.world_size));
+  std::vector<std::vector<P2PMessage>> out;
+  for (size_t w = 0; w <= cuts.size(); ++w) {
+    const TimeNs from = w == 0 ? std::numeric_limits<TimeNs>::min() : cuts[w - 1];
+    const TimeNs to = w < cuts.size() ? cuts[w] : std::numeric_limits<TimeNs>::max();
+    for (const RankData& r : s.ranks) {
+      for (size_t i = 0; i < r.p2p.size(); ++i) {
+        if (r.p2p[i].exit > from && r.p2p[i].exit <= to) fold.Add(r.id.rank, i, r.p2p[i]);
+      }
+    }
+    out.push_back(w < cuts.size() ? fold.TakeMatched() : fold.Finish());
+    if (held != nullptr) held->push_back(fold.held());
+  }
+  return out;
+}
+
+// An Isend posted before the cut and waited for after it, against an Irecv waited for across
+// the cut too: nothing closes with the first window; the second gives the message the whole run
+// does, records and times.
+TEST(MessageFold, AMessageAcrossACutClosesWithItsLastWait) {
+  Session s = TwoRanks();
+  s.ranks[kSender].p2p.push_back(Record(P2PKind::kIsend, kReceiver, 10, 12));
+  s.ranks[kSender].p2p.push_back(WaitFor(P2PKind::kIsend, kReceiver, 50, 60));
+  s.ranks[kReceiver].p2p.push_back(Record(P2PKind::kIrecv, kSender, 5, 6));
+  s.ranks[kReceiver].p2p.push_back(WaitFor(P2PKind::kIrecv, kSender, 7, 70));
+  std::vector<size_t> held;
+  const auto windows = FoldAt(s, {30}, &held);
+  ASSERT_EQ(windows.size(), 2u);
+  EXPECT_TRUE(windows[0].empty());
+  EXPECT_GT(held[0], 0u);
+  ASSERT_EQ(windows[1].size(), 1u);
+  const P2PMessage& m = windows[1][0];
+  EXPECT_EQ(m.posted, 10);
+  EXPECT_EQ(m.receive_posted, 5);
+  EXPECT_EQ(m.blocked, 7);
+  EXPECT_EQ(m.wait, 3);
+  EXPECT_EQ(m.send_blocked, 50);
+  EXPECT_EQ(m.send_record, 0u);
+  EXPECT_EQ(m.send_blocked_record, 1u);
+  EXPECT_EQ(m.receive_record, 1u);
+  EXPECT_EQ(m.receive_posted_record, 0u);
+  const std::vector<P2PMessage> whole = Match(s);
+  ASSERT_EQ(whole.size(), 1u);
+  EXPECT_EQ(whole[0].send_blocked, m.send_blocked);
+  EXPECT_EQ(whole[0].blocked, m.blocked);
+}
+
+// An Isend never waited for (its request freed) holds the later sends of its channel, which MPI
+// orders behind it, until the end; there it counts as its own blocking. The receives match in
+// order.
+TEST(MessageFold, APostNeverWaitedForIsReleasedAtTheEnd) {
+  Session s = TwoRanks();
+  s.ranks[kSender].p2p.push_back(Record(P2PKind::kIsend, kReceiver, 10, 11));
+  s.ranks[kSender].p2p.push_back(Record(P2PKind::kSend, kReceiver, 20, 21));
+  s.ranks[kReceiver].p2p.push_back(Record(P2PKind::kRecv, kSender, 5, 30));
+  s.ranks[kReceiver].p2p.push_back(Record(P2PKind::kRecv, kSender, 31, 40));
+  const auto windows = FoldAt(s, {50, 100});
+  EXPECT_TRUE(windows[0].empty());
+  EXPECT_TRUE(windows[1].empty());
+  ASSERT_EQ(windows[2].size(), 2u);
+  std::vector<P2PMessage> last = windows[2];
+  OrderMessages(&last);
+  EXPECT_EQ(last[0].posted, 10);
+  EXPECT_EQ(last[0].send_blocked, 10);
+  EXPECT_EQ(last[0].wait, 5);  // blocked at 5, sent at 10
+  EXPECT_EQ(last[1].posted, 20);
+  EXPECT_EQ(Match(s).size(), 2u);
+}
+
+// A Wait whose Irecv named no source (MPI_ANY_SOURCE: its post could not be placed on the
+// channel) finds no post pending: from there on the channel's receives are their Waits alone,
+// and a later Irecv is not paired with a Wait it may not belong to.
+TEST(MessageFold, AWaitWithoutAPostLeavesTheChannelUnpaired) {
+  Session s = TwoRanks();
+  s.ranks[kSender].p2p.push_back(Record(P2PKind::kSend, kReceiver, 25, 26));
+  s.ranks[kSender].p2p.push_back(Record(P2PKind::kSend, kReceiver, 45, 46));
+  P2PRecord any = Record(P2PKind::kIrecv, /*peer=*/-1, 5, 6);
+  any.world_peer = kUnknownWorldPeer;
+  s.ranks[kReceiver].p2p.push_back(any);
+  s.ranks[kReceiver].p2p.push_back(WaitFor(P2PKind::kIrecv, kSender, 20, 30));
+  s.ranks[kReceiver].p2p.push_back(Record(P2PKind::kIrecv, kSender, 40, 41));
+  s.ranks[kReceiver].p2p.push_back(WaitFor(P2PKind::kIrecv, kSender, 50, 60));
+  for (const std::vector<TimeNs>& cuts : {std::vector<TimeNs>{}, std::vector<TimeNs>{35}}) {
+    SCOPED_TRACE(cuts.empty() ? "one window" : "cut at 35");
+    std::vector<P2PMessage> all;
+    for (const auto& w : FoldAt(s, cuts)) all.insert(all.end(), w.begin(), w.end());
+    OrderMessages(&all);
+    ASSERT_EQ(all.size(), 2u);
+    EXPECT_EQ(all[0].receive_posted, 0);  // not known
+    EXPECT_EQ(all[0].blocked, 20);
+    EXPECT_EQ(all[0].wait, 5);
+    EXPECT_EQ(all[1].receive_posted, 0);  // the Irecv at 40 is not read as its post
+    EXPECT_EQ(all[1].blocked, 50);
+    EXPECT_EQ(all[1].receive_record, 3u);
+  }
+}
+
+// A pipeline whose messages fall in different windows: the direct part of each wait weighs the
+// two ranks' busy time since the previous message, whichever window it was in, as the whole run
+// does; and a ping-pong over many windows holds the same small amount at every cut.
+TEST(MessageFold, DirectDelaysReachBackOverTheCutAndMemoryStaysFlat) {
+  Session s = TwoRanks();
+  std::vector<TimeNs> cuts;
+  for (int k = 0; k < 200; ++k) {
+    const TimeNs t = 1000 * k;
+    // The sender computes 600 (k even) or 300, then sends; the receiver computes 100, then
+    // blocks in its receive until the send comes.
+    const TimeNs send = t + (k % 2 == 0 ? 600 : 300);
+    s.ranks[kSender].p2p.push_back(Record(P2PKind::kSend, kReceiver, send, send + 10));
+    s.ranks[kReceiver].p2p.push_back(Record(P2PKind::kRecv, kSender, t + 100, send + 20));
+    if (k % 3 == 2) cuts.push_back(t + 990);
+  }
+  std::vector<size_t> held;
+  std::vector<P2PMessage> all;
+  for (const auto& w : FoldAt(s, cuts, &held)) all.insert(all.end(), w.begin(), w.end());
+  OrderMessages(&all);
+  const std::vector<P2PMessage> whole = Match(s);
+  ASSERT_EQ(all.size(), whole.size());
+  for (size_t i = 0; i < whole.size(); ++i) {
+    EXPECT_EQ(all[i].wait, whole[i].wait) << i;
+    EXPECT_EQ(all[i].direct, whole[i].direct) << i;
+  }
+  // Since the previous message (its receive ended at t-1000+send+20), the sender was busy up to
+  // its send and the receiver only 100 before blocking.
+  EXPECT_EQ(whole[1].wait, 200);
+  EXPECT_GT(whole[1].direct, 0);
+  EXPECT_LE(*std::max_element(held.begin(), held.end()), 8u);
 }
 
 }  // namespace

@@ -30,8 +30,9 @@ Result<PipelineOutput> DiagnoseAndWrite(Session aligned, const std::string& out_
   }
   SessionMatches matches = MatchSession(aligned);
   if (options.by_window) {
-    matches.collectives =
-        MatchCollectivesByWindow(aligned, PlanWindows(aligned, *options.by_window));
+    const WindowPlan plan = PlanWindows(aligned, *options.by_window);
+    matches.collectives = MatchCollectivesByWindow(aligned, plan);
+    matches.messages = MatchMessagesByWindow(aligned, plan, &matches.p2p);
   }
   BlameModel blame;
   std::vector<Finding> findings = Diagnose(aligned, matches, options, &notes, &blame);

@@ -7,6 +7,8 @@
 #include <optional>
 #include <set>
 
+#include "core/comm_id.h"
+
 namespace rankscope {
 
 size_t WindowPlan::WindowOf(size_t rank_index, TimeNs end) const {
@@ -193,6 +195,43 @@ std::vector<CollectiveInstance> MatchCollectivesByWindow(const Session& aligned,
   for (CollectiveInstance& i : fold.Finish()) out.push_back(std::move(i));
   OrderInstances(&out);
   if (peak_open != nullptr) *peak_open = peak;
+  return out;
+}
+
+std::vector<P2PMessage> MatchMessagesByWindow(const Session& aligned, const WindowPlan& plan,
+                                              P2PMatchStats* stats, size_t* peak_held) {
+  std::vector<std::vector<std::vector<size_t>>> calls(plan.size()), records(plan.size());
+  for (size_t w = 0; w < plan.size(); ++w) {
+    calls[w].resize(aligned.ranks.size());
+    records[w].resize(aligned.ranks.size());
+  }
+  for (size_t r = 0; r < aligned.ranks.size(); ++r) {
+    const RankData& rank = aligned.ranks[r];
+    for (size_t i = 0; i < rank.collectives.size(); ++i) {
+      calls[plan.WindowOf(r, rank.collectives[i].exit)][r].push_back(i);
+    }
+    for (size_t i = 0; i < rank.p2p.size(); ++i) {
+      records[plan.WindowOf(r, rank.p2p[i].exit)][r].push_back(i);
+    }
+  }
+  const int size =
+      aligned.world_size > 0 ? aligned.world_size : static_cast<int>(aligned.ranks.size());
+  MessageFold fold(size, WorldCommId(size));
+  std::vector<P2PMessage> out;
+  size_t peak = 0;
+  for (size_t w = 0; w < plan.size(); ++w) {
+    for (size_t r = 0; r < aligned.ranks.size(); ++r) {
+      const RankData& rank = aligned.ranks[r];
+      for (size_t i : calls[w][r]) fold.AddCollective(rank.id.rank, rank.collectives[i]);
+      for (size_t i : records[w][r]) fold.Add(rank.id.rank, i, rank.p2p[i]);
+    }
+    std::vector<P2PMessage> matched = w + 1 < plan.size() ? fold.TakeMatched() : fold.Finish();
+    out.insert(out.end(), matched.begin(), matched.end());
+    peak = std::max(peak, fold.held());
+  }
+  OrderMessages(&out);
+  if (stats != nullptr) *stats = fold.stats();
+  if (peak_held != nullptr) *peak_held = peak;
   return out;
 }
 

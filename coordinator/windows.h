@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "coordinator/collective_matcher.h"
+#include "coordinator/p2p_matcher.h"
 #include "coordinator/session.h"
 #include "core/records.h"
 #include "core/time.h"
@@ -80,5 +81,13 @@ std::vector<std::vector<WindowRecords>> CountWindowRecords(const Session& aligne
 std::vector<CollectiveInstance> MatchCollectivesByWindow(const Session& aligned,
                                                          const WindowPlan& plan,
                                                          size_t* peak_open = nullptr);
+
+// Point-to-point messages matched window by window (MessageFold), each rank's collectives and
+// point-to-point records added in the window of their exit, in MatchMessages' order (with its
+// statistics in *stats). *peak_held (when not null): the most the fold held at the close of a
+// window (MessageFold::held).
+std::vector<P2PMessage> MatchMessagesByWindow(const Session& aligned, const WindowPlan& plan,
+                                              P2PMatchStats* stats = nullptr,
+                                              size_t* peak_held = nullptr);
 
 }  // namespace rankscope

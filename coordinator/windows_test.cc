@@ -354,6 +354,59 @@ TEST(BuildBlameModelByWindow, EveryRecordedSessionGivesTheWholeRunsModel) {
   EXPECT_GE(sessions, 17);
 }
 
+// Point-to-point messages matched window by window are the whole run's, field by field, with the
+// same statistics, on every recorded session (LAMMPS's halo exchange, HPCC, NetPIPE's ping-pong),
+// and the fold holds a small part of the records at any cut.
+TEST(MatchMessagesByWindow, EveryRecordedSessionMatchesAsAWhole) {
+  size_t messages = 0, directs = 0;
+  const int sessions = ForEachRecordedSession([&](const std::string& name, const Session& s,
+                                                  const WindowPlan& plan) {
+    P2PMatchStats whole_stats, windowed_stats;
+    size_t peak = 0;
+    const std::vector<P2PMessage> whole = MatchMessages(s, &whole_stats);
+    const std::vector<P2PMessage> windowed = MatchMessagesByWindow(s, plan, &windowed_stats, &peak);
+    EXPECT_EQ(windowed_stats.sends, whole_stats.sends);
+    EXPECT_EQ(windowed_stats.receives, whole_stats.receives);
+    EXPECT_EQ(windowed_stats.matched, whole_stats.matched);
+    EXPECT_EQ(windowed_stats.unmapped, whole_stats.unmapped);
+    EXPECT_EQ(windowed_stats.first_call, whole_stats.first_call);
+    EXPECT_EQ(windowed_stats.last_call, whole_stats.last_call);
+    ASSERT_EQ(windowed.size(), whole.size());
+    size_t records = 0;
+    for (const RankData& r : s.ranks) records += r.p2p.size();
+    for (size_t i = 0; i < whole.size(); ++i) {
+      const P2PMessage& a = windowed[i];
+      const P2PMessage& b = whole[i];
+      SCOPED_TRACE("message " + std::to_string(i));
+      EXPECT_EQ(a.sender, b.sender);
+      EXPECT_EQ(a.receiver, b.receiver);
+      EXPECT_EQ(a.posted, b.posted);
+      EXPECT_EQ(a.receive_posted, b.receive_posted);
+      EXPECT_EQ(a.blocked, b.blocked);
+      EXPECT_EQ(a.wait, b.wait);
+      EXPECT_EQ(a.direct, b.direct);
+      EXPECT_EQ(a.send_blocked, b.send_blocked);
+      EXPECT_EQ(a.send_wait, b.send_wait);
+      EXPECT_EQ(a.send_direct, b.send_direct);
+      EXPECT_EQ(a.send_record, b.send_record);
+      EXPECT_EQ(a.receive_record, b.receive_record);
+      EXPECT_EQ(a.send_blocked_record, b.send_blocked_record);
+      EXPECT_EQ(a.receive_posted_record, b.receive_posted_record);
+      EXPECT_EQ(a.bytes, b.bytes);
+      if (b.direct > 0 || b.send_direct > 0) ++directs;
+    }
+    messages += whole.size();
+    std::printf("%s: %zu windows, %zu messages of %zu records; the fold held at most %zu\n",
+                name.c_str(), plan.size(), whole.size(), records, peak);
+    if (records > 10'000) {
+      EXPECT_LT(peak, records / 4);
+    }
+  });
+  EXPECT_GE(sessions, 17);
+  EXPECT_GT(messages, 1000u);
+  EXPECT_GT(directs, 10u);
+}
+
 // An instance of a sub-communicator whose members' calls fall in different windows stays open
 // until the last one comes, and then matches whole.
 TEST(CollectiveFold, AnInstanceAcrossACutStaysOpenUntilItsLastMember) {
