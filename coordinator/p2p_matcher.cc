@@ -240,6 +240,7 @@ struct MessageFold::State {
     std::map<Channel, Pending> sends;                           // by destination
     std::map<Channel, Pending> receives;                        // by source
     TimeNs last_exit = std::numeric_limits<TimeNs>::min();      // of any record so far
+    TimeNs reached = std::numeric_limits<TimeNs>::min();        // MessageFold::Reached
     TimeNs previous_exit = std::numeric_limits<TimeNs>::min();  // at the close before
   };
 
@@ -247,7 +248,8 @@ struct MessageFold::State {
   std::map<int, Rank> ranks;
   std::map<MessageKey, Queues> queues;
   std::map<std::pair<int, int>, PairCarry> pairs;
-  std::vector<P2PMessage> matched;  // in the window being closed, directs not yet set
+  std::vector<P2PMessage> matched;   // in the window being closed, directs not yet set
+  std::map<int, TimeNs> waits_from;  // MessageFold::WaitsFrom, as of the last close
 
   State(int world_size, uint64_t world_comm) : peers(world_size, world_comm) {}
 
@@ -460,36 +462,57 @@ void MessageFold::State::Resolve(PairCarry* carry, int sender, int receiver) {
 // window but began before this one's cut) the previous close's last exit.
 void MessageFold::State::Trim() {
   std::map<int, TimeNs> keep;
-  auto hold = [&](int rank, TimeNs t) {
-    auto [it, fresh] = keep.emplace(rank, t);
+  auto hold = [](std::map<int, TimeNs>* held, int rank, TimeNs t) {
+    auto [it, fresh] = held->emplace(rank, t);
     if (!fresh) it->second = std::min(it->second, t);
   };
-  auto hold_side = [&](int rank, const Side& s) {
-    hold(rank, s.posted > 0 ? std::min(s.posted, s.blocked) : s.blocked);
+  auto side_from = [](const Side& s) {
+    return s.posted > 0 ? std::min(s.posted, s.blocked) : s.blocked;
   };
+  // A wait not matched yet began at a held side's time on its rank, or (a call still going) after
+  // the latest progress its rank reported.
+  TimeNs progress = std::numeric_limits<TimeNs>::max();
+  for (const auto& [rank, r] : ranks)
+    progress = std::min(progress, std::max(r.last_exit, r.reached));
+  waits_from.clear();
   for (auto& [rank, r] : ranks) {
-    hold(rank, r.previous_exit);
-    for (auto* sides : {&r.sends, &r.receives}) {
-      for (const auto& [channel, pending] : *sides) {
-        for (const auto& e : pending.entries) hold_side(rank, e.side);
-        for (const ProbeSpan& p : pending.probes) hold(rank, p.enter);
+    hold(&keep, rank, r.previous_exit);
+    for (const bool receive : {false, true}) {
+      for (const auto& [channel, pending] : receive ? r.receives : r.sends) {
+        const int peer = std::get<1>(channel);
+        for (const auto& e : pending.entries) {
+          hold(&keep, rank, side_from(e.side));
+          hold(&waits_from, peer, side_from(e.side));
+        }
+        for (const ProbeSpan& p : pending.probes) {
+          hold(&keep, rank, p.enter);
+          hold(&waits_from, peer, p.enter);
+        }
       }
     }
   }
   for (const auto& [key, q] : queues) {
-    for (const Side& s : q.sends) hold_side(std::get<1>(key), s);
-    for (const Side& s : q.receives) hold_side(std::get<2>(key), s);
+    const auto& [comm, sender, receiver, tag] = key;
+    for (const Side& s : q.sends) {
+      hold(&keep, sender, side_from(s));
+      hold(&waits_from, receiver, side_from(s));
+    }
+    for (const Side& s : q.receives) {
+      hold(&keep, receiver, side_from(s));
+      hold(&waits_from, sender, side_from(s));
+    }
   }
   for (auto& [pair, carry] : pairs) {
     Resolve(&carry, pair.first, pair.second);
-    if (!carry.sender_since) hold(pair.first, carry.since);
-    if (!carry.receiver_since) hold(pair.second, carry.since);
-    if (!carry.sender_since2) hold(pair.first, carry.since2);
-    if (!carry.receiver_since2) hold(pair.second, carry.since2);
+    if (!carry.sender_since) hold(&keep, pair.first, carry.since);
+    if (!carry.receiver_since) hold(&keep, pair.second, carry.since);
+    if (!carry.sender_since2) hold(&keep, pair.first, carry.since2);
+    if (!carry.receiver_since2) hold(&keep, pair.second, carry.since2);
   }
   for (auto& [rank, r] : ranks) {
     r.blocked.TrimBefore(keep.at(rank));
     r.previous_exit = r.last_exit;
+    hold(&waits_from, rank, progress);
   }
 }
 
@@ -500,6 +523,16 @@ MessageFold::~MessageFold() = default;
 
 void MessageFold::AddCollective(int world_rank, const CollectiveRecord& call) {
   state_->peers.See(world_rank, call);
+}
+
+void MessageFold::Reached(int world_rank, TimeNs t) {
+  TimeNs& reached = state_->ranks[world_rank].reached;
+  reached = std::max(reached, t);
+}
+
+TimeNs MessageFold::WaitsFrom(int world_rank) const {
+  const auto it = state_->waits_from.find(world_rank);
+  return it != state_->waits_from.end() ? it->second : std::numeric_limits<TimeNs>::min();
 }
 
 void MessageFold::Add(int world_rank, size_t index, const P2PRecord& record) {

@@ -115,11 +115,20 @@ class MessageFold {
   void AddCollective(int world_rank, const CollectiveRecord& call);
   // One point-to-point record of the window; `index` is its index in the rank's RankData::p2p.
   void Add(int world_rank, size_t index, const P2PRecord& record);
+  // The rank's MPI calls are all in up to `t`: a call of it not added yet began at or after t
+  // (a window's cut on the rank, an agent's watermark). Without it a rank's progress is its
+  // latest point-to-point call's exit.
+  void Reached(int world_rank, TimeNs t);
   // Closes the window: the messages matched in it, in no particular order.
   std::vector<P2PMessage> TakeMatched();
   // At the end of the run: the messages the last posts complete (posts never waited for).
   std::vector<P2PMessage> Finish();
   const P2PMatchStats& stats() const { return stats_; }
+  // As of the last close: the earliest time at which a wait not matched yet may have begun on
+  // another rank with `world_rank` to blame (a receive waiting for its send, a send waiting for
+  // its receive), so what a reader of the messages keeps of the rank before it will not be asked
+  // about again. The oldest time for a rank the fold has not seen.
+  TimeNs WaitsFrom(int world_rank) const;
   // What the fold holds across the cut: sides released but not matched, posts pending, probes
   // not yet used, and blocked intervals kept.
   size_t held() const;

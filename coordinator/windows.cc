@@ -199,33 +199,49 @@ std::vector<CollectiveInstance> MatchCollectivesByWindow(const Session& aligned,
 }
 
 std::vector<P2PMessage> MatchMessagesByWindow(const Session& aligned, const WindowPlan& plan,
-                                              P2PMatchStats* stats, size_t* peak_held) {
+                                              P2PMatchStats* stats, size_t* peak_held,
+                                              const OnMessagesClose& on_close) {
+  const size_t nranks = aligned.ranks.size();
   std::vector<std::vector<std::vector<size_t>>> calls(plan.size()), records(plan.size());
+  // Per window and rank: the latest exit of the rank's MPI calls so far (its progress).
+  std::vector<std::vector<TimeNs>> reached(
+      plan.size(), std::vector<TimeNs>(nranks, std::numeric_limits<TimeNs>::min()));
   for (size_t w = 0; w < plan.size(); ++w) {
-    calls[w].resize(aligned.ranks.size());
-    records[w].resize(aligned.ranks.size());
+    calls[w].resize(nranks);
+    records[w].resize(nranks);
   }
-  for (size_t r = 0; r < aligned.ranks.size(); ++r) {
+  for (size_t r = 0; r < nranks; ++r) {
     const RankData& rank = aligned.ranks[r];
+    auto reach = [&](size_t w, TimeNs exit) { reached[w][r] = std::max(reached[w][r], exit); };
     for (size_t i = 0; i < rank.collectives.size(); ++i) {
-      calls[plan.WindowOf(r, rank.collectives[i].exit)][r].push_back(i);
+      const CollectiveRecord& c = rank.collectives[i];
+      const size_t w = plan.WindowOf(r, c.exit);
+      calls[w][r].push_back(i);
+      if (c.source == CollectiveRecord::Source::kMpi) reach(w, c.exit);
     }
     for (size_t i = 0; i < rank.p2p.size(); ++i) {
-      records[plan.WindowOf(r, rank.p2p[i].exit)][r].push_back(i);
+      const size_t w = plan.WindowOf(r, rank.p2p[i].exit);
+      records[w][r].push_back(i);
+      reach(w, rank.p2p[i].exit);
+    }
+    for (const MpiCallRecord& m : rank.mpi_calls) reach(plan.WindowOf(r, m.exit), m.exit);
+    for (size_t w = 1; w < plan.size(); ++w) {
+      reached[w][r] = std::max(reached[w][r], reached[w - 1][r]);
     }
   }
-  const int size =
-      aligned.world_size > 0 ? aligned.world_size : static_cast<int>(aligned.ranks.size());
+  const int size = aligned.world_size > 0 ? aligned.world_size : static_cast<int>(nranks);
   MessageFold fold(size, WorldCommId(size));
   std::vector<P2PMessage> out;
   size_t peak = 0;
   for (size_t w = 0; w < plan.size(); ++w) {
-    for (size_t r = 0; r < aligned.ranks.size(); ++r) {
+    for (size_t r = 0; r < nranks; ++r) {
       const RankData& rank = aligned.ranks[r];
       for (size_t i : calls[w][r]) fold.AddCollective(rank.id.rank, rank.collectives[i]);
       for (size_t i : records[w][r]) fold.Add(rank.id.rank, i, rank.p2p[i]);
+      if (!rank.p2p.empty()) fold.Reached(rank.id.rank, reached[w][r]);
     }
     std::vector<P2PMessage> matched = w + 1 < plan.size() ? fold.TakeMatched() : fold.Finish();
+    if (on_close) on_close(w, fold, matched);
     out.insert(out.end(), matched.begin(), matched.end());
     peak = std::max(peak, fold.held());
   }

@@ -14,6 +14,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "coordinator/collective_matcher.h"
@@ -83,11 +84,16 @@ std::vector<CollectiveInstance> MatchCollectivesByWindow(const Session& aligned,
                                                          size_t* peak_open = nullptr);
 
 // Point-to-point messages matched window by window (MessageFold), each rank's collectives and
-// point-to-point records added in the window of their exit, in MatchMessages' order (with its
-// statistics in *stats). *peak_held (when not null): the most the fold held at the close of a
-// window (MessageFold::held).
+// point-to-point records added in the window of their exit and its progress reported as the
+// latest exit of its MPI calls, in MatchMessages' order (with its statistics in *stats).
+// *peak_held (when not null): the most the fold held at the close of a window
+// (MessageFold::held). `on_close` (when set) is called at each close with the window's index,
+// the fold and the messages matched in it.
+using OnMessagesClose =
+    std::function<void(size_t window, const MessageFold&, const std::vector<P2PMessage>&)>;
 std::vector<P2PMessage> MatchMessagesByWindow(const Session& aligned, const WindowPlan& plan,
                                               P2PMatchStats* stats = nullptr,
-                                              size_t* peak_held = nullptr);
+                                              size_t* peak_held = nullptr,
+                                              const OnMessagesClose& on_close = {});
 
 }  // namespace rankscope

@@ -10,9 +10,11 @@
 
 #include "coordinator/analysis/blame.h"
 #include "coordinator/analysis/dataloader_analysis.h"
+#include "coordinator/analysis/p2p_analysis.h"
 #include "coordinator/analysis/straggler_analysis.h"
 #include "coordinator/report/session_store.h"
 #include "coordinator/session_matches.h"
+#include "core/comm_id.h"
 
 namespace rankscope {
 namespace {
@@ -405,6 +407,111 @@ TEST(MatchMessagesByWindow, EveryRecordedSessionMatchesAsAWhole) {
   EXPECT_GE(sessions, 17);
   EXPECT_GT(messages, 1000u);
   EXPECT_GT(directs, 10u);
+}
+
+// Where each rank was while others waited for its messages, with its ranges held only until no
+// wait still to be matched can reach back to them, is what one window over the whole run reads,
+// on every recorded session.
+TEST(RangesWhileWaitedByWindow, EveryRecordedSessionGivesTheWholeRunsRanges) {
+  size_t blamed = 0;
+  const int sessions = ForEachRecordedSession([&](const std::string& name, const Session& s,
+                                                  const WindowPlan& plan) {
+    WindowPlan one;
+    one.cuts.push_back({CutKind::kEnd, 0,
+                        std::vector<TimeNs>(s.ranks.size(), std::numeric_limits<TimeNs>::max())});
+    const WaitRanges whole = RangesWhileWaitedByWindow(s, one);
+    const WaitRanges windowed = RangesWhileWaitedByWindow(s, plan);
+    for (const auto& [a, b] : {std::pair{&windowed.late_sender, &whole.late_sender},
+                               std::pair{&windowed.late_receiver, &whole.late_receiver}}) {
+      ASSERT_EQ(a->size(), b->size());
+      for (const auto& [rank, w] : *b) {
+        SCOPED_TRACE("rank " + std::to_string(rank));
+        ASSERT_TRUE(a->contains(rank));
+        EXPECT_EQ(a->at(rank).by_range, w.by_range);
+        EXPECT_EQ(a->at(rank).windows, w.windows);
+        EXPECT_EQ(a->at(rank).covered, w.covered);
+        if (w.windows > 0) ++blamed;
+      }
+    }
+    std::printf("%s: %zu late senders, %zu late receivers\n", name.c_str(),
+                whole.late_sender.size(), whole.late_receiver.size());
+  });
+  EXPECT_GE(sessions, 17);
+  EXPECT_GT(blamed, 0u);
+}
+
+// A pipeline of two ranks with NVTX ranges on the sender: each step it works in 'pack' and
+// 'solve' and then sends; the receiver blocks in its receive early. At one step 'solve' runs past
+// two cuts, and the receive that waits for it is recorded only after them: the sender's 'pack'
+// of that step, over before the first cut, is still held when the wait is matched, so the windows
+// read what the whole run does, holding only the ranges of a few steps at any cut.
+TEST(RangesWhileWaitedByWindow, ARangeOverBeforeTheCutIsHeldForAWaitStillGoing) {
+  Session s;
+  s.world_size = 2;
+  s.aligned = true;
+  s.ranks.resize(2);
+  for (int r = 0; r < 2; ++r) s.ranks[static_cast<size_t>(r)].id.rank = r;
+  auto p2p = [](P2PKind kind, int peer, TimeNs enter, TimeNs exit) {
+    P2PRecord p;
+    p.kind = p.completed = kind;
+    p.peer = p.world_peer = peer;
+    p.tag = 1;
+    p.comm_id = WorldCommId(2);
+    p.enter = enter;
+    p.exit = exit;
+    return p;
+  };
+  auto range = [](const char* name, TimeNs start, TimeNs end) {
+    RangeRecord r;
+    r.name = name;
+    r.start = start;
+    r.end = end;
+    return r;
+  };
+  std::vector<TimeNs> cuts;
+  TimeNs t = 0;
+  for (int k = 0; k < 20; ++k) {
+    const TimeNs solve = k == 10 ? 2500 : 400;
+    s.ranks[0].ranges.push_back(range("pack", t, t + 100));
+    s.ranks[0].ranges.push_back(range("solve", t + 100, t + 100 + solve));
+    const TimeNs sent = t + 100 + solve;
+    s.ranks[0].p2p.push_back(p2p(P2PKind::kSend, 1, sent, sent + 10));
+    if (k == 10) {
+      // A small message the other way, before the receive: at the first cut the sender's own
+      // progress is past 'pack', the receiver's is not.
+      P2PRecord note = p2p(P2PKind::kSend, 0, t + 40, t + 45);
+      note.tag = 2;
+      s.ranks[1].p2p.push_back(note);
+      note = p2p(P2PKind::kRecv, 1, t + 150, t + 160);
+      note.tag = 2;
+      s.ranks[0].p2p.push_back(note);
+      cuts.push_back(t + 300);
+      cuts.push_back(t + 1500);
+    } else if (k % 4 == 0) {
+      cuts.push_back(sent + 500);
+    }
+    s.ranks[1].p2p.push_back(p2p(P2PKind::kRecv, 0, t + 50, sent + 20));
+    t = sent + 600;
+  }
+  WindowPlan plan;
+  for (TimeNs c : cuts) plan.cuts.push_back({CutKind::kTime, 0, {c, c}});
+  plan.cuts.push_back(
+      {CutKind::kEnd, 0, {std::numeric_limits<TimeNs>::max(), std::numeric_limits<TimeNs>::max()}});
+  WindowPlan one;
+  one.cuts.push_back(plan.cuts.back());
+  const WaitRanges whole = RangesWhileWaitedByWindow(s, one);
+  size_t peak = 0;
+  const WaitRanges windowed = RangesWhileWaitedByWindow(s, plan, &peak);
+  EXPECT_LE(peak, 12u);  // of 40
+  ASSERT_TRUE(whole.late_sender.contains(0));
+  const WhileWaited& w = whole.late_sender.at(0);
+  EXPECT_GT(w.by_range.at("pack"), 0);
+  EXPECT_GT(w.by_range.at("solve"), 0);
+  ASSERT_TRUE(windowed.late_sender.contains(0));
+  EXPECT_EQ(windowed.late_sender.at(0).by_range, w.by_range);
+
+  EXPECT_EQ(windowed.late_sender.at(0).windows, w.windows);
+  EXPECT_EQ(windowed.late_sender.at(0).covered, w.covered);
 }
 
 // An instance of a sub-communicator whose members' calls fall in different windows stays open

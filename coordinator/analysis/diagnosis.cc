@@ -264,10 +264,15 @@ std::vector<Finding> Diagnose(const Session& aligned, const SessionMatches& matc
       findings.push_back(std::move(straggler));
     }
   }
-  for (auto* find : {&FindLateSenders, &FindLateReceivers}) {
-    for (Finding& f : find(aligned, matches.messages, matches.p2p, options.p2p, notes)) {
-      findings.push_back(std::move(f));
-    }
+  std::optional<WaitRanges> while_waited;
+  if (plan) while_waited = RangesWhileWaitedByWindow(aligned, *plan);
+  for (Finding& f : FindLateSenders(aligned, matches.messages, matches.p2p, options.p2p, notes,
+                                    while_waited ? &while_waited->late_sender : nullptr)) {
+    findings.push_back(std::move(f));
+  }
+  for (Finding& f : FindLateReceivers(aligned, matches.messages, matches.p2p, options.p2p, notes,
+                                      while_waited ? &while_waited->late_receiver : nullptr)) {
+    findings.push_back(std::move(f));
   }
   // The blame model decides who is a straggler; the findings above describe how they waited.
   BlameModel blame = BuildBlameModel(aligned, matches, options.blame, plan ? &*plan : nullptr);

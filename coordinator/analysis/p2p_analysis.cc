@@ -84,26 +84,29 @@ std::string RankList(const std::set<int>& ranks) {
   return out;
 }
 
-// Where the blamed rank was while the others waited: NVTX self time over those windows.
-struct WhileWaited {
-  std::vector<std::pair<DurationNs, std::string>> ranked;  // by range, most time first
-  DurationNs windows = 0, covered = 0;
-};
+// Adds where `blamed` was while the waiting rank of `m` waited for it.
+void AddWhileWaited(const RangeTimeline& timeline, const P2PMessage& m, const WaitState& state,
+                    WhileWaited* out) {
+  const TimeNs from = state.WaitStart(m);
+  const WindowTime t = timeline.TimeIn(from, from + state.Wait(m), std::nullopt);
+  for (const auto& [name, ns] : t.by_range) out->by_range[name] += ns;
+  out->windows += t.window;
+  out->covered += t.covered;
+}
 
 WhileWaited RangesWhileWaited(const RankData& data, const Blamed& s, const WaitState& state) {
-  RangeTimeline timeline(&data.ranges);
-  std::map<std::string, DurationNs> by_range;
+  const RangeTimeline timeline(&data.ranges);
   WhileWaited out;
-  for (const P2PMessage* m : s.messages) {
-    const TimeNs from = state.WaitStart(*m);
-    WindowTime t = timeline.TimeIn(from, from + state.Wait(*m), std::nullopt);
-    for (const auto& [name, ns] : t.by_range) by_range[name] += ns;
-    out.windows += t.window;
-    out.covered += t.covered;
-  }
-  for (const auto& [name, ns] : by_range) out.ranked.emplace_back(ns, name);
-  std::sort(out.ranked.rbegin(), out.ranked.rend());
+  for (const P2PMessage* m : s.messages) AddWhileWaited(timeline, *m, state, &out);
   return out;
+}
+
+// The ranges by their time in the waits, most first.
+std::vector<std::pair<DurationNs, std::string>> Ranked(const WhileWaited& w) {
+  std::vector<std::pair<DurationNs, std::string>> ranked;
+  for (const auto& [name, ns] : w.by_range) ranked.emplace_back(ns, name);
+  std::sort(ranked.rbegin(), ranked.rend());
+  return ranked;
 }
 
 Bytes MedianBytes(const Blamed& s) {
@@ -128,8 +131,9 @@ WaitStateFigures WaitStateEvidence(const Blamed& s, const WhileWaited& w, Durati
   e.matched_messages = stats.matched;
   e.unmapped_records = stats.unmapped;
   e.median_message_bytes = MedianBytes(s);
-  for (size_t i = 0; i < w.ranked.size() && i < 3; ++i) {
-    e.ranges.emplace_back(w.ranked[i].second, w.ranked[i].first);
+  const auto ranked = Ranked(w);
+  for (size_t i = 0; i < ranked.size() && i < 3; ++i) {
+    e.ranges.emplace_back(ranked[i].second, ranked[i].first);
   }
   e.untracked = w.windows - w.covered;
   return e;
@@ -146,13 +150,13 @@ std::pair<std::string, std::string> WaitStateProse(const Session& aligned, int r
       FormatDuration(median) + " per message, " + FormatDuration(s.direct) + " in all.";
   std::string look_for;
   const std::string who = "rank " + std::to_string(rank);
-  if (!w.ranked.empty() && w.windows > 0 &&
-      2 * w.ranked.front().first >= std::max<DurationNs>(w.windows - w.covered, 1)) {
-    const double share =
-        static_cast<double>(w.ranked.front().first) / static_cast<double>(w.windows);
-    summary += " While they waited it was in NVTX range '" + w.ranked.front().second + "' (" +
+  const auto ranked = Ranked(w);
+  if (!ranked.empty() && w.windows > 0 &&
+      2 * ranked.front().first >= std::max<DurationNs>(w.windows - w.covered, 1)) {
+    const double share = static_cast<double>(ranked.front().first) / static_cast<double>(w.windows);
+    summary += " While they waited it was in NVTX range '" + ranked.front().second + "' (" +
                std::to_string(static_cast<int>(std::lround(100 * share))) + "% of the time).";
-    look_for = "what " + who + " does in NVTX range '" + w.ranked.front().second + "' before it " +
+    look_for = "what " + who + " does in NVTX range '" + ranked.front().second + "' before it " +
                state.before;
   } else {
     summary += " While they waited it ran outside any NVTX range.";
@@ -175,7 +179,8 @@ std::pair<std::string, std::string> WaitStateProse(const Session& aligned, int r
 
 std::vector<Finding> FindWaitStates(const Session& aligned, const std::vector<P2PMessage>& messages,
                                     const P2PMatchStats& stats, const PointToPointOptions& options,
-                                    const WaitState& state, std::vector<std::string>* notes) {
+                                    const WaitState& state, std::vector<std::string>* notes,
+                                    const std::map<int, WhileWaited>* while_waited) {
   if (messages.empty()) return {};
   const DurationNs span = stats.calls_span();
   std::vector<Finding> findings;
@@ -209,7 +214,12 @@ std::vector<Finding> FindWaitStates(const Session& aligned, const std::vector<P2
       }
       continue;
     }
-    const WhileWaited w = RangesWhileWaited(*data, s, state);
+    WhileWaited w;
+    if (while_waited == nullptr) {
+      w = RangesWhileWaited(*data, s, state);
+    } else if (auto it = while_waited->find(rank); it != while_waited->end()) {
+      w = it->second;
+    }
     Finding f = FindingOnRank(aligned, state.kind, rank);
     f.cost_ns = s.direct;
     f.severity =
@@ -229,19 +239,66 @@ std::vector<Finding> FindWaitStates(const Session& aligned, const std::vector<P2
 
 }  // namespace
 
+WaitRanges RangesWhileWaitedByWindow(const Session& aligned, const WindowPlan& plan,
+                                     size_t* peak_held) {
+  // Per rank: the ranges held (by their index in RankData::ranges), and the window each begins in.
+  std::map<int, std::map<size_t, RangeRecord>> held;
+  std::vector<std::vector<std::vector<size_t>>> starting(
+      plan.size(), std::vector<std::vector<size_t>>(aligned.ranks.size()));
+  for (size_t r = 0; r < aligned.ranks.size(); ++r) {
+    const RankData& rank = aligned.ranks[r];
+    for (size_t i = 0; i < rank.ranges.size(); ++i) {
+      starting[plan.WindowOf(r, rank.ranges[i].start)][r].push_back(i);
+    }
+  }
+  WaitRanges out;
+  size_t peak = 0;
+  auto on_close = [&](size_t w, const MessageFold& fold, const std::vector<P2PMessage>& matched) {
+    for (size_t r = 0; r < aligned.ranks.size(); ++r) {
+      const RankData& rank = aligned.ranks[r];
+      for (size_t i : starting[w][r]) held[rank.id.rank].emplace(i, rank.ranges[i]);
+    }
+    for (const WaitState* state : {&kLateSender, &kLateReceiver}) {
+      std::map<int, std::vector<const P2PMessage*>> late;
+      for (const P2PMessage& m : matched) {
+        if (state->Direct(m) > 0) late[state->Blamed(m)].push_back(&m);
+      }
+      auto& tally = state->blame_sender ? out.late_sender : out.late_receiver;
+      for (const auto& [rank, messages] : late) {
+        std::vector<RangeRecord> ranges;
+        for (const auto& [i, range] : held[rank]) ranges.push_back(range);
+        const RangeTimeline timeline(&ranges);
+        for (const P2PMessage* m : messages) AddWhileWaited(timeline, *m, *state, &tally[rank]);
+      }
+    }
+    size_t now = 0;
+    for (auto& [rank, ranges] : held) {
+      const TimeNs from = fold.WaitsFrom(rank);
+      std::erase_if(ranges, [&](const auto& entry) { return entry.second.end <= from; });
+      now += ranges.size();
+    }
+    peak = std::max(peak, now);
+  };
+  MatchMessagesByWindow(aligned, plan, nullptr, nullptr, on_close);
+  if (peak_held != nullptr) *peak_held = peak;
+  return out;
+}
+
 std::vector<Finding> FindLateSenders(const Session& aligned,
                                      const std::vector<P2PMessage>& messages,
                                      const P2PMatchStats& stats, const PointToPointOptions& options,
-                                     std::vector<std::string>* notes) {
-  return FindWaitStates(aligned, messages, stats, options, kLateSender, notes);
+                                     std::vector<std::string>* notes,
+                                     const std::map<int, WhileWaited>* while_waited) {
+  return FindWaitStates(aligned, messages, stats, options, kLateSender, notes, while_waited);
 }
 
 std::vector<Finding> FindLateReceivers(const Session& aligned,
                                        const std::vector<P2PMessage>& messages,
                                        const P2PMatchStats& stats,
                                        const PointToPointOptions& options,
-                                       std::vector<std::string>* notes) {
-  return FindWaitStates(aligned, messages, stats, options, kLateReceiver, notes);
+                                       std::vector<std::string>* notes,
+                                       const std::map<int, WhileWaited>* while_waited) {
+  return FindWaitStates(aligned, messages, stats, options, kLateReceiver, notes, while_waited);
 }
 
 }  // namespace rankscope

@@ -9,12 +9,14 @@
 //                  MPI_Ssend, the Wait of a large Isend) before this rank posted it.
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 
 #include "coordinator/findings.h"
 #include "coordinator/p2p_matcher.h"
 #include "coordinator/session.h"
+#include "coordinator/windows.h"
 #include "core/time.h"
 
 namespace rankscope {
@@ -42,20 +44,46 @@ struct PointToPointOptions {
   double clock_k = 3.0;
 };
 
+// Where a rank was while others waited for its messages (those with a direct delay): NVTX self
+// time per range name over those waits, their total, and the part any range covered.
+struct WhileWaited {
+  std::map<std::string, DurationNs> by_range;
+  DurationNs windows = 0;
+  DurationNs covered = 0;
+};
+
+// Per blamed rank, for each wait state.
+struct WaitRanges {
+  std::map<int, WhileWaited> late_sender;
+  std::map<int, WhileWaited> late_receiver;
+};
+
+// The same, window by window (docs/design.md, "Cost bounded by the window"): the messages are
+// matched by MatchMessagesByWindow, and each rank's ranges are held from the window they begin in
+// until no wait still to be matched can reach back to them (MessageFold::WaitsFrom). A wait ends
+// at the blamed rank's send or receive post, so the part of a range open at the cut beyond it is
+// never read. What the whole run gives, on every recorded session.
+// *peak_held (when not null): the most ranges held at the close of a window, all ranks together.
+WaitRanges RangesWhileWaitedByWindow(const Session& aligned, const WindowPlan& plan,
+                                     size_t* peak_held = nullptr);
+
 // "late_sender" findings: per rank, the direct waits it caused its receivers, where it was (NVTX)
 // while they waited, and next steps. `messages` and `stats` are MatchMessages(aligned). When only
 // the clock uncertainty stands between a rank and a finding, a sentence saying so is appended to
-// *notes (may be nullptr) instead.
+// *notes (may be nullptr) instead. `while_waited` (when not null) holds where each rank was while
+// the others waited (RangesWhileWaitedByWindow); otherwise it is read from the rank's ranges.
 std::vector<Finding> FindLateSenders(const Session& aligned,
                                      const std::vector<P2PMessage>& messages,
                                      const P2PMatchStats& stats, const PointToPointOptions& options,
-                                     std::vector<std::string>* notes = nullptr);
+                                     std::vector<std::string>* notes = nullptr,
+                                     const std::map<int, WhileWaited>* while_waited = nullptr);
 
 // "late_receiver" findings: the same for the senders that waited for a rank to post receives.
 std::vector<Finding> FindLateReceivers(const Session& aligned,
                                        const std::vector<P2PMessage>& messages,
                                        const P2PMatchStats& stats,
                                        const PointToPointOptions& options,
-                                       std::vector<std::string>* notes = nullptr);
+                                       std::vector<std::string>* notes = nullptr,
+                                       const std::map<int, WhileWaited>* while_waited = nullptr);
 
 }  // namespace rankscope
