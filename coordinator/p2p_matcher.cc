@@ -249,7 +249,9 @@ struct MessageFold::State {
   std::map<MessageKey, Queues> queues;
   std::map<std::pair<int, int>, PairCarry> pairs;
   std::vector<P2PMessage> matched;   // in the window being closed, directs not yet set
-  std::map<int, TimeNs> waits_from;  // MessageFold::WaitsFrom, as of the last close
+  std::map<int, TimeNs> waits_from;  // MessageFold::WaitsFrom, as of the last close, where a
+                                     // held side or probe reaches back further than `progress`
+  TimeNs progress = std::numeric_limits<TimeNs>::min();  // the least any rank reported
 
   State(int world_size, uint64_t world_comm) : peers(world_size, world_comm) {}
 
@@ -471,9 +473,10 @@ void MessageFold::State::Trim() {
   };
   // A wait not matched yet began at a held side's time on its rank, or (a call still going) after
   // the latest progress its rank reported.
-  TimeNs progress = std::numeric_limits<TimeNs>::max();
+  progress = std::numeric_limits<TimeNs>::max();
   for (const auto& [rank, r] : ranks)
     progress = std::min(progress, std::max(r.last_exit, r.reached));
+  if (ranks.empty()) progress = std::numeric_limits<TimeNs>::min();
   waits_from.clear();
   for (auto& [rank, r] : ranks) {
     hold(&keep, rank, r.previous_exit);
@@ -512,7 +515,6 @@ void MessageFold::State::Trim() {
   for (auto& [rank, r] : ranks) {
     r.blocked.TrimBefore(keep.at(rank));
     r.previous_exit = r.last_exit;
-    hold(&waits_from, rank, progress);
   }
 }
 
@@ -532,7 +534,8 @@ void MessageFold::Reached(int world_rank, TimeNs t) {
 
 TimeNs MessageFold::WaitsFrom(int world_rank) const {
   const auto it = state_->waits_from.find(world_rank);
-  return it != state_->waits_from.end() ? it->second : std::numeric_limits<TimeNs>::min();
+  const TimeNs progress = state_->progress;
+  return it != state_->waits_from.end() ? std::min(it->second, progress) : progress;
 }
 
 void MessageFold::Add(int world_rank, size_t index, const P2PRecord& record) {

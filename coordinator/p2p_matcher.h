@@ -127,7 +127,7 @@ class MessageFold {
   // As of the last close: the earliest time at which a wait not matched yet may have begun on
   // another rank with `world_rank` to blame (a receive waiting for its send, a send waiting for
   // its receive), so what a reader of the messages keeps of the rank before it will not be asked
-  // about again. The oldest time for a rank the fold has not seen.
+  // about again. Before any rank reported progress (Reached, or a record), the oldest time.
   TimeNs WaitsFrom(int world_rank) const;
   // What the fold holds across the cut: sides released but not matched, posts pending, probes
   // not yet used, and blocked intervals kept.

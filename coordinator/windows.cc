@@ -238,7 +238,13 @@ std::vector<P2PMessage> MatchMessagesByWindow(const Session& aligned, const Wind
       const RankData& rank = aligned.ranks[r];
       for (size_t i : calls[w][r]) fold.AddCollective(rank.id.rank, rank.collectives[i]);
       for (size_t i : records[w][r]) fold.Add(rank.id.rank, i, rank.p2p[i]);
-      if (!rank.p2p.empty()) fold.Reached(rank.id.rank, reached[w][r]);
+      // A rank without MPI calls has none still to come.
+      const bool mpi = !rank.p2p.empty() || !rank.mpi_calls.empty() ||
+                       std::any_of(rank.collectives.begin(), rank.collectives.end(),
+                                   [](const CollectiveRecord& c) {
+                                     return c.source == CollectiveRecord::Source::kMpi;
+                                   });
+      fold.Reached(rank.id.rank, mpi ? reached[w][r] : std::numeric_limits<TimeNs>::max());
     }
     std::vector<P2PMessage> matched = w + 1 < plan.size() ? fold.TakeMatched() : fold.Finish();
     if (on_close) on_close(w, fold, matched);
