@@ -25,9 +25,10 @@
 // passing a delay on. Over the synchronisation interval of a message (from the previous message
 // between the same two ranks, any tag, to this one) the blamed rank's busy time (outside
 // point-to-point calls) is compared with the waiting rank's busy time up to its blocking: the
-// excess, at most the wait, is the direct delay; the rest of the wait was propagated. A Wait
-// that Test calls polled for counts as a call from its last unbroken run of polling (ChainEnter):
-// its enter, pulled back by the earlier Tests' time, covers work done between them.
+// excess, at most the wait, is the direct delay; the rest of the wait was propagated. In the busy
+// time, a Wait that Test calls polled for counts from its last unbroken run of polling
+// (ChainEnter): its enter, pulled back by the earlier Tests' time, covers work done between them.
+// (The message's `blocked` keeps that enter: the wait is the time spent polling for it.)
 #pragma once
 
 #include <cstddef>
@@ -121,7 +122,8 @@ class MessageFold {
   void Reached(int world_rank, TimeNs t);
   // Closes the window: the messages matched in it, in no particular order.
   std::vector<P2PMessage> TakeMatched();
-  // At the end of the run: the messages the last posts complete (posts never waited for).
+  // At the end of the run: closes the last window, then releases the posts never waited for
+  // (an Isend as its own blocking; an Irecv without its Wait gives no side); the messages of both.
   std::vector<P2PMessage> Finish();
   const P2PMatchStats& stats() const { return stats_; }
   // As of the last close: the earliest time at which a wait not matched yet may have begun on

@@ -84,7 +84,7 @@ std::string RankList(const std::set<int>& ranks) {
   return out;
 }
 
-// Adds where `blamed` was while the waiting rank of `m` waited for it.
+// Adds where the blamed rank (its ranges in `timeline`) was while the other rank of `m` waited.
 void AddWhileWaited(const RangeTimeline& timeline, const P2PMessage& m, const WaitState& state,
                     WhileWaited* out) {
   const TimeNs from = state.WaitStart(m);
