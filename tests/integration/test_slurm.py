@@ -16,6 +16,21 @@ SLOW_JOB = [MPI_TRAIN, "--steps", "30", "--elems", "1024", "--slow-rank", "5",
             "--slow-mode", "sleep", "--slow-ms", "50"]
 
 
+def rank_figures(s):
+    """Per rank: own work outside MPI, CPU, run delay and involuntary switches over its wall."""
+    lines = []
+    for r in s.report["ranks"]:
+        p = r.get("process") or {}
+        own = r["mpi"]["outside_mpi_ns"] / 1e6
+        lines.append(f"rank {r['rank']} {r['node']}: outside MPI {own:.0f} ms, "
+                     f"cpu {(p.get('cpu_user_ns', 0) + p.get('cpu_system_ns', 0)) / 1e6:.0f} ms, "
+                     f"run delay {p.get('run_delay_ns', 0) / 1e6:.0f} ms of "
+                     f"{p.get('sampled_wall_ns', 0) / 1e6:.0f} ms, "
+                     f"involuntary {p.get('involuntary_switches', 0)}, "
+                     f"main thread {p.get('main_thread')}")
+    return "\n".join(lines)
+
+
 def check_session(test, s):
     """8 ranks on n1..n4, launched by SLURM, rank 5 the one straggler, on its own node."""
     test.assertEqual(s.report["job"]["world_size"], 8, s.report["job"])
@@ -23,9 +38,20 @@ def check_session(test, s):
     ranks = {r["rank"]: r for r in s.report["ranks"]}
     test.assertEqual(sorted(ranks), list(range(8)))
     test.assertEqual({r["node"] for r in ranks.values()}, {"n1", "n2", "n3", "n4"})
-    test.assertEqual([(f["kind"], f["ranks"]) for f in s.findings], [("straggler", [5])],
-                     s.findings)
-    test.assertEqual(s.findings[0]["nodes"], [ranks[5]["node"]])
+    # The planted rank first and sure. Another finding may follow only as a weak one (confidence
+    # under 0.5): 8 ranks share 2 cores here, and on a slower CI host the scheduler once left
+    # rank 4 with 4.5x the others' time in 'compute' over half the run (confidence 0.46), which
+    # no figure of ours tied to anything outside it. Any such finding prints every rank's
+    # figures, to read the next one from the log.
+    test.assertTrue(s.findings, s.report["ranks"])
+    first, rest = s.findings[0], s.findings[1:]
+    test.assertEqual((first["kind"], first["ranks"]), ("straggler", [5]), s.findings)
+    test.assertGreaterEqual(first["confidence"], 0.8, first)
+    test.assertEqual([f for f in rest if f["confidence"] >= 0.5], [], rank_figures(s))
+    if rest:
+        print("weak findings besides the planted rank:", [f["summary"] for f in rest],
+              rank_figures(s), sep="\n")
+    test.assertEqual(first["nodes"], [ranks[5]["node"]])
     commands = " ".join(step["command"] for step in s.findings[0]["next_steps"])
     test.assertIn('"$SLURM_PROCID" = 5', commands)
 
