@@ -171,6 +171,45 @@ std::vector<std::vector<WindowRecords>> CountWindowRecords(const Session& aligne
   return out;
 }
 
+std::vector<std::vector<RankWindow>> SplitIntoWindows(const Session& aligned,
+                                                      const WindowPlan& plan) {
+  std::vector<std::vector<RankWindow>> out(plan.size(),
+                                           std::vector<RankWindow>(aligned.ranks.size()));
+  for (size_t r = 0; r < aligned.ranks.size(); ++r) {
+    const RankData& rank = aligned.ranks[r];
+    auto split = [&](const auto& records, auto end_of, std::vector<size_t> RankWindow::*kind) {
+      for (size_t i = 0; i < records.size(); ++i) {
+        (out[plan.WindowOf(r, end_of(records[i]))][r].*kind).push_back(i);
+      }
+    };
+    split(
+        rank.collectives, [](const CollectiveRecord& c) { return c.exit; },
+        &RankWindow::collectives);
+    split(
+        rank.p2p, [](const P2PRecord& p) { return p.exit; }, &RankWindow::p2p);
+    split(
+        rank.mpi_calls, [](const MpiCallRecord& m) { return m.exit; }, &RankWindow::mpi_calls);
+    split(
+        rank.gpu, [](const GpuActivityRecord& g) { return g.end; }, &RankWindow::gpu);
+    for (size_t i = 0; i < rank.ranges.size(); ++i) {
+      const RangeRecord& range = rank.ranges[i];
+      const size_t ends_in = plan.WindowOf(r, range.end);
+      out[ends_in][r].ranges.push_back(i);
+      // Open at every cut from the first at or after its start to the last before its end.
+      for (size_t w = plan.WindowOf(r, range.start); w < ends_in; ++w) {
+        out[w][r].open_ranges.push_back(i);
+      }
+    }
+  }
+  return out;
+}
+
+RangeRecord RangeOpenAtCut(const RangeRecord& range, TimeNs cut) {
+  RangeRecord out = range;
+  out.end = std::min(range.end, cut);
+  return out;
+}
+
 std::vector<CollectiveInstance> MatchCollectivesByWindow(const Session& aligned,
                                                          const WindowPlan& plan,
                                                          size_t* peak_open) {

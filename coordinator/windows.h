@@ -76,6 +76,24 @@ struct WindowRecords {
 std::vector<std::vector<WindowRecords>> CountWindowRecords(const Session& aligned,
                                                            const WindowPlan& plan);
 
+// One rank's records of one window as its agent would upload them at the window's cut: indices
+// into the rank's RankData of every record that ended in the window (WindowPlan::WindowOf its
+// end), each kind in the rank's order, and of the ranges still open at the cut (begun at or
+// before it, ending after it), which the agent reports cut short there (RangeOpenAtCut). Only
+// the last window has none open.
+struct RankWindow {
+  std::vector<size_t> collectives, p2p, mpi_calls, ranges, gpu;
+  std::vector<size_t> open_ranges;
+};
+
+// Every rank's records split into windows, [window][rank index], in one pass over the records
+// (a range open across k cuts is listed at each of them).
+std::vector<std::vector<RankWindow>> SplitIntoWindows(const Session& aligned,
+                                                      const WindowPlan& plan);
+
+// A range open at a cut as the agent reports it then: ending at the cut.
+RangeRecord RangeOpenAtCut(const RangeRecord& range, TimeNs cut);
+
 // Collective instances matched window by window (CollectiveFold), in MatchCollectives' order:
 // what a coordinator that folds closed windows would match. *peak_open (when not null): the most
 // instances open at the close of a window, what the fold held beyond one window's calls.

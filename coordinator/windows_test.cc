@@ -350,8 +350,17 @@ TEST(BuildBlameModelByWindow, EveryRecordedSessionGivesTheWholeRunsModel) {
       EXPECT_EQ(windowed.own_work_ranges[i].has_ranges, at_once.own_work_ranges[i].has_ranges);
       EXPECT_EQ(windowed.own_work_ranges[i].by_range, at_once.own_work_ranges[i].by_range);
     }
-    std::printf("%s: %zu ranks, %zu windows, stragglers %zu\n", name.c_str(), whole.ranks.size(),
-                plan.size(), whole.stragglers.size());
+    // The fold holds only the ranges that may still overlap an own-work interval.
+    size_t peak = 0, ranges = 0;
+    OwnWorkRangesByWindow(s, whole.first, plan, &peak);
+    for (const RankData& r : s.ranks) ranges += r.ranges.size();
+    if (ranges > 1000) {
+      EXPECT_LT(peak, ranges / 4);
+    }
+    std::printf(
+        "%s: %zu ranks, %zu windows, stragglers %zu; own work by range held at most %zu "
+        "of %zu ranges\n",
+        name.c_str(), whole.ranks.size(), plan.size(), whole.stragglers.size(), peak, ranges);
   });
   EXPECT_GE(sessions, 17);
 }
@@ -548,6 +557,47 @@ TEST(CollectiveFold, AnInstanceAcrossACutStaysOpenUntilItsLastMember) {
   const std::vector<CollectiveInstance> rest = fold.Finish();
   ASSERT_EQ(rest.size(), 1u);
   EXPECT_FALSE(rest[0].complete);
+}
+
+// Own work per range read window by window, where the windows are cut by time inside an own-work
+// interval: a range over before the cut ('a') is held for the interval that ends after it, and a
+// range open across three cuts ('outer') is read cut short at each, whole once it ends.
+TEST(OwnWorkRangesByWindow, AnIntervalAcrossCutsReadsTheRangesOfBothSides) {
+  Session s;
+  s.world_size = 1;
+  s.aligned = true;
+  s.ranks.resize(1);
+  auto call = [](TimeNs enter, TimeNs exit) {
+    MpiCallRecord c;
+    c.enter = enter;
+    c.exit = exit;
+    return c;
+  };
+  auto range = [](const char* name, TimeNs start, TimeNs end, uint32_t depth) {
+    RangeRecord r;
+    r.name = name;
+    r.start = start;
+    r.end = end;
+    r.depth = depth;
+    return r;
+  };
+  s.ranks[0].mpi_calls = {call(0, 10), call(1000, 1010), call(3000, 3010)};
+  s.ranks[0].ranges = {range("outer", 5, 2995, 0), range("a", 20, 400, 1), range("b", 600, 990, 1),
+                       range("c", 1100, 1500, 1), range("d", 1600, 2990, 1)};
+  WindowPlan plan;
+  for (TimeNs c : {500, 1550, 2000}) plan.cuts.push_back({CutKind::kTime, 0, {c}});
+  plan.cuts.push_back({CutKind::kEnd, 0, {std::numeric_limits<TimeNs>::max()}});
+  size_t peak = 0;
+  const std::vector<OwnWorkRanges> windowed = OwnWorkRangesByWindow(s, 0, plan, &peak);
+  ASSERT_EQ(windowed.size(), 1u);
+  EXPECT_TRUE(windowed[0].has_ranges);
+  const std::map<std::string, DurationNs> expected = {{"", 5},    {"a", 380},  {"b", 390},
+                                                      {"c", 400}, {"d", 1390}, {"outer", 415}};
+  EXPECT_EQ(windowed[0].by_range, expected);
+  EXPECT_LE(peak, 1u);
+  WindowPlan one;
+  one.cuts.push_back(plan.cuts.back());
+  EXPECT_EQ(OwnWorkRangesByWindow(s, 0, one)[0].by_range, expected);
 }
 
 }  // namespace

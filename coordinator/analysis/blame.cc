@@ -439,27 +439,15 @@ void AddGaps(Graph* g) {
 
 // The MPI records (collectives, point-to-point, other calls) of rank index ri that end in window
 // w, and their indices among the rank's.
-RankData WindowMpiRecords(const RankData& r, const WindowPlan& plan, size_t ri, size_t w,
-                          RecordIndices* indices) {
-  RankData window;
-  window.id = r.id;
-  auto in = [&](TimeNs end) { return plan.WindowOf(ri, end) == w; };
-  for (size_t i = 0; i < r.collectives.size(); ++i) {
-    if (!in(r.collectives[i].exit)) continue;
-    (*indices)[0].push_back(i);
-    window.collectives.push_back(r.collectives[i]);
-  }
-  for (size_t i = 0; i < r.p2p.size(); ++i) {
-    if (!in(r.p2p[i].exit)) continue;
-    (*indices)[1].push_back(i);
-    window.p2p.push_back(r.p2p[i]);
-  }
-  for (size_t i = 0; i < r.mpi_calls.size(); ++i) {
-    if (!in(r.mpi_calls[i].exit)) continue;
-    (*indices)[2].push_back(i);
-    window.mpi_calls.push_back(r.mpi_calls[i]);
-  }
-  return window;
+// The MPI records of rank r in one window, and their indices among the whole rank's.
+RankData WindowMpiRecords(const RankData& r, const RankWindow& window, RecordIndices* indices) {
+  RankData out;
+  out.id = r.id;
+  *indices = {window.collectives, window.p2p, window.mpi_calls};
+  for (size_t i : window.collectives) out.collectives.push_back(r.collectives[i]);
+  for (size_t i : window.p2p) out.p2p.push_back(r.p2p[i]);
+  for (size_t i : window.mpi_calls) out.mpi_calls.push_back(r.mpi_calls[i]);
+  return out;
 }
 
 // The dependencies between the chains, once every rank's chain is in.
@@ -493,11 +481,12 @@ Graph BuildGraph(const Session& s, const SessionMatches& matches) {
 Graph BuildGraphByWindow(const Session& s, const SessionMatches& matches, const WindowPlan& plan) {
   Graph g;
   RecordEvents at_event = StartGraph(s, &g);
+  const std::vector<std::vector<RankWindow>> windows = SplitIntoWindows(s, plan);
   for (size_t w = 0; w < plan.size(); ++w) {
     for (size_t ri = 0; ri < s.ranks.size(); ++ri) {
       const RankData& r = s.ranks[ri];
       RecordIndices indices;
-      const RankData window = WindowMpiRecords(r, plan, ri, w, &indices);
+      const RankData window = WindowMpiRecords(r, windows[w][ri], &indices);
       AppendChain(ri, window, OnGpuTimeline(r), &indices, &at_event, &g);
     }
   }
@@ -1028,42 +1017,86 @@ Intervals OwnWorkIntervals(const RankData& rank, TimeNs from) {
 
 namespace {
 
-// OwnWorkRanges of every rank (as s.ranks), each rank's MPI records and ranges read window by
-// window: own-work intervals as OwnWorkIntervals cuts them (the time since the latest exit,
-// carried across cuts), each read whole from the ranges that overlap it.
-std::vector<OwnWorkRanges> OwnWorkRangesByWindow(const Session& s, TimeNs from,
-                                                 const WindowPlan& plan) {
-  std::vector<OwnWorkRanges> out(s.ranks.size());
-  std::vector<std::optional<TimeNs>> busy_until(s.ranks.size());
-  for (size_t w = 0; w < plan.size(); ++w) {
-    const bool last = w + 1 == plan.size();
-    for (size_t ri = 0; ri < s.ranks.size(); ++ri) {
-      const RankData& r = s.ranks[ri];
-      RecordIndices indices;
-      const std::vector<ChainRecord> records =
-          ChainRecords(WindowMpiRecords(r, plan, ri, w, &indices), OnGpuTimeline(r), &indices);
-      TimeNs lo = w > 0 ? plan.cuts[w - 1].at[ri] : std::numeric_limits<TimeNs>::min();
-      if (busy_until[ri]) lo = std::min(lo, *busy_until[ri]);
-      const TimeNs hi = last ? std::numeric_limits<TimeNs>::max() : plan.cuts[w].at[ri];
-      std::vector<RangeRecord> ranges;
-      for (const RangeRecord& range : r.ranges) {
-        if (range.end > lo && range.start <= hi) ranges.push_back(range);
-      }
-      out[ri].has_ranges |= !ranges.empty();
+// Own work per NVTX range name of one rank (OwnWorkRanges), its MPI records and ranges fed one
+// window at a time: the own-work intervals as OwnWorkIntervals cuts them (from the latest exit of
+// its MPI calls to the next call's enter, carried across cuts), each read from the ranges that
+// overlap it. It holds only the ranges that end after that latest exit (one of them may overlap
+// the interval going on at the cut); a range open at a cut comes cut short there
+// (RangeOpenAtCut), is read in that window only, and comes whole in the window it ends in.
+class OwnWorkRangeFold {
+ public:
+  explicit OwnWorkRangeFold(TimeNs from) : from_(from) {}
+
+  // One window: its MPI records (ChainRecords, by enter), the ranges that ended in it and those
+  // open at its cut.
+  void Add(const std::vector<ChainRecord>& records, std::vector<RangeRecord> ended,
+           const std::vector<RangeRecord>& open) {
+    out_.has_ranges |= !ended.empty() || !open.empty();
+    std::vector<RangeRecord> ranges = std::move(held_);
+    ranges.insert(ranges.end(), std::make_move_iterator(ended.begin()),
+                  std::make_move_iterator(ended.end()));
+    const size_t whole = ranges.size();
+    ranges.insert(ranges.end(), open.begin(), open.end());
+    {
       const RangeTimeline timeline(&ranges);
       for (const auto& [enter, exit, kind, index, place] : records) {
-        if (!busy_until[ri]) busy_until[ri] = std::max(from, enter);
-        if (enter > *busy_until[ri]) {
-          const WindowTime t = timeline.TimeIn(*busy_until[ri], enter, std::nullopt);
-          for (const auto& [name, ns] : t.by_range) out[ri].by_range[name] += ns;
-          out[ri].by_range[""] += std::max<DurationNs>(t.untracked(), 0);
+        if (!busy_until_) busy_until_ = std::max(from_, enter);
+        if (enter > *busy_until_) {
+          const WindowTime t = timeline.TimeIn(*busy_until_, enter, std::nullopt);
+          for (const auto& [name, ns] : t.by_range) out_.by_range[name] += ns;
+          out_.by_range[""] += std::max<DurationNs>(t.untracked(), 0);
         }
-        busy_until[ri] = std::max(*busy_until[ri], exit);
+        busy_until_ = std::max(*busy_until_, exit);
       }
     }
+    ranges.erase(ranges.begin() + static_cast<std::ptrdiff_t>(whole), ranges.end());
+    const TimeNs keep_after = busy_until_.value_or(from_);
+    std::erase_if(ranges, [&](const RangeRecord& r) { return r.end <= keep_after; });
+    held_ = std::move(ranges);
   }
+
+  size_t held() const { return held_.size(); }
+  OwnWorkRanges Take() { return std::move(out_); }
+
+ private:
+  TimeNs from_;
+  std::optional<TimeNs> busy_until_;  // the latest exit so far (from the first record on)
+  std::vector<RangeRecord> held_;
+  OwnWorkRanges out_;
+};
+
+}  // namespace
+
+std::vector<OwnWorkRanges> OwnWorkRangesByWindow(const Session& s, TimeNs from,
+                                                 const WindowPlan& plan, size_t* peak_held) {
+  const std::vector<std::vector<RankWindow>> windows = SplitIntoWindows(s, plan);
+  std::vector<OwnWorkRangeFold> folds(s.ranks.size(), OwnWorkRangeFold(from));
+  size_t peak = 0;
+  for (size_t w = 0; w < plan.size(); ++w) {
+    size_t held = 0;
+    for (size_t ri = 0; ri < s.ranks.size(); ++ri) {
+      const RankData& r = s.ranks[ri];
+      const RankWindow& window = windows[w][ri];
+      RecordIndices indices;
+      const std::vector<ChainRecord> records =
+          ChainRecords(WindowMpiRecords(r, window, &indices), OnGpuTimeline(r), &indices);
+      std::vector<RangeRecord> ended, open;
+      for (size_t i : window.ranges) ended.push_back(r.ranges[i]);
+      for (size_t i : window.open_ranges) {
+        open.push_back(RangeOpenAtCut(r.ranges[i], plan.cuts[w].at[ri]));
+      }
+      folds[ri].Add(records, std::move(ended), open);
+      held += folds[ri].held();
+    }
+    peak = std::max(peak, held);
+  }
+  if (peak_held != nullptr) *peak_held = peak;
+  std::vector<OwnWorkRanges> out;
+  for (OwnWorkRangeFold& fold : folds) out.push_back(fold.Take());
   return out;
 }
+
+namespace {
 
 // Per rank: its events and calls, and from its first judged event on its own work, busy time and
 // time inside MPI.

@@ -223,6 +223,13 @@ bool RanFarLess(const Session& session, int rank);
 // chain, from its first event (or `from`, when later) on. Sorted, non-overlapping.
 Intervals OwnWorkIntervals(const RankData& rank, TimeNs from);
 
+// OwnWorkRanges of every rank (as s.ranks) from its own-work intervals since `from`, its MPI
+// records and ranges fed window by window as its agent would upload them (SplitIntoWindows).
+// *peak_held (when not null): the most ranges held across a cut, summed over the ranks.
+std::vector<OwnWorkRanges> OwnWorkRangesByWindow(const Session& s, TimeNs from,
+                                                 const WindowPlan& plan,
+                                                 size_t* peak_held = nullptr);
+
 // How clearly the rank stands apart from the other ranks, for the confidence (docs/design.md):
 // the share of the run it stood apart in (persistence) times the weaker ThresholdMargin of its
 // excess as a fraction and in robust sigmas (0.5 at the thresholds, all through the run).
