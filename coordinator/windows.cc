@@ -177,20 +177,18 @@ std::vector<std::vector<RankWindow>> SplitIntoWindows(const Session& aligned,
                                            std::vector<RankWindow>(aligned.ranks.size()));
   for (size_t r = 0; r < aligned.ranks.size(); ++r) {
     const RankData& rank = aligned.ranks[r];
-    auto split = [&](const auto& records, auto end_of, std::vector<size_t> RankWindow::*kind) {
+    // Each record to the window its time (`time_of` it) falls in.
+    auto split = [&](const auto& records, auto time_of, std::vector<size_t> RankWindow::*kind) {
       for (size_t i = 0; i < records.size(); ++i) {
-        (out[plan.WindowOf(r, end_of(records[i]))][r].*kind).push_back(i);
+        (out[plan.WindowOf(r, time_of(records[i]))][r].*kind).push_back(i);
       }
     };
-    split(
-        rank.collectives, [](const CollectiveRecord& c) { return c.exit; },
-        &RankWindow::collectives);
-    split(
-        rank.p2p, [](const P2PRecord& p) { return p.exit; }, &RankWindow::p2p);
-    split(
-        rank.mpi_calls, [](const MpiCallRecord& m) { return m.exit; }, &RankWindow::mpi_calls);
-    split(
-        rank.gpu, [](const GpuActivityRecord& g) { return g.end; }, &RankWindow::gpu);
+    auto by_exit = [](const auto& call) { return call.exit; };
+    auto by_start = [](const GpuActivityRecord& g) { return g.start; };
+    split(rank.collectives, by_exit, &RankWindow::collectives);
+    split(rank.p2p, by_exit, &RankWindow::p2p);
+    split(rank.mpi_calls, by_exit, &RankWindow::mpi_calls);
+    split(rank.gpu, by_start, &RankWindow::gpu);
     for (size_t i = 0; i < rank.ranges.size(); ++i) {
       const RangeRecord& range = rank.ranges[i];
       const size_t ends_in = plan.WindowOf(r, range.end);

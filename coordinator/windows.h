@@ -77,10 +77,12 @@ std::vector<std::vector<WindowRecords>> CountWindowRecords(const Session& aligne
                                                            const WindowPlan& plan);
 
 // One rank's records of one window as its agent would upload them at the window's cut: indices
-// into the rank's RankData of every record that ended in the window (WindowPlan::WindowOf its
-// end), each kind in the rank's order, and of the ranges still open at the cut (begun at or
-// before it, ending after it), which the agent reports cut short there (RangeOpenAtCut). Only
-// the last window has none open.
+// into the rank's RankData of every MPI record and range that ended in the window
+// (WindowPlan::WindowOf its end), each kind in the rank's order, and of the ranges still open at
+// the cut (begun at or before it, ending after it), which the agent reports cut short there
+// (RangeOpenAtCut); only the last window has none open. GPU activity goes by the window it began
+// in: CUPTI hands a kernel over only once it is done, so a window that reads kernels begun in it
+// (a step's first kernel) closes once the rank's GPU records up to the cut are in.
 struct RankWindow {
   std::vector<size_t> collectives, p2p, mpi_calls, ranges, gpu;
   std::vector<size_t> open_ranges;

@@ -290,23 +290,32 @@ TEST(GapsBeforeLateCallsByWindow, EveryRecordedSessionGivesTheWholeRunsShares) {
 // on every recorded session (mpi_train's step/data/compute ranges, torchrun's first kernels).
 TEST(StepSeriesByWindow, EveryRecordedSessionGivesTheWholeRunsSteps) {
   size_t steps = 0;
-  const int sessions = ForEachRecordedSession([&](const std::string& name, const Session& s,
-                                                  const WindowPlan& plan) {
-    const DataloaderOptions options;
-    const std::vector<StepSeries> whole = StepSeriesOf(s, options);
-    const std::vector<StepSeries> windowed = StepSeriesByWindow(s, plan, options);
-    ASSERT_EQ(windowed.size(), whole.size());
-    for (size_t i = 0; i < whole.size(); ++i) {
-      SCOPED_TRACE("rank " + std::to_string(whole[i].rank));
-      EXPECT_EQ(windowed[i].from_step_ranges, whole[i].from_step_ranges);
-      EXPECT_EQ(windowed[i].from_first_kernel, whole[i].from_first_kernel);
-      EXPECT_EQ(windowed[i].data, whole[i].data);
-      EXPECT_EQ(windowed[i].step_time, whole[i].step_time);
-      EXPECT_EQ(windowed[i].by_name, whole[i].by_name);
-      steps += whole[i].data.size();
-    }
-    std::printf("%s: %zu ranks with steps, %zu windows\n", name.c_str(), whole.size(), plan.size());
-  });
+  const int sessions = ForEachRecordedSession(
+      [&](const std::string& name, const Session& s, const WindowPlan& plan) {
+        const DataloaderOptions options;
+        const std::vector<StepSeries> whole = StepSeriesOf(s, options);
+        size_t peak = 0, records = 0;
+        const std::vector<StepSeries> windowed = StepSeriesByWindow(s, plan, options, &peak);
+        for (const RankData& r : s.ranks) records += r.ranges.size() + r.gpu.size();
+        // It holds what the steps still to come may read: a few steps' records.
+        if (records > 1000) {
+          EXPECT_LT(peak, records / 4);
+        }
+        ASSERT_EQ(windowed.size(), whole.size());
+        for (size_t i = 0; i < whole.size(); ++i) {
+          SCOPED_TRACE("rank " + std::to_string(whole[i].rank));
+          EXPECT_EQ(windowed[i].from_step_ranges, whole[i].from_step_ranges);
+          EXPECT_EQ(windowed[i].from_first_kernel, whole[i].from_first_kernel);
+          EXPECT_EQ(windowed[i].data, whole[i].data);
+          EXPECT_EQ(windowed[i].step_time, whole[i].step_time);
+          EXPECT_EQ(windowed[i].by_name, whole[i].by_name);
+          steps += whole[i].data.size();
+        }
+        std::printf(
+            "%s: %zu ranks with steps, %zu windows; held at most %zu of %zu ranges and GPU "
+            "records\n",
+            name.c_str(), whole.size(), plan.size(), peak, records);
+      });
   EXPECT_GE(sessions, 17);
   EXPECT_GT(steps, 100u);
 }
@@ -598,6 +607,50 @@ TEST(OwnWorkRangesByWindow, AnIntervalAcrossCutsReadsTheRangesOfBothSides) {
   WindowPlan one;
   one.cuts.push_back(plan.cuts.back());
   EXPECT_EQ(OwnWorkRangesByWindow(s, 0, one)[0].by_range, expected);
+}
+
+// A rank with step ranges and kernel launches but no data ranges: its loading is the time from
+// each step's beginning (the last step's end) to its first launch. The windows are cut inside every
+// step after that launch, so the launch is held across the cut for the step that ends after it.
+TEST(StepSeriesByWindow, AStepsFirstLaunchBeforeTheCutIsHeldUntilTheStepEnds) {
+  Session s;
+  s.world_size = 1;
+  s.aligned = true;
+  s.ranks.resize(1);
+  RankData& rank = s.ranks[0];
+  WindowPlan plan;
+  std::vector<DurationNs> expected;
+  for (TimeNs k = 0; k < 10; ++k) {
+    const TimeNs t = k * 1000;
+    RangeRecord step;
+    step.name = "step";
+    step.start = t;
+    step.end = t + 900;
+    rank.ranges.push_back(step);
+    GpuActivityRecord launch;
+    launch.kind = GpuActivityKind::kRuntime;
+    launch.name = "cudaLaunchKernel";
+    launch.start = t + 100 + 10 * k;
+    launch.end = launch.start + 5;
+    rank.gpu.push_back(launch);
+    GpuActivityRecord kernel;
+    kernel.kind = GpuActivityKind::kKernel;
+    kernel.name = "gemm";
+    kernel.start = launch.start + 50;
+    kernel.end = kernel.start + 250;
+    rank.gpu.push_back(kernel);
+    expected.push_back(k == 0 ? 100 : 200 + 10 * k);  // a step's time begins at the last's end
+    plan.cuts.push_back({CutKind::kTime, 0, {t + 300}});
+  }
+  plan.cuts.push_back({CutKind::kEnd, 0, {std::numeric_limits<TimeNs>::max()}});
+  const DataloaderOptions options;
+  size_t peak = 0;
+  const std::vector<StepSeries> windowed = StepSeriesByWindow(s, plan, options, &peak);
+  ASSERT_EQ(windowed.size(), 1u);
+  EXPECT_TRUE(windowed[0].from_first_kernel);
+  EXPECT_EQ(windowed[0].data, expected);
+  EXPECT_EQ(windowed[0], StepSeriesOf(s, options)[0]);
+  EXPECT_LE(peak, 3u);  // the open step's launch and kernel; the step itself arrives whole
 }
 
 }  // namespace

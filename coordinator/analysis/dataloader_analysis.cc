@@ -92,12 +92,15 @@ DurationNs DataInStep(const RangeTimeline& timeline, RangeKinds* kinds, TimeNs b
 // cuLaunchKernelEx, a graph launch), and kernels' starts for when launches were not traced.
 struct GpuStarts {
   std::vector<TimeNs> launches, kernels;
-  void Add(const GpuActivityRecord& g) {
+  // Where g's start goes: launches, kernels, or neither (nullptr).
+  std::vector<TimeNs>* Of(const GpuActivityRecord& g) {
     if (g.kind == GpuActivityKind::kRuntime && g.name.find("Launch") != std::string::npos) {
-      launches.push_back(g.start);
-    } else if (g.kind == GpuActivityKind::kKernel) {
-      kernels.push_back(g.start);
+      return &launches;
     }
+    return g.kind == GpuActivityKind::kKernel ? &kernels : nullptr;
+  }
+  void Add(const GpuActivityRecord& g) {
+    if (std::vector<TimeNs>* into = Of(g)) into->push_back(g.start);
   }
   void Sort() {
     std::sort(launches.begin(), launches.end());
@@ -169,11 +172,8 @@ class StepFold {
     }
   }
 
-  // Where the next stretch's records must start: the last step's end (its loading may run
-  // from there), or `fallback` before any step.
-  TimeNs CarryFrom(TimeNs fallback) const {
-    return std::min(last_outer_end_.value_or(fallback), fallback);
-  }
+  // The end of the last outermost step so far: the next step's time begins there.
+  std::optional<TimeNs> last_step_end() const { return last_outer_end_; }
 
   StepSeries Take() {
     FlushStretch();
@@ -221,6 +221,85 @@ class StepFold {
   StepSeries stretches_;                  // stretches of data ranges
   std::vector<std::pair<TimeNs, TimeNs>> group_;
   TimeNs reach_ = std::numeric_limits<TimeNs>::min();
+};
+
+// A rank's StepFold fed one window at a time as its agent uploads it: the ranges that ended in
+// the window and those open at its cut (cut short there, RangeOpenAtCut), and the GPU activity
+// that began in it. A step is read in the window it ends in, from the ranges and GPU starts since
+// its time began (the last outermost step's end; the first step's own start), so the fold holds
+// what a later step may still read: the ranges ending after, and the GPU starts at or after, the
+// earliest point a step still to come can begin from (the last step's end; before any, the start
+// of the earliest step open at the cut, else the cut).
+class StepWindowFold {
+ public:
+  StepWindowFold(int rank, const DataloaderOptions& options)
+      : fold_(rank, options), kinds_(options) {}
+
+  void Add(std::vector<RangeRecord> ended, const std::vector<RangeRecord>& open,
+           std::vector<GpuActivityRecord> gpu, TimeNs cut) {
+    std::vector<RangeRecord> ranges = std::move(held_ranges_);
+    const size_t owned_from = ranges.size();
+    ranges.insert(ranges.end(), std::make_move_iterator(ended.begin()),
+                  std::make_move_iterator(ended.end()));
+    const size_t whole = ranges.size();
+    ranges.insert(ranges.end(), open.begin(), open.end());
+    std::vector<GpuActivityRecord> starts = std::move(held_gpu_);
+    starts.insert(starts.end(), std::make_move_iterator(gpu.begin()),
+                  std::make_move_iterator(gpu.end()));
+    const RangeRecord* owned_begin = ranges.data() + owned_from;
+    const RangeRecord* owned_end = ranges.data() + whole;
+    fold_.Add(ranges, starts,
+              [&](const RangeRecord& r) { return &r >= owned_begin && &r < owned_end; });
+
+    // Where a step still to come can begin: the last step's end, or before any, the start of a
+    // step open at the cut (one that starts after the cut reads only what comes after it).
+    std::vector<TimeNs> begins;
+    if (const std::optional<TimeNs> last = fold_.last_step_end()) {
+      begins.push_back(*last);
+    } else {
+      for (const RangeRecord& r : open) {
+        if (kinds_.Step(r.name)) begins.push_back(r.start);
+      }
+    }
+    const TimeNs from = begins.empty() ? cut : *std::min_element(begins.begin(), begins.end());
+    ranges.erase(ranges.begin() + static_cast<std::ptrdiff_t>(whole), ranges.end());
+    std::erase_if(ranges, [&](const RangeRecord& r) { return r.end <= from; });
+    held_ranges_ = std::move(ranges);
+    held_gpu_ = FirstStarts(starts, begins);
+  }
+
+  size_t held() const { return held_ranges_.size() + held_gpu_.size(); }
+  StepSeries Take() { return fold_.Take(); }
+
+ private:
+  // A step reads of the GPU records only its first launch and first kernel (BeforeFirst): of
+  // `gpu`, the first of each at or after each of `begins`.
+  static std::vector<GpuActivityRecord> FirstStarts(const std::vector<GpuActivityRecord>& gpu,
+                                                    const std::vector<TimeNs>& begins) {
+    std::vector<const GpuActivityRecord*> first;
+    GpuStarts kinds;
+    for (TimeNs begin : begins) {
+      for (const std::vector<TimeNs>* kind : {&kinds.launches, &kinds.kernels}) {
+        const GpuActivityRecord* best = nullptr;
+        for (const GpuActivityRecord& g : gpu) {
+          if (kinds.Of(g) == kind && g.start >= begin && (!best || g.start < best->start)) {
+            best = &g;
+          }
+        }
+        if (best && std::find(first.begin(), first.end(), best) == first.end()) {
+          first.push_back(best);
+        }
+      }
+    }
+    std::vector<GpuActivityRecord> out;
+    for (const GpuActivityRecord* g : first) out.push_back(*g);
+    return out;
+  }
+
+  StepFold fold_;
+  RangeKinds kinds_;
+  std::vector<RangeRecord> held_ranges_;
+  std::vector<GpuActivityRecord> held_gpu_;
 };
 
 std::string NamesLabel(const std::vector<std::pair<DurationNs, std::string>>& names) {
@@ -295,34 +374,31 @@ std::vector<StepSeries> StepSeriesOf(const Session& session, const DataloaderOpt
 }
 
 std::vector<StepSeries> StepSeriesByWindow(const Session& session, const WindowPlan& plan,
-                                           const DataloaderOptions& options) {
-  std::vector<StepFold> folds;
+                                           const DataloaderOptions& options, size_t* peak_held) {
+  const std::vector<std::vector<RankWindow>> windows = SplitIntoWindows(session, plan);
+  std::vector<StepWindowFold> folds;
   for (const RankData& r : session.ranks) folds.emplace_back(r.id.rank, options);
+  size_t peak = 0;
   for (size_t w = 0; w < plan.size(); ++w) {
-    const bool last = w + 1 == plan.size();
+    size_t held = 0;
     for (size_t i = 0; i < session.ranks.size(); ++i) {
       const RankData& rank = session.ranks[i];
-      const TimeNs from = w > 0 ? plan.cuts[w - 1].at[i] : std::numeric_limits<TimeNs>::min();
-      const TimeNs to = last ? std::numeric_limits<TimeNs>::max() : plan.cuts[w].at[i];
-      // From the last step's end, or the start of a step that ends here (the first one).
-      TimeNs lo = folds[i].CarryFrom(from);
-      for (const RangeRecord& r : rank.ranges) {
-        if (r.end > from && r.end <= to) lo = std::min(lo, r.start);
-      }
-      std::vector<RangeRecord> ranges;
-      for (const RangeRecord& r : rank.ranges) {
-        if (r.end > lo && r.start <= to) ranges.push_back(r);
-      }
+      const RankWindow& window = windows[w][i];
+      const TimeNs cut = plan.cuts[w].at[i];
+      std::vector<RangeRecord> ended, open;
+      for (size_t k : window.ranges) ended.push_back(rank.ranges[k]);
+      for (size_t k : window.open_ranges) open.push_back(RangeOpenAtCut(rank.ranges[k], cut));
       std::vector<GpuActivityRecord> gpu;
-      for (const GpuActivityRecord& g : rank.gpu) {
-        if (g.start >= lo && g.start <= to) gpu.push_back(g);
-      }
-      folds[i].Add(ranges, gpu, [&](const RangeRecord& r) { return r.end > from && r.end <= to; });
+      for (size_t k : window.gpu) gpu.push_back(rank.gpu[k]);
+      folds[i].Add(std::move(ended), open, std::move(gpu), cut);
+      held += folds[i].held();
     }
+    peak = std::max(peak, held);
   }
+  if (peak_held != nullptr) *peak_held = peak;
   std::vector<StepSeries> out;
-  for (size_t i = 0; i < folds.size(); ++i) {
-    StepSeries steps = folds[i].Take();
+  for (StepWindowFold& fold : folds) {
+    StepSeries steps = fold.Take();
     if (!steps.data.empty()) out.push_back(std::move(steps));
   }
   return out;

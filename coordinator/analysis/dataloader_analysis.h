@@ -54,11 +54,14 @@ struct StepSeries {
 // The series of every rank with at least one step, over the whole run.
 std::vector<StepSeries> StepSeriesOf(const Session& session, const DataloaderOptions& options);
 
-// The same, window by window (coordinator/windows.h), from each window's records (ranges open
-// at its ends included) and a per-rank carry of the last step's end; which of the three
-// readings a rank gets is decided at the end, from what its whole run had.
+// The same, window by window (coordinator/windows.h): each rank's records fed as its agent
+// uploads them at each cut (SplitIntoWindows), the fold holding only what a step still to come
+// may read; which of the three readings a rank gets is decided at the end, from what its whole
+// run had. *peak_held (when not null): the most ranges and GPU records held across a cut,
+// summed over the ranks.
 std::vector<StepSeries> StepSeriesByWindow(const Session& session, const WindowPlan& plan,
-                                           const DataloaderOptions& options);
+                                           const DataloaderOptions& options,
+                                           size_t* peak_held = nullptr);
 
 // Findings of kind "dataloader_skew", at most one per rank; a clean run gives none. cost_ns is the
 // rank's total excess data time (a lower bound on what the job loses to it).
