@@ -189,14 +189,22 @@ std::vector<std::vector<RankWindow>> SplitIntoWindows(const Session& aligned,
     split(rank.p2p, by_exit, &RankWindow::p2p);
     split(rank.mpi_calls, by_exit, &RankWindow::mpi_calls);
     split(rank.gpu, by_start, &RankWindow::gpu);
+    // Open at every cut from the first at or after its start to the last before its end.
+    auto open = [&](TimeNs start, TimeNs end, size_t i, std::vector<size_t> RankWindow::*kind) {
+      for (size_t w = plan.WindowOf(r, start); w < plan.WindowOf(r, end); ++w) {
+        (out[w][r].*kind).push_back(i);
+      }
+    };
     for (size_t i = 0; i < rank.ranges.size(); ++i) {
       const RangeRecord& range = rank.ranges[i];
-      const size_t ends_in = plan.WindowOf(r, range.end);
-      out[ends_in][r].ranges.push_back(i);
-      // Open at every cut from the first at or after its start to the last before its end.
-      for (size_t w = plan.WindowOf(r, range.start); w < ends_in; ++w) {
-        out[w][r].open_ranges.push_back(i);
-      }
+      out[plan.WindowOf(r, range.end)][r].ranges.push_back(i);
+      open(range.start, range.end, i, &RankWindow::open_ranges);
+    }
+    for (size_t i = 0; i < rank.collectives.size(); ++i) {
+      open(rank.collectives[i].enter, rank.collectives[i].exit, i, &RankWindow::open_collectives);
+    }
+    for (size_t i = 0; i < rank.p2p.size(); ++i) {
+      open(rank.p2p[i].enter, rank.p2p[i].exit, i, &RankWindow::open_p2p);
     }
   }
   return out;
@@ -205,6 +213,12 @@ std::vector<std::vector<RankWindow>> SplitIntoWindows(const Session& aligned,
 RangeRecord RangeOpenAtCut(const RangeRecord& range, TimeNs cut) {
   RangeRecord out = range;
   out.end = std::min(range.end, cut);
+  return out;
+}
+
+P2PRecord CallOpenAtCut(const P2PRecord& call, TimeNs cut) {
+  P2PRecord out = call;
+  out.exit = std::min(call.exit, cut);
   return out;
 }
 

@@ -80,12 +80,14 @@ std::vector<std::vector<WindowRecords>> CountWindowRecords(const Session& aligne
 // into the rank's RankData of every MPI record and range that ended in the window
 // (WindowPlan::WindowOf its end), each kind in the rank's order, and of the ranges still open at
 // the cut (begun at or before it, ending after it), which the agent reports cut short there
-// (RangeOpenAtCut); only the last window has none open. GPU activity goes by the window it began
-// in: CUPTI hands a kernel over only once it is done, so a window that reads kernels begun in it
-// (a step's first kernel) closes once the rank's GPU records up to the cut are in.
+// (RangeOpenAtCut), and of the collective and point-to-point calls in progress at the cut, which
+// it reports as such (the point-to-point ones cut short there, CallOpenAtCut); only the last
+// window has none open. GPU activity goes by the window it began in: CUPTI hands a kernel over
+// only once it is done, so a window that reads kernels begun in it (a step's first kernel)
+// closes once the rank's GPU records up to the cut are in.
 struct RankWindow {
   std::vector<size_t> collectives, p2p, mpi_calls, ranges, gpu;
-  std::vector<size_t> open_ranges;
+  std::vector<size_t> open_ranges, open_collectives, open_p2p;
 };
 
 // Every rank's records split into windows, [window][rank index], in one pass over the records
@@ -93,8 +95,10 @@ struct RankWindow {
 std::vector<std::vector<RankWindow>> SplitIntoWindows(const Session& aligned,
                                                       const WindowPlan& plan);
 
-// A range open at a cut as the agent reports it then: ending at the cut.
+// A range, or a point-to-point call, open at a cut as the agent reports it then: ending at the
+// cut.
 RangeRecord RangeOpenAtCut(const RangeRecord& range, TimeNs cut);
+P2PRecord CallOpenAtCut(const P2PRecord& call, TimeNs cut);
 
 // Collective instances matched window by window (CollectiveFold), in MatchCollectives' order:
 // what a coordinator that folds closed windows would match. *peak_open (when not null): the most

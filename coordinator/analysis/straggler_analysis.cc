@@ -1110,25 +1110,49 @@ void Subtract(const GapTime& part, GapTime* whole) {
   whole->kernel_total -= part.kernel_total;
 }
 
-// One rank's records that overlap [from, to] (calls in progress and ranges open at either end
-// included, as an agent would report them at a cut).
-RankData RecordsOver(const RankData& rank, TimeNs from, TimeNs to) {
-  RankData out;
-  out.id = rank.id;
-  auto over = [&](TimeNs start, TimeNs end) { return end > from && start <= to; };
-  for (const CollectiveRecord& c : rank.collectives) {
-    if (c.exit > from && c.exit <= to) out.collectives.push_back(c);
-  }
-  for (const P2PRecord& p : rank.p2p) {
-    if (over(p.enter, p.exit)) out.p2p.push_back(p);
-  }
-  for (const GpuActivityRecord& g : rank.gpu) {
-    if (over(g.start, g.end)) out.gpu.push_back(g);
-  }
-  for (const RangeRecord& r : rank.ranges) {
-    if (over(r.start, r.end)) out.ranges.push_back(r);
-  }
+// One rank's records as the gaps of a window read them: those held from earlier windows, then
+// the window's upload (SplitIntoWindows: what ended in it, GPU activity begun in it, and the
+// ranges and point-to-point calls open at its cut, cut short there). The collectives the window
+// adds begin at `first_new`.
+struct GapRecords {
+  RankData data;
+  size_t first_new = 0;
+};
+
+GapRecords WindowGapRecords(RankData held, const RankData& rank, const RankWindow& window,
+                            TimeNs cut) {
+  GapRecords out{std::move(held), 0};
+  RankData& d = out.data;
+  d.id = rank.id;
+  out.first_new = d.collectives.size();
+  for (size_t i : window.collectives) d.collectives.push_back(rank.collectives[i]);
+  for (size_t i : window.p2p) d.p2p.push_back(rank.p2p[i]);
+  for (size_t i : window.gpu) d.gpu.push_back(rank.gpu[i]);
+  for (size_t i : window.ranges) d.ranges.push_back(rank.ranges[i]);
+  for (size_t i : window.open_p2p) d.p2p.push_back(CallOpenAtCut(rank.p2p[i], cut));
+  for (size_t i : window.open_ranges) d.ranges.push_back(RangeOpenAtCut(rank.ranges[i], cut));
   return out;
+}
+
+// What the next window's gaps may read of `records` (the window's, without the open ones cut
+// short at the cut): what ends after `from`, the earliest of the cut and the enters of the
+// collectives in progress at it (a gap begun before the window is carried from its latest exit;
+// a call entered before the window's start reads back to its enter).
+RankData HeldForNextWindow(RankData records, const RankData& rank, const RankWindow& window,
+                           TimeNs cut) {
+  records.p2p.resize(records.p2p.size() - window.open_p2p.size());
+  records.ranges.resize(records.ranges.size() - window.open_ranges.size());
+  TimeNs from = cut;
+  for (size_t i : window.open_collectives) from = std::min(from, rank.collectives[i].enter);
+  std::erase_if(records.collectives, [&](const CollectiveRecord& c) { return c.exit <= from; });
+  std::erase_if(records.p2p, [&](const P2PRecord& p) { return p.exit <= from; });
+  std::erase_if(records.gpu, [&](const GpuActivityRecord& g) { return g.end <= from; });
+  std::erase_if(records.ranges, [&](const RangeRecord& r) { return r.end <= from; });
+  return records;
+}
+
+size_t RecordCount(const RankData& r) {
+  return r.collectives.size() + r.p2p.size() + r.gpu.size() + r.ranges.size();
 }
 
 // What one rank did from its latest collective exit up to the start of the next window: gaps
@@ -1166,30 +1190,31 @@ struct GapCarry {
 }  // namespace
 
 LateGaps GapsBeforeLateCallsByWindow(const Session& aligned, const WindowPlan& plan,
-                                     const StragglerOptions& options) {
+                                     const StragglerOptions& options, size_t* peak_held) {
   const size_t n = aligned.ranks.size();
+  const std::vector<std::vector<RankWindow>> windows = SplitIntoWindows(aligned, plan);
   CollectiveFold fold;
   // The gaps of calls whose instance is still open.
   std::map<std::pair<uint64_t, uint64_t>, std::map<int, std::optional<GapTime>>> pending;
   std::vector<GapCarry> carry(n);
+  std::vector<RankData> held(n);
+  size_t peak = 0;
   LateGaps out;
   for (size_t w = 0; w < plan.size(); ++w) {
     const bool last = w + 1 == plan.size();
+    size_t held_now = 0;
     for (size_t r = 0; r < n; ++r) {
       const RankData& rank = aligned.ranks[r];
       const TimeNs from = w > 0 ? plan.cuts[w - 1].at[r] : std::numeric_limits<TimeNs>::min();
-      const TimeNs to = last ? std::numeric_limits<TimeNs>::max() : plan.cuts[w].at[r];
-      // A call in progress at the window's start (entered before it) reads from its enter.
-      TimeNs lo = from;
-      for (const CollectiveRecord& call : rank.collectives) {
-        if (call.exit > from && call.exit <= to) lo = std::min(lo, call.enter);
-      }
-      const RankData records = RecordsOver(rank, lo, to);
+      const TimeNs to = plan.cuts[w].at[r];
+      GapRecords window = WindowGapRecords(std::move(held[r]), rank, windows[w][r], to);
+      const RankData& records = window.data;
       const RankContext ctx(&records);
       GapCarry& c = carry[r];
       for (const RangeRecord& range : records.ranges) c.range_threads.insert(range.tid);
       auto has_ranges = [&](uint32_t t) { return c.range_threads.count(t) > 0; };
-      for (const CollectiveRecord& call : records.collectives) {
+      for (size_t k = window.first_new; k < records.collectives.size(); ++k) {
+        const CollectiveRecord& call = records.collectives[k];
         fold.Add(rank.id.rank, call);
         std::optional<GapTime>& gap = pending[{call.comm_id, call.seq}][rank.id.rank];
         const auto tid = GapThread(ctx, call.comm_id, call.seq, has_ranges);
@@ -1215,7 +1240,10 @@ LateGaps GapsBeforeLateCallsByWindow(const Session& aligned, const WindowPlan& p
       } else if (c.since) {
         c.Extend(ctx, from, to, false);
       }
+      held[r] = HeldForNextWindow(std::move(window.data), rank, windows[w][r], to);
+      held_now += RecordCount(held[r]);
     }
+    peak = std::max(peak, held_now);
     for (const CollectiveInstance& inst : fold.TakeFull()) {
       auto gaps = pending.find({inst.comm_id, inst.seq});
       if (gaps == pending.end()) continue;
@@ -1224,6 +1252,7 @@ LateGaps GapsBeforeLateCallsByWindow(const Session& aligned, const WindowPlan& p
     }
   }
   for (const CollectiveInstance& inst : fold.Finish()) pending.erase({inst.comm_id, inst.seq});
+  if (peak_held != nullptr) *peak_held = peak;
   return out;
 }
 

@@ -96,11 +96,14 @@ LateGaps GapsBeforeLateCalls(const Session& aligned,
                              const StragglerOptions& options, const std::set<int>* only = nullptr);
 
 // The same, window by window (coordinator/windows.h), as a coordinator that drops each window's
-// records once it is folded would take them: each rank's gaps are read from its records of the
-// window and the one before it (ranges that overlap them, open ones included) and the latest
-// collective exit before those; an instance's shares are taken once all its members called.
+// records once it is folded would take them: each rank's gaps are read from its window's upload
+// (SplitIntoWindows) and what it held of the windows before (the records that end after the
+// window's start, or after the enter of a collective in progress there), with the time since
+// its latest collective exit carried across cuts; an instance's shares are taken once all its
+// members called. *peak_held (when not null): the most records held across a cut, summed over
+// the ranks.
 LateGaps GapsBeforeLateCallsByWindow(const Session& aligned, const WindowPlan& plan,
-                                     const StragglerOptions& options);
+                                     const StragglerOptions& options, size_t* peak_held = nullptr);
 
 // Findings of kind "straggler", at most one per rank, for the ranks that pass every threshold in
 // options; a clean run gives none. Each names, in its summary and in evidence "wait_states"
