@@ -225,20 +225,14 @@ P2PRecord CallOpenAtCut(const P2PRecord& call, TimeNs cut) {
 std::vector<CollectiveInstance> MatchCollectivesByWindow(const Session& aligned,
                                                          const WindowPlan& plan,
                                                          size_t* peak_open) {
-  // Each rank's calls by window, as its agent would send them.
-  std::vector<std::vector<std::vector<const CollectiveRecord*>>> by_window(
-      plan.size(), std::vector<std::vector<const CollectiveRecord*>>(aligned.ranks.size()));
-  for (size_t r = 0; r < aligned.ranks.size(); ++r) {
-    for (const CollectiveRecord& c : aligned.ranks[r].collectives) {
-      by_window[plan.WindowOf(r, c.exit)][r].push_back(&c);
-    }
-  }
+  const std::vector<std::vector<RankWindow>> windows = SplitIntoWindows(aligned, plan);
   CollectiveFold fold;
   std::vector<CollectiveInstance> out;
   size_t peak = 0;
-  for (const auto& window : by_window) {
+  for (const std::vector<RankWindow>& window : windows) {
     for (size_t r = 0; r < window.size(); ++r) {
-      for (const CollectiveRecord* c : window[r]) fold.Add(aligned.ranks[r].id.rank, *c);
+      const RankData& rank = aligned.ranks[r];
+      for (size_t i : window[r].collectives) fold.Add(rank.id.rank, rank.collectives[i]);
     }
     for (CollectiveInstance& i : fold.TakeFull()) out.push_back(std::move(i));
     peak = std::max(peak, fold.open());
@@ -253,32 +247,18 @@ std::vector<P2PMessage> MatchMessagesByWindow(const Session& aligned, const Wind
                                               P2PMatchStats* stats, size_t* peak_held,
                                               const OnMessagesClose& on_close) {
   const size_t nranks = aligned.ranks.size();
-  std::vector<std::vector<std::vector<size_t>>> calls(plan.size()), records(plan.size());
-  // Per window and rank: the latest exit of the rank's MPI calls so far (its progress).
-  std::vector<std::vector<TimeNs>> reached(
-      plan.size(), std::vector<TimeNs>(nranks, std::numeric_limits<TimeNs>::min()));
-  for (size_t w = 0; w < plan.size(); ++w) {
-    calls[w].resize(nranks);
-    records[w].resize(nranks);
-  }
+  const std::vector<std::vector<RankWindow>> windows = SplitIntoWindows(aligned, plan);
+  // Per rank: the latest exit of its MPI calls so far (its progress); a rank without MPI calls
+  // has none still to come.
+  std::vector<TimeNs> reached(nranks, std::numeric_limits<TimeNs>::min());
   for (size_t r = 0; r < nranks; ++r) {
     const RankData& rank = aligned.ranks[r];
-    auto reach = [&](size_t w, TimeNs exit) { reached[w][r] = std::max(reached[w][r], exit); };
-    for (size_t i = 0; i < rank.collectives.size(); ++i) {
-      const CollectiveRecord& c = rank.collectives[i];
-      const size_t w = plan.WindowOf(r, c.exit);
-      calls[w][r].push_back(i);
-      if (c.source == CollectiveRecord::Source::kMpi) reach(w, c.exit);
-    }
-    for (size_t i = 0; i < rank.p2p.size(); ++i) {
-      const size_t w = plan.WindowOf(r, rank.p2p[i].exit);
-      records[w][r].push_back(i);
-      reach(w, rank.p2p[i].exit);
-    }
-    for (const MpiCallRecord& m : rank.mpi_calls) reach(plan.WindowOf(r, m.exit), m.exit);
-    for (size_t w = 1; w < plan.size(); ++w) {
-      reached[w][r] = std::max(reached[w][r], reached[w - 1][r]);
-    }
+    const bool mpi = !rank.p2p.empty() || !rank.mpi_calls.empty() ||
+                     std::any_of(rank.collectives.begin(), rank.collectives.end(),
+                                 [](const CollectiveRecord& c) {
+                                   return c.source == CollectiveRecord::Source::kMpi;
+                                 });
+    if (!mpi) reached[r] = std::numeric_limits<TimeNs>::max();
   }
   const int size = aligned.world_size > 0 ? aligned.world_size : static_cast<int>(nranks);
   MessageFold fold(size, WorldCommId(size));
@@ -287,15 +267,19 @@ std::vector<P2PMessage> MatchMessagesByWindow(const Session& aligned, const Wind
   for (size_t w = 0; w < plan.size(); ++w) {
     for (size_t r = 0; r < nranks; ++r) {
       const RankData& rank = aligned.ranks[r];
-      for (size_t i : calls[w][r]) fold.AddCollective(rank.id.rank, rank.collectives[i]);
-      for (size_t i : records[w][r]) fold.Add(rank.id.rank, i, rank.p2p[i]);
-      // A rank without MPI calls has none still to come.
-      const bool mpi = !rank.p2p.empty() || !rank.mpi_calls.empty() ||
-                       std::any_of(rank.collectives.begin(), rank.collectives.end(),
-                                   [](const CollectiveRecord& c) {
-                                     return c.source == CollectiveRecord::Source::kMpi;
-                                   });
-      fold.Reached(rank.id.rank, mpi ? reached[w][r] : std::numeric_limits<TimeNs>::max());
+      const RankWindow& window = windows[w][r];
+      TimeNs& progress = reached[r];
+      for (size_t i : window.collectives) {
+        const CollectiveRecord& c = rank.collectives[i];
+        fold.AddCollective(rank.id.rank, c);
+        if (c.source == CollectiveRecord::Source::kMpi) progress = std::max(progress, c.exit);
+      }
+      for (size_t i : window.p2p) {
+        fold.Add(rank.id.rank, i, rank.p2p[i]);
+        progress = std::max(progress, rank.p2p[i].exit);
+      }
+      for (size_t i : window.mpi_calls) progress = std::max(progress, rank.mpi_calls[i].exit);
+      fold.Reached(rank.id.rank, progress);
     }
     std::vector<P2PMessage> matched = w + 1 < plan.size() ? fold.TakeMatched() : fold.Finish();
     if (on_close) on_close(w, fold, matched);

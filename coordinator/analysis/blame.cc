@@ -437,9 +437,8 @@ void AddGaps(Graph* g) {
   }
 }
 
-// The MPI records (collectives, point-to-point, other calls) of rank index ri that end in window
-// w, and their indices among the rank's.
-// The MPI records of rank r in one window, and their indices among the whole rank's.
+// The MPI records (collectives, point-to-point, other calls) of rank r in one window, and their
+// indices among the whole rank's.
 RankData WindowMpiRecords(const RankData& r, const RankWindow& window, RecordIndices* indices) {
   RankData out;
   out.id = r.id;
