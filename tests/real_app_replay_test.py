@@ -8,6 +8,7 @@ the faults anew; this replays fixed recordings, so an analysis change that loses
 on every CI run, not only when the VM's noise allows.
 
   real_app_replay_test.py RANKSCOPE"""
+import json
 import statistics
 import sys
 import unittest
@@ -74,6 +75,25 @@ class RealAppReplay(unittest.TestCase):
                                 f"the bare clean run ({self.bare[entry['app']]:.2f} s)")
                 self.assertIn(f"with rank {entry['planted_rank']} like the others about",
                               finding["summary"])
+
+    def test_a_launch_of_seconds_before_mpi_init_hides_no_straggler(self):
+        # mpirun took 2.3 s to start the ranks (cpu2-slow-launch/README.md): half the span lies
+        # before MPI_Init on both ranks, and the frozen rank's gain must not lose its start-up.
+        entry = recorded_sessions.slow_launch_recording()
+        replay = recorded_sessions.Reanalysis(
+            RANKSCOPE, f"{recorded_sessions.SLOW_LAUNCH}/{entry['session']}/session.sqlite")
+        self.addCleanup(replay.close)
+        report = replay.report
+        named = [f for f in report["findings"] if f["kind"] in RANK_FINDINGS]
+        self.assertEqual([f["ranks"] for f in named], [[entry["planted_rank"]]],
+                         json.dumps(report["blame"])[:2000])
+        evidence = named[0]["evidence"]
+        self.assertEqual(evidence["cause_kind"], entry["cause_kind"])
+        self.assertGreaterEqual(named[0]["confidence"], 0.8, named[0]["summary"])
+        bare = statistics.median(entry["bare_clean_wall_s"])
+        ratio = evidence["what_if"]["what_if_ns"] / 1e9 / bare
+        self.assertTrue(0.7 <= ratio <= 1.3, f"what-if {ratio:.2f}x the bare clean run: "
+                        + named[0]["summary"])
 
 
 if __name__ == "__main__":

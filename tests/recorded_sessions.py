@@ -9,11 +9,18 @@ import tempfile
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FIXTURES = os.path.join(ROOT, "tests", "fixtures")
 REAL_APPS = os.path.join(FIXTURES, "cpu2-real-apps")
+SLOW_LAUNCH = os.path.join(FIXTURES, "cpu2-slow-launch")
 
 
 def real_app_matrix():
     """cpu2-real-apps/matrix.json: the bare clean walls per app and what was planted where."""
     with open(os.path.join(REAL_APPS, "matrix.json")) as f:
+        return json.load(f)
+
+
+def slow_launch_recording():
+    """cpu2-slow-launch/recording.json: a real app behind a launcher that took 2.3 s."""
+    with open(os.path.join(SLOW_LAUNCH, "recording.json")) as f:
         return json.load(f)
 
 
@@ -28,6 +35,8 @@ def all_sessions():
     for entry in real_app_matrix()["sessions"]:
         sessions["cpu2-" + entry["session"]] = os.path.join(REAL_APPS, entry["session"],
                                                             "session.sqlite")
+    slow = slow_launch_recording()["session"]
+    sessions["cpu2-slow-launch-" + slow] = os.path.join(SLOW_LAUNCH, slow, "session.sqlite")
     return sessions
 
 

@@ -1546,19 +1546,30 @@ std::vector<DurationNs> TypicalGaps(const Graph& g, const std::vector<size_t>& j
   return typical_gaps;
 }
 
-// What a typical start-up and setup save is in the what-if, not in the gain the rank is judged on
-// (FirstJudged): a clean 0.7 s run had a rank's MPI_Init 60-100 ms late, which made a 9 % gain of
-// a rank whose judged own work was 1.1x the others'.
-DurationNs StartupSaved(const std::vector<Event>& chain, const Candidate& c,
-                        const std::vector<DurationNs>& typical_gaps) {
-  DurationNs saved = 0;
+// The candidate's own work event by event as its what-if replays it, but its start-up and setup
+// (up to its first judged event) as recorded: the replay the rank's gain is read from. A typical
+// start-up belongs in the what-if, not in the gain the rank is judged on (FirstJudged): a clean
+// 0.7 s run had a rank's MPI_Init 60-100 ms late, which made a 9 % gain of a rank whose judged own
+// work was 1.1x the others'. Replayed, not subtracted: a start-up replayed shorter saves nothing
+// where the others' start-ups were as long (MPI_Init waits for them all): HPCC at np 2 behind a
+// launcher that took 2.3 s before MPI_Init, its frozen rank's start-up scaled down by 1.45 s and
+// that taken from a gain of 1.7 s, which the job's span had not saved. Empty where the what-if
+// replays the start-up as recorded.
+std::vector<DurationNs> GapsWithRecordedStartup(const std::vector<Event>& chain, const Candidate& c,
+                                                const std::vector<DurationNs>& typical_gaps) {
   const size_t judged_from = FirstJudged(chain);
-  for (size_t k = 0; judged_from > 0 && k <= judged_from && k < chain.size(); ++k) {
-    const DurationNs replayed =
-        typical_gaps.empty() ? Scaled(chain[k].gap, c.scale) : typical_gaps[k];
-    saved += chain[k].gap - replayed;
+  if (judged_from == 0) return {};
+  std::vector<DurationNs> gaps(chain.size());
+  bool differs = false;
+  for (size_t k = 0; k < chain.size(); ++k) {
+    gaps[k] = typical_gaps.empty() ? Scaled(chain[k].gap, c.scale) : typical_gaps[k];
+    if (k <= judged_from) {
+      differs |= gaps[k] != chain[k].gap;
+      gaps[k] = chain[k].gap;
+    }
   }
-  return std::max<DurationNs>(saved, 0);
+  if (!differs) return {};
+  return gaps;
 }
 
 // The greedy replay: the stragglers found so far, made like the typical rank.
@@ -1615,8 +1626,16 @@ void ReplayCandidates(const Session& aligned, const Graph& g, const Replay& base
     b.what_if_span = std::max<DurationNs>(span - (base.span - what_if.span), 0);
     b.caused_total = std::max<DurationNs>(
         OthersWaited(acc.current, c.index) - OthersWaited(what_if, c.index), 0);
-    const DurationNs gain =
-        acc.current.span - what_if.span - StartupSaved(g.events[c.index], c, typical_gaps);
+    DurationNs judged_span = what_if.span;
+    const std::vector<DurationNs> recorded_startup =
+        GapsWithRecordedStartup(g.events[c.index], c, typical_gaps);
+    if (!recorded_startup.empty()) {
+      std::vector<const std::vector<DurationNs>*> own = trial_typical;
+      own.resize(n, nullptr);
+      own[c.index] = &recorded_startup;
+      judged_span = Run(g, trial, trial_transfer, own).span;
+    }
+    const DurationNs gain = acc.current.span - judged_span;
     b.gain = std::max<DurationNs>(gain, 0);
     // A rank judged on its own work that shares a node with a straggler starved of CPU competes
     // with it for the node's CPUs: part of its extra work may be that rank's doing (LAMMPS on 2

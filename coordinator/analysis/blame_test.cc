@@ -608,18 +608,18 @@ TEST(BlameTest, OfTwoRanksOneSlowerWithoutACauseFromOutsideIsNotNamed) {
   }
 }
 
-// Every rank's MPI_Init recorded: it enters 100 ms after the session's start, rank `late` (if
-// any) 500 ms after, and all leave 50 ms after the last arrival, 50 ms before the first
+// Every rank's MPI_Init recorded: it enters `launch` (100 ms) after the session's start, rank
+// `late` (if any) 400 ms later, and all leave 50 ms after the last arrival, 50 ms before the first
 // collective. The chains start at the session's start with MPI_Init as an N-to-N event.
-Session WithMpiInit(testing::TrainingSim sim, int late) {
+Session WithMpiInit(testing::TrainingSim sim, int late, DurationNs launch = 100 * kNsPerMs) {
   Session s = testing::Simulate(sim);
   TimeNs first = std::numeric_limits<TimeNs>::max();
   for (const RankData& r : s.ranks) first = std::min(first, r.collectives.front().enter);
-  s.start = first - (late >= 0 ? 600 : 200) * kNsPerMs;
+  s.start = first - launch - (late >= 0 ? 500 : 100) * kNsPerMs;
   for (RankData& r : s.ranks) {
     MpiCallRecord init;
     init.call = MpiCall::kInit;
-    init.enter = s.start + (r.id.rank == late ? 500 : 100) * kNsPerMs;
+    init.enter = s.start + launch + (r.id.rank == late ? 400 : 0) * kNsPerMs;
     init.exit = first - 50 * kNsPerMs;
     init.tid = 1;
     r.mpi_calls.push_back(init);
@@ -655,6 +655,35 @@ TEST(BlameTest, AStragglersWhatIfGivesItTheTypicalStartUp) {
   const RankBlame& r2 = *m.Find(2);
   const double clean_span = Seconds(Blame(clean).span());
   EXPECT_NEAR(Seconds(r2.what_if_span), clean_span, 0.05 * clean_span);
+}
+
+// A launcher that took 2.3 s before any rank reached MPI_Init (PMIx retrying a dead munged's
+// socket) and ranks whose chains differ (one calls MPI_File_write once), so the straggler's own
+// work is replayed scaled, start-up included: its start-up replayed shorter saves nothing, since
+// MPI_Init waits for the others' as long, and its gain is what its judged own work saves, as
+// behind a short launch. (The gain once took the scaled start-up's 0.7 s off a 0.5 s gain.)
+TEST(BlameTest, ALongLaunchTakesNothingFromAStragglersGain) {
+  testing::TrainingSim sim;
+  sim.slow_compute = {{2, 10 * kNsPerMs}};
+  auto with_launch = [&](DurationNs launch) {
+    Session s = WithMpiInit(sim, -1, launch);
+    RankData& r1 = s.ranks[1];
+    MpiCallRecord write;
+    write.call = MpiCall::kFileWrite;
+    write.enter = r1.collectives[10].exit + 10 * kNsPerUs;
+    write.exit = write.enter + 10 * kNsPerUs;
+    write.tid = 1;
+    r1.mpi_calls.push_back(write);
+    return Blame(s);
+  };
+  const BlameModel short_launch = with_launch(100 * kNsPerMs);
+  const BlameModel long_launch = with_launch(2300 * kNsPerMs);
+  ASSERT_EQ(short_launch.stragglers, std::vector<int>{2});
+  EXPECT_EQ(long_launch.stragglers, std::vector<int>{2});
+  const double gain = Seconds(short_launch.Find(2)->gain);
+  EXPECT_GT(gain, 0.4);  // 50 steps x 10 ms
+  EXPECT_NEAR(Seconds(long_launch.Find(2)->gain), gain, 0.05 * gain);
+  EXPECT_NEAR(Seconds(long_launch.span() - long_launch.Find(2)->what_if_span), gain, 0.05 * gain);
 }
 
 // A halo exchange of 8 ranks (rank 5 3x slower) read window by window (a window about every
