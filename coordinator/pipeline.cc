@@ -28,14 +28,17 @@ Result<PipelineOutput> DiagnoseAndWrite(Session aligned, const std::string& out_
   if (std::string attempts = DescribeAttempts(aligned); !attempts.empty()) {
     notes.push_back(std::move(attempts));
   }
-  SessionMatches matches = MatchSession(aligned);
+  std::optional<WindowedReading> windowed;
+  SessionMatches matches;
   if (options.by_window) {
-    const WindowPlan plan = PlanWindows(aligned, *options.by_window);
-    matches.collectives = MatchCollectivesByWindow(aligned, plan);
-    matches.messages = MatchMessagesByWindow(aligned, plan, &matches.p2p);
+    windowed.emplace();
+    matches = MatchSessionByWindow(aligned, *options.by_window, &*windowed);
+  } else {
+    matches = MatchSession(aligned);
   }
   BlameModel blame;
-  std::vector<Finding> findings = Diagnose(aligned, matches, options, &notes, &blame);
+  std::vector<Finding> findings =
+      Diagnose(aligned, matches, options, &notes, &blame, windowed ? &*windowed : nullptr);
   std::error_code absolute_error;
   const std::filesystem::path dir = std::filesystem::absolute(out_dir, absolute_error);
   PlanNextSteps(aligned, absolute_error ? out_dir : dir.lexically_normal().string(), &findings);

@@ -156,21 +156,6 @@ WindowPlan PlanWindows(const Session& aligned, const WindowOptions& options) {
   return plan;
 }
 
-std::vector<std::vector<WindowRecords>> CountWindowRecords(const Session& aligned,
-                                                           const WindowPlan& plan) {
-  std::vector<std::vector<WindowRecords>> out(plan.size(),
-                                              std::vector<WindowRecords>(aligned.ranks.size()));
-  for (size_t r = 0; r < aligned.ranks.size(); ++r) {
-    const RankData& rank = aligned.ranks[r];
-    for (const auto& c : rank.collectives) ++out[plan.WindowOf(r, c.exit)][r].collectives;
-    for (const auto& p : rank.p2p) ++out[plan.WindowOf(r, p.exit)][r].p2p;
-    for (const auto& m : rank.mpi_calls) ++out[plan.WindowOf(r, m.exit)][r].mpi_calls;
-    for (const auto& g : rank.ranges) ++out[plan.WindowOf(r, g.end)][r].ranges;
-    for (const auto& g : rank.gpu) ++out[plan.WindowOf(r, g.end)][r].gpu;
-  }
-  return out;
-}
-
 std::vector<std::vector<RankWindow>> SplitIntoWindows(const Session& aligned,
                                                       const WindowPlan& plan) {
   std::vector<std::vector<RankWindow>> out(plan.size(),
@@ -210,6 +195,29 @@ std::vector<std::vector<RankWindow>> SplitIntoWindows(const Session& aligned,
   return out;
 }
 
+std::vector<std::vector<WindowRecords>> CountWindowRecords(const Session& aligned,
+                                                           const WindowPlan& plan) {
+  std::vector<std::vector<WindowRecords>> out(plan.size(),
+                                              std::vector<WindowRecords>(aligned.ranks.size()));
+  const std::vector<std::vector<RankWindow>> windows = SplitIntoWindows(aligned, plan);
+  for (size_t w = 0; w < windows.size(); ++w) {
+    for (size_t r = 0; r < windows[w].size(); ++r) {
+      const RankWindow& in = windows[w][r];
+      out[w][r] = {static_cast<int>(in.collectives.size()), static_cast<int>(in.p2p.size()),
+                   static_cast<int>(in.mpi_calls.size()), static_cast<int>(in.ranges.size()),
+                   static_cast<int>(in.gpu.size())};
+    }
+  }
+  return out;
+}
+
+WindowSplit SplitSession(const Session& aligned, WindowPlan plan) {
+  WindowSplit out;
+  out.windows = SplitIntoWindows(aligned, plan);
+  out.plan = std::move(plan);
+  return out;
+}
+
 RangeRecord RangeOpenAtCut(const RangeRecord& range, TimeNs cut) {
   RangeRecord out = range;
   out.end = std::min(range.end, cut);
@@ -223,13 +231,12 @@ P2PRecord CallOpenAtCut(const P2PRecord& call, TimeNs cut) {
 }
 
 std::vector<CollectiveInstance> MatchCollectivesByWindow(const Session& aligned,
-                                                         const WindowPlan& plan,
+                                                         const WindowSplit& split,
                                                          size_t* peak_open) {
-  const std::vector<std::vector<RankWindow>> windows = SplitIntoWindows(aligned, plan);
   CollectiveFold fold;
   std::vector<CollectiveInstance> out;
   size_t peak = 0;
-  for (const std::vector<RankWindow>& window : windows) {
+  for (const std::vector<RankWindow>& window : split.windows) {
     for (size_t r = 0; r < window.size(); ++r) {
       const RankData& rank = aligned.ranks[r];
       for (size_t i : window[r].collectives) fold.Add(rank.id.rank, rank.collectives[i]);
@@ -243,11 +250,12 @@ std::vector<CollectiveInstance> MatchCollectivesByWindow(const Session& aligned,
   return out;
 }
 
-std::vector<P2PMessage> MatchMessagesByWindow(const Session& aligned, const WindowPlan& plan,
+std::vector<P2PMessage> MatchMessagesByWindow(const Session& aligned, const WindowSplit& split,
                                               P2PMatchStats* stats, size_t* peak_held,
                                               const OnMessagesClose& on_close) {
   const size_t nranks = aligned.ranks.size();
-  const std::vector<std::vector<RankWindow>> windows = SplitIntoWindows(aligned, plan);
+  const WindowPlan& plan = split.plan;
+  const std::vector<std::vector<RankWindow>>& windows = split.windows;
   // Per rank: the latest exit of its MPI calls so far (its progress); a rank without MPI calls
   // has none still to come.
   std::vector<TimeNs> reached(nranks, std::numeric_limits<TimeNs>::min());

@@ -64,7 +64,8 @@ struct WindowPlan {
 WindowPlan PlanWindows(const Session& aligned, const WindowOptions& options = WindowOptions{});
 
 // How many of each rank's records each window holds (collectives, point-to-point, other MPI
-// calls, ranges, GPU activity), by the end of each record: [window][rank].
+// calls, ranges, GPU activity) as SplitIntoWindows puts them (MPI records and ranges by their
+// end, GPU activity by its start; the open ones not counted): [window][rank].
 struct WindowRecords {
   int collectives = 0;
   int p2p = 0;
@@ -95,6 +96,15 @@ struct RankWindow {
 std::vector<std::vector<RankWindow>> SplitIntoWindows(const Session& aligned,
                                                       const WindowPlan& plan);
 
+// A session's plan and its records split by it: what every fold that reads windows is fed, made
+// once per session (the live path: once per upload).
+struct WindowSplit {
+  WindowPlan plan;
+  std::vector<std::vector<RankWindow>> windows;  // [window][rank index], SplitIntoWindows
+  size_t size() const { return plan.size(); }
+};
+WindowSplit SplitSession(const Session& aligned, WindowPlan plan);
+
 // A range, or a point-to-point call, open at a cut as the agent reports it then: ending at the
 // cut.
 RangeRecord RangeOpenAtCut(const RangeRecord& range, TimeNs cut);
@@ -104,7 +114,7 @@ P2PRecord CallOpenAtCut(const P2PRecord& call, TimeNs cut);
 // what a coordinator that folds closed windows would match. *peak_open (when not null): the most
 // instances open at the close of a window, what the fold held beyond one window's calls.
 std::vector<CollectiveInstance> MatchCollectivesByWindow(const Session& aligned,
-                                                         const WindowPlan& plan,
+                                                         const WindowSplit& split,
                                                          size_t* peak_open = nullptr);
 
 // Point-to-point messages matched window by window (MessageFold), each rank's collectives and
@@ -115,7 +125,7 @@ std::vector<CollectiveInstance> MatchCollectivesByWindow(const Session& aligned,
 // the fold and the messages matched in it.
 using OnMessagesClose =
     std::function<void(size_t window, const MessageFold&, const std::vector<P2PMessage>&)>;
-std::vector<P2PMessage> MatchMessagesByWindow(const Session& aligned, const WindowPlan& plan,
+std::vector<P2PMessage> MatchMessagesByWindow(const Session& aligned, const WindowSplit& split,
                                               P2PMatchStats* stats = nullptr,
                                               size_t* peak_held = nullptr,
                                               const OnMessagesClose& on_close = {});

@@ -231,7 +231,8 @@ TEST(MatchCollectivesByWindow, EveryRecordedSessionMatchesAsAWhole) {
   const int sessions = ForEachRecordedSession(
       [&](const std::string& name, const Session& s, const WindowPlan& plan) {
         size_t peak = 0;
-        const std::vector<CollectiveInstance> windowed = MatchCollectivesByWindow(s, plan, &peak);
+        const std::vector<CollectiveInstance> windowed =
+            MatchCollectivesByWindow(s, SplitSession(s, plan), &peak);
         const std::vector<CollectiveInstance> whole = MatchCollectives(s);
         ExpectSameInstances(windowed, whole);
         // What a coordinator folding these windows would hold of the records at once: a window's
@@ -260,36 +261,36 @@ TEST(MatchCollectivesByWindow, EveryRecordedSessionMatchesAsAWhole) {
 // every recorded session, holding a small part of the records at any cut.
 TEST(GapsBeforeLateCallsByWindow, EveryRecordedSessionGivesTheWholeRunsShares) {
   size_t shares = 0;
-  const int sessions = ForEachRecordedSession(
-      [&](const std::string& name, const Session& s, const WindowPlan& plan) {
-        const StragglerOptions options;
-        const LateGaps whole = GapsBeforeLateCalls(s, MatchCollectives(s), options);
-        size_t peak = 0, records = 0;
-        const LateGaps windowed = GapsBeforeLateCallsByWindow(s, plan, options, &peak);
-        for (const RankData& r : s.ranks) {
-          records += r.collectives.size() + r.p2p.size() + r.gpu.size() + r.ranges.size();
-        }
-        if (records > 1000) {
-          EXPECT_LT(peak, records / 4);
-        }
-        EXPECT_EQ(windowed.size(), whole.size());
-        for (const auto& [key, share] : whole) {
-          const auto found = windowed.find(key);
-          ASSERT_NE(found, windowed.end()) << "comm " << std::get<0>(key) << " seq "
-                                           << std::get<1>(key) << " rank " << std::get<2>(key);
-          EXPECT_TRUE(found->second == share)
-              << "comm " << std::get<0>(key) << " seq " << std::get<1>(key) << " rank "
-              << std::get<2>(key) << ": gap " << found->second.late_gap << " vs " << share.late_gap
-              << ", untracked " << found->second.late_untracked << " vs " << share.late_untracked
-              << ", mpi " << found->second.late_mpi << " vs " << share.late_mpi << ", others' gap "
-              << found->second.others_gap << " vs " << share.others_gap << ", others' mpi "
-              << found->second.others_mpi << " vs " << share.others_mpi << ", others' untracked "
-              << found->second.others_untracked << " vs " << share.others_untracked;
-        }
-        std::printf("%s: %zu calls that may count as late; held at most %zu of %zu records\n",
-                    name.c_str(), whole.size(), peak, records);
-        shares += whole.size();
-      });
+  const int sessions = ForEachRecordedSession([&](const std::string& name, const Session& s,
+                                                  const WindowPlan& plan) {
+    const StragglerOptions options;
+    const LateGaps whole = GapsBeforeLateCalls(s, MatchCollectives(s), options);
+    size_t peak = 0, records = 0;
+    const LateGaps windowed = GapsBeforeLateCallsByWindow(s, SplitSession(s, plan), options, &peak);
+    for (const RankData& r : s.ranks) {
+      records += r.collectives.size() + r.p2p.size() + r.gpu.size() + r.ranges.size();
+    }
+    if (records > 1000) {
+      EXPECT_LT(peak, records / 4);
+    }
+    EXPECT_EQ(windowed.size(), whole.size());
+    for (const auto& [key, share] : whole) {
+      const auto found = windowed.find(key);
+      ASSERT_NE(found, windowed.end()) << "comm " << std::get<0>(key) << " seq " << std::get<1>(key)
+                                       << " rank " << std::get<2>(key);
+      EXPECT_TRUE(found->second == share)
+          << "comm " << std::get<0>(key) << " seq " << std::get<1>(key) << " rank "
+          << std::get<2>(key) << ": gap " << found->second.late_gap << " vs " << share.late_gap
+          << ", untracked " << found->second.late_untracked << " vs " << share.late_untracked
+          << ", mpi " << found->second.late_mpi << " vs " << share.late_mpi << ", others' gap "
+          << found->second.others_gap << " vs " << share.others_gap << ", others' mpi "
+          << found->second.others_mpi << " vs " << share.others_mpi << ", others' untracked "
+          << found->second.others_untracked << " vs " << share.others_untracked;
+    }
+    std::printf("%s: %zu calls that may count as late; held at most %zu of %zu records\n",
+                name.c_str(), whole.size(), peak, records);
+    shares += whole.size();
+  });
   EXPECT_GE(sessions, 17);
   EXPECT_GT(shares, 100u);  // the recorded stragglers' late calls among them
 }
@@ -303,7 +304,8 @@ TEST(StepSeriesByWindow, EveryRecordedSessionGivesTheWholeRunsSteps) {
         const DataloaderOptions options;
         const std::vector<StepSeries> whole = StepSeriesOf(s, options);
         size_t peak = 0, records = 0;
-        const std::vector<StepSeries> windowed = StepSeriesByWindow(s, plan, options, &peak);
+        const std::vector<StepSeries> windowed =
+            StepSeriesByWindow(s, SplitSession(s, plan), options, &peak);
         for (const RankData& r : s.ranks) records += r.ranges.size() + r.gpu.size();
         // It holds what the steps still to come may read: a few steps' records.
         if (records > 1000) {
@@ -335,7 +337,8 @@ TEST(BuildBlameModelByWindow, EveryRecordedSessionGivesTheWholeRunsModel) {
                                                   const WindowPlan& plan) {
     const SessionMatches matches = MatchSession(s);
     const BlameModel whole = BuildBlameModel(s, matches);
-    const BlameModel windowed = BuildBlameModel(s, matches, BlameOptions{}, &plan);
+    const WindowSplit split = SplitSession(s, plan);
+    const BlameModel windowed = BuildBlameModel(s, matches, BlameOptions{}, &split);
     EXPECT_EQ(windowed.stragglers, whole.stragglers);
     EXPECT_EQ(windowed.replayed_span, whole.replayed_span);
     EXPECT_EQ(windowed.what_if_all_span, whole.what_if_all_span);
@@ -361,7 +364,8 @@ TEST(BuildBlameModelByWindow, EveryRecordedSessionGivesTheWholeRunsModel) {
     WindowPlan one;
     one.cuts.push_back({CutKind::kEnd, 0,
                         std::vector<TimeNs>(s.ranks.size(), std::numeric_limits<TimeNs>::max())});
-    const BlameModel at_once = BuildBlameModel(s, matches, BlameOptions{}, &one);
+    const WindowSplit one_split = SplitSession(s, one);
+    const BlameModel at_once = BuildBlameModel(s, matches, BlameOptions{}, &one_split);
     ASSERT_EQ(windowed.own_work_ranges.size(), at_once.own_work_ranges.size());
     for (size_t i = 0; i < at_once.own_work_ranges.size(); ++i) {
       EXPECT_EQ(windowed.own_work_ranges[i].has_ranges, at_once.own_work_ranges[i].has_ranges);
@@ -369,7 +373,7 @@ TEST(BuildBlameModelByWindow, EveryRecordedSessionGivesTheWholeRunsModel) {
     }
     // The fold holds only the ranges that may still overlap an own-work interval.
     size_t peak = 0, ranges = 0;
-    OwnWorkRangesByWindow(s, whole.first, plan, &peak);
+    OwnWorkRangesByWindow(s, whole.first, SplitSession(s, plan), &peak);
     for (const RankData& r : s.ranks) ranges += r.ranges.size();
     if (ranges > 1000) {
       EXPECT_LT(peak, ranges / 4);
@@ -387,49 +391,50 @@ TEST(BuildBlameModelByWindow, EveryRecordedSessionGivesTheWholeRunsModel) {
 // and the fold holds a small part of the records at any cut.
 TEST(MatchMessagesByWindow, EveryRecordedSessionMatchesAsAWhole) {
   size_t messages = 0, directs = 0;
-  const int sessions = ForEachRecordedSession([&](const std::string& name, const Session& s,
-                                                  const WindowPlan& plan) {
-    P2PMatchStats whole_stats, windowed_stats;
-    size_t peak = 0;
-    const std::vector<P2PMessage> whole = MatchMessages(s, &whole_stats);
-    const std::vector<P2PMessage> windowed = MatchMessagesByWindow(s, plan, &windowed_stats, &peak);
-    EXPECT_EQ(windowed_stats.sends, whole_stats.sends);
-    EXPECT_EQ(windowed_stats.receives, whole_stats.receives);
-    EXPECT_EQ(windowed_stats.matched, whole_stats.matched);
-    EXPECT_EQ(windowed_stats.unmapped, whole_stats.unmapped);
-    EXPECT_EQ(windowed_stats.first_call, whole_stats.first_call);
-    EXPECT_EQ(windowed_stats.last_call, whole_stats.last_call);
-    ASSERT_EQ(windowed.size(), whole.size());
-    size_t records = 0;
-    for (const RankData& r : s.ranks) records += r.p2p.size();
-    for (size_t i = 0; i < whole.size(); ++i) {
-      const P2PMessage& a = windowed[i];
-      const P2PMessage& b = whole[i];
-      SCOPED_TRACE("message " + std::to_string(i));
-      EXPECT_EQ(a.sender, b.sender);
-      EXPECT_EQ(a.receiver, b.receiver);
-      EXPECT_EQ(a.posted, b.posted);
-      EXPECT_EQ(a.receive_posted, b.receive_posted);
-      EXPECT_EQ(a.blocked, b.blocked);
-      EXPECT_EQ(a.wait, b.wait);
-      EXPECT_EQ(a.direct, b.direct);
-      EXPECT_EQ(a.send_blocked, b.send_blocked);
-      EXPECT_EQ(a.send_wait, b.send_wait);
-      EXPECT_EQ(a.send_direct, b.send_direct);
-      EXPECT_EQ(a.send_record, b.send_record);
-      EXPECT_EQ(a.receive_record, b.receive_record);
-      EXPECT_EQ(a.send_blocked_record, b.send_blocked_record);
-      EXPECT_EQ(a.receive_posted_record, b.receive_posted_record);
-      EXPECT_EQ(a.bytes, b.bytes);
-      if (b.direct > 0 || b.send_direct > 0) ++directs;
-    }
-    messages += whole.size();
-    std::printf("%s: %zu windows, %zu messages of %zu records; the fold held at most %zu\n",
-                name.c_str(), plan.size(), whole.size(), records, peak);
-    if (records > 10'000) {
-      EXPECT_LT(peak, records / 4);
-    }
-  });
+  const int sessions = ForEachRecordedSession(
+      [&](const std::string& name, const Session& s, const WindowPlan& plan) {
+        P2PMatchStats whole_stats, windowed_stats;
+        size_t peak = 0;
+        const std::vector<P2PMessage> whole = MatchMessages(s, &whole_stats);
+        const std::vector<P2PMessage> windowed =
+            MatchMessagesByWindow(s, SplitSession(s, plan), &windowed_stats, &peak);
+        EXPECT_EQ(windowed_stats.sends, whole_stats.sends);
+        EXPECT_EQ(windowed_stats.receives, whole_stats.receives);
+        EXPECT_EQ(windowed_stats.matched, whole_stats.matched);
+        EXPECT_EQ(windowed_stats.unmapped, whole_stats.unmapped);
+        EXPECT_EQ(windowed_stats.first_call, whole_stats.first_call);
+        EXPECT_EQ(windowed_stats.last_call, whole_stats.last_call);
+        ASSERT_EQ(windowed.size(), whole.size());
+        size_t records = 0;
+        for (const RankData& r : s.ranks) records += r.p2p.size();
+        for (size_t i = 0; i < whole.size(); ++i) {
+          const P2PMessage& a = windowed[i];
+          const P2PMessage& b = whole[i];
+          SCOPED_TRACE("message " + std::to_string(i));
+          EXPECT_EQ(a.sender, b.sender);
+          EXPECT_EQ(a.receiver, b.receiver);
+          EXPECT_EQ(a.posted, b.posted);
+          EXPECT_EQ(a.receive_posted, b.receive_posted);
+          EXPECT_EQ(a.blocked, b.blocked);
+          EXPECT_EQ(a.wait, b.wait);
+          EXPECT_EQ(a.direct, b.direct);
+          EXPECT_EQ(a.send_blocked, b.send_blocked);
+          EXPECT_EQ(a.send_wait, b.send_wait);
+          EXPECT_EQ(a.send_direct, b.send_direct);
+          EXPECT_EQ(a.send_record, b.send_record);
+          EXPECT_EQ(a.receive_record, b.receive_record);
+          EXPECT_EQ(a.send_blocked_record, b.send_blocked_record);
+          EXPECT_EQ(a.receive_posted_record, b.receive_posted_record);
+          EXPECT_EQ(a.bytes, b.bytes);
+          if (b.direct > 0 || b.send_direct > 0) ++directs;
+        }
+        messages += whole.size();
+        std::printf("%s: %zu windows, %zu messages of %zu records; the fold held at most %zu\n",
+                    name.c_str(), plan.size(), whole.size(), records, peak);
+        if (records > 10'000) {
+          EXPECT_LT(peak, records / 4);
+        }
+      });
   EXPECT_GE(sessions, 17);
   EXPECT_GT(messages, 1000u);
   EXPECT_GT(directs, 10u);
@@ -445,9 +450,9 @@ TEST(RangesWhileWaitedByWindow, EveryRecordedSessionGivesTheWholeRunsRanges) {
     WindowPlan one;
     one.cuts.push_back({CutKind::kEnd, 0,
                         std::vector<TimeNs>(s.ranks.size(), std::numeric_limits<TimeNs>::max())});
-    const WaitRanges whole = RangesWhileWaitedByWindow(s, one);
+    const WaitRanges whole = RangesWhileWaitedByWindow(s, SplitSession(s, one));
     size_t peak = 0;
-    const WaitRanges windowed = RangesWhileWaitedByWindow(s, plan, &peak);
+    const WaitRanges windowed = RangesWhileWaitedByWindow(s, SplitSession(s, plan), &peak);
     size_t ranges = 0;
     for (const RankData& r : s.ranks) ranges += r.ranges.size();
     if (ranges > 1000) {
@@ -531,9 +536,9 @@ TEST(RangesWhileWaitedByWindow, ARangeOverBeforeTheCutIsHeldForAWaitStillGoing) 
       {CutKind::kEnd, 0, {std::numeric_limits<TimeNs>::max(), std::numeric_limits<TimeNs>::max()}});
   WindowPlan one;
   one.cuts.push_back(plan.cuts.back());
-  const WaitRanges whole = RangesWhileWaitedByWindow(s, one);
+  const WaitRanges whole = RangesWhileWaitedByWindow(s, SplitSession(s, one));
   size_t peak = 0;
-  const WaitRanges windowed = RangesWhileWaitedByWindow(s, plan, &peak);
+  const WaitRanges windowed = RangesWhileWaitedByWindow(s, SplitSession(s, plan), &peak);
   EXPECT_LE(peak, 12u);  // of 40
   ASSERT_TRUE(whole.late_sender.contains(0));
   const WhileWaited& w = whole.late_sender.at(0);
@@ -605,7 +610,8 @@ TEST(OwnWorkRangesByWindow, AnIntervalAcrossCutsReadsTheRangesOfBothSides) {
   for (TimeNs c : {500, 1550, 2000}) plan.cuts.push_back({CutKind::kTime, 0, {c}});
   plan.cuts.push_back({CutKind::kEnd, 0, {std::numeric_limits<TimeNs>::max()}});
   size_t peak = 0;
-  const std::vector<OwnWorkRanges> windowed = OwnWorkRangesByWindow(s, 0, plan, &peak);
+  const std::vector<OwnWorkRanges> windowed =
+      OwnWorkRangesByWindow(s, 0, SplitSession(s, plan), &peak);
   ASSERT_EQ(windowed.size(), 1u);
   EXPECT_TRUE(windowed[0].has_ranges);
   const std::map<std::string, DurationNs> expected = {{"", 5},    {"a", 380},  {"b", 390},
@@ -614,7 +620,7 @@ TEST(OwnWorkRangesByWindow, AnIntervalAcrossCutsReadsTheRangesOfBothSides) {
   EXPECT_LE(peak, 1u);
   WindowPlan one;
   one.cuts.push_back(plan.cuts.back());
-  EXPECT_EQ(OwnWorkRangesByWindow(s, 0, one)[0].by_range, expected);
+  EXPECT_EQ(OwnWorkRangesByWindow(s, 0, SplitSession(s, one))[0].by_range, expected);
 }
 
 // A rank with step ranges and kernel launches but no data ranges: its loading is the time from
@@ -653,7 +659,8 @@ TEST(StepSeriesByWindow, AStepsFirstLaunchBeforeTheCutIsHeldUntilTheStepEnds) {
   plan.cuts.push_back({CutKind::kEnd, 0, {std::numeric_limits<TimeNs>::max()}});
   const DataloaderOptions options;
   size_t peak = 0;
-  const std::vector<StepSeries> windowed = StepSeriesByWindow(s, plan, options, &peak);
+  const std::vector<StepSeries> windowed =
+      StepSeriesByWindow(s, SplitSession(s, plan), options, &peak);
   ASSERT_EQ(windowed.size(), 1u);
   EXPECT_TRUE(windowed[0].from_first_kernel);
   EXPECT_EQ(windowed[0].data, expected);
@@ -704,14 +711,14 @@ TEST(GapsBeforeLateCallsByWindow, ACallInProgressAtACutReadsBackToItsEnter) {
   WindowPlan one;
   one.cuts.push_back(plan.cuts.back());
   const StragglerOptions options;
-  const LateGaps whole = GapsBeforeLateCallsByWindow(s, one, options);
+  const LateGaps whole = GapsBeforeLateCallsByWindow(s, SplitSession(s, one), options);
   EXPECT_EQ(whole, GapsBeforeLateCalls(s, MatchCollectives(s), options));
   const auto key = CallKey{WorldCommId(2), 5, 0};
   ASSERT_TRUE(whole.contains(key));
   // Rank 1's gap: from its exit at 4510 to its enter at 5480, 50 ms of it in 'loader'.
   EXPECT_EQ(whole.at(key).others_by_range.at("loader"), 50.0 * kMs);
   size_t peak = 0;
-  const LateGaps windowed = GapsBeforeLateCallsByWindow(s, plan, options, &peak);
+  const LateGaps windowed = GapsBeforeLateCallsByWindow(s, SplitSession(s, plan), options, &peak);
   ASSERT_TRUE(windowed.contains(key));
   EXPECT_TRUE(windowed.at(key) == whole.at(key));
   EXPECT_EQ(windowed, whole);

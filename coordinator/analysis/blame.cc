@@ -477,15 +477,15 @@ Graph BuildGraph(const Session& s, const SessionMatches& matches) {
 // The same, each rank's records taken window by window (coordinator/windows.h): each window's
 // records (by their end) become events and are not read again; whether a rank's chain is its
 // GPU's timeline is the caller's to know (NCCL ranks).
-Graph BuildGraphByWindow(const Session& s, const SessionMatches& matches, const WindowPlan& plan) {
+Graph BuildGraphByWindow(const Session& s, const SessionMatches& matches,
+                         const WindowSplit& split) {
   Graph g;
   RecordEvents at_event = StartGraph(s, &g);
-  const std::vector<std::vector<RankWindow>> windows = SplitIntoWindows(s, plan);
-  for (size_t w = 0; w < plan.size(); ++w) {
+  for (size_t w = 0; w < split.size(); ++w) {
     for (size_t ri = 0; ri < s.ranks.size(); ++ri) {
       const RankData& r = s.ranks[ri];
       RecordIndices indices;
-      const RankData window = WindowMpiRecords(r, windows[w][ri], &indices);
+      const RankData window = WindowMpiRecords(r, split.windows[w][ri], &indices);
       AppendChain(ri, window, OnGpuTimeline(r), &indices, &at_event, &g);
     }
   }
@@ -1067,22 +1067,21 @@ class OwnWorkRangeFold {
 }  // namespace
 
 std::vector<OwnWorkRanges> OwnWorkRangesByWindow(const Session& s, TimeNs from,
-                                                 const WindowPlan& plan, size_t* peak_held) {
-  const std::vector<std::vector<RankWindow>> windows = SplitIntoWindows(s, plan);
+                                                 const WindowSplit& split, size_t* peak_held) {
   std::vector<OwnWorkRangeFold> folds(s.ranks.size(), OwnWorkRangeFold(from));
   size_t peak = 0;
-  for (size_t w = 0; w < plan.size(); ++w) {
+  for (size_t w = 0; w < split.size(); ++w) {
     size_t held = 0;
     for (size_t ri = 0; ri < s.ranks.size(); ++ri) {
       const RankData& r = s.ranks[ri];
-      const RankWindow& window = windows[w][ri];
+      const RankWindow& window = split.windows[w][ri];
       RecordIndices indices;
       const std::vector<ChainRecord> records =
           ChainRecords(WindowMpiRecords(r, window, &indices), OnGpuTimeline(r), &indices);
       std::vector<RangeRecord> ended, open;
       for (size_t i : window.ranges) ended.push_back(r.ranges[i]);
       for (size_t i : window.open_ranges) {
-        open.push_back(RangeOpenAtCut(r.ranges[i], plan.cuts[w].at[ri]));
+        open.push_back(RangeOpenAtCut(r.ranges[i], split.plan.cuts[w].at[ri]));
       }
       folds[ri].Add(records, std::move(ended), open);
       held += folds[ri].held();
@@ -1700,7 +1699,7 @@ double SeparationMargin(const RankBlame& rank, const BlameOptions& options) {
 }
 
 BlameModel BuildBlameModel(const Session& aligned, const SessionMatches& matches,
-                           const BlameOptions& options, const WindowPlan* by_window) {
+                           const BlameOptions& options, const WindowSplit* by_window) {
   BlameModel model;
   Graph g = by_window != nullptr ? BuildGraphByWindow(aligned, matches, *by_window)
                                  : BuildGraph(aligned, matches);

@@ -227,7 +227,7 @@ Intervals OwnWorkIntervals(const RankData& rank, TimeNs from);
 // records and ranges fed window by window as its agent would upload them (SplitIntoWindows).
 // *peak_held (when not null): the most ranges held across a cut, summed over the ranks.
 std::vector<OwnWorkRanges> OwnWorkRangesByWindow(const Session& s, TimeNs from,
-                                                 const WindowPlan& plan,
+                                                 const WindowSplit& split,
                                                  size_t* peak_held = nullptr);
 
 // How clearly the rank stands apart from the other ranks, for the confidence (docs/design.md):
@@ -242,6 +242,6 @@ double SeparationMargin(const RankBlame& rank, const BlameOptions& options);
 // must be the same.
 BlameModel BuildBlameModel(const Session& aligned, const SessionMatches& matches,
                            const BlameOptions& options = BlameOptions{},
-                           const WindowPlan* by_window = nullptr);
+                           const WindowSplit* by_window = nullptr);
 
 }  // namespace rankscope

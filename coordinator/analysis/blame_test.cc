@@ -698,7 +698,8 @@ TEST(BlameTest, AHaloExchangeReadWindowByWindowGivesTheWholeRunsModel) {
   ASSERT_GE(plan.size(), 4u);
   const SessionMatches matches = MatchSession(s);
   const BlameModel whole = BuildBlameModel(s, matches);
-  const BlameModel windowed = BuildBlameModel(s, matches, BlameOptions{}, &plan);
+  const WindowSplit split = SplitSession(s, plan);
+  const BlameModel windowed = BuildBlameModel(s, matches, BlameOptions{}, &split);
   ASSERT_EQ(whole.stragglers, std::vector<int>{5});
   EXPECT_EQ(windowed.stragglers, whole.stragglers);
   EXPECT_EQ(windowed.waits, whole.waits);

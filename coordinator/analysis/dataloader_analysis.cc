@@ -373,9 +373,9 @@ std::vector<StepSeries> StepSeriesOf(const Session& session, const DataloaderOpt
   return out;
 }
 
-std::vector<StepSeries> StepSeriesByWindow(const Session& session, const WindowPlan& plan,
+std::vector<StepSeries> StepSeriesByWindow(const Session& session, const WindowSplit& split,
                                            const DataloaderOptions& options, size_t* peak_held) {
-  const std::vector<std::vector<RankWindow>> windows = SplitIntoWindows(session, plan);
+  const WindowPlan& plan = split.plan;
   std::vector<StepWindowFold> folds;
   for (const RankData& r : session.ranks) folds.emplace_back(r.id.rank, options);
   size_t peak = 0;
@@ -383,7 +383,7 @@ std::vector<StepSeries> StepSeriesByWindow(const Session& session, const WindowP
     size_t held = 0;
     for (size_t i = 0; i < session.ranks.size(); ++i) {
       const RankData& rank = session.ranks[i];
-      const RankWindow& window = windows[w][i];
+      const RankWindow& window = split.windows[w][i];
       const TimeNs cut = plan.cuts[w].at[i];
       std::vector<RangeRecord> ended, open;
       for (size_t k : window.ranges) ended.push_back(rank.ranges[k]);

@@ -59,7 +59,7 @@ std::vector<StepSeries> StepSeriesOf(const Session& session, const DataloaderOpt
 // may read; which of the three readings a rank gets is decided at the end, from what its whole
 // run had. *peak_held (when not null): the most ranges and GPU records held across a cut,
 // summed over the ranks.
-std::vector<StepSeries> StepSeriesByWindow(const Session& session, const WindowPlan& plan,
+std::vector<StepSeries> StepSeriesByWindow(const Session& session, const WindowSplit& split,
                                            const DataloaderOptions& options,
                                            size_t* peak_held = nullptr);
 

@@ -235,7 +235,7 @@ TEST(DataloaderAnalysisTest, WindowByWindowEveryReadingGivesTheWholeRunsSteps) {
     ASSERT_GE(plan.size(), 10u);
     const std::vector<StepSeries> whole = StepSeriesOf(s, DataloaderOptions{});
     ASSERT_EQ(whole.size(), 4u);
-    EXPECT_EQ(StepSeriesByWindow(s, plan, DataloaderOptions{}), whole);
+    EXPECT_EQ(StepSeriesByWindow(s, SplitSession(s, plan), DataloaderOptions{}), whole);
   }
 }
 

@@ -227,6 +227,21 @@ void JoinLinkCeilings(std::vector<Finding>* findings) {
 
 }  // namespace
 
+SessionMatches MatchSessionByWindow(const Session& aligned, const WindowOptions& options,
+                                    WindowedReading* reading) {
+  reading->split = SplitSession(aligned, PlanWindows(aligned, options));
+  SessionMatches matches;
+  matches.collectives = MatchCollectivesByWindow(aligned, reading->split);
+  WaitRangesFold waits(aligned, reading->split.plan);
+  matches.messages = MatchMessagesByWindow(
+      aligned, reading->split, &matches.p2p, nullptr,
+      [&](size_t w, const MessageFold& fold, const std::vector<P2PMessage>& matched) {
+        waits.Close(w, fold, matched);
+      });
+  reading->while_waited = waits.Take();
+  return matches;
+}
+
 std::vector<Finding> Diagnose(const Session& aligned, const AnalysisOptions& options,
                               std::vector<std::string>* notes) {
   return Diagnose(aligned, MatchSession(aligned), options, notes);
@@ -234,16 +249,15 @@ std::vector<Finding> Diagnose(const Session& aligned, const AnalysisOptions& opt
 
 std::vector<Finding> Diagnose(const Session& aligned, const SessionMatches& matches,
                               const AnalysisOptions& options, std::vector<std::string>* notes,
-                              BlameModel* blame_out) {
+                              BlameModel* blame_out, const WindowedReading* windowed) {
   std::vector<Finding> stragglers, findings;
-  std::optional<WindowPlan> plan;
-  if (options.by_window) plan = PlanWindows(aligned, *options.by_window);
-  if (plan) {
-    const LateGaps gaps = GapsBeforeLateCallsByWindow(aligned, *plan, options.straggler);
+  if (windowed != nullptr) {
+    const LateGaps gaps = GapsBeforeLateCallsByWindow(aligned, windowed->split, options.straggler);
     stragglers = FindStragglers(
         aligned, matches.collectives, [&](const std::set<int>&) { return gaps; }, options.straggler,
         notes);
-    findings = FindDataloaderSkew(aligned, StepSeriesByWindow(aligned, *plan, options.dataloader),
+    findings = FindDataloaderSkew(aligned,
+                                  StepSeriesByWindow(aligned, windowed->split, options.dataloader),
                                   options.dataloader);
   } else {
     stragglers = FindStragglers(aligned, matches.collectives, options.straggler, notes);
@@ -264,8 +278,7 @@ std::vector<Finding> Diagnose(const Session& aligned, const SessionMatches& matc
       findings.push_back(std::move(straggler));
     }
   }
-  std::optional<WaitRanges> while_waited;
-  if (plan) while_waited = RangesWhileWaitedByWindow(aligned, *plan);
+  const WaitRanges* while_waited = windowed != nullptr ? &windowed->while_waited : nullptr;
   for (Finding& f : FindLateSenders(aligned, matches.messages, matches.p2p, options.p2p, notes,
                                     while_waited ? &while_waited->late_sender : nullptr)) {
     findings.push_back(std::move(f));
@@ -275,7 +288,8 @@ std::vector<Finding> Diagnose(const Session& aligned, const SessionMatches& matc
     findings.push_back(std::move(f));
   }
   // The blame model decides who is a straggler; the findings above describe how they waited.
-  BlameModel blame = BuildBlameModel(aligned, matches, options.blame, plan ? &*plan : nullptr);
+  BlameModel blame = BuildBlameModel(aligned, matches, options.blame,
+                                     windowed != nullptr ? &windowed->split : nullptr);
   ApplyBlame(aligned, blame, options.blame, &findings, notes);
   if (blame_out != nullptr) *blame_out = std::move(blame);
   for (Finding& f : FindDegradedGpuLinks(aligned)) findings.push_back(std::move(f));

@@ -28,11 +28,23 @@ struct AnalysisOptions {
   PointToPointOptions p2p;        // late_sender and late_receiver
   ProcessOutlierOptions process;  // sessions sampled from outside (rankscope attach)
   // Run the analyses that fold window by window that way (docs/design.md, "Cost bounded by the
-  // window"): collective matching (the caller's, MatchSession), the gaps before late calls, the
-  // dataloader's step series and the blame model's events. Their findings must be those of the
-  // whole run.
+  // window"): collective and point-to-point matching, the gaps before late calls, the
+  // dataloader's step series, where late ranks were while others waited and the blame model's
+  // events. Their findings must be those of the whole run. Read by MatchSessionByWindow.
   std::optional<WindowOptions> by_window;
 };
+
+// A session read window by window: its split (each window's upload, fed to every fold once) and
+// what the point-to-point matching's fold gave beside the matches.
+struct WindowedReading {
+  WindowSplit split;
+  WaitRanges while_waited;  // RangesWhileWaitedByWindow
+};
+
+// The session's matches, window by window (MatchCollectivesByWindow, MatchMessagesByWindow, one
+// pass of each fold over one split), and the reading the analyses fold on.
+SessionMatches MatchSessionByWindow(const Session& aligned, const WindowOptions& options,
+                                    WindowedReading* reading);
 
 // Matches the collectives of `aligned` (which should have gone through AlignSession) and runs the
 // straggler and dataloader analyses. A straggler whose cause is a data range of a rank that the
@@ -45,10 +57,12 @@ std::vector<Finding> Diagnose(const Session& aligned, const AnalysisOptions& opt
 
 // The same with the session already matched (MatchSession(aligned)), for callers that need the
 // matches too and should not match twice. The blame model the stragglers were decided by is
-// stored in *blame when it is not nullptr (the writers show it).
+// stored in *blame when it is not nullptr (the writers show it). With `windowed` (the matches are
+// then MatchSessionByWindow's), the analyses that fold read its windows.
 std::vector<Finding> Diagnose(const Session& aligned, const SessionMatches& matches,
                               const AnalysisOptions& options,
                               std::vector<std::string>* notes = nullptr,
-                              BlameModel* blame = nullptr);
+                              BlameModel* blame = nullptr,
+                              const WindowedReading* windowed = nullptr);
 
 }  // namespace rankscope

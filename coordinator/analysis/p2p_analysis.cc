@@ -239,49 +239,55 @@ std::vector<Finding> FindWaitStates(const Session& aligned, const std::vector<P2
 
 }  // namespace
 
-WaitRanges RangesWhileWaitedByWindow(const Session& aligned, const WindowPlan& plan,
-                                     size_t* peak_held) {
-  // Per rank: the ranges held (by their index in RankData::ranges), and the window each begins in.
-  std::map<int, std::map<size_t, RangeRecord>> held;
-  std::vector<std::vector<std::vector<size_t>>> starting(
-      plan.size(), std::vector<std::vector<size_t>>(aligned.ranks.size()));
+WaitRangesFold::WaitRangesFold(const Session& aligned, const WindowPlan& plan)
+    : aligned_(aligned),
+      starting_(plan.size(), std::vector<std::vector<size_t>>(aligned.ranks.size())) {
   for (size_t r = 0; r < aligned.ranks.size(); ++r) {
     const RankData& rank = aligned.ranks[r];
     for (size_t i = 0; i < rank.ranges.size(); ++i) {
-      starting[plan.WindowOf(r, rank.ranges[i].start)][r].push_back(i);
+      starting_[plan.WindowOf(r, rank.ranges[i].start)][r].push_back(i);
     }
   }
-  WaitRanges out;
-  size_t peak = 0;
-  auto on_close = [&](size_t w, const MessageFold& fold, const std::vector<P2PMessage>& matched) {
-    for (size_t r = 0; r < aligned.ranks.size(); ++r) {
-      const RankData& rank = aligned.ranks[r];
-      for (size_t i : starting[w][r]) held[rank.id.rank].emplace(i, rank.ranges[i]);
+}
+
+void WaitRangesFold::Close(size_t w, const MessageFold& fold,
+                           const std::vector<P2PMessage>& matched) {
+  for (size_t r = 0; r < aligned_.ranks.size(); ++r) {
+    const RankData& rank = aligned_.ranks[r];
+    for (size_t i : starting_[w][r]) held_[rank.id.rank].emplace(i, rank.ranges[i]);
+  }
+  for (const WaitState* state : {&kLateSender, &kLateReceiver}) {
+    std::map<int, std::vector<const P2PMessage*>> late;
+    for (const P2PMessage& m : matched) {
+      if (state->Direct(m) > 0) late[state->Blamed(m)].push_back(&m);
     }
-    for (const WaitState* state : {&kLateSender, &kLateReceiver}) {
-      std::map<int, std::vector<const P2PMessage*>> late;
-      for (const P2PMessage& m : matched) {
-        if (state->Direct(m) > 0) late[state->Blamed(m)].push_back(&m);
-      }
-      auto& tally = state->blame_sender ? out.late_sender : out.late_receiver;
-      for (const auto& [rank, messages] : late) {
-        std::vector<RangeRecord> ranges;
-        for (const auto& [i, range] : held[rank]) ranges.push_back(range);
-        const RangeTimeline timeline(&ranges);
-        for (const P2PMessage* m : messages) AddWhileWaited(timeline, *m, *state, &tally[rank]);
-      }
+    auto& tally = state->blame_sender ? out_.late_sender : out_.late_receiver;
+    for (const auto& [rank, messages] : late) {
+      std::vector<RangeRecord> ranges;
+      for (const auto& [i, range] : held_[rank]) ranges.push_back(range);
+      const RangeTimeline timeline(&ranges);
+      for (const P2PMessage* m : messages) AddWhileWaited(timeline, *m, *state, &tally[rank]);
     }
-    size_t now = 0;
-    for (auto& [rank, ranges] : held) {
-      const TimeNs from = fold.WaitsFrom(rank);
-      std::erase_if(ranges, [&](const auto& entry) { return entry.second.end <= from; });
-      now += ranges.size();
-    }
-    peak = std::max(peak, now);
-  };
-  MatchMessagesByWindow(aligned, plan, nullptr, nullptr, on_close);
-  if (peak_held != nullptr) *peak_held = peak;
-  return out;
+  }
+  size_t now = 0;
+  for (auto& [rank, ranges] : held_) {
+    const TimeNs from = fold.WaitsFrom(rank);
+    std::erase_if(ranges, [&](const auto& entry) { return entry.second.end <= from; });
+    now += ranges.size();
+  }
+  peak_ = std::max(peak_, now);
+}
+
+WaitRanges RangesWhileWaitedByWindow(const Session& aligned, const WindowSplit& split,
+                                     size_t* peak_held) {
+  WaitRangesFold fold(aligned, split.plan);
+  MatchMessagesByWindow(
+      aligned, split, nullptr, nullptr,
+      [&](size_t w, const MessageFold& messages, const std::vector<P2PMessage>& matched) {
+        fold.Close(w, messages, matched);
+      });
+  if (peak_held != nullptr) *peak_held = fold.peak_held();
+  return fold.Take();
 }
 
 std::vector<Finding> FindLateSenders(const Session& aligned,

@@ -64,8 +64,25 @@ struct WaitRanges {
 // at the blamed rank's send or receive post, so the part of a range open at the cut beyond it is
 // never read. What the whole run gives, on every recorded session.
 // *peak_held (when not null): the most ranges held at the close of a window, all ranks together.
-WaitRanges RangesWhileWaitedByWindow(const Session& aligned, const WindowPlan& plan,
+WaitRanges RangesWhileWaitedByWindow(const Session& aligned, const WindowSplit& split,
                                      size_t* peak_held = nullptr);
+
+// The fold behind it, for a caller that matches the messages window by window anyway (Close is
+// MatchMessagesByWindow's on_close): each rank's ranges held from the window they begin in.
+class WaitRangesFold {
+ public:
+  WaitRangesFold(const Session& aligned, const WindowPlan& plan);
+  void Close(size_t window, const MessageFold& fold, const std::vector<P2PMessage>& matched);
+  WaitRanges Take() { return std::move(out_); }
+  size_t peak_held() const { return peak_; }
+
+ private:
+  const Session& aligned_;
+  std::vector<std::vector<std::vector<size_t>>> starting_;  // [window][rank index]: range indices
+  std::map<int, std::map<size_t, RangeRecord>> held_;  // per rank, by index in RankData::ranges
+  WaitRanges out_;
+  size_t peak_ = 0;
+};
 
 // "late_sender" findings: per rank, the direct waits it caused its receivers, where it was (NVTX)
 // while they waited, and next steps. `messages` and `stats` are MatchMessages(aligned). When only

@@ -1189,10 +1189,11 @@ struct GapCarry {
 
 }  // namespace
 
-LateGaps GapsBeforeLateCallsByWindow(const Session& aligned, const WindowPlan& plan,
+LateGaps GapsBeforeLateCallsByWindow(const Session& aligned, const WindowSplit& split,
                                      const StragglerOptions& options, size_t* peak_held) {
   const size_t n = aligned.ranks.size();
-  const std::vector<std::vector<RankWindow>> windows = SplitIntoWindows(aligned, plan);
+  const WindowPlan& plan = split.plan;
+  const std::vector<std::vector<RankWindow>>& windows = split.windows;
   CollectiveFold fold;
   // The gaps of calls whose instance is still open.
   std::map<std::pair<uint64_t, uint64_t>, std::map<int, std::optional<GapTime>>> pending;

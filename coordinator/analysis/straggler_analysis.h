@@ -102,7 +102,7 @@ LateGaps GapsBeforeLateCalls(const Session& aligned,
 // its latest collective exit carried across cuts; an instance's shares are taken once all its
 // members called. *peak_held (when not null): the most records held across a cut, summed over
 // the ranks.
-LateGaps GapsBeforeLateCallsByWindow(const Session& aligned, const WindowPlan& plan,
+LateGaps GapsBeforeLateCallsByWindow(const Session& aligned, const WindowSplit& split,
                                      const StragglerOptions& options, size_t* peak_held = nullptr);
 
 // Findings of kind "straggler", at most one per rank, for the ranks that pass every threshold in
