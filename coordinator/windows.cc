@@ -218,6 +218,37 @@ WindowSplit SplitSession(const Session& aligned, WindowPlan plan) {
   return out;
 }
 
+std::vector<RankUpload> UploadsOf(const Session& aligned, const WindowSplit& split, size_t w) {
+  std::vector<RankUpload> out(aligned.ranks.size());
+  for (size_t r = 0; r < aligned.ranks.size(); ++r) {
+    const RankData& rank = aligned.ranks[r];
+    const RankWindow& window = split.windows[w][r];
+    RankUpload& u = out[r];
+    u.id = rank.id;
+    u.cut = split.plan.cuts[w].at[r];
+    u.records.id = rank.id;
+    u.index = window;
+    auto copy = [](const auto& from, const std::vector<size_t>& indices, auto* to) {
+      to->reserve(indices.size());
+      for (size_t i : indices) to->push_back(from[i]);
+    };
+    copy(rank.collectives, window.collectives, &u.records.collectives);
+    copy(rank.p2p, window.p2p, &u.records.p2p);
+    copy(rank.mpi_calls, window.mpi_calls, &u.records.mpi_calls);
+    copy(rank.ranges, window.ranges, &u.records.ranges);
+    copy(rank.gpu, window.gpu, &u.records.gpu);
+    for (size_t i : window.open_ranges)
+      u.open_ranges.push_back(RangeOpenAtCut(rank.ranges[i], u.cut));
+    for (size_t i : window.open_collectives) {
+      CollectiveRecord c = rank.collectives[i];
+      c.exit = u.cut;
+      u.open_collectives.push_back(c);
+    }
+    for (size_t i : window.open_p2p) u.open_p2p.push_back(CallOpenAtCut(rank.p2p[i], u.cut));
+  }
+  return out;
+}
+
 RangeRecord RangeOpenAtCut(const RangeRecord& range, TimeNs cut) {
   RangeRecord out = range;
   out.end = std::min(range.end, cut);
@@ -236,10 +267,9 @@ std::vector<CollectiveInstance> MatchCollectivesByWindow(const Session& aligned,
   CollectiveFold fold;
   std::vector<CollectiveInstance> out;
   size_t peak = 0;
-  for (const std::vector<RankWindow>& window : split.windows) {
-    for (size_t r = 0; r < window.size(); ++r) {
-      const RankData& rank = aligned.ranks[r];
-      for (size_t i : window[r].collectives) fold.Add(rank.id.rank, rank.collectives[i]);
+  for (size_t w = 0; w < split.size(); ++w) {
+    for (const RankUpload& u : UploadsOf(aligned, split, w)) {
+      for (const CollectiveRecord& c : u.records.collectives) fold.Add(u.id.rank, c);
     }
     for (CollectiveInstance& i : fold.TakeFull()) out.push_back(std::move(i));
     peak = std::max(peak, fold.open());
@@ -255,7 +285,6 @@ std::vector<P2PMessage> MatchMessagesByWindow(const Session& aligned, const Wind
                                               const OnMessagesClose& on_close) {
   const size_t nranks = aligned.ranks.size();
   const WindowPlan& plan = split.plan;
-  const std::vector<std::vector<RankWindow>>& windows = split.windows;
   // Per rank: the latest exit of its MPI calls so far (its progress); a rank without MPI calls
   // has none still to come.
   std::vector<TimeNs> reached(nranks, std::numeric_limits<TimeNs>::min());
@@ -273,24 +302,23 @@ std::vector<P2PMessage> MatchMessagesByWindow(const Session& aligned, const Wind
   std::vector<P2PMessage> out;
   size_t peak = 0;
   for (size_t w = 0; w < plan.size(); ++w) {
+    const std::vector<RankUpload> uploads = UploadsOf(aligned, split, w);
     for (size_t r = 0; r < nranks; ++r) {
-      const RankData& rank = aligned.ranks[r];
-      const RankWindow& window = windows[w][r];
+      const RankUpload& u = uploads[r];
       TimeNs& progress = reached[r];
-      for (size_t i : window.collectives) {
-        const CollectiveRecord& c = rank.collectives[i];
-        fold.AddCollective(rank.id.rank, c);
+      for (const CollectiveRecord& c : u.records.collectives) {
+        fold.AddCollective(u.id.rank, c);
         if (c.source == CollectiveRecord::Source::kMpi) progress = std::max(progress, c.exit);
       }
-      for (size_t i : window.p2p) {
-        fold.Add(rank.id.rank, i, rank.p2p[i]);
-        progress = std::max(progress, rank.p2p[i].exit);
+      for (size_t j = 0; j < u.records.p2p.size(); ++j) {
+        fold.Add(u.id.rank, u.index.p2p[j], u.records.p2p[j]);
+        progress = std::max(progress, u.records.p2p[j].exit);
       }
-      for (size_t i : window.mpi_calls) progress = std::max(progress, rank.mpi_calls[i].exit);
-      fold.Reached(rank.id.rank, progress);
+      for (const MpiCallRecord& c : u.records.mpi_calls) progress = std::max(progress, c.exit);
+      fold.Reached(u.id.rank, progress);
     }
     std::vector<P2PMessage> matched = w + 1 < plan.size() ? fold.TakeMatched() : fold.Finish();
-    if (on_close) on_close(w, fold, matched);
+    if (on_close) on_close(uploads, fold, matched);
     out.insert(out.end(), matched.begin(), matched.end());
     peak = std::max(peak, fold.held());
   }

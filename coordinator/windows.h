@@ -105,6 +105,24 @@ struct WindowSplit {
 };
 WindowSplit SplitSession(const Session& aligned, WindowPlan plan);
 
+// One rank's upload at one window's cut, the records themselves (what a fold is fed, so that the
+// live path can feed it from an agent's upload as the offline path does from a session): the
+// records RankWindow lists, each kind in the rank's order, with each one's index among the
+// rank's records of its kind (an agent numbers them as it goes); those open at the cut come
+// apart, cut short there (their exit or end is the cut; a collective's exit is unknown).
+struct RankUpload {
+  RankIdentity id;
+  TimeNs cut = 0;
+  RankData records;  // ended in the window: collectives, p2p, mpi_calls, ranges; gpu: begun in it
+  RankWindow index;  // each record's index among the rank's, as listed in RankWindow
+  std::vector<RangeRecord> open_ranges;            // as index.open_ranges, cut short
+  std::vector<CollectiveRecord> open_collectives;  // as index.open_collectives, exit = cut
+  std::vector<P2PRecord> open_p2p;                 // as index.open_p2p, cut short
+};
+
+// Window w's uploads, one per rank (as Session::ranks), copied out of the session.
+std::vector<RankUpload> UploadsOf(const Session& aligned, const WindowSplit& split, size_t w);
+
 // A range, or a point-to-point call, open at a cut as the agent reports it then: ending at the
 // cut.
 RangeRecord RangeOpenAtCut(const RangeRecord& range, TimeNs cut);
@@ -121,10 +139,10 @@ std::vector<CollectiveInstance> MatchCollectivesByWindow(const Session& aligned,
 // point-to-point records added in the window of their exit and its progress reported as the
 // latest exit of its MPI calls, in MatchMessages' order (with its statistics in *stats).
 // *peak_held (when not null): the most the fold held at the close of a window
-// (MessageFold::held). `on_close` (when set) is called at each close with the window's index,
+// (MessageFold::held). `on_close` (when set) is called at each close with the window's uploads,
 // the fold and the messages matched in it.
-using OnMessagesClose =
-    std::function<void(size_t window, const MessageFold&, const std::vector<P2PMessage>&)>;
+using OnMessagesClose = std::function<void(const std::vector<RankUpload>& window,
+                                           const MessageFold&, const std::vector<P2PMessage>&)>;
 std::vector<P2PMessage> MatchMessagesByWindow(const Session& aligned, const WindowSplit& split,
                                               P2PMatchStats* stats = nullptr,
                                               size_t* peak_held = nullptr,

@@ -437,16 +437,10 @@ void AddGaps(Graph* g) {
   }
 }
 
-// The MPI records (collectives, point-to-point, other calls) of rank r in one window, and their
-// indices among the whole rank's.
-RankData WindowMpiRecords(const RankData& r, const RankWindow& window, RecordIndices* indices) {
-  RankData out;
-  out.id = r.id;
-  *indices = {window.collectives, window.p2p, window.mpi_calls};
-  for (size_t i : window.collectives) out.collectives.push_back(r.collectives[i]);
-  for (size_t i : window.p2p) out.p2p.push_back(r.p2p[i]);
-  for (size_t i : window.mpi_calls) out.mpi_calls.push_back(r.mpi_calls[i]);
-  return out;
+// The indices among the whole rank's of an upload's MPI records (collectives, point-to-point,
+// other calls).
+RecordIndices MpiIndices(const RankUpload& u) {
+  return {u.index.collectives, u.index.p2p, u.index.mpi_calls};
 }
 
 // The dependencies between the chains, once every rank's chain is in.
@@ -482,15 +476,11 @@ Graph BuildGraphByWindow(const Session& s, const SessionMatches& matches,
   Graph g;
   RecordEvents at_event = StartGraph(s, &g);
   for (size_t w = 0; w < split.size(); ++w) {
-    for (size_t ri = 0; ri < s.ranks.size(); ++ri) {
-      const RankData& r = s.ranks[ri];
-      RecordIndices indices;
-      const RankData window = WindowMpiRecords(r, split.windows[w][ri], &indices);
-      AppendChain(ri, window, OnGpuTimeline(r), &indices, &at_event, &g);
+    const std::vector<RankUpload> uploads = UploadsOf(s, split, w);
+    for (size_t ri = 0; ri < uploads.size(); ++ri) {
+      const RecordIndices indices = MpiIndices(uploads[ri]);
+      AppendChain(ri, uploads[ri].records, OnGpuTimeline(s.ranks[ri]), &indices, &at_event, &g);
     }
-  }
-  for (size_t ri = 0; ri < s.ranks.size(); ++ri) {
-    at_event.p2p[ri].resize(s.ranks[ri].p2p.size(), -1);
   }
   FinishGraph(s, matches, &at_event, &g);
   return g;
@@ -1072,18 +1062,13 @@ std::vector<OwnWorkRanges> OwnWorkRangesByWindow(const Session& s, TimeNs from,
   size_t peak = 0;
   for (size_t w = 0; w < split.size(); ++w) {
     size_t held = 0;
-    for (size_t ri = 0; ri < s.ranks.size(); ++ri) {
-      const RankData& r = s.ranks[ri];
-      const RankWindow& window = split.windows[w][ri];
-      RecordIndices indices;
+    std::vector<RankUpload> uploads = UploadsOf(s, split, w);
+    for (size_t ri = 0; ri < uploads.size(); ++ri) {
+      RankUpload& u = uploads[ri];
+      const RecordIndices indices = MpiIndices(u);
       const std::vector<ChainRecord> records =
-          ChainRecords(WindowMpiRecords(r, window, &indices), OnGpuTimeline(r), &indices);
-      std::vector<RangeRecord> ended, open;
-      for (size_t i : window.ranges) ended.push_back(r.ranges[i]);
-      for (size_t i : window.open_ranges) {
-        open.push_back(RangeOpenAtCut(r.ranges[i], split.plan.cuts[w].at[ri]));
-      }
-      folds[ri].Add(records, std::move(ended), open);
+          ChainRecords(u.records, OnGpuTimeline(s.ranks[ri]), &indices);
+      folds[ri].Add(records, std::move(u.records.ranges), u.open_ranges);
       held += folds[ri].held();
     }
     peak = std::max(peak, held);

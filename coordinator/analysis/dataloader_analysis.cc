@@ -381,16 +381,10 @@ std::vector<StepSeries> StepSeriesByWindow(const Session& session, const WindowS
   size_t peak = 0;
   for (size_t w = 0; w < plan.size(); ++w) {
     size_t held = 0;
-    for (size_t i = 0; i < session.ranks.size(); ++i) {
-      const RankData& rank = session.ranks[i];
-      const RankWindow& window = split.windows[w][i];
-      const TimeNs cut = plan.cuts[w].at[i];
-      std::vector<RangeRecord> ended, open;
-      for (size_t k : window.ranges) ended.push_back(rank.ranges[k]);
-      for (size_t k : window.open_ranges) open.push_back(RangeOpenAtCut(rank.ranges[k], cut));
-      std::vector<GpuActivityRecord> gpu;
-      for (size_t k : window.gpu) gpu.push_back(rank.gpu[k]);
-      folds[i].Add(std::move(ended), open, std::move(gpu), cut);
+    std::vector<RankUpload> uploads = UploadsOf(session, split, w);
+    for (size_t i = 0; i < uploads.size(); ++i) {
+      RankUpload& u = uploads[i];
+      folds[i].Add(std::move(u.records.ranges), u.open_ranges, std::move(u.records.gpu), u.cut);
       held += folds[i].held();
     }
     peak = std::max(peak, held);

@@ -232,12 +232,14 @@ SessionMatches MatchSessionByWindow(const Session& aligned, const WindowOptions&
   reading->split = SplitSession(aligned, PlanWindows(aligned, options));
   SessionMatches matches;
   matches.collectives = MatchCollectivesByWindow(aligned, reading->split);
-  WaitRangesFold waits(aligned, reading->split.plan);
-  matches.messages = MatchMessagesByWindow(
-      aligned, reading->split, &matches.p2p, nullptr,
-      [&](size_t w, const MessageFold& fold, const std::vector<P2PMessage>& matched) {
-        waits.Close(w, fold, matched);
-      });
+  WaitRangesFold waits;
+  matches.messages =
+      MatchMessagesByWindow(aligned, reading->split, &matches.p2p, nullptr,
+                            [&](const std::vector<RankUpload>& uploads, const MessageFold& fold,
+                                const std::vector<P2PMessage>& matched) {
+                              for (const RankUpload& u : uploads) waits.Add(u);
+                              waits.Close(fold, matched);
+                            });
   reading->while_waited = waits.Take();
   return matches;
 }

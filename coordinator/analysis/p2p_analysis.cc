@@ -239,23 +239,17 @@ std::vector<Finding> FindWaitStates(const Session& aligned, const std::vector<P2
 
 }  // namespace
 
-WaitRangesFold::WaitRangesFold(const Session& aligned, const WindowPlan& plan)
-    : aligned_(aligned),
-      starting_(plan.size(), std::vector<std::vector<size_t>>(aligned.ranks.size())) {
-  for (size_t r = 0; r < aligned.ranks.size(); ++r) {
-    const RankData& rank = aligned.ranks[r];
-    for (size_t i = 0; i < rank.ranges.size(); ++i) {
-      starting_[plan.WindowOf(r, rank.ranges[i].start)][r].push_back(i);
-    }
+void WaitRangesFold::Add(const RankUpload& upload) {
+  std::map<size_t, RangeRecord>& held = held_[upload.id.rank];
+  for (size_t j = 0; j < upload.records.ranges.size(); ++j) {
+    held[upload.index.ranges[j]] = upload.records.ranges[j];
+  }
+  for (size_t j = 0; j < upload.open_ranges.size(); ++j) {
+    held[upload.index.open_ranges[j]] = upload.open_ranges[j];
   }
 }
 
-void WaitRangesFold::Close(size_t w, const MessageFold& fold,
-                           const std::vector<P2PMessage>& matched) {
-  for (size_t r = 0; r < aligned_.ranks.size(); ++r) {
-    const RankData& rank = aligned_.ranks[r];
-    for (size_t i : starting_[w][r]) held_[rank.id.rank].emplace(i, rank.ranges[i]);
-  }
+void WaitRangesFold::Close(const MessageFold& fold, const std::vector<P2PMessage>& matched) {
   for (const WaitState* state : {&kLateSender, &kLateReceiver}) {
     std::map<int, std::vector<const P2PMessage*>> late;
     for (const P2PMessage& m : matched) {
@@ -280,12 +274,13 @@ void WaitRangesFold::Close(size_t w, const MessageFold& fold,
 
 WaitRanges RangesWhileWaitedByWindow(const Session& aligned, const WindowSplit& split,
                                      size_t* peak_held) {
-  WaitRangesFold fold(aligned, split.plan);
-  MatchMessagesByWindow(
-      aligned, split, nullptr, nullptr,
-      [&](size_t w, const MessageFold& messages, const std::vector<P2PMessage>& matched) {
-        fold.Close(w, messages, matched);
-      });
+  WaitRangesFold fold;
+  MatchMessagesByWindow(aligned, split, nullptr, nullptr,
+                        [&](const std::vector<RankUpload>& uploads, const MessageFold& messages,
+                            const std::vector<P2PMessage>& matched) {
+                          for (const RankUpload& u : uploads) fold.Add(u);
+                          fold.Close(messages, matched);
+                        });
   if (peak_held != nullptr) *peak_held = fold.peak_held();
   return fold.Take();
 }

@@ -67,19 +67,21 @@ struct WaitRanges {
 WaitRanges RangesWhileWaitedByWindow(const Session& aligned, const WindowSplit& split,
                                      size_t* peak_held = nullptr);
 
-// The fold behind it, for a caller that matches the messages window by window anyway (Close is
-// MatchMessagesByWindow's on_close): each rank's ranges held from the window they begin in.
+// The fold behind it, for a caller that matches the messages window by window anyway: at each
+// close (MatchMessagesByWindow's on_close), Add each rank's upload, then Close. A range is held
+// from the first upload it is in until no wait still to be matched can reach back to it; one
+// open at a cut is held cut short there, and comes again, cut at the next cut or ended, in each
+// upload up to its end (so dropping it when a cut-short copy ends before the waits still to come
+// loses nothing: they never read before that point).
 class WaitRangesFold {
  public:
-  WaitRangesFold(const Session& aligned, const WindowPlan& plan);
-  void Close(size_t window, const MessageFold& fold, const std::vector<P2PMessage>& matched);
+  void Add(const RankUpload& upload);
+  void Close(const MessageFold& fold, const std::vector<P2PMessage>& matched);
   WaitRanges Take() { return std::move(out_); }
   size_t peak_held() const { return peak_; }
 
  private:
-  const Session& aligned_;
-  std::vector<std::vector<std::vector<size_t>>> starting_;  // [window][rank index]: range indices
-  std::map<int, std::map<size_t, RangeRecord>> held_;  // per rank, by index in RankData::ranges
+  std::map<int, std::map<size_t, RangeRecord>> held_;  // per rank, by index among its ranges
   WaitRanges out_;
   size_t peak_ = 0;
 };

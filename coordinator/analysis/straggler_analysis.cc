@@ -1111,26 +1111,26 @@ void Subtract(const GapTime& part, GapTime* whole) {
 }
 
 // One rank's records as the gaps of a window read them: those held from earlier windows, then
-// the window's upload (SplitIntoWindows: what ended in it, GPU activity begun in it, and the
-// ranges and point-to-point calls open at its cut, cut short there). The collectives the window
-// adds begin at `first_new`.
+// the window's upload (what ended in it, GPU activity begun in it, and the ranges and
+// point-to-point calls open at its cut, cut short there). The collectives the window adds begin
+// at `first_new`.
 struct GapRecords {
   RankData data;
   size_t first_new = 0;
 };
 
-GapRecords WindowGapRecords(RankData held, const RankData& rank, const RankWindow& window,
-                            TimeNs cut) {
+GapRecords WindowGapRecords(RankData held, const RankUpload& upload) {
   GapRecords out{std::move(held), 0};
   RankData& d = out.data;
-  d.id = rank.id;
+  d.id = upload.id;
   out.first_new = d.collectives.size();
-  for (size_t i : window.collectives) d.collectives.push_back(rank.collectives[i]);
-  for (size_t i : window.p2p) d.p2p.push_back(rank.p2p[i]);
-  for (size_t i : window.gpu) d.gpu.push_back(rank.gpu[i]);
-  for (size_t i : window.ranges) d.ranges.push_back(rank.ranges[i]);
-  for (size_t i : window.open_p2p) d.p2p.push_back(CallOpenAtCut(rank.p2p[i], cut));
-  for (size_t i : window.open_ranges) d.ranges.push_back(RangeOpenAtCut(rank.ranges[i], cut));
+  const RankData& in = upload.records;
+  d.collectives.insert(d.collectives.end(), in.collectives.begin(), in.collectives.end());
+  d.p2p.insert(d.p2p.end(), in.p2p.begin(), in.p2p.end());
+  d.gpu.insert(d.gpu.end(), in.gpu.begin(), in.gpu.end());
+  d.ranges.insert(d.ranges.end(), in.ranges.begin(), in.ranges.end());
+  d.p2p.insert(d.p2p.end(), upload.open_p2p.begin(), upload.open_p2p.end());
+  d.ranges.insert(d.ranges.end(), upload.open_ranges.begin(), upload.open_ranges.end());
   return out;
 }
 
@@ -1138,12 +1138,11 @@ GapRecords WindowGapRecords(RankData held, const RankData& rank, const RankWindo
 // short at the cut): what ends after `from`, the earliest of the cut and the enters of the
 // collectives in progress at it (a gap begun before the window is carried from its latest exit;
 // a call entered before the window's start reads back to its enter).
-RankData HeldForNextWindow(RankData records, const RankData& rank, const RankWindow& window,
-                           TimeNs cut) {
-  records.p2p.resize(records.p2p.size() - window.open_p2p.size());
-  records.ranges.resize(records.ranges.size() - window.open_ranges.size());
-  TimeNs from = cut;
-  for (size_t i : window.open_collectives) from = std::min(from, rank.collectives[i].enter);
+RankData HeldForNextWindow(RankData records, const RankUpload& upload) {
+  records.p2p.resize(records.p2p.size() - upload.open_p2p.size());
+  records.ranges.resize(records.ranges.size() - upload.open_ranges.size());
+  TimeNs from = upload.cut;
+  for (const CollectiveRecord& c : upload.open_collectives) from = std::min(from, c.enter);
   std::erase_if(records.collectives, [&](const CollectiveRecord& c) { return c.exit <= from; });
   std::erase_if(records.p2p, [&](const P2PRecord& p) { return p.exit <= from; });
   std::erase_if(records.gpu, [&](const GpuActivityRecord& g) { return g.end <= from; });
@@ -1192,23 +1191,23 @@ struct GapCarry {
 LateGaps GapsBeforeLateCallsByWindow(const Session& aligned, const WindowSplit& split,
                                      const StragglerOptions& options, size_t* peak_held) {
   const size_t n = aligned.ranks.size();
-  const WindowPlan& plan = split.plan;
-  const std::vector<std::vector<RankWindow>>& windows = split.windows;
   CollectiveFold fold;
   // The gaps of calls whose instance is still open.
   std::map<std::pair<uint64_t, uint64_t>, std::map<int, std::optional<GapTime>>> pending;
   std::vector<GapCarry> carry(n);
   std::vector<RankData> held(n);
+  std::vector<TimeNs> previous_cut(n, std::numeric_limits<TimeNs>::min());
   size_t peak = 0;
   LateGaps out;
-  for (size_t w = 0; w < plan.size(); ++w) {
-    const bool last = w + 1 == plan.size();
+  for (size_t w = 0; w < split.size(); ++w) {
+    const bool last = w + 1 == split.size();
     size_t held_now = 0;
+    const std::vector<RankUpload> uploads = UploadsOf(aligned, split, w);
     for (size_t r = 0; r < n; ++r) {
-      const RankData& rank = aligned.ranks[r];
-      const TimeNs from = w > 0 ? plan.cuts[w - 1].at[r] : std::numeric_limits<TimeNs>::min();
-      const TimeNs to = plan.cuts[w].at[r];
-      GapRecords window = WindowGapRecords(std::move(held[r]), rank, windows[w][r], to);
+      const RankUpload& upload = uploads[r];
+      const TimeNs from = previous_cut[r];
+      const TimeNs to = previous_cut[r] = upload.cut;
+      GapRecords window = WindowGapRecords(std::move(held[r]), upload);
       const RankData& records = window.data;
       const RankContext ctx(&records);
       GapCarry& c = carry[r];
@@ -1216,8 +1215,8 @@ LateGaps GapsBeforeLateCallsByWindow(const Session& aligned, const WindowSplit& 
       auto has_ranges = [&](uint32_t t) { return c.range_threads.count(t) > 0; };
       for (size_t k = window.first_new; k < records.collectives.size(); ++k) {
         const CollectiveRecord& call = records.collectives[k];
-        fold.Add(rank.id.rank, call);
-        std::optional<GapTime>& gap = pending[{call.comm_id, call.seq}][rank.id.rank];
+        fold.Add(upload.id.rank, call);
+        std::optional<GapTime>& gap = pending[{call.comm_id, call.seq}][upload.id.rank];
         const auto tid = GapThread(ctx, call.comm_id, call.seq, has_ranges);
         auto it = std::lower_bound(ctx.exits.begin(), ctx.exits.end(), call.enter);
         if (it != ctx.exits.begin()) {
@@ -1241,7 +1240,7 @@ LateGaps GapsBeforeLateCallsByWindow(const Session& aligned, const WindowSplit& 
       } else if (c.since) {
         c.Extend(ctx, from, to, false);
       }
-      held[r] = HeldForNextWindow(std::move(window.data), rank, windows[w][r], to);
+      held[r] = HeldForNextWindow(std::move(window.data), upload);
       held_now += RecordCount(held[r]);
     }
     peak = std::max(peak, held_now);
