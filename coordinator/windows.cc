@@ -285,36 +285,22 @@ std::vector<P2PMessage> MatchMessagesByWindow(const Session& aligned, const Wind
                                               const OnMessagesClose& on_close) {
   const size_t nranks = aligned.ranks.size();
   const WindowPlan& plan = split.plan;
-  // Per rank: the latest exit of its MPI calls so far (its progress); a rank without MPI calls
-  // has none still to come.
-  std::vector<TimeNs> reached(nranks, std::numeric_limits<TimeNs>::min());
-  for (size_t r = 0; r < nranks; ++r) {
-    const RankData& rank = aligned.ranks[r];
-    const bool mpi = !rank.p2p.empty() || !rank.mpi_calls.empty() ||
-                     std::any_of(rank.collectives.begin(), rank.collectives.end(),
-                                 [](const CollectiveRecord& c) {
-                                   return c.source == CollectiveRecord::Source::kMpi;
-                                 });
-    if (!mpi) reached[r] = std::numeric_limits<TimeNs>::max();
-  }
   const int size = aligned.world_size > 0 ? aligned.world_size : static_cast<int>(nranks);
   MessageFold fold(size, WorldCommId(size));
   std::vector<P2PMessage> out;
   size_t peak = 0;
   for (size_t w = 0; w < plan.size(); ++w) {
     const std::vector<RankUpload> uploads = UploadsOf(aligned, split, w);
-    for (size_t r = 0; r < nranks; ++r) {
-      const RankUpload& u = uploads[r];
-      TimeNs& progress = reached[r];
-      for (const CollectiveRecord& c : u.records.collectives) {
-        fold.AddCollective(u.id.rank, c);
-        if (c.source == CollectiveRecord::Source::kMpi) progress = std::max(progress, c.exit);
-      }
+    for (const RankUpload& u : uploads) {
+      for (const CollectiveRecord& c : u.records.collectives) fold.AddCollective(u.id.rank, c);
       for (size_t j = 0; j < u.records.p2p.size(); ++j) {
         fold.Add(u.id.rank, u.index.p2p[j], u.records.p2p[j]);
-        progress = std::max(progress, u.records.p2p[j].exit);
       }
-      for (const MpiCallRecord& c : u.records.mpi_calls) progress = std::max(progress, c.exit);
+      // The rank's progress: a call not in its uploads yet began after the cut, or is in progress
+      // at it (where its polling, if any, began; an agent knows both).
+      TimeNs progress = u.cut;
+      for (const P2PRecord& p : u.open_p2p) progress = std::min({progress, p.enter, ChainEnter(p)});
+      for (const CollectiveRecord& c : u.open_collectives) progress = std::min(progress, c.enter);
       fold.Reached(u.id.rank, progress);
     }
     std::vector<P2PMessage> matched = w + 1 < plan.size() ? fold.TakeMatched() : fold.Finish();

@@ -623,6 +623,49 @@ TEST(OwnWorkRangesByWindow, AnIntervalAcrossCutsReadsTheRangesOfBothSides) {
   EXPECT_EQ(OwnWorkRangesByWindow(s, 0, SplitSession(s, one))[0].by_range, expected);
 }
 
+// A rank that makes MPI calls (its bootstrap) and then NCCL collectives: its chain is its GPU's,
+// NCCL's alone, from the start (OnGpuTimeline), so the own work read between its host calls in the
+// windows before the first NCCL one is not its own work; read window by window, it is dropped
+// when the first NCCL collective comes.
+TEST(OwnWorkRangesByWindow, HostCallsBeforeTheFirstNcclCollectiveAreNotItsChain) {
+  Session s;
+  s.world_size = 1;
+  s.aligned = true;
+  s.ranks.resize(1);
+  auto collective = [](CollectiveRecord::Source source, uint64_t seq, TimeNs enter, TimeNs exit) {
+    CollectiveRecord c;
+    c.source = source;
+    c.comm_id = 1;
+    c.seq = seq;
+    c.comm_size = 1;
+    c.enter = enter;
+    c.exit = exit;
+    return c;
+  };
+  auto range = [](const char* name, TimeNs start, TimeNs end) {
+    RangeRecord r;
+    r.name = name;
+    r.start = start;
+    r.end = end;
+    return r;
+  };
+  using Source = CollectiveRecord::Source;
+  s.ranks[0].collectives = {
+      collective(Source::kMpi, 0, 0, 10), collective(Source::kMpi, 1, 200, 210),
+      collective(Source::kNccl, 0, 1000, 1100), collective(Source::kNccl, 1, 1500, 1600)};
+  s.ranks[0].ranges = {range("setup", 20, 190), range("step", 1110, 1490)};
+  WindowPlan plan;
+  for (TimeNs c : {500, 1300}) plan.cuts.push_back({CutKind::kTime, 0, {c}});
+  plan.cuts.push_back({CutKind::kEnd, 0, {std::numeric_limits<TimeNs>::max()}});
+  const std::vector<OwnWorkRanges> windowed = OwnWorkRangesByWindow(s, 0, SplitSession(s, plan));
+  const std::map<std::string, DurationNs> expected = {{"", 20}, {"step", 380}};
+  ASSERT_EQ(windowed.size(), 1u);
+  EXPECT_EQ(windowed[0].by_range, expected);
+  WindowPlan one;
+  one.cuts.push_back(plan.cuts.back());
+  EXPECT_EQ(OwnWorkRangesByWindow(s, 0, SplitSession(s, one))[0].by_range, expected);
+}
+
 // A rank with step ranges and kernel launches but no data ranges: its loading is the time from
 // each step's beginning (the last step's end) to its first launch. The windows are cut inside every
 // step after that launch, so the launch is held across the cut for the step that ends after it.

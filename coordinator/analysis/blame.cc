@@ -95,6 +95,7 @@ struct Graph {
   TimeNs first = 0;
   // Per rank index: its collective and point-to-point records (in the chain or not).
   std::vector<int> collective_calls, p2p_calls;
+  std::vector<bool> on_gpu;  // per rank index: its chain is its GPU's (OnGpuTimeline)
 };
 
 std::span<const std::pair<int, int>> PartnersOf(const Graph& g, const Event& e) {
@@ -116,7 +117,10 @@ bool IsFileCall(MpiCall call) {
   return call >= MpiCall::kFileRead && call <= MpiCall::kFileWriteAtAll;
 }
 
-// A rank whose chain is its GPU's timeline: NCCL collectives (their own work is GPU work).
+// A rank whose chain is its GPU's timeline: NCCL collectives (their own work is GPU work). Read
+// window by window, a rank's chain is its host's until the first window with an NCCL collective,
+// and its GPU's from there on (what it was before is dropped: the whole run's chain has NCCL
+// collectives alone, and none came before).
 bool OnGpuTimeline(const RankData& r) {
   return std::any_of(r.collectives.begin(), r.collectives.end(), [](const CollectiveRecord& c) {
     return c.source == CollectiveRecord::Source::kNccl;
@@ -249,6 +253,7 @@ RecordEvents StartGraph(const Session& s, Graph* g) {
   g->events.resize(g->ranks.size());
   g->collective_calls.assign(g->ranks.size(), 0);
   g->p2p_calls.assign(g->ranks.size(), 0);
+  g->on_gpu.assign(g->ranks.size(), false);
   RecordEvents at_event;
   at_event.collective.resize(g->ranks.size());
   at_event.p2p.resize(g->ranks.size());
@@ -461,7 +466,8 @@ Graph BuildGraph(const Session& s, const SessionMatches& matches) {
   RecordEvents at_event = StartGraph(s, &g);
   for (size_t ri = 0; ri < s.ranks.size(); ++ri) {
     const RankData& r = s.ranks[ri];
-    AppendChain(ri, r, OnGpuTimeline(r), nullptr, &at_event, &g);
+    g.on_gpu[ri] = OnGpuTimeline(r);
+    AppendChain(ri, r, g.on_gpu[ri], nullptr, &at_event, &g);
     at_event.p2p[ri].resize(r.p2p.size(), -1);
   }
   FinishGraph(s, matches, &at_event, &g);
@@ -478,8 +484,15 @@ Graph BuildGraphByWindow(const Session& s, const SessionMatches& matches,
   for (size_t w = 0; w < split.size(); ++w) {
     const std::vector<RankUpload> uploads = UploadsOf(s, split, w);
     for (size_t ri = 0; ri < uploads.size(); ++ri) {
+      const RankData& records = uploads[ri].records;
+      if (!g.on_gpu[ri] && OnGpuTimeline(records)) {
+        g.on_gpu[ri] = true;
+        g.events[ri].clear();
+        at_event.collective[ri].clear();
+        at_event.p2p[ri].clear();
+      }
       const RecordIndices indices = MpiIndices(uploads[ri]);
-      AppendChain(ri, uploads[ri].records, OnGpuTimeline(s.ranks[ri]), &indices, &at_event, &g);
+      AppendChain(ri, records, g.on_gpu[ri], &indices, &at_event, &g);
     }
   }
   FinishGraph(s, matches, &at_event, &g);
@@ -1047,7 +1060,18 @@ class OwnWorkRangeFold {
   size_t held() const { return held_.size(); }
   OwnWorkRanges Take() { return std::move(out_); }
 
+  // The rank's chain is its GPU's from here on (OnGpuTimeline): its own work so far was read
+  // between host calls, which the whole run's chain does not have. The ranges held stay (those
+  // that matter end after the first NCCL call, and come again if they do).
+  void SwitchToGpu() {
+    on_gpu_ = true;
+    busy_until_.reset();
+    out_.by_range.clear();
+  }
+  bool on_gpu() const { return on_gpu_; }
+
  private:
+  bool on_gpu_ = false;
   TimeNs from_;
   std::optional<TimeNs> busy_until_;  // the latest exit so far (from the first record on)
   std::vector<RangeRecord> held_;
@@ -1065,9 +1089,10 @@ std::vector<OwnWorkRanges> OwnWorkRangesByWindow(const Session& s, TimeNs from,
     std::vector<RankUpload> uploads = UploadsOf(s, split, w);
     for (size_t ri = 0; ri < uploads.size(); ++ri) {
       RankUpload& u = uploads[ri];
+      if (!folds[ri].on_gpu() && OnGpuTimeline(u.records)) folds[ri].SwitchToGpu();
       const RecordIndices indices = MpiIndices(u);
       const std::vector<ChainRecord> records =
-          ChainRecords(u.records, OnGpuTimeline(s.ranks[ri]), &indices);
+          ChainRecords(u.records, folds[ri].on_gpu(), &indices);
       folds[ri].Add(records, std::move(u.records.ranges), u.open_ranges);
       held += folds[ri].held();
     }
@@ -1654,8 +1679,7 @@ void ReplayCandidates(const Session& aligned, const Graph& g, const Replay& base
     // its CPU) may have had more work, or a slower core (on this project's 2-vCPU VM, LAMMPS's
     // own timers put one rank's pair time 1.2-1.4x the other's in clean runs, either rank).
     // Not named; the report says so.
-    if (saves && !c.busy && judged_ranks == 2 && !OnGpuTimeline(aligned.ranks[c.index]) &&
-        !own_work_off_cpu) {
+    if (saves && !c.busy && judged_ranks == 2 && !g.on_gpu[c.index] && !own_work_off_cpu) {
       b.unexplained_of_two = true;
       continue;
     }
