@@ -31,8 +31,8 @@ Result<PipelineOutput> DiagnoseAndWrite(Session aligned, const std::string& out_
   std::optional<WindowedReading> windowed;
   SessionMatches matches;
   if (options.by_window) {
-    windowed.emplace();
-    matches = MatchSessionByWindow(aligned, *options.by_window, &*windowed);
+    windowed.emplace(aligned);
+    matches = MatchSessionByWindow(aligned, options, &*windowed);
   } else {
     matches = MatchSession(aligned);
   }

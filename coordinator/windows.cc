@@ -261,57 +261,72 @@ P2PRecord CallOpenAtCut(const P2PRecord& call, TimeNs cut) {
   return out;
 }
 
+MatchFold::MatchFold(int world_size) : messages_(world_size, WorldCommId(world_size)) {}
+
+const std::vector<P2PMessage>& MatchFold::Add(const std::vector<RankUpload>& window, bool last) {
+  for (const RankUpload& u : window) {
+    for (const CollectiveRecord& c : u.records.collectives) {
+      collectives_.Add(u.id.rank, c);
+      messages_.AddCollective(u.id.rank, c);
+    }
+    for (size_t j = 0; j < u.records.p2p.size(); ++j) {
+      messages_.Add(u.id.rank, u.index.p2p[j], u.records.p2p[j]);
+    }
+    // The rank's progress: a call not in its uploads yet began after the cut, or is in progress
+    // at it (where its polling, if any, began; an agent knows both).
+    TimeNs progress = u.cut;
+    for (const P2PRecord& p : u.open_p2p) progress = std::min({progress, p.enter, ChainEnter(p)});
+    for (const CollectiveRecord& c : u.open_collectives) progress = std::min(progress, c.enter);
+    messages_.Reached(u.id.rank, progress);
+  }
+  for (CollectiveInstance& i : collectives_.TakeFull()) instances_.push_back(std::move(i));
+  peak_open_ = std::max(peak_open_, collectives_.open());
+  if (last) {
+    for (CollectiveInstance& i : collectives_.Finish()) instances_.push_back(std::move(i));
+  }
+  closed_ = last ? messages_.Finish() : messages_.TakeMatched();
+  matched_.insert(matched_.end(), closed_.begin(), closed_.end());
+  peak_held_ = std::max(peak_held_, messages_.held());
+  return closed_;
+}
+
+SessionMatches MatchFold::Finish() {
+  SessionMatches out;
+  out.collectives = std::move(instances_);
+  OrderInstances(&out.collectives);
+  out.messages = std::move(matched_);
+  OrderMessages(&out.messages);
+  out.p2p = messages_.stats();
+  return out;
+}
+
 std::vector<CollectiveInstance> MatchCollectivesByWindow(const Session& aligned,
                                                          const WindowSplit& split,
                                                          size_t* peak_open) {
-  CollectiveFold fold;
-  std::vector<CollectiveInstance> out;
-  size_t peak = 0;
-  for (size_t w = 0; w < split.size(); ++w) {
-    for (const RankUpload& u : UploadsOf(aligned, split, w)) {
-      for (const CollectiveRecord& c : u.records.collectives) fold.Add(u.id.rank, c);
-    }
-    for (CollectiveInstance& i : fold.TakeFull()) out.push_back(std::move(i));
-    peak = std::max(peak, fold.open());
-  }
-  for (CollectiveInstance& i : fold.Finish()) out.push_back(std::move(i));
-  OrderInstances(&out);
-  if (peak_open != nullptr) *peak_open = peak;
-  return out;
+  MatchFold fold(WorldSize(aligned));
+  for (size_t w = 0; w < split.size(); ++w)
+    fold.Add(UploadsOf(aligned, split, w), w + 1 == split.size());
+  if (peak_open != nullptr) *peak_open = fold.peak_open_instances();
+  return fold.Finish().collectives;
 }
 
 std::vector<P2PMessage> MatchMessagesByWindow(const Session& aligned, const WindowSplit& split,
                                               P2PMatchStats* stats, size_t* peak_held,
                                               const OnMessagesClose& on_close) {
-  const size_t nranks = aligned.ranks.size();
-  const WindowPlan& plan = split.plan;
-  const int size = aligned.world_size > 0 ? aligned.world_size : static_cast<int>(nranks);
-  MessageFold fold(size, WorldCommId(size));
-  std::vector<P2PMessage> out;
-  size_t peak = 0;
-  for (size_t w = 0; w < plan.size(); ++w) {
+  MatchFold fold(WorldSize(aligned));
+  for (size_t w = 0; w < split.size(); ++w) {
     const std::vector<RankUpload> uploads = UploadsOf(aligned, split, w);
-    for (const RankUpload& u : uploads) {
-      for (const CollectiveRecord& c : u.records.collectives) fold.AddCollective(u.id.rank, c);
-      for (size_t j = 0; j < u.records.p2p.size(); ++j) {
-        fold.Add(u.id.rank, u.index.p2p[j], u.records.p2p[j]);
-      }
-      // The rank's progress: a call not in its uploads yet began after the cut, or is in progress
-      // at it (where its polling, if any, began; an agent knows both).
-      TimeNs progress = u.cut;
-      for (const P2PRecord& p : u.open_p2p) progress = std::min({progress, p.enter, ChainEnter(p)});
-      for (const CollectiveRecord& c : u.open_collectives) progress = std::min(progress, c.enter);
-      fold.Reached(u.id.rank, progress);
-    }
-    std::vector<P2PMessage> matched = w + 1 < plan.size() ? fold.TakeMatched() : fold.Finish();
-    if (on_close) on_close(uploads, fold, matched);
-    out.insert(out.end(), matched.begin(), matched.end());
-    peak = std::max(peak, fold.held());
+    const std::vector<P2PMessage>& matched = fold.Add(uploads, w + 1 == split.size());
+    if (on_close) on_close(uploads, fold.messages(), matched);
   }
-  OrderMessages(&out);
-  if (stats != nullptr) *stats = fold.stats();
-  if (peak_held != nullptr) *peak_held = peak;
-  return out;
+  if (peak_held != nullptr) *peak_held = fold.peak_held_messages();
+  SessionMatches matches = fold.Finish();
+  if (stats != nullptr) *stats = matches.p2p;
+  return std::move(matches.messages);
+}
+
+int WorldSize(const Session& aligned) {
+  return aligned.world_size > 0 ? aligned.world_size : static_cast<int>(aligned.ranks.size());
 }
 
 }  // namespace rankscope

@@ -20,6 +20,7 @@
 #include "coordinator/collective_matcher.h"
 #include "coordinator/p2p_matcher.h"
 #include "coordinator/session.h"
+#include "coordinator/session_matches.h"
 #include "core/records.h"
 #include "core/time.h"
 #include "model/window_rule.h"
@@ -127,6 +128,31 @@ std::vector<RankUpload> UploadsOf(const Session& aligned, const WindowSplit& spl
 // cut.
 RangeRecord RangeOpenAtCut(const RangeRecord& range, TimeNs cut);
 P2PRecord CallOpenAtCut(const P2PRecord& call, TimeNs cut);
+
+// The session's world size as the matchers take it (Session::world_size, else its ranks).
+int WorldSize(const Session& aligned);
+
+// Both matchers as folds fed one window's uploads at a time (every rank's, as Session::ranks):
+// collective instances (CollectiveFold) and point-to-point messages (MessageFold, each rank's
+// progress what its upload says: a call not in it began after the cut or is open there).
+class MatchFold {
+ public:
+  explicit MatchFold(int world_size);
+  // `last`: the run's last window. The messages matched at this close.
+  const std::vector<P2PMessage>& Add(const std::vector<RankUpload>& window, bool last);
+  const MessageFold& messages() const { return messages_; }
+  // After the last window: the matches in MatchSession's order.
+  SessionMatches Finish();
+  size_t peak_open_instances() const { return peak_open_; }  // at the close of a window
+  size_t peak_held_messages() const { return peak_held_; }   // MessageFold::held, likewise
+
+ private:
+  CollectiveFold collectives_;
+  MessageFold messages_;
+  std::vector<CollectiveInstance> instances_;
+  std::vector<P2PMessage> matched_, closed_;
+  size_t peak_open_ = 0, peak_held_ = 0;
+};
 
 // Collective instances matched window by window (CollectiveFold), in MatchCollectives' order:
 // what a coordinator that folds closed windows would match. *peak_open (when not null): the most

@@ -474,30 +474,37 @@ Graph BuildGraph(const Session& s, const SessionMatches& matches) {
   return g;
 }
 
-// The same, each rank's records taken window by window (coordinator/windows.h): each window's
-// records (by their end) become events and are not read again; whether a rank's chain is its
-// GPU's timeline is the caller's to know (NCCL ranks).
-Graph BuildGraphByWindow(const Session& s, const SessionMatches& matches,
-                         const WindowSplit& split) {
-  Graph g;
-  RecordEvents at_event = StartGraph(s, &g);
-  for (size_t w = 0; w < split.size(); ++w) {
-    const std::vector<RankUpload> uploads = UploadsOf(s, split, w);
+// The same, each rank's records taken window by window as its agent uploads them
+// (coordinator/windows.h): each window's records (by their end) become events and are not read
+// again. A rank's chain is its host's until the first window with an NCCL collective, and its
+// GPU's from there on (OnGpuTimeline).
+class ChainFold {
+ public:
+  explicit ChainFold(const Session& s) : at_event_(StartGraph(s, &g_)) {}
+
+  void Add(const std::vector<RankUpload>& uploads) {
     for (size_t ri = 0; ri < uploads.size(); ++ri) {
       const RankData& records = uploads[ri].records;
-      if (!g.on_gpu[ri] && OnGpuTimeline(records)) {
-        g.on_gpu[ri] = true;
-        g.events[ri].clear();
-        at_event.collective[ri].clear();
-        at_event.p2p[ri].clear();
+      if (!g_.on_gpu[ri] && OnGpuTimeline(records)) {
+        g_.on_gpu[ri] = true;
+        g_.events[ri].clear();
+        at_event_.collective[ri].clear();
+        at_event_.p2p[ri].clear();
       }
       const RecordIndices indices = MpiIndices(uploads[ri]);
-      AppendChain(ri, records, g.on_gpu[ri], &indices, &at_event, &g);
+      AppendChain(ri, records, g_.on_gpu[ri], &indices, &at_event_, &g_);
     }
   }
-  FinishGraph(s, matches, &at_event, &g);
-  return g;
-}
+
+  Graph Finish(const Session& s, const SessionMatches& matches) {
+    FinishGraph(s, matches, &at_event_, &g_);
+    return std::move(g_);
+  }
+
+ private:
+  Graph g_;
+  RecordEvents at_event_;
+};
 
 // When the dependencies of `e` were met, over the given enters (kUnknown when some are not yet
 // known), and which rank index met them last (-1 when none).
@@ -1080,23 +1087,30 @@ class OwnWorkRangeFold {
 
 }  // namespace
 
+namespace {
+
+// One window's uploads into each rank's OwnWorkRangeFold; the ranges they hold after it.
+size_t AddOwnWork(const std::vector<RankUpload>& uploads, std::vector<OwnWorkRangeFold>* folds) {
+  size_t held = 0;
+  for (size_t ri = 0; ri < uploads.size(); ++ri) {
+    const RankUpload& u = uploads[ri];
+    OwnWorkRangeFold& fold = (*folds)[ri];
+    if (!fold.on_gpu() && OnGpuTimeline(u.records)) fold.SwitchToGpu();
+    const RecordIndices indices = MpiIndices(u);
+    fold.Add(ChainRecords(u.records, fold.on_gpu(), &indices), u.records.ranges, u.open_ranges);
+    held += fold.held();
+  }
+  return held;
+}
+
+}  // namespace
+
 std::vector<OwnWorkRanges> OwnWorkRangesByWindow(const Session& s, TimeNs from,
                                                  const WindowSplit& split, size_t* peak_held) {
   std::vector<OwnWorkRangeFold> folds(s.ranks.size(), OwnWorkRangeFold(from));
   size_t peak = 0;
   for (size_t w = 0; w < split.size(); ++w) {
-    size_t held = 0;
-    std::vector<RankUpload> uploads = UploadsOf(s, split, w);
-    for (size_t ri = 0; ri < uploads.size(); ++ri) {
-      RankUpload& u = uploads[ri];
-      if (!folds[ri].on_gpu() && OnGpuTimeline(u.records)) folds[ri].SwitchToGpu();
-      const RecordIndices indices = MpiIndices(u);
-      const std::vector<ChainRecord> records =
-          ChainRecords(u.records, folds[ri].on_gpu(), &indices);
-      folds[ri].Add(records, std::move(u.records.ranges), u.open_ranges);
-      held += folds[ri].held();
-    }
-    peak = std::max(peak, held);
+    peak = std::max(peak, AddOwnWork(UploadsOf(s, split, w), &folds));
   }
   if (peak_held != nullptr) *peak_held = peak;
   std::vector<OwnWorkRanges> out;
@@ -1707,20 +1721,40 @@ double SeparationMargin(const RankBlame& rank, const BlameOptions& options) {
                                                           : options.excess_sigmas));
 }
 
-BlameModel BuildBlameModel(const Session& aligned, const SessionMatches& matches,
-                           const BlameOptions& options, const WindowSplit* by_window) {
+struct BlameEventFold::State {
+  explicit State(const Session& s)
+      : chains(s),
+        // Its first record starts a rank's own work: nothing before it is read.
+        own_work(s.ranks.size(), OwnWorkRangeFold(std::numeric_limits<TimeNs>::min())) {}
+  ChainFold chains;
+  std::vector<OwnWorkRangeFold> own_work;
+  size_t peak = 0;
+};
+
+BlameEventFold::BlameEventFold(const Session& session) : state_(std::make_unique<State>(session)) {}
+BlameEventFold::~BlameEventFold() = default;
+
+void BlameEventFold::Add(const std::vector<RankUpload>& window) {
+  state_->chains.Add(window);
+  state_->peak = std::max(state_->peak, AddOwnWork(window, &state_->own_work));
+}
+
+size_t BlameEventFold::peak_ranges_held() const { return state_->peak; }
+
+namespace {
+
+// The model from the ranks' chains (BuildGraph, or a ChainFold's) and, when read window by
+// window, own work per range (BlameModel::own_work_ranges).
+BlameModel ModelOf(const Session& aligned, Graph g, const BlameOptions& options,
+                   std::vector<OwnWorkRanges>* own_work_ranges) {
   BlameModel model;
-  Graph g = by_window != nullptr ? BuildGraphByWindow(aligned, matches, *by_window)
-                                 : BuildGraph(aligned, matches);
   ComputeTransfers(&g);
   const size_t n = g.ranks.size();
   bool any = false;
   for (const auto& ev : g.events) any |= !ev.empty();
   if (!any) return model;
   AddRankTotals(g, &model);
-  if (by_window != nullptr) {
-    model.own_work_ranges = OwnWorkRangesByWindow(aligned, model.first, *by_window);
-  }
+  if (own_work_ranges != nullptr) model.own_work_ranges = std::move(*own_work_ranges);
 
   // Own work in ten parts of the run. Where the ranks share enough collectives, the parts are
   // cut at the same instances on every rank, so each part holds the same work on every rank
@@ -1772,6 +1806,25 @@ BlameModel BuildBlameModel(const Session& aligned, const SessionMatches& matches
   ReplayCandidates(aligned, g, base, candidates, typical_gaps, judged.ranks.size(), options,
                    &model);
   return model;
+}
+
+}  // namespace
+
+BlameModel BlameEventFold::Finish(const Session& aligned, const SessionMatches& matches,
+                                  const BlameOptions& options) {
+  std::vector<OwnWorkRanges> own_work;
+  for (OwnWorkRangeFold& fold : state_->own_work) own_work.push_back(fold.Take());
+  return ModelOf(aligned, state_->chains.Finish(aligned, matches), options, &own_work);
+}
+
+BlameModel BuildBlameModel(const Session& aligned, const SessionMatches& matches,
+                           const BlameOptions& options, const WindowSplit* by_window) {
+  if (by_window == nullptr) {
+    return ModelOf(aligned, BuildGraph(aligned, matches), options, nullptr);
+  }
+  BlameEventFold fold(aligned);
+  for (size_t w = 0; w < by_window->size(); ++w) fold.Add(UploadsOf(aligned, *by_window, w));
+  return fold.Finish(aligned, matches, options);
 }
 
 }  // namespace rankscope

@@ -25,6 +25,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
@@ -243,5 +244,25 @@ double SeparationMargin(const RankBlame& rank, const BlameOptions& options);
 BlameModel BuildBlameModel(const Session& aligned, const SessionMatches& matches,
                            const BlameOptions& options = BlameOptions{},
                            const WindowSplit* by_window = nullptr);
+
+// What the model reads of the records, folded window by window as the agents upload them: each
+// rank's chain (one event per MPI call) and its own work per NVTX range, so that the records are
+// not read again. Fed every rank's upload of one window at a time (as Session::ranks); Finish,
+// once the run is over and matched, gives BuildBlameModel's model with `by_window`.
+class BlameEventFold {
+ public:
+  explicit BlameEventFold(const Session& session);  // its ranks and their ids
+  ~BlameEventFold();
+  BlameEventFold(const BlameEventFold&) = delete;
+  BlameEventFold& operator=(const BlameEventFold&) = delete;
+  void Add(const std::vector<RankUpload>& window);
+  BlameModel Finish(const Session& aligned, const SessionMatches& matches,
+                    const BlameOptions& options = BlameOptions{});
+  size_t peak_ranges_held() const;  // ranges held across a cut for own work, all ranks
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
 
 }  // namespace rankscope

@@ -373,29 +373,44 @@ std::vector<StepSeries> StepSeriesOf(const Session& session, const DataloaderOpt
   return out;
 }
 
-std::vector<StepSeries> StepSeriesByWindow(const Session& session, const WindowSplit& split,
-                                           const DataloaderOptions& options, size_t* peak_held) {
-  const WindowPlan& plan = split.plan;
+struct StepSeriesFold::State {
   std::vector<StepWindowFold> folds;
-  for (const RankData& r : session.ranks) folds.emplace_back(r.id.rank, options);
   size_t peak = 0;
-  for (size_t w = 0; w < plan.size(); ++w) {
-    size_t held = 0;
-    std::vector<RankUpload> uploads = UploadsOf(session, split, w);
-    for (size_t i = 0; i < uploads.size(); ++i) {
-      RankUpload& u = uploads[i];
-      folds[i].Add(std::move(u.records.ranges), u.open_ranges, std::move(u.records.gpu), u.cut);
-      held += folds[i].held();
-    }
-    peak = std::max(peak, held);
+};
+
+StepSeriesFold::StepSeriesFold(const Session& session, const DataloaderOptions& options)
+    : state_(std::make_unique<State>()) {
+  for (const RankData& r : session.ranks) state_->folds.emplace_back(r.id.rank, options);
+}
+StepSeriesFold::~StepSeriesFold() = default;
+
+void StepSeriesFold::Add(const std::vector<RankUpload>& window) {
+  size_t held = 0;
+  for (size_t i = 0; i < window.size(); ++i) {
+    const RankUpload& u = window[i];
+    state_->folds[i].Add(u.records.ranges, u.open_ranges, u.records.gpu, u.cut);
+    held += state_->folds[i].held();
   }
-  if (peak_held != nullptr) *peak_held = peak;
+  state_->peak = std::max(state_->peak, held);
+}
+
+std::vector<StepSeries> StepSeriesFold::Take() {
   std::vector<StepSeries> out;
-  for (StepWindowFold& fold : folds) {
+  for (StepWindowFold& fold : state_->folds) {
     StepSeries steps = fold.Take();
     if (!steps.data.empty()) out.push_back(std::move(steps));
   }
   return out;
+}
+
+size_t StepSeriesFold::peak_held() const { return state_->peak; }
+
+std::vector<StepSeries> StepSeriesByWindow(const Session& session, const WindowSplit& split,
+                                           const DataloaderOptions& options, size_t* peak_held) {
+  StepSeriesFold fold(session, options);
+  for (size_t w = 0; w < split.size(); ++w) fold.Add(UploadsOf(session, split, w));
+  if (peak_held != nullptr) *peak_held = fold.peak_held();
+  return fold.Take();
 }
 
 std::vector<Finding> FindDataloaderSkew(const Session& session, const DataloaderOptions& options) {

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <map>
+#include <memory>
 #include <regex>
 #include <string>
 #include <vector>
@@ -62,6 +63,22 @@ std::vector<StepSeries> StepSeriesOf(const Session& session, const DataloaderOpt
 std::vector<StepSeries> StepSeriesByWindow(const Session& session, const WindowSplit& split,
                                            const DataloaderOptions& options,
                                            size_t* peak_held = nullptr);
+
+// The fold behind it, fed every rank's upload of one window at a time (as Session::ranks).
+class StepSeriesFold {
+ public:
+  StepSeriesFold(const Session& session, const DataloaderOptions& options);  // its ranks' ids
+  ~StepSeriesFold();
+  StepSeriesFold(const StepSeriesFold&) = delete;
+  StepSeriesFold& operator=(const StepSeriesFold&) = delete;
+  void Add(const std::vector<RankUpload>& window);
+  std::vector<StepSeries> Take();  // after the last window
+  size_t peak_held() const;
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
 
 // Findings of kind "dataloader_skew", at most one per rank; a clean run gives none. cost_ns is the
 // rank's total excess data time (a lower bound on what the job loses to it).

@@ -227,21 +227,30 @@ void JoinLinkCeilings(std::vector<Finding>* findings) {
 
 }  // namespace
 
-SessionMatches MatchSessionByWindow(const Session& aligned, const WindowOptions& options,
+WindowedReading::WindowedReading(const Session& aligned) : blame(aligned) {}
+
+SessionMatches MatchSessionByWindow(const Session& aligned, const AnalysisOptions& options,
                                     WindowedReading* reading) {
-  reading->split = SplitSession(aligned, PlanWindows(aligned, options));
-  SessionMatches matches;
-  matches.collectives = MatchCollectivesByWindow(aligned, reading->split);
+  const WindowSplit split =
+      SplitSession(aligned, PlanWindows(aligned, options.by_window.value_or(WindowOptions{})));
+  MatchFold matches(WorldSize(aligned));
+  LateGapFold gaps(options.straggler);
+  StepSeriesFold steps(aligned, options.dataloader);
   WaitRangesFold waits;
-  matches.messages =
-      MatchMessagesByWindow(aligned, reading->split, &matches.p2p, nullptr,
-                            [&](const std::vector<RankUpload>& uploads, const MessageFold& fold,
-                                const std::vector<P2PMessage>& matched) {
-                              for (const RankUpload& u : uploads) waits.Add(u);
-                              waits.Close(fold, matched);
-                            });
+  for (size_t w = 0; w < split.size(); ++w) {
+    const bool last = w + 1 == split.size();
+    const std::vector<RankUpload> uploads = UploadsOf(aligned, split, w);
+    const std::vector<P2PMessage>& matched = matches.Add(uploads, last);
+    for (const RankUpload& u : uploads) waits.Add(u);
+    waits.Close(matches.messages(), matched);
+    gaps.Add(uploads, last);
+    steps.Add(uploads);
+    reading->blame.Add(uploads);
+  }
+  reading->late_gaps = gaps.Take();
+  reading->steps = steps.Take();
   reading->while_waited = waits.Take();
-  return matches;
+  return matches.Finish();
 }
 
 std::vector<Finding> Diagnose(const Session& aligned, const AnalysisOptions& options,
@@ -251,16 +260,14 @@ std::vector<Finding> Diagnose(const Session& aligned, const AnalysisOptions& opt
 
 std::vector<Finding> Diagnose(const Session& aligned, const SessionMatches& matches,
                               const AnalysisOptions& options, std::vector<std::string>* notes,
-                              BlameModel* blame_out, const WindowedReading* windowed) {
+                              BlameModel* blame_out, WindowedReading* windowed) {
   std::vector<Finding> stragglers, findings;
   if (windowed != nullptr) {
-    const LateGaps gaps = GapsBeforeLateCallsByWindow(aligned, windowed->split, options.straggler);
+    const LateGaps& gaps = windowed->late_gaps;
     stragglers = FindStragglers(
         aligned, matches.collectives, [&](const std::set<int>&) { return gaps; }, options.straggler,
         notes);
-    findings = FindDataloaderSkew(aligned,
-                                  StepSeriesByWindow(aligned, windowed->split, options.dataloader),
-                                  options.dataloader);
+    findings = FindDataloaderSkew(aligned, windowed->steps, options.dataloader);
   } else {
     stragglers = FindStragglers(aligned, matches.collectives, options.straggler, notes);
     findings = FindDataloaderSkew(aligned, options.dataloader);
@@ -290,8 +297,8 @@ std::vector<Finding> Diagnose(const Session& aligned, const SessionMatches& matc
     findings.push_back(std::move(f));
   }
   // The blame model decides who is a straggler; the findings above describe how they waited.
-  BlameModel blame = BuildBlameModel(aligned, matches, options.blame,
-                                     windowed != nullptr ? &windowed->split : nullptr);
+  BlameModel blame = windowed != nullptr ? windowed->blame.Finish(aligned, matches, options.blame)
+                                         : BuildBlameModel(aligned, matches, options.blame);
   ApplyBlame(aligned, blame, options.blame, &findings, notes);
   if (blame_out != nullptr) *blame_out = std::move(blame);
   for (Finding& f : FindDegradedGpuLinks(aligned)) findings.push_back(std::move(f));

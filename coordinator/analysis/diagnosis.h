@@ -34,16 +34,19 @@ struct AnalysisOptions {
   std::optional<WindowOptions> by_window;
 };
 
-// A session read window by window: its split (each window's upload, fed to every fold once) and
-// what the point-to-point matching's fold gave beside the matches.
+// What the analyses that fold read of a session read window by window: every fold fed each
+// window's uploads once, in one pass (as the live path feeds each upload to all of them).
 struct WindowedReading {
-  WindowSplit split;
-  WaitRanges while_waited;  // RangesWhileWaitedByWindow
+  explicit WindowedReading(const Session& aligned);
+  LateGaps late_gaps;             // GapsBeforeLateCallsByWindow
+  std::vector<StepSeries> steps;  // StepSeriesByWindow
+  WaitRanges while_waited;        // RangesWhileWaitedByWindow
+  BlameEventFold blame;           // finished by Diagnose, once matched
 };
 
-// The session's matches, window by window (MatchCollectivesByWindow, MatchMessagesByWindow, one
-// pass of each fold over one split), and the reading the analyses fold on.
-SessionMatches MatchSessionByWindow(const Session& aligned, const WindowOptions& options,
+// The session cut into windows (options.by_window) and read that way: its matches
+// (MatchCollectivesByWindow, MatchMessagesByWindow) and *reading, the other folds' results.
+SessionMatches MatchSessionByWindow(const Session& aligned, const AnalysisOptions& options,
                                     WindowedReading* reading);
 
 // Matches the collectives of `aligned` (which should have gone through AlignSession) and runs the
@@ -58,11 +61,11 @@ std::vector<Finding> Diagnose(const Session& aligned, const AnalysisOptions& opt
 // The same with the session already matched (MatchSession(aligned)), for callers that need the
 // matches too and should not match twice. The blame model the stragglers were decided by is
 // stored in *blame when it is not nullptr (the writers show it). With `windowed` (the matches are
-// then MatchSessionByWindow's), the analyses that fold read its windows.
+// then MatchSessionByWindow's), the analyses that fold read its windows (its blame fold is finished
+// here).
 std::vector<Finding> Diagnose(const Session& aligned, const SessionMatches& matches,
                               const AnalysisOptions& options,
                               std::vector<std::string>* notes = nullptr,
-                              BlameModel* blame = nullptr,
-                              const WindowedReading* windowed = nullptr);
+                              BlameModel* blame = nullptr, WindowedReading* windowed = nullptr);
 
 }  // namespace rankscope

@@ -1188,72 +1188,95 @@ struct GapCarry {
 
 }  // namespace
 
-LateGaps GapsBeforeLateCallsByWindow(const Session& aligned, const WindowSplit& split,
-                                     const StragglerOptions& options, size_t* peak_held) {
-  const size_t n = aligned.ranks.size();
+struct LateGapFold::State {
+  explicit State(const StragglerOptions& o) : options(o) {}
+  StragglerOptions options;
   CollectiveFold fold;
   // The gaps of calls whose instance is still open.
   std::map<std::pair<uint64_t, uint64_t>, std::map<int, std::optional<GapTime>>> pending;
-  std::vector<GapCarry> carry(n);
-  std::vector<RankData> held(n);
-  std::vector<TimeNs> previous_cut(n, std::numeric_limits<TimeNs>::min());
+  std::vector<GapCarry> carry;
+  std::vector<RankData> held;
+  std::vector<TimeNs> previous_cut;
   size_t peak = 0;
   LateGaps out;
-  for (size_t w = 0; w < split.size(); ++w) {
-    const bool last = w + 1 == split.size();
-    size_t held_now = 0;
-    const std::vector<RankUpload> uploads = UploadsOf(aligned, split, w);
-    for (size_t r = 0; r < n; ++r) {
-      const RankUpload& upload = uploads[r];
-      const TimeNs from = previous_cut[r];
-      const TimeNs to = previous_cut[r] = upload.cut;
-      GapRecords window = WindowGapRecords(std::move(held[r]), upload);
-      const RankData& records = window.data;
-      const RankContext ctx(&records);
-      GapCarry& c = carry[r];
-      for (const RangeRecord& range : records.ranges) c.range_threads.insert(range.tid);
-      auto has_ranges = [&](uint32_t t) { return c.range_threads.count(t) > 0; };
-      for (size_t k = window.first_new; k < records.collectives.size(); ++k) {
-        const CollectiveRecord& call = records.collectives[k];
-        fold.Add(upload.id.rank, call);
-        std::optional<GapTime>& gap = pending[{call.comm_id, call.seq}][upload.id.rank];
-        const auto tid = GapThread(ctx, call.comm_id, call.seq, has_ranges);
-        auto it = std::lower_bound(ctx.exits.begin(), ctx.exits.end(), call.enter);
-        if (it != ctx.exits.begin()) {
-          gap = GapBetween(ctx, *std::prev(it), call.enter, tid);
-        } else if (c.since && *c.since < call.enter) {
-          // From its latest exit before the window, carried to the window's start, to the call:
-          // plus the part inside the window, or less the part after its enter.
-          gap = c.all;
-          gap->ranges = c.OnThread(tid);
-          if (call.enter >= from) {
-            Add(GapBetween(ctx, from, call.enter, tid), &*gap);
-          } else {
-            Subtract(GapBetween(ctx, call.enter, from, tid), &*gap);
-          }
+};
+
+LateGapFold::LateGapFold(const StragglerOptions& options)
+    : state_(std::make_unique<State>(options)) {}
+LateGapFold::~LateGapFold() = default;
+
+void LateGapFold::Add(const std::vector<RankUpload>& uploads, bool last) {
+  State& s = *state_;
+  const size_t n = uploads.size();
+  if (s.carry.empty()) {
+    s.carry.resize(n);
+    s.held.resize(n);
+    s.previous_cut.assign(n, std::numeric_limits<TimeNs>::min());
+  }
+  size_t held_now = 0;
+  for (size_t r = 0; r < n; ++r) {
+    const RankUpload& upload = uploads[r];
+    const TimeNs from = s.previous_cut[r];
+    const TimeNs to = s.previous_cut[r] = upload.cut;
+    GapRecords window = WindowGapRecords(std::move(s.held[r]), upload);
+    const RankData& records = window.data;
+    const RankContext ctx(&records);
+    GapCarry& c = s.carry[r];
+    for (const RangeRecord& range : records.ranges) c.range_threads.insert(range.tid);
+    auto has_ranges = [&](uint32_t t) { return c.range_threads.count(t) > 0; };
+    for (size_t k = window.first_new; k < records.collectives.size(); ++k) {
+      const CollectiveRecord& call = records.collectives[k];
+      s.fold.Add(upload.id.rank, call);
+      std::optional<GapTime>& gap = s.pending[{call.comm_id, call.seq}][upload.id.rank];
+      const auto tid = GapThread(ctx, call.comm_id, call.seq, has_ranges);
+      auto it = std::lower_bound(ctx.exits.begin(), ctx.exits.end(), call.enter);
+      if (it != ctx.exits.begin()) {
+        gap = GapBetween(ctx, *std::prev(it), call.enter, tid);
+      } else if (c.since && *c.since < call.enter) {
+        // From its latest exit before the window, carried to the window's start, to the call:
+        // plus the part inside the window, or less the part after its enter.
+        gap = c.all;
+        gap->ranges = c.OnThread(tid);
+        if (call.enter >= from) {
+          rankscope::Add(GapBetween(ctx, from, call.enter, tid), &*gap);
+        } else {
+          Subtract(GapBetween(ctx, call.enter, from, tid), &*gap);
         }
       }
-      if (last) continue;
-      if (!ctx.exits.empty()) {
-        c.since = ctx.exits.back();
-        c.Extend(ctx, *c.since, to, true);
-      } else if (c.since) {
-        c.Extend(ctx, from, to, false);
-      }
-      held[r] = HeldForNextWindow(std::move(window.data), upload);
-      held_now += RecordCount(held[r]);
     }
-    peak = std::max(peak, held_now);
-    for (const CollectiveInstance& inst : fold.TakeFull()) {
-      auto gaps = pending.find({inst.comm_id, inst.seq});
-      if (gaps == pending.end()) continue;
-      AddShares(inst, gaps->second, options, nullptr, &out);
-      pending.erase(gaps);
+    if (last) continue;
+    if (!ctx.exits.empty()) {
+      c.since = ctx.exits.back();
+      c.Extend(ctx, *c.since, to, true);
+    } else if (c.since) {
+      c.Extend(ctx, from, to, false);
     }
+    s.held[r] = HeldForNextWindow(std::move(window.data), upload);
+    held_now += RecordCount(s.held[r]);
   }
-  for (const CollectiveInstance& inst : fold.Finish()) pending.erase({inst.comm_id, inst.seq});
-  if (peak_held != nullptr) *peak_held = peak;
-  return out;
+  s.peak = std::max(s.peak, held_now);
+  for (const CollectiveInstance& inst : s.fold.TakeFull()) {
+    auto gaps = s.pending.find({inst.comm_id, inst.seq});
+    if (gaps == s.pending.end()) continue;
+    AddShares(inst, gaps->second, s.options, nullptr, &s.out);
+    s.pending.erase(gaps);
+  }
+  if (!last) return;
+  for (const CollectiveInstance& inst : s.fold.Finish()) s.pending.erase({inst.comm_id, inst.seq});
+}
+
+LateGaps LateGapFold::Take() { return std::move(state_->out); }
+
+size_t LateGapFold::peak_held() const { return state_->peak; }
+
+LateGaps GapsBeforeLateCallsByWindow(const Session& aligned, const WindowSplit& split,
+                                     const StragglerOptions& options, size_t* peak_held) {
+  LateGapFold fold(options);
+  for (size_t w = 0; w < split.size(); ++w) {
+    fold.Add(UploadsOf(aligned, split, w), w + 1 == split.size());
+  }
+  if (peak_held != nullptr) *peak_held = fold.peak_held();
+  return fold.Take();
 }
 
 std::vector<RankArrivalStats> DescribeArrivals(const std::vector<CollectiveInstance>& instances) {

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <set>
 #include <string>
 #include <tuple>
@@ -104,6 +105,23 @@ LateGaps GapsBeforeLateCalls(const Session& aligned,
 // the ranks.
 LateGaps GapsBeforeLateCallsByWindow(const Session& aligned, const WindowSplit& split,
                                      const StragglerOptions& options, size_t* peak_held = nullptr);
+
+// The fold behind it, fed one window's uploads (every rank's, as Session::ranks) at a time;
+// `last`: the run's last window (its cut is the end).
+class LateGapFold {
+ public:
+  explicit LateGapFold(const StragglerOptions& options);
+  ~LateGapFold();
+  LateGapFold(const LateGapFold&) = delete;
+  LateGapFold& operator=(const LateGapFold&) = delete;
+  void Add(const std::vector<RankUpload>& window, bool last);
+  LateGaps Take();
+  size_t peak_held() const;  // the most records held across a cut, summed over the ranks
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
 
 // Findings of kind "straggler", at most one per rank, for the ranks that pass every threshold in
 // options; a clean run gives none. Each names, in its summary and in evidence "wait_states"
