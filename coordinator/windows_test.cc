@@ -21,6 +21,39 @@ namespace {
 
 constexpr DurationNs kMs = 1'000'000;
 
+// An aligned session of one rank, without records.
+Session OneRank() {
+  Session s;
+  s.world_size = 1;
+  s.aligned = true;
+  s.ranks.resize(1);
+  return s;
+}
+
+// A one-rank plan cut at the given times, then at the end.
+WindowPlan TimeCuts(std::initializer_list<TimeNs> cuts) {
+  WindowPlan plan;
+  for (TimeNs c : cuts) plan.cuts.push_back({CutKind::kTime, 0, {c}});
+  plan.cuts.push_back({CutKind::kEnd, 0, {std::numeric_limits<TimeNs>::max()}});
+  return plan;
+}
+
+// The same plan's last window alone: the whole run at once.
+WindowPlan WholeRun(const WindowPlan& plan) {
+  WindowPlan one;
+  one.cuts.push_back(plan.cuts.back());
+  return one;
+}
+
+RangeRecord Range(const char* name, TimeNs start, TimeNs end, uint32_t depth = 0) {
+  RangeRecord r;
+  r.name = name;
+  r.start = start;
+  r.end = end;
+  r.depth = depth;
+  return r;
+}
+
 Session Recorded(const std::string& name) {
   Result<Session> s = LoadSession(std::string(RANKSCOPE_FIXTURES_DIR) + "/cpu2-real-apps/" + name +
                                   "/session.sqlite");
@@ -498,19 +531,12 @@ TEST(RangesWhileWaitedByWindow, ARangeOverBeforeTheCutIsHeldForAWaitStillGoing) 
     p.exit = exit;
     return p;
   };
-  auto range = [](const char* name, TimeNs start, TimeNs end) {
-    RangeRecord r;
-    r.name = name;
-    r.start = start;
-    r.end = end;
-    return r;
-  };
   std::vector<TimeNs> cuts;
   TimeNs t = 0;
   for (int k = 0; k < 20; ++k) {
     const TimeNs solve = k == 10 ? 2500 : 400;
-    s.ranks[0].ranges.push_back(range("pack", t, t + 100));
-    s.ranks[0].ranges.push_back(range("solve", t + 100, t + 100 + solve));
+    s.ranks[0].ranges.push_back(Range("pack", t, t + 100));
+    s.ranks[0].ranges.push_back(Range("solve", t + 100, t + 100 + solve));
     const TimeNs sent = t + 100 + solve;
     s.ranks[0].p2p.push_back(p2p(P2PKind::kSend, 1, sent, sent + 10));
     if (k == 10) {
@@ -585,30 +611,17 @@ TEST(CollectiveFold, AnInstanceAcrossACutStaysOpenUntilItsLastMember) {
 // interval: a range over before the cut ('a') is held for the interval that ends after it, and a
 // range open across three cuts ('outer') is read cut short at each, whole once it ends.
 TEST(OwnWorkRangesByWindow, AnIntervalAcrossCutsReadsTheRangesOfBothSides) {
-  Session s;
-  s.world_size = 1;
-  s.aligned = true;
-  s.ranks.resize(1);
+  Session s = OneRank();
   auto call = [](TimeNs enter, TimeNs exit) {
     MpiCallRecord c;
     c.enter = enter;
     c.exit = exit;
     return c;
   };
-  auto range = [](const char* name, TimeNs start, TimeNs end, uint32_t depth) {
-    RangeRecord r;
-    r.name = name;
-    r.start = start;
-    r.end = end;
-    r.depth = depth;
-    return r;
-  };
   s.ranks[0].mpi_calls = {call(0, 10), call(1000, 1010), call(3000, 3010)};
-  s.ranks[0].ranges = {range("outer", 5, 2995, 0), range("a", 20, 400, 1), range("b", 600, 990, 1),
-                       range("c", 1100, 1500, 1), range("d", 1600, 2990, 1)};
-  WindowPlan plan;
-  for (TimeNs c : {500, 1550, 2000}) plan.cuts.push_back({CutKind::kTime, 0, {c}});
-  plan.cuts.push_back({CutKind::kEnd, 0, {std::numeric_limits<TimeNs>::max()}});
+  s.ranks[0].ranges = {Range("outer", 5, 2995, 0), Range("a", 20, 400, 1), Range("b", 600, 990, 1),
+                       Range("c", 1100, 1500, 1), Range("d", 1600, 2990, 1)};
+  const WindowPlan plan = TimeCuts({500, 1550, 2000});
   size_t peak = 0;
   const std::vector<OwnWorkRanges> windowed =
       OwnWorkRangesByWindow(s, 0, SplitSession(s, plan), &peak);
@@ -618,9 +631,7 @@ TEST(OwnWorkRangesByWindow, AnIntervalAcrossCutsReadsTheRangesOfBothSides) {
                                                       {"c", 400}, {"d", 1390}, {"outer", 415}};
   EXPECT_EQ(windowed[0].by_range, expected);
   EXPECT_LE(peak, 1u);
-  WindowPlan one;
-  one.cuts.push_back(plan.cuts.back());
-  EXPECT_EQ(OwnWorkRangesByWindow(s, 0, SplitSession(s, one))[0].by_range, expected);
+  EXPECT_EQ(OwnWorkRangesByWindow(s, 0, SplitSession(s, WholeRun(plan)))[0].by_range, expected);
 }
 
 // A rank that makes MPI calls (its bootstrap) and then NCCL collectives: its chain is its GPU's,
@@ -628,10 +639,7 @@ TEST(OwnWorkRangesByWindow, AnIntervalAcrossCutsReadsTheRangesOfBothSides) {
 // windows before the first NCCL one is not its own work; read window by window, it is dropped
 // when the first NCCL collective comes.
 TEST(OwnWorkRangesByWindow, HostCallsBeforeTheFirstNcclCollectiveAreNotItsChain) {
-  Session s;
-  s.world_size = 1;
-  s.aligned = true;
-  s.ranks.resize(1);
+  Session s = OneRank();
   auto collective = [](CollectiveRecord::Source source, uint64_t seq, TimeNs enter, TimeNs exit) {
     CollectiveRecord c;
     c.source = source;
@@ -642,38 +650,24 @@ TEST(OwnWorkRangesByWindow, HostCallsBeforeTheFirstNcclCollectiveAreNotItsChain)
     c.exit = exit;
     return c;
   };
-  auto range = [](const char* name, TimeNs start, TimeNs end) {
-    RangeRecord r;
-    r.name = name;
-    r.start = start;
-    r.end = end;
-    return r;
-  };
   using Source = CollectiveRecord::Source;
   s.ranks[0].collectives = {
       collective(Source::kMpi, 0, 0, 10), collective(Source::kMpi, 1, 200, 210),
       collective(Source::kNccl, 0, 1000, 1100), collective(Source::kNccl, 1, 1500, 1600)};
-  s.ranks[0].ranges = {range("setup", 20, 190), range("step", 1110, 1490)};
-  WindowPlan plan;
-  for (TimeNs c : {500, 1300}) plan.cuts.push_back({CutKind::kTime, 0, {c}});
-  plan.cuts.push_back({CutKind::kEnd, 0, {std::numeric_limits<TimeNs>::max()}});
+  s.ranks[0].ranges = {Range("setup", 20, 190), Range("step", 1110, 1490)};
+  const WindowPlan plan = TimeCuts({500, 1300});
   const std::vector<OwnWorkRanges> windowed = OwnWorkRangesByWindow(s, 0, SplitSession(s, plan));
   const std::map<std::string, DurationNs> expected = {{"", 20}, {"step", 380}};
   ASSERT_EQ(windowed.size(), 1u);
   EXPECT_EQ(windowed[0].by_range, expected);
-  WindowPlan one;
-  one.cuts.push_back(plan.cuts.back());
-  EXPECT_EQ(OwnWorkRangesByWindow(s, 0, SplitSession(s, one))[0].by_range, expected);
+  EXPECT_EQ(OwnWorkRangesByWindow(s, 0, SplitSession(s, WholeRun(plan)))[0].by_range, expected);
 }
 
 // A rank with step ranges and kernel launches but no data ranges: its loading is the time from
 // each step's beginning (the last step's end) to its first launch. The windows are cut inside every
 // step after that launch, so the launch is held across the cut for the step that ends after it.
 TEST(StepSeriesByWindow, AStepsFirstLaunchBeforeTheCutIsHeldUntilTheStepEnds) {
-  Session s;
-  s.world_size = 1;
-  s.aligned = true;
-  s.ranks.resize(1);
+  Session s = OneRank();
   RankData& rank = s.ranks[0];
   WindowPlan plan;
   std::vector<DurationNs> expected;
