@@ -472,10 +472,13 @@ void MessageFold::State::Trim() {
     return s.posted > 0 ? std::min(s.posted, s.blocked) : s.blocked;
   };
   // A wait not matched yet began at a held side's time on its rank, or (a call still going) after
-  // the latest progress its rank reported.
+  // the progress its rank reported (Reached: it may be before the rank's latest exit, where a
+  // call open at the cut began before that), else after its latest exit.
   progress = std::numeric_limits<TimeNs>::max();
-  for (const auto& [rank, r] : ranks)
-    progress = std::min(progress, std::max(r.last_exit, r.reached));
+  for (const auto& [rank, r] : ranks) {
+    const bool reported = r.reached != std::numeric_limits<TimeNs>::min();
+    progress = std::min(progress, reported ? r.reached : r.last_exit);
+  }
   if (ranks.empty()) progress = std::numeric_limits<TimeNs>::min();
   waits_from.clear();
   for (auto& [rank, r] : ranks) {

@@ -116,9 +116,10 @@ class MessageFold {
   void AddCollective(int world_rank, const CollectiveRecord& call);
   // One point-to-point record of the window; `index` is its index in the rank's RankData::p2p.
   void Add(int world_rank, size_t index, const P2PRecord& record);
-  // The rank's MPI calls are all in up to `t`: a call of it not added yet began at or after t
-  // (a window's cut on the rank, an agent's watermark). Without it a rank's progress is its
-  // latest point-to-point call's exit.
+  // The rank's MPI calls are all in up to `t`: a call of it not added yet began (its polling
+  // too) at or after t (a window's cut on the rank, an agent's watermark, no later than a call
+  // open there). Once reported, it is the rank's progress; without it, its latest
+  // point-to-point call's exit.
   void Reached(int world_rank, TimeNs t);
   // Closes the window: the messages matched in it, in no particular order.
   std::vector<P2PMessage> TakeMatched();

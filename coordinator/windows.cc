@@ -37,7 +37,7 @@ struct Anchors {
 // anchor instances (an MPI job's MPI_COMM_WORLD or a copy of it, an NCCL job's world
 // communicator). nullopt when there is none.
 std::optional<Anchors> FindAnchors(const Session& s) {
-  const size_t world = s.world_size > 0 ? static_cast<size_t>(s.world_size) : s.ranks.size();
+  const auto world = static_cast<size_t>(WorldSize(s));
   std::map<uint64_t, std::set<size_t>> callers;
   std::map<uint64_t, size_t> anchors;
   size_t ranks_with_collectives = 0;
@@ -240,9 +240,7 @@ std::vector<RankUpload> UploadsOf(const Session& aligned, const WindowSplit& spl
     for (size_t i : window.open_ranges)
       u.open_ranges.push_back(RangeOpenAtCut(rank.ranges[i], u.cut));
     for (size_t i : window.open_collectives) {
-      CollectiveRecord c = rank.collectives[i];
-      c.exit = u.cut;
-      u.open_collectives.push_back(c);
+      u.open_collectives.push_back(CollectiveOpenAtCut(rank.collectives[i], u.cut));
     }
     for (size_t i : window.open_p2p) u.open_p2p.push_back(CallOpenAtCut(rank.p2p[i], u.cut));
   }
@@ -252,6 +250,12 @@ std::vector<RankUpload> UploadsOf(const Session& aligned, const WindowSplit& spl
 RangeRecord RangeOpenAtCut(const RangeRecord& range, TimeNs cut) {
   RangeRecord out = range;
   out.end = std::min(range.end, cut);
+  return out;
+}
+
+CollectiveRecord CollectiveOpenAtCut(const CollectiveRecord& call, TimeNs cut) {
+  CollectiveRecord out = call;
+  out.exit = cut;  // unknown until it ends
   return out;
 }
 
@@ -273,8 +277,17 @@ const std::vector<P2PMessage>& MatchFold::Add(const std::vector<RankUpload>& win
       messages_.Add(u.id.rank, u.index.p2p[j], u.records.p2p[j]);
     }
     // The rank's progress: a call not in its uploads yet began after the cut, or is in progress
-    // at it (where its polling, if any, began; an agent knows both).
-    TimeNs progress = u.cut;
+    // at it, or polls for a request posted by a call in them (a Wait's polling begins after the
+    // post, but may begin before the cut while its record enters after it): the earliest of the
+    // cut, the open calls' enters and the latest exit of its MPI calls so far.
+    std::optional<TimeNs>& latest = latest_exit_[u.id.rank];
+    auto exited = [&](TimeNs t) { latest = std::max(latest.value_or(t), t); };
+    for (const CollectiveRecord& c : u.records.collectives) {
+      if (c.source == CollectiveRecord::Source::kMpi) exited(c.exit);
+    }
+    for (const P2PRecord& p : u.records.p2p) exited(p.exit);
+    for (const MpiCallRecord& c : u.records.mpi_calls) exited(c.exit);
+    TimeNs progress = std::min(u.cut, latest.value_or(u.cut));
     for (const P2PRecord& p : u.open_p2p) progress = std::min({progress, p.enter, ChainEnter(p)});
     for (const CollectiveRecord& c : u.open_collectives) progress = std::min(progress, c.enter);
     messages_.Reached(u.id.rank, progress);

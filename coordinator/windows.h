@@ -15,6 +15,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <map>
+#include <optional>
 #include <vector>
 
 #include "coordinator/collective_matcher.h"
@@ -98,7 +100,7 @@ std::vector<std::vector<RankWindow>> SplitIntoWindows(const Session& aligned,
                                                       const WindowPlan& plan);
 
 // A session's plan and its records split by it: what every fold that reads windows is fed, made
-// once per session (the live path: once per upload).
+// once per session.
 struct WindowSplit {
   WindowPlan plan;
   std::vector<std::vector<RankWindow>> windows;  // [window][rank index], SplitIntoWindows
@@ -128,6 +130,7 @@ std::vector<RankUpload> UploadsOf(const Session& aligned, const WindowSplit& spl
 // cut.
 RangeRecord RangeOpenAtCut(const RangeRecord& range, TimeNs cut);
 P2PRecord CallOpenAtCut(const P2PRecord& call, TimeNs cut);
+CollectiveRecord CollectiveOpenAtCut(const CollectiveRecord& call, TimeNs cut);
 
 // The session's world size as the matchers take it (Session::world_size, else its ranks).
 int WorldSize(const Session& aligned);
@@ -138,10 +141,10 @@ int WorldSize(const Session& aligned);
 class MatchFold {
  public:
   explicit MatchFold(int world_size);
-  // `last`: the run's last window. The messages matched at this close.
+  // `last`: the run's last window. The messages matched at this close (valid until the next Add).
   const std::vector<P2PMessage>& Add(const std::vector<RankUpload>& window, bool last);
   const MessageFold& messages() const { return messages_; }
-  // After the last window: the matches in MatchSession's order.
+  // Once, after the last window (added with `last`): the matches in MatchSession's order.
   SessionMatches Finish();
   size_t peak_open_instances() const { return peak_open_; }  // at the close of a window
   size_t peak_held_messages() const { return peak_held_; }   // MessageFold::held, likewise
@@ -151,6 +154,7 @@ class MatchFold {
   MessageFold messages_;
   std::vector<CollectiveInstance> instances_;
   std::vector<P2PMessage> matched_, closed_;
+  std::map<int, std::optional<TimeNs>> latest_exit_;  // per world rank: of its MPI calls so far
   size_t peak_open_ = 0, peak_held_ = 0;
 };
 
@@ -162,8 +166,8 @@ std::vector<CollectiveInstance> MatchCollectivesByWindow(const Session& aligned,
                                                          size_t* peak_open = nullptr);
 
 // Point-to-point messages matched window by window (MessageFold), each rank's collectives and
-// point-to-point records added in the window of their exit and its progress reported as the
-// latest exit of its MPI calls, in MatchMessages' order (with its statistics in *stats).
+// point-to-point records added in the window of their exit and its progress reported as
+// MatchFold does, in MatchMessages' order (with its statistics in *stats).
 // *peak_held (when not null): the most the fold held at the close of a window
 // (MessageFold::held). `on_close` (when set) is called at each close with the window's uploads,
 // the fold and the messages matched in it.

@@ -137,7 +137,8 @@ using ChainRecord = std::tuple<TimeNs, TimeNs, int, size_t, size_t>;
 using RecordIndices = std::array<std::vector<size_t>, 3>;
 
 // The records of `r` that make up its chain, by enter. An NCCL rank's collectives are its GPU's
-// timeline (on_gpu: OnGpuTimeline of the whole rank); its host MPI calls are on another axis
+// timeline (on_gpu: OnGpuTimeline, of the whole rank or, window by window, since its first NCCL
+// collective); its host MPI calls are on another axis
 // and are left out. A nonblocking collective counts at its completion (its record spans the
 // work done between post and Wait). A request completed after polling enters where the polling
 // began (ChainEnter): the polls that completed nothing are its wait, and where the agent
@@ -1575,9 +1576,9 @@ std::vector<DurationNs> TypicalGaps(const Graph& g, const std::vector<size_t>& j
 // 0.7 s run had a rank's MPI_Init 60-100 ms late, which made a 9 % gain of a rank whose judged own
 // work was 1.1x the others'. Replayed, not subtracted: a start-up replayed shorter saves nothing
 // where the others' start-ups were as long (MPI_Init waits for them all): HPCC at np 2 behind a
-// launcher that took 2.3 s before MPI_Init, its frozen rank's start-up scaled down by 1.45 s and
-// that taken from a gain of 1.7 s, which the job's span had not saved. Empty where the what-if
-// replays the start-up as recorded.
+// launcher that took 2.3 s before MPI_Init, its frozen rank's start-up scaled down by 1.33 s and
+// that taken from a gain of 1.29 s, which the job's span had not saved (tests/fixtures/
+// cpu2-slow-launch). Empty where the what-if replays the start-up as recorded.
 std::vector<DurationNs> GapsWithRecordedStartup(const std::vector<Event>& chain, const Candidate& c,
                                                 const std::vector<DurationNs>& typical_gaps) {
   const size_t judged_from = FirstJudged(chain);

@@ -256,6 +256,7 @@ class BlameEventFold {
   BlameEventFold(const BlameEventFold&) = delete;
   BlameEventFold& operator=(const BlameEventFold&) = delete;
   void Add(const std::vector<RankUpload>& window);
+  // Once, after the last window: the fold's chains go into the model.
   BlameModel Finish(const Session& aligned, const SessionMatches& matches,
                     const BlameOptions& options = BlameOptions{});
   size_t peak_ranges_held() const;  // ranges held across a cut for own work, all ranks

@@ -241,8 +241,7 @@ SessionMatches MatchSessionByWindow(const Session& aligned, const AnalysisOption
     const bool last = w + 1 == split.size();
     const std::vector<RankUpload> uploads = UploadsOf(aligned, split, w);
     const std::vector<P2PMessage>& matched = matches.Add(uploads, last);
-    for (const RankUpload& u : uploads) waits.Add(u);
-    waits.Close(matches.messages(), matched);
+    waits.Close(uploads, matches.messages(), matched);
     gaps.Add(uploads, last);
     steps.Add(uploads);
     reading->blame.Add(uploads);

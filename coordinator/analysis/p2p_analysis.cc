@@ -239,17 +239,17 @@ std::vector<Finding> FindWaitStates(const Session& aligned, const std::vector<P2
 
 }  // namespace
 
-void WaitRangesFold::Add(const RankUpload& upload) {
-  std::map<size_t, RangeRecord>& held = held_[upload.id.rank];
-  for (size_t j = 0; j < upload.records.ranges.size(); ++j) {
-    held[upload.index.ranges[j]] = upload.records.ranges[j];
+void WaitRangesFold::Close(const std::vector<RankUpload>& window, const MessageFold& fold,
+                           const std::vector<P2PMessage>& matched) {
+  for (const RankUpload& upload : window) {
+    std::map<size_t, RangeRecord>& held = held_[upload.id.rank];
+    for (size_t j = 0; j < upload.records.ranges.size(); ++j) {
+      held[upload.index.ranges[j]] = upload.records.ranges[j];
+    }
+    for (size_t j = 0; j < upload.open_ranges.size(); ++j) {
+      held[upload.index.open_ranges[j]] = upload.open_ranges[j];
+    }
   }
-  for (size_t j = 0; j < upload.open_ranges.size(); ++j) {
-    held[upload.index.open_ranges[j]] = upload.open_ranges[j];
-  }
-}
-
-void WaitRangesFold::Close(const MessageFold& fold, const std::vector<P2PMessage>& matched) {
   for (const WaitState* state : {&kLateSender, &kLateReceiver}) {
     std::map<int, std::vector<const P2PMessage*>> late;
     for (const P2PMessage& m : matched) {
@@ -275,12 +275,10 @@ void WaitRangesFold::Close(const MessageFold& fold, const std::vector<P2PMessage
 WaitRanges RangesWhileWaitedByWindow(const Session& aligned, const WindowSplit& split,
                                      size_t* peak_held) {
   WaitRangesFold fold;
-  MatchMessagesByWindow(aligned, split, nullptr, nullptr,
-                        [&](const std::vector<RankUpload>& uploads, const MessageFold& messages,
-                            const std::vector<P2PMessage>& matched) {
-                          for (const RankUpload& u : uploads) fold.Add(u);
-                          fold.Close(messages, matched);
-                        });
+  MatchMessagesByWindow(
+      aligned, split, nullptr, nullptr,
+      [&](const std::vector<RankUpload>& uploads, const MessageFold& messages,
+          const std::vector<P2PMessage>& matched) { fold.Close(uploads, messages, matched); });
   if (peak_held != nullptr) *peak_held = fold.peak_held();
   return fold.Take();
 }

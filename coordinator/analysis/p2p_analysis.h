@@ -67,16 +67,16 @@ struct WaitRanges {
 WaitRanges RangesWhileWaitedByWindow(const Session& aligned, const WindowSplit& split,
                                      size_t* peak_held = nullptr);
 
-// The fold behind it, for a caller that matches the messages window by window anyway: at each
-// close (MatchMessagesByWindow's on_close), Add each rank's upload, then Close. A range is held
+// The fold behind it, for a caller that matches the messages window by window anyway: Close at
+// each close (MatchMessagesByWindow's on_close) with the window's uploads. A range is held
 // from the first upload it is in until no wait still to be matched can reach back to it; one
 // open at a cut is held cut short there, and comes again, cut at the next cut or ended, in each
 // upload up to its end (so dropping it when a cut-short copy ends before the waits still to come
 // loses nothing: they never read before that point).
 class WaitRangesFold {
  public:
-  void Add(const RankUpload& upload);
-  void Close(const MessageFold& fold, const std::vector<P2PMessage>& matched);
+  void Close(const std::vector<RankUpload>& window, const MessageFold& fold,
+             const std::vector<P2PMessage>& matched);
   WaitRanges Take() { return std::move(out_); }
   size_t peak_held() const { return peak_; }
 
