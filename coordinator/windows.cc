@@ -224,7 +224,6 @@ std::vector<RankUpload> UploadsOf(const Session& aligned, const WindowSplit& spl
     const RankData& rank = aligned.ranks[r];
     const RankWindow& window = split.windows[w][r];
     RankUpload& u = out[r];
-    u.id = rank.id;
     u.cut = split.plan.cuts[w].at[r];
     u.records.id = rank.id;
     u.index = window;
@@ -270,17 +269,17 @@ MatchFold::MatchFold(int world_size) : messages_(world_size, WorldCommId(world_s
 const std::vector<P2PMessage>& MatchFold::Add(const std::vector<RankUpload>& window, bool last) {
   for (const RankUpload& u : window) {
     for (const CollectiveRecord& c : u.records.collectives) {
-      collectives_.Add(u.id.rank, c);
-      messages_.AddCollective(u.id.rank, c);
+      collectives_.Add(u.records.id.rank, c);
+      messages_.AddCollective(u.records.id.rank, c);
     }
     for (size_t j = 0; j < u.records.p2p.size(); ++j) {
-      messages_.Add(u.id.rank, u.index.p2p[j], u.records.p2p[j]);
+      messages_.Add(u.records.id.rank, u.index.p2p[j], u.records.p2p[j]);
     }
     // The rank's progress: a call not in its uploads yet began after the cut, or is in progress
     // at it, or polls for a request posted by a call in them (a Wait's polling begins after the
     // post, but may begin before the cut while its record enters after it): the earliest of the
     // cut, the open calls' enters and the latest exit of its MPI calls so far.
-    std::optional<TimeNs>& latest = latest_exit_[u.id.rank];
+    std::optional<TimeNs>& latest = latest_exit_[u.records.id.rank];
     auto exited = [&](TimeNs t) { latest = std::max(latest.value_or(t), t); };
     for (const CollectiveRecord& c : u.records.collectives) {
       if (c.source == CollectiveRecord::Source::kMpi) exited(c.exit);
@@ -290,7 +289,7 @@ const std::vector<P2PMessage>& MatchFold::Add(const std::vector<RankUpload>& win
     TimeNs progress = std::min(u.cut, latest.value_or(u.cut));
     for (const P2PRecord& p : u.open_p2p) progress = std::min({progress, p.enter, ChainEnter(p)});
     for (const CollectiveRecord& c : u.open_collectives) progress = std::min(progress, c.enter);
-    messages_.Reached(u.id.rank, progress);
+    messages_.Reached(u.records.id.rank, progress);
   }
   for (CollectiveInstance& i : collectives_.TakeFull()) instances_.push_back(std::move(i));
   peak_open_ = std::max(peak_open_, collectives_.open());

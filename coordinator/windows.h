@@ -114,9 +114,10 @@ WindowSplit SplitSession(const Session& aligned, WindowPlan plan);
 // rank's records of its kind (an agent numbers them as it goes); those open at the cut come
 // apart, cut short there (their exit or end is the cut; a collective's exit is unknown).
 struct RankUpload {
-  RankIdentity id;
   TimeNs cut = 0;
-  RankData records;  // ended in the window: collectives, p2p, mpi_calls, ranges; gpu: begun in it
+  // The rank (records.id) and its records that ended in the window: collectives, p2p, mpi_calls,
+  // ranges; gpu: begun in it.
+  RankData records;
   RankWindow index;  // each record's index among the rank's, as listed in RankWindow
   std::vector<RangeRecord> open_ranges;            // as index.open_ranges, cut short
   std::vector<CollectiveRecord> open_collectives;  // as index.open_collectives, exit = cut
@@ -137,7 +138,8 @@ int WorldSize(const Session& aligned);
 
 // Both matchers as folds fed one window's uploads at a time (every rank's, as Session::ranks):
 // collective instances (CollectiveFold) and point-to-point messages (MessageFold, each rank's
-// progress what its upload says: a call not in it began after the cut or is open there).
+// progress what its upload says: the earliest of its cut, its latest MPI exit and the enters of
+// its calls open at the cut).
 class MatchFold {
  public:
   explicit MatchFold(int world_size);

@@ -1086,10 +1086,6 @@ class OwnWorkRangeFold {
   OwnWorkRanges out_;
 };
 
-}  // namespace
-
-namespace {
-
 // One window's uploads into each rank's OwnWorkRangeFold; the ranges they hold after it.
 size_t AddOwnWork(const std::vector<RankUpload>& uploads, std::vector<OwnWorkRangeFold>* folds) {
   size_t held = 0;

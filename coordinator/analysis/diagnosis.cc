@@ -266,7 +266,7 @@ std::vector<Finding> Diagnose(const Session& aligned, const SessionMatches& matc
     stragglers = FindStragglers(
         aligned, matches.collectives, [&](const std::set<int>&) { return gaps; }, options.straggler,
         notes);
-    findings = FindDataloaderSkew(aligned, windowed->steps, options.dataloader);
+    findings = FindDataloaderSkew(aligned, std::move(windowed->steps), options.dataloader);
   } else {
     stragglers = FindStragglers(aligned, matches.collectives, options.straggler, notes);
     findings = FindDataloaderSkew(aligned, options.dataloader);

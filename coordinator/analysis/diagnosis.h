@@ -39,7 +39,7 @@ struct AnalysisOptions {
 struct WindowedReading {
   explicit WindowedReading(const Session& aligned);
   LateGaps late_gaps;             // GapsBeforeLateCallsByWindow
-  std::vector<StepSeries> steps;  // StepSeriesByWindow
+  std::vector<StepSeries> steps;  // StepSeriesByWindow, taken by Diagnose
   WaitRanges while_waited;        // RangesWhileWaitedByWindow
   BlameEventFold blame;           // finished by Diagnose, once matched
 };

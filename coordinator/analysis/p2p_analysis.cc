@@ -242,7 +242,7 @@ std::vector<Finding> FindWaitStates(const Session& aligned, const std::vector<P2
 void WaitRangesFold::Close(const std::vector<RankUpload>& window, const MessageFold& fold,
                            const std::vector<P2PMessage>& matched) {
   for (const RankUpload& upload : window) {
-    std::map<size_t, RangeRecord>& held = held_[upload.id.rank];
+    std::map<size_t, RangeRecord>& held = held_[upload.records.id.rank];
     for (size_t j = 0; j < upload.records.ranges.size(); ++j) {
       held[upload.index.ranges[j]] = upload.records.ranges[j];
     }

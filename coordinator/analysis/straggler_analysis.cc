@@ -1122,7 +1122,7 @@ struct GapRecords {
 GapRecords WindowGapRecords(RankData held, const RankUpload& upload) {
   GapRecords out{std::move(held), 0};
   RankData& d = out.data;
-  d.id = upload.id;
+  d.id = upload.records.id;
   out.first_new = d.collectives.size();
   const RankData& in = upload.records;
   d.collectives.insert(d.collectives.end(), in.collectives.begin(), in.collectives.end());
@@ -1226,8 +1226,8 @@ void LateGapFold::Add(const std::vector<RankUpload>& uploads, bool last) {
     auto has_ranges = [&](uint32_t t) { return c.range_threads.count(t) > 0; };
     for (size_t k = window.first_new; k < records.collectives.size(); ++k) {
       const CollectiveRecord& call = records.collectives[k];
-      s.fold.Add(upload.id.rank, call);
-      std::optional<GapTime>& gap = s.pending[{call.comm_id, call.seq}][upload.id.rank];
+      s.fold.Add(upload.records.id.rank, call);
+      std::optional<GapTime>& gap = s.pending[{call.comm_id, call.seq}][upload.records.id.rank];
       const auto tid = GapThread(ctx, call.comm_id, call.seq, has_ranges);
       auto it = std::lower_bound(ctx.exits.begin(), ctx.exits.end(), call.enter);
       if (it != ctx.exits.begin()) {
