@@ -4,6 +4,33 @@
 
 namespace rankscope {
 
+void ToCoordinator(const ClockModel& m, CollectiveRecord* c) {
+  c->enter = m.ToCoordinator(c->enter);
+  c->exit = m.ToCoordinator(c->exit);
+  if (c->launched != 0) c->launched = m.ToCoordinator(c->launched);
+}
+
+void ToCoordinator(const ClockModel& m, P2PRecord* p) {
+  p->enter = m.ToCoordinator(p->enter);
+  p->exit = m.ToCoordinator(p->exit);
+  if (p->spin_start != 0) p->spin_start = m.ToCoordinator(p->spin_start);
+}
+
+void ToCoordinator(const ClockModel& m, MpiCallRecord* c) {
+  c->enter = m.ToCoordinator(c->enter);
+  c->exit = m.ToCoordinator(c->exit);
+}
+
+void ToCoordinator(const ClockModel& m, RangeRecord* r) {
+  r->start = m.ToCoordinator(r->start);
+  r->end = m.ToCoordinator(r->end);
+}
+
+void ToCoordinator(const ClockModel& m, GpuActivityRecord* g) {
+  g->start = m.ToCoordinator(g->start);
+  g->end = m.ToCoordinator(g->end);
+}
+
 Session AlignSession(Session session) {
   if (session.aligned) return session;
   for (RankData& rank : session.ranks) {
@@ -17,30 +44,13 @@ Session AlignSession(Session session) {
       rank.clock_error = fit.status().message();
     }
     const ClockModel& m = rank.clock;
-    for (CollectiveRecord& c : rank.collectives) {
-      c.enter = m.ToCoordinator(c.enter);
-      c.exit = m.ToCoordinator(c.exit);
-      if (c.launched != 0) c.launched = m.ToCoordinator(c.launched);
-    }
-    for (P2PRecord& p : rank.p2p) {
-      p.enter = m.ToCoordinator(p.enter);
-      p.exit = m.ToCoordinator(p.exit);
-      if (p.spin_start != 0) p.spin_start = m.ToCoordinator(p.spin_start);
-    }
-    for (RangeRecord& r : rank.ranges) {
-      r.start = m.ToCoordinator(r.start);
-      r.end = m.ToCoordinator(r.end);
-    }
+    for (CollectiveRecord& c : rank.collectives) ToCoordinator(m, &c);
+    for (P2PRecord& p : rank.p2p) ToCoordinator(m, &p);
+    for (RangeRecord& r : rank.ranges) ToCoordinator(m, &r);
     for (MarkRecord& k : rank.marks) k.time = m.ToCoordinator(k.time);
     if (rank.exit_time != 0) rank.exit_time = m.ToCoordinator(rank.exit_time);
-    for (MpiCallRecord& c : rank.mpi_calls) {
-      c.enter = m.ToCoordinator(c.enter);
-      c.exit = m.ToCoordinator(c.exit);
-    }
-    for (GpuActivityRecord& g : rank.gpu) {
-      g.start = m.ToCoordinator(g.start);
-      g.end = m.ToCoordinator(g.end);
-    }
+    for (MpiCallRecord& c : rank.mpi_calls) ToCoordinator(m, &c);
+    for (GpuActivityRecord& g : rank.gpu) ToCoordinator(m, &g);
   }
   session.aligned = true;
   return session;

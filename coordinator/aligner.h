@@ -11,4 +11,11 @@ namespace rankscope {
 // already aligned session is returned unchanged.
 Session AlignSession(Session session);
 
+// One record's times from its rank's clock onto the coordinator's, as AlignSession moves them.
+void ToCoordinator(const ClockModel& m, CollectiveRecord* c);
+void ToCoordinator(const ClockModel& m, P2PRecord* p);
+void ToCoordinator(const ClockModel& m, MpiCallRecord* c);
+void ToCoordinator(const ClockModel& m, RangeRecord* r);
+void ToCoordinator(const ClockModel& m, GpuActivityRecord* g);
+
 }  // namespace rankscope

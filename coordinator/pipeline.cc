@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <memory>
 #include <system_error>
 
 #include "coordinator/advise/advisor.h"
@@ -12,6 +13,7 @@
 #include "coordinator/completeness.h"
 #include "coordinator/nccl_instances.h"
 #include "coordinator/report/session_writer.h"
+#include "coordinator/report/stored_windows.h"
 #include "coordinator/windows.h"
 
 namespace rankscope {
@@ -20,8 +22,8 @@ namespace {
 
 // Matching, analyses and writers: the part a saved session goes through again.
 Result<PipelineOutput> DiagnoseAndWrite(Session aligned, const std::string& out_dir,
-                                        const AnalysisOptions& options,
-                                        const OutputOptions& output) {
+                                        const AnalysisOptions& options, const OutputOptions& output,
+                                        const std::string& stored_path = "") {
   // torchrun restarts: the last attempt is analysed, the earlier ones are kept beside it.
   SeparateAttempts(&aligned);
   std::vector<std::string> notes;
@@ -30,7 +32,19 @@ Result<PipelineOutput> DiagnoseAndWrite(Session aligned, const std::string& out_
   }
   std::optional<WindowedReading> windowed;
   SessionMatches matches;
-  if (options.by_window) {
+  if (options.by_window && !stored_path.empty()) {
+    // The folds read their windows from the file, as a session too long to hold would be read.
+    Result<std::unique_ptr<StoredWindows>> stored = StoredWindows::Open(stored_path, aligned);
+    if (!stored.ok()) return stored.status();
+    Result<WindowPlan> plan = stored.value()->Plan(*options.by_window);
+    if (!plan.ok()) return plan.status();
+    windowed.emplace(aligned);
+    Result<SessionMatches> read = MatchWindows(
+        aligned, options, plan->size(), [&] { return stored.value()->Next(plan.value()); },
+        &*windowed);
+    if (!read.ok()) return read.status();
+    matches = std::move(read).value();
+  } else if (options.by_window) {
     windowed.emplace(aligned);
     matches = MatchSessionByWindow(aligned, options, &*windowed);
   } else {
@@ -67,7 +81,8 @@ Result<PipelineOutput> DiagnoseAndWrite(Session aligned, const std::string& out_
 
 Result<PipelineOutput> ReanalyzeAndWrite(Session stored, const std::string& out_dir,
                                          const AnalysisOptions& options,
-                                         const OutputOptions& output) {
+                                         const OutputOptions& output,
+                                         const std::string& stored_path) {
   SeparateAttempts(&stored);
   if (!stored.aligned) {
     AssessCompleteness(&stored);
@@ -76,7 +91,7 @@ Result<PipelineOutput> ReanalyzeAndWrite(Session stored, const std::string& out_
   // Notes of an earlier trace window are the writer's, not the session's: recomputed below.
   std::erase_if(stored.analysis_notes,
                 [](const std::string& n) { return n.rfind("trace.json holds ", 0) == 0; });
-  return DiagnoseAndWrite(std::move(stored), out_dir, options, output);
+  return DiagnoseAndWrite(std::move(stored), out_dir, options, output, stored_path);
 }
 
 Result<PipelineOutput> AnalyzeAndWrite(Session raw, const std::string& out_dir,

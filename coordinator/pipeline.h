@@ -35,8 +35,11 @@ Result<PipelineOutput> AnalyzeAndWrite(Session raw, const std::string& out_dir,
 // The same for a session loaded from a session folder (LoadSession): already aligned and with its
 // NCCL collectives joined, so only matching, the analyses (with `options`) and the writers run
 // again. out_dir may be the folder it came from (every file is replaced atomically).
+// `stored_path`: the session.sqlite it was loaded from, if any; with options.by_window the
+// analyses that fold read their windows from it (StoredWindows) rather than from `stored`.
 Result<PipelineOutput> ReanalyzeAndWrite(Session stored, const std::string& out_dir,
                                          const AnalysisOptions& options,
-                                         const OutputOptions& output = OutputOptions{});
+                                         const OutputOptions& output = OutputOptions{},
+                                         const std::string& stored_path = "");
 
 }  // namespace rankscope

@@ -23,23 +23,17 @@ namespace {
 
 constexpr TimeNs kNever = std::numeric_limits<TimeNs>::max();
 
-// The world communicator's anchor instances: per sequence number, each rank's exit (nullopt for
-// a rank without it).
+// The world communicator of a session and its anchor instances' exits, per rank index.
 struct Anchors {
   uint64_t comm = 0;
-  uint64_t last_seq = 0;  // of any collective on it
-  TimeNs first = kNever;  // its first instance's earliest enter
-  TimeNs last = 0;        // its last instance's latest exit
-  std::map<uint64_t, std::vector<std::optional<TimeNs>>> exits;
+  WorldAnchors stats;
+  std::map<uint64_t, std::vector<std::optional<TimeNs>>> exits;  // per sequence number
 };
 
-// The communicator of the world's size that every rank with collectives calls, with the most
-// anchor instances (an MPI job's MPI_COMM_WORLD or a copy of it, an NCCL job's world
-// communicator). nullopt when there is none.
 std::optional<Anchors> FindAnchors(const Session& s) {
   const auto world = static_cast<size_t>(WorldSize(s));
   std::map<uint64_t, std::set<size_t>> callers;
-  std::map<uint64_t, size_t> anchors;
+  std::map<uint64_t, CommUse> uses;
   size_t ranks_with_collectives = 0;
   for (size_t i = 0; i < s.ranks.size(); ++i) {
     const auto& calls = s.ranks[i].collectives;
@@ -47,23 +41,20 @@ std::optional<Anchors> FindAnchors(const Session& s) {
     for (const CollectiveRecord& c : calls) {
       if (c.comm_size != static_cast<int32_t>(world) || world < 2) continue;
       callers[c.comm_id].insert(i);
-      if (AnchorsWindows(c.op, c.nonblocking)) ++anchors[c.comm_id];
+      if (AnchorsWindows(c.op, c.nonblocking)) ++uses[c.comm_id].anchors;
     }
   }
-  std::optional<uint64_t> best;
-  for (const auto& [comm, count] : anchors) {
-    if (callers[comm].size() != ranks_with_collectives) continue;
-    if (!best || count > anchors[*best]) best = comm;
-  }
+  for (auto& [comm, use] : uses) use.ranks = callers[comm].size();
+  const std::optional<uint64_t> best = ChooseWorldComm(uses, ranks_with_collectives);
   if (!best) return std::nullopt;
   Anchors out;
   out.comm = *best;
   for (size_t i = 0; i < s.ranks.size(); ++i) {
     for (const CollectiveRecord& c : s.ranks[i].collectives) {
       if (c.comm_id != out.comm) continue;
-      out.last_seq = std::max(out.last_seq, c.seq);
-      out.first = std::min(out.first, c.enter);
-      out.last = std::max(out.last, c.exit);
+      out.stats.last_seq = std::max(out.stats.last_seq, c.seq);
+      out.stats.first = std::min(out.stats.first, c.enter);
+      out.stats.last = std::max(out.stats.last, c.exit);
       if (!AnchorsWindows(c.op, c.nonblocking)) continue;
       auto& exits = out.exits[c.seq];
       exits.resize(s.ranks.size());
@@ -90,28 +81,6 @@ std::pair<TimeNs, TimeNs> RecordSpan(const Session& s) {
   return first == kNever ? std::pair<TimeNs, TimeNs>{0, 0} : std::pair{first, last};
 }
 
-// Cuts where InstanceCutRule says; a rank without the
-// instance cuts at the latest exit of those with it, and no rank's cut goes back in time.
-std::vector<WindowCut> InstanceCuts(const Anchors& a, uint64_t every, size_t nranks) {
-  std::vector<WindowCut> cuts;
-  std::vector<TimeNs> previous(nranks, std::numeric_limits<TimeNs>::min());
-  InstanceCutRule rule(every);
-  for (const auto& [seq, exits] : a.exits) {
-    if (!rule.CutsAt(seq)) continue;
-    TimeNs latest = 0;
-    for (const auto& e : exits) latest = std::max(latest, e.value_or(0));
-    WindowCut cut;
-    cut.kind = CutKind::kInstance;
-    cut.seq = seq;
-    for (size_t r = 0; r < nranks; ++r) {
-      cut.at.push_back(std::max(previous[r], exits[r].value_or(latest)));
-      previous[r] = cut.at.back();
-    }
-    cuts.push_back(std::move(cut));
-  }
-  return cuts;
-}
-
 // Time cuts every `target` in each gap between consecutive cuts (the run's start and end
 // included) longer than max_window: from the gap's latest rank to its earliest.
 std::vector<WindowCut> FillGaps(std::vector<WindowCut> cuts, TimeNs start, TimeNs end,
@@ -135,25 +104,68 @@ std::vector<WindowCut> FillGaps(std::vector<WindowCut> cuts, TimeNs start, TimeN
 
 }  // namespace
 
-WindowPlan PlanWindows(const Session& aligned, const WindowOptions& options) {
-  WindowPlan plan;
-  const size_t nranks = aligned.ranks.size();
-  const auto [start, end] = RecordSpan(aligned);
-  std::vector<WindowCut> cuts;
-  if (const std::optional<Anchors> anchors = FindAnchors(aligned)) {
-    plan.has_world = true;
-    plan.world_comm = anchors->comm;
-    // Sequence numbers per target of run time, at the world communicator's own rate.
-    const double span = static_cast<double>(std::max<TimeNs>(anchors->last - anchors->first, 1));
-    const double per_target =
-        static_cast<double>(anchors->last_seq + 1) * static_cast<double>(options.target) / span;
-    plan.every = std::max<uint64_t>(1, static_cast<uint64_t>(std::llround(per_target)));
-    cuts = InstanceCuts(*anchors, plan.every, nranks);
+std::optional<uint64_t> ChooseWorldComm(const std::map<uint64_t, CommUse>& comms,
+                                        size_t ranks_with_collectives) {
+  std::optional<uint64_t> best;
+  size_t best_anchors = 0;
+  for (const auto& [comm, use] : comms) {
+    if (use.anchors == 0 || use.ranks != ranks_with_collectives) continue;
+    if (!best || use.anchors > best_anchors) {
+      best = comm;
+      best_anchors = use.anchors;
+    }
   }
-  if (nranks > 0 && end > start) cuts = FillGaps(std::move(cuts), start, end, nranks, options);
-  cuts.push_back({CutKind::kEnd, 0, std::vector<TimeNs>(nranks, kNever)});
-  plan.cuts = std::move(cuts);
-  return plan;
+  return best;
+}
+
+PlanBuilder::PlanBuilder(size_t nranks, const WindowOptions& options)
+    : nranks_(nranks), options_(options), previous_(nranks, std::numeric_limits<TimeNs>::min()) {}
+
+void PlanBuilder::SetWorld(uint64_t comm, const WorldAnchors& world) {
+  plan_.has_world = true;
+  plan_.world_comm = comm;
+  // Sequence numbers per target of run time, at the world communicator's own rate.
+  const double span = static_cast<double>(std::max<TimeNs>(world.last - world.first, 1));
+  const double per_target =
+      static_cast<double>(world.last_seq + 1) * static_cast<double>(options_.target) / span;
+  plan_.every = std::max<uint64_t>(1, static_cast<uint64_t>(std::llround(per_target)));
+  rule_.emplace(plan_.every);
+}
+
+bool PlanBuilder::CutsAt(uint64_t seq) { return rule_ && rule_->CutsAt(seq); }
+
+void PlanBuilder::AddInstanceCut(uint64_t seq, const std::vector<std::optional<TimeNs>>& exits) {
+  TimeNs latest = 0;
+  for (const auto& e : exits) latest = std::max(latest, e.value_or(0));
+  WindowCut cut;
+  cut.kind = CutKind::kInstance;
+  cut.seq = seq;
+  for (size_t r = 0; r < nranks_; ++r) {
+    const std::optional<TimeNs> exit = r < exits.size() ? exits[r] : std::nullopt;
+    cut.at.push_back(std::max(previous_[r], exit.value_or(latest)));
+    previous_[r] = cut.at.back();
+  }
+  plan_.cuts.push_back(std::move(cut));
+}
+
+WindowPlan PlanBuilder::Finish(TimeNs start, TimeNs end) && {
+  if (nranks_ > 0 && end > start) {
+    plan_.cuts = FillGaps(std::move(plan_.cuts), start, end, nranks_, options_);
+  }
+  plan_.cuts.push_back({CutKind::kEnd, 0, std::vector<TimeNs>(nranks_, kNever)});
+  return std::move(plan_);
+}
+
+WindowPlan PlanWindows(const Session& aligned, const WindowOptions& options) {
+  PlanBuilder builder(aligned.ranks.size(), options);
+  if (const std::optional<Anchors> anchors = FindAnchors(aligned)) {
+    builder.SetWorld(anchors->comm, anchors->stats);
+    for (const auto& [seq, exits] : anchors->exits) {
+      if (builder.CutsAt(seq)) builder.AddInstanceCut(seq, exits);
+    }
+  }
+  const auto [start, end] = RecordSpan(aligned);
+  return std::move(builder).Finish(start, end);
 }
 
 std::vector<std::vector<RankWindow>> SplitIntoWindows(const Session& aligned,

@@ -15,6 +15,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <map>
 #include <optional>
 #include <vector>
@@ -65,6 +66,45 @@ struct WindowPlan {
 
 // The windows of an aligned session. A session without records gives one window (kEnd).
 WindowPlan PlanWindows(const Session& aligned, const WindowOptions& options = WindowOptions{});
+
+// What PlanWindows reads of the records, for a reader that holds them elsewhere
+// (coordinator/report/stored_windows.h) to make the same plan.
+// A communicator of the world's size: how many ranks call it, and its anchor instances' records.
+struct CommUse {
+  size_t ranks = 0;
+  size_t anchors = 0;
+};
+// The windows' communicator: of those every rank with collectives calls, the one with the most
+// anchor records (an MPI job's MPI_COMM_WORLD or a copy of it, an NCCL job's world
+// communicator), the lowest id on a tie. nullopt when there is none.
+std::optional<uint64_t> ChooseWorldComm(const std::map<uint64_t, CommUse>& comms,
+                                        size_t ranks_with_collectives);
+// Over every rank's records on that communicator: its last sequence number, earliest enter and
+// latest exit.
+struct WorldAnchors {
+  uint64_t last_seq = 0;
+  TimeNs first = std::numeric_limits<TimeNs>::max();
+  TimeNs last = 0;
+};
+// Builds a plan: SetWorld (when there is a world communicator), then its anchor instances in
+// sequence order, each cut where CutsAt says (AddInstanceCut with its exits per rank index,
+// nullopt for a rank without it: that rank cuts at the latest exit of those with it), then
+// Finish with the records' span, which fills gaps longer than max_window with time cuts.
+class PlanBuilder {
+ public:
+  PlanBuilder(size_t nranks, const WindowOptions& options);
+  void SetWorld(uint64_t comm, const WorldAnchors& world);
+  bool CutsAt(uint64_t seq);
+  void AddInstanceCut(uint64_t seq, const std::vector<std::optional<TimeNs>>& exits);
+  WindowPlan Finish(TimeNs start, TimeNs end) &&;
+
+ private:
+  size_t nranks_;
+  WindowOptions options_;
+  WindowPlan plan_;
+  std::optional<InstanceCutRule> rule_;
+  std::vector<TimeNs> previous_;  // each rank's latest cut: none goes back in time
+};
 
 // How many of each rank's records each window holds (collectives, point-to-point, other MPI
 // calls, ranges, GPU activity) as SplitIntoWindows puts them (MPI records and ranges by their

@@ -3,16 +3,19 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <filesystem>
 #include <functional>
 #include <limits>
 #include <string>
 
+#include "coordinator/aligner.h"
 #include "coordinator/analysis/blame.h"
 #include "coordinator/analysis/dataloader_analysis.h"
 #include "coordinator/analysis/p2p_analysis.h"
 #include "coordinator/analysis/straggler_analysis.h"
 #include "coordinator/report/session_store.h"
+#include "coordinator/report/stored_windows.h"
 #include "coordinator/session_matches.h"
 #include "core/comm_id.h"
 
@@ -760,6 +763,134 @@ TEST(GapsBeforeLateCallsByWindow, ACallInProgressAtACutReadsBackToItsEnter) {
   EXPECT_TRUE(windowed.at(key) == whole.at(key));
   EXPECT_EQ(windowed, whole);
   EXPECT_EQ(peak, 1u);  // the loader range, held across the cut inside the call
+}
+
+}  // namespace
+}  // namespace rankscope
+
+namespace rankscope {
+namespace {
+
+// Window w's uploads from a stored session and from the loaded one, field by field.
+void ExpectSameUploads(const std::vector<RankUpload>& want, const std::vector<RankUpload>& got,
+                       size_t w) {
+  ASSERT_EQ(want.size(), got.size()) << "window " << w;
+  for (size_t r = 0; r < want.size(); ++r) {
+    SCOPED_TRACE("window " + std::to_string(w) + " rank index " + std::to_string(r));
+    const RankUpload& a = want[r];
+    const RankUpload& b = got[r];
+    EXPECT_EQ(a.cut, b.cut);
+    EXPECT_EQ(a.records.id.rank, b.records.id.rank);
+    EXPECT_TRUE(a.records.collectives == b.records.collectives);
+    EXPECT_TRUE(a.records.p2p == b.records.p2p);
+    EXPECT_TRUE(a.records.mpi_calls == b.records.mpi_calls);
+    EXPECT_TRUE(a.records.ranges == b.records.ranges);
+    EXPECT_TRUE(a.records.gpu == b.records.gpu);
+    EXPECT_EQ(a.index.collectives, b.index.collectives);
+    EXPECT_EQ(a.index.p2p, b.index.p2p);
+    EXPECT_EQ(a.index.mpi_calls, b.index.mpi_calls);
+    EXPECT_EQ(a.index.ranges, b.index.ranges);
+    EXPECT_EQ(a.index.gpu, b.index.gpu);
+    EXPECT_EQ(a.index.open_ranges, b.index.open_ranges);
+    EXPECT_EQ(a.index.open_collectives, b.index.open_collectives);
+    EXPECT_EQ(a.index.open_p2p, b.index.open_p2p);
+    EXPECT_TRUE(a.open_ranges == b.open_ranges);
+    EXPECT_TRUE(a.open_collectives == b.open_collectives);
+    EXPECT_TRUE(a.open_p2p == b.open_p2p);
+  }
+}
+
+void ExpectSamePlan(const WindowPlan& want, const WindowPlan& got) {
+  EXPECT_EQ(want.has_world, got.has_world);
+  EXPECT_EQ(want.world_comm, got.world_comm);
+  EXPECT_EQ(want.every, got.every);
+  ASSERT_EQ(want.size(), got.size());
+  for (size_t w = 0; w < want.size(); ++w) {
+    EXPECT_EQ(want.cuts[w].kind, got.cuts[w].kind) << "cut " << w;
+    EXPECT_EQ(want.cuts[w].seq, got.cuts[w].seq) << "cut " << w;
+    EXPECT_EQ(want.cuts[w].at, got.cuts[w].at) << "cut " << w;
+  }
+}
+
+// Reads `path` window by window and checks each against the loaded session `loaded` (as the
+// reader must give it: `expected`, in coordinator time). The most records open across a cut.
+size_t ExpectStoredLikeLoaded(const std::string& path, const Session& loaded,
+                              const Session& expected, const WindowOptions& options) {
+  Result<std::unique_ptr<StoredWindows>> stored = StoredWindows::Open(path, loaded);
+  EXPECT_TRUE(stored.ok()) << stored.status().message();
+  if (!stored.ok()) return 0;
+  const WindowPlan want = PlanWindows(expected, options);
+  Result<WindowPlan> plan = stored.value()->Plan(options);
+  EXPECT_TRUE(plan.ok()) << plan.status().message();
+  if (!plan.ok()) return 0;
+  ExpectSamePlan(want, plan.value());
+  const WindowSplit split = SplitSession(expected, want);
+  for (size_t w = 0; w < want.size(); ++w) {
+    Result<std::vector<RankUpload>> got = stored.value()->Next(want);
+    EXPECT_TRUE(got.ok()) << got.status().message();
+    if (!got.ok()) return 0;
+    ExpectSameUploads(UploadsOf(expected, split, w), got.value(), w);
+  }
+  EXPECT_FALSE(stored.value()->Next(want).ok());  // no window after the last
+  return stored.value()->peak_open();
+}
+
+// Every recorded session read from its session.sqlite window by window (windows of about
+// 100 ms) gives the plan and the uploads the loaded session gives, holding only what is open
+// across a cut.
+TEST(StoredWindows, EveryRecordedSessionReadsLikeTheLoadedOne) {
+  int sessions = 0;
+  size_t most_open = 0;
+  for (const auto& entry : std::filesystem::recursive_directory_iterator(RANKSCOPE_FIXTURES_DIR)) {
+    if (entry.path().extension() != ".sqlite") continue;
+    SCOPED_TRACE(entry.path().string());
+    Result<Session> s = LoadSession(entry.path().string());
+    ASSERT_TRUE(s.ok()) << s.status().message();
+    most_open =
+        std::max(most_open, ExpectStoredLikeLoaded(entry.path().string(), s.value(), s.value(),
+                                                   {.target = 100 * kMs, .max_window = 400 * kMs}));
+    ++sessions;
+  }
+  EXPECT_GE(sessions, 18);
+  EXPECT_LT(most_open, 64u);
+}
+
+// A file in each rank's own clock (as the coordinator would spill it during a run): records
+// are moved to coordinator time as they are read, with the models the caller gives, and the
+// windows are those of the aligned session.
+TEST(StoredWindows, AFileInTheRanksClocksIsAlignedAsItIsRead) {
+  Session local = Recorded("hpcc-freeze-r0");
+  ASSERT_EQ(local.ranks.size(), 2u);
+  local.aligned = false;
+  local.ranks[0].clock = {.ref_local = local.start, .offset_ns = 3'700'000'123, .drift_ppm = 41.5};
+  local.ranks[1].clock = {.ref_local = local.start, .offset_ns = -2'100'000'777, .drift_ppm = -17};
+  const std::string path = ::testing::TempDir() + "/stored_windows_local.sqlite";
+  ASSERT_TRUE(SaveSession(path, local, {}).ok());
+  Session aligned = local;
+  for (RankData& r : aligned.ranks) {
+    for (auto& c : r.collectives) ToCoordinator(r.clock, &c);
+    for (auto& p : r.p2p) ToCoordinator(r.clock, &p);
+    for (auto& m : r.mpi_calls) ToCoordinator(r.clock, &m);
+    for (auto& g : r.ranges) ToCoordinator(r.clock, &g);
+    for (auto& g : r.gpu) ToCoordinator(r.clock, &g);
+  }
+  aligned.aligned = true;
+  ExpectStoredLikeLoaded(path, local, aligned, {.target = 100 * kMs, .max_window = 400 * kMs});
+  std::remove(path.c_str());
+}
+
+TEST(StoredWindows, AFileThatIsNoSessionIsAnErrorNamingIt) {
+  const std::string path = ::testing::TempDir() + "/stored_windows_garbage.sqlite";
+  {
+    std::FILE* f = std::fopen(path.c_str(), "w");
+    ASSERT_NE(f, nullptr);
+    std::fputs("not a database", f);
+    std::fclose(f);
+  }
+  Result<std::unique_ptr<StoredWindows>> stored = StoredWindows::Open(path, OneRank());
+  ASSERT_FALSE(stored.ok());
+  EXPECT_NE(stored.status().message().find(path), std::string::npos) << stored.status().message();
+  std::remove(path.c_str());
 }
 
 }  // namespace

@@ -74,6 +74,8 @@ struct CollectiveRecord {
   // by the coordinator (then enter/exit are the kernel's GPU start/end). Not on the wire.
   enum class Source : uint8_t { kMpi, kNccl };
   Source source = Source::kMpi;
+
+  bool operator==(const CollectiveRecord&) const = default;
 };
 
 // Point-to-point operations. Values are part of the wire format: append only. MPI_Rsend and
@@ -133,6 +135,8 @@ struct P2PRecord {
   uint32_t tid = 0;
   int32_t world_peer = kUnknownWorldPeer;
   TimeNs spin_start = 0;
+
+  bool operator==(const P2PRecord&) const = default;
 };
 
 // Where a rank's chain of calls places a point-to-point record: its spin_start where recorded,
@@ -190,6 +194,8 @@ struct MpiCallRecord {
   TimeNs enter = 0;
   TimeNs exit = 0;
   uint32_t tid = 0;
+
+  bool operator==(const MpiCallRecord&) const = default;
 };
 
 // A closed NVTX range (push/pop or start/end) on one thread.
@@ -200,6 +206,8 @@ struct RangeRecord {
   TimeNs end = 0;
   uint32_t tid = 0;
   uint32_t depth = 0;  // nesting depth for push/pop ranges (0 = outermost); start/end ranges 0
+
+  bool operator==(const RangeRecord&) const = default;
 };
 
 // An NVTX mark (instant event).
@@ -288,6 +296,8 @@ struct GpuActivityRecord {
   // kRuntime: the runtime function without CUPTI's version suffix ("cudaLaunchKernel").
   // Empty for the other kinds.
   std::string name;
+
+  bool operator==(const GpuActivityRecord&) const = default;
 };
 
 }  // namespace rankscope

@@ -41,8 +41,8 @@ int RunReport(const ReportOptions& options) {
     std::fprintf(stderr, "rankscope report: give a session folder, or --spools FILES\n");
     return 2;
   }
-  Result<Session> session =
-      rebuild ? FromSpools(options.spools) : LoadSession(options.session_dir + "/session.sqlite");
+  const std::string stored_path = rebuild ? "" : options.session_dir + "/session.sqlite";
+  Result<Session> session = rebuild ? FromSpools(options.spools) : LoadSession(stored_path);
   if (!session.ok()) {
     std::fprintf(stderr, "rankscope report: %s\n", session.status().message().c_str());
     return 1;
@@ -52,7 +52,8 @@ int RunReport(const ReportOptions& options) {
   const OutputOptions output{options.full_trace ? 0 : kDefaultMaxTraceEvents};
   Result<PipelineOutput> out =
       rebuild ? AnalyzeAndWrite(std::move(session).value(), out_dir, options.analysis, output)
-              : ReanalyzeAndWrite(std::move(session).value(), out_dir, options.analysis, output);
+              : ReanalyzeAndWrite(std::move(session).value(), out_dir, options.analysis, output,
+                                  stored_path);
   if (!out.ok()) {
     std::fprintf(stderr, "rankscope report: could not write %s: %s\n", out_dir.c_str(),
                  out.status().message().c_str());

@@ -229,27 +229,39 @@ void JoinLinkCeilings(std::vector<Finding>* findings) {
 
 WindowedReading::WindowedReading(const Session& aligned) : blame(aligned) {}
 
-SessionMatches MatchSessionByWindow(const Session& aligned, const AnalysisOptions& options,
+Result<SessionMatches> MatchWindows(const Session& session, const AnalysisOptions& options,
+                                    size_t windows, const NextUploads& next,
                                     WindowedReading* reading) {
-  const WindowSplit split =
-      SplitSession(aligned, PlanWindows(aligned, options.by_window.value_or(WindowOptions{})));
-  MatchFold matches(WorldSize(aligned));
+  MatchFold matches(WorldSize(session));
   LateGapFold gaps(options.straggler);
-  StepSeriesFold steps(aligned, options.dataloader);
+  StepSeriesFold steps(session, options.dataloader);
   WaitRangesFold waits;
-  for (size_t w = 0; w < split.size(); ++w) {
-    const bool last = w + 1 == split.size();
-    const std::vector<RankUpload> uploads = UploadsOf(aligned, split, w);
-    const std::vector<P2PMessage>& matched = matches.Add(uploads, last);
-    waits.Close(uploads, matches.messages(), matched);
-    gaps.Add(uploads, last);
-    steps.Add(uploads);
-    reading->blame.Add(uploads);
+  for (size_t w = 0; w < windows; ++w) {
+    const bool last = w + 1 == windows;
+    Result<std::vector<RankUpload>> uploads = next();
+    if (!uploads.ok()) return uploads.status();
+    const std::vector<P2PMessage>& matched = matches.Add(uploads.value(), last);
+    waits.Close(uploads.value(), matches.messages(), matched);
+    gaps.Add(uploads.value(), last);
+    steps.Add(uploads.value());
+    reading->blame.Add(uploads.value());
   }
   reading->late_gaps = gaps.Take();
   reading->steps = steps.Take();
   reading->while_waited = waits.Take();
   return matches.Finish();
+}
+
+SessionMatches MatchSessionByWindow(const Session& aligned, const AnalysisOptions& options,
+                                    WindowedReading* reading) {
+  const WindowSplit split =
+      SplitSession(aligned, PlanWindows(aligned, options.by_window.value_or(WindowOptions{})));
+  size_t w = 0;
+  return MatchWindows(
+             aligned, options, split.size(),
+             [&]() -> Result<std::vector<RankUpload>> { return UploadsOf(aligned, split, w++); },
+             reading)
+      .value();
 }
 
 std::vector<Finding> Diagnose(const Session& aligned, const AnalysisOptions& options,

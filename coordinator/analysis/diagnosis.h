@@ -3,6 +3,7 @@
 // coordinator/analysis/.
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -43,6 +44,17 @@ struct WindowedReading {
   WaitRanges while_waited;        // RangesWhileWaitedByWindow
   BlameEventFold blame;           // finished by Diagnose, once matched
 };
+
+// Each window's uploads in turn, from the first: UploadsOf a split session's, or a reader's of a
+// stored one (coordinator/report/stored_windows.h).
+using NextUploads = std::function<Result<std::vector<RankUpload>>()>;
+
+// Every fold fed `windows` windows' uploads from `next`, in one pass: the matches and *reading,
+// the other folds' results. `session` gives the ranks (as the uploads are ordered) and the world
+// size; its records are not read. An error is next's.
+Result<SessionMatches> MatchWindows(const Session& session, const AnalysisOptions& options,
+                                    size_t windows, const NextUploads& next,
+                                    WindowedReading* reading);
 
 // The session cut into windows (options.by_window) and read that way: its matches
 // (MatchCollectivesByWindow, MatchMessagesByWindow) and *reading, the other folds' results.

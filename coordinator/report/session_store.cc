@@ -20,6 +20,7 @@
 #include "coordinator/report/gpu_json.h"
 #include "coordinator/report/report_json.h"
 #include "coordinator/report/sqlite_db.h"
+#include "coordinator/report/store_rows.h"
 #include "core/records.h"
 #include "core/version.h"
 
@@ -270,9 +271,9 @@ Status WriteDatabase(const std::string& path, const Session& session,
 
 // ---- Reading -------------------------------------------------------------------------------
 
-Status Corrupt(const std::string& path, const std::string& what) {
-  return Status::Error("session database " + path + " is corrupt: " + what);
-}
+using store_rows::Corrupt;
+using store_rows::HasColumn;
+using store_rows::HasTable;
 
 // Opens `path` read-only and checks that it is a rankscope session database of our version.
 Status OpenForReading(Connection& db, std::map<std::string, std::optional<std::string>>& meta) {
@@ -483,65 +484,27 @@ Status ReadRecords(const Connection& db, Session* s, const char* table, const ch
   return Status::Ok();
 }
 
-// Whether the database has `table` / `table`.`column`: what this schema version gained after
-// files of it were written.
-bool HasTable(const Connection& db, const char* table) {
-  Statement q(db, "SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = ?");
-  q.Text(table);
-  return q.Next() && q.ColumnInt(0) > 0;
-}
-bool HasColumn(const Connection& db, const char* table, const char* column) {
-  Statement q(db, "SELECT COUNT(*) FROM pragma_table_info(?) WHERE name = ?");
-  q.Text(table).Text(column);
-  return q.Next() && q.ColumnInt(0) > 0;
+// A decoded row into its rank: `decode` gives the row's record or why it is corrupt.
+template <typename Decode, typename Push>
+Status ReadTable(const Connection& db, Session* s, const char* table, const std::string& columns,
+                 Decode decode, Push push) {
+  const std::string sql =
+      "SELECT rank_idx, " + columns + " FROM " + std::string(table) + " ORDER BY rowid";
+  return ReadRecords(db, s, table, sql.c_str(), [&](const Statement& q, RankData& r) {
+    auto record = decode(q);
+    if (!record.ok()) return record.status();
+    push(r, std::move(record).value());
+    return Status::Ok();
+  });
 }
 
 Status ReadGpuActivity(const Connection& db, Session* s) {
-  const std::string& path = db.path();
-  std::vector<std::string> names;
-  Statement q(db, "SELECT id, name FROM gpu_names ORDER BY id");
-  while (q.Next()) {
-    if (q.ColumnInt(0) != static_cast<int64_t>(names.size())) {
-      return Corrupt(path, "gpu_names ids are not 0, 1, 2, ...");
-    }
-    names.push_back(q.ColumnText(1));
-  }
-  if (!q.status().ok()) return Corrupt(path, q.status().message());
-  return ReadRecords(
-      db, s, "gpu_activity",
-      "SELECT rank_idx, kind, device, context, stream, correlation_id, start_ns, end_ns, bytes, "
-      "copy_kind, sync_kind, tid, grid_x, grid_y, grid_z, block_x, block_y, block_z, name_id "
-      "FROM gpu_activity ORDER BY rowid",
-      [&](const Statement& row, RankData& r) {
-        const int64_t kind = row.ColumnInt(1);
-        const int64_t name_id = row.ColumnInt(18);
-        if (kind < 1 || kind > kMaxGpuActivityKind) {
-          return Corrupt(path, "gpu_activity.kind " + std::to_string(kind) + " is not a kind");
-        }
-        if (name_id < 0 || name_id >= static_cast<int64_t>(names.size())) {
-          return Corrupt(path, "gpu_activity.name_id " + std::to_string(name_id) +
-                                   " is not in table gpu_names");
-        }
-        GpuActivityRecord g;
-        g.kind = static_cast<GpuActivityKind>(kind);
-        g.device = static_cast<uint32_t>(row.ColumnInt(2));
-        g.context = static_cast<uint32_t>(row.ColumnInt(3));
-        g.stream = static_cast<uint32_t>(row.ColumnInt(4));
-        g.correlation_id = static_cast<uint32_t>(row.ColumnInt(5));
-        g.start = row.ColumnInt(6);
-        g.end = row.ColumnInt(7);
-        g.bytes = row.ColumnInt(8);
-        g.copy_kind = static_cast<uint8_t>(row.ColumnInt(9));
-        g.sync_kind = static_cast<uint8_t>(row.ColumnInt(10));
-        g.tid = static_cast<uint32_t>(row.ColumnInt(11));
-        for (int i = 0; i < 3; ++i) {
-          g.grid[i] = static_cast<int32_t>(row.ColumnInt(12 + i));
-          g.block[i] = static_cast<int32_t>(row.ColumnInt(15 + i));
-        }
-        g.name = names[static_cast<size_t>(name_id)];
-        r.gpu.push_back(std::move(g));
-        return Status::Ok();
-      });
+  Result<std::vector<std::string>> names = store_rows::GpuNames(db);
+  if (!names.ok()) return names.status();
+  return ReadTable(
+      db, s, "gpu_activity", store_rows::GpuColumns(),
+      [&](const Statement& q) { return store_rows::GpuRow(q, 1, db.path(), names.value()); },
+      [](RankData& r, GpuActivityRecord g) { r.gpu.push_back(std::move(g)); });
 }
 
 // Each table's rows into the session's ranks. rowid order is insertion order, which is each
@@ -556,115 +519,33 @@ Status ReadClockSamples(const Connection& db, Session* s) {
 }
 
 Status ReadCollectives(const Connection& db, Session* s, int version) {
-  const std::string& path = db.path();
-  const std::string collectives_sql =
-      std::string(
-          "SELECT rank_idx, comm_id, seq, op, nonblocking, root, comm_size, comm_rank, "
-          "bytes, enter_ns, exit_ns, tid, ") +
-      (version >= 3   ? "source, launched_ns"
-       : version >= 2 ? "source, 0"
-                      : "0, 0") +
-      " FROM collectives ORDER BY rowid";
-  return ReadRecords(
-      db, s, "collectives", collectives_sql.c_str(), [&](const Statement& q, RankData& r) {
-        int64_t op = q.ColumnInt(3);
-        if (op < 0 || op > kMaxCollectiveOp) {
-          return Corrupt(path, "collectives.op " + std::to_string(op) + " is not an operation");
-        }
-        CollectiveRecord c;
-        c.comm_id = static_cast<uint64_t>(q.ColumnInt(1));
-        c.seq = static_cast<uint64_t>(q.ColumnInt(2));
-        c.op = static_cast<CollectiveOp>(op);
-        c.nonblocking = q.ColumnInt(4) != 0;
-        c.root = static_cast<int32_t>(q.ColumnInt(5));
-        c.comm_size = static_cast<int32_t>(q.ColumnInt(6));
-        c.comm_rank = static_cast<int32_t>(q.ColumnInt(7));
-        c.bytes = q.ColumnInt(8);
-        c.enter = q.ColumnInt(9);
-        c.exit = q.ColumnInt(10);
-        c.tid = static_cast<uint32_t>(q.ColumnInt(11));
-        const int64_t source = q.ColumnInt(12);
-        if (source != 0 && source != 1) {
-          return Corrupt(path, "collectives.source " + std::to_string(source) + " is not 0 or 1");
-        }
-        c.source = static_cast<CollectiveRecord::Source>(source);
-        c.launched = q.ColumnInt(13);
-        r.collectives.push_back(c);
-        return Status::Ok();
-      });
+  return ReadTable(
+      db, s, "collectives", store_rows::CollectiveColumns(version),
+      [&](const Statement& q) { return store_rows::CollectiveRow(q, 1, db.path()); },
+      [](RankData& r, const CollectiveRecord& c) { r.collectives.push_back(c); });
 }
 
 Status ReadP2P(const Connection& db, Session* s) {
-  const std::string& path = db.path();
-  // p2p.world_peer and table mpi_calls came within schema version 3 (old readers skip them): a
-  // file written before has neither, and its peers stay unknown as world ranks.
-  // p2p.spin_start_ns came later within it; without it the chains read each record's enter.
-  const bool has_world_peer = HasColumn(db, "p2p", "world_peer");
-  const bool has_spin_start = HasColumn(db, "p2p", "spin_start_ns");
-  const std::string query = std::string("SELECT rank_idx, kind, completed, peer, tag, comm_id, ") +
-                            "bytes, enter_ns, exit_ns, tid, " +
-                            (has_world_peer ? "world_peer, " : "-1, ") +
-                            (has_spin_start ? "spin_start_ns" : "0") + " FROM p2p ORDER BY rowid";
-  return ReadRecords(db, s, "p2p", query.c_str(), [&](const Statement& q, RankData& r) {
-    int64_t kind = q.ColumnInt(1);
-    int64_t completed = q.ColumnInt(2);
-    auto valid = [](int64_t k) {
-      return k >= static_cast<int>(P2PKind::kSend) && k <= kMaxP2PKind;
-    };
-    if (!valid(kind) || !valid(completed)) {
-      return Corrupt(path, "p2p.kind " + std::to_string(kind) + "/" + std::to_string(completed) +
-                               " is not a p2p kind");
-    }
-    P2PRecord p;
-    p.kind = static_cast<P2PKind>(kind);
-    p.completed = static_cast<P2PKind>(completed);
-    p.peer = static_cast<int32_t>(q.ColumnInt(3));
-    p.tag = static_cast<int32_t>(q.ColumnInt(4));
-    p.comm_id = static_cast<uint64_t>(q.ColumnInt(5));
-    p.bytes = q.ColumnInt(6);
-    p.enter = q.ColumnInt(7);
-    p.exit = q.ColumnInt(8);
-    p.tid = static_cast<uint32_t>(q.ColumnInt(9));
-    p.world_peer = q.ColumnIsNull(10) ? kUnknownWorldPeer : static_cast<int32_t>(q.ColumnInt(10));
-    p.spin_start = q.ColumnIsNull(11) ? 0 : q.ColumnInt(11);
-    r.p2p.push_back(p);
-    return Status::Ok();
-  });
+  return ReadTable(
+      db, s, "p2p", store_rows::P2PColumns(db),
+      [&](const Statement& q) { return store_rows::P2PRow(q, 1, db.path()); },
+      [](RankData& r, const P2PRecord& p) { r.p2p.push_back(p); });
 }
 
 Status ReadMpiCalls(const Connection& db, Session* s) {
   if (!HasTable(db, "mpi_calls")) return Status::Ok();
-  const std::string& path = db.path();
-  return ReadRecords(
-      db, s, "mpi_calls",
-      "SELECT rank_idx, call, comm_id, peer, bytes, enter_ns, exit_ns, tid FROM mpi_calls "
-      "ORDER BY rowid",
-      [&](const Statement& q, RankData& r) {
-        const int64_t call = q.ColumnInt(1);
-        if (call < 0 || call > kMaxMpiCall) {
-          return Corrupt(path, "mpi_calls.call " + std::to_string(call) + " is not an MPI call");
-        }
-        MpiCallRecord m;
-        m.call = static_cast<MpiCall>(call);
-        m.comm_id = static_cast<uint64_t>(q.ColumnInt(2));
-        m.peer = static_cast<int32_t>(q.ColumnInt(3));
-        m.bytes = q.ColumnInt(4);
-        m.enter = q.ColumnInt(5);
-        m.exit = q.ColumnInt(6);
-        m.tid = static_cast<uint32_t>(q.ColumnInt(7));
-        r.mpi_calls.push_back(m);
-        return Status::Ok();
-      });
+  return ReadTable(
+      db, s, "mpi_calls", store_rows::MpiCallColumns(),
+      [&](const Statement& q) { return store_rows::MpiCallRow(q, 1, db.path()); },
+      [](RankData& r, const MpiCallRecord& m) { r.mpi_calls.push_back(m); });
 }
 
 Status ReadRangesAndMarks(const Connection& db, Session* s) {
   RETURN_IF_ERROR(ReadRecords(
       db, s, "ranges",
-      "SELECT rank_idx, domain, name, start_ns, end_ns, tid, depth FROM ranges ORDER BY rowid",
+      ("SELECT rank_idx, " + store_rows::RangeColumns() + " FROM ranges ORDER BY rowid").c_str(),
       [](const Statement& q, RankData& r) {
-        r.ranges.push_back({q.ColumnText(1), q.ColumnText(2), q.ColumnInt(3), q.ColumnInt(4),
-                            static_cast<uint32_t>(q.ColumnInt(5)),
-                            static_cast<uint32_t>(q.ColumnInt(6))});
+        r.ranges.push_back(store_rows::RangeRow(q, 1));
         return Status::Ok();
       }));
   return ReadRecords(db, s, "marks",

@@ -114,6 +114,12 @@ class Statement {
     return status_;
   }
 
+  // Readies a query to run again, its values to be bound anew from the first.
+  void Reset() {
+    sqlite3_reset(stmt_);
+    position_ = 0;
+  }
+
   // Steps a query: true while a row is available; false at the end or on an error (status()).
   bool Next() {
     if (!status_.ok()) return false;

@@ -1,0 +1,48 @@
+// A session.sqlite's records read window by window (docs/design.md, "Cost bounded by the
+// window"): the plan PlanWindows makes of the whole session, and each window's uploads as
+// UploadsOf gives them, reading from the file only one window's records and those open across
+// its cut, so that a session of any length is analysed in memory bounded by its windows.
+//
+// At Open, each record table gets a temporary index (each record's place among its rank's
+// records of the kind, and its times), in SQLite's temporary store (a file), not in memory.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "coordinator/session.h"
+#include "coordinator/windows.h"
+#include "core/status.h"
+
+namespace rankscope {
+
+class StoredWindows {
+ public:
+  // `session`: the file's session (LoadSession's, or one without its records): its ranks, as
+  // the uploads are ordered, and their clock models, with which records of a file that is not
+  // aligned are moved to coordinator time as they are read. An error names the file.
+  static Result<std::unique_ptr<StoredWindows>> Open(const std::string& path,
+                                                     const Session& session);
+  ~StoredWindows();
+  StoredWindows(const StoredWindows&) = delete;
+  StoredWindows& operator=(const StoredWindows&) = delete;
+
+  // The plan PlanWindows makes of the session with all its records.
+  Result<WindowPlan> Plan(const WindowOptions& options);
+
+  // The next window's uploads (windows 0, 1, ... of `plan` in turn), one per rank as
+  // Session::ranks: equal to UploadsOf(session, SplitSession(session, plan), w).
+  Result<std::vector<RankUpload>> Next(const WindowPlan& plan);
+
+  // The most records held at once between calls: the ones open across a cut.
+  size_t peak_open() const;
+
+  struct State;  // defined in the .cc
+
+ private:
+  explicit StoredWindows(std::unique_ptr<State> state);
+  std::unique_ptr<State> state_;
+};
+
+}  // namespace rankscope
