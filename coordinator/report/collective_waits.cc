@@ -105,21 +105,6 @@ CollectiveOverview SummarizeCollectives(const std::vector<CollectiveInstance>& i
   return overview;
 }
 
-TimeSpans StepRanges(const RankData& rank) {
-  TimeSpans steps;
-  for (const RangeRecord& r : rank.ranges) {
-    if (r.depth == 0 && r.name.size() >= 4 &&
-        std::equal(r.name.begin(), r.name.begin() + 4, "step", [](char a, char b) {
-          return std::tolower(static_cast<unsigned char>(a)) == b;
-        })) {
-      steps.emplace_back(r.start, r.end);
-    }
-  }
-  std::sort(steps.begin(), steps.end());
-  if (steps.size() < 2) steps.clear();
-  return steps;
-}
-
 std::optional<size_t> StepContaining(const TimeSpans& steps, TimeNs t) {
   auto it = std::upper_bound(steps.begin(), steps.end(), std::make_pair(t, TimeNs{0}),
                              [](const auto& a, const auto& b) { return a.first < b.first; });
@@ -127,11 +112,12 @@ std::optional<size_t> StepContaining(const TimeSpans& steps, TimeNs t) {
   return static_cast<size_t>(std::prev(it) - steps.begin());
 }
 
-SessionSteps FindSessionSteps(const Session& session) {
+SessionSteps FindSessionSteps(const Session& session, const RecordFacts& facts) {
   SessionSteps out;
-  for (const RankData& rank : session.ranks) {
-    TimeSpans mine = StepRanges(rank);
-    if (mine.empty() && !rank.collectives.empty()) return {};
+  for (size_t r = 0; r < session.ranks.size(); ++r) {
+    const RankData& rank = session.ranks[r];
+    TimeSpans mine = facts.ranks[r].steps;
+    if (mine.empty() && facts.ranks[r].collectives > 0) return {};
     for (size_t k = 0; k < mine.size(); ++k) {
       if (k == out.spans.size()) out.spans.push_back(mine[k]);
       out.spans[k].first = std::min(out.spans[k].first, mine[k].first);

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "coordinator/collective_matcher.h"
+#include "coordinator/report/record_facts.h"
 #include "coordinator/session.h"
 #include "core/time.h"
 
@@ -45,13 +46,7 @@ struct CollectiveOverview {
   int max_median_lateness_rank = -1;
 };
 
-// --- Steps, as every writer counts them (report.html's heatmap and worst step, trace.json's step
-// sample): a rank's outermost NVTX ranges named like a step ("step", "Step 12", ...: the
-// dataloader analysis' default), its k-th such range being its step k.
-using TimeSpans = std::vector<std::pair<TimeNs, TimeNs>>;
-
-// The rank's step ranges in start order; empty for a rank with fewer than two.
-TimeSpans StepRanges(const RankData& rank);
+// --- Steps, as every writer counts them (record_facts.h: IsStepRange, RankRecordFacts::steps).
 
 // The index of the span in `steps` (start-ordered) that contains `t`, if any.
 std::optional<size_t> StepContaining(const TimeSpans& steps, TimeNs t);
@@ -63,7 +58,8 @@ struct SessionSteps {
 
 // The session's steps; none (no spans) when a rank that made collective calls has no step ranges,
 // since its calls would belong to no step.
-SessionSteps FindSessionSteps(const Session& session);
+// `facts`: GatherRecordFacts' (or a stored session's), per rank as Session::ranks.
+SessionSteps FindSessionSteps(const Session& session, const RecordFacts& facts);
 
 // Per step, the summed MemberWaits of the members that entered a call inside their own rank's
 // step of that index.

@@ -202,7 +202,8 @@ std::vector<RankNotice> CollectNotices(const Session& session) {
   return merged;
 }
 
-std::string DescribeWhatWasChecked(const Session& session, const CollectiveOverview& overview) {
+std::string DescribeWhatWasChecked(const Session& session, const RecordFacts& facts,
+                                   const CollectiveOverview& overview) {
   std::string ranks =
       std::to_string(session.ranks.size()) + (session.ranks.size() == 1 ? " rank" : " ranks");
   if (session.SampledFromOutsideOnly()) {
@@ -210,9 +211,9 @@ std::string DescribeWhatWasChecked(const Session& session, const CollectiveOverv
            " over the window, none standing apart from the others";
   }
   size_t p2p = 0, other = 0;
-  for (const RankData& r : session.ranks) {
-    p2p += r.p2p.size();
-    other += r.mpi_calls.size();
+  for (const RankRecordFacts& r : facts.ranks) {
+    p2p += r.p2p;
+    other += r.mpi_calls;
   }
   // Point-to-point calls and the other MPI calls (MPI-IO, one-sided), as "; 3200 point-to-point
   // calls and 12 other MPI calls".
@@ -223,7 +224,7 @@ std::string DescribeWhatWasChecked(const Session& session, const CollectiveOverv
   }
   if (overview.instances == 0) {
     size_t ranges = 0;
-    for (const RankData& r : session.ranks) ranges += r.ranges.size();
+    for (const RankRecordFacts& r : facts.ranks) ranges += r.ranges;
     if (!calls.empty()) return calls + " across " + ranks;
     return "no MPI collectives recorded; " + std::to_string(ranges) + " NVTX ranges across " +
            ranks;

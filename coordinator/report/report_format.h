@@ -54,7 +54,8 @@ std::vector<RankNotice> CollectNotices(const Session& session);
 
 // Says what was examined, for the "No problems found" line, e.g. "50 allreduce instances
 // across 4 ranks; max median lateness 0.3 ms (rank 2)".
-std::string DescribeWhatWasChecked(const Session& session, const CollectiveOverview& overview);
+std::string DescribeWhatWasChecked(const Session& session, const RecordFacts& facts,
+                                   const CollectiveOverview& overview);
 
 // A finding's evidence as (key, readable value) pairs in key order, nested objects flattened to
 // dotted keys ("cause.range"), at most `max_entries` (0: all). Numbers under keys ending in

@@ -151,7 +151,8 @@ std::string JoinedReasons(const Session& session) {
   return out;
 }
 
-std::string FindingsSection(const Session& session, const CollectiveOverview& overview,
+std::string FindingsSection(const Session& session, const RecordFacts& facts,
+                            const CollectiveOverview& overview,
                             const std::vector<Finding>& findings) {
   std::string out = "<section id=\"findings\"><h2>Findings</h2>\n";
   if (findings.empty() && session.partial) {
@@ -160,10 +161,10 @@ std::string FindingsSection(const Session& session, const CollectiveOverview& ov
         "<div class=\"partial\"><b>No problems found in the data kept</b>, but the session "
         "is partial (" +
         HtmlEscape(JoinedReasons(session)) +
-        "): " + HtmlEscape(DescribeWhatWasChecked(session, overview)) + ".</div>\n";
+        "): " + HtmlEscape(DescribeWhatWasChecked(session, facts, overview)) + ".</div>\n";
   } else if (findings.empty()) {
     out += "<div class=\"ok\"><b>No problems found:</b> " +
-           HtmlEscape(DescribeWhatWasChecked(session, overview)) + ".</div>\n";
+           HtmlEscape(DescribeWhatWasChecked(session, facts, overview)) + ".</div>\n";
   }
   for (const Finding* f : FindingsWorstFirst(findings)) out += FindingCard(*f);
   return out + "</section>\n";
@@ -195,11 +196,11 @@ struct HeatGrid {
 // Rank x step, when every rank that made collective calls has step ranges: the rank's k-th
 // step's cell sums its waits in the collectives it entered during that step (steps grouped when
 // there are more than fit). Nullopt otherwise.
-std::optional<HeatGrid> GridBySteps(const Session& session,
+std::optional<HeatGrid> GridBySteps(const Session& session, const RecordFacts& facts,
                                     const std::vector<CollectiveInstance>& instances,
                                     const std::unordered_map<int, size_t>& row_of,
                                     size_t max_columns) {
-  const SessionSteps found = FindSessionSteps(session);
+  const SessionSteps found = FindSessionSteps(session, facts);
   const size_t most = found.spans.size();
   if (most == 0) return std::nullopt;
   std::vector<const TimeSpans*> steps(session.ranks.size());
@@ -270,7 +271,8 @@ HeatGrid GridByInstances(const Session& session, const std::vector<CollectiveIns
   return g;
 }
 
-std::string Heatmap(const Session& session, const std::vector<CollectiveInstance>& instances) {
+std::string Heatmap(const Session& session, const RecordFacts& facts,
+                    const std::vector<CollectiveInstance>& instances) {
   std::string out = "<section id=\"heatmap\"><h2>Wait inside collectives, per rank</h2>\n";
   if (instances.empty() || session.ranks.empty()) {
     return out + "<p class=\"dim\">No MPI collectives recorded.</p></section>\n";
@@ -279,7 +281,7 @@ std::string Heatmap(const Session& session, const std::vector<CollectiveInstance
   for (size_t i = 0; i < session.ranks.size(); ++i) row_of.emplace(session.ranks[i].id.rank, i);
   const size_t max_columns =
       std::clamp<size_t>(kMaxHeatmapCells / session.ranks.size(), 50, kMaxHeatmapColumns);
-  std::optional<HeatGrid> by_step = GridBySteps(session, instances, row_of, max_columns);
+  std::optional<HeatGrid> by_step = GridBySteps(session, facts, instances, row_of, max_columns);
   const HeatGrid grid =
       by_step ? std::move(*by_step) : GridByInstances(session, instances, row_of, max_columns);
   out += by_step ? "<p class=\"meta\">One row per rank, one column per step (the ranks' NVTX "
@@ -444,19 +446,8 @@ std::string RanksTable(const Session& session) {
   return out + "</table></div></section>\n";
 }
 
-// The NVTX range name with the most total time on this rank, and that time.
-std::pair<std::string, DurationNs> TopRange(const RankData& rank) {
-  std::map<std::string, DurationNs> total;
-  for (const RangeRecord& r : rank.ranges)
-    total[r.name] += std::max<DurationNs>(0, r.end - r.start);
-  std::pair<std::string, DurationNs> top{"", 0};
-  for (const auto& [name, time] : total) {
-    if (time > top.second) top = {name, time};
-  }
-  return top;
-}
-
-std::string ActivityTable(const Session& session, const CollectiveOverview& overview) {
+std::string ActivityTable(const Session& session, const RecordFacts& facts,
+                          const CollectiveOverview& overview) {
   std::unordered_map<int, const RankCollectiveStats*> stats;
   for (const RankCollectiveStats& s : overview.ranks) stats.emplace(s.rank, &s);
   std::string out =
@@ -465,22 +456,24 @@ std::string ActivityTable(const Session& session, const CollectiveOverview& over
       "<th>waiting in them</th><th>arrived last</th><th>median lateness</th>"
       "<th>p2p calls</th><th>NVTX ranges</th><th>top NVTX range</th><th>marks</th>"
       "<th>dropped records</th></tr>\n";
-  for (const RankData& r : session.ranks) {
+  for (size_t i = 0; i < session.ranks.size(); ++i) {
+    const RankData& r = session.ranks[i];
+    const RankRecordFacts& counts = facts.ranks[i];
     auto it = stats.find(r.id.rank);
     RankCollectiveStats s = it != stats.end() ? *it->second : RankCollectiveStats{};
-    auto [top_name, top_time] = TopRange(r);
+    auto [top_name, top_time] = TopRange(counts);
     out += "<tr><td class=\"num\">" + Num(r.id.rank) + "</td><td>" + HtmlEscape(r.id.node) +
-           "</td><td class=\"num\">" + Num(static_cast<int64_t>(r.collectives.size())) +
+           "</td><td class=\"num\">" + Num(static_cast<int64_t>(counts.collectives)) +
            "</td><td class=\"num\">" + HtmlEscape(FormatDuration(s.time_in_calls)) +
            "</td><td class=\"num\">" + HtmlEscape(FormatDuration(s.wait)) +
            "</td><td class=\"num\">" + Num(s.times_last) + "</td><td class=\"num\">" +
            HtmlEscape(FormatDuration(s.median_lateness)) + "</td><td class=\"num\">" +
-           Num(static_cast<int64_t>(r.p2p.size())) + "</td><td class=\"num\">" +
-           Num(static_cast<int64_t>(r.ranges.size())) + "</td><td>" +
+           Num(static_cast<int64_t>(counts.p2p)) + "</td><td class=\"num\">" +
+           Num(static_cast<int64_t>(counts.ranges)) + "</td><td>" +
            (top_name.empty() ? std::string()
                              : HtmlEscape(top_name) + " <span class=\"dim\">(" +
                                    HtmlEscape(FormatDuration(top_time)) + ")</span>") +
-           "</td><td class=\"num\">" + Num(static_cast<int64_t>(r.marks.size())) + "</td><td" +
+           "</td><td class=\"num\">" + Num(static_cast<int64_t>(counts.marks)) + "</td><td" +
            (r.dropped_records > 0 ? " class=\"num bad\">" : " class=\"num\">") +
            std::to_string(r.dropped_records) + "</td></tr>\n";
   }
@@ -582,10 +575,10 @@ std::string TimelineSvg(const std::vector<TimelineRow>& rows, TimeNs from, TimeN
 // kMaxTimelineRanks ranks, the latest arrivals (up to a quarter of the rows) and then the ranks
 // that waited longest in that step's calls are drawn.
 // Empty without step ranges or without any wait in a step.
-std::string WorstStepTimeline(const Session& session,
+std::string WorstStepTimeline(const Session& session, const RecordFacts& facts,
                               const std::vector<CollectiveInstance>& instances) {
   constexpr size_t kMaxTimelineRanks = 64;
-  const SessionSteps steps = FindSessionSteps(session);
+  const SessionSteps steps = FindSessionSteps(session, facts);
   const size_t most = steps.spans.size();
   const std::vector<DurationNs> step_wait = WaitPerStep(steps, instances);
   const std::optional<size_t> worst_step = MostWaitingStep(step_wait);
@@ -977,7 +970,9 @@ std::string BuildReportHtml(const Session& session,
 std::string BuildReportHtml(const Session& session,
                             const std::vector<CollectiveInstance>& instances,
                             const std::vector<Finding>& findings, const GpuReport& gpu,
-                            const BlameModel* blame) {
+                            const BlameModel* blame, const RecordFacts* given_facts) {
+  const RecordFacts gathered = given_facts ? RecordFacts{} : GatherRecordFacts(session);
+  const RecordFacts& facts = given_facts ? *given_facts : gathered;
   CollectiveOverview overview = SummarizeCollectives(instances);
   std::string job = session.job_id.empty() ? session.session_id : session.job_id;
   std::string out =
@@ -990,14 +985,14 @@ std::string BuildReportHtml(const Session& session,
       "<title>rankscope &mdash; job " +
       HtmlEscape(job) + "</title>\n<style>" + kStyle + "</style></head>\n<body>\n";
   out += Header(session);
-  out += FindingsSection(session, overview, findings);
+  out += FindingsSection(session, facts, overview, findings);
   out += BlameSection(session, blame);
-  out += Heatmap(session, instances);
-  std::string timeline = WorstStepTimeline(session, instances);
+  out += Heatmap(session, facts, instances);
+  std::string timeline = WorstStepTimeline(session, facts, instances);
   out += timeline.empty() ? WorstInstanceTimeline(session, instances) : timeline;
   out += GpuSection(session, gpu);
   out += RanksTable(session);
-  out += ActivityTable(session, overview);
+  out += ActivityTable(session, facts, overview);
   out += NoticesSection(session);
   out += "<footer><p class=\"dim\">rankscope " + std::string(kRankscopeVersion) +
          " &middot; machine-readable: "

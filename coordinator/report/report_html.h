@@ -9,6 +9,7 @@
 #include "coordinator/collective_matcher.h"
 #include "coordinator/findings.h"
 #include "coordinator/report/gpu_json.h"
+#include "coordinator/report/record_facts.h"
 #include "coordinator/session.h"
 
 namespace rankscope {
@@ -29,6 +30,6 @@ std::string BuildReportHtml(const Session& session,
 std::string BuildReportHtml(const Session& session,
                             const std::vector<CollectiveInstance>& instances,
                             const std::vector<Finding>& findings, const GpuReport& gpu,
-                            const BlameModel* blame = nullptr);
+                            const BlameModel* blame = nullptr, const RecordFacts* facts = nullptr);
 
 }  // namespace rankscope

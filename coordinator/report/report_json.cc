@@ -42,7 +42,7 @@ json JobJson(const Session& session) {
   return job;
 }
 
-json RankJson(const RankData& r, const GpuReport& gpu) {
+json RankJson(const RankData& r, const RankRecordFacts& facts, const GpuReport& gpu) {
   json rank;
   rank["rank"] = r.id.rank;
   rank["node"] = r.id.node;
@@ -119,10 +119,10 @@ json RankJson(const RankData& r, const GpuReport& gpu) {
       {"error", r.clock_error.empty() ? json(nullptr) : json(r.clock_error)},
   };
   rank["counts"] = {
-      {"collectives", r.collectives.size()},
-      {"p2p", r.p2p.size()},
-      {"ranges", r.ranges.size()},
-      {"marks", r.marks.size()},
+      {"collectives", facts.collectives},
+      {"p2p", facts.p2p},
+      {"ranges", facts.ranges},
+      {"marks", facts.marks},
   };
   return rank;
 }
@@ -248,14 +248,17 @@ json BuildReportJson(const Session& session, const std::vector<Finding>& finding
 
 json BuildReportJson(const Session& session, const std::vector<Finding>& findings,
                      const GpuReport& gpu, const CollectiveOverview& collectives,
-                     const BlameModel* blame) {
+                     const BlameModel* blame, const RecordFacts* given_facts) {
+  const RecordFacts gathered = given_facts ? RecordFacts{} : GatherRecordFacts(session);
+  const RecordFacts& facts = given_facts ? *given_facts : gathered;
   json report;
   report["schema"] = kReportSchemaId;
   report["generated_by"] = {{"name", "rankscope"}, {"version", kRankscopeVersion}};
   report["job"] = JobJson(session);
   json ranks = json::array();
-  for (const RankData& r : session.ranks) {
-    json rank = RankJson(r, gpu);
+  for (size_t i = 0; i < session.ranks.size(); ++i) {
+    const RankData& r = session.ranks[i];
+    json rank = RankJson(r, facts.ranks[i], gpu);
     if (blame != nullptr) {
       if (const RankBlame* b = blame->Find(r.id.rank)) rank["mpi"] = MpiJson(*b);
     }
@@ -276,7 +279,7 @@ json BuildReportJson(const Session& session, const std::vector<Finding>& finding
     for (const RankData& r : session.earlier_attempts) {
       json& a = by_attempt[r.id.restart_count];
       if (a.is_null()) a = {{"restart_count", r.id.restart_count}, {"ranks", json::array()}};
-      a["ranks"].push_back(RankJson(r, none));
+      a["ranks"].push_back(RankJson(r, GatherRankFacts(r), none));
     }
     json attempts = json::array();
     for (auto& [count, a] : by_attempt) attempts.push_back(std::move(a));

@@ -10,6 +10,7 @@
 #include "coordinator/findings.h"
 #include "coordinator/report/collective_waits.h"
 #include "coordinator/report/gpu_json.h"
+#include "coordinator/report/record_facts.h"
 #include "coordinator/session.h"
 #include "core/status.h"
 
@@ -28,7 +29,8 @@ nlohmann::json BuildReportJson(const Session& session, const std::vector<Finding
 // section (who waited for whom, the what-if).
 nlohmann::json BuildReportJson(const Session& session, const std::vector<Finding>& findings,
                                const GpuReport& gpu, const CollectiveOverview& collectives,
-                               const BlameModel* blame = nullptr);
+                               const BlameModel* blame = nullptr,
+                               const RecordFacts* facts = nullptr);
 
 // One finding as it appears in report.json (also how the session store keeps findings).
 nlohmann::json FindingToJson(const Finding& finding);

@@ -171,19 +171,20 @@ std::string NodeList(const std::vector<std::string>& nodes) {
 
 // The first `shown` findings worst first (at most kMaxFindings), each with its key evidence and
 // first next command.
-Rendered FindingsSection(const Session& session, const std::vector<Finding>& findings,
-                         const CollectiveOverview& overview, const Painter& paint, size_t shown) {
+Rendered FindingsSection(const Session& session, const RecordFacts& facts,
+                         const std::vector<Finding>& findings, const CollectiveOverview& overview,
+                         const Painter& paint, size_t shown) {
   if (findings.empty() && session.partial) {
     // Not a clean bill: what is missing may hold the problem (a rank that died, lost records).
     return {paint.Yellow("No problems found in the data kept") +
                 ", but the session is PARTIAL (see above): " +
-                DescribeWhatWasChecked(session, overview) + ".\n",
+                DescribeWhatWasChecked(session, facts, overview) + ".\n",
             false};
   }
   if (findings.empty()) {
-    return {
-        paint.Green("No problems found") + ": " + DescribeWhatWasChecked(session, overview) + ".\n",
-        false};
+    return {paint.Green("No problems found") + ": " +
+                DescribeWhatWasChecked(session, facts, overview) + ".\n",
+            false};
   }
   shown = std::min(shown, kMaxFindings);
   std::string out =
@@ -554,12 +555,14 @@ void AddTopology(const Session& session, const Painter& paint, GpuLines* out,
 
 // NVML of each node (the first rank's of the node): a line per group of GPUs of one model whose
 // links all run the same, the GPUs whose links run below their best one by one, worst first.
-void AddNvml(const Session& session, const Painter& paint, GpuLines* out,
+void AddNvml(const Session& session, const RecordFacts& facts, const Painter& paint, GpuLines* out,
              std::vector<std::string>* abnormal_gpus) {
   // A node without a driver is not news on a CPU job: NVML errors only when the job used GPUs.
-  const bool used_gpus = std::any_of(session.ranks.begin(), session.ranks.end(), [](const auto& r) {
-    return !r.gpu.empty() || r.nccl.has_value() || r.nvml.has_value();
-  });
+  bool used_gpus = false;
+  for (size_t r = 0; r < session.ranks.size(); ++r) {
+    used_gpus |= facts.ranks[r].gpu > 0 || session.ranks[r].nccl.has_value() ||
+                 session.ranks[r].nvml.has_value();
+  }
   // (description, node) per healthy GPU: grouped by model and link, counted per node.
   std::vector<std::pair<std::string, std::string>> healthy;
   std::vector<std::pair<double, std::string>> abnormal;     // (link loss, line)
@@ -614,14 +617,14 @@ void AddNvml(const Session& session, const Painter& paint, GpuLines* out,
   AddErrors(errors, "NVML", paint, out);
 }
 
-GpuLines CollectGpuLines(const Session& session, const GpuReport& gpu_report,
-                         const Painter& paint) {
+GpuLines CollectGpuLines(const Session& session, const RecordFacts& facts,
+                         const GpuReport& gpu_report, const Painter& paint) {
   GpuLines out;
   AddNccl(gpu_report.nccl, paint, &out);
   AddKernels(gpu_report, paint, &out);
   std::vector<std::string> slow_nodes;
   AddTopology(session, paint, &out, &slow_nodes);
-  AddNvml(session, paint, &out, &out.abnormal);
+  AddNvml(session, facts, paint, &out, &out.abnormal);
   out.abnormal_gpus = out.abnormal.size();
   out.abnormal.insert(out.abnormal.end(), slow_nodes.begin(), slow_nodes.end());
   return out;
@@ -746,10 +749,12 @@ std::string BuildReportText(const Session& session, const std::vector<Finding>& 
 
 std::string BuildReportText(const Session& session, const std::vector<Finding>& findings,
                             const GpuReport& gpu_report, const CollectiveOverview& collectives,
-                            bool color) {
+                            bool color, const RecordFacts* given_facts) {
+  const RecordFacts gathered = given_facts ? RecordFacts{} : GatherRecordFacts(session);
+  const RecordFacts& facts = given_facts ? *given_facts : gathered;
   Painter paint(color);
   const std::string header = Header(session, paint);
-  const GpuLines gpu = CollectGpuLines(session, gpu_report, paint);
+  const GpuLines gpu = CollectGpuLines(session, facts, gpu_report, paint);
   std::vector<RankNotice> notices = CollectNotices(session);
   // Severe notices (crashes, lost data) first: they change how far the findings can be trusted.
   std::stable_sort(notices.begin(), notices.end(),
@@ -757,7 +762,7 @@ std::string BuildReportText(const Session& session, const std::vector<Finding>& 
   const bool outside_only = session.SampledFromOutsideOnly();
 
   Part findings_part{
-      [&](size_t n) { return FindingsSection(session, findings, collectives, paint, n); },
+      [&](size_t n) { return FindingsSection(session, facts, findings, collectives, paint, n); },
       kMaxFindings,
       kMaxFindings,
       0,

@@ -24,7 +24,7 @@ std::string BuildReportText(const Session& session, const std::vector<Finding>& 
 // The same with the session's GPU figures and collective overview already computed
 // (BuildGpuReport(session), SummarizeCollectives(MatchCollectives(session))).
 std::string BuildReportText(const Session& session, const std::vector<Finding>& findings,
-                            const GpuReport& gpu, const CollectiveOverview& collectives,
-                            bool color);
+                            const GpuReport& gpu, const CollectiveOverview& collectives, bool color,
+                            const RecordFacts* facts = nullptr);
 
 }  // namespace rankscope

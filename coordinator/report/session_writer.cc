@@ -69,7 +69,7 @@ Unwritten WriteFiles(const std::filesystem::path& folder, const Session& session
                      const SessionMatches& matches, const std::vector<Finding>& findings,
                      std::string* report_text_out, std::string* report_text_color_out,
                      const std::optional<TraceWindow>& trace_window, const BlameModel* blame,
-                     std::future<Status>* saved) {
+                     const RecordFacts& facts, std::future<Status>* saved) {
   const GpuReport gpu = BuildGpuReport(session);
   const CollectiveOverview overview = SummarizeCollectives(matches.collectives);
   Unwritten unwritten;
@@ -82,19 +82,20 @@ Unwritten WriteFiles(const std::filesystem::path& folder, const Session& session
       !s.ok()) {
     unwritten.push_back("trace.json: " + s.message());
   }
-  Write(folder / "report.html", BuildReportHtml(session, matches.collectives, findings, gpu, blame),
-        &unwritten);
+  Write(folder / "report.html",
+        BuildReportHtml(session, matches.collectives, findings, gpu, blame, &facts), &unwritten);
   if (Status db = saved->get(); !db.ok()) unwritten.push_back("session.sqlite: " + db.message());
-  nlohmann::json json = BuildReportJson(session, findings, gpu, overview, blame);
+  nlohmann::json json = BuildReportJson(session, findings, gpu, overview, blame, &facts);
   if (!unwritten.empty()) json["job"]["files_not_written"] = unwritten;
   const std::string missing = unwritten.empty() ? "" : UnwrittenText(unwritten);
-  std::string text = BuildReportText(session, findings, gpu, overview, /*color=*/false) + missing;
+  std::string text =
+      BuildReportText(session, findings, gpu, overview, /*color=*/false, &facts) + missing;
   Write(folder / "report.json", Dump(json, 2) + "\n", &unwritten);
   Write(folder / "report.txt", text, &unwritten);
   if (report_text_out != nullptr) *report_text_out = std::move(text);
   if (report_text_color_out != nullptr) {
     *report_text_color_out =
-        BuildReportText(session, findings, gpu, overview, /*color=*/true) + missing;
+        BuildReportText(session, findings, gpu, overview, /*color=*/true, &facts) + missing;
   }
   return unwritten;
 }
@@ -138,7 +139,10 @@ Status WriteFileAtomically(
 Status WriteSessionFolder(const std::string& dir, const Session& session,
                           const SessionMatches& matches, const std::vector<Finding>& findings,
                           std::string* report_text_out, std::string* report_text_color_out,
-                          const std::optional<TraceWindow>& trace_window, const BlameModel* blame) {
+                          const std::optional<TraceWindow>& trace_window, const BlameModel* blame,
+                          const RecordFacts* given_facts) {
+  const RecordFacts gathered = given_facts ? RecordFacts{} : GatherRecordFacts(session);
+  const RecordFacts& facts = given_facts ? *given_facts : gathered;
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec) return Status::Error("cannot create session folder " + dir + ": " + ec.message());
@@ -154,7 +158,7 @@ Status WriteSessionFolder(const std::string& dir, const Session& session,
     saved = std::async(std::launch::deferred, save);
   }
   const Unwritten unwritten = WriteFiles(folder, session, matches, findings, report_text_out,
-                                         report_text_color_out, trace_window, blame, &saved);
+                                         report_text_color_out, trace_window, blame, facts, &saved);
   if (unwritten.empty()) return Status::Ok();
   std::string error;
   for (const std::string& u : unwritten) error += (error.empty() ? "" : "; ") + u;

@@ -32,7 +32,7 @@ Status WriteSessionFolder(const std::string& dir, const Session& session,
                           std::string* report_text_out,
                           std::string* report_text_color_out = nullptr,
                           const std::optional<TraceWindow>& trace_window = std::nullopt,
-                          const BlameModel* blame = nullptr);
+                          const BlameModel* blame = nullptr, const RecordFacts* facts = nullptr);
 
 // Publishes `content` as `path` atomically: a temporary file beside it, then a rename, so a reader
 // (a person, node_exporter) never sees a half-written file. No fsync: these files are written

@@ -83,8 +83,8 @@ Result<P2PRecord> P2PRow(const Statement& q, int first, const std::string& path)
   p.enter = q.ColumnInt(first + 6);
   p.exit = q.ColumnInt(first + 7);
   p.tid = static_cast<uint32_t>(q.ColumnInt(first + 8));
-  p.world_peer = q.ColumnIsNull(first + 9) ? kUnknownWorldPeer
-                                           : static_cast<int32_t>(q.ColumnInt(first + 9));
+  p.world_peer =
+      q.ColumnIsNull(first + 9) ? kUnknownWorldPeer : static_cast<int32_t>(q.ColumnInt(first + 9));
   p.spin_start = q.ColumnIsNull(first + 10) ? 0 : q.ColumnInt(first + 10);
   return p;
 }
@@ -144,8 +144,8 @@ Result<GpuActivityRecord> GpuRow(const Statement& q, int first, const std::strin
     return Corrupt(path, "gpu_activity.kind " + std::to_string(kind) + " is not a kind");
   }
   if (name_id < 0 || name_id >= static_cast<int64_t>(names.size())) {
-    return Corrupt(path,
-                   "gpu_activity.name_id " + std::to_string(name_id) + " is not in table gpu_names");
+    return Corrupt(
+        path, "gpu_activity.name_id " + std::to_string(name_id) + " is not in table gpu_names");
   }
   GpuActivityRecord g;
   g.kind = static_cast<GpuActivityKind>(kind);

@@ -22,7 +22,8 @@ bool HasTable(const sqlite::Connection& db, const char* table);
 bool HasColumn(const sqlite::Connection& db, const char* table, const char* column);
 
 std::string CollectiveColumns(int version);
-Result<CollectiveRecord> CollectiveRow(const sqlite::Statement& q, int first, const std::string& path);
+Result<CollectiveRecord> CollectiveRow(const sqlite::Statement& q, int first,
+                                       const std::string& path);
 
 std::string P2PColumns(const sqlite::Connection& db);
 Result<P2PRecord> P2PRow(const sqlite::Statement& q, int first, const std::string& path);
@@ -37,6 +38,6 @@ RangeRecord RangeRow(const sqlite::Statement& q, int first);
 Result<std::vector<std::string>> GpuNames(const sqlite::Connection& db);
 std::string GpuColumns();
 Result<GpuActivityRecord> GpuRow(const sqlite::Statement& q, int first, const std::string& path,
-                              const std::vector<std::string>& names);
+                                 const std::vector<std::string>& names);
 
 }  // namespace rankscope::store_rows

@@ -39,9 +39,9 @@ struct Kind {
   std::unique_ptr<Statement> members;  // rows of a rank whose key time is in a local interval
   std::unique_ptr<Statement> opens;    // rows begun in an interval and ending after its end
   std::function<Result<Record>(const Statement&)> decode;  // columns from 1 on
-  std::function<TimeNs(const Record&)> key;  // the time that puts it in a window: its end
+  std::function<TimeNs(const Record&)> key;         // the time that puts it in a window: its end
   std::function<TimeNs(const Record&)> start, end;  // for those open at a cut
-  std::function<void(size_t rank, Record*)> mend;    // what an old schema left out, when set
+  std::function<void(size_t rank, Record*)> mend;   // what an old schema left out, when set
   std::vector<std::vector<std::pair<size_t, Record>>> open;  // per rank: open at the last cut
 };
 
@@ -86,9 +86,7 @@ struct StoredWindows::State {
     if (!aligned) ToCoordinator(clocks[r], &record);
     return record;
   }
-  TimeNs Aligned(size_t r, TimeNs t) const {
-    return aligned ? t : clocks[r].ToCoordinator(t);
-  }
+  TimeNs Aligned(size_t r, TimeNs t) const { return aligned ? t : clocks[r].ToCoordinator(t); }
 
   // The index of session rank by the file's ranks.idx; -1 for a rank not analysed (an earlier
   // torchrun attempt).
@@ -112,8 +110,8 @@ Status Prepare(const Connection& db, const std::string& sql, std::unique_ptr<Sta
 // The temporary index of `table` (each row's place among its rank's rows, and its times) and
 // the kind's two queries.
 template <typename Record>
-Status SetUp(Connection& db, const std::string& table, const std::string& columns,
-             const char* t0, const char* t1, bool with_opens, Kind<Record>* kind) {
+Status SetUp(Connection& db, const std::string& table, const std::string& columns, const char* t0,
+             const char* t1, bool with_opens, Kind<Record>* kind) {
   kind->table = table;
   const std::string ord = "ord_" + table;
   const std::string create =
@@ -122,12 +120,12 @@ Status SetUp(Connection& db, const std::string& table, const std::string& column
       "main." + table + "; CREATE INDEX temp." + ord + "_t1 ON " + ord + " (rank_idx, t1); " +
       (with_opens ? "CREATE INDEX temp." + ord + "_t0 ON " + ord + " (rank_idx, t0);" : "");
   if (Status s = db.Exec(create.c_str()); !s.ok()) {
-    return Status::Error("session database " + db.path() + ": cannot index table " + table +
-                         ": " + s.message());
+    return Status::Error("session database " + db.path() + ": cannot index table " + table + ": " +
+                         s.message());
   }
-  const std::string select =
-      "SELECT o.i, " + columns + " FROM temp." + ord + " o JOIN main." + table +
-      " ON main." + table + ".rowid = o.rid WHERE o.rank_idx = ? AND ";
+  const std::string select = "SELECT o.i, " + columns + " FROM temp." + ord + " o JOIN main." +
+                             table + " ON main." + table +
+                             ".rowid = o.rid WHERE o.rank_idx = ? AND ";
   RETURN_IF_ERROR(Prepare(db, select + "o.t1 > ? AND o.t1 <= ? ORDER BY o.i", &kind->members));
   if (with_opens) {
     RETURN_IF_ERROR(
@@ -157,8 +155,7 @@ Status ReadRows(const StoredWindows::State& st, size_t r, Kind<Record>& kind, St
 // Rank r's records of `kind` in window (prev, cut] by their key, into `records` and `indices`.
 template <typename Record>
 Status ReadMembers(const StoredWindows::State& st, size_t r, TimeNs prev, TimeNs cut,
-                   Kind<Record>& kind, std::vector<Record>* records,
-                   std::vector<size_t>* indices) {
+                   Kind<Record>& kind, std::vector<Record>* records, std::vector<size_t>* indices) {
   if (!kind.members) return Status::Ok();
   const TimeNs lo = SaturatingAdd(st.Local(r, prev), -st.margin());
   const TimeNs hi = SaturatingAdd(st.Local(r, cut), st.margin());
@@ -181,12 +178,12 @@ Status UpdateOpen(const StoredWindows::State& st, size_t r, TimeNs prev, TimeNs 
   const TimeNs lo = SaturatingAdd(st.Local(r, prev), -st.margin());
   const TimeNs hi = SaturatingAdd(st.Local(r, cut), st.margin());
   const TimeNs ends_after = SaturatingAdd(st.Local(r, cut), -st.margin());
-  RETURN_IF_ERROR(ReadRows(st, r, kind, *kind.opens, {lo, hi, ends_after},
-                           [&](size_t i, Record record) {
-                             const TimeNs s = kind.start(record);
-                             if (s <= prev || s > cut || kind.end(record) <= cut) return;
-                             open.emplace_back(i, std::move(record));
-                           }));
+  RETURN_IF_ERROR(
+      ReadRows(st, r, kind, *kind.opens, {lo, hi, ends_after}, [&](size_t i, Record record) {
+        const TimeNs s = kind.start(record);
+        if (s <= prev || s > cut || kind.end(record) <= cut) return;
+        open.emplace_back(i, std::move(record));
+      }));
   std::sort(open.begin(), open.end(),
             [](const auto& a, const auto& b) { return a.first < b.first; });
   return Status::Ok();
@@ -205,10 +202,9 @@ Result<std::string> MetaValue(const Connection& db, const char* key) {
   Statement q(db, "SELECT value FROM meta WHERE key = ?");
   q.Text(key);
   if (!q.Next()) {
-    return Status::Error(db.path() + " is not a rankscope session database (" +
-                         (q.status().ok() ? std::string("no meta '") + key + "'"
-                                          : q.status().message()) +
-                         ")");
+    return Status::Error(
+        db.path() + " is not a rankscope session database (" +
+        (q.status().ok() ? std::string("no meta '") + key + "'" : q.status().message()) + ")");
   }
   return q.ColumnText(0);
 }
@@ -277,15 +273,15 @@ Result<std::unique_ptr<StoredWindows>> StoredWindows::Open(const std::string& pa
   st->p2p.start = [](const P2PRecord& p) { return p.enter; };
   st->p2p.end = st->p2p.key;
   st->p2p.open.resize(n);
-  RETURN_IF_ERROR(SetUp(st->db, "p2p", store_rows::P2PColumns(st->db), "enter_ns", "exit_ns",
-                        true, &st->p2p));
+  RETURN_IF_ERROR(
+      SetUp(st->db, "p2p", store_rows::P2PColumns(st->db), "enter_ns", "exit_ns", true, &st->p2p));
   if (store_rows::HasTable(st->db, "mpi_calls")) {
     st->mpi_calls.decode = [&file](const Statement& q) {
       return store_rows::MpiCallRow(q, 1, file);
     };
     st->mpi_calls.key = [](const MpiCallRecord& m) { return m.exit; };
-    RETURN_IF_ERROR(SetUp(st->db, "mpi_calls", store_rows::MpiCallColumns(), "enter_ns",
-                          "exit_ns", false, &st->mpi_calls));
+    RETURN_IF_ERROR(SetUp(st->db, "mpi_calls", store_rows::MpiCallColumns(), "enter_ns", "exit_ns",
+                          false, &st->mpi_calls));
   }
   st->ranges.decode = [](const Statement& q) -> Result<RangeRecord> {
     return store_rows::RangeRow(q, 1);
@@ -323,9 +319,10 @@ Result<WindowPlan> StoredWindows::Plan(const WindowOptions& options) {
   std::map<uint64_t, std::set<size_t>> callers;
   std::map<uint64_t, CommUse> uses;
   std::set<size_t> with_collectives;
-  Statement counts(st.db,
-                   "SELECT rank_idx, comm_id, comm_size, op, nonblocking, COUNT(*) FROM collectives "
-                   "GROUP BY rank_idx, comm_id, comm_size, op, nonblocking");
+  Statement counts(
+      st.db,
+      "SELECT rank_idx, comm_id, comm_size, op, nonblocking, COUNT(*) FROM collectives "
+      "GROUP BY rank_idx, comm_id, comm_size, op, nonblocking");
   while (counts.Next()) {
     auto r = by_idx.find(counts.ColumnInt(0));
     if (r == by_idx.end()) continue;
@@ -395,17 +392,18 @@ Result<WindowPlan> StoredWindows::Plan(const WindowOptions& options) {
     if (!store_rows::HasTable(st.db, table)) continue;
     // gpu_activity is indexed as (t0, t1) = (end, start): its key is its start.
     const bool gpu = std::string(table) == "gpu_activity";
-    Statement span(st.db, (std::string("SELECT rank_idx, ") +
-                           (gpu ? "MIN(t1), MAX(t0)" : "MIN(t0), MAX(t1)") + " FROM temp.ord_" +
-                           table + " GROUP BY rank_idx")
-                              .c_str());
+    Statement span(
+        st.db, (std::string("SELECT rank_idx, ") + (gpu ? "MIN(t1), MAX(t0)" : "MIN(t0), MAX(t1)") +
+                " FROM temp.ord_" + table + " GROUP BY rank_idx")
+                   .c_str());
     while (span.Next()) {
       auto r = by_idx.find(span.ColumnInt(0));
       if (r == by_idx.end()) continue;
       first = std::min(first, st.Aligned(r->second, span.ColumnInt(1)));
       last = std::max(last, st.Aligned(r->second, span.ColumnInt(2)));
     }
-    if (!span.status().ok()) return Corrupt(path, std::string(table) + ": " + span.status().message());
+    if (!span.status().ok())
+      return Corrupt(path, std::string(table) + ": " + span.status().message());
   }
   if (first == kMax) first = last = 0;
   return std::move(builder).Finish(first, last);

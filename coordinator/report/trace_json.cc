@@ -681,12 +681,13 @@ void MiddleWindow(const Session& session, size_t total, size_t max_events, Trace
 }  // namespace
 
 std::optional<TraceWindow> ChooseTraceWindow(const Session& session, const SessionMatches& matches,
-                                             size_t max_events) {
+                                             size_t max_events, const RecordFacts* given_facts) {
   const size_t total = CountTraceEvents(session);
   if (max_events == 0 || total <= max_events) return std::nullopt;
   TraceWindow w;
   w.events_total = total;
-  const SessionSteps found = FindSessionSteps(session);
+  const RecordFacts gathered = given_facts ? RecordFacts{} : GatherRecordFacts(session);
+  const SessionSteps found = FindSessionSteps(session, given_facts ? *given_facts : gathered);
   std::vector<TraceStep> steps;
   for (size_t k = 0; k < found.spans.size(); ++k) {
     steps.push_back({k, found.spans[k].first, found.spans[k].second});

@@ -12,6 +12,7 @@
 #include <string_view>
 #include <vector>
 
+#include "coordinator/report/record_facts.h"
 #include "coordinator/session.h"
 #include "coordinator/session_matches.h"
 
@@ -80,8 +81,9 @@ size_t CountTraceEvents(const Session& session);
 // then as many steps evenly spaced from the first to the last as fit with them. Without step
 // ranges, or when not one of those three fits whole: the window of the run's middle that holds
 // max_events events (by start time).
+// `facts`: the session's (GatherRecordFacts when null).
 std::optional<TraceWindow> ChooseTraceWindow(const Session& session, const SessionMatches& matches,
-                                             size_t max_events);
+                                             size_t max_events, const RecordFacts* facts = nullptr);
 
 // One line for report.txt and the trace's metadata: what trace.json holds of the session, and
 // that --full-trace writes everything. Starts with "trace.json holds ".
