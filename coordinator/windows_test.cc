@@ -8,14 +8,17 @@
 #include <functional>
 #include <limits>
 #include <string>
+#include <tuple>
 
 #include "coordinator/aligner.h"
 #include "coordinator/analysis/blame.h"
 #include "coordinator/analysis/dataloader_analysis.h"
 #include "coordinator/analysis/p2p_analysis.h"
 #include "coordinator/analysis/straggler_analysis.h"
+#include "coordinator/report/record_facts.h"
 #include "coordinator/report/session_store.h"
 #include "coordinator/report/stored_windows.h"
+#include "coordinator/report/trace_json.h"
 #include "coordinator/session_matches.h"
 #include "core/comm_id.h"
 
@@ -832,6 +835,48 @@ size_t ExpectStoredLikeLoaded(const std::string& path, const Session& loaded,
     ExpectSameUploads(UploadsOf(expected, split, w), got.value(), w);
   }
   EXPECT_FALSE(stored.value()->Next(want).ok());  // no window after the last
+
+  // What the writers read of every record, and the trace's events, from the file.
+  Result<RecordFacts> facts = stored.value()->Facts();
+  EXPECT_TRUE(facts.ok()) << facts.status().message();
+  if (!facts.ok()) return 0;
+  const RecordFacts loaded_facts = GatherRecordFacts(expected);
+  EXPECT_EQ(facts->ranks.size(), loaded_facts.ranks.size());
+  for (size_t r = 0; r < std::min(facts->ranks.size(), loaded_facts.ranks.size()); ++r) {
+    const RankRecordFacts& a = loaded_facts.ranks[r];
+    const RankRecordFacts& b = facts->ranks[r];
+    EXPECT_EQ(std::tie(a.collectives, a.p2p, a.mpi_calls, a.ranges, a.marks, a.gpu),
+              std::tie(b.collectives, b.p2p, b.mpi_calls, b.ranges, b.marks, b.gpu))
+        << "rank index " << r;
+    EXPECT_EQ(a.range_time, b.range_time) << "rank index " << r;
+    EXPECT_EQ(a.steps, b.steps) << "rank index " << r;
+  }
+  std::vector<std::pair<TimeNs, TimeNs>> want_events, got_events;
+  EventsOf(expected)([&](TimeNs a, TimeNs b) { want_events.emplace_back(a, b); });
+  EXPECT_TRUE(stored.value()
+                  ->ForEachEvent([&](TimeNs a, TimeNs b) { got_events.emplace_back(a, b); })
+                  .ok());
+  std::sort(want_events.begin(), want_events.end());
+  std::sort(got_events.begin(), got_events.end());
+  EXPECT_TRUE(want_events == got_events);
+  // The trace's window chosen from them, with a budget of a third of the events.
+  const SessionMatches matches = MatchSession(expected);
+  const size_t budget = want_events.size() / 3;
+  const std::optional<TraceWindow> a = ChooseTraceWindow(expected, matches, budget);
+  const std::optional<TraceWindow> b = ChooseTraceWindow(
+      expected, matches, budget, facts.value(),
+      [&](const TraceEventFn& fn) { EXPECT_TRUE(stored.value()->ForEachEvent(fn).ok()); });
+  EXPECT_EQ(a.has_value(), b.has_value());
+  if (a && b) {
+    EXPECT_EQ(std::tie(a->start, a->end, a->events_total, a->events_kept, a->steps_total),
+              std::tie(b->start, b->end, b->events_total, b->events_kept, b->steps_total));
+    EXPECT_EQ(a->worst_step, b->worst_step);
+    EXPECT_EQ(a->steps.size(), b->steps.size());
+    for (size_t k = 0; k < std::min(a->steps.size(), b->steps.size()); ++k) {
+      EXPECT_EQ(std::tie(a->steps[k].index, a->steps[k].start, a->steps[k].end),
+                std::tie(b->steps[k].index, b->steps[k].start, b->steps[k].end));
+    }
+  }
   return stored.value()->peak_open();
 }
 

@@ -445,6 +445,74 @@ Result<std::vector<RankUpload>> StoredWindows::Next(const WindowPlan& plan) {
   return out;
 }
 
+Result<RecordFacts> StoredWindows::Facts() {
+  State& st = *state_;
+  const std::map<int64_t, size_t> by_idx = st.by_idx();
+  RecordFacts out;
+  out.ranks.resize(st.rank_idx.size());
+  const std::pair<const char*, size_t RankRecordFacts::*> tables[] = {
+      {"collectives", &RankRecordFacts::collectives},
+      {"p2p", &RankRecordFacts::p2p},
+      {"mpi_calls", &RankRecordFacts::mpi_calls},
+      {"ranges", &RankRecordFacts::ranges},
+      {"marks", &RankRecordFacts::marks},
+      {"gpu_activity", &RankRecordFacts::gpu}};
+  for (const auto& [table, count] : tables) {
+    if (!store_rows::HasTable(st.db, table)) continue;
+    Statement q(
+        st.db,
+        ("SELECT rank_idx, COUNT(*) FROM " + std::string(table) + " GROUP BY rank_idx").c_str());
+    while (q.Next()) {
+      auto r = by_idx.find(q.ColumnInt(0));
+      if (r != by_idx.end()) out.ranks[r->second].*count = static_cast<size_t>(q.ColumnInt(1));
+    }
+    if (!q.status().ok())
+      return Corrupt(st.path(), std::string(table) + ": " + q.status().message());
+  }
+  // NVTX time by name and the step ranges, each range in coordinator time.
+  Statement q(st.db, "SELECT rank_idx, name, start_ns, end_ns, depth FROM ranges ORDER BY rowid");
+  RangeRecord range;
+  while (q.Next()) {
+    auto r = by_idx.find(q.ColumnInt(0));
+    if (r == by_idx.end()) continue;
+    range.name = q.ColumnText(1);
+    range.start = st.Aligned(r->second, q.ColumnInt(2));
+    range.end = st.Aligned(r->second, q.ColumnInt(3));
+    range.depth = static_cast<uint32_t>(q.ColumnInt(4));
+    RankRecordFacts& f = out.ranks[r->second];
+    f.range_time[range.name] += std::max<DurationNs>(0, range.end - range.start);
+    if (IsStepRange(range)) f.steps.emplace_back(range.start, range.end);
+  }
+  if (!q.status().ok()) return Corrupt(st.path(), "ranges: " + q.status().message());
+  for (RankRecordFacts& f : out.ranks) {
+    std::sort(f.steps.begin(), f.steps.end());
+    if (f.steps.size() < 2) f.steps.clear();
+  }
+  return out;
+}
+
+Status StoredWindows::ForEachEvent(const TraceEventFn& fn) {
+  State& st = *state_;
+  const std::map<int64_t, size_t> by_idx = st.by_idx();
+  const std::pair<const char*, const char*> tables[] = {{"ranges", "start_ns, end_ns"},
+                                                        {"collectives", "enter_ns, exit_ns"},
+                                                        {"p2p", "enter_ns, exit_ns"},
+                                                        {"gpu_activity", "start_ns, end_ns"},
+                                                        {"marks", "time_ns, time_ns"}};
+  for (const auto& [table, times] : tables) {
+    if (!store_rows::HasTable(st.db, table)) continue;
+    Statement q(st.db, ("SELECT rank_idx, " + std::string(times) + " FROM " + table).c_str());
+    while (q.Next()) {
+      auto r = by_idx.find(q.ColumnInt(0));
+      if (r == by_idx.end()) continue;
+      fn(st.Aligned(r->second, q.ColumnInt(1)), st.Aligned(r->second, q.ColumnInt(2)));
+    }
+    if (!q.status().ok())
+      return Corrupt(st.path(), std::string(table) + ": " + q.status().message());
+  }
+  return Status::Ok();
+}
+
 size_t StoredWindows::peak_open() const { return state_->peak_open; }
 
 }  // namespace rankscope

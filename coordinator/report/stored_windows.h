@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "coordinator/report/record_facts.h"
+#include "coordinator/report/trace_json.h"
 #include "coordinator/session.h"
 #include "coordinator/windows.h"
 #include "core/status.h"
@@ -34,6 +36,14 @@ class StoredWindows {
   // The next window's uploads (windows 0, 1, ... of `plan` in turn), one per rank as
   // Session::ranks: equal to UploadsOf(session, SplitSession(session, plan), w).
   Result<std::vector<RankUpload>> Next(const WindowPlan& plan);
+
+  // What the writers read of every record (GatherRecordFacts of the loaded session), read from
+  // the file row by row.
+  Result<RecordFacts> Facts();
+
+  // (start, end) in coordinator time of every record trace.json would write, read from the file
+  // (EventsOf the loaded session's, in another order). An error is a row that cannot be read.
+  Status ForEachEvent(const TraceEventFn& fn);
 
   // The most records held at once between calls: the ones open across a cut.
   size_t peak_open() const;

@@ -585,11 +585,15 @@ size_t CountTraceEvents(const Session& session) {
   return n;
 }
 
+EachTraceEvent EventsOf(const Session& session) {
+  return [&session](const TraceEventFn& fn) { ForEachEvent(session, fn); };
+}
+
 namespace {
 
 // How many events overlap each step's span. An event in two overlapping spans counts for both,
 // so a sum over steps never undercounts what they keep together.
-std::vector<size_t> EventsPerStep(const Session& session, const std::vector<TraceStep>& steps) {
+std::vector<size_t> EventsPerStep(const EachTraceEvent& each, const std::vector<TraceStep>& steps) {
   // The steps' starts never decrease (each rank's k-th step starts before its k+1-th), but a step
   // may end before the one before it; the running maximum of the ends finds the first candidate.
   std::vector<TimeNs> starts, latest_end;
@@ -598,7 +602,7 @@ std::vector<size_t> EventsPerStep(const Session& session, const std::vector<Trac
     latest_end.push_back(latest_end.empty() ? step.end : std::max(latest_end.back(), step.end));
   }
   std::vector<size_t> events(steps.size(), 0);
-  ForEachEvent(session, [&](TimeNs start, TimeNs end) {
+  each([&](TimeNs start, TimeNs end) {
     const auto first = std::lower_bound(latest_end.begin(), latest_end.end(), start);
     const auto past = std::upper_bound(starts.begin(), starts.end(), std::max(start, end));
     for (auto k = static_cast<size_t>(first - latest_end.begin());
@@ -665,10 +669,10 @@ std::vector<size_t> SampleSteps(const std::vector<size_t>& events, std::optional
 
 // The window of the run's middle that holds max_events of the session's `total` events (by start
 // time): a steady state, past start-up and before shutdown.
-void MiddleWindow(const Session& session, size_t total, size_t max_events, TraceWindow* w) {
+void MiddleWindow(const EachTraceEvent& each, size_t total, size_t max_events, TraceWindow* w) {
   std::vector<TimeNs> starts;
   starts.reserve(total);
-  ForEachEvent(session, [&](TimeNs start, TimeNs) { starts.push_back(start); });
+  each([&](TimeNs start, TimeNs) { starts.push_back(start); });
   const size_t first = (total - max_events) / 2;
   const size_t last = first + max_events - 1;
   std::nth_element(starts.begin(), starts.begin() + static_cast<ptrdiff_t>(first), starts.end());
@@ -681,13 +685,22 @@ void MiddleWindow(const Session& session, size_t total, size_t max_events, Trace
 }  // namespace
 
 std::optional<TraceWindow> ChooseTraceWindow(const Session& session, const SessionMatches& matches,
-                                             size_t max_events, const RecordFacts* given_facts) {
-  const size_t total = CountTraceEvents(session);
+                                             size_t max_events) {
+  return ChooseTraceWindow(session, matches, max_events, GatherRecordFacts(session),
+                           EventsOf(session));
+}
+
+std::optional<TraceWindow> ChooseTraceWindow(const Session& session, const SessionMatches& matches,
+                                             size_t max_events, const RecordFacts& facts,
+                                             const EachTraceEvent& each) {
+  size_t total = 0;
+  for (const RankRecordFacts& r : facts.ranks) {
+    total += r.ranges + r.collectives + r.p2p + r.gpu + r.marks;
+  }
   if (max_events == 0 || total <= max_events) return std::nullopt;
   TraceWindow w;
   w.events_total = total;
-  const RecordFacts gathered = given_facts ? RecordFacts{} : GatherRecordFacts(session);
-  const SessionSteps found = FindSessionSteps(session, given_facts ? *given_facts : gathered);
+  const SessionSteps found = FindSessionSteps(session, facts);
   std::vector<TraceStep> steps;
   for (size_t k = 0; k < found.spans.size(); ++k) {
     steps.push_back({k, found.spans[k].first, found.spans[k].second});
@@ -695,7 +708,7 @@ std::optional<TraceWindow> ChooseTraceWindow(const Session& session, const Sessi
   w.steps_total = steps.size();
   if (!steps.empty()) {
     const std::optional<size_t> worst = MostWaitingStep(WaitPerStep(found, matches.collectives));
-    for (size_t k : SampleSteps(EventsPerStep(session, steps), worst, max_events)) {
+    for (size_t k : SampleSteps(EventsPerStep(each, steps), worst, max_events)) {
       const TraceStep& step = steps[k];
       if (w.steps.empty()) w.start = step.start;
       w.end = w.steps.empty() ? step.end : std::max(w.end, step.end);
@@ -703,9 +716,9 @@ std::optional<TraceWindow> ChooseTraceWindow(const Session& session, const Sessi
       if (k == worst) w.worst_step = k;
     }
   }
-  if (w.steps.empty()) MiddleWindow(session, total, max_events, &w);
+  if (w.steps.empty()) MiddleWindow(each, total, max_events, &w);
   const KeptSpans kept(&w);
-  ForEachEvent(session, [&](TimeNs start, TimeNs end) {
+  each([&](TimeNs start, TimeNs end) {
     if (kept.Overlaps(start, end)) ++w.events_kept;
   });
   return w;

@@ -81,9 +81,19 @@ size_t CountTraceEvents(const Session& session);
 // then as many steps evenly spaced from the first to the last as fit with them. Without step
 // ranges, or when not one of those three fits whole: the window of the run's middle that holds
 // max_events events (by start time).
-// `facts`: the session's (GatherRecordFacts when null).
 std::optional<TraceWindow> ChooseTraceWindow(const Session& session, const SessionMatches& matches,
-                                             size_t max_events, const RecordFacts* facts = nullptr);
+                                             size_t max_events);
+
+// Calls its argument with (start, end) of every record that trace.json would write (a slice or
+// an instant), in any order: a loaded session's records, or a stored one's read from its file.
+using TraceEventFn = std::function<void(TimeNs start, TimeNs end)>;
+using EachTraceEvent = std::function<void(const TraceEventFn&)>;
+EachTraceEvent EventsOf(const Session& session);
+
+// The same from the session's facts and its events, for a session whose records are not held.
+std::optional<TraceWindow> ChooseTraceWindow(const Session& session, const SessionMatches& matches,
+                                             size_t max_events, const RecordFacts& facts,
+                                             const EachTraceEvent& events);
 
 // One line for report.txt and the trace's metadata: what trace.json holds of the session, and
 // that --full-trace writes everything. Starts with "trace.json holds ".
