@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <map>
 #include <memory>
+#include <optional>
 #include <system_error>
 
 #include "coordinator/advise/advisor.h"
@@ -12,6 +14,8 @@
 #include "coordinator/collective_matcher.h"
 #include "coordinator/completeness.h"
 #include "coordinator/nccl_instances.h"
+#include "coordinator/report/report_html.h"
+#include "coordinator/report/session_store.h"
 #include "coordinator/report/session_writer.h"
 #include "coordinator/report/stored_windows.h"
 #include "coordinator/windows.h"
@@ -20,9 +24,39 @@ namespace rankscope {
 
 namespace {
 
-// Matching, analyses and writers: the part a saved session goes through again.
+// The messages whose two calls `held` holds, their record indices made positions among the
+// held calls (StoredWindows::Hold): the others were drawn by no writer.
+std::vector<P2PMessage> HeldMessages(const Session& session, const std::vector<P2PMessage>& all,
+                                     const std::vector<std::vector<size_t>>& held) {
+  std::map<int, const std::vector<size_t>*> of_rank;
+  for (size_t r = 0; r < session.ranks.size(); ++r) of_rank[session.ranks[r].id.rank] = &held[r];
+  auto position = [&](int rank, size_t record) -> std::optional<size_t> {
+    auto it = of_rank.find(rank);
+    if (it == of_rank.end()) return std::nullopt;
+    const std::vector<size_t>& indices = *it->second;
+    auto at = std::lower_bound(indices.begin(), indices.end(), record);
+    if (at == indices.end() || *at != record) return std::nullopt;
+    return static_cast<size_t>(at - indices.begin());
+  };
+  std::vector<P2PMessage> out;
+  for (const P2PMessage& m : all) {
+    const std::optional<size_t> send = position(m.sender, m.send_record);
+    const std::optional<size_t> receive = position(m.receiver, m.receive_record);
+    if (!send || !receive) continue;
+    out.push_back(m);
+    out.back().send_record = *send;
+    out.back().receive_record = *receive;
+  }
+  return out;
+}
+
+// Matching, analyses and writers: the part a saved session goes through again. With `stored`
+// (the file `aligned` was loaded from without its MPI records, read window by window), the
+// folds read their windows from it, the writers its facts, and only the records trace.json and
+// report.html show are held; session.sqlite copies the rest from it.
 Result<PipelineOutput> DiagnoseAndWrite(Session aligned, const std::string& out_dir,
                                         const AnalysisOptions& options, const OutputOptions& output,
+                                        StoredWindows* stored = nullptr,
                                         const std::string& stored_path = "") {
   // torchrun restarts: the last attempt is analysed, the earlier ones are kept beside it.
   SeparateAttempts(&aligned);
@@ -32,16 +66,12 @@ Result<PipelineOutput> DiagnoseAndWrite(Session aligned, const std::string& out_
   }
   std::optional<WindowedReading> windowed;
   SessionMatches matches;
-  if (options.by_window && !stored_path.empty()) {
-    // The folds read their windows from the file, as a session too long to hold would be read.
-    Result<std::unique_ptr<StoredWindows>> stored = StoredWindows::Open(stored_path, aligned);
-    if (!stored.ok()) return stored.status();
-    Result<WindowPlan> plan = stored.value()->Plan(*options.by_window);
+  if (stored != nullptr) {
+    Result<WindowPlan> plan = stored->Plan(options.by_window.value_or(WindowOptions{}));
     if (!plan.ok()) return plan.status();
     windowed.emplace(aligned);
     Result<SessionMatches> read = MatchWindows(
-        aligned, options, plan->size(), [&] { return stored.value()->Next(plan.value()); },
-        &*windowed);
+        aligned, options, plan->size(), [&] { return stored->Next(plan.value()); }, &*windowed);
     if (!read.ok()) return read.status();
     matches = std::move(read).value();
   } else if (options.by_window) {
@@ -63,12 +93,41 @@ Result<PipelineOutput> DiagnoseAndWrite(Session aligned, const std::string& out_
       aligned.analysis_notes.push_back(std::move(n));
     }
   }
-  const std::optional<TraceWindow> window =
-      ChooseTraceWindow(aligned, matches, output.max_trace_events);
+  RecordFacts facts;
+  std::optional<TraceWindow> window;
+  SaveOptions save;
+  if (stored != nullptr) {
+    Result<RecordFacts> read = stored->Facts();
+    if (!read.ok()) return read.status();
+    facts = std::move(read).value();
+    Status events_read;
+    window = ChooseTraceWindow(aligned, matches, output.max_trace_events, facts,
+                               [&](const TraceEventFn& fn) {
+                                 if (events_read.ok()) events_read = stored->ForEachEvent(fn);
+                               });
+    if (!events_read.ok()) return events_read;
+    // What the writers draw: the trace's window (everything when it has none) and the page's
+    // timeline.
+    std::optional<StoredWindows::Spans> spans;
+    if (window) {
+      spans = KeptIntervals(*window);
+      if (auto timeline = TimelineSpan(aligned, facts, matches.collectives)) {
+        spans->push_back(*timeline);
+        *spans = MergeIntervals(std::move(*spans));
+      }
+    }
+    std::vector<std::vector<size_t>> held_p2p;
+    if (Status s = stored->Hold(spans, &aligned, &held_p2p); !s.ok()) return s;
+    matches.messages = HeldMessages(aligned, matches.messages, held_p2p);
+    save.records_from = stored_path;
+  } else {
+    facts = GatherRecordFacts(aligned);
+    window = ChooseTraceWindow(aligned, matches, output.max_trace_events, facts, EventsOf(aligned));
+  }
   if (window) aligned.analysis_notes.push_back(DescribeTraceWindow(*window));
   PipelineOutput out;
   if (Status s = WriteSessionFolder(out_dir, aligned, matches, findings, &out.report_text,
-                                    &out.report_text_color, window, &blame);
+                                    &out.report_text_color, window, &blame, &facts, save);
       !s.ok()) {
     if (out.report_text.empty()) return s;  // no folder at all
     out.write_error = s.message();
@@ -81,8 +140,7 @@ Result<PipelineOutput> DiagnoseAndWrite(Session aligned, const std::string& out_
 
 Result<PipelineOutput> ReanalyzeAndWrite(Session stored, const std::string& out_dir,
                                          const AnalysisOptions& options,
-                                         const OutputOptions& output,
-                                         const std::string& stored_path) {
+                                         const OutputOptions& output) {
   SeparateAttempts(&stored);
   if (!stored.aligned) {
     AssessCompleteness(&stored);
@@ -91,7 +149,32 @@ Result<PipelineOutput> ReanalyzeAndWrite(Session stored, const std::string& out_
   // Notes of an earlier trace window are the writer's, not the session's: recomputed below.
   std::erase_if(stored.analysis_notes,
                 [](const std::string& n) { return n.rfind("trace.json holds ", 0) == 0; });
-  return DiagnoseAndWrite(std::move(stored), out_dir, options, output, stored_path);
+  return DiagnoseAndWrite(std::move(stored), out_dir, options, output);
+}
+
+Result<PipelineOutput> ReanalyzeStored(const std::string& path, const std::string& out_dir,
+                                       const AnalysisOptions& options,
+                                       const OutputOptions& output) {
+  Result<int> version = SessionSchemaVersion(path);
+  if (!version.ok()) return version.status();
+  if (version.value() != kSessionStoreSchemaVersion) {  // older layouts are read whole
+    Result<Session> whole = LoadSession(path);
+    if (!whole.ok()) return whole.status();
+    return ReanalyzeAndWrite(std::move(whole).value(), out_dir, options, output);
+  }
+  Result<Session> loaded = LoadSession(path, {.mpi_records = false});
+  if (!loaded.ok()) return loaded.status();
+  Session session = std::move(loaded).value();
+  SeparateAttempts(&session);
+  if (!session.aligned) {
+    AssessCompleteness(&session);
+    session = AlignSession(std::move(session));
+  }
+  std::erase_if(session.analysis_notes,
+                [](const std::string& n) { return n.rfind("trace.json holds ", 0) == 0; });
+  Result<std::unique_ptr<StoredWindows>> stored = StoredWindows::Open(path, session);
+  if (!stored.ok()) return stored.status();
+  return DiagnoseAndWrite(std::move(session), out_dir, options, output, stored->get(), path);
 }
 
 Result<PipelineOutput> AnalyzeAndWrite(Session raw, const std::string& out_dir,

@@ -35,11 +35,18 @@ Result<PipelineOutput> AnalyzeAndWrite(Session raw, const std::string& out_dir,
 // The same for a session loaded from a session folder (LoadSession): already aligned and with its
 // NCCL collectives joined, so only matching, the analyses (with `options`) and the writers run
 // again. out_dir may be the folder it came from (every file is replaced atomically).
-// `stored_path`: the session.sqlite it was loaded from, if any; with options.by_window the
-// analyses that fold read their windows from it (StoredWindows) rather than from `stored`.
 Result<PipelineOutput> ReanalyzeAndWrite(Session stored, const std::string& out_dir,
                                          const AnalysisOptions& options,
-                                         const OutputOptions& output = OutputOptions{},
-                                         const std::string& stored_path = "");
+                                         const OutputOptions& output = OutputOptions{});
+
+// The same for the session.sqlite at `path`, read window by window without holding its records
+// (docs/design.md, "Cost bounded by the window"): the analyses that fold read each window from
+// the file (StoredWindows, with options.by_window's windows, else the default ones), the writers
+// its facts and the records they draw, and the new session.sqlite copies the records from it.
+// A file of an older schema version is loaded whole (ReanalyzeAndWrite). out_dir may be the
+// folder it is in.
+Result<PipelineOutput> ReanalyzeStored(const std::string& path, const std::string& out_dir,
+                                       const AnalysisOptions& options,
+                                       const OutputOptions& output = OutputOptions{});
 
 }  // namespace rankscope

@@ -940,3 +940,45 @@ TEST(StoredWindows, AFileThatIsNoSessionIsAnErrorNamingIt) {
 
 }  // namespace
 }  // namespace rankscope
+
+namespace rankscope {
+namespace {
+
+// A session loaded without its MPI records and saved with them copied from its file is the
+// session saved whole: every record, in each rank's order.
+TEST(SaveSession, RecordsCopiedFromTheFileAreTheLoadedOnes) {
+  const std::string from =
+      std::string(RANKSCOPE_FIXTURES_DIR) + "/cpu2-real-apps/hpcc-freeze-r0/session.sqlite";
+  const std::string path = ::testing::TempDir() + "/copied_records.sqlite";
+  Result<Session> bare = LoadSession(from, {.mpi_records = false});
+  ASSERT_TRUE(bare.ok()) << bare.status().message();
+  for (const RankData& r : bare->ranks) {
+    EXPECT_TRUE(r.collectives.empty() && r.p2p.empty() && r.ranges.empty());
+  }
+  ASSERT_TRUE(SaveSession(path, bare.value(), {}, {.records_from = from}).ok());
+  Result<Session> want = LoadSession(from);
+  Result<Session> got = LoadSession(path);
+  ASSERT_TRUE(want.ok() && got.ok());
+  ASSERT_EQ(want->ranks.size(), got->ranks.size());
+  for (size_t r = 0; r < want->ranks.size(); ++r) {
+    const RankData& a = want->ranks[r];
+    const RankData& b = got->ranks[r];
+    EXPECT_GT(a.collectives.size() + a.p2p.size(), 0u);
+    EXPECT_TRUE(a.collectives == b.collectives) << r;
+    EXPECT_TRUE(a.p2p == b.p2p) << r;
+    EXPECT_TRUE(a.mpi_calls == b.mpi_calls) << r;
+    EXPECT_TRUE(a.ranges == b.ranges) << r;
+    EXPECT_TRUE(a.gpu == b.gpu) << r;
+    EXPECT_EQ(a.clock_samples.size(), b.clock_samples.size()) << r;
+  }
+  // A file of another schema version is refused, not half copied.
+  const std::string old =
+      std::string(RANKSCOPE_FIXTURES_DIR) + "/h200x2-torchrun-sessions/clean.sqlite";
+  Status refused = SaveSession(path, bare.value(), {}, {.records_from = old});
+  EXPECT_FALSE(refused.ok());
+  EXPECT_NE(refused.message().find(old), std::string::npos) << refused.message();
+  std::remove(path.c_str());
+}
+
+}  // namespace
+}  // namespace rankscope

@@ -42,7 +42,11 @@ int RunReport(const ReportOptions& options) {
     return 2;
   }
   const std::string stored_path = rebuild ? "" : options.session_dir + "/session.sqlite";
-  Result<Session> session = rebuild ? FromSpools(options.spools) : LoadSession(stored_path);
+  // Read window by window (--by-window-ms): nothing but the session's outline is loaded here.
+  const bool by_window = !rebuild && options.analysis.by_window.has_value();
+  Result<Session> session = rebuild     ? FromSpools(options.spools)
+                            : by_window ? LoadSession(stored_path, {.mpi_records = false})
+                                        : LoadSession(stored_path);
   if (!session.ok()) {
     std::fprintf(stderr, "rankscope report: %s\n", session.status().message().c_str());
     return 1;
@@ -52,8 +56,9 @@ int RunReport(const ReportOptions& options) {
   const OutputOptions output{options.full_trace ? 0 : kDefaultMaxTraceEvents};
   Result<PipelineOutput> out =
       rebuild ? AnalyzeAndWrite(std::move(session).value(), out_dir, options.analysis, output)
-              : ReanalyzeAndWrite(std::move(session).value(), out_dir, options.analysis, output,
-                                  stored_path);
+      : by_window
+          ? ReanalyzeStored(stored_path, out_dir, options.analysis, output)
+          : ReanalyzeAndWrite(std::move(session).value(), out_dir, options.analysis, output);
   if (!out.ok()) {
     std::fprintf(stderr, "rankscope report: could not write %s: %s\n", out_dir.c_str(),
                  out.status().message().c_str());

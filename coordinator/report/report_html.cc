@@ -575,8 +575,10 @@ std::string TimelineSvg(const std::vector<TimelineRow>& rows, TimeNs from, TimeN
 // kMaxTimelineRanks ranks, the latest arrivals (up to a quarter of the rows) and then the ranks
 // that waited longest in that step's calls are drawn.
 // Empty without step ranges or without any wait in a step.
+// *drawn (when not null): the span the timeline covers, when there is one.
 std::string WorstStepTimeline(const Session& session, const RecordFacts& facts,
-                              const std::vector<CollectiveInstance>& instances) {
+                              const std::vector<CollectiveInstance>& instances,
+                              std::pair<TimeNs, TimeNs>* drawn = nullptr) {
   constexpr size_t kMaxTimelineRanks = 64;
   const SessionSteps steps = FindSessionSteps(session, facts);
   const size_t most = steps.spans.size();
@@ -649,6 +651,7 @@ std::string WorstStepTimeline(const Session& session, const RecordFacts& facts,
            Num(static_cast<int64_t>(left_out)) + " other ranks are left out.</p>\n";
   }
   to += (to - from) / 50;
+  if (drawn != nullptr) *drawn = {from, to};
   return out + TimelineSvg(rows, from, to, "worst step timeline") + "</section>\n";
 }
 
@@ -657,7 +660,8 @@ std::string WorstStepTimeline(const Session& session, const RecordFacts& facts,
 // instance of its communicator (or a window as long as the longest wait before it) to its last
 // exit. Empty when there is no complete instance with waiting.
 std::string WorstInstanceTimeline(const Session& session,
-                                  const std::vector<CollectiveInstance>& instances) {
+                                  const std::vector<CollectiveInstance>& instances,
+                                  std::pair<TimeNs, TimeNs>* drawn = nullptr) {
   const CollectiveInstance* worst = nullptr;
   DurationNs worst_wait = 0;
   size_t worst_index = 0;
@@ -702,6 +706,7 @@ std::string WorstInstanceTimeline(const Session& session,
     break;
   }
   const TimeNs to = last_exit + (last_exit - from) / 50;
+  if (drawn != nullptr) *drawn = {from, to};
   return "<section id=\"worst\"><h2>The instance with the most waiting</h2>\n<p class=\"meta\">" +
          HtmlEscape(std::string(CollectiveOpName(worst->op))) + " seq " +
          Num(static_cast<int64_t>(worst->seq)) + ": the ranks waited " +
@@ -960,6 +965,15 @@ std::string GpuSection(const Session& session, const GpuReport& gpu) {
 }
 
 }  // namespace
+
+std::optional<std::pair<TimeNs, TimeNs>> TimelineSpan(
+    const Session& session, const RecordFacts& facts,
+    const std::vector<CollectiveInstance>& instances) {
+  std::pair<TimeNs, TimeNs> span;
+  if (!WorstStepTimeline(session, facts, instances, &span).empty()) return span;
+  if (!WorstInstanceTimeline(session, instances, &span).empty()) return span;
+  return std::nullopt;
+}
 
 std::string BuildReportHtml(const Session& session,
                             const std::vector<CollectiveInstance>& instances,

@@ -2,7 +2,9 @@
 // no scripts, no network), for a browser or a CI artifact viewer.
 #pragma once
 
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "coordinator/analysis/blame.h"
@@ -31,5 +33,11 @@ std::string BuildReportHtml(const Session& session,
                             const std::vector<CollectiveInstance>& instances,
                             const std::vector<Finding>& findings, const GpuReport& gpu,
                             const BlameModel* blame = nullptr, const RecordFacts* facts = nullptr);
+
+// The span of the run report.html's timeline draws (the worst step's, else the worst
+// instance's), whose records the page reads; nullopt when it draws none.
+std::optional<std::pair<TimeNs, TimeNs>> TimelineSpan(
+    const Session& session, const RecordFacts& facts,
+    const std::vector<CollectiveInstance>& instances);
 
 }  // namespace rankscope

@@ -113,7 +113,13 @@ Status WriteMeta(const Connection& db, const Session& s) {
   return put("aligned", s.aligned ? "1" : "0");
 }
 
-Status WriteRanks(const Connection& db, const Session& s) {
+// Stand-ins for a rank's MPI records when they are copied from another file instead.
+const std::vector<CollectiveRecord> kNoCollectives;
+const std::vector<P2PRecord> kNoP2P;
+const std::vector<MpiCallRecord> kNoMpiCalls;
+const std::vector<RangeRecord> kNoRanges;
+
+Status WriteRanks(const Connection& db, const Session& s, bool mpi_records) {
   Statement rank_row(db,
                      "INSERT INTO ranks VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
                      "?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
@@ -160,24 +166,24 @@ Status WriteRanks(const Connection& db, const Session& s) {
     for (const ClockSample& x : r.clock_samples) {
       RETURN_IF_ERROR(sample.Int(idx).Int(x.t1).Int(x.t2).Int(x.t3).Int(x.t4).Run());
     }
-    for (const CollectiveRecord& x : r.collectives) {
+    for (const CollectiveRecord& x : mpi_records ? r.collectives : kNoCollectives) {
       collective.Int(idx).Int(x.comm_id).Int(x.seq).Int(static_cast<int>(x.op));
       collective.Text(std::string(CollectiveOpName(x.op))).Int(x.nonblocking ? 1 : 0);
       collective.Int(x.root).Int(x.comm_size).Int(x.comm_rank).Int(x.bytes).Int(x.enter);
       collective.Int(x.exit).Int(x.tid).Int(static_cast<int>(x.source));
       RETURN_IF_ERROR(collective.Int(x.launched).Run());
     }
-    for (const P2PRecord& x : r.p2p) {
+    for (const P2PRecord& x : mpi_records ? r.p2p : kNoP2P) {
       p2p.Int(idx).Int(static_cast<int>(x.kind)).Int(static_cast<int>(x.completed)).Int(x.peer);
       p2p.Int(x.tag).Int(x.comm_id).Int(x.bytes).Int(x.enter).Int(x.exit).Int(x.tid);
       RETURN_IF_ERROR(p2p.Int(x.world_peer).Int(x.spin_start).Run());
     }
-    for (const MpiCallRecord& x : r.mpi_calls) {
+    for (const MpiCallRecord& x : mpi_records ? r.mpi_calls : kNoMpiCalls) {
       mpi_call.Int(idx).Int(static_cast<int>(x.call)).Text(std::string(MpiCallName(x.call)));
       mpi_call.Int(x.comm_id).Int(x.peer).Int(x.bytes).Int(x.enter).Int(x.exit);
       RETURN_IF_ERROR(mpi_call.Int(x.tid).Run());
     }
-    for (const RangeRecord& x : r.ranges) {
+    for (const RangeRecord& x : mpi_records ? r.ranges : kNoRanges) {
       range.Int(idx).Text(x.domain).Text(x.name).Int(x.start).Int(x.end).Int(x.tid);
       RETURN_IF_ERROR(range.Int(x.depth).Run());
     }
@@ -253,19 +259,70 @@ Status WriteFindings(const Connection& db, const std::vector<Finding>& findings)
   return insert.status();
 }
 
+// The MPI records and ranges of `from` (a session database of this schema version) into `db`,
+// each row to the rank of the same rank and restart count among `s`'s, in the source's order.
+Status CopyRecords(Connection& db, const Session& s, const std::string& from) {
+  Statement attach(db, "ATTACH DATABASE ? AS src");
+  attach.Text(from);
+  RETURN_IF_ERROR(attach.Run());
+  {
+    Statement version(db, "SELECT value FROM src.meta WHERE key = 'schema_version'");
+    if (!version.Next() || version.ColumnText(0) != std::to_string(kSessionStoreSchemaVersion)) {
+      return Status::Error(from + " is not a session database of schema version " +
+                           std::to_string(kSessionStoreSchemaVersion));
+    }
+  }
+  RETURN_IF_ERROR(db.Exec("CREATE TEMP TABLE idx_map (old INTEGER PRIMARY KEY, new INTEGER)"));
+  std::map<std::pair<int, int>, int64_t> new_idx;  // (restart count, rank) -> ranks.idx here
+  int64_t idx = 0;
+  for (const RankData& r : s.ranks) new_idx[{r.id.restart_count, r.id.rank}] = idx++;
+  for (const RankData& r : s.earlier_attempts) new_idx[{r.id.restart_count, r.id.rank}] = idx++;
+  {
+    Statement ranks(db, "SELECT idx, rank, restart_count FROM src.ranks");
+    Statement map(db, "INSERT INTO temp.idx_map VALUES (?, ?)");
+    while (ranks.Next()) {
+      auto it = new_idx.find(
+          {static_cast<int>(ranks.ColumnInt(2)), static_cast<int>(ranks.ColumnInt(1))});
+      if (it != new_idx.end()) RETURN_IF_ERROR(map.Int(ranks.ColumnInt(0)).Int(it->second).Run());
+    }
+    RETURN_IF_ERROR(ranks.status());
+  }
+  for (const char* table : {"collectives", "p2p", "mpi_calls", "ranges"}) {
+    std::string columns, selected;
+    {
+      Statement info(db, "SELECT name FROM pragma_table_info(?) WHERE name != 'rank_idx'");
+      info.Text(table);
+      while (info.Next()) {
+        columns += ", " + info.ColumnText(0);
+        selected += ", s." + info.ColumnText(0);
+      }
+      RETURN_IF_ERROR(info.status());
+    }
+    const std::string copy = std::string("INSERT INTO main.") + table + " (rank_idx" + columns +
+                             ") SELECT m.new" + selected + " FROM src." + table +
+                             " s JOIN temp.idx_map m ON m.old = s.rank_idx ORDER BY s.rowid";
+    RETURN_IF_ERROR(db.Exec(copy.c_str()));
+  }
+  return Status::Ok();
+}
+
 Status WriteDatabase(const std::string& path, const Session& session,
-                     const std::vector<Finding>& findings) {
+                     const std::vector<Finding>& findings, const SaveOptions& options) {
   Connection db(path);
   RETURN_IF_ERROR(db.Open(SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE));
   // The file is private until renamed: no journal is needed (a failure discards the file), and
   // no sync either, as for the other session files (see WriteFileAtomically).
   RETURN_IF_ERROR(db.Exec("PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF;"));
   RETURN_IF_ERROR(db.Exec(kSchema));
+  const bool copy = !options.records_from.empty();
   RETURN_IF_ERROR(db.Exec("BEGIN"));
   RETURN_IF_ERROR(WriteMeta(db, session));
-  RETURN_IF_ERROR(WriteRanks(db, session));
+  RETURN_IF_ERROR(WriteRanks(db, session, /*mpi_records=*/!copy));
   RETURN_IF_ERROR(WriteFindings(db, findings));
   RETURN_IF_ERROR(db.Exec("COMMIT"));
+  if (copy) {  // ATTACH is refused inside a transaction
+    RETURN_IF_ERROR(CopyRecords(db, session, options.records_from));
+  }
   return db.Close();
 }
 
@@ -540,14 +597,17 @@ Status ReadMpiCalls(const Connection& db, Session* s) {
       [](RankData& r, const MpiCallRecord& m) { r.mpi_calls.push_back(m); });
 }
 
-Status ReadRangesAndMarks(const Connection& db, Session* s) {
-  RETURN_IF_ERROR(ReadRecords(
+Status ReadRanges(const Connection& db, Session* s) {
+  return ReadRecords(
       db, s, "ranges",
       ("SELECT rank_idx, " + store_rows::RangeColumns() + " FROM ranges ORDER BY rowid").c_str(),
       [](const Statement& q, RankData& r) {
         r.ranges.push_back(store_rows::RangeRow(q, 1));
         return Status::Ok();
-      }));
+      });
+}
+
+Status ReadMarks(const Connection& db, Session* s) {
   return ReadRecords(db, s, "marks",
                      "SELECT rank_idx, domain, name, time_ns, tid FROM marks ORDER BY rowid",
                      [](const Statement& q, RankData& r) {
@@ -668,12 +728,15 @@ Status ReadMainThread(const Connection& db, Session* s) {
                      });
 }
 
-Status ReadAllRecords(const Connection& db, Session* s, int version) {
+Status ReadAllRecords(const Connection& db, Session* s, int version, bool mpi_records) {
   RETURN_IF_ERROR(ReadClockSamples(db, s));
-  RETURN_IF_ERROR(ReadCollectives(db, s, version));
-  RETURN_IF_ERROR(ReadP2P(db, s));
-  RETURN_IF_ERROR(ReadMpiCalls(db, s));
-  RETURN_IF_ERROR(ReadRangesAndMarks(db, s));
+  if (mpi_records) {
+    RETURN_IF_ERROR(ReadCollectives(db, s, version));
+    RETURN_IF_ERROR(ReadP2P(db, s));
+    RETURN_IF_ERROR(ReadMpiCalls(db, s));
+    RETURN_IF_ERROR(ReadRanges(db, s));
+  }
+  RETURN_IF_ERROR(ReadMarks(db, s));
   RETURN_IF_ERROR(ReadRankGpu(db, s, version));
   RETURN_IF_ERROR(ReadRankProc(db, s, version));
   RETURN_IF_ERROR(ReadMainThread(db, s));
@@ -683,10 +746,10 @@ Status ReadAllRecords(const Connection& db, Session* s, int version) {
 }  // namespace
 
 Status SaveSession(const std::string& path, const Session& session,
-                   const std::vector<Finding>& findings) {
+                   const std::vector<Finding>& findings, const SaveOptions& options) {
   const std::string temp = path + ".tmp." + std::to_string(::getpid());
   std::remove(temp.c_str());  // a leftover from a crashed run of this same pid
-  Status status = WriteDatabase(temp, session, findings);
+  Status status = WriteDatabase(temp, session, findings, options);
   if (status.ok() && std::rename(temp.c_str(), path.c_str()) != 0) {
     status = Status::Error("rename from " + temp + " failed: " + std::strerror(errno));
   }
@@ -695,7 +758,14 @@ Status SaveSession(const std::string& path, const Session& session,
   return Status::Error("cannot write session database " + path + ": " + status.message());
 }
 
-Result<Session> LoadSession(const std::string& path) {
+Result<int> SessionSchemaVersion(const std::string& path) {
+  Connection db(path);
+  std::map<std::string, std::optional<std::string>> meta;
+  RETURN_IF_ERROR(OpenForReading(db, meta));
+  return std::stoi(*meta["schema_version"]);
+}
+
+Result<Session> LoadSession(const std::string& path, const LoadOptions& options) {
   Connection db(path);
   std::map<std::string, std::optional<std::string>> meta;
   RETURN_IF_ERROR(OpenForReading(db, meta));
@@ -703,7 +773,7 @@ Result<Session> LoadSession(const std::string& path) {
   RETURN_IF_ERROR(ReadMeta(path, meta, &session));
   const int version = std::stoi(*meta["schema_version"]);
   RETURN_IF_ERROR(ReadRanks(db, version, &session));
-  RETURN_IF_ERROR(ReadAllRecords(db, &session, version));
+  RETURN_IF_ERROR(ReadAllRecords(db, &session, version, options.mpi_records));
   // Version 1 has no source column: records joined from NCCL are recognised by their
   // communicator key, which is a hash of an NCCL comm id this rank's log printed.
   for (RankData& r : session.ranks) {

@@ -35,13 +35,28 @@ inline constexpr int kOldestReadableSchemaVersion = 1;
 // with prepared statements: a million records take a few seconds. The error names the file.
 // Strings stored as JSON (command, program, notices, findings) must be UTF-8; invalid bytes
 // there come back as U+FFFD. Everything else comes back byte for byte.
+struct SaveOptions {
+  // When set: the MPI records and ranges (tables collectives, p2p, mpi_calls, ranges) are copied
+  // from this session database of the current schema version, each row to its rank by rank and
+  // restart count, and the session's own vectors of those kinds, which may hold only a part of
+  // them (a session read window by window), are not written. Memory stays flat: SQLite copies.
+  std::string records_from;
+};
 Status SaveSession(const std::string& path, const Session& session,
-                   const std::vector<Finding>& findings);
+                   const std::vector<Finding>& findings, const SaveOptions& options = {});
 
 // Reads back what SaveSession wrote: LoadSession(p) equals the saved session field by field.
 // Fails with a message naming the file when it is missing, is not a rankscope session database
 // (another SQLite file, or no SQLite file at all), has another schema version, or is corrupt.
-Result<Session> LoadSession(const std::string& path);
+struct LoadOptions {
+  // False: the MPI records and ranges (collectives, p2p, mpi_calls, ranges) are left in the file,
+  // for a reader that takes them window by window (StoredWindows).
+  bool mpi_records = true;
+};
+Result<Session> LoadSession(const std::string& path, const LoadOptions& options = {});
+
+// The schema version of a session database, or an error naming the file.
+Result<int> SessionSchemaVersion(const std::string& path);
 
 // The findings saved with the session, in the order they were given to SaveSession.
 Result<std::vector<Finding>> LoadFindings(const std::string& path);

@@ -140,7 +140,7 @@ Status WriteSessionFolder(const std::string& dir, const Session& session,
                           const SessionMatches& matches, const std::vector<Finding>& findings,
                           std::string* report_text_out, std::string* report_text_color_out,
                           const std::optional<TraceWindow>& trace_window, const BlameModel* blame,
-                          const RecordFacts* given_facts) {
+                          const RecordFacts* given_facts, const SaveOptions& save_options) {
   const RecordFacts gathered = given_facts ? RecordFacts{} : GatherRecordFacts(session);
   const RecordFacts& facts = given_facts ? *given_facts : gathered;
   std::error_code ec;
@@ -150,7 +150,9 @@ Status WriteSessionFolder(const std::string& dir, const Session& session,
 
   // The database on a second thread: it and trace.json are the two slow writers, and both only
   // read the session. Without a thread to spare, one after the other.
-  auto save = [&] { return SaveSession((folder / "session.sqlite").string(), session, findings); };
+  auto save = [&] {
+    return SaveSession((folder / "session.sqlite").string(), session, findings, save_options);
+  };
   std::future<Status> saved;
   try {
     saved = std::async(std::launch::async, save);

@@ -9,6 +9,7 @@
 
 #include "coordinator/analysis/blame.h"
 #include "coordinator/findings.h"
+#include "coordinator/report/session_store.h"
 #include "coordinator/report/trace_json.h"
 #include "coordinator/session.h"
 #include "coordinator/session_matches.h"
@@ -32,7 +33,8 @@ Status WriteSessionFolder(const std::string& dir, const Session& session,
                           std::string* report_text_out,
                           std::string* report_text_color_out = nullptr,
                           const std::optional<TraceWindow>& trace_window = std::nullopt,
-                          const BlameModel* blame = nullptr, const RecordFacts* facts = nullptr);
+                          const BlameModel* blame = nullptr, const RecordFacts* facts = nullptr,
+                          const SaveOptions& save = {});
 
 // Publishes `content` as `path` atomically: a temporary file beside it, then a rename, so a reader
 // (a person, node_exporter) never sees a half-written file. No fsync: these files are written

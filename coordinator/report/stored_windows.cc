@@ -38,6 +38,7 @@ struct Kind {
   std::string table;
   std::unique_ptr<Statement> members;  // rows of a rank whose key time is in a local interval
   std::unique_ptr<Statement> opens;    // rows begun in an interval and ending after its end
+  std::unique_ptr<Statement> all;      // every row of a rank, in its order
   std::function<Result<Record>(const Statement&)> decode;  // columns from 1 on
   std::function<TimeNs(const Record&)> key;         // the time that puts it in a window: its end
   std::function<TimeNs(const Record&)> start, end;  // for those open at a cut
@@ -127,6 +128,7 @@ Status SetUp(Connection& db, const std::string& table, const std::string& column
                              table + " ON main." + table +
                              ".rowid = o.rid WHERE o.rank_idx = ? AND ";
   RETURN_IF_ERROR(Prepare(db, select + "o.t1 > ? AND o.t1 <= ? ORDER BY o.i", &kind->members));
+  RETURN_IF_ERROR(Prepare(db, select + "1 ORDER BY o.i", &kind->all));
   if (with_opens) {
     RETURN_IF_ERROR(
         Prepare(db, select + "o.t0 > ? AND o.t0 <= ? AND o.t1 > ? ORDER BY o.i", &kind->opens));
@@ -253,7 +255,8 @@ Result<std::unique_ptr<StoredWindows>> StoredWindows::Open(const std::string& pa
   }
 
   // Temporary tables in a file, and a bounded page cache: memory does not grow with the file.
-  RETURN_IF_ERROR(st->db.Exec("PRAGMA temp_store = FILE; PRAGMA cache_size = -16384;"));
+  RETURN_IF_ERROR(st->db.Exec(
+      "PRAGMA temp_store = FILE; PRAGMA cache_size = -4096; PRAGMA temp.cache_size = -4096;"));
   const std::string& file = st->path();
   const size_t n = session.ranks.size();
   st->collectives.decode = [&file](const Statement& q) {
@@ -509,6 +512,50 @@ Status StoredWindows::ForEachEvent(const TraceEventFn& fn) {
     }
     if (!q.status().ok())
       return Corrupt(st.path(), std::string(table) + ": " + q.status().message());
+  }
+  return Status::Ok();
+}
+
+namespace {
+
+// Rank r's records of `kind` overlapping `spans` (all of them without), in its order.
+template <typename Record>
+Status HoldKind(const StoredWindows::State& st, size_t r,
+                const std::optional<StoredWindows::Spans>& spans, Kind<Record>& kind,
+                std::vector<Record>* records, std::vector<size_t>* indices) {
+  if (!kind.all) return Status::Ok();
+  return ReadRows(st, r, kind, *kind.all, {}, [&](size_t i, Record record) {
+    if (spans) {
+      const TimeNs start = kind.start(record);
+      const TimeNs end = std::max(start, kind.end(record));
+      auto it = std::lower_bound(spans->begin(), spans->end(), start,
+                                 [](const auto& span, TimeNs t) { return span.second < t; });
+      if (it == spans->end() || it->first > end) return;
+    }
+    records->push_back(std::move(record));
+    if (indices != nullptr) indices->push_back(i);
+  });
+}
+
+}  // namespace
+
+Status StoredWindows::Hold(const std::optional<Spans>& spans, Session* session,
+                           std::vector<std::vector<size_t>>* p2p_index) {
+  State& st = *state_;
+  if (session->ranks.size() != st.rank_idx.size()) {
+    return Status::Error("session database " + st.path() + ": the session to fill has " +
+                         std::to_string(session->ranks.size()) + " ranks, the reader " +
+                         std::to_string(st.rank_idx.size()));
+  }
+  p2p_index->assign(st.rank_idx.size(), {});
+  for (size_t r = 0; r < st.rank_idx.size(); ++r) {
+    RankData& rank = session->ranks[r];
+    rank.collectives.clear();
+    rank.p2p.clear();
+    rank.ranges.clear();
+    RETURN_IF_ERROR(HoldKind(st, r, spans, st.collectives, &rank.collectives, nullptr));
+    RETURN_IF_ERROR(HoldKind(st, r, spans, st.p2p, &rank.p2p, &(*p2p_index)[r]));
+    RETURN_IF_ERROR(HoldKind(st, r, spans, st.ranges, &rank.ranges, nullptr));
   }
   return Status::Ok();
 }

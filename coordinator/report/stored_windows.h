@@ -8,7 +8,9 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "coordinator/report/record_facts.h"
@@ -44,6 +46,16 @@ class StoredWindows {
   // (start, end) in coordinator time of every record trace.json would write, read from the file
   // (EventsOf the loaded session's, in another order). An error is a row that cannot be read.
   Status ForEachEvent(const TraceEventFn& fn);
+
+  // Fills each rank of `session` (the one given to Open) with its collectives, point-to-point
+  // calls and ranges that overlap one of `spans` (disjoint, in order: a record starting at or
+  // before a span's end and ending at or after its start), every one when `spans` is nullopt, in
+  // the rank's order: what the writers read of a session whose records are not all held
+  // (trace.json's window, report.html's timeline). (*p2p_index)[r]: the index of each held
+  // point-to-point call among rank r's, to find the calls that messages name.
+  using Spans = std::vector<std::pair<TimeNs, TimeNs>>;
+  Status Hold(const std::optional<Spans>& spans, Session* session,
+              std::vector<std::vector<size_t>>* p2p_index);
 
   // The most records held at once between calls: the ones open across a cut.
   size_t peak_open() const;

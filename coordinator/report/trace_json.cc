@@ -141,13 +141,7 @@ class KeptSpans {
   explicit KeptSpans(const TraceWindow* window) {
     if (window == nullptr) return;
     all_ = false;
-    if (window->steps.empty()) {
-      spans_.emplace_back(window->start, window->end);
-      return;
-    }
-    Intervals steps;
-    for (const TraceStep& step : window->steps) steps.emplace_back(step.start, step.end);
-    spans_ = MergeIntervals(std::move(steps));
+    spans_ = KeptIntervals(*window);
   }
 
   bool Overlaps(TimeNs start, TimeNs end) const {
@@ -577,6 +571,13 @@ bool StreamChromeTrace(const Session& session, const SessionMatches& matches,
   TraceBuilder builder(session, &out, window);
   builder.SpillTo(sink, kPiece);
   return builder.Build(matches);
+}
+
+std::vector<std::pair<TimeNs, TimeNs>> KeptIntervals(const TraceWindow& window) {
+  if (window.steps.empty()) return {{window.start, window.end}};
+  Intervals steps;
+  for (const TraceStep& step : window.steps) steps.emplace_back(step.start, step.end);
+  return MergeIntervals(std::move(steps));
 }
 
 size_t CountTraceEvents(const Session& session) {

@@ -95,6 +95,11 @@ std::optional<TraceWindow> ChooseTraceWindow(const Session& session, const Sessi
                                              size_t max_events, const RecordFacts& facts,
                                              const EachTraceEvent& events);
 
+// What a window keeps, as disjoint time intervals in order: a record overlapping one of them
+// (its start at or before the interval's end, its end at or after the interval's start) is
+// written.
+std::vector<std::pair<TimeNs, TimeNs>> KeptIntervals(const TraceWindow& window);
+
 // One line for report.txt and the trace's metadata: what trace.json holds of the session, and
 // that --full-trace writes everything. Starts with "trace.json holds ".
 std::string DescribeTraceWindow(const TraceWindow& window);
