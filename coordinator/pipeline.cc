@@ -136,19 +136,25 @@ Result<PipelineOutput> DiagnoseAndWrite(Session aligned, const std::string& out_
   return out;
 }
 
+// A saved session made ready to be analysed again: the last attempt apart, aligned (a session
+// rebuilt from spools is not), and without the notes of an earlier trace window, which are the
+// writer's and are recomputed.
+void PrepareStored(Session* stored) {
+  SeparateAttempts(stored);
+  if (!stored->aligned) {
+    AssessCompleteness(stored);
+    *stored = AlignSession(std::move(*stored));
+  }
+  std::erase_if(stored->analysis_notes,
+                [](const std::string& n) { return n.rfind("trace.json holds ", 0) == 0; });
+}
+
 }  // namespace
 
 Result<PipelineOutput> ReanalyzeAndWrite(Session stored, const std::string& out_dir,
                                          const AnalysisOptions& options,
                                          const OutputOptions& output) {
-  SeparateAttempts(&stored);
-  if (!stored.aligned) {
-    AssessCompleteness(&stored);
-    stored = AlignSession(std::move(stored));
-  }
-  // Notes of an earlier trace window are the writer's, not the session's: recomputed below.
-  std::erase_if(stored.analysis_notes,
-                [](const std::string& n) { return n.rfind("trace.json holds ", 0) == 0; });
+  PrepareStored(&stored);
   return DiagnoseAndWrite(std::move(stored), out_dir, options, output);
 }
 
@@ -157,21 +163,17 @@ Result<PipelineOutput> ReanalyzeStored(const std::string& path, const std::strin
                                        const OutputOptions& output) {
   Result<int> version = SessionSchemaVersion(path);
   if (!version.ok()) return version.status();
-  if (version.value() != kSessionStoreSchemaVersion) {  // older layouts are read whole
+  Result<Session> loaded = LoadSession(path, {.mpi_records = false});
+  if (!loaded.ok()) return loaded.status();
+  // Older layouts, and records in the ranks' clocks (which the copy into the new file would not
+  // align), are read whole.
+  if (version.value() != kSessionStoreSchemaVersion || !loaded->aligned) {
     Result<Session> whole = LoadSession(path);
     if (!whole.ok()) return whole.status();
     return ReanalyzeAndWrite(std::move(whole).value(), out_dir, options, output);
   }
-  Result<Session> loaded = LoadSession(path, {.mpi_records = false});
-  if (!loaded.ok()) return loaded.status();
   Session session = std::move(loaded).value();
-  SeparateAttempts(&session);
-  if (!session.aligned) {
-    AssessCompleteness(&session);
-    session = AlignSession(std::move(session));
-  }
-  std::erase_if(session.analysis_notes,
-                [](const std::string& n) { return n.rfind("trace.json holds ", 0) == 0; });
+  PrepareStored(&session);
   Result<std::unique_ptr<StoredWindows>> stored = StoredWindows::Open(path, session);
   if (!stored.ok()) return stored.status();
   return DiagnoseAndWrite(std::move(session), out_dir, options, output, stored->get(), path);
