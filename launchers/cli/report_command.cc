@@ -34,9 +34,10 @@ Command AddReport(CLI::App* app) {
                 "trace.json with every event (default: at most 1 M, whole steps sampled, "
                 "else the run's middle)");
   cmd->add_option("--by-window-ms", s->by_window_ms,
-                  "Fold the analyses that can window by window, windows of about this many ms, "
-                  "as a coordinator bounded by the window would (a check: the report must be "
-                  "the same)");
+                  "Read the session from its session.sqlite window by window, windows of about "
+                  "this many ms, without loading its records (only those trace.json and "
+                  "report.html draw), as a coordinator bounded by the window would; the report "
+                  "is the same");
   cmd->add_option("--min-gain-fraction", r.analysis.blame.min_gain_fraction,
                   "Straggler: least share of the job its what-if must save (default 0.05)");
   cmd->add_option("--min-excess-fraction", r.analysis.blame.min_excess_fraction,
