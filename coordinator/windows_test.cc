@@ -1,6 +1,7 @@
 #include "coordinator/windows.h"
 
 #include <gtest/gtest.h>
+#include <sqlite3.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -977,6 +978,35 @@ TEST(SaveSession, RecordsCopiedFromTheFileAreTheLoadedOnes) {
   Status refused = SaveSession(path, bare.value(), {}, {.records_from = old});
   EXPECT_FALSE(refused.ok());
   EXPECT_NE(refused.message().find(old), std::string::npos) << refused.message();
+  std::remove(path.c_str());
+}
+
+}  // namespace
+}  // namespace rankscope
+
+namespace rankscope {
+namespace {
+
+// A record of no rank in the file is corruption, named as LoadSession names it, before any
+// window is read.
+TEST(StoredWindows, ARowOfNoRankIsCorruptionNamingTheFile) {
+  const std::string path = ::testing::TempDir() + "/stored_windows_orphan.sqlite";
+  Session s = Recorded("mpi_train-clean");
+  ASSERT_FALSE(s.ranks.empty());
+  ASSERT_TRUE(SaveSession(path, s, {}).ok());
+  {
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+    ASSERT_EQ(sqlite3_exec(db, "UPDATE ranges SET rank_idx = 7 WHERE rowid = 3", nullptr, nullptr,
+                           nullptr),
+              SQLITE_OK);
+    sqlite3_close(db);
+  }
+  Result<std::unique_ptr<StoredWindows>> stored = StoredWindows::Open(path, s);
+  ASSERT_FALSE(stored.ok());
+  EXPECT_NE(stored.status().message().find(path), std::string::npos);
+  EXPECT_NE(stored.status().message().find("ranges row names rank_idx 7"), std::string::npos)
+      << stored.status().message();
   std::remove(path.c_str());
 }
 

@@ -60,7 +60,9 @@ int RunReport(const ReportOptions& options) {
           ? ReanalyzeStored(stored_path, out_dir, options.analysis, output)
           : ReanalyzeAndWrite(std::move(session).value(), out_dir, options.analysis, output);
   if (!out.ok()) {
-    std::fprintf(stderr, "rankscope report: could not write %s: %s\n", out_dir.c_str(),
+    // Reading the session window by window can fail after it was opened (a corrupt row): the
+    // message names the file either way.
+    std::fprintf(stderr, "rankscope report: no report written to %s: %s\n", out_dir.c_str(),
                  out.status().message().c_str());
     return 1;
   }

@@ -124,6 +124,20 @@ Status SetUp(Connection& db, const std::string& table, const std::string& column
     return Status::Error("session database " + db.path() + ": cannot index table " + table + ": " +
                          s.message());
   }
+  {
+    // A row of no rank in table ranks is corruption, as LoadSession says.
+    Statement orphans(db, ("SELECT rank_idx FROM temp." + ord +
+                           " WHERE rank_idx NOT IN (SELECT idx FROM main.ranks) LIMIT 1")
+                              .c_str());
+    if (orphans.Next()) {
+      return Corrupt(db.path(), table + " row names rank_idx " +
+                                    std::to_string(orphans.ColumnInt(0)) +
+                                    ", which is not in table ranks");
+    }
+    if (!orphans.status().ok()) {
+      return Corrupt(db.path(), table + ": " + orphans.status().message());
+    }
+  }
   const std::string select = "SELECT o.i, " + columns + " FROM temp." + ord + " o JOIN main." +
                              table + " ON main." + table +
                              ".rowid = o.rid WHERE o.rank_idx = ? AND ";
