@@ -254,8 +254,7 @@ GapShare ShareOf(const GapTime& mine, const std::vector<GapTime>& theirs) {
   };
   // Per name (NVTX range, kernel): the late rank's time, and the others' median (0 for a rank
   // without that name).
-  auto add_by_name = [&](auto map_of, std::map<std::string, DurationNs>* late,
-                         std::map<std::string, double>* others) {
+  auto add_by_name = [&](auto map_of, std::vector<NamedGap>* out) {
     std::set<std::string> names;
     for (const auto& [name, ns] : map_of(mine)) names.insert(name);
     for (const GapTime& g : theirs) {
@@ -266,17 +265,16 @@ GapShare ShareOf(const GapTime& mine, const std::vector<GapTime>& theirs) {
       const auto f = m.find(name);
       return f == m.end() ? DurationNs{0} : f->second;
     };
+    out->reserve(names.size());
     for (const std::string& name : names) {
-      (*late)[name] = time_of(mine, name);
-      (*others)[name] = median_of_others([&](const GapTime& g) { return time_of(g, name); });
+      out->push_back({name, time_of(mine, name),
+                      median_of_others([&](const GapTime& g) { return time_of(g, name); })});
     }
   };
   add_by_name(
-      [](const GapTime& g) -> const auto& { return g.ranges.by_range; }, &share.late_by_range,
-      &share.others_by_range);
+      [](const GapTime& g) -> const auto& { return g.ranges.by_range; }, &share.by_range);
   add_by_name(
-      [](const GapTime& g) -> const auto& { return g.kernels; }, &share.late_by_kernel,
-      &share.others_by_kernel);
+      [](const GapTime& g) -> const auto& { return g.kernels; }, &share.by_kernel);
   share.late_gap = mine.ranges.window;
   share.others_gap = median_of_others([](const GapTime& g) { return g.ranges.window; });
   share.late_untracked = mine.ranges.untracked();
@@ -347,13 +345,13 @@ CauseStats CollectCause(const std::vector<CollectiveInstance>& instances,
     if (found == gaps.end()) continue;
     const GapShare& g = found->second;
     ++stats.instances;
-    for (const auto& [name, ns] : g.late_by_range) {
-      stats.late_by_range[name] += static_cast<double>(ns);
-      stats.others_by_range[name] += g.others_by_range.at(name);
+    for (const NamedGap& n : g.by_range) {
+      stats.late_by_range[n.name] += static_cast<double>(n.late);
+      stats.others_by_range[n.name] += n.others;
     }
-    for (const auto& [name, ns] : g.late_by_kernel) {
-      stats.late_by_kernel[name] += static_cast<double>(ns);
-      stats.others_by_kernel[name] += g.others_by_kernel.at(name);
+    for (const NamedGap& n : g.by_kernel) {
+      stats.late_by_kernel[n.name] += static_cast<double>(n.late);
+      stats.others_by_kernel[n.name] += n.others;
     }
     stats.late_gap += static_cast<double>(g.late_gap);
     stats.others_gap += g.others_gap;

@@ -75,9 +75,16 @@ std::vector<RankArrivalStats> DescribeArrivals(const std::vector<CollectiveInsta
 // in the gap before the call (since its latest collective exit) per NVTX range, outside every
 // range, in point-to-point MPI calls and in GPU kernels (per name), and per figure the other
 // members' median. Names are those of either side (0 on a side without them).
+// One name's part of it: the late rank's time and the others' median. Flat, in name order: a
+// share is kept per call that may count as late until the run is judged, so it is held small.
+struct NamedGap {
+  std::string name;
+  DurationNs late = 0;
+  double others = 0;
+  bool operator==(const NamedGap&) const = default;
+};
 struct GapShare {
-  std::map<std::string, DurationNs> late_by_range, late_by_kernel;
-  std::map<std::string, double> others_by_range, others_by_kernel;
+  std::vector<NamedGap> by_range, by_kernel;
   DurationNs late_gap = 0, late_untracked = 0, late_mpi = 0, late_kernels = 0;
   double others_gap = 0, others_untracked = 0, others_mpi = 0, others_kernels = 0;
   bool operator==(const GapShare&) const = default;
