@@ -165,9 +165,13 @@ Result<PipelineOutput> ReanalyzeStored(const std::string& path, const std::strin
   if (!version.ok()) return version.status();
   Result<Session> loaded = LoadSession(path, {.mpi_records = false});
   if (!loaded.ok()) return loaded.status();
-  // Older layouts, and records in the ranks' clocks (which the copy into the new file would not
-  // align), are read whole.
-  if (version.value() != kSessionStoreSchemaVersion || !loaded->aligned) {
+  // Read whole: older layouts; records in the ranks' clocks (the copy into the new file would not
+  // align them); GPU activity (the GPU report reads every NCCL call's launch, which the facts do
+  // not carry yet); earlier torchrun attempts (their counts are not in the facts yet).
+  const bool gpu = std::any_of(loaded->ranks.begin(), loaded->ranks.end(),
+                               [](const RankData& r) { return !r.gpu.empty(); });
+  if (version.value() != kSessionStoreSchemaVersion || !loaded->aligned || gpu ||
+      !loaded->earlier_attempts.empty()) {
     Result<Session> whole = LoadSession(path);
     if (!whole.ok()) return whole.status();
     return ReanalyzeAndWrite(std::move(whole).value(), out_dir, options, output);

@@ -71,14 +71,15 @@ struct StoredWindows::State {
 
   const std::string& path() const { return db.path(); }
 
-  // The rank's local time of coordinator time `t`, nearly (the model is not inverted exactly;
-  // margin() covers the rest).
+  // The rank's local time of coordinator time `t`: the model inverted (t = L + offset +
+  // drift * (L - ref)), to within the rounding that margin() covers.
   TimeNs Local(size_t r, TimeNs t) const {
     if (aligned || t == kMin || t == kMax) return t;
     const ClockModel& m = clocks[r];
-    const TimeNs base = SaturatingAdd(t, -m.offset_ns);
-    const double drift = m.drift_ppm * 1e-6 * static_cast<double>(base - m.ref_local);
-    return SaturatingAdd(base, -static_cast<DurationNs>(std::llround(drift)));
+    const TimeNs since_ref = SaturatingAdd(SaturatingAdd(t, -m.offset_ns), -m.ref_local);
+    const long double scaled = static_cast<long double>(since_ref) /
+                               (1.0L + static_cast<long double>(m.drift_ppm) * 1e-6L);
+    return SaturatingAdd(m.ref_local, static_cast<DurationNs>(std::llround(scaled)));
   }
   DurationNs margin() const { return aligned ? 0 : 1'000'000; }
 
@@ -248,8 +249,12 @@ Result<std::unique_ptr<StoredWindows>> StoredWindows::Open(const std::string& pa
   std::map<std::pair<int, int>, int64_t> idx_of;  // (restart count, rank) -> ranks.idx
   Statement ranks(st->db, "SELECT idx, rank, restart_count FROM ranks");
   while (ranks.Next()) {
-    idx_of[{static_cast<int>(ranks.ColumnInt(2)), static_cast<int>(ranks.ColumnInt(1))}] =
-        ranks.ColumnInt(0);
+    const int rank = static_cast<int>(ranks.ColumnInt(1));
+    const int restart = static_cast<int>(ranks.ColumnInt(2));
+    if (!idx_of.emplace(std::make_pair(restart, rank), ranks.ColumnInt(0)).second) {
+      return Corrupt(path, "ranks holds rank " + std::to_string(rank) + " (restart " +
+                               std::to_string(restart) + ") twice");
+    }
   }
   if (!ranks.status().ok()) return Corrupt(path, "ranks: " + ranks.status().message());
   for (const RankData& r : session.ranks) {

@@ -456,7 +456,15 @@ class TraceBuilder {
       bool nccl = false;
       for (const CollectiveParticipant& m : inst.members) {
         auto it = index_of.find(std::make_tuple(m.rank, inst.comm_id, inst.seq));
-        if (it == index_of.end()) continue;  // instances from another session: nothing to bind
+        if (it == index_of.end()) {
+          // A rank of the session without the member's record holds only some of its records
+          // (a session read window by window): the member was not written, as below.
+          if (ranks.count(m.rank) > 0) {
+            chain.clear();
+            break;
+          }
+          continue;  // instances from another session: nothing to bind
+        }
         const Placed& p = placements_[m.rank].collectives[it->second];
         if (!p.valid) {  // a member outside the kept window: an arrow would end at the wrong rank
           chain.clear();
@@ -674,6 +682,7 @@ void MiddleWindow(const EachTraceEvent& each, size_t total, size_t max_events, T
   std::vector<TimeNs> starts;
   starts.reserve(total);
   each([&](TimeNs start, TimeNs) { starts.push_back(start); });
+  if (starts.size() != total) return;  // the source failed part way (its caller says so)
   const size_t first = (total - max_events) / 2;
   const size_t last = first + max_events - 1;
   std::nth_element(starts.begin(), starts.begin() + static_cast<ptrdiff_t>(first), starts.end());

@@ -165,6 +165,32 @@ TEST(ChromeTrace, SlicesNestProperlyOnEveryTrack) {
   EXPECT_TRUE(overlap_track_named);
 }
 
+// A session that holds only some of its records (read window by window: those the trace
+// keeps): an instance whose member's record is not held gets no chain, as when the record is
+// held but outside the kept window, rather than a chain between the members left.
+TEST(ChromeTrace, AnInstanceWithAMemberNotHeldGetsNoFlowChain) {
+  Session s = report_test::MakeSession();
+  const SessionMatches matches = MatchSession(s);
+  auto chains = [&](const Session& session) {
+    std::set<uint64_t> ids;
+    const json doc = json::parse(BuildChromeTrace(session, matches));
+    for (const json& e : doc["traceEvents"]) {
+      if (e["cat"] == "mpi_flow") ids.insert(e["id"].get<uint64_t>());
+    }
+    return ids.size();
+  };
+  ASSERT_EQ(chains(s), 3u);
+  // Rank 1 without its first collective record (allreduce 0).
+  RankData* rank1 = nullptr;
+  for (RankData& r : s.ranks) {
+    if (r.id.rank == 1) rank1 = &r;
+  }
+  ASSERT_NE(rank1, nullptr);
+  ASSERT_FALSE(rank1->collectives.empty());
+  rank1->collectives.erase(rank1->collectives.begin());
+  EXPECT_EQ(chains(s), 2u);
+}
+
 TEST(ChromeTrace, OneFlowChainPerCompleteInstance) {
   Session s = report_test::MakeSession();
   Trace t = Build(s);
