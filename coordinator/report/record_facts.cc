@@ -20,20 +20,18 @@ RecordFacts GatherRecordFacts(const Session& session) {
 
 RankRecordFacts GatherRankFacts(const RankData& rank) {
   RankRecordFacts f;
-  {
-    f.collectives = rank.collectives.size();
-    f.p2p = rank.p2p.size();
-    f.mpi_calls = rank.mpi_calls.size();
-    f.ranges = rank.ranges.size();
-    f.marks = rank.marks.size();
-    f.gpu = rank.gpu.size();
-    for (const RangeRecord& r : rank.ranges) {
-      f.range_time[r.name] += std::max<DurationNs>(0, r.end - r.start);
-      if (IsStepRange(r)) f.steps.emplace_back(r.start, r.end);
-    }
-    std::sort(f.steps.begin(), f.steps.end());
-    if (f.steps.size() < 2) f.steps.clear();
+  f.collectives = rank.collectives.size();
+  f.p2p = rank.p2p.size();
+  f.mpi_calls = rank.mpi_calls.size();
+  f.ranges = rank.ranges.size();
+  f.marks = rank.marks.size();
+  f.gpu = rank.gpu.size();
+  for (const RangeRecord& r : rank.ranges) {
+    f.range_time[r.name] += std::max<DurationNs>(0, r.end - r.start);
+    if (IsStepRange(r)) f.steps.emplace_back(r.start, r.end);
   }
+  std::sort(f.steps.begin(), f.steps.end());
+  if (f.steps.size() < 2) f.steps.clear();
   return f;
 }
 
