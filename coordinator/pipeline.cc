@@ -5,6 +5,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <system_error>
 
 #include "coordinator/advise/advisor.h"
@@ -206,6 +207,41 @@ Result<PipelineOutput> AnalyzeAndWrite(Session raw, const std::string& out_dir,
         "are analysed as usual.");
   }
   return DiagnoseAndWrite(std::move(aligned), out_dir, options, output);
+}
+
+Result<PipelineOutput> AnalyzeAndWrite(Session raw, const RecordSpill& spill,
+                                       const std::string& out_dir, const AnalysisOptions& options,
+                                       const OutputOptions& output) {
+  SeparateAttempts(&raw);
+  bool windowed = raw.earlier_attempts.empty();
+  std::set<std::pair<int, int>> identities;  // (restart count, rank): how the file is read
+  for (const RankData& r : raw.ranks) {
+    if (!r.gpu.empty() || r.nccl || !r.collectives.empty() || !r.p2p.empty() ||
+        !r.mpi_calls.empty() || !r.ranges.empty() ||
+        !identities.emplace(r.id.restart_count, r.id.rank).second) {
+      windowed = false;
+    }
+  }
+  Session outline;  // a copy without records, should the file not read as one of this session
+  if (windowed) {
+    outline = raw;
+    AssessCompleteness(&raw);
+    Session aligned = AlignSession(std::move(raw));
+    Result<std::unique_ptr<StoredWindows>> stored = StoredWindows::Open(spill.path(), aligned);
+    if (stored.ok()) {
+      return DiagnoseAndWrite(std::move(aligned), out_dir, options, output, stored->get(),
+                              spill.path());
+    }
+    raw = std::move(outline);
+  }
+  if (Status s = LoadSpilledRecords(spill.path(), &raw); !s.ok()) {
+    raw.partial_reasons.push_back(
+        "the MPI records kept on disk during the run could not be "
+        "read back (" +
+        s.message() + "); analysed without them");
+    raw.partial = true;
+  }
+  return AnalyzeAndWrite(std::move(raw), out_dir, options, output);
 }
 
 }  // namespace rankscope

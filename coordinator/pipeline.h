@@ -6,6 +6,7 @@
 #include <string>
 
 #include "coordinator/analysis/diagnosis.h"
+#include "coordinator/report/session_store.h"
 #include "coordinator/report/trace_json.h"
 #include "coordinator/session.h"
 #include "core/status.h"
@@ -29,6 +30,17 @@ struct OutputOptions {
 
 // Writes out_dir/{report.txt, report.json, report.html, trace.json, session.sqlite}.
 Result<PipelineOutput> AnalyzeAndWrite(Session raw, const std::string& out_dir,
+                                       const AnalysisOptions& options = AnalysisOptions{},
+                                       const OutputOptions& output = OutputOptions{});
+
+// The same for a session whose MPI records and ranges the coordinator kept in `spill` as they
+// arrived (RecordSpill, closed; `raw` holds the rest): read window by window from the file, as
+// ReanalyzeStored reads one, and copied from it into the new session.sqlite, so that they are
+// never all in memory. Loaded back whole first (LoadSpilledRecords) where the analyses still
+// read every record: GPU activity or NCCL, earlier torchrun attempts, ranks that kept records in
+// memory, two ranks of one rank number and restart.
+Result<PipelineOutput> AnalyzeAndWrite(Session raw, const RecordSpill& spill,
+                                       const std::string& out_dir,
                                        const AnalysisOptions& options = AnalysisOptions{},
                                        const OutputOptions& output = OutputOptions{});
 

@@ -113,6 +113,14 @@ grpc::Status CoordinatorService::RegisterAgent(grpc::ServerContext* ctx,
     rank.id = IdentityFromProto(id);
     session_.ranks.push_back(std::move(rank));
     agent_index_[agent_id] = session_.ranks.size() - 1;
+    if (spill_ != nullptr) {
+      if (Status s = spill_->AddRank(session_.ranks.size() - 1, session_.ranks.back().id);
+          !s.ok()) {
+        std::fprintf(stderr, "rankscope: rank %d's records are held in memory: %s\n", id.rank(),
+                     s.message().c_str());
+        unspilled_.insert(session_.ranks.size() - 1);
+      }
+    }
     // An agent that comes after a capture was started or stopped gets that state first.
     if (capture_state_) commands_[agent_id].push_back(*capture_state_);
     next_seq_[agent_id] = 0;
@@ -175,6 +183,15 @@ grpc::Status CoordinatorService::StoreBatch(const v1::UploadBatch& req, v1::Uplo
   expected = req.batch_seq() + 1;
 
   AddBatchToRank(req, &rank);
+  if (spill_ != nullptr && !unspilled_.count(it->second)) {
+    if (Status s = spill_->Append(it->second, &rank); !s.ok()) {
+      // Kept in memory from here on, in order after what the file holds (not a loss: no
+      // problem for the report, only a warning now).
+      unspilled_.insert(it->second);
+      std::fprintf(stderr, "rankscope: rank %d's records are held in memory from now on: %s\n",
+                   rank.id.rank, s.message().c_str());
+    }
+  }
   resp->set_acked_through(req.batch_seq());
   cv_.notify_all();
   return grpc::Status::OK;
@@ -230,6 +247,20 @@ Session SortedByRank(Session s) {
 Session CoordinatorService::Snapshot() const {
   std::lock_guard<std::mutex> lock(mu_);
   return SortedByRank(session_);
+}
+
+void CoordinatorService::KeepRecordsIn(std::unique_ptr<RecordSpill> spill) {
+  std::lock_guard<std::mutex> lock(mu_);
+  spill_ = std::move(spill);
+}
+
+std::unique_ptr<RecordSpill> CoordinatorService::TakeRecordSpill() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!taken_ || spill_ == nullptr) return nullptr;
+  if (Status s = spill_->Close(); !s.ok()) {
+    std::fprintf(stderr, "rankscope: %s: %s\n", spill_->path().c_str(), s.message().c_str());
+  }
+  return std::move(spill_);
 }
 
 Session CoordinatorService::TakeSession() {

@@ -1,6 +1,7 @@
 // The coordinator's gRPC service and session registry. Agents register, sync clocks, upload
 // batches and listen for control commands; every RPC must carry the session token. The
-// service keeps the raw (unaligned) session; Snapshot() copies it out for analysis.
+// service keeps the raw (unaligned) session, its MPI records in a RecordSpill when given one;
+// TakeSession() moves it out for analysis.
 #pragma once
 
 #include <grpcpp/grpcpp.h>
@@ -13,6 +14,7 @@
 #include <set>
 #include <string>
 
+#include "coordinator/report/session_store.h"
 #include "coordinator/session.h"
 #include "core/status.h"
 #include "rankscope/v1/rankscope.grpc.pb.h"
@@ -53,6 +55,15 @@ class CoordinatorService final : public v1::Coordinator::Service {
   // are refused after it, so a late agent keeps its records in its spool; Snapshot returns a
   // session without ranks.
   Session TakeSession();
+  // From now on each batch's MPI records and ranges go into `spill` (in each rank's clock) as
+  // they arrive, instead of the session: what the coordinator holds no longer grows with the
+  // run. Call before any agent registers. A batch the file cannot take stays in memory, and so
+  // does everything after it from that agent (a problem says so); LoadSpilledRecords puts them
+  // in order.
+  void KeepRecordsIn(std::unique_ptr<RecordSpill> spill);
+  // The spill, once the session was taken (TakeSession), closed for its readers; null when the
+  // records were held in memory.
+  std::unique_ptr<RecordSpill> TakeRecordSpill();
   // The job id the agents gave (else the session id), and how many agents registered: what a
   // launcher reads while the job runs, without a Snapshot.
   std::string JobId() const;
@@ -104,7 +115,9 @@ class CoordinatorService final : public v1::Coordinator::Service {
   std::map<std::string, int> refused_;  // why -> RPCs refused for it
   std::string first_refused_peer_;
   bool closed_ = false;
-  bool taken_ = false;  // TakeSession moved session_ out
+  bool taken_ = false;                  // TakeSession moved session_ out
+  std::unique_ptr<RecordSpill> spill_;  // null: records held in session_
+  std::set<size_t> unspilled_;          // ranks whose records went to memory after a failure
 };
 
 // Owns the gRPC server around a CoordinatorService.

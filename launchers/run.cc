@@ -136,9 +136,23 @@ void PrintReport(const PipelineOutput& out, const std::string& dir) {
 
 }  // namespace
 
+void KeepRecordsOnDisk(CoordinatorService& service, const std::string& dir,
+                       const std::string& session_id) {
+  const std::string path =
+      (dir.empty() ? std::string(".") : dir) + "/.rankscope-records-" + session_id + ".sqlite";
+  Result<std::unique_ptr<RecordSpill>> spill = RecordSpill::Create(path);
+  if (!spill.ok()) {
+    std::fprintf(stderr, "rankscope: %s; the records are held in memory instead\n",
+                 spill.status().message().c_str());
+    return;
+  }
+  service.KeepRecordsIn(std::move(spill).value());
+}
+
 int WriteSessionReport(CoordinatorService& service, Session extra, const std::string& out_dir,
                        bool quiet, bool full_trace) {
   Session session = service.TakeSession();
+  const std::unique_ptr<RecordSpill> spill = service.TakeRecordSpill();
   session.command = extra.command;
   session.launcher_exit_code = extra.launcher_exit_code;
   if (session.launcher.empty() || session.launcher == "none") session.launcher = extra.launcher;
@@ -147,9 +161,11 @@ int WriteSessionReport(CoordinatorService& service, Session extra, const std::st
   for (const std::string& n : service.RefusedNotes()) session.analysis_notes.push_back(n);
   for (const std::string& p : extra.partial_reasons) session.partial_reasons.push_back(p);
   session.partial = !session.partial_reasons.empty();
+  const OutputOptions output{full_trace ? 0 : kDefaultMaxTraceEvents};
   Result<PipelineOutput> out =
-      AnalyzeAndWrite(std::move(session), out_dir, AnalysisOptions{},
-                      OutputOptions{full_trace ? 0 : kDefaultMaxTraceEvents});
+      spill != nullptr
+          ? AnalyzeAndWrite(std::move(session), *spill, out_dir, AnalysisOptions{}, output)
+          : AnalyzeAndWrite(std::move(session), out_dir, AnalysisOptions{}, output);
   if (!out.ok()) {
     std::fprintf(stderr, "rankscope: could not write the session to %s: %s\n", out_dir.c_str(),
                  out.status().message().c_str());
@@ -429,6 +445,7 @@ int RunJob(const RunOptions& options) {
   setenv("RANKSCOPE_SESSION", config.session_id.c_str(), 1);
   const std::string endpoint = options.dormant ? AnnounceDormant(config, server.address()) : "";
 
+  KeepRecordsOnDisk(server.service(), options.out_dir, config.session_id);
   const pid_t pid = Launch(plan->argv, endpoint, options.out_dir, &server);
   if (pid < 0) return 1;
   const int exit_code = AwaitExitUnreaped(pid);
@@ -516,6 +533,11 @@ int RunCoordinator(const CoordinatorOptions& options) {
     std::fprintf(stderr, "rankscope coordinator: %s\n", s.message().c_str());
     return 1;
   }
+  if (!options.out_dir.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(options.out_dir, ec);  // else said at the end
+  }
+  KeepRecordsOnDisk(server.service(), options.out_dir, config.session_id);
   std::string endpoint;
   if (options.endpoint) {
     Result<std::string> written = WriteEndpoint(config.session_id, server.address(), config.token);

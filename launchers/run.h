@@ -43,6 +43,13 @@ struct Session;
 int WriteSessionReport(CoordinatorService& service, Session extra, const std::string& out_dir,
                        bool quiet, bool full_trace = false);
 
+// The session's MPI records kept in a file in `dir` ("" = the current folder) as they arrive
+// (RecordSpill, named after the session, removed once the session is written), so that the
+// coordinator's memory does not grow with the run; held in memory, said on stderr, when the file
+// cannot be made. Call before the agents start.
+void KeepRecordsOnDisk(CoordinatorService& service, const std::string& dir,
+                       const std::string& session_id);
+
 // This host's address that ranks on other hosts can reach: what the host name resolves to,
 // unless that is loopback, then the first non-loopback IPv4 interface; 127.0.0.1 (said on
 // stderr) when there is none.

@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
+#include <tuple>
 #include <utility>
 
 #include "coordinator/attempts.h"
@@ -113,22 +114,64 @@ Status WriteMeta(const Connection& db, const Session& s) {
   return put("aligned", s.aligned ? "1" : "0");
 }
 
-// Stand-ins for a rank's MPI records when they are copied from another file instead.
-const std::vector<CollectiveRecord> kNoCollectives;
-const std::vector<P2PRecord> kNoP2P;
-const std::vector<MpiCallRecord> kNoMpiCalls;
-const std::vector<RangeRecord> kNoRanges;
+// The inserts of a rank's MPI records and ranges (tables collectives, p2p, mpi_calls, ranges):
+// what a session database holds of a rank that grows with the run, written by SaveSession and
+// appended batch by batch by RecordSpill.
+class RecordInserts {
+ public:
+  explicit RecordInserts(const Connection& db)
+      : collective_(db,
+                    "INSERT INTO collectives VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"),
+        p2p_(db, "INSERT INTO p2p VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"),
+        mpi_call_(db, "INSERT INTO mpi_calls VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"),
+        range_(db, "INSERT INTO ranges VALUES (?, ?, ?, ?, ?, ?, ?)") {}
+
+  Status status() const {
+    for (const Statement* st : {&collective_, &p2p_, &mpi_call_, &range_}) {
+      RETURN_IF_ERROR(st->status());
+    }
+    return Status::Ok();
+  }
+
+  // Rank `idx`'s records of `r`, in their order.
+  Status Write(int64_t idx, const RankData& r) {
+    for (const CollectiveRecord& x : r.collectives) {
+      collective_.Int(idx).Int(x.comm_id).Int(x.seq).Int(static_cast<int>(x.op));
+      collective_.Text(std::string(CollectiveOpName(x.op))).Int(x.nonblocking ? 1 : 0);
+      collective_.Int(x.root).Int(x.comm_size).Int(x.comm_rank).Int(x.bytes).Int(x.enter);
+      collective_.Int(x.exit).Int(x.tid).Int(static_cast<int>(x.source));
+      RETURN_IF_ERROR(collective_.Int(x.launched).Run());
+    }
+    for (const P2PRecord& x : r.p2p) {
+      p2p_.Int(idx).Int(static_cast<int>(x.kind)).Int(static_cast<int>(x.completed)).Int(x.peer);
+      p2p_.Int(x.tag).Int(x.comm_id).Int(x.bytes).Int(x.enter).Int(x.exit).Int(x.tid);
+      RETURN_IF_ERROR(p2p_.Int(x.world_peer).Int(x.spin_start).Run());
+    }
+    for (const MpiCallRecord& x : r.mpi_calls) {
+      mpi_call_.Int(idx).Int(static_cast<int>(x.call)).Text(std::string(MpiCallName(x.call)));
+      mpi_call_.Int(x.comm_id).Int(x.peer).Int(x.bytes).Int(x.enter).Int(x.exit);
+      RETURN_IF_ERROR(mpi_call_.Int(x.tid).Run());
+    }
+    for (const RangeRecord& x : r.ranges) {
+      range_.Int(idx).Text(x.domain).Text(x.name).Int(x.start).Int(x.end).Int(x.tid);
+      RETURN_IF_ERROR(range_.Int(x.depth).Run());
+    }
+    return Status::Ok();
+  }
+
+ private:
+  Statement collective_;
+  Statement p2p_;
+  Statement mpi_call_;
+  Statement range_;
+};
 
 Status WriteRanks(const Connection& db, const Session& s, bool mpi_records) {
   Statement rank_row(db,
                      "INSERT INTO ranks VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
                      "?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
   Statement sample(db, "INSERT INTO clock_samples VALUES (?, ?, ?, ?, ?)");
-  Statement collective(
-      db, "INSERT INTO collectives VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
-  Statement p2p(db, "INSERT INTO p2p VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
-  Statement mpi_call(db, "INSERT INTO mpi_calls VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)");
-  Statement range(db, "INSERT INTO ranges VALUES (?, ?, ?, ?, ?, ?, ?)");
+  RecordInserts records(db);
   Statement mark(db, "INSERT INTO marks VALUES (?, ?, ?, ?, ?)");
   Statement gpu(db, "INSERT INTO rank_gpu VALUES (?, ?, ?, ?, ?, ?)");
   Statement activity(db,
@@ -139,10 +182,11 @@ Status WriteRanks(const Connection& db, const Session& s, bool mpi_records) {
                  "INSERT INTO rank_proc VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
                  "?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
   Statement main_thread(db, "INSERT INTO rank_main_thread VALUES (?, ?, ?, ?, ?)");
-  for (const Statement* st : {&rank_row, &sample, &collective, &p2p, &mpi_call, &range, &mark, &gpu,
-                              &activity, &name_row, &proc, &main_thread}) {
+  for (const Statement* st :
+       {&rank_row, &sample, &mark, &gpu, &activity, &name_row, &proc, &main_thread}) {
     RETURN_IF_ERROR(st->status());
   }
+  RETURN_IF_ERROR(records.status());
 
   // Kernel and API names repeat millions of times: stored once each, by id.
   std::unordered_map<std::string_view, int64_t> name_ids;
@@ -166,27 +210,7 @@ Status WriteRanks(const Connection& db, const Session& s, bool mpi_records) {
     for (const ClockSample& x : r.clock_samples) {
       RETURN_IF_ERROR(sample.Int(idx).Int(x.t1).Int(x.t2).Int(x.t3).Int(x.t4).Run());
     }
-    for (const CollectiveRecord& x : mpi_records ? r.collectives : kNoCollectives) {
-      collective.Int(idx).Int(x.comm_id).Int(x.seq).Int(static_cast<int>(x.op));
-      collective.Text(std::string(CollectiveOpName(x.op))).Int(x.nonblocking ? 1 : 0);
-      collective.Int(x.root).Int(x.comm_size).Int(x.comm_rank).Int(x.bytes).Int(x.enter);
-      collective.Int(x.exit).Int(x.tid).Int(static_cast<int>(x.source));
-      RETURN_IF_ERROR(collective.Int(x.launched).Run());
-    }
-    for (const P2PRecord& x : mpi_records ? r.p2p : kNoP2P) {
-      p2p.Int(idx).Int(static_cast<int>(x.kind)).Int(static_cast<int>(x.completed)).Int(x.peer);
-      p2p.Int(x.tag).Int(x.comm_id).Int(x.bytes).Int(x.enter).Int(x.exit).Int(x.tid);
-      RETURN_IF_ERROR(p2p.Int(x.world_peer).Int(x.spin_start).Run());
-    }
-    for (const MpiCallRecord& x : mpi_records ? r.mpi_calls : kNoMpiCalls) {
-      mpi_call.Int(idx).Int(static_cast<int>(x.call)).Text(std::string(MpiCallName(x.call)));
-      mpi_call.Int(x.comm_id).Int(x.peer).Int(x.bytes).Int(x.enter).Int(x.exit);
-      RETURN_IF_ERROR(mpi_call.Int(x.tid).Run());
-    }
-    for (const RangeRecord& x : mpi_records ? r.ranges : kNoRanges) {
-      range.Int(idx).Text(x.domain).Text(x.name).Int(x.start).Int(x.end).Int(x.tid);
-      RETURN_IF_ERROR(range.Int(x.depth).Run());
-    }
+    if (mpi_records) RETURN_IF_ERROR(records.Write(static_cast<int64_t>(idx), r));
     for (const MarkRecord& x : r.marks) {
       RETURN_IF_ERROR(mark.Int(idx).Text(x.domain).Text(x.name).Int(x.time).Int(x.tid).Run());
     }
@@ -272,6 +296,41 @@ Status CopyRecords(Connection& db, const Session& s, const std::string& from) {
                            std::to_string(kSessionStoreSchemaVersion));
     }
   }
+  bool from_aligned = true;
+  {
+    Statement aligned(db, "SELECT value FROM src.meta WHERE key = 'aligned'");
+    if (!aligned.Next()) return Status::Error(from + " has no meta 'aligned'");
+    from_aligned = aligned.ColumnText(0) == "1";
+  }
+  // Records in the ranks' clocks into an aligned session: each time moved as AlignSession
+  // moves it, by the rank's model (indexed by the new ranks.idx), in the copy itself.
+  std::vector<ClockModel> models;
+  for (const RankData& r : s.ranks) models.push_back(r.clock);
+  for (const RankData& r : s.earlier_attempts) models.push_back(r.clock);
+  const bool align = !from_aligned && s.aligned;
+  if (align) {
+    auto to_coordinator = [](sqlite3_context* ctx, int, sqlite3_value** args) {
+      const auto* of = static_cast<const std::vector<ClockModel>*>(sqlite3_user_data(ctx));
+      if (sqlite3_value_type(args[1]) == SQLITE_NULL) return sqlite3_result_null(ctx);
+      const int64_t idx = sqlite3_value_int64(args[0]);
+      const TimeNs t = sqlite3_value_int64(args[1]);
+      if (idx < 0 || idx >= static_cast<int64_t>(of->size())) return sqlite3_result_int64(ctx, t);
+      sqlite3_result_int64(ctx, (*of)[static_cast<size_t>(idx)].ToCoordinator(t));
+    };
+    // SQLite owns its copy of the models and frees it with the connection.
+    auto* owned = new std::vector<ClockModel>(models);
+    if (sqlite3_create_function_v2(
+            db.get(), "rs_to_coordinator", 2, SQLITE_UTF8 | SQLITE_DETERMINISTIC, owned,
+            to_coordinator, nullptr, nullptr,
+            [](void* p) { delete static_cast<std::vector<ClockModel>*>(p); }) != SQLITE_OK) {
+      return Status::Error(std::string("cannot align the copied records: ") +
+                           sqlite3_errmsg(db.get()));
+    }
+  }
+  // The time columns, and whether 0 there means "not recorded" (kept as 0, as ToCoordinator does).
+  const std::map<std::string, bool> times = {{"enter_ns", false},   {"exit_ns", false},
+                                             {"start_ns", false},   {"end_ns", false},
+                                             {"launched_ns", true}, {"spin_start_ns", true}};
   RETURN_IF_ERROR(db.Exec("CREATE TEMP TABLE idx_map (old INTEGER PRIMARY KEY, new INTEGER)"));
   std::map<std::pair<int, int>, int64_t> new_idx;  // (restart count, rank) -> ranks.idx here
   int64_t idx = 0;
@@ -293,8 +352,17 @@ Status CopyRecords(Connection& db, const Session& s, const std::string& from) {
       Statement info(db, "SELECT name FROM pragma_table_info(?) WHERE name != 'rank_idx'");
       info.Text(table);
       while (info.Next()) {
-        columns += ", " + info.ColumnText(0);
-        selected += ", s." + info.ColumnText(0);
+        const std::string name = info.ColumnText(0);
+        columns += ", " + name;
+        auto time = times.find(name);
+        if (!align || time == times.end()) {
+          selected += ", s." + name;
+        } else if (time->second) {
+          selected += ", CASE WHEN s." + name + " = 0 THEN 0 ELSE rs_to_coordinator(m.new, s." +
+                      name + ") END";
+        } else {
+          selected += ", rs_to_coordinator(m.new, s." + name + ")";
+        }
       }
       RETURN_IF_ERROR(info.status());
     }
@@ -805,6 +873,138 @@ Result<std::vector<Finding>> LoadFindings(const std::string& path) {
   }
   if (!q.status().ok()) return Corrupt(path, q.status().message());
   return findings;
+}
+
+// ---- Records kept on disk as they arrive ---------------------------------------------------
+
+struct RecordSpill::State {
+  explicit State(const std::string& path) : db(path) {}
+  Connection db;
+  std::unique_ptr<RecordInserts> inserts;
+  std::unique_ptr<Statement> rank_row;
+};
+
+RecordSpill::RecordSpill(std::unique_ptr<State> state) : st_(std::move(state)) {}
+
+RecordSpill::~RecordSpill() {
+  if (st_ == nullptr) return;
+  const std::string path = st_->db.path();
+  (void)Close();
+  std::remove(path.c_str());
+}
+
+Result<std::unique_ptr<RecordSpill>> RecordSpill::Create(const std::string& path) {
+  std::remove(path.c_str());  // a leftover of a run killed before it removed its own
+  auto st = std::make_unique<State>(path);
+  auto fail = [&](const Status& s) {
+    (void)st->db.Close();
+    std::remove(path.c_str());
+    return Status::Error("cannot keep records in " + path + ": " + s.message());
+  };
+  if (Status s = st->db.Open(SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE); !s.ok()) return fail(s);
+  // A private scratch file: no sync; the rollback journal in memory, so a batch that cannot be
+  // written is undone whole. A bounded page cache: memory does not grow with the file.
+  if (Status s = st->db.Exec("PRAGMA journal_mode=MEMORY; PRAGMA synchronous=OFF; "
+                             "PRAGMA cache_size=-4096;");
+      !s.ok()) {
+    return fail(s);
+  }
+  if (Status s = st->db.Exec(kSchema); !s.ok()) return fail(s);
+  {
+    Statement meta(st->db, "INSERT INTO meta (key, value) VALUES (?, ?)");
+    for (const auto& [key, value] :
+         {std::pair<std::string, std::string>{"schema_version",
+                                              std::to_string(kSessionStoreSchemaVersion)},
+          {"created_by", std::string("rankscope ") + kRankscopeVersion},
+          {"aligned", "0"}}) {
+      if (Status s = meta.Text(key).Text(value).Run(); !s.ok()) return fail(s);
+    }
+  }
+  st->inserts = std::make_unique<RecordInserts>(st->db);
+  st->rank_row = std::make_unique<Statement>(
+      st->db, "INSERT INTO ranks (idx, rank, restart_count, agent_pid) VALUES (?, ?, ?, ?)");
+  if (Status s = st->inserts->status(); !s.ok()) return fail(s);
+  if (Status s = st->rank_row->status(); !s.ok()) return fail(s);
+  return std::unique_ptr<RecordSpill>(new RecordSpill(std::move(st)));
+}
+
+const std::string& RecordSpill::path() const { return st_->db.path(); }
+
+Status RecordSpill::AddRank(size_t idx, const RankIdentity& id) {
+  if (st_->db.get() == nullptr) return Status::Error(path() + " is closed");
+  Status s = st_->rank_row->Int(idx).Int(id.rank).Int(id.restart_count).Int(id.agent_pid).Run();
+  if (!s.ok()) return Status::Error("cannot write to " + path() + ": " + s.message());
+  return s;
+}
+
+Status RecordSpill::Append(size_t idx, RankData* rank) {
+  if (st_->db.get() == nullptr) return Status::Error(path() + " is closed");
+  Status s = st_->db.Exec("BEGIN");
+  if (s.ok()) s = st_->inserts->Write(static_cast<int64_t>(idx), *rank);
+  if (s.ok()) s = st_->db.Exec("COMMIT");
+  if (!s.ok()) {
+    (void)st_->db.Exec("ROLLBACK");
+    // The statements keep their error; a later batch may fit (space freed).
+    st_->inserts = std::make_unique<RecordInserts>(st_->db);
+    return Status::Error("cannot write to " + path() + ": " + s.message());
+  }
+  rank->collectives = {};
+  rank->p2p = {};
+  rank->mpi_calls = {};
+  rank->ranges = {};
+  return Status::Ok();
+}
+
+Status RecordSpill::Close() {
+  st_->inserts.reset();
+  st_->rank_row.reset();
+  return st_->db.Close();
+}
+
+Status LoadSpilledRecords(const std::string& path, Session* session) {
+  Connection db(path);
+  if (Status s = db.Open(SQLITE_OPEN_READONLY); !s.ok()) {
+    return Status::Error("cannot open " + path + ": " + s.message());
+  }
+  // The file's ranks by the identity the coordinator told its agents apart by.
+  using Key = std::tuple<int, int, int64_t>;  // rank, restart count, agent pid
+  std::map<Key, size_t> idx_of;
+  Session held;
+  {
+    Statement q(db, "SELECT idx, rank, restart_count, agent_pid FROM ranks ORDER BY idx");
+    while (q.Next()) {
+      if (q.ColumnInt(0) != static_cast<int64_t>(held.ranks.size())) {
+        return Corrupt(path, "ranks.idx " + std::to_string(q.ColumnInt(0)) + " out of order");
+      }
+      idx_of[{static_cast<int>(q.ColumnInt(1)), static_cast<int>(q.ColumnInt(2)), q.ColumnInt(3)}] =
+          held.ranks.size();
+      held.ranks.emplace_back();
+    }
+    if (!q.status().ok()) return Corrupt(path, q.status().message());
+  }
+  RETURN_IF_ERROR(ReadCollectives(db, &held, kSessionStoreSchemaVersion));
+  RETURN_IF_ERROR(ReadP2P(db, &held));
+  RETURN_IF_ERROR(ReadMpiCalls(db, &held));
+  RETURN_IF_ERROR(ReadRanges(db, &held));
+  // The file holds what came first: a rank's records still in memory came after a batch the file
+  // could not take.
+  auto before = [](auto& from, auto& into) {
+    from.insert(from.end(), std::make_move_iterator(into.begin()),
+                std::make_move_iterator(into.end()));
+    into = std::move(from);
+  };
+  for (auto* ranks : {&session->ranks, &session->earlier_attempts}) {
+    for (RankData& r : *ranks) {
+      auto it = idx_of.find({r.id.rank, r.id.restart_count, r.id.agent_pid});
+      if (it == idx_of.end()) continue;
+      RankData& from = held.ranks[it->second];
+      before(from.collectives, r.collectives);
+      before(from.p2p, r.p2p);
+      before(from.mpi_calls, r.mpi_calls);
+      before(from.ranges, r.ranges);
+    }
+  }
+  return db.Close();
 }
 
 }  // namespace rankscope

@@ -7,6 +7,7 @@
 // time or each rank's local clock.
 #pragma once
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -40,6 +41,8 @@ struct SaveOptions {
   // from this session database of the current schema version, each row to its rank by rank and
   // restart count, and the session's own vectors of those kinds, which may hold only a part of
   // them (a session read window by window), are not written. Memory stays flat: SQLite copies.
+  // Records of a file in the ranks' clocks (meta 'aligned' 0, a RecordSpill's) are moved to
+  // coordinator time by each rank's clock model as they are copied, when `session` is aligned.
   std::string records_from;
 };
 Status SaveSession(const std::string& path, const Session& session,
@@ -54,6 +57,42 @@ struct LoadOptions {
   bool mpi_records = true;
 };
 Result<Session> LoadSession(const std::string& path, const LoadOptions& options = {});
+
+// The MPI records and ranges of a running job kept on disk as they arrive instead of in the
+// coordinator's memory (`rankscope run`; docs/design.md, "Cost bounded by the window"): a session
+// database that holds only those records, in each rank's clock (meta 'aligned' 0), and of each
+// rank only its identity (ranks.idx, rank, restart_count, agent_pid). StoredWindows reads it and
+// SaveOptions::records_from copies it once the session around it is aligned. Not thread-safe.
+// The file is removed when the spill is destroyed.
+class RecordSpill {
+ public:
+  // Creates the file at `path`, replacing one there. An error names the file.
+  static Result<std::unique_ptr<RecordSpill>> Create(const std::string& path);
+  ~RecordSpill();
+  RecordSpill(const RecordSpill&) = delete;
+  RecordSpill& operator=(const RecordSpill&) = delete;
+
+  // Rank `idx` of the file (0, 1, ... in turn): a registered agent's rank.
+  Status AddRank(size_t idx, const RankIdentity& id);
+  // Appends rank `idx`'s MPI records and ranges held in `rank` after those the file holds of it,
+  // and empties those vectors; on an error (naming the file) nothing is written and `rank` keeps
+  // them.
+  Status Append(size_t idx, RankData* rank);
+  // Closes the file (everything appended is in it), for readers; Append fails after it.
+  Status Close();
+  const std::string& path() const;
+
+  struct State;  // defined in the .cc
+
+ private:
+  explicit RecordSpill(std::unique_ptr<State> state);
+  std::unique_ptr<State> st_;
+};
+
+// Puts back into each rank of `session` (ranks and earlier attempts, found by rank, restart
+// count and agent pid) the records the spill file at `path` holds of it, before those it holds
+// in memory (which came after a batch the file could not take), in the file's clock.
+Status LoadSpilledRecords(const std::string& path, Session* session);
 
 // The schema version of a session database, or an error naming the file.
 Result<int> SessionSchemaVersion(const std::string& path);
