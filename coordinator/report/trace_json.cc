@@ -737,11 +737,11 @@ std::optional<TraceWindow> ChooseTraceWindow(const Session& session, const Sessi
 std::string DescribeTraceWindow(const TraceWindow& w) {
   const std::string events =
       std::to_string(w.events_kept) + " of " + std::to_string(w.events_total) + " events";
-  const std::string why = "a bigger trace does not open in a browser";
+  const std::string why = "so that it opens quickly and costs the same however long the run";
   const std::string everything = "--full-trace writes them all";
   if (w.steps.empty()) {
     std::string out = "trace.json holds " + FormatDuration(w.end - w.start) +
-                      " from the middle of the run (" + events + "; " + why;
+                      " from the middle of the run (" + events + ", " + why;
     if (w.steps_total > 0) {
       out += "; its " + std::to_string(w.steps_total) + " steps are too large to keep whole";
     }
@@ -764,7 +764,7 @@ std::string DescribeTraceWindow(const TraceWindow& w) {
   if (w.worst_step) {
     out += "; step " + std::to_string(*w.worst_step) + " had the most waiting";
   }
-  return out + "): " + events + ", since " + why + "; " + everything;
+  return out + "): " + events + ", " + why + "; " + everything;
 }
 
 }  // namespace rankscope

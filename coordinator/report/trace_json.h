@@ -18,10 +18,11 @@
 
 namespace rankscope {
 
-// Large sessions: a trace.json of several million events does not open in a browser, so
-// ChooseTraceWindow picks what to keep and BuildChromeTrace writes only the records that overlap
-// it. For a training loop with NVTX step ranges that is a sample of whole steps, every rank's
-// records during each kept step; without step ranges, one stretch of the run's middle.
+// Large sessions: a trace.json of millions of events does not open in a browser, and the records
+// it draws would be held until the end of the run, so ChooseTraceWindow picks what to keep and
+// BuildChromeTrace writes only the records that overlap it. For a training loop with NVTX step
+// ranges that is a sample of whole steps, every rank's records during each kept step; without step
+// ranges, one stretch of the run's middle.
 
 // One step: the ranks' k-th step ranges (outermost NVTX ranges named like "step", counted per
 // rank as report.html's step heatmap and worst-step timeline count them), from the earliest
@@ -109,10 +110,13 @@ std::string DescribeTraceWindow(const TraceWindow& window);
 // of coordinator/testing/scale_sim.h, 157 B on the 2xH200 NCCL benchmark fixture with CUPTI
 // kernels, 401 B on the 2xH200 PyTorch fixture with launch records, whose kernels carry long
 // template names and an arrow from their launch each; trace_json_test checks the MPI + NVTX
-// figure). A million events is 150-400 MB of JSON: within what a browser tab running
-// ui.perfetto.dev or chrome://tracing parses before it runs out of memory, a few hundred MB. The
-// former 4 M made 0.6-1.6 GB, which did not open.
-inline constexpr size_t kDefaultMaxTraceEvents = 1'000'000;
+// figure). A hundred thousand events is 15-40 MB of JSON, which ui.perfetto.dev opens in
+// seconds, and about 15 MB of records the writers hold at the end of a run: the largest part of
+// the end-of-run memory that does not shrink with the windows, so it is kept small and fixed
+// (docs/design.md, "Cost bounded by the window"). That is a couple of hundred steps of a PyTorch
+// loop of 260 kernels a step, thousands of an MPI loop. A million events (150-400 MB) is about
+// what a browser tab still parses; --full-trace writes everything.
+inline constexpr size_t kDefaultMaxTraceEvents = 100'000;
 
 // The MPI function name of a collective: "MPI_Allreduce", "MPI_Ireduce_scatter_block", ...
 // "ncclAllReduce" etc., for collectives joined from NCCL logs and kernels.

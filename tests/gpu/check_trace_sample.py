@@ -1,6 +1,6 @@
 """Checks trace.json of a session over the default event budget against the same session
 written with --full-trace: the default one keeps whole steps (every kept step's kernels from its
-first to its last), at most 1 M events, names the kept steps in its metadata and in report.txt,
+first to its last), at most 100,000 events, names the kept steps in its metadata and in report.txt,
 and parses; prints sizes and bytes per event of both.
 usage: check_trace_sample.py SAMPLED_DIR FULL_DIR
 """
@@ -8,7 +8,7 @@ import json
 import os
 import sys
 
-BUDGET = 1_000_000
+BUDGET = 100_000
 
 
 def load(path):
