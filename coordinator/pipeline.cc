@@ -67,12 +67,29 @@ Result<PipelineOutput> DiagnoseAndWrite(Session aligned, const std::string& out_
   }
   std::optional<WindowedReading> windowed;
   SessionMatches matches;
+  Status second_pass;
+  std::optional<WindowPlan> plan;
   if (stored != nullptr) {
-    Result<WindowPlan> plan = stored->Plan(options.by_window.value_or(WindowOptions{}));
-    if (!plan.ok()) return plan.status();
+    Result<WindowPlan> planned = stored->Plan(options.by_window.value_or(WindowOptions{}));
+    if (!planned.ok()) return planned.status();
+    plan = std::move(planned).value();
     windowed.emplace(aligned);
+    // The gaps before late calls, of the flagged ranks only, in a second pass over the file.
+    windowed->late_gaps_of = [&](const std::set<int>& ranks) {
+      LateGapFold fold(options.straggler, ranks);
+      stored->Rewind();
+      for (size_t w = 0; w < plan->size() && second_pass.ok(); ++w) {
+        Result<std::vector<RankUpload>> uploads = stored->Next(*plan);
+        if (!uploads.ok()) {
+          second_pass = uploads.status();
+          break;
+        }
+        fold.Add(uploads.value(), w + 1 == plan->size());
+      }
+      return fold.Take();
+    };
     Result<SessionMatches> read = MatchWindows(
-        aligned, options, plan->size(), [&] { return stored->Next(plan.value()); }, &*windowed);
+        aligned, options, plan->size(), [&] { return stored->Next(*plan); }, &*windowed);
     if (!read.ok()) return read.status();
     matches = std::move(read).value();
   } else if (options.by_window) {
@@ -84,6 +101,7 @@ Result<PipelineOutput> DiagnoseAndWrite(Session aligned, const std::string& out_
   BlameModel blame;
   std::vector<Finding> findings =
       Diagnose(aligned, matches, options, &notes, &blame, windowed ? &*windowed : nullptr);
+  if (!second_pass.ok()) return second_pass;
   std::error_code absolute_error;
   const std::filesystem::path dir = std::filesystem::absolute(out_dir, absolute_error);
   PlanNextSteps(aligned, absolute_error ? out_dir : dir.lexically_normal().string(), &findings);

@@ -242,7 +242,7 @@ Result<SessionMatches> MatchWindows(const Session& session, const AnalysisOption
     if (!uploads.ok()) return uploads.status();
     const std::vector<P2PMessage>& matched = matches.Add(uploads.value(), last);
     waits.Close(uploads.value(), matches.messages(), matched);
-    gaps.Add(uploads.value(), last);
+    if (!reading->late_gaps_of) gaps.Add(uploads.value(), last);
     steps.Add(uploads.value());
     reading->blame.Add(uploads.value());
   }
@@ -276,8 +276,10 @@ std::vector<Finding> Diagnose(const Session& aligned, const SessionMatches& matc
   if (windowed != nullptr) {
     const LateGaps& gaps = windowed->late_gaps;
     stragglers = FindStragglers(
-        aligned, matches.collectives, [&](const std::set<int>&) { return gaps; }, options.straggler,
-        notes);
+        aligned, matches.collectives,
+        windowed->late_gaps_of ? windowed->late_gaps_of
+                               : [&](const std::set<int>&) { return gaps; },
+        options.straggler, notes);
     findings = FindDataloaderSkew(aligned, std::move(windowed->steps), options.dataloader);
   } else {
     stragglers = FindStragglers(aligned, matches.collectives, options.straggler, notes);

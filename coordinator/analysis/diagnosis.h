@@ -39,7 +39,13 @@ struct AnalysisOptions {
 // window's uploads once, in one pass (as the live path feeds each upload to all of them).
 struct WindowedReading {
   explicit WindowedReading(const Session& aligned);
-  LateGaps late_gaps;             // GapsBeforeLateCallsByWindow
+  LateGaps late_gaps;  // GapsBeforeLateCallsByWindow
+  // Set by a reader that can read the windows again (a stored session): the gaps before the late
+  // calls of only the ranks the straggler test flags, read in a second pass once they are known,
+  // instead of late_gaps, which are then not folded: a share per call that may count as late is
+  // the largest thing the first pass would hold that grows with the run, and a clean run needs
+  // none. A reader that fails part way returns what it has and keeps the error for its caller.
+  std::function<LateGaps(const std::set<int>& ranks)> late_gaps_of;
   std::vector<StepSeries> steps;  // StepSeriesByWindow, taken by Diagnose
   WaitRanges while_waited;        // RangesWhileWaitedByWindow
   BlameEventFold blame;           // finished by Diagnose, once matched

@@ -1187,8 +1187,10 @@ struct GapCarry {
 }  // namespace
 
 struct LateGapFold::State {
-  explicit State(const StragglerOptions& o) : options(o) {}
+  State(const StragglerOptions& o, std::optional<std::set<int>> of)
+      : options(o), only(std::move(of)) {}
   StragglerOptions options;
+  std::optional<std::set<int>> only;
   CollectiveFold fold;
   // The gaps of calls whose instance is still open.
   std::map<std::pair<uint64_t, uint64_t>, std::map<int, std::optional<GapTime>>> pending;
@@ -1199,8 +1201,8 @@ struct LateGapFold::State {
   LateGaps out;
 };
 
-LateGapFold::LateGapFold(const StragglerOptions& options)
-    : state_(std::make_unique<State>(options)) {}
+LateGapFold::LateGapFold(const StragglerOptions& options, std::optional<std::set<int>> only)
+    : state_(std::make_unique<State>(options, std::move(only))) {}
 LateGapFold::~LateGapFold() = default;
 
 void LateGapFold::Add(const std::vector<RankUpload>& uploads, bool last) {
@@ -1256,7 +1258,7 @@ void LateGapFold::Add(const std::vector<RankUpload>& uploads, bool last) {
   for (const CollectiveInstance& inst : s.fold.TakeFull()) {
     auto gaps = s.pending.find({inst.comm_id, inst.seq});
     if (gaps == s.pending.end()) continue;
-    AddShares(inst, gaps->second, s.options, nullptr, &s.out);
+    AddShares(inst, gaps->second, s.options, s.only ? &*s.only : nullptr, &s.out);
     s.pending.erase(gaps);
   }
   if (!last) return;

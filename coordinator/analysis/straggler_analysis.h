@@ -117,7 +117,9 @@ LateGaps GapsBeforeLateCallsByWindow(const Session& aligned, const WindowSplit& 
 // `last`: the run's last window (its cut is the end).
 class LateGapFold {
  public:
-  explicit LateGapFold(const StragglerOptions& options);
+  // `only`: keep the shares of these ranks' calls only (every rank's when nullopt).
+  explicit LateGapFold(const StragglerOptions& options,
+                       std::optional<std::set<int>> only = std::nullopt);
   ~LateGapFold();
   LateGapFold(const LateGapFold&) = delete;
   LateGapFold& operator=(const LateGapFold&) = delete;

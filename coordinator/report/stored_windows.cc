@@ -275,7 +275,7 @@ Result<std::unique_ptr<StoredWindows>> StoredWindows::Open(const std::string& pa
 
   // Temporary tables in a file, and a bounded page cache: memory does not grow with the file.
   RETURN_IF_ERROR(st->db.Exec(
-      "PRAGMA temp_store = FILE; PRAGMA cache_size = -4096; PRAGMA temp.cache_size = -4096;"));
+      "PRAGMA temp_store = FILE; PRAGMA cache_size = -2048; PRAGMA temp.cache_size = -2048;"));
   const std::string& file = st->path();
   const size_t n = session.ranks.size();
   st->collectives.decode = [&file](const Statement& q) {
@@ -465,6 +465,19 @@ Result<std::vector<RankUpload>> StoredWindows::Next(const WindowPlan& plan) {
   }
   st.peak_open = std::max(st.peak_open, open);
   return out;
+}
+
+void StoredWindows::Rewind() {
+  State& st = *state_;
+  st.next = 0;
+  auto clear = [](auto& kind) {
+    for (auto& of_rank : kind.open) of_rank.clear();
+  };
+  clear(st.collectives);
+  clear(st.p2p);
+  clear(st.mpi_calls);
+  clear(st.ranges);
+  clear(st.gpu);
 }
 
 Result<RecordFacts> StoredWindows::Facts() {

@@ -39,6 +39,9 @@ class StoredWindows {
   // Session::ranks: equal to UploadsOf(session, SplitSession(session, plan), w).
   Result<std::vector<RankUpload>> Next(const WindowPlan& plan);
 
+  // Back to before window 0: the next Next reads it again (a second pass over the windows).
+  void Rewind();
+
   // What the writers read of every record (GatherRecordFacts of the loaded session), read from
   // the file row by row.
   Result<RecordFacts> Facts();
