@@ -102,6 +102,7 @@ Result<PipelineOutput> DiagnoseAndWrite(Session aligned, const std::string& out_
   std::vector<Finding> findings =
       Diagnose(aligned, matches, options, &notes, &blame, windowed ? &*windowed : nullptr);
   if (!second_pass.ok()) return second_pass;
+  windowed.reset();  // the folds' state (the blame graph's events among it): read by no writer
   std::error_code absolute_error;
   const std::filesystem::path dir = std::filesystem::absolute(out_dir, absolute_error);
   PlanNextSteps(aligned, absolute_error ? out_dir : dir.lexically_normal().string(), &findings);

@@ -81,7 +81,8 @@ TEST(ReanalyzeStored, WritesTheFolderTheLoadedSessionWrites) {
 
 // A recorded session made raw again: its records taken for each rank's local clock, and that
 // clock moved by `shift[r]` against the coordinator's in its samples, so that aligning moves every
-// record by seconds.
+// record by seconds. Each rank gets an NVTX mark at each of its first 20 ranges' starts (no
+// recorded session has marks; a spill keeps them in memory, not in its file).
 Session RawAgain(const std::string& path, const std::vector<DurationNs>& shift) {
   Result<Session> loaded = LoadSession(path);
   EXPECT_TRUE(loaded.ok()) << loaded.status().message();
@@ -89,6 +90,10 @@ Session RawAgain(const std::string& path, const std::vector<DurationNs>& shift) 
   raw.aligned = false;
   raw.analysis_notes.clear();
   for (size_t r = 0; r < raw.ranks.size(); ++r) {
+    for (size_t k = 0; k < raw.ranks[r].ranges.size() && k < 20; ++k) {
+      raw.ranks[r].marks.push_back({"", "mark " + std::to_string(k), raw.ranks[r].ranges[k].start,
+                                    raw.ranks[r].ranges[k].tid});
+    }
     raw.ranks[r].clock = ClockModel::Identity();
     raw.ranks[r].clock_fitted = false;
     for (ClockSample& c : raw.ranks[r].clock_samples) {
@@ -182,7 +187,8 @@ TEST(AnalyzeAndWrite, ASpilledRunWritesTheFolderTheHeldRunWrites) {
   EXPECT_EQ(sessions, 4);
 }
 
-// What a spill could not take stays in memory and comes after what it holds.
+// What a spill could not take stays in memory and comes after what it holds; a rank it could
+// not take leaves a gap in its indices.
 TEST(LoadSpilledRecords, TheFileHoldsWhatCameFirst) {
   Session s;
   s.ranks.resize(2);
@@ -193,7 +199,7 @@ TEST(LoadSpilledRecords, TheFileHoldsWhatCameFirst) {
   Result<std::unique_ptr<RecordSpill>> spill = RecordSpill::Create(path);
   ASSERT_TRUE(spill.ok()) << spill.status().message();
   ASSERT_TRUE(spill.value()->AddRank(0, s.ranks[1].id).ok());  // registered first
-  ASSERT_TRUE(spill.value()->AddRank(1, s.ranks[0].id).ok());
+  ASSERT_TRUE(spill.value()->AddRank(2, s.ranks[0].id).ok());  // 1: a rank the file refused
   s.ranks[1].ranges = {{.domain = "", .name = "a", .start = 1, .end = 2},
                        {.domain = "", .name = "b", .start = 3, .end = 4}};
   ASSERT_TRUE(spill.value()->Append(0, &s.ranks[1]).ok());

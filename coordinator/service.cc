@@ -113,6 +113,7 @@ grpc::Status CoordinatorService::RegisterAgent(grpc::ServerContext* ctx,
     rank.id = IdentityFromProto(id);
     session_.ranks.push_back(std::move(rank));
     agent_index_[agent_id] = session_.ranks.size() - 1;
+    OpenSpillLocked();
     if (spill_ != nullptr) {
       if (Status s = spill_->AddRank(session_.ranks.size() - 1, session_.ranks.back().id);
           !s.ok()) {
@@ -249,9 +250,23 @@ Session CoordinatorService::Snapshot() const {
   return SortedByRank(session_);
 }
 
-void CoordinatorService::KeepRecordsIn(std::unique_ptr<RecordSpill> spill) {
+void CoordinatorService::KeepRecordsIn(std::string path) {
   std::lock_guard<std::mutex> lock(mu_);
-  spill_ = std::move(spill);
+  spill_path_ = std::move(path);
+}
+
+void CoordinatorService::OpenSpillLocked() {
+  if (spill_path_.empty() || spill_ != nullptr || spill_failed_) return;
+  Result<std::unique_ptr<RecordSpill>> made = RecordSpill::Create(spill_path_);
+  if (!made.ok()) {
+    std::fprintf(stderr, "rankscope: %s; the records are held in memory instead\n",
+                 made.status().message().c_str());
+    spill_failed_ = true;
+    return;
+  }
+  spill_ = std::move(made).value();
+  // Agents registered before the path was given (all but the one registering now).
+  for (size_t i = 0; i + 1 < session_.ranks.size(); ++i) unspilled_.insert(i);
 }
 
 std::unique_ptr<RecordSpill> CoordinatorService::TakeRecordSpill() {

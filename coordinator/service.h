@@ -55,12 +55,14 @@ class CoordinatorService final : public v1::Coordinator::Service {
   // are refused after it, so a late agent keeps its records in its spool; Snapshot returns a
   // session without ranks.
   Session TakeSession();
-  // From now on each batch's MPI records and ranges go into `spill` (in each rank's clock) as
-  // they arrive, instead of the session: what the coordinator holds no longer grows with the
-  // run. Call before any agent registers. A batch the file cannot take stays in memory, and so
-  // does everything after it from that agent (a problem says so); LoadSpilledRecords puts them
-  // in order.
-  void KeepRecordsIn(std::unique_ptr<RecordSpill> spill);
+  // From the first agent that registers after this on, each batch's MPI records and ranges go
+  // into a RecordSpill at `path` (in each rank's clock) as they arrive, instead of the session:
+  // what the coordinator holds no longer grows with the run. The file is made then, so a run
+  // that ends before any agent came leaves none; when it cannot be made (said on stderr) the
+  // records are held in memory. Agents registered before are held in memory too, and a batch
+  // the file cannot take stays in memory with everything after it from that agent (said on
+  // stderr); LoadSpilledRecords puts them in order.
+  void KeepRecordsIn(std::string path);
   // The spill, once the session was taken (TakeSession), closed for its readers; null when the
   // records were held in memory.
   std::unique_ptr<RecordSpill> TakeRecordSpill();
@@ -97,6 +99,8 @@ class CoordinatorService final : public v1::Coordinator::Service {
                              v1::RegisterResponse* resp);
   grpc::Status StoreBatch(const v1::UploadBatch& req, v1::UploadAck* resp);
   void NoteProblemLocked(std::string text);
+  // Makes the spill at spill_path_ once (a registration calls it).
+  void OpenSpillLocked();
   void NoteRefusedLocked(const grpc::ServerContext* ctx, std::string why);
 
   const CoordinatorConfig config_;
@@ -116,8 +120,10 @@ class CoordinatorService final : public v1::Coordinator::Service {
   std::string first_refused_peer_;
   bool closed_ = false;
   bool taken_ = false;                  // TakeSession moved session_ out
-  std::unique_ptr<RecordSpill> spill_;  // null: records held in session_
-  std::set<size_t> unspilled_;          // ranks whose records went to memory after a failure
+  std::string spill_path_;              // empty: records held in session_
+  std::unique_ptr<RecordSpill> spill_;  // made when the first agent registers
+  bool spill_failed_ = false;           // it could not be made
+  std::set<size_t> unspilled_;          // ranks whose records are held in session_
 };
 
 // Owns the gRPC server around a CoordinatorService.

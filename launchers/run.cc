@@ -138,15 +138,8 @@ void PrintReport(const PipelineOutput& out, const std::string& dir) {
 
 void KeepRecordsOnDisk(CoordinatorService& service, const std::string& dir,
                        const std::string& session_id) {
-  const std::string path =
-      (dir.empty() ? std::string(".") : dir) + "/.rankscope-records-" + session_id + ".sqlite";
-  Result<std::unique_ptr<RecordSpill>> spill = RecordSpill::Create(path);
-  if (!spill.ok()) {
-    std::fprintf(stderr, "rankscope: %s; the records are held in memory instead\n",
-                 spill.status().message().c_str());
-    return;
-  }
-  service.KeepRecordsIn(std::move(spill).value());
+  service.KeepRecordsIn((dir.empty() ? std::string(".") : dir) + "/.rankscope-records-" +
+                        session_id + ".sqlite");
 }
 
 int WriteSessionReport(CoordinatorService& service, Session extra, const std::string& out_dir,
@@ -529,15 +522,15 @@ int RunCoordinator(const CoordinatorOptions& options) {
     return 2;
   }
   CoordinatorServer server(config);
-  if (Status s = server.Start(); !s.ok()) {
-    std::fprintf(stderr, "rankscope coordinator: %s\n", s.message().c_str());
-    return 1;
-  }
   if (!options.out_dir.empty()) {
     std::error_code ec;
     std::filesystem::create_directories(options.out_dir, ec);  // else said at the end
   }
   KeepRecordsOnDisk(server.service(), options.out_dir, config.session_id);
+  if (Status s = server.Start(); !s.ok()) {
+    std::fprintf(stderr, "rankscope coordinator: %s\n", s.message().c_str());
+    return 1;
+  }
   std::string endpoint;
   if (options.endpoint) {
     Result<std::string> written = WriteEndpoint(config.session_id, server.address(), config.token);

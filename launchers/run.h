@@ -44,9 +44,9 @@ int WriteSessionReport(CoordinatorService& service, Session extra, const std::st
                        bool quiet, bool full_trace = false);
 
 // The session's MPI records kept in a file in `dir` ("" = the current folder) as they arrive
-// (RecordSpill, named after the session, removed once the session is written), so that the
-// coordinator's memory does not grow with the run; held in memory, said on stderr, when the file
-// cannot be made. Call before the agents start.
+// (RecordSpill, named after the session, made when the first agent registers and removed once
+// the session is written), so that the coordinator's memory does not grow with the run; held in
+// memory, said on stderr, when the file cannot be made. Call before the agents start.
 void KeepRecordsOnDisk(CoordinatorService& service, const std::string& dir,
                        const std::string& session_id);
 

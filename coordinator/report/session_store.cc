@@ -933,7 +933,12 @@ const std::string& RecordSpill::path() const { return st_->db.path(); }
 Status RecordSpill::AddRank(size_t idx, const RankIdentity& id) {
   if (st_->db.get() == nullptr) return Status::Error(path() + " is closed");
   Status s = st_->rank_row->Int(idx).Int(id.rank).Int(id.restart_count).Int(id.agent_pid).Run();
-  if (!s.ok()) return Status::Error("cannot write to " + path() + ": " + s.message());
+  if (!s.ok()) {
+    // The statement keeps its error; a later rank may fit (space freed).
+    st_->rank_row = std::make_unique<Statement>(
+        st_->db, "INSERT INTO ranks (idx, rank, restart_count, agent_pid) VALUES (?, ?, ?, ?)");
+    return Status::Error("cannot write to " + path() + ": " + s.message());
+  }
   return s;
 }
 
@@ -969,16 +974,18 @@ Status LoadSpilledRecords(const std::string& path, Session* session) {
   // The file's ranks by the identity the coordinator told its agents apart by.
   using Key = std::tuple<int, int, int64_t>;  // rank, restart count, agent pid
   std::map<Key, size_t> idx_of;
-  Session held;
+  Session held;  // indexed by ranks.idx (a rank the file could not take leaves a gap)
   {
+    constexpr int64_t kMostAgents = int64_t{1} << 24;
     Statement q(db, "SELECT idx, rank, restart_count, agent_pid FROM ranks ORDER BY idx");
     while (q.Next()) {
-      if (q.ColumnInt(0) != static_cast<int64_t>(held.ranks.size())) {
-        return Corrupt(path, "ranks.idx " + std::to_string(q.ColumnInt(0)) + " out of order");
+      const int64_t idx = q.ColumnInt(0);
+      if (idx < 0 || idx >= kMostAgents) {
+        return Corrupt(path, "ranks.idx " + std::to_string(idx) + " is not an agent's index");
       }
       idx_of[{static_cast<int>(q.ColumnInt(1)), static_cast<int>(q.ColumnInt(2)), q.ColumnInt(3)}] =
-          held.ranks.size();
-      held.ranks.emplace_back();
+          static_cast<size_t>(idx);
+      held.ranks.resize(std::max(held.ranks.size(), static_cast<size_t>(idx) + 1));
     }
     if (!q.status().ok()) return Corrupt(path, q.status().message());
   }

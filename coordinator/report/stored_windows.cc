@@ -56,6 +56,9 @@ struct StoredWindows::State {
   std::vector<int64_t> rank_idx;  // per rank of the session: its ranks.idx in the file
   std::vector<RankIdentity> ids;
   std::vector<ClockModel> clocks;
+  // Per rank, the (start, end) of its marks and GPU activity, as the session given to Open holds
+  // them (coordinator time): they are loaded with it, and a spill holds none in its file.
+  std::vector<std::vector<std::pair<TimeNs, TimeNs>>> marks, gpu_times;
   // Schema version 1 has no collectives.source: per rank, the keys of the NCCL communicators
   // its log printed, whose records are NCCL's (as LoadSession marks them).
   std::vector<std::set<uint64_t>> nccl_keys;
@@ -267,6 +270,10 @@ Result<std::unique_ptr<StoredWindows>> StoredWindows::Open(const std::string& pa
     st->rank_idx.push_back(it->second);
     st->ids.push_back(r.id);
     st->clocks.push_back(r.clock);
+    auto& marks = st->marks.emplace_back();
+    for (const MarkRecord& m : r.marks) marks.emplace_back(m.time, m.time);
+    auto& gpu = st->gpu_times.emplace_back();
+    for (const GpuActivityRecord& g : r.gpu) gpu.emplace_back(g.start, g.end);
     std::set<uint64_t>& keys = st->nccl_keys.emplace_back();
     if (st->version < 2 && r.nccl) {
       for (const NcclCommInfo& c : r.nccl->communicators) keys.insert(NcclCommKey(c.comm_id));
@@ -489,9 +496,7 @@ Result<RecordFacts> StoredWindows::Facts() {
       {"collectives", &RankRecordFacts::collectives},
       {"p2p", &RankRecordFacts::p2p},
       {"mpi_calls", &RankRecordFacts::mpi_calls},
-      {"ranges", &RankRecordFacts::ranges},
-      {"marks", &RankRecordFacts::marks},
-      {"gpu_activity", &RankRecordFacts::gpu}};
+      {"ranges", &RankRecordFacts::ranges}};
   for (const auto& [table, count] : tables) {
     if (!store_rows::HasTable(st.db, table)) continue;
     Statement q(
@@ -503,6 +508,10 @@ Result<RecordFacts> StoredWindows::Facts() {
     }
     if (!q.status().ok())
       return Corrupt(st.path(), std::string(table) + ": " + q.status().message());
+  }
+  for (size_t r = 0; r < out.ranks.size(); ++r) {
+    out.ranks[r].marks = st.marks[r].size();
+    out.ranks[r].gpu = st.gpu_times[r].size();
   }
   // NVTX time by name and the step ranges, each range in coordinator time.
   Statement q(st.db, "SELECT rank_idx, name, start_ns, end_ns, depth FROM ranges ORDER BY rowid");
@@ -531,9 +540,7 @@ Status StoredWindows::ForEachEvent(const TraceEventFn& fn) {
   const std::map<int64_t, size_t> by_idx = st.by_idx();
   const std::pair<const char*, const char*> tables[] = {{"ranges", "start_ns, end_ns"},
                                                         {"collectives", "enter_ns, exit_ns"},
-                                                        {"p2p", "enter_ns, exit_ns"},
-                                                        {"gpu_activity", "start_ns, end_ns"},
-                                                        {"marks", "time_ns, time_ns"}};
+                                                        {"p2p", "enter_ns, exit_ns"}};
   for (const auto& [table, times] : tables) {
     if (!store_rows::HasTable(st.db, table)) continue;
     Statement q(st.db, ("SELECT rank_idx, " + std::string(times) + " FROM " + table).c_str());
@@ -544,6 +551,11 @@ Status StoredWindows::ForEachEvent(const TraceEventFn& fn) {
     }
     if (!q.status().ok())
       return Corrupt(st.path(), std::string(table) + ": " + q.status().message());
+  }
+  for (const auto* held : {&st.gpu_times, &st.marks}) {
+    for (const auto& of_rank : *held) {
+      for (const auto& [start, end] : of_rank) fn(start, end);
+    }
   }
   return Status::Ok();
 }

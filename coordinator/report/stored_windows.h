@@ -23,9 +23,11 @@ namespace rankscope {
 
 class StoredWindows {
  public:
-  // `session`: the file's session (LoadSession's, or one without its records): its ranks, as
-  // the uploads are ordered, and their clock models, with which records of a file that is not
-  // aligned are moved to coordinator time as they are read. An error names the file.
+  // `session`: the file's session (LoadSession's, or one without its records), aligned: its
+  // ranks, as the uploads are ordered; their clock models, with which records of a file that is
+  // not aligned are moved to coordinator time as they are read; and its marks and GPU activity,
+  // which Facts and ForEachEvent take from it (a RecordSpill's file holds neither). An error
+  // names the file.
   static Result<std::unique_ptr<StoredWindows>> Open(const std::string& path,
                                                      const Session& session);
   ~StoredWindows();
@@ -43,11 +45,12 @@ class StoredWindows {
   void Rewind();
 
   // What the writers read of every record (GatherRecordFacts of the loaded session), read from
-  // the file row by row.
+  // the file row by row (marks and GPU activity: counted in the session given to Open).
   Result<RecordFacts> Facts();
 
   // (start, end) in coordinator time of every record trace.json would write, read from the file
-  // (EventsOf the loaded session's, in another order). An error is a row that cannot be read.
+  // and the session's marks and GPU activity (EventsOf the loaded session's, in another order).
+  // An error is a row that cannot be read.
   Status ForEachEvent(const TraceEventFn& fn);
 
   // Fills each rank of `session` (the one given to Open) with its collectives, point-to-point
