@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -47,27 +48,44 @@ namespace {
 
 constexpr char kToken[] = "bench-token";
 
-CoordinatorServer* Server() {
-  static CoordinatorServer* server = [] {
+// A coordinator holding the records in memory, and one keeping them in a RecordSpill as
+// `rankscope run` does (the file removed at exit).
+CoordinatorServer* Server(bool spill) {
+  auto start = [](bool with_spill) {
     CoordinatorConfig config;
     config.session_id = "bench";
     config.token = kToken;
     auto* s = new CoordinatorServer(config);
+    if (with_spill) {
+      static const std::string path =
+          (std::filesystem::temp_directory_path() /
+           ("rankscope-bench-records-" + std::to_string(getpid()) + ".sqlite"))
+              .string();
+      s->service().KeepRecordsIn(path);
+      std::atexit([] { std::remove(path.c_str()); });
+    }
     if (!s->Start().ok()) std::abort();
     return s;
-  }();
-  return server;
+  };
+  static CoordinatorServer* held = start(false);
+  static CoordinatorServer* spilled = start(true);
+  return spill ? spilled : held;
 }
 
-void BM_UploadIngest(benchmark::State& state) {
+// Upload batches of state.range(0) collective records, one agent per thread; with `spill` the
+// coordinator writes them to its RecordSpill as they arrive (ingest rate held vs spilled).
+void BM_UploadIngest(benchmark::State& state, bool spill) {
   const int records_per_batch = static_cast<int>(state.range(0));
-  auto channel = grpc::CreateChannel(Server()->address(), grpc::InsecureChannelCredentials());
+  auto channel = grpc::CreateChannel(Server(spill)->address(), grpc::InsecureChannelCredentials());
   auto stub = v1::Coordinator::NewStub(channel);
   v1::RegisterRequest reg;
   reg.set_protocol_version(kProtocolVersion);
   reg.mutable_identity()->set_session_id("bench");
   reg.mutable_identity()->set_rank(state.thread_index());
-  reg.mutable_identity()->set_agent_pid(static_cast<int>(state.thread_index()) + 100000);
+  // A fresh agent per run: a run that reused one would send batch numbers the coordinator
+  // already acknowledged, which it skips as resends (every run after the first measured nothing).
+  static std::atomic<int> next_pid{100000};
+  reg.mutable_identity()->set_agent_pid(next_pid++);
   v1::RegisterResponse resp;
   grpc::ClientContext rctx;
   rctx.AddMetadata(kTokenMetadataKey, kToken);
@@ -110,8 +128,10 @@ void BM_UploadIngest(benchmark::State& state) {
   state.counters["records/s"] = benchmark::Counter(
       static_cast<double>(state.iterations() * records_per_batch), benchmark::Counter::kIsRate);
 }
-BENCHMARK(BM_UploadIngest)->Arg(100)->Arg(1000)->Arg(10000)->UseRealTime();
-BENCHMARK(BM_UploadIngest)->Arg(1000)->Threads(4)->UseRealTime();
+BENCHMARK_CAPTURE(BM_UploadIngest, held, false)->Arg(100)->Arg(1000)->Arg(10000)->UseRealTime();
+BENCHMARK_CAPTURE(BM_UploadIngest, spilled, true)->Arg(100)->Arg(1000)->Arg(10000)->UseRealTime();
+BENCHMARK_CAPTURE(BM_UploadIngest, held, false)->Arg(1000)->Threads(4)->UseRealTime();
+BENCHMARK_CAPTURE(BM_UploadIngest, spilled, true)->Arg(1000)->Threads(4)->UseRealTime();
 
 // A session like a real one (coordinator/testing/scale_sim.h): 8 ranks per node, per step a data
 // range, a compute range, a tensor-parallel all-reduce in the node and a data-parallel one across
