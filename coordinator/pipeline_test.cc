@@ -29,6 +29,32 @@ std::string Read(const fs::path& file, const std::string& dir) {
   return s;
 }
 
+// The folder at `got` is the one at `want`: every report byte for byte (each folder's own path
+// written as <dir>) and session.sqlite with the same notes and the same records of every rank.
+void ExpectSameFolder(const std::string& want_dir, const std::string& got_dir) {
+  for (const char* file : {"report.json", "report.txt", "report.html", "trace.json"}) {
+    const std::string want = Read(fs::path(want_dir) / file, want_dir);
+    const std::string got = Read(fs::path(got_dir) / file, got_dir);
+    EXPECT_FALSE(want.empty()) << file;
+    EXPECT_TRUE(want == got) << file << " differs (" << want.size() << " vs " << got.size()
+                             << " bytes)";
+  }
+  Result<Session> want = LoadSession(want_dir + "/session.sqlite");
+  Result<Session> got = LoadSession(got_dir + "/session.sqlite");
+  ASSERT_TRUE(want.ok() && got.ok());
+  ASSERT_EQ(want->ranks.size(), got->ranks.size());
+  EXPECT_TRUE(want->aligned && got->aligned);
+  EXPECT_EQ(want->analysis_notes, got->analysis_notes);
+  for (size_t r = 0; r < want->ranks.size(); ++r) {
+    EXPECT_FALSE(want->ranks[r].collectives.empty());
+    EXPECT_TRUE(want->ranks[r].collectives == got->ranks[r].collectives);
+    EXPECT_TRUE(want->ranks[r].p2p == got->ranks[r].p2p);
+    EXPECT_TRUE(want->ranks[r].mpi_calls == got->ranks[r].mpi_calls);
+    EXPECT_TRUE(want->ranks[r].ranges == got->ranks[r].ranges);
+    EXPECT_TRUE(want->ranks[r].gpu == got->ranks[r].gpu);
+  }
+}
+
 // A recorded session re-analysed from its file window by window (ReanalyzeStored: its records
 // never loaded, only those trace.json and report.html draw) writes the folder the loaded session
 // writes: every report byte for byte and the same session.sqlite, with trace.json whole and cut
@@ -55,24 +81,7 @@ TEST(ReanalyzeStored, WritesTheFolderTheLoadedSessionWrites) {
       Result<PipelineOutput> b = ReanalyzeStored(path, windowed, options, OutputOptions{budget});
       ASSERT_TRUE(a.ok()) << a.status().message();
       ASSERT_TRUE(b.ok()) << b.status().message();
-      for (const char* file : {"report.json", "report.txt", "report.html", "trace.json"}) {
-        const std::string want = Read(fs::path(whole) / file, whole);
-        const std::string got = Read(fs::path(windowed) / file, windowed);
-        EXPECT_FALSE(want.empty()) << file;
-        EXPECT_TRUE(want == got) << file << " differs (" << want.size() << " vs " << got.size()
-                                 << " bytes)";
-      }
-      Result<Session> want = LoadSession(whole + "/session.sqlite");
-      Result<Session> got = LoadSession(windowed + "/session.sqlite");
-      ASSERT_TRUE(want.ok() && got.ok());
-      ASSERT_EQ(want->ranks.size(), got->ranks.size());
-      EXPECT_EQ(want->analysis_notes, got->analysis_notes);
-      for (size_t r = 0; r < want->ranks.size(); ++r) {
-        EXPECT_TRUE(want->ranks[r].collectives == got->ranks[r].collectives);
-        EXPECT_TRUE(want->ranks[r].p2p == got->ranks[r].p2p);
-        EXPECT_TRUE(want->ranks[r].mpi_calls == got->ranks[r].mpi_calls);
-        EXPECT_TRUE(want->ranks[r].ranges == got->ranks[r].ranges);
-      }
+      ExpectSameFolder(whole, windowed);
     }
     ++sessions;
   }
@@ -162,26 +171,7 @@ TEST(AnalyzeAndWrite, ASpilledRunWritesTheFolderTheHeldRunWrites) {
       ASSERT_TRUE(b.ok()) << b.status().message();
     }
     EXPECT_FALSE(fs::exists(spill_path));
-    for (const char* file : {"report.json", "report.txt", "report.html", "trace.json"}) {
-      const std::string want = Read(fs::path(held) / file, held);
-      const std::string got = Read(fs::path(spilled) / file, spilled);
-      EXPECT_FALSE(want.empty()) << file;
-      EXPECT_TRUE(want == got) << file << " differs (" << want.size() << " vs " << got.size()
-                               << " bytes)";
-    }
-    Result<Session> want = LoadSession(held + "/session.sqlite");
-    Result<Session> got = LoadSession(spilled + "/session.sqlite");
-    ASSERT_TRUE(want.ok() && got.ok());
-    ASSERT_EQ(want->ranks.size(), got->ranks.size());
-    EXPECT_TRUE(want->aligned && got->aligned);
-    for (size_t r = 0; r < want->ranks.size(); ++r) {
-      EXPECT_FALSE(want->ranks[r].collectives.empty());
-      EXPECT_TRUE(want->ranks[r].collectives == got->ranks[r].collectives);
-      EXPECT_TRUE(want->ranks[r].p2p == got->ranks[r].p2p);
-      EXPECT_TRUE(want->ranks[r].mpi_calls == got->ranks[r].mpi_calls);
-      EXPECT_TRUE(want->ranks[r].ranges == got->ranks[r].ranges);
-      EXPECT_TRUE(want->ranks[r].gpu == got->ranks[r].gpu);
-    }
+    ExpectSameFolder(held, spilled);
     ++sessions;
   }
   EXPECT_EQ(sessions, 4);
