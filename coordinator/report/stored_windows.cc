@@ -237,7 +237,8 @@ StoredWindows::~StoredWindows() = default;
 Result<std::unique_ptr<StoredWindows>> StoredWindows::Open(const std::string& path,
                                                            const Session& session) {
   auto st = std::make_unique<State>(path);
-  if (Status s = st->db.Open(SQLITE_OPEN_READONLY); !s.ok()) {
+  // No connection mutex: a reader is used by one thread at a time.
+  if (Status s = st->db.Open(SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX); !s.ok()) {
     return Status::Error("cannot open session database " + path + ": " + s.message());
   }
   Result<std::string> version = MetaValue(st->db, "schema_version");
