@@ -877,6 +877,10 @@ Result<std::vector<Finding>> LoadFindings(const std::string& path) {
 
 // ---- Records kept on disk as they arrive ---------------------------------------------------
 
+// A spill's rank: only the identity the coordinator tells agents apart by.
+constexpr char kSpillRankRow[] =
+    "INSERT INTO ranks (idx, rank, restart_count, agent_pid) VALUES (?, ?, ?, ?)";
+
 struct RecordSpill::State {
   explicit State(const std::string& path) : db(path) {}
   Connection db;
@@ -926,8 +930,7 @@ Result<std::unique_ptr<RecordSpill>> RecordSpill::Create(const std::string& path
     }
   }
   st->inserts = std::make_unique<RecordInserts>(st->db);
-  st->rank_row = std::make_unique<Statement>(
-      st->db, "INSERT INTO ranks (idx, rank, restart_count, agent_pid) VALUES (?, ?, ?, ?)");
+  st->rank_row = std::make_unique<Statement>(st->db, kSpillRankRow);
   if (Status s = st->inserts->status(); !s.ok()) return fail(s);
   if (Status s = st->rank_row->status(); !s.ok()) return fail(s);
   return std::unique_ptr<RecordSpill>(new RecordSpill(std::move(st)));
@@ -940,8 +943,7 @@ Status RecordSpill::AddRank(size_t idx, const RankIdentity& id) {
   Status s = st_->rank_row->Int(idx).Int(id.rank).Int(id.restart_count).Int(id.agent_pid).Run();
   if (!s.ok()) {
     // The statement keeps its error; a later rank may fit (space freed).
-    st_->rank_row = std::make_unique<Statement>(
-        st_->db, "INSERT INTO ranks (idx, rank, restart_count, agent_pid) VALUES (?, ?, ?, ?)");
+    st_->rank_row = std::make_unique<Statement>(st_->db, kSpillRankRow);
     return Status::Error("cannot write to " + path() + ": " + s.message());
   }
   return s;
