@@ -603,11 +603,41 @@ size_t MessageFold::held() const {
   return n;
 }
 
-void OrderMessages(std::vector<P2PMessage>* messages) {
-  std::sort(messages->begin(), messages->end(), [](const P2PMessage& a, const P2PMessage& b) {
+namespace {
+
+template <class Message>
+void SortByReceiverBlock(std::vector<Message>* messages) {
+  std::sort(messages->begin(), messages->end(), [](const Message& a, const Message& b) {
     return std::tie(a.blocked, a.receiver, a.sender, a.receive_record) <
            std::tie(b.blocked, b.receiver, b.sender, b.receive_record);
   });
+}
+
+}  // namespace
+
+void OrderMessages(std::vector<P2PMessage>* messages) { SortByReceiverBlock(messages); }
+void OrderMessages(std::vector<MessageLink>* links) { SortByReceiverBlock(links); }
+
+MessageLink LinkOf(const P2PMessage& m) {
+  return {.sender = m.sender,
+          .receiver = m.receiver,
+          .blocked = m.blocked,
+          .send_record = m.send_record,
+          .receive_record = m.receive_record,
+          .send_blocked_record = m.send_blocked_record,
+          .receive_posted_record = m.receive_posted_record,
+          .send_waited = m.send_wait > 0,
+          .receive_posted_known = m.receive_posted > 0};
+}
+
+P2PMessage MessageOf(const MessageLink& link) {
+  P2PMessage m;
+  m.sender = link.sender;
+  m.receiver = link.receiver;
+  m.blocked = link.blocked;
+  m.send_record = link.send_record;
+  m.receive_record = link.receive_record;
+  return m;
 }
 
 std::vector<P2PMessage> MatchMessages(const Session& aligned, P2PMatchStats* stats) {

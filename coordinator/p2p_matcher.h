@@ -75,6 +75,26 @@ struct P2PMessage {
   Bytes bytes = 0;  // the send's (its Send / Isend record's)
 };
 
+// What the blame model's dependencies and trace.json's arrows read of a matched message: who,
+// which records, and the key messages are ordered by. Kept per message where the messages are
+// not (a session read window by window: 56 bytes where a P2PMessage takes 120).
+struct MessageLink {
+  int sender = -1;  // world ranks
+  int receiver = -1;
+  TimeNs blocked = 0;  // P2PMessage::blocked: the first part of the order's key
+  size_t send_record = 0;
+  size_t receive_record = 0;
+  size_t send_blocked_record = 0;
+  size_t receive_posted_record = 0;
+  bool send_waited = false;           // send_wait > 0: the sender waited for the receive's post
+  bool receive_posted_known = false;  // receive_posted > 0
+};
+
+MessageLink LinkOf(const P2PMessage& m);
+
+// Links as far as trace.json reads them: sender, receiver and their records (the rest 0).
+P2PMessage MessageOf(const MessageLink& link);
+
 struct P2PMatchStats {
   int sends = 0;
   int receives = 0;
@@ -145,5 +165,6 @@ class MessageFold {
 // Orders messages as MatchMessages does: by the receiver's blocking, then receiver, sender and
 // the records.
 void OrderMessages(std::vector<P2PMessage>* messages);
+void OrderMessages(std::vector<MessageLink>* links);  // the same order
 
 }  // namespace rankscope

@@ -27,7 +27,7 @@ namespace {
 
 // The messages whose two calls `held` holds, their record indices made positions among the
 // held calls (StoredWindows::Hold): the others were drawn by no writer.
-std::vector<P2PMessage> HeldMessages(const Session& session, const std::vector<P2PMessage>& all,
+std::vector<P2PMessage> HeldMessages(const Session& session, const std::vector<MessageLink>& all,
                                      const std::vector<std::vector<size_t>>& held) {
   std::map<int, const std::vector<size_t>*> of_rank;
   for (size_t r = 0; r < session.ranks.size(); ++r) of_rank[session.ranks[r].id.rank] = &held[r];
@@ -40,11 +40,11 @@ std::vector<P2PMessage> HeldMessages(const Session& session, const std::vector<P
     return static_cast<size_t>(at - indices.begin());
   };
   std::vector<P2PMessage> out;
-  for (const P2PMessage& m : all) {
+  for (const MessageLink& m : all) {
     const std::optional<size_t> send = position(m.sender, m.send_record);
     const std::optional<size_t> receive = position(m.receiver, m.receive_record);
     if (!send || !receive) continue;
-    out.push_back(m);
+    out.push_back(MessageOf(m));
     out.back().send_record = *send;
     out.back().receive_record = *receive;
   }
@@ -95,6 +95,8 @@ Result<PipelineOutput> DiagnoseAndWrite(Session aligned, const std::string& out_
   } else if (options.by_window) {
     windowed.emplace(aligned);
     matches = MatchSessionByWindow(aligned, options, &*windowed);
+    // What trace.json's arrows read of them (the records are all here).
+    for (const MessageLink& link : matches.links) matches.messages.push_back(MessageOf(link));
   } else {
     matches = MatchSession(aligned);
   }
@@ -138,7 +140,7 @@ Result<PipelineOutput> DiagnoseAndWrite(Session aligned, const std::string& out_
     }
     std::vector<std::vector<size_t>> held_p2p;
     if (Status s = stored->Hold(spans, &aligned, &held_p2p); !s.ok()) return s;
-    matches.messages = HeldMessages(aligned, matches.messages, held_p2p);
+    matches.messages = HeldMessages(aligned, matches.links, held_p2p);
     save.records_from = stored_path;
   } else {
     facts = GatherRecordFacts(aligned);

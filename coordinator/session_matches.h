@@ -13,9 +13,15 @@ namespace rankscope {
 
 struct SessionMatches {
   std::vector<CollectiveInstance> collectives;  // MatchCollectives
-  std::vector<P2PMessage> messages;             // MatchMessages
+  // MatchMessages; empty where matching kept only the links (MatchFold without the messages:
+  // a session read window by window keeps the wait states' figures folded instead).
+  std::vector<P2PMessage> messages;
+  std::vector<MessageLink> links;  // one per matched message, in the messages' order
   P2PMatchStats p2p;
 };
+
+// One link per message (LinkOf), in their order.
+std::vector<MessageLink> LinksOf(const std::vector<P2PMessage>& messages);
 
 // Both matchers over an aligned session.
 SessionMatches MatchSession(const Session& aligned);

@@ -276,7 +276,8 @@ P2PRecord CallOpenAtCut(const P2PRecord& call, TimeNs cut) {
   return out;
 }
 
-MatchFold::MatchFold(int world_size) : messages_(world_size, WorldCommId(world_size)) {}
+MatchFold::MatchFold(int world_size, bool keep_messages)
+    : messages_(world_size, WorldCommId(world_size)), keep_messages_(keep_messages) {}
 
 const std::vector<P2PMessage>& MatchFold::Add(const std::vector<RankUpload>& window, bool last) {
   for (const RankUpload& u : window) {
@@ -309,7 +310,11 @@ const std::vector<P2PMessage>& MatchFold::Add(const std::vector<RankUpload>& win
     for (CollectiveInstance& i : collectives_.Finish()) instances_.push_back(std::move(i));
   }
   closed_ = last ? messages_.Finish() : messages_.TakeMatched();
-  matched_.insert(matched_.end(), closed_.begin(), closed_.end());
+  if (keep_messages_) {
+    matched_.insert(matched_.end(), closed_.begin(), closed_.end());
+  } else {
+    for (const P2PMessage& m : closed_) links_.push_back(LinkOf(m));
+  }
   peak_held_ = std::max(peak_held_, messages_.held());
   return closed_;
 }
@@ -320,6 +325,12 @@ SessionMatches MatchFold::Finish() {
   OrderInstances(&out.collectives);
   out.messages = std::move(matched_);
   OrderMessages(&out.messages);
+  if (keep_messages_) {
+    out.links = LinksOf(out.messages);
+  } else {
+    out.links = std::move(links_);
+    OrderMessages(&out.links);
+  }
   out.p2p = messages_.stats();
   return out;
 }

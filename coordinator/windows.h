@@ -182,7 +182,9 @@ int WorldSize(const Session& aligned);
 // its calls open at the cut).
 class MatchFold {
  public:
-  explicit MatchFold(int world_size);
+  // `keep_messages` false: the matched messages are kept as links only (SessionMatches::links);
+  // a caller that needs more of them reads each window's as Add returns them.
+  explicit MatchFold(int world_size, bool keep_messages = true);
   // `last`: the run's last window. The messages matched at this close (valid until the next Add).
   const std::vector<P2PMessage>& Add(const std::vector<RankUpload>& window, bool last);
   const MessageFold& messages() const { return messages_; }
@@ -195,7 +197,9 @@ class MatchFold {
   CollectiveFold collectives_;
   MessageFold messages_;
   std::vector<CollectiveInstance> instances_;
+  const bool keep_messages_;
   std::vector<P2PMessage> matched_, closed_;
+  std::vector<MessageLink> links_;                    // without keep_messages_
   std::map<int, std::optional<TimeNs>> latest_exit_;  // per world rank: of its MPI calls so far
   size_t peak_open_ = 0, peak_held_ = 0;
 };

@@ -21,6 +21,29 @@ DurationNs MedianNs(std::vector<DurationNs> values) {
   return static_cast<DurationNs>(std::llround(Median(std::move(d))));
 }
 
+std::optional<double> MedianOfCounts(const std::map<int64_t, int64_t>& counts, int64_t skipped,
+                                     int64_t largest_skipped) {
+  int64_t n = skipped;
+  for (const auto& [value, k] : counts) n += k;
+  if (n == 0) return 0.0;
+  // The value at `index` of the sorted values; nullopt among the skipped ones.
+  auto at = [&](int64_t index) -> std::optional<double> {
+    if (index < skipped) return std::nullopt;
+    int64_t end = skipped;
+    for (const auto& [value, k] : counts) {
+      end += k;
+      if (index < end) return static_cast<double>(value);
+    }
+    return std::nullopt;
+  };
+  const std::optional<double> upper = at(n / 2);
+  if (!upper) return std::nullopt;
+  if (n % 2 == 1) return *upper;
+  const double lower =
+      n / 2 - 1 < skipped ? static_cast<double>(largest_skipped) : at(n / 2 - 1).value();
+  return lower + (*upper - lower) / 2.0;
+}
+
 double Quantile(std::vector<double> values, double q) {
   if (values.empty()) return 0.0;
   std::sort(values.begin(), values.end());

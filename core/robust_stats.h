@@ -3,6 +3,9 @@
 // stragglers we look for) cannot inflate the way they inflate a mean or a standard deviation.
 #pragma once
 
+#include <cstdint>
+#include <map>
+#include <optional>
 #include <vector>
 
 #include "core/time.h"
@@ -13,6 +16,13 @@ namespace rankscope {
 // Takes a copy because it reorders.
 double Median(std::vector<double> values);
 DurationNs MedianNs(std::vector<DurationNs> values);
+
+// Median over values kept as a value-to-count map, with Median's arithmetic, where the `skipped`
+// smallest values are not kept, only the largest of them (`largest_skipped`): a fold that needs
+// the median exactly only when it reaches a threshold keeps the values below it as a count.
+// nullopt when the median needs a value not kept (it lies below the kept ones); 0 when empty.
+std::optional<double> MedianOfCounts(const std::map<int64_t, int64_t>& counts, int64_t skipped = 0,
+                                     int64_t largest_skipped = 0);
 
 // The q-quantile (0 <= q <= 1) with linear interpolation between order statistics; 0 when empty.
 double Quantile(std::vector<double> values, double q);

@@ -2,8 +2,52 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <map>
+#include <optional>
+#include <random>
+
 namespace rankscope {
 namespace {
+
+// Values below a threshold kept as a count and their largest: the median where it reaches the
+// threshold is Median's, to the bit; below it, none.
+TEST(RobustStatsTest, MedianOfCountsIsMediansWhereItLiesAmongTheKeptValues) {
+  std::mt19937_64 rng(11);
+  int exact = 0, straddled = 0;
+  for (int trial = 0; trial < 3000; ++trial) {
+    const int n = std::uniform_int_distribution<int>(1, 12)(rng);
+    const int64_t threshold = std::uniform_int_distribution<int64_t>(0, 10)(rng);
+    std::vector<double> all;
+    std::map<int64_t, int64_t> kept;
+    int64_t skipped = 0, largest = 0;
+    for (int i = 0; i < n; ++i) {
+      const int64_t v = std::uniform_int_distribution<int64_t>(0, 12)(rng);
+      all.push_back(static_cast<double>(v));
+      if (v >= threshold) {
+        ++kept[v];
+      } else {
+        largest = skipped == 0 ? v : std::max(largest, v);
+        ++skipped;
+      }
+    }
+    const std::optional<double> median = MedianOfCounts(kept, skipped, largest);
+    const auto mid = static_cast<size_t>(n / 2);
+    if (static_cast<int64_t>(mid) < skipped) {
+      EXPECT_FALSE(median.has_value());
+      EXPECT_LT(Median(all), static_cast<double>(threshold));
+      continue;
+    }
+    ASSERT_TRUE(median.has_value());
+    EXPECT_EQ(*median, Median(all)) << "trial " << trial;
+    ++exact;
+    if (n % 2 == 0 && static_cast<int64_t>(mid) == skipped && skipped > 0) ++straddled;
+  }
+  EXPECT_GT(exact, 1000);
+  EXPECT_GT(straddled, 50);  // the mean of the largest value skipped and the smallest kept
+  EXPECT_EQ(MedianOfCounts({}), 0.0);
+  EXPECT_EQ(MedianOfCounts({{5, 2}, {9, 1}}), 5.0);
+}
 
 TEST(RobustStatsTest, MedianOfOddAndEvenCounts) {
   EXPECT_DOUBLE_EQ(Median({3, 1, 2}), 2);

@@ -362,7 +362,7 @@ MessageEdges MessageDependencies(const SessionMatches& matches,
                                  const std::unordered_map<int, int>& index_of,
                                  const RecordEvents& at_event, Graph* g) {
   MessageEdges edges;
-  for (const P2PMessage& m : matches.messages) {
+  for (const MessageLink& m : matches.links) {
     auto snd = index_of.find(m.sender);
     auto rcv = index_of.find(m.receiver);
     if (snd == index_of.end() || rcv == index_of.end()) continue;
@@ -383,9 +383,9 @@ MessageEdges MessageDependencies(const SessionMatches& matches,
     edges.involved.push_back({si, post, ri});
     const int blocking = at_event.P2PEvent(si, m.send_blocked_record);
     if (blocking >= 0 && blocking != post) edges.involved.push_back({si, blocking, ri});
-    if (m.send_wait > 0) {
+    if (m.send_waited) {
       const int posted =
-          m.receive_posted > 0 ? at_event.P2PEvent(ri, m.receive_posted_record) : receive;
+          m.receive_posted_known ? at_event.P2PEvent(ri, m.receive_posted_record) : receive;
       if (blocking >= 0 && posted >= 0) {
         Event& b = g->events[static_cast<size_t>(si)][static_cast<size_t>(blocking)];
         if (b.dep == DepKind::kNone || b.dep == DepKind::kEvents) {
@@ -394,7 +394,7 @@ MessageEdges MessageDependencies(const SessionMatches& matches,
         }
       }
     }
-    if (m.receive_posted > 0) {
+    if (m.receive_posted_known) {
       const int posted = at_event.P2PEvent(ri, m.receive_posted_record);
       if (posted >= 0) {
         g->events[static_cast<size_t>(ri)][static_cast<size_t>(posted)].interpreted = true;

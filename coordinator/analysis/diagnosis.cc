@@ -232,16 +232,20 @@ WindowedReading::WindowedReading(const Session& aligned) : blame(aligned) {}
 Result<SessionMatches> MatchWindows(const Session& session, const AnalysisOptions& options,
                                     size_t windows, const NextUploads& next,
                                     WindowedReading* reading) {
-  MatchFold matches(WorldSize(session));
+  // The messages are read as each window closes, and kept as links only (the blame model's
+  // dependencies, trace.json's arrows).
+  MatchFold matches(WorldSize(session), /*keep_messages=*/false);
   LateGapFold gaps(options.straggler);
   StepSeriesFold steps(session, options.dataloader);
   WaitRangesFold waits;
+  WaitTallyFold tallies(options.p2p);
   for (size_t w = 0; w < windows; ++w) {
     const bool last = w + 1 == windows;
     Result<std::vector<RankUpload>> uploads = next();
     if (!uploads.ok()) return uploads.status();
     const std::vector<P2PMessage>& matched = matches.Add(uploads.value(), last);
     waits.Close(uploads.value(), matches.messages(), matched);
+    tallies.Add(matched);
     if (!reading->late_gaps_of) gaps.Add(uploads.value(), last);
     steps.Add(uploads.value());
     reading->blame.Add(uploads.value());
@@ -249,6 +253,7 @@ Result<SessionMatches> MatchWindows(const Session& session, const AnalysisOption
   reading->late_gaps = gaps.Take();
   reading->steps = steps.Take();
   reading->while_waited = waits.Take();
+  reading->waits = tallies.Take();
   return matches.Finish();
 }
 
@@ -300,14 +305,18 @@ std::vector<Finding> Diagnose(const Session& aligned, const SessionMatches& matc
       findings.push_back(std::move(straggler));
     }
   }
-  const WaitRanges* while_waited = windowed != nullptr ? &windowed->while_waited : nullptr;
-  for (Finding& f : FindLateSenders(aligned, matches.messages, matches.p2p, options.p2p, notes,
-                                    while_waited ? &while_waited->late_sender : nullptr)) {
-    findings.push_back(std::move(f));
+  std::vector<Finding> senders, receivers;
+  if (windowed != nullptr) {
+    senders = FindLateSenders(aligned, windowed->waits, matches.p2p, options.p2p,
+                              windowed->while_waited, notes);
+    receivers = FindLateReceivers(aligned, windowed->waits, matches.p2p, options.p2p,
+                                  windowed->while_waited, notes);
+  } else {
+    senders = FindLateSenders(aligned, matches.messages, matches.p2p, options.p2p, notes);
+    receivers = FindLateReceivers(aligned, matches.messages, matches.p2p, options.p2p, notes);
   }
-  for (Finding& f : FindLateReceivers(aligned, matches.messages, matches.p2p, options.p2p, notes,
-                                      while_waited ? &while_waited->late_receiver : nullptr)) {
-    findings.push_back(std::move(f));
+  for (std::vector<Finding>* found : {&senders, &receivers}) {
+    for (Finding& f : *found) findings.push_back(std::move(f));
   }
   // The blame model decides who is a straggler; the findings above describe how they waited.
   BlameModel blame = windowed != nullptr ? windowed->blame.Finish(aligned, matches, options.blame)

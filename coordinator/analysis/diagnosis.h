@@ -48,6 +48,7 @@ struct WindowedReading {
   std::function<LateGaps(const std::set<int>& ranks)> late_gaps_of;
   std::vector<StepSeries> steps;  // StepSeriesByWindow, taken by Diagnose
   WaitRanges while_waited;        // RangesWhileWaitedByWindow
+  WaitTallies waits;              // WaitTallyFold of every matched message
   BlameEventFold blame;           // finished by Diagnose, once matched
 };
 

@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <tuple>
@@ -47,31 +49,32 @@ constexpr WaitState kLateReceiver{.kind = FindingKind::kLateReceiver,
                                   .before = "receives",
                                   .finding_name = "a late receiver"};
 
-// What one rank made the others wait for, over its messages.
-struct Blamed {
-  std::vector<const P2PMessage*> messages;  // those with a direct delay
-  std::vector<DurationNs> directs;          // over all its matched messages
-  std::vector<Bytes> bytes;                 // of those with a direct delay
-  std::set<int> others;                     // the ranks that waited
-  DurationNs direct = 0;
-  DurationNs wait = 0;  // the others' waits for it, over all its messages
-  int matched = 0;
-};
-
-std::map<int, Blamed> TallyBlamed(const std::vector<P2PMessage>& messages, const WaitState& state) {
-  std::map<int, Blamed> blamed;
-  for (const P2PMessage& m : messages) {
-    Blamed& b = blamed[state.Blamed(m)];
-    ++b.matched;
-    b.directs.push_back(state.Direct(m));
-    b.wait += state.Wait(m);
-    if (state.Direct(m) <= 0) continue;
-    b.messages.push_back(&m);
-    b.others.insert(state.Waiting(m));
-    b.direct += state.Direct(m);
-    b.bytes.push_back(m.bytes);
+// Adds one message to the tally of the rank `state` blames for it.
+void Tally(const P2PMessage& m, const WaitState& state, DurationNs min_median_wait,
+           std::map<int, BlamedTally>* tallies) {
+  BlamedTally& b = (*tallies)[state.Blamed(m)];
+  ++b.matched;
+  const DurationNs direct = state.Direct(m);
+  if (direct >= min_median_wait) {
+    ++b.directs_above[direct];
+  } else {
+    b.largest_below = b.directs_below == 0 ? direct : std::max(b.largest_below, direct);
+    ++b.directs_below;
   }
-  return blamed;
+  b.wait += state.Wait(m);
+  if (direct <= 0) return;
+  ++b.late;
+  b.others.insert(state.Waiting(m));
+  b.direct += direct;
+  ++b.late_bytes[m.bytes];
+}
+
+// The median of the rank's direct delays over all its messages where it is at least the
+// threshold the tally kept them by; a delay below it otherwise.
+DurationNs MedianDirect(const BlamedTally& s) {
+  const std::optional<double> median =
+      MedianOfCounts(s.directs_above, s.directs_below, s.largest_below);
+  return median ? static_cast<DurationNs>(std::llround(*median)) : s.largest_below;
 }
 
 std::string RankList(const std::set<int>& ranks) {
@@ -94,10 +97,16 @@ void AddWhileWaited(const RangeTimeline& timeline, const P2PMessage& m, const Wa
   out->covered += t.covered;
 }
 
-WhileWaited RangesWhileWaited(const RankData& data, const Blamed& s, const WaitState& state) {
+// Where the blamed rank was while the others waited for the messages it is blamed for.
+WhileWaited RangesWhileWaited(const RankData& data, const std::vector<P2PMessage>& messages,
+                              const WaitState& state) {
   const RangeTimeline timeline(&data.ranges);
   WhileWaited out;
-  for (const P2PMessage* m : s.messages) AddWhileWaited(timeline, *m, state, &out);
+  for (const P2PMessage& m : messages) {
+    if (state.Blamed(m) == data.id.rank && state.Direct(m) > 0) {
+      AddWhileWaited(timeline, m, state, &out);
+    }
+  }
   return out;
 }
 
@@ -109,17 +118,15 @@ std::vector<std::pair<DurationNs, std::string>> Ranked(const WhileWaited& w) {
   return ranked;
 }
 
-Bytes MedianBytes(const Blamed& s) {
-  return s.bytes.empty()
-             ? 0
-             : static_cast<Bytes>(Median(std::vector<double>(s.bytes.begin(), s.bytes.end())));
+Bytes MedianBytes(const BlamedTally& s) {
+  return static_cast<Bytes>(MedianOfCounts(s.late_bytes).value_or(0.0));
 }
 
-WaitStateFigures WaitStateEvidence(const Blamed& s, const WhileWaited& w, DurationNs median,
+WaitStateFigures WaitStateEvidence(const BlamedTally& s, const WhileWaited& w, DurationNs median,
                                    double cost_fraction, DurationNs span,
                                    DurationNs clock_uncertainty, const P2PMatchStats& stats) {
   WaitStateFigures e;
-  e.late_messages = static_cast<int>(s.messages.size());
+  e.late_messages = s.late;
   e.matched = s.matched;
   e.others.assign(s.others.begin(), s.others.end());
   e.median_direct_wait = median;  // over all its matched messages
@@ -141,11 +148,11 @@ WaitStateFigures WaitStateEvidence(const Blamed& s, const WhileWaited& w, Durati
 
 // The finding's summary, and what to look for next.
 std::pair<std::string, std::string> WaitStateProse(const Session& aligned, int rank,
-                                                   const Blamed& s, const WaitState& state,
+                                                   const BlamedTally& s, const WaitState& state,
                                                    const WhileWaited& w, DurationNs median) {
   std::string summary =
       RankLabel(aligned, rank) + " " + state.late_verb + ": " + RankList(s.others) + " waited in " +
-      state.waited_in + " for " + std::to_string(s.messages.size()) + " of " + "its " +
+      state.waited_in + " for " + std::to_string(s.late) + " of " + "its " +
       std::to_string(s.matched) + " messages because " + state.late_because + ", median " +
       FormatDuration(median) + " per message, " + FormatDuration(s.direct) + " in all.";
   std::string look_for;
@@ -177,23 +184,25 @@ std::pair<std::string, std::string> WaitStateProse(const Session& aligned, int r
   return {std::move(summary), std::move(look_for)};
 }
 
-std::vector<Finding> FindWaitStates(const Session& aligned, const std::vector<P2PMessage>& messages,
+// Where a blamed rank was while the others waited: from its ranges and the messages, or folded.
+using WhileWaitedOf = std::function<WhileWaited(const RankData&)>;
+
+std::vector<Finding> FindWaitStates(const Session& aligned,
+                                    const std::map<int, BlamedTally>& tallies,
                                     const P2PMatchStats& stats, const PointToPointOptions& options,
                                     const WaitState& state, std::vector<std::string>* notes,
-                                    const std::map<int, WhileWaited>* while_waited) {
-  if (messages.empty()) return {};
+                                    const WhileWaitedOf& while_waited) {
   const DurationNs span = stats.calls_span();
   std::vector<Finding> findings;
-  for (const auto& [rank, s] : TallyBlamed(messages, state)) {
-    const DurationNs median = MedianNs(s.directs);
+  for (const auto& [rank, s] : tallies) {
+    const DurationNs median = MedianDirect(s);
     const double budget =
         static_cast<double>(span) * static_cast<double>(std::max<size_t>(s.others.size(), 1));
     const double cost_fraction = budget > 0 ? static_cast<double>(s.direct) / budget : 0;
     const double direct_share =
         s.wait > 0 ? static_cast<double>(s.direct) / static_cast<double>(s.wait) : 0;
-    if (static_cast<int>(s.messages.size()) < options.min_messages ||
-        median < options.min_median_wait || cost_fraction < options.min_cost_fraction ||
-        direct_share < options.min_direct_share) {
+    if (s.late < options.min_messages || median < options.min_median_wait ||
+        cost_fraction < options.min_cost_fraction || direct_share < options.min_direct_share) {
       continue;
     }
     const RankData* data = aligned.FindRank(rank);
@@ -202,30 +211,25 @@ std::vector<Finding> FindWaitStates(const Session& aligned, const std::vector<P2
     if (static_cast<double>(median) <= options.clock_k * static_cast<double>(clock_uncertainty)) {
       if (notes != nullptr) {
         const std::string others = RankList(s.others);
-        notes->push_back(
-            RankLabel(aligned, rank) + " " + state.late_verb + ": " + others + " waited in " +
-            state.waited_in + " for " + std::to_string(s.messages.size()) + " of its " +
-            std::to_string(s.matched) + " messages, median " + FormatDuration(median) +
-            " per message, but clock alignment between " + "rank " + std::to_string(rank) +
-            " and " + others + " is only good to " + FormatDuration(clock_uncertainty) +
-            ", so it is not reported as " + state.finding_name +
-            "; a tighter clock sync (lower round-trip time to the coordinator) "
-            "would decide it.");
+        notes->push_back(RankLabel(aligned, rank) + " " + state.late_verb + ": " + others +
+                         " waited in " + state.waited_in + " for " + std::to_string(s.late) +
+                         " of its " + std::to_string(s.matched) + " messages, median " +
+                         FormatDuration(median) + " per message, but clock alignment between " +
+                         "rank " + std::to_string(rank) + " and " + others + " is only good to " +
+                         FormatDuration(clock_uncertainty) + ", so it is not reported as " +
+                         state.finding_name +
+                         "; a tighter clock sync (lower round-trip time to the coordinator) "
+                         "would decide it.");
       }
       continue;
     }
-    WhileWaited w;
-    if (while_waited == nullptr) {
-      w = RangesWhileWaited(*data, s, state);
-    } else if (auto it = while_waited->find(rank); it != while_waited->end()) {
-      w = it->second;
-    }
+    const WhileWaited w = while_waited(*data);
     Finding f = FindingOnRank(aligned, state.kind, rank);
     f.cost_ns = s.direct;
     f.severity =
         cost_fraction > options.critical_cost_fraction ? Severity::kCritical : Severity::kWarning;
     const double late_share =
-        s.matched > 0 ? std::min(1.0, static_cast<double>(s.messages.size()) / s.matched) : 1.0;
+        s.matched > 0 ? std::min(1.0, static_cast<double>(s.late) / s.matched) : 1.0;
     f.confidence =
         std::clamp(late_share * (1.0 - 0.5 * static_cast<double>(options.min_median_wait) /
                                            static_cast<double>(std::max<DurationNs>(median, 1))),
@@ -283,6 +287,49 @@ WaitRanges RangesWhileWaitedByWindow(const Session& aligned, const WindowSplit& 
   return fold.Take();
 }
 
+WaitTallyFold::WaitTallyFold(const PointToPointOptions& options)
+    : min_median_wait_(options.min_median_wait) {}
+
+void WaitTallyFold::Add(const std::vector<P2PMessage>& messages) {
+  for (const P2PMessage& m : messages) {
+    Tally(m, kLateSender, min_median_wait_, &out_.late_sender);
+    Tally(m, kLateReceiver, min_median_wait_, &out_.late_receiver);
+  }
+}
+
+namespace {
+
+std::vector<Finding> FindWaitStates(const Session& aligned, const std::vector<P2PMessage>& messages,
+                                    const P2PMatchStats& stats, const PointToPointOptions& options,
+                                    const WaitState& state, std::vector<std::string>* notes,
+                                    const std::map<int, WhileWaited>* while_waited) {
+  WaitTallyFold fold(options);
+  fold.Add(messages);
+  const WaitTallies tallies = fold.Take();
+  return FindWaitStates(aligned, state.blame_sender ? tallies.late_sender : tallies.late_receiver,
+                        stats, options, state, notes, [&](const RankData& data) {
+                          if (while_waited == nullptr)
+                            return RangesWhileWaited(data, messages, state);
+                          auto it = while_waited->find(data.id.rank);
+                          return it != while_waited->end() ? it->second : WhileWaited{};
+                        });
+}
+
+std::vector<Finding> FindWaitStates(const Session& aligned, const WaitTallies& tallies,
+                                    const P2PMatchStats& stats, const PointToPointOptions& options,
+                                    const WaitState& state, const WaitRanges& while_waited,
+                                    std::vector<std::string>* notes) {
+  const std::map<int, WhileWaited>& folded =
+      state.blame_sender ? while_waited.late_sender : while_waited.late_receiver;
+  return FindWaitStates(aligned, state.blame_sender ? tallies.late_sender : tallies.late_receiver,
+                        stats, options, state, notes, [&](const RankData& data) {
+                          auto it = folded.find(data.id.rank);
+                          return it != folded.end() ? it->second : WhileWaited{};
+                        });
+}
+
+}  // namespace
+
 std::vector<Finding> FindLateSenders(const Session& aligned,
                                      const std::vector<P2PMessage>& messages,
                                      const P2PMatchStats& stats, const PointToPointOptions& options,
@@ -298,6 +345,21 @@ std::vector<Finding> FindLateReceivers(const Session& aligned,
                                        std::vector<std::string>* notes,
                                        const std::map<int, WhileWaited>* while_waited) {
   return FindWaitStates(aligned, messages, stats, options, kLateReceiver, notes, while_waited);
+}
+
+std::vector<Finding> FindLateSenders(const Session& aligned, const WaitTallies& tallies,
+                                     const P2PMatchStats& stats, const PointToPointOptions& options,
+                                     const WaitRanges& while_waited,
+                                     std::vector<std::string>* notes) {
+  return FindWaitStates(aligned, tallies, stats, options, kLateSender, while_waited, notes);
+}
+
+std::vector<Finding> FindLateReceivers(const Session& aligned, const WaitTallies& tallies,
+                                       const P2PMatchStats& stats,
+                                       const PointToPointOptions& options,
+                                       const WaitRanges& while_waited,
+                                       std::vector<std::string>* notes) {
+  return FindWaitStates(aligned, tallies, stats, options, kLateReceiver, while_waited, notes);
 }
 
 }  // namespace rankscope

@@ -9,7 +9,9 @@
 //                  MPI_Ssend, the Wait of a large Isend) before this rank posted it.
 #pragma once
 
+#include <cstdint>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -86,6 +88,42 @@ class WaitRangesFold {
   size_t peak_ = 0;
 };
 
+// What one rank made the others wait for, over its matched messages, for one wait state: what
+// the wait-state test and the finding read, folded message by message. The median of its direct
+// delays is read exactly only where it can pass (at or above min_median_wait), so the delays
+// below that are kept as a count and their largest; those above, and the late messages' sizes,
+// as value-to-count maps (their number bounded by the waiting over the threshold, and by the
+// sizes the code sends).
+struct BlamedTally {
+  int matched = 0;
+  int late = 0;          // messages with a direct delay
+  std::set<int> others;  // the ranks that waited for those
+  DurationNs direct = 0;
+  DurationNs wait = 0;  // the others' waits for it, over all its messages
+  int64_t directs_below = 0;
+  DurationNs largest_below = 0;
+  std::map<DurationNs, int64_t> directs_above;
+  std::map<Bytes, int64_t> late_bytes;
+};
+
+// BlamedTally per blamed rank, for each wait state.
+struct WaitTallies {
+  std::map<int, BlamedTally> late_sender;
+  std::map<int, BlamedTally> late_receiver;
+};
+
+// The tallies, fed the messages as they are matched (a window's at its close, or all at once).
+class WaitTallyFold {
+ public:
+  explicit WaitTallyFold(const PointToPointOptions& options);
+  void Add(const std::vector<P2PMessage>& messages);
+  WaitTallies Take() { return std::move(out_); }
+
+ private:
+  DurationNs min_median_wait_;
+  WaitTallies out_;
+};
+
 // "late_sender" findings: per rank, the direct waits it caused its receivers, where it was (NVTX)
 // while they waited, and next steps. `messages` and `stats` are MatchMessages(aligned). When only
 // the clock uncertainty stands between a rank and a finding, a sentence saying so is appended to
@@ -96,6 +134,18 @@ std::vector<Finding> FindLateSenders(const Session& aligned,
                                      const P2PMatchStats& stats, const PointToPointOptions& options,
                                      std::vector<std::string>* notes = nullptr,
                                      const std::map<int, WhileWaited>* while_waited = nullptr);
+
+// The same from folded tallies (WaitTallyFold, fed every matched message) and where each rank
+// was while the others waited (RangesWhileWaitedByWindow): no message is read.
+std::vector<Finding> FindLateSenders(const Session& aligned, const WaitTallies& tallies,
+                                     const P2PMatchStats& stats, const PointToPointOptions& options,
+                                     const WaitRanges& while_waited,
+                                     std::vector<std::string>* notes = nullptr);
+std::vector<Finding> FindLateReceivers(const Session& aligned, const WaitTallies& tallies,
+                                       const P2PMatchStats& stats,
+                                       const PointToPointOptions& options,
+                                       const WaitRanges& while_waited,
+                                       std::vector<std::string>* notes = nullptr);
 
 // "late_receiver" findings: the same for the senders that waited for a rank to post receives.
 std::vector<Finding> FindLateReceivers(const Session& aligned,

@@ -203,6 +203,65 @@ TEST(LateSenderTest, NonBlockingCallsOnAnotherCommunicatorMatchThroughItsRanks) 
               1.0 * kNsPerMs);
 }
 
+// The folded tallies (fed in chunks, out of order, as windows close) give what the messages
+// give: the median of the direct delays is exact where it passes the threshold, also when it is
+// the mean of a delay below the threshold and one above (even counts, delays straddling it).
+TEST(LateSenderTest, FoldedTalliesGiveTheFindingsOfTheMessages) {
+  int findings_seen = 0;
+  for (DurationNs slow_us : {0, 700, 950, 1000, 1050, 1150, 1300, 3000}) {
+    for (bool rendezvous : {false, true}) {
+      PipelineSim sim;
+      sim.slow[1] = slow_us * kNsPerUs;
+      sim.slow[2] = slow_us * kNsPerUs / 2;
+      sim.rendezvous = rendezvous;
+      sim.jitter = 400 * kNsPerUs;
+      sim.seed = static_cast<uint64_t>(slow_us) + (rendezvous ? 7 : 0);
+      const Session s = SimulatePipeline(sim);
+      P2PMatchStats stats;
+      std::vector<P2PMessage> messages = MatchMessages(s, &stats);
+      const PointToPointOptions options;
+      std::vector<std::string> whole_notes, folded_notes;
+      std::vector<Finding> whole = FindLateSenders(s, messages, stats, options, &whole_notes);
+      for (Finding& f : FindLateReceivers(s, messages, stats, options, &whole_notes)) {
+        whole.push_back(std::move(f));
+      }
+      const WaitRanges ranges =
+          RangesWhileWaitedByWindow(s, SplitSession(s, PlanWindows(s, WindowOptions{})));
+      std::shuffle(messages.begin(), messages.end(), std::mt19937_64(sim.seed));
+      WaitTallyFold fold(options);
+      for (size_t at = 0; at < messages.size(); at += 7) {
+        fold.Add(std::vector<P2PMessage>(
+            messages.begin() + static_cast<std::ptrdiff_t>(at),
+            messages.begin() + static_cast<std::ptrdiff_t>(std::min(at + 7, messages.size()))));
+      }
+      const WaitTallies tallies = fold.Take();
+      std::vector<Finding> folded =
+          FindLateSenders(s, tallies, stats, options, ranges, &folded_notes);
+      for (Finding& f : FindLateReceivers(s, tallies, stats, options, ranges, &folded_notes)) {
+        folded.push_back(std::move(f));
+      }
+      const std::string label =
+          "slow " + std::to_string(slow_us) + " us" + (rendezvous ? ", rendezvous" : "");
+      ASSERT_EQ(whole.size(), folded.size()) << label;
+      for (size_t i = 0; i < whole.size(); ++i) {
+        EXPECT_EQ(whole[i].summary, folded[i].summary) << label;
+        EXPECT_EQ(whole[i].cost_ns, folded[i].cost_ns) << label;
+        EXPECT_DOUBLE_EQ(whole[i].confidence, folded[i].confidence) << label;
+        ASSERT_TRUE(whole[i].wait_state && folded[i].wait_state) << label;
+        EXPECT_EQ(whole[i].wait_state->median_direct_wait, folded[i].wait_state->median_direct_wait)
+            << label;
+        EXPECT_EQ(whole[i].wait_state->median_message_bytes,
+                  folded[i].wait_state->median_message_bytes)
+            << label;
+        EXPECT_EQ(whole[i].wait_state->late_messages, folded[i].wait_state->late_messages) << label;
+      }
+      EXPECT_EQ(whole_notes, folded_notes) << label;
+      findings_seen += static_cast<int>(whole.size());
+    }
+  }
+  EXPECT_GT(findings_seen, 4);  // the comparison covers findings, not only their absence
+}
+
 TEST(LateSenderTest, BalancedPipelinesGiveNoFinding) {
   for (uint64_t seed = 1; seed <= 30; ++seed) {
     PipelineSim sim;

@@ -31,7 +31,7 @@ Command AddReport(CLI::App* app) {
                   "Write here (default: the session folder; with --spools, rankscope-SESSION)");
   cmd->add_flag("-q,--quiet", r.quiet, "Do not print the report");
   cmd->add_flag("--full-trace", r.full_trace,
-                "trace.json with every event (default: at most 1 M, whole steps sampled, "
+                "trace.json with every event (default: at most 100,000, whole steps sampled, "
                 "else the run's middle)");
   cmd->add_option("--by-window-ms", s->by_window_ms,
                   "Read the session from its session.sqlite window by window, windows of about "

@@ -34,7 +34,7 @@ Command AddRun(CLI::App* app, const std::string& self_exe) {
                   "Seconds to wait for agents' last records after the job ends");
   cmd->add_flag("-q,--quiet", s->run.quiet, "Do not print the report");
   cmd->add_flag("--full-trace", s->run.full_trace,
-                "trace.json with every event (default: at most 1 M, whole steps sampled, else "
+                "trace.json with every event (default: at most 100,000, whole steps sampled, else "
                 "the run's middle)");
   cmd->add_option("--gpu-activity", s->cupti_mode,
                   "CUPTI activity: kernels | gpu (+ copies, memsets, syncs) | all (+ the launch "
