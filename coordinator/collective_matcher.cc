@@ -27,6 +27,9 @@ void CollectiveFold::Add(int world_rank, const CollectiveRecord& c) {
     inst.op = c.op;
     inst.comm_size = c.comm_size;
     inst.root_comm_rank = c.root;
+    // One allocation per instance instead of one per doubling (a record's size is capped: it
+    // may be garbage).
+    inst.members.reserve(static_cast<size_t>(std::clamp(c.comm_size, 1, 1024)));
   } else if (inst.op != c.op || inst.comm_size != c.comm_size || inst.root_comm_rank != c.root) {
     inst.mismatched = true;
   }

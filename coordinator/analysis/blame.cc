@@ -32,6 +32,35 @@ enum class DepKind : uint8_t {
   kEvents,        // point-to-point: the enters of the partner events (PartnersOf)
 };
 
+// A call's name as an event keeps it: the enum it comes from and its value (two bytes where a
+// string_view takes sixteen; the names are static).
+struct CallCode {
+  enum Family : uint8_t { kNone, kCollective, kP2P, kOther };
+  Family family = kNone;
+  uint8_t value = 0;
+  bool operator==(const CallCode&) const = default;
+};
+
+CallCode CallOf(CollectiveOp op) { return {CallCode::kCollective, static_cast<uint8_t>(op)}; }
+CallCode CallOf(P2PKind kind) { return {CallCode::kP2P, static_cast<uint8_t>(kind)}; }
+CallCode CallOf(MpiCall call) { return {CallCode::kOther, static_cast<uint8_t>(call)}; }
+
+std::string_view CallName(CallCode c) {
+  switch (c.family) {
+    case CallCode::kCollective:
+      return CollectiveOpName(static_cast<CollectiveOp>(c.value));
+    case CallCode::kP2P: {
+      const auto kind = static_cast<P2PKind>(c.value);
+      return kind == P2PKind::kWait ? std::string_view("wait") : P2PKindName(kind);
+    }
+    case CallCode::kOther:
+      return MpiCallName(static_cast<MpiCall>(c.value));
+    case CallCode::kNone:
+      break;
+  }
+  return {};
+}
+
 // One rank's event: one MPI call (or several recorded with the same interval: a Waitall that
 // completed several requests, a Sendrecv). Small and without heap parts: a session holds one
 // per MPI call (10 M at 1,024 ranks with halo exchanges) and the replays stream over them.
@@ -47,7 +76,7 @@ struct Event {
   // them, the receiver of a send: a replay that makes one of them typical speeds it up too).
   uint32_t partners_at = 0, partners_n = 0;
   uint32_t involved_at = 0, involved_n = 0;
-  std::string_view call;  // the call's name (static storage), for caused_at
+  CallCode call;  // the call's name, for caused_at
   DepKind dep = DepKind::kNone;
   bool interpreted = true;
   bool other = false;  // an MPI call that is neither collective nor point-to-point
@@ -55,6 +84,7 @@ struct Event {
   // what-if has a typical start-up, but left out of the figures a rank is judged on (JudgedGap).
   bool startup = false;
 };
+static_assert(sizeof(Event) <= 64, "a session holds one Event per MPI call");
 
 // The events a rank is judged on start at its first MPI event after MPI_Init (at its first
 // event when MPI_Init is not in the chain), as they did before MPI_Init was recorded. Its
@@ -181,11 +211,6 @@ std::vector<ChainRecord> ChainRecords(const RankData& r, bool on_gpu,
   return records;
 }
 
-std::string_view P2PCallName(const P2PRecord& p) {
-  if (p.kind == P2PKind::kWait) return "wait";
-  return P2PKindName(p.kind);
-}
-
 // Where each rank's records landed in its chain: collectives by (comm, seq) in a sorted vector
 // per rank, point-to-point records by index (-1: not in the chain).
 struct RecordEvents {
@@ -228,16 +253,16 @@ void AppendChain(size_t ri, const RankData& r, bool on_gpu, const RecordIndices*
     if (kind == 0) {
       const CollectiveRecord& c = r.collectives[i];
       at_event->collective[ri].emplace_back(c.comm_id, c.seq, at);
-      e.call = CollectiveOpName(c.op);
+      e.call = CallOf(c.op);
       e.interpreted = false;  // until its instance says otherwise
     } else if (kind == 1) {
       if (p2p_events.size() <= global) p2p_events.resize(global + 1, -1);
       p2p_events[global] = at;
-      if (e.call.empty()) e.call = P2PCallName(r.p2p[i]);
+      if (e.call.family == CallCode::kNone) e.call = CallOf(r.p2p[i].kind);
       e.interpreted = false;  // until a message says otherwise
     } else {
       const MpiCall call = r.mpi_calls[i].call;
-      if (e.call.empty()) e.call = MpiCallName(call);
+      if (e.call.family == CallCode::kNone) e.call = CallOf(call);
       // MPI_Init is interpreted either way: an N-to-N instance below, else (one rank, or
       // not every rank's first event) time in MPI that waits for no recorded event.
       e.interpreted = IsFileCall(call) || call == MpiCall::kInit;
@@ -270,7 +295,7 @@ void AddStartUp(const Session& s, Graph* g) {
   for (const auto& ev : g->events) {
     if (ev.empty()) continue;
     ++with_events;
-    init_first &= ev.front().call == MpiCallName(MpiCall::kInit);
+    init_first &= ev.front().call == CallOf(MpiCall::kInit);
   }
   const bool init_instance = init_first && with_events >= 2;
   if (init_instance) {
@@ -641,11 +666,9 @@ Replay Run(const Graph& g, const std::vector<double>& scale,
            const std::vector<double>& transfer_scale,
            const std::vector<const std::vector<DurationNs>*>& typical = {}) {
   const size_t n = g.events.size();
-  std::vector<std::vector<TimeNs>> enter(n), exit(n);
-  for (size_t r = 0; r < n; ++r) {
-    enter[r].assign(g.events[r].size(), kUnknown);
-    exit[r].assign(g.events[r].size(), kUnknown);
-  }
+  std::vector<std::vector<TimeNs>> enter(n);
+  for (size_t r = 0; r < n; ++r) enter[r].assign(g.events[r].size(), kUnknown);
+  TimeNs last = g.first;  // the latest replayed exit
   std::vector<double> instance_scale(g.instances.size(), 1.0);
   for (size_t i = 0; i < g.instances.size(); ++i) {
     for (const auto& [r, ei] : g.instances[i].members) {
@@ -730,8 +753,9 @@ Replay Run(const Graph& g, const std::vector<double>& scale,
       }
       for (int r : InvolvedOf(g, e))
         factor = std::min(factor, transfer_scale[static_cast<size_t>(r)]);
-      exit[ur][k] = start + Scaled(e.transfer, factor);
-      now[ur] = std::max(now[ur], exit[ur][k]);
+      const TimeNs exit = start + Scaled(e.transfer, factor);
+      last = std::max(last, exit);
+      now[ur] = std::max(now[ur], exit);
       ++cursor[ur];
     }
     ++done;
@@ -763,10 +787,6 @@ Replay Run(const Graph& g, const std::vector<double>& scale,
     for (auto& list : blocked_on_rank) std::erase(list, stuck);
     for (auto& list : blocked_on_instance) std::erase(list, stuck);
     advance(stuck, true);
-  }
-  TimeNs last = g.first;
-  for (size_t r = 0; r < n; ++r) {
-    for (TimeNs t : exit[r]) last = std::max(last, t);
   }
   out.span = last - g.first;
   return out;
@@ -1262,8 +1282,9 @@ void AddFirstOrderWaits(const Graph& g, BlameModel* model) {
       model->ranks[ri].waited += wait;
       RankBlame& culprit = model->ranks[static_cast<size_t>(ready.culprit)];
       culprit.caused += wait;
-      auto at = culprit.caused_at.find(e.call);
-      if (at == culprit.caused_at.end()) at = culprit.caused_at.emplace(e.call, 0).first;
+      const std::string_view call = CallName(e.call);
+      auto at = culprit.caused_at.find(call);
+      if (at == culprit.caused_at.end()) at = culprit.caused_at.emplace(call, 0).first;
       at->second += wait;
       model->waits[{g.ranks[ri], g.ranks[static_cast<size_t>(ready.culprit)]}] += wait;
     }

@@ -601,6 +601,11 @@ Status StoredWindows::Hold(const std::optional<Spans>& spans, Session* session,
     RETURN_IF_ERROR(HoldKind(st, r, spans, st.collectives, &rank.collectives, nullptr));
     RETURN_IF_ERROR(HoldKind(st, r, spans, st.p2p, &rank.p2p, &(*p2p_index)[r]));
     RETURN_IF_ERROR(HoldKind(st, r, spans, st.ranges, &rank.ranges, nullptr));
+    // Held until the writers are done, when memory peaks: no room left from the vectors' growth.
+    rank.collectives.shrink_to_fit();
+    rank.p2p.shrink_to_fit();
+    rank.ranges.shrink_to_fit();
+    (*p2p_index)[r].shrink_to_fit();
   }
   return Status::Ok();
 }
