@@ -563,23 +563,60 @@ Status StoredWindows::ForEachEvent(const TraceEventFn& fn) {
 
 namespace {
 
-// Rank r's records of `kind` overlapping `spans` (all of them without), in its order.
+// The longest a row of `kind` lasts on each rank (local time, by the file's ranks.idx): a row
+// that overlaps [a, b] ends in [a, b + that].
+template <typename Record>
+Status LongestRows(const StoredWindows::State& st, const Kind<Record>& kind,
+                   std::map<int64_t, DurationNs>* out) {
+  if (!kind.all) return Status::Ok();
+  Statement q(
+      st.db,
+      ("SELECT rank_idx, MAX(t1 - t0) FROM temp.ord_" + kind.table + " GROUP BY rank_idx").c_str());
+  while (q.Next()) (*out)[q.ColumnInt(0)] = std::max<DurationNs>(q.ColumnInt(1), 0);
+  if (!q.status().ok()) return Corrupt(st.path(), kind.table + ": " + q.status().message());
+  return Status::Ok();
+}
+
+// Rank r's records of `kind` overlapping `spans` (all of them without), in its order. With
+// spans, only the rows that end within a span's reach are read (the ending-time index), not
+// the rank's every row: a row overlapping [a, b] ends in [a, b + the longest row].
 template <typename Record>
 Status HoldKind(const StoredWindows::State& st, size_t r,
                 const std::optional<StoredWindows::Spans>& spans, Kind<Record>& kind,
-                std::vector<Record>* records, std::vector<size_t>* indices) {
+                DurationNs longest, std::vector<Record>* records, std::vector<size_t>* indices) {
   if (!kind.all) return Status::Ok();
-  return ReadRows(st, r, kind, *kind.all, {}, [&](size_t i, Record record) {
-    if (spans) {
-      const TimeNs start = kind.start(record);
-      const TimeNs end = std::max(start, kind.end(record));
-      auto it = std::lower_bound(spans->begin(), spans->end(), start,
-                                 [](const auto& span, TimeNs t) { return span.second < t; });
-      if (it == spans->end() || it->first > end) return;
-    }
-    records->push_back(std::move(record));
-    if (indices != nullptr) indices->push_back(i);
-  });
+  if (!spans) {
+    return ReadRows(st, r, kind, *kind.all, {}, [&](size_t i, Record record) {
+      records->push_back(std::move(record));
+      if (indices != nullptr) indices->push_back(i);
+    });
+  }
+  auto overlaps = [&](const Record& record) {
+    const TimeNs start = kind.start(record);
+    const TimeNs end = std::max(start, kind.end(record));
+    auto it = std::lower_bound(spans->begin(), spans->end(), start,
+                               [](const auto& span, TimeNs t) { return span.second < t; });
+    return it != spans->end() && it->first <= end;
+  };
+  // Local durations differ from coordinator ones by the drift (under 0.1 %): a thousandth more.
+  const DurationNs reach = SaturatingAdd(longest, longest / 1000 + 1);
+  std::vector<std::pair<size_t, Record>> held;
+  for (const auto& [a, b] : *spans) {
+    const TimeNs lo = SaturatingAdd(st.Local(r, a), -st.margin() - 1);
+    const TimeNs hi = SaturatingAdd(SaturatingAdd(st.Local(r, b), reach), st.margin());
+    RETURN_IF_ERROR(ReadRows(st, r, kind, *kind.members, {lo, hi}, [&](size_t i, Record record) {
+      if (overlaps(record)) held.emplace_back(i, std::move(record));
+    }));
+  }
+  // A row that overlaps two spans, or whose reach does, was read twice.
+  std::stable_sort(held.begin(), held.end(),
+                   [](const auto& x, const auto& y) { return x.first < y.first; });
+  for (size_t k = 0; k < held.size(); ++k) {
+    if (k > 0 && held[k].first == held[k - 1].first) continue;
+    records->push_back(std::move(held[k].second));
+    if (indices != nullptr) indices->push_back(held[k].first);
+  }
+  return Status::Ok();
 }
 
 }  // namespace
@@ -593,14 +630,24 @@ Status StoredWindows::Hold(const std::optional<Spans>& spans, Session* session,
                          std::to_string(st.rank_idx.size()));
   }
   p2p_index->assign(st.rank_idx.size(), {});
+  std::map<int64_t, DurationNs> longest[3];
+  if (spans) {
+    RETURN_IF_ERROR(LongestRows(st, st.collectives, &longest[0]));
+    RETURN_IF_ERROR(LongestRows(st, st.p2p, &longest[1]));
+    RETURN_IF_ERROR(LongestRows(st, st.ranges, &longest[2]));
+  }
   for (size_t r = 0; r < st.rank_idx.size(); ++r) {
     RankData& rank = session->ranks[r];
     rank.collectives.clear();
     rank.p2p.clear();
     rank.ranges.clear();
-    RETURN_IF_ERROR(HoldKind(st, r, spans, st.collectives, &rank.collectives, nullptr));
-    RETURN_IF_ERROR(HoldKind(st, r, spans, st.p2p, &rank.p2p, &(*p2p_index)[r]));
-    RETURN_IF_ERROR(HoldKind(st, r, spans, st.ranges, &rank.ranges, nullptr));
+    auto of = [&](int kind) {
+      auto it = longest[kind].find(st.rank_idx[r]);
+      return it == longest[kind].end() ? DurationNs{0} : it->second;
+    };
+    RETURN_IF_ERROR(HoldKind(st, r, spans, st.collectives, of(0), &rank.collectives, nullptr));
+    RETURN_IF_ERROR(HoldKind(st, r, spans, st.p2p, of(1), &rank.p2p, &(*p2p_index)[r]));
+    RETURN_IF_ERROR(HoldKind(st, r, spans, st.ranges, of(2), &rank.ranges, nullptr));
     // Held until the writers are done, when memory peaks: no room left from the vectors' growth.
     rank.collectives.shrink_to_fit();
     rank.p2p.shrink_to_fit();
