@@ -283,7 +283,8 @@ Result<std::unique_ptr<StoredWindows>> StoredWindows::Open(const std::string& pa
 
   // Temporary tables in a file, and a bounded page cache: memory does not grow with the file.
   RETURN_IF_ERROR(st->db.Exec(
-      "PRAGMA temp_store = FILE; PRAGMA cache_size = -2048; PRAGMA temp.cache_size = -2048;"));
+      "PRAGMA temp_store = FILE; PRAGMA cache_size = -2048; PRAGMA temp.cache_size = -2048; "
+      "PRAGMA threads = 2;"));
   const std::string& file = st->path();
   const size_t n = session.ranks.size();
   st->collectives.decode = [&file](const Statement& q) {
