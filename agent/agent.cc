@@ -292,8 +292,9 @@ std::vector<std::string> RankCapture::Prepare(const std::function<void(const std
     up.capturing = !options_.dormant || control_.path().empty();
     up.spool_path =
         prefix + "spool." + std::to_string(identity_.rank) + "." + std::to_string(getpid());
-    uplink_ =
-        std::make_unique<Uplink>(up, ToProto(identity_, options_.session_id, options_.program));
+    uplink_ = std::make_unique<Uplink>(
+        up, ToProto(RankIdentityOf(identity_, options_.session_id, options_.program),
+                    options_.session_id));
     Uplink* sink = uplink_.get();
     ipc_ = std::make_unique<IpcServer>([sink](wire::Batch&& b) { sink->AddBatch(std::move(b)); },
                                        [sink](const std::string& e) { sink->AddNotice(e); });

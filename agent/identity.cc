@@ -84,20 +84,19 @@ EnvMap CurrentEnvironment() {
   return env;
 }
 
-v1::Identity ToProto(const AgentIdentity& id, const std::string& session_id,
-                     const std::vector<std::string>& program) {
-  v1::Identity out;
-  out.set_session_id(session_id);
-  out.set_job_id(id.job_id.empty() ? session_id : id.job_id);
-  out.set_launcher(id.launcher);
-  out.set_rank(id.rank);
-  out.set_local_rank(id.local_rank);
-  out.set_world_size(id.world_size);
-  out.set_node_name(id.node_name);
-  out.set_host(id.host);
-  out.set_agent_pid(static_cast<int32_t>(getpid()));
-  out.set_restart_count(id.restart_count);
-  for (const std::string& arg : program) out.add_program(arg);
+RankIdentity RankIdentityOf(const AgentIdentity& id, const std::string& session_id,
+                            const std::vector<std::string>& program) {
+  RankIdentity out;
+  out.job_id = id.job_id.empty() ? session_id : id.job_id;
+  out.launcher = id.launcher;
+  out.rank = id.rank;
+  out.local_rank = id.local_rank;
+  out.world_size = id.world_size;
+  out.node = id.node_name;
+  out.host = id.host;
+  out.agent_pid = static_cast<int>(getpid());
+  out.restart_count = id.restart_count;
+  out.program = program;
   return out;
 }
 

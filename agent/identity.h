@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "rankscope/v1/rankscope.pb.h"
+#include "model/rank_identity.h"
 
 namespace rankscope {
 
@@ -31,9 +31,9 @@ AgentIdentity DetectIdentity(const EnvMap& env, const std::string& host);
 // The current process environment as a map.
 EnvMap CurrentEnvironment();
 
-// How an agent (this process) registers for the rank `id` describes, running `program`: the job id
-// is the session's when the launcher has none.
-v1::Identity ToProto(const AgentIdentity& id, const std::string& session_id,
-                     const std::vector<std::string>& program);
+// Whom an agent (this process) registers as, for the rank `id` describes, running `program`: the
+// job id is the session's when the launcher has none (proto/convert.h puts it on the wire).
+RankIdentity RankIdentityOf(const AgentIdentity& id, const std::string& session_id,
+                            const std::vector<std::string>& program);
 
 }  // namespace rankscope

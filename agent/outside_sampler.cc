@@ -134,7 +134,8 @@ int SampleRanksFromOutside(const std::vector<JobRank>& ranks,
     if (!options.node.empty()) id.node_name = options.node;
     // "attach" marks ranks seen from outside (Session::SampledFromOutsideOnly).
     id.launcher = kOutsideLauncher;
-    v1::Identity identity = ToProto(id, options.session_id, r.command);
+    v1::Identity identity =
+        ToProto(RankIdentityOf(id, options.session_id, r.command), options.session_id);
     UplinkOptions up;
     up.address = options.coordinator;
     up.token = options.token;

@@ -13,22 +13,6 @@
 
 namespace rankscope {
 
-RankIdentity IdentityFromProto(const v1::Identity& p) {
-  RankIdentity id;
-  id.rank = p.rank();
-  id.local_rank = p.local_rank();
-  id.world_size = p.world_size();
-  id.node = ToText(p.node_name());
-  id.host = ToText(p.host());
-  id.launcher = ToText(p.launcher());
-  id.job_id = ToText(p.job_id());
-  id.agent_pid = p.agent_pid();
-  id.program_pid = p.program_pid();
-  id.restart_count = p.restart_count();
-  for (const std::string& arg : p.program()) id.program.push_back(ToText(arg));
-  return id;
-}
-
 namespace {
 
 // The records of `in` this coordinator knows, appended to `out`; the others counted.
@@ -122,7 +106,7 @@ Result<Session> SessionFromSpools(const std::vector<SpoolContents>& spools,
                                     s.session_id + "': give the spools of one session");
     }
     RankData rank;
-    rank.id = IdentityFromProto(spool.identity);
+    rank.id = FromProto(spool.identity);
     if (rank.id.rank < 0 || rank.id.world_size <= 0 || rank.id.world_size > kMaxWorldSize ||
         rank.id.rank >= rank.id.world_size) {
       s.partial_reasons.push_back(source + ": rank " + std::to_string(rank.id.rank) + " of " +

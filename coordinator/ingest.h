@@ -12,9 +12,6 @@
 
 namespace rankscope {
 
-// A Register request's identity, strings made UTF-8.
-RankIdentity IdentityFromProto(const v1::Identity& p);
-
 // Appends the batch's records, notices, exit, NCCL, topology, NVML, /proc and sweep figures to
 // `rank` (one it already holds data for: batches arrive in order). An NCCL summary may come in
 // parts (proto/upload_chunk.h): a later part's communicators, calls and problems are appended.

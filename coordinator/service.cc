@@ -110,7 +110,7 @@ grpc::Status CoordinatorService::RegisterAgent(grpc::ServerContext* ctx,
   auto existing = agent_index_.find(agent_id);
   if (existing == agent_index_.end()) {
     RankData rank;
-    rank.id = IdentityFromProto(id);
+    rank.id = FromProto(id);
     session_.ranks.push_back(std::move(rank));
     agent_index_[agent_id] = session_.ranks.size() - 1;
     OpenSpillLocked();

@@ -15,6 +15,7 @@
 #include "core/records.h"
 #include "core/time.h"
 #include "model/nccl/rank_nccl.h"
+#include "model/rank_identity.h"
 #include "model/sweep_result.h"
 #include "model/topology/nvml.h"
 
@@ -24,20 +25,6 @@ namespace rankscope {
 // world size or its rank) is refused at Register, and is corruption in a saved session:
 // a world size of 2^31 from a job's environment once made the coordinator allocate 8 GB.
 inline constexpr int kMaxWorldSize = 1 << 20;
-
-struct RankIdentity {
-  int rank = -1;
-  int local_rank = -1;
-  int world_size = 0;
-  std::string node;  // SLURMD_NODENAME or host name
-  std::string host;
-  std::string launcher;
-  std::string job_id;
-  int agent_pid = 0;
-  int program_pid = 0;
-  int restart_count = 0;
-  std::vector<std::string> program;
-};
 
 struct RankData {
   RankIdentity id;

@@ -8,6 +8,7 @@
 #include "coordinator/aligner.h"
 #include "coordinator/completeness.h"
 #include "coordinator/ingest.h"
+#include "proto/convert.h"
 #include "rankscope/v1/rankscope.pb.h"
 
 namespace v1 = rankscope::v1;
@@ -19,7 +20,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   switch (data[0] % 5) {
     case 0: {
       v1::RegisterRequest req;
-      if (req.ParseFromArray(body, length)) (void)rankscope::IdentityFromProto(req.identity());
+      if (req.ParseFromArray(body, length)) (void)rankscope::FromProto(req.identity());
       break;
     }
     case 1: {

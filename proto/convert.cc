@@ -406,4 +406,37 @@ RankNccl FromProto(const v1::NcclSummary& p) {
   return n;
 }
 
+v1::Identity ToProto(const RankIdentity& id, const std::string& session_id) {
+  v1::Identity out;
+  out.set_session_id(session_id);
+  out.set_job_id(id.job_id);
+  out.set_launcher(id.launcher);
+  out.set_rank(id.rank);
+  out.set_local_rank(id.local_rank);
+  out.set_world_size(id.world_size);
+  out.set_node_name(id.node);
+  out.set_host(id.host);
+  out.set_agent_pid(id.agent_pid);
+  out.set_program_pid(id.program_pid);
+  out.set_restart_count(id.restart_count);
+  for (const std::string& arg : id.program) out.add_program(arg);
+  return out;
+}
+
+RankIdentity FromProto(const v1::Identity& p) {
+  RankIdentity id;
+  id.rank = p.rank();
+  id.local_rank = p.local_rank();
+  id.world_size = p.world_size();
+  id.node = ToText(p.node_name());
+  id.host = ToText(p.host());
+  id.launcher = ToText(p.launcher());
+  id.job_id = ToText(p.job_id());
+  id.agent_pid = p.agent_pid();
+  id.program_pid = p.program_pid();
+  id.restart_count = p.restart_count();
+  for (const std::string& arg : p.program()) id.program.push_back(ToText(arg));
+  return id;
+}
+
 }  // namespace rankscope

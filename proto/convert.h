@@ -7,6 +7,7 @@
 #include "core/records.h"
 #include "core/status.h"
 #include "model/nccl/rank_nccl.h"
+#include "model/rank_identity.h"
 #include "model/sweep_result.h"
 #include "model/topology/nvml.h"
 #include "rankscope/v1/rankscope.pb.h"
@@ -36,6 +37,11 @@ ClockSample FromProto(const v1::ClockSample& p);
 bool FromProto(const v1::GpuActivity& p, GpuActivityRecord* out);
 // A call this build does not know becomes MpiCall::kUnknown (false); the rest is kept.
 bool FromProto(const v1::MpiCall& p, MpiCallRecord* out);
+
+// A rank's identity as its agent registers it for session `session_id`, and as the coordinator
+// reads it (text made valid UTF-8, as ToText).
+v1::Identity ToProto(const RankIdentity& id, const std::string& session_id);
+RankIdentity FromProto(const v1::Identity& p);
 
 // The agent's per-rank summaries, sent once (NVML: an error message when it could not be read).
 v1::ProcessStats ToProto(const ProcessTreeStats& s);

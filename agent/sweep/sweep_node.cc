@@ -84,7 +84,8 @@ int RunSweepNode(const SweepNodeOptions& options) {
   UplinkOptions up;
   up.address = options.coordinator;
   up.token = options.token;
-  Uplink uplink(up, ToProto(id, options.session_id, {"rankscope", "sweep-node"}));
+  Uplink uplink(up, ToProto(RankIdentityOf(id, options.session_id, {"rankscope", "sweep-node"}),
+                            options.session_id));
   uplink.SetProgramPid(getpid());
   uplink.Start();
 
