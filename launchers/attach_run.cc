@@ -18,7 +18,7 @@
 #include "coordinator/service.h"
 #include "launchers/capture_cmd.h"
 #include "launchers/job_agents.h"
-#include "launchers/run.h"
+#include "launchers/session_coordinator.h"
 #include "launchers/subprocess.h"
 #include "proto/protocol.h"
 

@@ -23,7 +23,7 @@
 #include "coordinator/sweep/verdicts.h"
 #include "launchers/launch_plan.h"
 #include "launchers/launch_probe.h"
-#include "launchers/run.h"
+#include "launchers/session_coordinator.h"
 #include "launchers/subprocess.h"
 #include "launchers/sweep_plan.h"
 #include "model/sweep_levels.h"
