@@ -27,9 +27,10 @@ void CollectiveFold::Add(int world_rank, const CollectiveRecord& c) {
     inst.op = c.op;
     inst.comm_size = c.comm_size;
     inst.root_comm_rank = c.root;
-    // One allocation per instance instead of one per doubling (a record's size is capped: it
-    // may be garbage).
-    inst.members.reserve(static_cast<size_t>(std::clamp(c.comm_size, 1, 1024)));
+    // One allocation for a small communicator instead of one per doubling; capped, so that an
+    // instance that never fills (a session of some of a large communicator's ranks, a garbage
+    // size) holds no room it will not use.
+    inst.members.reserve(static_cast<size_t>(std::clamp(c.comm_size, 1, 16)));
   } else if (inst.op != c.op || inst.comm_size != c.comm_size || inst.root_comm_rank != c.root) {
     inst.mismatched = true;
   }

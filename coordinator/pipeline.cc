@@ -74,6 +74,14 @@ Result<PipelineOutput> DiagnoseAndWrite(Session aligned, const std::string& out_
     if (!planned.ok()) return planned.status();
     plan = std::move(planned).value();
     windowed.emplace(aligned);
+    Result<std::vector<StoredWindows::RowCounts>> counts = stored->CountRows();
+    if (!counts.ok()) return counts.status();
+    std::vector<size_t> records, p2p;
+    for (const StoredWindows::RowCounts& c : counts.value()) {
+      records.push_back(c.collectives + c.p2p + c.mpi_calls);
+      p2p.push_back(c.p2p);
+    }
+    windowed->blame.Reserve(records, p2p);
     // The gaps before late calls, of the flagged ranks only, in a second pass over the file.
     windowed->late_gaps_of = [&](const std::set<int>& ranks) {
       LateGapFold fold(options.straggler, ranks);

@@ -929,6 +929,62 @@ TEST(StoredWindows, AFileInTheRanksClocksIsAlignedAsItIsRead) {
   std::remove(path.c_str());
 }
 
+// Hold keeps every record that overlaps a span, however long it lasts, as reading every row
+// would: a call that began long before the span (here a point-to-point call made to last 3 s)
+// and a garbage row that ends before it starts (its start in the span), in a file in the
+// ranks' own clocks.
+TEST(StoredWindows, HoldKeepsWhatOverlapsTheSpansWhereverItEnds) {
+  Session local = Recorded("hpcc-freeze-r0");
+  ASSERT_EQ(local.ranks.size(), 2u);
+  local.aligned = false;
+  local.ranks[0].clock = {.ref_local = local.start, .offset_ns = 3'700'000'123, .drift_ppm = 41.5};
+  local.ranks[1].clock = {.ref_local = local.start, .offset_ns = -2'100'000'777, .drift_ppm = -17};
+  std::vector<P2PRecord>& p2p = local.ranks[0].p2p;
+  ASSERT_GT(p2p.size(), 100u);
+  const size_t mid = p2p.size() / 2;
+  p2p[mid / 2].exit = p2p[mid / 2].enter + 3 * kNsPerSec;  // long: ends after the spans
+  p2p[mid + 7].exit = p2p[mid + 7].enter - 2 * kNsPerSec;  // garbage: ends before it starts
+  const std::string path = ::testing::TempDir() + "/stored_windows_hold.sqlite";
+  ASSERT_TRUE(SaveSession(path, local, {}).ok());
+  Session aligned = local;
+  for (RankData& r : aligned.ranks) {
+    for (auto& c : r.collectives) ToCoordinator(r.clock, &c);
+    for (auto& p : r.p2p) ToCoordinator(r.clock, &p);
+    for (auto& g : r.ranges) ToCoordinator(r.clock, &g);
+  }
+  const P2PRecord& garbage = aligned.ranks[0].p2p[mid + 7];
+  const P2PRecord& long_call = aligned.ranks[0].p2p[mid / 2];
+  const StoredWindows::Spans spans = {
+      {garbage.enter - 1000, garbage.enter + 1000},
+      {long_call.enter + kNsPerSec, long_call.enter + kNsPerSec + 5000}};
+  Result<std::unique_ptr<StoredWindows>> stored = StoredWindows::Open(path, local);
+  ASSERT_TRUE(stored.ok()) << stored.status().message();
+  Session held = local;
+  std::vector<std::vector<size_t>> p2p_index;
+  ASSERT_TRUE(stored.value()->Hold(spans, &held, &p2p_index).ok());
+  auto overlaps = [&](TimeNs start, TimeNs end) {
+    for (const auto& [a, b] : spans) {
+      if (start <= b && std::max(start, end) >= a) return true;
+    }
+    return false;
+  };
+  for (size_t r = 0; r < aligned.ranks.size(); ++r) {
+    std::vector<size_t> want;
+    for (size_t i = 0; i < aligned.ranks[r].p2p.size(); ++i) {
+      const P2PRecord& p = aligned.ranks[r].p2p[i];
+      if (overlaps(p.enter, p.exit)) want.push_back(i);
+    }
+    EXPECT_EQ(p2p_index[r], want) << "rank index " << r;
+    size_t ranges = 0;
+    for (const RangeRecord& g : aligned.ranks[r].ranges) ranges += overlaps(g.start, g.end) ? 1 : 0;
+    EXPECT_EQ(held.ranks[r].ranges.size(), ranges) << "rank index " << r;
+  }
+  const std::vector<size_t>& rank0 = p2p_index[0];
+  EXPECT_TRUE(std::count(rank0.begin(), rank0.end(), mid + 7) == 1);
+  EXPECT_TRUE(std::count(rank0.begin(), rank0.end(), mid / 2) == 1);
+  std::remove(path.c_str());
+}
+
 TEST(StoredWindows, AFileThatIsNoSessionIsAnErrorNamingIt) {
   const std::string path = ::testing::TempDir() + "/stored_windows_garbage.sqlite";
   {

@@ -41,6 +41,8 @@ struct CallCode {
   bool operator==(const CallCode&) const = default;
 };
 
+static_assert(kMaxCollectiveOp < 256 && kMaxP2PKind < 256 && kMaxMpiCall < 256,
+              "a call code's value is one byte");
 CallCode CallOf(CollectiveOp op) { return {CallCode::kCollective, static_cast<uint8_t>(op)}; }
 CallCode CallOf(P2PKind kind) { return {CallCode::kP2P, static_cast<uint8_t>(kind)}; }
 CallCode CallOf(MpiCall call) { return {CallCode::kOther, static_cast<uint8_t>(call)}; }
@@ -507,6 +509,13 @@ Graph BuildGraph(const Session& s, const SessionMatches& matches) {
 class ChainFold {
  public:
   explicit ChainFold(const Session& s) : at_event_(StartGraph(s, &g_)) {}
+
+  void Reserve(const std::vector<size_t>& records, const std::vector<size_t>& p2p) {
+    for (size_t ri = 0; ri < g_.events.size() && ri < records.size() && ri < p2p.size(); ++ri) {
+      g_.events[ri].reserve(records[ri]);
+      at_event_.p2p[ri].reserve(p2p[ri]);
+    }
+  }
 
   void Add(const std::vector<RankUpload>& uploads) {
     for (size_t ri = 0; ri < uploads.size(); ++ri) {
@@ -1751,6 +1760,10 @@ struct BlameEventFold::State {
 
 BlameEventFold::BlameEventFold(const Session& session) : state_(std::make_unique<State>(session)) {}
 BlameEventFold::~BlameEventFold() = default;
+
+void BlameEventFold::Reserve(const std::vector<size_t>& records, const std::vector<size_t>& p2p) {
+  state_->chains.Reserve(records, p2p);
+}
 
 void BlameEventFold::Add(const std::vector<RankUpload>& window) {
   state_->chains.Add(window);

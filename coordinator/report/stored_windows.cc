@@ -564,27 +564,36 @@ Status StoredWindows::ForEachEvent(const TraceEventFn& fn) {
 
 namespace {
 
-// The longest a row of `kind` lasts on each rank (local time, by the file's ranks.idx): a row
-// that overlaps [a, b] ends in [a, b + that].
+// How far from a span the end of a row of `kind` that overlaps it can lie, per rank (local time,
+// by the file's ranks.idx): after its end by the rank's longest row, before its start by the
+// most a row ends before it starts (none but a garbage row, which counts from its start).
+struct RowReach {
+  DurationNs after = 0;
+  DurationNs before = 0;
+};
+
 template <typename Record>
-Status LongestRows(const StoredWindows::State& st, const Kind<Record>& kind,
-                   std::map<int64_t, DurationNs>* out) {
+Status ReachOfRows(const StoredWindows::State& st, const Kind<Record>& kind,
+                   std::map<int64_t, RowReach>* out) {
   if (!kind.all) return Status::Ok();
-  Statement q(
-      st.db,
-      ("SELECT rank_idx, MAX(t1 - t0) FROM temp.ord_" + kind.table + " GROUP BY rank_idx").c_str());
-  while (q.Next()) (*out)[q.ColumnInt(0)] = std::max<DurationNs>(q.ColumnInt(1), 0);
+  Statement q(st.db, ("SELECT rank_idx, MAX(t1 - t0), MAX(t0 - t1) FROM temp.ord_" + kind.table +
+                      " GROUP BY rank_idx")
+                         .c_str());
+  while (q.Next()) {
+    (*out)[q.ColumnInt(0)] = {std::max<DurationNs>(q.ColumnInt(1), 0),
+                              std::max<DurationNs>(q.ColumnInt(2), 0)};
+  }
   if (!q.status().ok()) return Corrupt(st.path(), kind.table + ": " + q.status().message());
   return Status::Ok();
 }
 
 // Rank r's records of `kind` overlapping `spans` (all of them without), in its order. With
 // spans, only the rows that end within a span's reach are read (the ending-time index), not
-// the rank's every row: a row overlapping [a, b] ends in [a, b + the longest row].
+// the rank's every row (RowReach).
 template <typename Record>
 Status HoldKind(const StoredWindows::State& st, size_t r,
                 const std::optional<StoredWindows::Spans>& spans, Kind<Record>& kind,
-                DurationNs longest, std::vector<Record>* records, std::vector<size_t>* indices) {
+                RowReach reach, std::vector<Record>* records, std::vector<size_t>* indices) {
   if (!kind.all) return Status::Ok();
   if (!spans) {
     return ReadRows(st, r, kind, *kind.all, {}, [&](size_t i, Record record) {
@@ -600,11 +609,12 @@ Status HoldKind(const StoredWindows::State& st, size_t r,
     return it != spans->end() && it->first <= end;
   };
   // Local durations differ from coordinator ones by the drift (under 0.1 %): a thousandth more.
-  const DurationNs reach = SaturatingAdd(longest, longest / 1000 + 1);
+  const DurationNs after = SaturatingAdd(reach.after, reach.after / 1000 + 1);
+  const DurationNs before = SaturatingAdd(reach.before, reach.before / 1000 + 1);
   std::vector<std::pair<size_t, Record>> held;
   for (const auto& [a, b] : *spans) {
-    const TimeNs lo = SaturatingAdd(st.Local(r, a), -st.margin() - 1);
-    const TimeNs hi = SaturatingAdd(SaturatingAdd(st.Local(r, b), reach), st.margin());
+    const TimeNs lo = SaturatingAdd(st.Local(r, a), -SaturatingAdd(before, st.margin() + 1));
+    const TimeNs hi = SaturatingAdd(SaturatingAdd(st.Local(r, b), after), st.margin());
     RETURN_IF_ERROR(ReadRows(st, r, kind, *kind.members, {lo, hi}, [&](size_t i, Record record) {
       if (overlaps(record)) held.emplace_back(i, std::move(record));
     }));
@@ -631,11 +641,11 @@ Status StoredWindows::Hold(const std::optional<Spans>& spans, Session* session,
                          std::to_string(st.rank_idx.size()));
   }
   p2p_index->assign(st.rank_idx.size(), {});
-  std::map<int64_t, DurationNs> longest[3];
+  std::map<int64_t, RowReach> reach[3];
   if (spans) {
-    RETURN_IF_ERROR(LongestRows(st, st.collectives, &longest[0]));
-    RETURN_IF_ERROR(LongestRows(st, st.p2p, &longest[1]));
-    RETURN_IF_ERROR(LongestRows(st, st.ranges, &longest[2]));
+    RETURN_IF_ERROR(ReachOfRows(st, st.collectives, &reach[0]));
+    RETURN_IF_ERROR(ReachOfRows(st, st.p2p, &reach[1]));
+    RETURN_IF_ERROR(ReachOfRows(st, st.ranges, &reach[2]));
   }
   for (size_t r = 0; r < st.rank_idx.size(); ++r) {
     RankData& rank = session->ranks[r];
@@ -643,8 +653,8 @@ Status StoredWindows::Hold(const std::optional<Spans>& spans, Session* session,
     rank.p2p.clear();
     rank.ranges.clear();
     auto of = [&](int kind) {
-      auto it = longest[kind].find(st.rank_idx[r]);
-      return it == longest[kind].end() ? DurationNs{0} : it->second;
+      auto it = reach[kind].find(st.rank_idx[r]);
+      return it == reach[kind].end() ? RowReach{} : it->second;
     };
     RETURN_IF_ERROR(HoldKind(st, r, spans, st.collectives, of(0), &rank.collectives, nullptr));
     RETURN_IF_ERROR(HoldKind(st, r, spans, st.p2p, of(1), &rank.p2p, &(*p2p_index)[r]));
@@ -656,6 +666,28 @@ Status StoredWindows::Hold(const std::optional<Spans>& spans, Session* session,
     (*p2p_index)[r].shrink_to_fit();
   }
   return Status::Ok();
+}
+
+Result<std::vector<StoredWindows::RowCounts>> StoredWindows::CountRows() {
+  State& st = *state_;
+  const std::map<int64_t, size_t> by_idx = st.by_idx();
+  std::vector<RowCounts> out(st.rank_idx.size());
+  auto count = [&](const auto& kind, size_t RowCounts::*field) -> Status {
+    if (!kind.all) return Status::Ok();
+    Statement q(
+        st.db,
+        ("SELECT rank_idx, COUNT(*) FROM temp.ord_" + kind.table + " GROUP BY rank_idx").c_str());
+    while (q.Next()) {
+      auto r = by_idx.find(q.ColumnInt(0));
+      if (r != by_idx.end()) out[r->second].*field = static_cast<size_t>(q.ColumnInt(1));
+    }
+    if (!q.status().ok()) return Corrupt(st.path(), kind.table + ": " + q.status().message());
+    return Status::Ok();
+  };
+  RETURN_IF_ERROR(count(st.collectives, &RowCounts::collectives));
+  RETURN_IF_ERROR(count(st.p2p, &RowCounts::p2p));
+  RETURN_IF_ERROR(count(st.mpi_calls, &RowCounts::mpi_calls));
+  return out;
 }
 
 size_t StoredWindows::peak_open() const { return state_->peak_open; }

@@ -63,6 +63,15 @@ class StoredWindows {
   Status Hold(const std::optional<Spans>& spans, Session* session,
               std::vector<std::vector<size_t>>* p2p_index);
 
+  // How many MPI records of each kind the file holds of each rank (as Session::ranks): for the
+  // folds to size what they keep per record once, not by doubling.
+  struct RowCounts {
+    size_t collectives = 0;
+    size_t p2p = 0;
+    size_t mpi_calls = 0;
+  };
+  Result<std::vector<RowCounts>> CountRows();
+
   // The most records held at once between calls: the ones open across a cut.
   size_t peak_open() const;
 
