@@ -908,14 +908,19 @@ TEST(StoredWindows, EveryRecordedSessionReadsLikeTheLoadedOne) {
 // A file in each rank's own clock (as the coordinator would spill it during a run): records
 // are moved to coordinator time as they are read, with the models the caller gives, and the
 // windows are those of the aligned session.
-TEST(StoredWindows, AFileInTheRanksClocksIsAlignedAsItIsRead) {
+// A recorded two-rank session as if in each rank's own clock (offsets of seconds, drifts of tens
+// of ppm), as the coordinator spills records during a run.
+Session InTheRanksClocks() {
   Session local = Recorded("hpcc-freeze-r0");
-  ASSERT_EQ(local.ranks.size(), 2u);
+  EXPECT_EQ(local.ranks.size(), 2u);
   local.aligned = false;
   local.ranks[0].clock = {.ref_local = local.start, .offset_ns = 3'700'000'123, .drift_ppm = 41.5};
   local.ranks[1].clock = {.ref_local = local.start, .offset_ns = -2'100'000'777, .drift_ppm = -17};
-  const std::string path = ::testing::TempDir() + "/stored_windows_local.sqlite";
-  ASSERT_TRUE(SaveSession(path, local, {}).ok());
+  return local;
+}
+
+// `local` with its records moved to coordinator time by each rank's clock.
+Session AlignedCopy(const Session& local) {
   Session aligned = local;
   for (RankData& r : aligned.ranks) {
     for (auto& c : r.collectives) ToCoordinator(r.clock, &c);
@@ -925,6 +930,14 @@ TEST(StoredWindows, AFileInTheRanksClocksIsAlignedAsItIsRead) {
     for (auto& g : r.gpu) ToCoordinator(r.clock, &g);
   }
   aligned.aligned = true;
+  return aligned;
+}
+
+TEST(StoredWindows, AFileInTheRanksClocksIsAlignedAsItIsRead) {
+  const Session local = InTheRanksClocks();
+  const std::string path = ::testing::TempDir() + "/stored_windows_local.sqlite";
+  ASSERT_TRUE(SaveSession(path, local, {}).ok());
+  const Session aligned = AlignedCopy(local);
   ExpectStoredLikeLoaded(path, local, aligned, {.target = 100 * kMs, .max_window = 400 * kMs});
   std::remove(path.c_str());
 }
@@ -934,11 +947,7 @@ TEST(StoredWindows, AFileInTheRanksClocksIsAlignedAsItIsRead) {
 // and a garbage row that ends before it starts (its start in the span), in a file in the
 // ranks' own clocks.
 TEST(StoredWindows, HoldKeepsWhatOverlapsTheSpansWhereverItEnds) {
-  Session local = Recorded("hpcc-freeze-r0");
-  ASSERT_EQ(local.ranks.size(), 2u);
-  local.aligned = false;
-  local.ranks[0].clock = {.ref_local = local.start, .offset_ns = 3'700'000'123, .drift_ppm = 41.5};
-  local.ranks[1].clock = {.ref_local = local.start, .offset_ns = -2'100'000'777, .drift_ppm = -17};
+  Session local = InTheRanksClocks();
   std::vector<P2PRecord>& p2p = local.ranks[0].p2p;
   ASSERT_GT(p2p.size(), 100u);
   const size_t mid = p2p.size() / 2;
@@ -946,12 +955,7 @@ TEST(StoredWindows, HoldKeepsWhatOverlapsTheSpansWhereverItEnds) {
   p2p[mid + 7].exit = p2p[mid + 7].enter - 2 * kNsPerSec;  // garbage: ends before it starts
   const std::string path = ::testing::TempDir() + "/stored_windows_hold.sqlite";
   ASSERT_TRUE(SaveSession(path, local, {}).ok());
-  Session aligned = local;
-  for (RankData& r : aligned.ranks) {
-    for (auto& c : r.collectives) ToCoordinator(r.clock, &c);
-    for (auto& p : r.p2p) ToCoordinator(r.clock, &p);
-    for (auto& g : r.ranges) ToCoordinator(r.clock, &g);
-  }
+  const Session aligned = AlignedCopy(local);
   const P2PRecord& garbage = aligned.ranks[0].p2p[mid + 7];
   const P2PRecord& long_call = aligned.ranks[0].p2p[mid / 2];
   const StoredWindows::Spans spans = {
