@@ -16,14 +16,6 @@ std::chrono::system_clock::time_point DeadlineIn(DurationNs timeout) {
   return std::chrono::system_clock::now() + std::chrono::nanoseconds(timeout);
 }
 
-// Every record an upload batch carries, of every kind; the buffer bound compares it with
-// wire::Batch::record_count() of what comes in, which counts the same kinds.
-size_t RecordCount(const v1::UploadBatch& b) {
-  return static_cast<size_t>(b.collectives_size() + b.p2p_size() + b.ranges_size() +
-                             b.marks_size() + b.clock_samples_size() + b.notices_size() +
-                             b.gpu_size() + b.mpi_calls_size());
-}
-
 bool IsRefusal(const grpc::Status& s) {
   return s.error_code() == grpc::StatusCode::UNAUTHENTICATED ||
          s.error_code() == grpc::StatusCode::FAILED_PRECONDITION ||

@@ -139,4 +139,16 @@ bool NothingToSend(const v1::UploadBatch& queue) {
   return OnlyScalarsLeft(queue, /*but_exit=*/false);
 }
 
+size_t RecordCount(const v1::UploadBatch& batch) {
+  const google::protobuf::Descriptor* d = batch.GetDescriptor();
+  const google::protobuf::Reflection* r = batch.GetReflection();
+  size_t n = 0;
+  for (int i = 0; i < d->field_count(); ++i) {
+    const google::protobuf::FieldDescriptor* f = d->field(i);
+    if (!f->is_repeated() || f->number() == v1::UploadBatch::kSweepFieldNumber) continue;
+    n += static_cast<size_t>(r->FieldSize(batch, f));
+  }
+  return n;
+}
+
 }  // namespace rankscope

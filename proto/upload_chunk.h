@@ -38,4 +38,9 @@ ChunkTaken TakeChunk(v1::UploadBatch* queue, v1::UploadBatch* chunk,
 // aside).
 bool NothingToSend(const v1::UploadBatch& queue);
 
+// Every record a batch carries, of every kind: the elements of each repeated field but the
+// sweep's check results. Read from the schema, so a record kind added to UploadBatch is counted
+// (the agent's buffer bound and drop accounting: agent/uplink.h).
+size_t RecordCount(const v1::UploadBatch& batch);
+
 }  // namespace rankscope

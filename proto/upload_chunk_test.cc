@@ -131,5 +131,22 @@ TEST(UploadChunk, AValueLargerThanAnyChunkIsDroppedAndCounted) {
   EXPECT_TRUE(chunks.back().has_proc());
 }
 
+// Every record kind counts, a sweep check does not (it is a result, sent once).
+TEST(RecordCount, CountsEveryRecordKindButSweepResults) {
+  v1::UploadBatch b;
+  b.add_collectives();
+  for (int k = 0; k < 2; ++k) b.add_p2p();
+  for (int k = 0; k < 3; ++k) b.add_ranges();
+  for (int k = 0; k < 4; ++k) b.add_marks();
+  for (int k = 0; k < 5; ++k) b.add_clock_samples();
+  for (int k = 0; k < 6; ++k) b.add_notices();
+  for (int k = 0; k < 7; ++k) b.add_gpu();
+  for (int k = 0; k < 8; ++k) b.add_mpi_calls();
+  for (int k = 0; k < 9; ++k) b.add_sweep();
+  b.mutable_nvml()->set_driver_version("550");
+  EXPECT_EQ(RecordCount(b), 36u);
+  EXPECT_EQ(RecordCount(v1::UploadBatch{}), 0u);
+}
+
 }  // namespace
 }  // namespace rankscope
