@@ -9,6 +9,11 @@ The ratios between the longest and the shortest run say whether the cost grows w
 the target is a memory ratio of 1.5 or less and a folder that grows only by summaries.
 
 usage: bench/run_session_cost.py [--np 4] [--steps 2000,20000] [--compute-ms 1] [--build build]
+       bench/run_session_cost.py --netpipe [--repeats 2000,20000] [--upper 65536]
+
+With --netpipe the job is a point-to-point code nobody here wrote: Debian's NetPIPE
+(`apt install netpipe-openmpi`), 2 ranks ping-ponging every message size up to --upper bytes
+--repeats times each; the figures are per point-to-point record instead of per rank and step.
 """
 import argparse
 import json
@@ -76,16 +81,34 @@ def main():
     ap.add_argument("--elems", type=int, default=1024)
     ap.add_argument("--build", default=os.path.join(ROOT, "build"))
     ap.add_argument("--json", help="also write the figures here")
+    ap.add_argument("--netpipe", action="store_true",
+                    help="measure NetPIPE (NPopenmpi, 2 ranks) instead of mpi_train")
+    ap.add_argument("--repeats", default="2000,20000",
+                    help="with --netpipe: messages of each size, one run per value")
+    ap.add_argument("--upper", type=int, default=65536,
+                    help="with --netpipe: the largest message size")
     args = ap.parse_args()
     rankscope = os.path.join(args.build, "bin", "rankscope")
-    program = os.path.join(args.build, "bin", "mpi_train")
     env = mpi_env()
+    if args.netpipe:
+        netpipe = shutil.which("NPopenmpi")
+        if netpipe is None:
+            sys.exit("NPopenmpi not found: apt install netpipe-openmpi")
+        args.np = 2
+        lengths = [int(s) for s in args.repeats.split(",")]
+    else:
+        program = os.path.join(args.build, "bin", "mpi_train")
+        lengths = [int(s) for s in args.steps.split(",")]
     rows = []
-    for steps in [int(s) for s in args.steps.split(",")]:
+    for steps in lengths:
         work = tempfile.mkdtemp(prefix="rankscope-cost-")
         try:
-            job = mpirun(args.np, program, "--steps", str(steps), "--compute-ms",
-                         str(args.compute_ms), "--elems", str(args.elems), "--quiet")
+            if args.netpipe:
+                job = mpirun(2, netpipe, "-u", str(args.upper), "-n", str(steps), "-o",
+                             os.path.join(work, "np.out"))
+            else:
+                job = mpirun(args.np, program, "--steps", str(steps), "--compute-ms",
+                             str(args.compute_ms), "--elems", str(args.elems), "--quiet")
             bare_wall, _, _, rc, err = run_once(job, env, work)
             if rc != 0:
                 sys.exit(f"the bare run of {steps} steps failed ({rc}): {err[-2000:]}")
@@ -101,7 +124,7 @@ def main():
             dropped = sum(r.get("dropped_records", 0) for r in report["ranks"])
             sizes = folder_bytes(out_dir)
             folder = sum(sizes.values())
-            per = args.np * steps
+            per = max(records, 1) if args.netpipe else args.np * steps
             rows.append({
                 "steps": steps, "ranks": args.np, "bare_wall_s": bare_wall, "wall_s": wall,
                 "peak_resident_mib": hwm_kib / 1024, "maxrss_tree_mib": maxrss_kib / 1024,
@@ -111,11 +134,17 @@ def main():
             })
         finally:
             shutil.rmtree(work, ignore_errors=True)
-    print(f"mpi_train, {args.np} ranks, {args.compute_ms:g} ms compute and an allreduce of "
-          f"{args.elems} floats a step, under rankscope run (default capture)")
+    if args.netpipe:
+        print(f"NetPIPE (NPopenmpi), 2 ranks, every message size up to {args.upper} bytes, "
+              f"'steps' = repeats of each, under rankscope run (default capture); bytes per "
+              f"point-to-point record instead of per rank and step")
+    else:
+        print(f"mpi_train, {args.np} ranks, {args.compute_ms:g} ms compute and an allreduce of "
+              f"{args.elems} floats a step, under rankscope run (default capture)")
+    unit = "record" if args.netpipe else "rank/step"
     print(f"{'steps':>7} {'bare s':>7} {'run s':>7} {'peak RSS MiB':>12} {'records':>9} "
           f"{'dropped':>7} {'folder MB':>9} {'sqlite MB':>9} {'trace MB':>8} "
-          f"{'B/rank/step':>11} {'sqlite B/rank/step':>18}")
+          f"{'B/' + unit:>11} {'sqlite B/' + unit:>18}")
     for r in rows:
         s = r["sizes"]
         print(f"{r['steps']:>7} {r['bare_wall_s']:>7.2f} {r['wall_s']:>7.2f} "
