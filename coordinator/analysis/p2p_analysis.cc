@@ -187,6 +187,12 @@ std::pair<std::string, std::string> WaitStateProse(const Session& aligned, int r
 // Where a blamed rank was while the others waited: from its ranges and the messages, or folded.
 using WhileWaitedOf = std::function<WhileWaited(const RankData&)>;
 
+// The wait state's half of a pair kept for both (WaitTallies, WaitRanges).
+template <typename Both>
+const auto& OfState(const Both& both, const WaitState& state) {
+  return state.blame_sender ? both.late_sender : both.late_receiver;
+}
+
 std::vector<Finding> FindWaitStates(const Session& aligned,
                                     const std::map<int, BlamedTally>& tallies,
                                     const P2PMatchStats& stats, const PointToPointOptions& options,
@@ -301,28 +307,21 @@ namespace {
 
 std::vector<Finding> FindWaitStates(const Session& aligned, const std::vector<P2PMessage>& messages,
                                     const P2PMatchStats& stats, const PointToPointOptions& options,
-                                    const WaitState& state, std::vector<std::string>* notes,
-                                    const std::map<int, WhileWaited>* while_waited) {
+                                    const WaitState& state, std::vector<std::string>* notes) {
   WaitTallyFold fold(options);
   fold.Add(messages);
-  const WaitTallies tallies = fold.Take();
-  return FindWaitStates(aligned, state.blame_sender ? tallies.late_sender : tallies.late_receiver,
-                        stats, options, state, notes, [&](const RankData& data) {
-                          if (while_waited == nullptr)
-                            return RangesWhileWaited(data, messages, state);
-                          auto it = while_waited->find(data.id.rank);
-                          return it != while_waited->end() ? it->second : WhileWaited{};
-                        });
+  return FindWaitStates(
+      aligned, OfState(fold.Take(), state), stats, options, state, notes,
+      [&](const RankData& data) { return RangesWhileWaited(data, messages, state); });
 }
 
 std::vector<Finding> FindWaitStates(const Session& aligned, const WaitTallies& tallies,
                                     const P2PMatchStats& stats, const PointToPointOptions& options,
                                     const WaitState& state, const WaitRanges& while_waited,
                                     std::vector<std::string>* notes) {
-  const std::map<int, WhileWaited>& folded =
-      state.blame_sender ? while_waited.late_sender : while_waited.late_receiver;
-  return FindWaitStates(aligned, state.blame_sender ? tallies.late_sender : tallies.late_receiver,
-                        stats, options, state, notes, [&](const RankData& data) {
+  const std::map<int, WhileWaited>& folded = OfState(while_waited, state);
+  return FindWaitStates(aligned, OfState(tallies, state), stats, options, state, notes,
+                        [&](const RankData& data) {
                           auto it = folded.find(data.id.rank);
                           return it != folded.end() ? it->second : WhileWaited{};
                         });
@@ -333,18 +332,16 @@ std::vector<Finding> FindWaitStates(const Session& aligned, const WaitTallies& t
 std::vector<Finding> FindLateSenders(const Session& aligned,
                                      const std::vector<P2PMessage>& messages,
                                      const P2PMatchStats& stats, const PointToPointOptions& options,
-                                     std::vector<std::string>* notes,
-                                     const std::map<int, WhileWaited>* while_waited) {
-  return FindWaitStates(aligned, messages, stats, options, kLateSender, notes, while_waited);
+                                     std::vector<std::string>* notes) {
+  return FindWaitStates(aligned, messages, stats, options, kLateSender, notes);
 }
 
 std::vector<Finding> FindLateReceivers(const Session& aligned,
                                        const std::vector<P2PMessage>& messages,
                                        const P2PMatchStats& stats,
                                        const PointToPointOptions& options,
-                                       std::vector<std::string>* notes,
-                                       const std::map<int, WhileWaited>* while_waited) {
-  return FindWaitStates(aligned, messages, stats, options, kLateReceiver, notes, while_waited);
+                                       std::vector<std::string>* notes) {
+  return FindWaitStates(aligned, messages, stats, options, kLateReceiver, notes);
 }
 
 std::vector<Finding> FindLateSenders(const Session& aligned, const WaitTallies& tallies,

@@ -127,13 +127,12 @@ class WaitTallyFold {
 // "late_sender" findings: per rank, the direct waits it caused its receivers, where it was (NVTX)
 // while they waited, and next steps. `messages` and `stats` are MatchMessages(aligned). When only
 // the clock uncertainty stands between a rank and a finding, a sentence saying so is appended to
-// *notes (may be nullptr) instead. `while_waited` (when not null) holds where each rank was while
-// the others waited (RangesWhileWaitedByWindow); otherwise it is read from the rank's ranges.
+// *notes (may be nullptr) instead. Where each rank was while the others waited is read from its
+// ranges.
 std::vector<Finding> FindLateSenders(const Session& aligned,
                                      const std::vector<P2PMessage>& messages,
                                      const P2PMatchStats& stats, const PointToPointOptions& options,
-                                     std::vector<std::string>* notes = nullptr,
-                                     const std::map<int, WhileWaited>* while_waited = nullptr);
+                                     std::vector<std::string>* notes = nullptr);
 
 // The same from folded tallies (WaitTallyFold, fed every matched message) and where each rank
 // was while the others waited (RangesWhileWaitedByWindow): no message is read.
@@ -152,7 +151,6 @@ std::vector<Finding> FindLateReceivers(const Session& aligned,
                                        const std::vector<P2PMessage>& messages,
                                        const P2PMatchStats& stats,
                                        const PointToPointOptions& options,
-                                       std::vector<std::string>* notes = nullptr,
-                                       const std::map<int, WhileWaited>* while_waited = nullptr);
+                                       std::vector<std::string>* notes = nullptr);
 
 }  // namespace rankscope
