@@ -33,6 +33,15 @@ TimeNs SaturatingAdd(TimeNs t, DurationNs d) {
 
 // One kind of record: its table, how a row becomes a record in coordinator time, and the times
 // that place it in windows.
+// A kind's rows of one rank in aggregate (local time): how many, and how far from a span the end
+// of a row that overlaps it can lie: after the span's end by the longest row, before its start
+// by the most a row ends before it starts (none but a garbage row, which counts from its start).
+struct RowStats {
+  size_t count = 0;
+  DurationNs after = 0;
+  DurationNs before = 0;
+};
+
 template <typename Record>
 struct Kind {
   std::string table;
@@ -44,6 +53,7 @@ struct Kind {
   std::function<TimeNs(const Record&)> start, end;  // for those open at a cut
   std::function<void(size_t rank, Record*)> mend;   // what an old schema left out, when set
   std::vector<std::vector<std::pair<size_t, Record>>> open;  // per rank: open at the last cut
+  std::optional<std::map<int64_t, RowStats>> stats;          // by ranks.idx: ReadStats, once
 };
 
 }  // namespace
@@ -564,36 +574,40 @@ Status StoredWindows::ForEachEvent(const TraceEventFn& fn) {
 
 namespace {
 
-// How far from a span the end of a row of `kind` that overlaps it can lie, per rank (local time,
-// by the file's ranks.idx): after its end by the rank's longest row, before its start by the
-// most a row ends before it starts (none but a garbage row, which counts from its start).
-struct RowReach {
-  DurationNs after = 0;
-  DurationNs before = 0;
-};
-
+// Fills kind.stats with one pass over the kind's index, the first time it is asked for.
 template <typename Record>
-Status ReachOfRows(const StoredWindows::State& st, const Kind<Record>& kind,
-                   std::map<int64_t, RowReach>* out) {
-  if (!kind.all) return Status::Ok();
-  Statement q(st.db, ("SELECT rank_idx, MAX(t1 - t0), MAX(t0 - t1) FROM temp.ord_" + kind.table +
-                      " GROUP BY rank_idx")
-                         .c_str());
-  while (q.Next()) {
-    (*out)[q.ColumnInt(0)] = {std::max<DurationNs>(q.ColumnInt(1), 0),
-                              std::max<DurationNs>(q.ColumnInt(2), 0)};
+Status ReadStats(const StoredWindows::State& st, Kind<Record>& kind) {
+  if (kind.stats) return Status::Ok();
+  std::map<int64_t, RowStats> stats;
+  if (kind.all) {
+    Statement q(st.db, ("SELECT rank_idx, COUNT(*), MAX(t1 - t0), MAX(t0 - t1) FROM temp.ord_" +
+                        kind.table + " GROUP BY rank_idx")
+                           .c_str());
+    while (q.Next()) {
+      stats[q.ColumnInt(0)] = {static_cast<size_t>(q.ColumnInt(1)),
+                               std::max<DurationNs>(q.ColumnInt(2), 0),
+                               std::max<DurationNs>(q.ColumnInt(3), 0)};
+    }
+    if (!q.status().ok()) return Corrupt(st.path(), kind.table + ": " + q.status().message());
   }
-  if (!q.status().ok()) return Corrupt(st.path(), kind.table + ": " + q.status().message());
+  kind.stats = std::move(stats);
   return Status::Ok();
+}
+
+// kind.stats of rank r (none: no rows).
+template <typename Record>
+RowStats StatsOf(const StoredWindows::State& st, const Kind<Record>& kind, size_t r) {
+  auto it = kind.stats->find(st.rank_idx[r]);
+  return it == kind.stats->end() ? RowStats{} : it->second;
 }
 
 // Rank r's records of `kind` overlapping `spans` (all of them without), in its order. With
 // spans, only the rows that end within a span's reach are read (the ending-time index), not
-// the rank's every row (RowReach).
+// the rank's every row (RowStats).
 template <typename Record>
 Status HoldKind(const StoredWindows::State& st, size_t r,
                 const std::optional<StoredWindows::Spans>& spans, Kind<Record>& kind,
-                RowReach reach, std::vector<Record>* records, std::vector<size_t>* indices) {
+                std::vector<Record>* records, std::vector<size_t>* indices) {
   if (!kind.all) return Status::Ok();
   if (!spans) {
     return ReadRows(st, r, kind, *kind.all, {}, [&](size_t i, Record record) {
@@ -608,6 +622,8 @@ Status HoldKind(const StoredWindows::State& st, size_t r,
                                [](const auto& span, TimeNs t) { return span.second < t; });
     return it != spans->end() && it->first <= end;
   };
+  RETURN_IF_ERROR(ReadStats(st, kind));
+  const RowStats reach = StatsOf(st, kind, r);
   // Local durations differ from coordinator ones by the drift (under 0.1 %): a thousandth more.
   const DurationNs after = SaturatingAdd(reach.after, reach.after / 1000 + 1);
   const DurationNs before = SaturatingAdd(reach.before, reach.before / 1000 + 1);
@@ -641,24 +657,14 @@ Status StoredWindows::Hold(const std::optional<Spans>& spans, Session* session,
                          std::to_string(st.rank_idx.size()));
   }
   p2p_index->assign(st.rank_idx.size(), {});
-  std::map<int64_t, RowReach> reach[3];
-  if (spans) {
-    RETURN_IF_ERROR(ReachOfRows(st, st.collectives, &reach[0]));
-    RETURN_IF_ERROR(ReachOfRows(st, st.p2p, &reach[1]));
-    RETURN_IF_ERROR(ReachOfRows(st, st.ranges, &reach[2]));
-  }
   for (size_t r = 0; r < st.rank_idx.size(); ++r) {
     RankData& rank = session->ranks[r];
     rank.collectives.clear();
     rank.p2p.clear();
     rank.ranges.clear();
-    auto of = [&](int kind) {
-      auto it = reach[kind].find(st.rank_idx[r]);
-      return it == reach[kind].end() ? RowReach{} : it->second;
-    };
-    RETURN_IF_ERROR(HoldKind(st, r, spans, st.collectives, of(0), &rank.collectives, nullptr));
-    RETURN_IF_ERROR(HoldKind(st, r, spans, st.p2p, of(1), &rank.p2p, &(*p2p_index)[r]));
-    RETURN_IF_ERROR(HoldKind(st, r, spans, st.ranges, of(2), &rank.ranges, nullptr));
+    RETURN_IF_ERROR(HoldKind(st, r, spans, st.collectives, &rank.collectives, nullptr));
+    RETURN_IF_ERROR(HoldKind(st, r, spans, st.p2p, &rank.p2p, &(*p2p_index)[r]));
+    RETURN_IF_ERROR(HoldKind(st, r, spans, st.ranges, &rank.ranges, nullptr));
     // Held until the writers are done, when memory peaks: no room left from the vectors' growth.
     rank.collectives.shrink_to_fit();
     rank.p2p.shrink_to_fit();
@@ -670,23 +676,14 @@ Status StoredWindows::Hold(const std::optional<Spans>& spans, Session* session,
 
 Result<std::vector<StoredWindows::RowCounts>> StoredWindows::CountRows() {
   State& st = *state_;
-  const std::map<int64_t, size_t> by_idx = st.by_idx();
-  std::vector<RowCounts> out(st.rank_idx.size());
-  auto count = [&](const auto& kind, size_t RowCounts::*field) -> Status {
-    if (!kind.all) return Status::Ok();
-    Statement q(
-        st.db,
-        ("SELECT rank_idx, COUNT(*) FROM temp.ord_" + kind.table + " GROUP BY rank_idx").c_str());
-    while (q.Next()) {
-      auto r = by_idx.find(q.ColumnInt(0));
-      if (r != by_idx.end()) out[r->second].*field = static_cast<size_t>(q.ColumnInt(1));
-    }
-    if (!q.status().ok()) return Corrupt(st.path(), kind.table + ": " + q.status().message());
-    return Status::Ok();
-  };
-  RETURN_IF_ERROR(count(st.collectives, &RowCounts::collectives));
-  RETURN_IF_ERROR(count(st.p2p, &RowCounts::p2p));
-  RETURN_IF_ERROR(count(st.mpi_calls, &RowCounts::mpi_calls));
+  RETURN_IF_ERROR(ReadStats(st, st.collectives));
+  RETURN_IF_ERROR(ReadStats(st, st.p2p));
+  RETURN_IF_ERROR(ReadStats(st, st.mpi_calls));
+  std::vector<RowCounts> out;
+  for (size_t r = 0; r < st.rank_idx.size(); ++r) {
+    out.push_back({StatsOf(st, st.collectives, r).count, StatsOf(st, st.p2p, r).count,
+                   StatsOf(st, st.mpi_calls, r).count});
+  }
   return out;
 }
 
