@@ -16,8 +16,10 @@ void LoadBatch(int rank, int step, std::vector<float>* batch);
 // work so the compiler cannot drop it.
 float BusyCompute(int64_t passes);
 
-// Measures how many BusyCompute passes this core runs per millisecond (best of a few ~20 ms
-// trials, so a descheduled trial does not count).
+// Measures how many BusyCompute passes this core runs per millisecond of the thread's own CPU
+// time (best of a few ~20 ms trials). CPU time, not wall time: ranks calibrate together right
+// after MPI_Init, and on shared cores a wall-clock trial read half the speed (4 ranks on 2
+// cores), which halved every --compute-ms and --slow-ms without a word.
 double MeasurePassesPerMs();
 
 }  // namespace mpi_train
