@@ -426,6 +426,91 @@ TEST(BuildBlameModelByWindow, EveryRecordedSessionGivesTheWholeRunsModel) {
   EXPECT_GE(sessions, 17);
 }
 
+// The blame graph cut at its clean cuts (N-to-N instances of every rank, no dependency across
+// them) and replayed segment by segment, each segment from where the last left every rank's
+// clock, is the whole graph's replay: the span, each rank's waits and the broken dependencies,
+// for the recording and for a what-if with one rank's own work halved. Where the run has world
+// collectives between its messages (NetPIPE's barrier per message size), the segments are a
+// small part of it: what the end-of-run blame graph will hold instead of the whole run.
+TEST(BlameReplayBySegments, EveryRecordedSessionReplaysAsAWhole) {
+  size_t cut = 0;
+  const int sessions =
+      ForEachRecordedSession([&](const std::string& name, const Session& s, const WindowPlan&) {
+        const SessionMatches matches = MatchSession(s);
+        std::vector<double> scale(s.ranks.size(), 1.0);
+        for (const std::vector<double>& trial : {scale, [&] {
+                                                   scale.back() = 0.5;
+                                                   return scale;
+                                                 }()}) {
+          const SegmentedReplayCheck check = CheckReplayBySegments(s, matches, trial);
+          EXPECT_EQ(check.by_segments.span, check.whole.span);
+          EXPECT_EQ(check.by_segments.waited, check.whole.waited);
+          EXPECT_EQ(check.by_segments.broken, check.whole.broken);
+          if (trial.back() == 1.0) {
+            size_t events = 0;
+            for (const RankData& r : s.ranks) events += r.collectives.size() + r.p2p.size();
+            std::printf("%s: %zu segments, the largest %zu events of about %zu\n", name.c_str(),
+                        check.segments, check.largest_segment_events, events);
+            cut += check.segments > 1 ? 1 : 0;
+          }
+        }
+      });
+  EXPECT_GE(sessions, 17);
+  EXPECT_GE(cut, 10u);  // most real runs have clean cuts
+}
+
+// A message posted before a barrier and received after it ties the two sides of that barrier:
+// the graph is not cut there (a segment would depend on an event of the one before), only at the
+// barriers with nothing across them, and the replay is still the whole one.
+TEST(BlameReplayBySegments, AMessageAcrossABarrierKeepsItsSidesInOneSegment) {
+  Session s;
+  s.world_size = 2;
+  s.aligned = true;
+  s.ranks.resize(2);
+  const uint64_t world = WorldCommId(2);
+  for (int r = 0; r < 2; ++r) s.ranks[static_cast<size_t>(r)].id.rank = r;
+  auto p2p = [&](P2PKind kind, P2PKind completed, int peer, TimeNs enter, TimeNs exit) {
+    P2PRecord p;
+    p.kind = kind;
+    p.completed = completed;
+    p.peer = p.world_peer = peer;
+    p.tag = 1;
+    p.comm_id = world;
+    p.enter = enter;
+    p.exit = exit;
+    return p;
+  };
+  TimeNs t = 0;
+  for (uint64_t k = 0; k < 6; ++k) {
+    for (int r = 0; r < 2; ++r) {
+      CollectiveRecord barrier;
+      barrier.comm_id = world;
+      barrier.seq = k;
+      barrier.op = CollectiveOp::kBarrier;
+      barrier.comm_size = 2;
+      barrier.comm_rank = r;
+      barrier.enter = t + 100 + 50 * r;  // rank 1 works longer
+      barrier.exit = t + 160;
+      s.ranks[static_cast<size_t>(r)].collectives.push_back(barrier);
+    }
+    if (k == 3) {
+      // Rank 0 posts an Isend before barrier 3 and waits for it after; rank 1 receives after.
+      s.ranks[0].p2p.push_back(p2p(P2PKind::kIsend, P2PKind::kIsend, 1, t + 50, t + 55));
+      s.ranks[0].p2p.push_back(p2p(P2PKind::kWait, P2PKind::kIsend, 1, t + 170, t + 180));
+      s.ranks[1].p2p.push_back(p2p(P2PKind::kRecv, P2PKind::kRecv, 0, t + 200, t + 260));
+    }
+    t += 300;
+  }
+  const SessionMatches matches = MatchSession(s);
+  ASSERT_EQ(matches.links.size(), 1u);
+  std::vector<double> scale{0.5, 1.0};
+  const SegmentedReplayCheck check = CheckReplayBySegments(s, matches, scale);
+  EXPECT_EQ(check.segments, 6u);  // cut at barriers 0, 1, 2, 4 and 5, not at 3
+  EXPECT_EQ(check.by_segments.span, check.whole.span);
+  EXPECT_EQ(check.by_segments.waited, check.whole.waited);
+  EXPECT_EQ(check.by_segments.broken, check.whole.broken);
+}
+
 // Point-to-point messages matched window by window are the whole run's, field by field, with the
 // same statistics, on every recorded session (LAMMPS's halo exchange, HPCC, NetPIPE's ping-pong),
 // and the fold holds a small part of the records at any cut.

@@ -6,6 +6,7 @@
 #include <deque>
 #include <iterator>
 #include <limits>
+#include <numeric>
 #include <optional>
 #include <set>
 #include <span>
@@ -669,15 +670,31 @@ struct Replay {
   int broken = 0;
 };
 
+// What a replay carries from one segment of the graph to the next (docs/design.md, "The blame
+// graph in segments"): where a segment begins at a clean cut (every rank's last event before it
+// a member of one N-to-N instance, no dependency across it) a replay of the segments in turn,
+// each starting from the carry, is the replay of the whole graph. Each rank's replayed clock,
+// the latest replayed exit, the waits and the dependencies broken so far.
+struct ReplayCarry {
+  std::vector<TimeNs> now;  // per rank index; empty before the first segment
+  TimeNs last = kUnknown;
+  std::vector<DurationNs> waited;
+  int broken = 0;
+};
+
 // `typical` (when not empty) holds, per rank index, own work to use event by event instead of
-// the recorded gaps scaled (nullptr: scaled).
+// the recorded gaps scaled (nullptr: scaled). With `carry`, the replay goes on from it (each
+// rank's clock, the latest exit) and leaves its own end there; Replay::span is then from
+// g.first to the latest exit of every segment so far, and waited and broken their sums.
 Replay Run(const Graph& g, const std::vector<double>& scale,
            const std::vector<double>& transfer_scale,
-           const std::vector<const std::vector<DurationNs>*>& typical = {}) {
+           const std::vector<const std::vector<DurationNs>*>& typical = {},
+           ReplayCarry* carry = nullptr) {
   const size_t n = g.events.size();
+  const bool resumed = carry != nullptr && !carry->now.empty();
   std::vector<std::vector<TimeNs>> enter(n);
   for (size_t r = 0; r < n; ++r) enter[r].assign(g.events[r].size(), kUnknown);
-  TimeNs last = g.first;  // the latest replayed exit
+  TimeNs last = resumed ? carry->last : g.first;  // the latest replayed exit
   std::vector<double> instance_scale(g.instances.size(), 1.0);
   for (size_t i = 0; i < g.instances.size(); ++i) {
     for (const auto& [r, ei] : g.instances[i].members) {
@@ -691,6 +708,11 @@ Replay Run(const Graph& g, const std::vector<double>& scale,
   }
   Replay out;
   out.waited.assign(n, 0);
+  if (resumed) {
+    now = carry->now;
+    out.waited = carry->waited;
+    out.broken = carry->broken;
+  }
   std::vector<bool> queued(n, true);
   std::deque<int> ready;
   for (size_t r = 0; r < n; ++r) ready.push_back(static_cast<int>(r));
@@ -798,10 +820,151 @@ Replay Run(const Graph& g, const std::vector<double>& scale,
     advance(stuck, true);
   }
   out.span = last - g.first;
+  if (carry != nullptr) {
+    carry->now = std::move(now);
+    carry->last = last;
+    carry->waited = out.waited;
+    carry->broken = out.broken;
+  }
+  return out;
+}
+
+// The instances `g` can be cut at cleanly, in time order, each as its member event per rank
+// index (-1 for ranks without events): N-to-N instances every rank with events takes part in,
+// each after the last on every rank, with no dependency and no other instance across it. A
+// rank's segment s holds its events after cut s-1's member, up to and including cut s's.
+std::vector<std::vector<int>> CleanCuts(const Graph& g) {
+  const size_t n = g.events.size();
+  size_t with_events = 0;
+  for (const auto& ev : g.events) with_events += ev.empty() ? 0 : 1;
+  std::vector<std::vector<int>> cuts;
+  if (with_events < 2) return cuts;
+  for (const Instance& in : g.instances) {
+    if (in.pattern != WaitPattern::kAllToAll || in.prefix || in.members.size() != with_events) {
+      continue;
+    }
+    std::vector<int> at(n, -1);
+    bool after = true;
+    for (const auto& [r, ei] : in.members) {
+      const Event& e = g.events[static_cast<size_t>(r)][static_cast<size_t>(ei)];
+      after &= e.dep == DepKind::kAllMembers &&
+               (cuts.empty() || ei > cuts.back()[static_cast<size_t>(r)]);
+      at[static_cast<size_t>(r)] = ei;
+    }
+    if (after) cuts.push_back(std::move(at));
+  }
+  // Per rank, its members' event indices in cut order; an event's segment is the number of cuts
+  // whose member comes before it on its rank.
+  std::vector<std::vector<int>> at_cut(n);
+  for (const auto& cut : cuts) {
+    for (size_t r = 0; r < n; ++r) {
+      if (cut[r] >= 0) at_cut[r].push_back(cut[r]);
+    }
+  }
+  auto segment = [&](int r, int ei) {
+    const std::vector<int>& at = at_cut[static_cast<size_t>(r)];
+    return static_cast<int>(std::lower_bound(at.begin(), at.end(), ei) - at.begin());
+  };
+  std::vector<int> across(cuts.size() + 1, 0);  // a difference array over the cuts
+  auto spans = [&](int a, int b) {
+    if (a == b) return;
+    ++across[static_cast<size_t>(std::min(a, b))];
+    --across[static_cast<size_t>(std::max(a, b))];
+  };
+  for (size_t r = 0; r < n; ++r) {
+    for (size_t k = 0; k < g.events[r].size(); ++k) {
+      const int mine = segment(static_cast<int>(r), static_cast<int>(k));
+      for (const auto& [q, j] : PartnersOf(g, g.events[r][k])) spans(mine, segment(q, j));
+    }
+  }
+  for (const Instance& in : g.instances) {
+    int lo = std::numeric_limits<int>::max(), hi = -1;
+    for (const auto& [r, ei] : in.members) {
+      lo = std::min(lo, segment(r, ei));
+      hi = std::max(hi, segment(r, ei));
+    }
+    if (hi >= 0) spans(lo, hi);
+  }
+  std::vector<std::vector<int>> clean;
+  int open = 0;
+  for (size_t c = 0; c < cuts.size(); ++c) {
+    open += across[c];
+    if (open == 0) clean.push_back(std::move(cuts[c]));
+  }
+  return clean;
+}
+
+// Segment `s` of `g` cut at `cuts` (CleanCuts): its events, the instances and dependencies among
+// them, renumbered; each rank's chain start and the graph's first as in `g`.
+Graph SegmentOf(const Graph& g, const std::vector<std::vector<int>>& cuts, size_t s) {
+  const size_t n = g.events.size();
+  Graph out;
+  out.ranks = g.ranks;
+  out.start = g.start;
+  out.first = g.first;
+  out.collective_calls.assign(n, 0);
+  out.p2p_calls.assign(n, 0);
+  out.on_gpu = g.on_gpu;
+  out.events.resize(n);
+  std::vector<int> lo(n, 0), hi(n, 0);
+  for (size_t r = 0; r < n; ++r) {
+    const auto size = static_cast<int>(g.events[r].size());
+    lo[r] = s == 0 ? 0 : (cuts[s - 1][r] < 0 ? size : cuts[s - 1][r] + 1);
+    hi[r] = s == cuts.size() ? size : (cuts[s][r] < 0 ? size : cuts[s][r] + 1);
+  }
+  std::vector<int> renumbered(g.instances.size(), -1);
+  for (size_t i = 0; i < g.instances.size(); ++i) {
+    const Instance& in = g.instances[i];
+    if (in.members.empty()) continue;
+    const auto [r, ei] = in.members.front();
+    if (ei < lo[static_cast<size_t>(r)] || ei >= hi[static_cast<size_t>(r)]) continue;
+    Instance copy = in;
+    for (auto& [mr, mei] : copy.members) mei -= lo[static_cast<size_t>(mr)];
+    renumbered[i] = static_cast<int>(out.instances.size());
+    out.instances.push_back(std::move(copy));
+  }
+  for (size_t r = 0; r < n; ++r) {
+    for (int k = lo[r]; k < hi[r]; ++k) {
+      Event e = g.events[r][static_cast<size_t>(k)];
+      if (e.instance >= 0) e.instance = renumbered[static_cast<size_t>(e.instance)];
+      const auto partners = PartnersOf(g, g.events[r][static_cast<size_t>(k)]);
+      e.partners_at = static_cast<uint32_t>(out.partners.size());
+      for (const auto& [q, j] : partners)
+        out.partners.emplace_back(q, j - lo[static_cast<size_t>(q)]);
+      const auto involved = InvolvedOf(g, g.events[r][static_cast<size_t>(k)]);
+      e.involved_at = static_cast<uint32_t>(out.involved.size());
+      out.involved.insert(out.involved.end(), involved.begin(), involved.end());
+      out.events[r].push_back(e);
+    }
+  }
   return out;
 }
 
 }  // namespace
+
+SegmentedReplayCheck CheckReplayBySegments(const Session& aligned, const SessionMatches& matches,
+                                           const std::vector<double>& scale) {
+  Graph g = BuildGraph(aligned, matches);
+  ComputeTransfers(&g);
+  const std::vector<double> unit(g.events.size(), 1.0);
+  SegmentedReplayCheck check;
+  const Replay whole = Run(g, scale, unit);
+  check.whole = {whole.span, whole.waited, whole.broken};
+  const std::vector<std::vector<int>> cuts = CleanCuts(g);
+  check.segments = cuts.size() + 1;
+  ReplayCarry carry;
+  Replay part;
+  for (size_t s = 0; s <= cuts.size(); ++s) {
+    const Graph segment = SegmentOf(g, cuts, s);
+    check.largest_segment_events =
+        std::max(check.largest_segment_events,
+                 std::accumulate(segment.events.begin(), segment.events.end(), size_t{0},
+                                 [](size_t sum, const auto& ev) { return sum + ev.size(); }));
+    part = Run(segment, scale, unit, {}, &carry);
+  }
+  check.by_segments = {part.span, part.waited, part.broken};
+  return check;
+}
 
 namespace {
 

@@ -270,4 +270,21 @@ class BlameEventFold {
   std::unique_ptr<State> state_;
 };
 
+// For tests of the blame graph replayed in segments (docs/design.md, "The blame graph in
+// segments"): the session's graph replayed whole, and cut at its clean cuts (N-to-N instances
+// of every rank with no dependency across them) and replayed segment by segment, each from
+// where the one before left every rank's clock. Own work scaled per rank index by `scale`.
+struct SegmentedReplayCheck {
+  struct Figures {
+    DurationNs span = 0;
+    std::vector<DurationNs> waited;  // per rank index
+    int broken = 0;
+  };
+  Figures whole, by_segments;
+  size_t segments = 0;
+  size_t largest_segment_events = 0;
+};
+SegmentedReplayCheck CheckReplayBySegments(const Session& aligned, const SessionMatches& matches,
+                                           const std::vector<double>& scale);
+
 }  // namespace rankscope
