@@ -589,6 +589,21 @@ std::vector<P2PMessage> MessageFold::Finish() {
   return out;
 }
 
+bool MessageFold::Quiet() const {
+  for (const auto& [rank, r] : state_->ranks) {
+    if (!r.window.empty()) return false;
+    for (auto* sides : {&r.sends, &r.receives}) {
+      for (const auto& [channel, pending] : *sides) {
+        if (!pending.entries.empty()) return false;
+      }
+    }
+  }
+  for (const auto& [key, q] : state_->queues) {
+    if (!q.sends.empty() || !q.receives.empty()) return false;
+  }
+  return true;
+}
+
 size_t MessageFold::held() const {
   size_t n = 0;
   for (const auto& [rank, r] : state_->ranks) {
@@ -605,8 +620,9 @@ size_t MessageFold::held() const {
 
 namespace {
 
-template <class Message>
-void SortByReceiverBlock(std::vector<Message>* messages) {
+template <class Messages>
+void SortByReceiverBlock(Messages* messages) {
+  using Message = typename Messages::value_type;
   std::sort(messages->begin(), messages->end(), [](const Message& a, const Message& b) {
     return std::tie(a.blocked, a.receiver, a.sender, a.receive_record) <
            std::tie(b.blocked, b.receiver, b.sender, b.receive_record);
@@ -617,6 +633,7 @@ void SortByReceiverBlock(std::vector<Message>* messages) {
 
 void OrderMessages(std::vector<P2PMessage>* messages) { SortByReceiverBlock(messages); }
 void OrderMessages(std::vector<MessageLink>* links) { SortByReceiverBlock(links); }
+void OrderMessages(std::span<MessageLink> links) { SortByReceiverBlock(&links); }
 
 MessageLink LinkOf(const P2PMessage& m) {
   return {.sender = m.sender,

@@ -34,6 +34,7 @@
 #include <cstddef>
 #include <limits>
 #include <memory>
+#include <span>
 #include <utility>
 #include <vector>
 
@@ -155,6 +156,10 @@ class MessageFold {
   // What the fold holds across the cut: sides released but not matched, posts pending, probes
   // not yet used, and blocked intervals kept.
   size_t held() const;
+  // As of the last close: no side of a message is held, neither a post waiting for its Wait nor
+  // a released side waiting for its peer's (probes and blocked intervals may be), so every
+  // message with a call before the cut has been matched.
+  bool Quiet() const;
 
  private:
   struct State;
@@ -166,5 +171,6 @@ class MessageFold {
 // the records.
 void OrderMessages(std::vector<P2PMessage>* messages);
 void OrderMessages(std::vector<MessageLink>* links);  // the same order
+void OrderMessages(std::span<MessageLink> links);
 
 }  // namespace rankscope

@@ -82,6 +82,22 @@ Result<PipelineOutput> DiagnoseAndWrite(Session aligned, const std::string& out_
       p2p.push_back(c.p2p);
     }
     windowed->blame.Reserve(records, p2p);
+    // The whole blame graph, where its segments do not suffice, in another pass over the file.
+    windowed->whole_blame = [&, records, p2p](const SessionMatches& read,
+                                              const BlameOptions& blame_options) {
+      BlameEventFold fold(aligned);
+      fold.Reserve(records, p2p);
+      stored->Rewind();
+      for (size_t w = 0; w < plan->size() && second_pass.ok(); ++w) {
+        Result<std::vector<RankUpload>> uploads = stored->Next(*plan);
+        if (!uploads.ok()) {
+          second_pass = uploads.status();
+          break;
+        }
+        fold.Add(uploads.value());
+      }
+      return fold.Finish(aligned, read, blame_options);
+    };
     // The gaps before late calls, of the flagged ranks only, in a second pass over the file.
     windowed->late_gaps_of = [&](const std::set<int>& ranks) {
       LateGapFold fold(options.straggler, ranks);

@@ -280,6 +280,7 @@ MatchFold::MatchFold(int world_size, bool keep_messages)
     : messages_(world_size, WorldCommId(world_size)), keep_messages_(keep_messages) {}
 
 const std::vector<P2PMessage>& MatchFold::Add(const std::vector<RankUpload>& window, bool last) {
+  taken_from_ = instances_.size();
   for (const RankUpload& u : window) {
     for (const CollectiveRecord& c : u.records.collectives) {
       collectives_.Add(u.records.id.rank, c);

@@ -18,6 +18,7 @@
 #include <limits>
 #include <map>
 #include <optional>
+#include <span>
 #include <vector>
 
 #include "coordinator/collective_matcher.h"
@@ -188,6 +189,16 @@ class MatchFold {
   // `last`: the run's last window. The messages matched at this close (valid until the next Add).
   const std::vector<P2PMessage>& Add(const std::vector<RankUpload>& window, bool last);
   const MessageFold& messages() const { return messages_; }
+  // The instances taken at the last close (valid until the next Add), and whether the matchers
+  // hold nothing with a side before that cut: no open instance, MessageFold::Quiet.
+  std::span<const CollectiveInstance> instances_taken() const {
+    return std::span<const CollectiveInstance>(instances_).subspan(taken_from_);
+  }
+  bool quiet() const { return collectives_.open() == 0 && messages_.Quiet(); }
+  // Without keep_messages: the links of every message matched so far, in the order they were
+  // matched until Finish orders them all (a reader may order a tail of them in place: the order
+  // Finish gives is total).
+  std::span<MessageLink> released_links() { return links_; }
   // Once, after the last window (added with `last`): the matches in MatchSession's order.
   SessionMatches Finish();
   size_t peak_open_instances() const { return peak_open_; }  // at the close of a window
@@ -202,6 +213,7 @@ class MatchFold {
   std::vector<MessageLink> links_;                    // without keep_messages_
   std::map<int, std::optional<TimeNs>> latest_exit_;  // per world rank: of its MPI calls so far
   size_t peak_open_ = 0, peak_held_ = 0;
+  size_t taken_from_ = 0;  // instances_ taken before the last close
 };
 
 // Collective instances matched window by window (CollectiveFold), in MatchCollectives' order:

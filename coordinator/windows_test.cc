@@ -459,6 +459,93 @@ TEST(BlameReplayBySegments, EveryRecordedSessionReplaysAsAWhole) {
   EXPECT_GE(cut, 10u);  // most real runs have clean cuts
 }
 
+// The blame model folded segment by segment from the windows, as the stored path reads them, is
+// the whole run's, figure by figure, on every recorded session where no rank is a candidate (no
+// what-if to replay) and the parts are cut at shared instances; the others say so (nullopt), and
+// the caller builds the whole graph. The segments hold a small part of the run's events.
+TEST(SegmentedBlameFold, EveryRecordedSessionGivesTheWholeRunsModelOrSaysItCannot) {
+  int folded = 0, whole_needed = 0;
+  const int sessions = ForEachRecordedSession(
+      [&](const std::string& name, const Session& s, const WindowPlan& plan) {
+        const BlameModel whole = BuildBlameModel(s, MatchSession(s));
+        const WindowSplit split = SplitSession(s, plan);
+        MatchFold matches(WorldSize(s), /*keep_messages=*/false);
+        SegmentedBlameFold fold(s);
+        for (size_t w = 0; w < split.size(); ++w) {
+          const std::vector<RankUpload> uploads = UploadsOf(s, split, w);
+          matches.Add(uploads, w + 1 == split.size());
+          fold.Add(uploads);
+          fold.Close(matches.instances_taken(), matches.released_links(), matches.quiet(),
+                     w + 1 == split.size());
+        }
+        const std::optional<BlameModel> model = fold.Finish(s, matches.Finish());
+        size_t events = 0;
+        for (const RankBlame& b : whole.ranks) events += static_cast<size_t>(b.events);
+        std::printf("%s: %s, %zu segments, at most %zu of %zu events\n", name.c_str(),
+                    model ? "folded" : "whole graph needed", fold.segments(), fold.peak_events(),
+                    events);
+        if (!model) {
+          // Only where the whole graph is needed: a GPU timeline, or a candidate to replay.
+          const bool gpu = std::any_of(s.ranks.begin(), s.ranks.end(), [](const RankData& r) {
+            return std::any_of(r.collectives.begin(), r.collectives.end(), [](const auto& c) {
+              return c.source == CollectiveRecord::Source::kNccl;
+            });
+          });
+          const bool candidate = std::any_of(whole.ranks.begin(), whole.ranks.end(),
+                                             [](const RankBlame& b) { return b.replayed; });
+          EXPECT_TRUE(gpu || candidate);
+          ++whole_needed;
+          return;
+        }
+        ++folded;
+        EXPECT_TRUE(whole.stragglers.empty());
+        EXPECT_EQ(model->first, whole.first);
+        EXPECT_EQ(model->last, whole.last);
+        EXPECT_EQ(model->job, whole.job);
+        EXPECT_EQ(model->replayed_span, whole.replayed_span);
+        EXPECT_EQ(model->typical_busy, whole.typical_busy);
+        EXPECT_EQ(model->typical_own_work, whole.typical_own_work);
+        EXPECT_EQ(model->judged, whole.judged);
+        EXPECT_EQ(model->broken_dependencies, whole.broken_dependencies);
+        EXPECT_EQ(model->waits, whole.waits);
+        EXPECT_EQ(model->stragglers, whole.stragglers);
+        ASSERT_EQ(model->ranks.size(), whole.ranks.size());
+        for (size_t i = 0; i < whole.ranks.size(); ++i) {
+          const RankBlame& a = model->ranks[i];
+          const RankBlame& b = whole.ranks[i];
+          SCOPED_TRACE("rank " + std::to_string(b.rank));
+          EXPECT_EQ(a.rank, b.rank);
+          EXPECT_EQ(a.first, b.first);
+          EXPECT_EQ(a.last, b.last);
+          EXPECT_EQ(a.in_mpi, b.in_mpi);
+          EXPECT_EQ(a.own_work, b.own_work);
+          EXPECT_EQ(a.busy, b.busy);
+          EXPECT_EQ(a.waited, b.waited);
+          EXPECT_EQ(a.caused, b.caused);
+          EXPECT_EQ(a.events, b.events);
+          EXPECT_EQ(a.collective_calls, b.collective_calls);
+          EXPECT_EQ(a.p2p_calls, b.p2p_calls);
+          EXPECT_EQ(a.other_calls, b.other_calls);
+          EXPECT_EQ(a.uninterpreted_calls, b.uninterpreted_calls);
+          EXPECT_EQ(a.caused_at, b.caused_at);
+          EXPECT_EQ(a.busy_by_part, b.busy_by_part);
+          EXPECT_EQ(a.own_by_part, b.own_by_part);
+          EXPECT_EQ(a.judged_on_busy, b.judged_on_busy);
+          EXPECT_EQ(a.held_share, b.held_share);
+          EXPECT_EQ(a.excess_sigmas, b.excess_sigmas);
+          EXPECT_EQ(a.excess_fraction, b.excess_fraction);
+          EXPECT_EQ(a.persistence, b.persistence);
+          EXPECT_FALSE(a.replayed);
+        }
+        if (events > 1000) {
+          EXPECT_LT(fold.peak_events(), events / 2);  // windows of ~100 ms over a run of 1-3 s
+        }
+      });
+  EXPECT_GE(sessions, 17);
+  EXPECT_GE(folded, 3);        // every clean CPU session
+  EXPECT_GE(whole_needed, 9);  // the planted faults' and the GPU sessions
+}
+
 // A message posted before a barrier and received after it ties the two sides of that barrier:
 // the graph is not cut there (a segment would depend on an event of the one before), only at the
 // barriers with nothing across them, and the replay is still the whole one.

@@ -220,11 +220,15 @@ struct RecordEvents {
   using CollectiveKey = std::tuple<uint64_t, uint64_t, int>;  // (comm, seq, event index)
   std::vector<std::vector<CollectiveKey>> collective;
   std::vector<std::vector<int>> p2p;
+  // Per rank index: the rank's point-to-point record that p2p[ri][0] is (a segment of the graph
+  // maps the records from its first one on).
+  std::vector<size_t> p2p_base;
 
   // The event of rank index `ri`'s point-to-point record `record` (-1: none).
   int P2PEvent(int ri, size_t record) const {
     const std::vector<int>& events = p2p[static_cast<size_t>(ri)];
-    return record < events.size() ? events[record] : -1;
+    const size_t base = p2p_base[static_cast<size_t>(ri)];
+    return record >= base && record - base < events.size() ? events[record - base] : -1;
   }
 
   // The event of rank index `ri`'s collective (comm, seq); the last one if it recorded several.
@@ -259,8 +263,9 @@ void AppendChain(size_t ri, const RankData& r, bool on_gpu, const RecordIndices*
       e.call = CallOf(c.op);
       e.interpreted = false;  // until its instance says otherwise
     } else if (kind == 1) {
-      if (p2p_events.size() <= global) p2p_events.resize(global + 1, -1);
-      p2p_events[global] = at;
+      const size_t mapped = global - at_event->p2p_base[ri];
+      if (p2p_events.size() <= mapped) p2p_events.resize(mapped + 1, -1);
+      p2p_events[mapped] = at;
       if (e.call.family == CallCode::kNone) e.call = CallOf(r.p2p[i].kind);
       e.interpreted = false;  // until a message says otherwise
     } else {
@@ -286,12 +291,13 @@ RecordEvents StartGraph(const Session& s, Graph* g) {
   RecordEvents at_event;
   at_event.collective.resize(g->ranks.size());
   at_event.p2p.resize(g->ranks.size());
+  at_event.p2p_base.assign(g->ranks.size(), 0);
   return at_event;
 }
 
 // MPI_Init: one N-to-N instance when it is every rank's first event (a capture window that starts
 // later has none), and the chains start at the session's start.
-void AddStartUp(const Session& s, Graph* g) {
+void AddStartUp(TimeNs session_start, Graph* g) {
   g->start.assign(g->ranks.size(), 0);
   bool init_first = true;
   size_t with_events = 0;
@@ -322,7 +328,7 @@ void AddStartUp(const Session& s, Graph* g) {
   for (size_t ri = 0; ri < g->events.size(); ++ri) {
     const auto& ev = g->events[ri];
     if (ev.empty()) continue;
-    g->start[ri] = init_instance ? std::min(s.start, ev.front().enter) : ev.front().enter;
+    g->start[ri] = init_instance ? std::min(session_start, ev.front().enter) : ev.front().enter;
     first = std::min(first, g->start[ri]);
   }
   g->first = first == std::numeric_limits<TimeNs>::max() ? 0 : first;
@@ -386,20 +392,17 @@ struct MessageEdges {
 
 // Point-to-point messages: a receive waits for its send's post; a send that had to wait for its
 // receiver waits for the receive's post.
-MessageEdges MessageDependencies(const SessionMatches& matches,
+MessageEdges MessageDependencies(std::span<const MessageLink> links,
                                  const std::unordered_map<int, int>& index_of,
                                  const RecordEvents& at_event, Graph* g) {
   MessageEdges edges;
-  for (const MessageLink& m : matches.links) {
+  for (const MessageLink& m : links) {
     auto snd = index_of.find(m.sender);
     auto rcv = index_of.find(m.receiver);
     if (snd == index_of.end() || rcv == index_of.end()) continue;
     const int si = snd->second, ri = rcv->second;
-    const auto& send_events = at_event.p2p[static_cast<size_t>(si)];
-    const auto& recv_events = at_event.p2p[static_cast<size_t>(ri)];
-    if (m.send_record >= send_events.size() || m.receive_record >= recv_events.size()) continue;
-    const int post = send_events[m.send_record];
-    const int receive = recv_events[m.receive_record];
+    const int post = at_event.P2PEvent(si, m.send_record);
+    const int receive = at_event.P2PEvent(ri, m.receive_record);
     if (post < 0 || receive < 0) continue;
     Event& r = g->events[static_cast<size_t>(ri)][static_cast<size_t>(receive)];
     if (r.dep == DepKind::kNone || r.dep == DepKind::kEvents) {
@@ -483,9 +486,9 @@ void FinishGraph(const Session& s, const SessionMatches& matches, RecordEvents* 
   std::unordered_map<int, int> index_of;
   for (size_t ri = 0; ri < g->ranks.size(); ++ri) index_of[g->ranks[ri]] = static_cast<int>(ri);
   for (auto& keys : at_event->collective) std::sort(keys.begin(), keys.end());
-  AddStartUp(s, g);
+  AddStartUp(s.start, g);
   AddCollectiveInstances(matches, index_of, *at_event, g);
-  LayOutEdges(MessageDependencies(matches, index_of, *at_event, g), g);
+  LayOutEdges(MessageDependencies(matches.links, index_of, *at_event, g), g);
   AddGaps(g);
 }
 
@@ -2009,6 +2012,356 @@ BlameModel BlameEventFold::Finish(const Session& aligned, const SessionMatches& 
   std::vector<OwnWorkRanges> own_work;
   for (OwnWorkRangeFold& fold : state_->own_work) own_work.push_back(fold.Take());
   return ModelOf(aligned, state_->chains.Finish(aligned, matches), options, &own_work);
+}
+
+namespace {
+
+// A rank's figures summed over the segments so far (AddRankTotals' loop, carried).
+struct RankRunning {
+  size_t events = 0;             // in the segments finished
+  size_t first_judged = 0;       // FirstJudged of its chain, known once it has an event
+  TimeNs front_exit = 0;         // its first event's exit
+  TimeNs busy_until = 0;         // AddRankTotals': from its first judged event on
+  TimeNs gap_until = 0;          // AddGaps': the latest exit so far
+  DurationNs own = 0, busy = 0;  // judged own work and busy time so far
+};
+
+// An instance every rank with events took part in, where the ten parts may be cut: its earliest
+// enter and each rank's judged own work and busy time up to its member (PartCuts,
+// AddPartsAtCuts).
+struct SharedInstance {
+  size_t members = 0;
+  TimeNs earliest = 0;
+  std::vector<DurationNs> own, busy;  // per rank index
+};
+
+}  // namespace
+
+struct SegmentedBlameFold::State {
+  explicit State(const Session& s)
+      : session_start(s.start),
+        at_event(StartGraph(s, &g)),
+        last_collective(s.ranks.size()),
+        running(s.ranks.size()),
+        own_work(s.ranks.size(), OwnWorkRangeFold(std::numeric_limits<TimeNs>::min())) {
+    for (size_t ri = 0; ri < g.ranks.size(); ++ri) index_of[g.ranks[ri]] = static_cast<int>(ri);
+    for (int rank : g.ranks) {
+      RankBlame b;
+      b.rank = rank;
+      model.ranks.push_back(std::move(b));
+    }
+  }
+
+  TimeNs session_start;
+  Graph g;  // the open segment's
+  RecordEvents at_event;
+  std::unordered_map<int, int> index_of;
+  std::vector<CollectiveInstance> instances;  // released since the last cut
+  size_t links_from = 0;  // the first link released since the last cut (MatchFold's)
+  // Per rank index: the collective (comm, seq) its latest event is, if it is one.
+  std::vector<std::optional<std::pair<uint64_t, uint64_t>>> last_collective;
+  std::vector<size_t> p2p_next;  // per rank index: past the highest p2p record index seen
+  bool unsupported = false;      // a GPU timeline, records out of order, a rank starting late
+  bool closed = false;           // the last window closed
+  size_t segments = 0, peak = 0;
+  TimeNs first = 0;
+  ReplayCarry carry;
+  std::vector<RankRunning> running;
+  std::vector<SharedInstance> shared;
+  BlameModel model;
+  std::vector<OwnWorkRangeFold> own_work;
+
+  size_t SegmentEvents() const {
+    size_t n = 0;
+    for (const auto& ev : g.events) n += ev.size();
+    return n;
+  }
+  bool IsAnchor() const;
+  // `links` in OrderMessages' order: those released since the last cut, or the run's (those of
+  // earlier segments are not found among this one's records).
+  void FinishSegment(std::span<const MessageLink> links);
+};
+
+// Every rank with events so far ends the open segment with one N-to-N instance of them all.
+bool SegmentedBlameFold::State::IsAnchor() const {
+  std::optional<std::pair<uint64_t, uint64_t>> key;
+  size_t with_events = 0;
+  for (size_t ri = 0; ri < g.events.size(); ++ri) {
+    if (g.events[ri].empty()) {
+      if (running[ri].events > 0) return false;  // a rank that ended, or has no event since
+      continue;
+    }
+    ++with_events;
+    if (!last_collective[ri] || (key && *key != *last_collective[ri])) return false;
+    key = last_collective[ri];
+  }
+  if (!key) return false;
+  for (const CollectiveInstance& in : instances) {
+    if (in.comm_id != key->first || in.seq != key->second) continue;
+    return in.complete && !in.mismatched && WaitPatternOf(in.op) == WaitPattern::kAllToAll &&
+           !IsPrefixOp(in.op) && in.members.size() == with_events;
+  }
+  return false;
+}
+
+void SegmentedBlameFold::State::FinishSegment(std::span<const MessageLink> links) {
+  const size_t n = g.ranks.size();
+  for (auto& keys : at_event.collective) std::sort(keys.begin(), keys.end());
+  if (segments == 0) {
+    AddStartUp(session_start, &g);
+    first = g.first;
+  } else {
+    for (size_t ri = 0; ri < n; ++ri) {
+      // A rank whose chain begins after the first segment: its start is its first event's
+      // enter in the whole graph, which this segment cannot know is first. Not supported.
+      if (!g.events[ri].empty() && running[ri].events == 0) unsupported = true;
+      g.start[ri] = running[ri].gap_until;
+    }
+    g.first = first;
+  }
+  SessionMatches matches;
+  matches.collectives = std::move(instances);
+  OrderInstances(&matches.collectives);
+  AddCollectiveInstances(matches, index_of, at_event, &g);
+  LayOutEdges(MessageDependencies(links, index_of, at_event, &g), &g);
+  AddGaps(&g);
+  ComputeTransfers(&g);
+  peak = std::max(peak, SegmentEvents());
+
+  // The instances every rank with events so far takes part in, where the parts may be cut.
+  size_t with_events = 0;
+  for (size_t ri = 0; ri < n; ++ri) {
+    with_events += running[ri].events > 0 || !g.events[ri].empty() ? 1 : 0;
+  }
+  std::vector<int> shared_at(g.instances.size(), -1);  // per instance: its place in `shared`
+  for (size_t i = 0; i < g.instances.size(); ++i) {
+    const Instance& in = g.instances[i];
+    if (in.members.size() != with_events) continue;
+    shared_at[i] = static_cast<int>(shared.size());
+    SharedInstance si;
+    si.members = in.members.size();
+    si.earliest = std::numeric_limits<TimeNs>::max();
+    for (const auto& [r, ei] : in.members) {
+      si.earliest =
+          std::min(si.earliest, g.events[static_cast<size_t>(r)][static_cast<size_t>(ei)].enter);
+    }
+    si.own.assign(n, 0);
+    si.busy.assign(n, 0);
+    shared.push_back(std::move(si));
+  }
+  // Totals, carried from the segments before (AddRankTotals), and each rank's sums up to its
+  // member of each shared instance.
+  for (size_t ri = 0; ri < n; ++ri) {
+    const std::vector<Event>& ev = g.events[ri];
+    RankRunning& run = running[ri];
+    RankBlame& b = model.ranks[ri];
+    b.collective_calls += g.collective_calls[ri];
+    b.p2p_calls += g.p2p_calls[ri];
+    if (!ev.empty() && run.events == 0) {
+      run.first_judged = FirstJudged(ev);
+      run.front_exit = ev.front().exit;
+    }
+    for (size_t k = 0; k < ev.size(); ++k) {
+      const Event& e = ev[k];
+      const size_t at = run.events + k;  // in the rank's whole chain
+      const DurationNs gap = at <= run.first_judged ? 0 : e.gap;
+      const DurationNs transfer = at < run.first_judged ? 0 : e.transfer;
+      run.own += gap;
+      run.busy += gap + transfer;
+      if (e.instance >= 0 && shared_at[static_cast<size_t>(e.instance)] >= 0) {
+        SharedInstance& si =
+            shared[static_cast<size_t>(shared_at[static_cast<size_t>(e.instance)])];
+        si.own[ri] = run.own;
+        si.busy[ri] = run.busy;
+      }
+      if (at < run.first_judged) continue;
+      if (at == run.first_judged) {
+        b.first = e.enter;
+        run.busy_until = e.enter;
+      }
+      b.in_mpi += std::max<DurationNs>(e.exit - std::max(e.enter, run.busy_until), 0);
+      run.busy_until = std::max(run.busy_until, e.exit);
+      if (!e.interpreted) ++b.uninterpreted_calls;
+      if (e.other) ++b.other_calls;
+    }
+    if (!ev.empty()) {
+      TimeNs until = run.events == 0 ? g.start[ri] : run.gap_until;
+      for (const Event& e : ev) until = std::max(until, e.exit);
+      run.gap_until = until;
+    }
+    run.events += ev.size();
+  }
+  AddFirstOrderWaits(g, &model);
+  const std::vector<double> unit(n, 1.0);
+  Run(g, unit, unit, {}, &carry);
+
+  // The next segment maps its records from where this one's end.
+  for (size_t ri = 0; ri < n; ++ri) {
+    g.events[ri].clear();
+    at_event.collective[ri].clear();
+    at_event.p2p[ri].clear();
+    at_event.p2p_base[ri] = p2p_next[ri];
+  }
+  g.instances.clear();
+  g.partners.clear();
+  g.involved.clear();
+  g.collective_calls.assign(n, 0);
+  g.p2p_calls.assign(n, 0);
+  instances.clear();
+  ++segments;
+}
+
+SegmentedBlameFold::SegmentedBlameFold(const Session& session)
+    : state_(std::make_unique<State>(session)) {
+  state_->p2p_next.assign(session.ranks.size(), 0);
+}
+SegmentedBlameFold::~SegmentedBlameFold() = default;
+
+void SegmentedBlameFold::Reserve(const std::vector<size_t>& records,
+                                 const std::vector<size_t>& p2p) {
+  State& st = *state_;
+  for (size_t ri = 0; ri < st.g.events.size() && ri < records.size() && ri < p2p.size(); ++ri) {
+    st.g.events[ri].reserve(records[ri]);
+    st.at_event.p2p[ri].reserve(p2p[ri]);
+  }
+}
+
+void SegmentedBlameFold::Add(const std::vector<RankUpload>& window) {
+  State& st = *state_;
+  for (size_t ri = 0; ri < window.size() && ri < st.g.events.size(); ++ri) {
+    const RankUpload& u = window[ri];
+    if (OnGpuTimeline(u.records)) st.unsupported = true;
+    for (size_t index : u.index.p2p) {
+      if (index < st.at_event.p2p_base[ri]) st.unsupported = true;  // before the segment's
+      st.p2p_next[ri] = std::max(st.p2p_next[ri], index + 1);
+    }
+    if (st.unsupported) continue;
+    const RecordIndices indices = MpiIndices(u);
+    AppendChain(ri, u.records, false, &indices, &st.at_event, &st.g);
+    const std::vector<Event>& ev = st.g.events[ri];
+    const auto& keys = st.at_event.collective[ri];
+    if (!ev.empty()) {
+      st.last_collective[ri].reset();
+      if (!keys.empty() && std::get<2>(keys.back()) + 1 == static_cast<int>(ev.size())) {
+        st.last_collective[ri] = std::pair{std::get<0>(keys.back()), std::get<1>(keys.back())};
+      }
+    }
+  }
+  AddOwnWork(window, &st.own_work);
+}
+
+void SegmentedBlameFold::Close(std::span<const CollectiveInstance> instances,
+                               std::span<MessageLink> released, bool quiet, bool last) {
+  State& st = *state_;
+  if (st.unsupported) return;
+  st.instances.insert(st.instances.end(), instances.begin(), instances.end());
+  // The last segment is made by Finish, once the matchers' state is gone.
+  if (!last && quiet && st.IsAnchor()) {
+    const std::span<MessageLink> links = released.subspan(std::min(st.links_from, released.size()));
+    OrderMessages(links);
+    st.FinishSegment(links);
+    st.links_from = released.size();
+  }
+  st.closed = last;
+}
+
+size_t SegmentedBlameFold::segments() const { return state_->segments; }
+size_t SegmentedBlameFold::peak_events() const { return state_->peak; }
+
+std::optional<BlameModel> SegmentedBlameFold::Finish(const Session& aligned,
+                                                     const SessionMatches& matches,
+                                                     const BlameOptions& options) {
+  State& st = *state_;
+  // The open segment's room goes before the caller builds the whole graph, if it must.
+  auto release = [&st] {
+    for (auto& ev : st.g.events) std::vector<Event>().swap(ev);
+    for (auto& p2p : st.at_event.p2p) std::vector<int>().swap(p2p);
+    for (auto& keys : st.at_event.collective) std::vector<RecordEvents::CollectiveKey>().swap(keys);
+  };
+  if (st.unsupported || !st.closed) {
+    release();
+    return std::nullopt;
+  }
+  // The run's links, in order: those of earlier segments are not found among this one's records.
+  st.FinishSegment(matches.links);
+  release();
+  if (st.unsupported) return std::nullopt;
+  const size_t n = st.g.ranks.size();
+  size_t with_events = 0;
+  for (const RankRunning& run : st.running) with_events += run.events > 0 ? 1 : 0;
+  if (with_events == 0) return BlameModel{};
+  BlameModel model = std::move(st.model);
+  model.first = st.first;
+  model.last = st.first;
+  for (size_t ri = 0; ri < n; ++ri) {
+    RankBlame& b = model.ranks[ri];
+    const RankRunning& run = st.running[ri];
+    b.events = static_cast<int>(run.events);
+    if (run.events == 0) continue;
+    if (run.first_judged >= run.events) {  // its MPI_Init alone
+      b.first = run.front_exit;
+      b.last = b.first;
+    } else {
+      b.last = run.busy_until;
+    }
+    b.own_work = run.own;
+    b.busy = run.busy;
+    model.last = std::max(model.last, b.last);
+  }
+  for (OwnWorkRangeFold& fold : st.own_work) model.own_work_ranges.push_back(fold.Take());
+  const DurationNs span = model.span();
+  model.job = std::max<DurationNs>(aligned.end - aligned.start, span);
+  // The parts, cut as PartCuts cuts them: at shared instances (wall-clock tenths need the
+  // events).
+  std::vector<const SharedInstance*> shared;
+  for (const SharedInstance& si : st.shared) {
+    if (si.members == with_events) shared.push_back(&si);
+  }
+  if (shared.size() < 10 || span <= 0) return std::nullopt;
+  std::vector<const SharedInstance*> cuts;
+  size_t j = 0;
+  for (int t = 1; t < 10; ++t) {
+    const TimeNs target = model.first + span * t / 10;
+    while (j + 1 < shared.size() && shared[j]->earliest < target) ++j;
+    cuts.push_back(shared[j]);
+  }
+  for (size_t ri = 0; ri < n; ++ri) {
+    RankBlame& b = model.ranks[ri];
+    for (bool busy : {false, true}) {
+      std::vector<DurationNs>& parts = busy ? b.busy_by_part : b.own_by_part;
+      parts.assign(10, 0);
+      if (st.running[ri].events == 0) continue;
+      DurationNs before = 0;
+      for (size_t t = 0; t < 10; ++t) {
+        const DurationNs upto =
+            t == 9 ? (busy ? b.busy : b.own_work) : (busy ? cuts[t]->busy : cuts[t]->own)[ri];
+        parts[t] = std::max<DurationNs>(upto - before, 0);
+        before = std::max(before, upto);
+      }
+    }
+  }
+  std::vector<DurationNs> work, own;
+  for (const RankBlame& b : model.ranks) {
+    if (b.events < options.min_events) continue;
+    work.push_back(b.busy);
+    own.push_back(b.own_work);
+  }
+  if (work.size() < 2) return model;
+  model.typical_busy = MedianNs(work);
+  model.typical_own_work = MedianNs(std::move(own));
+  model.replayed_span = st.carry.last - st.first;
+  model.broken_dependencies = st.carry.broken;
+  for (size_t ri = 0; ri < n; ++ri) {
+    if (model.ranks[ri].events >= options.min_events) model.judged.push_back(ri);
+  }
+  const Judged judged{model, model.judged};
+  for (size_t ri : judged.ranks) {
+    // A candidate's what-if replays its every event with other own work: the whole graph.
+    if (JudgeRank(aligned, judged, st.g.ranks[ri], ri, options, &model.ranks[ri])) {
+      return std::nullopt;
+    }
+  }
+  return model;
 }
 
 BlameModel BuildBlameModel(const Session& aligned, const SessionMatches& matches,

@@ -27,6 +27,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -264,6 +265,44 @@ class BlameEventFold {
   BlameModel Finish(const Session& aligned, const SessionMatches& matches,
                     const BlameOptions& options = BlameOptions{});
   size_t peak_ranges_held() const;  // ranges held across a cut for own work, all ranks
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
+
+// The blame model folded segment by segment (docs/design.md, "The blame graph in segments"), so
+// that the end of a run holds one segment's events, not the run's. Each window's chains are
+// added as BlameEventFold adds them; when the matchers close a window holding nothing open
+// (MatchFold::quiet) and every rank's last event is one N-to-N instance of them all, no
+// dependency crosses that cut: the segment's graph is made from the instances and messages
+// released since the last one, its figures (totals, first-order waits, the instances the ten
+// parts may be cut at, the replay carried on from the segment before) are added up, and its
+// events are dropped. Finish gives BuildBlameModel's model where the segments suffice: no rank
+// stands apart or is held (a candidate's what-if replays each event with typical own work) and
+// the parts can be cut at shared instances. Otherwise nullopt: the caller builds the whole
+// graph (BlameEventFold) in another pass. Not for GPU timelines.
+class SegmentedBlameFold {
+ public:
+  explicit SegmentedBlameFold(const Session& session);  // its ranks, their ids and its start
+  ~SegmentedBlameFold();
+  SegmentedBlameFold(const SegmentedBlameFold&) = delete;
+  SegmentedBlameFold& operator=(const SegmentedBlameFold&) = delete;
+  // Room as BlameEventFold::Reserve makes it, for a run that never cuts: pages a segment does
+  // not reach are never touched (optional, before the first Add).
+  void Reserve(const std::vector<size_t>& records, const std::vector<size_t>& p2p);
+  void Add(const std::vector<RankUpload>& window);
+  // Once the matchers closed the window: the instances they released at the close, the links of
+  // every message they matched so far (MatchFold::released_links: the segment's, a tail of them,
+  // are ordered in place), MatchFold::quiet, and whether it was the run's last.
+  void Close(std::span<const CollectiveInstance> instances, std::span<MessageLink> released,
+             bool quiet, bool last);
+  // Once, after the last window was added and closed, with the matchers' result
+  // (MatchFold::Finish).
+  std::optional<BlameModel> Finish(const Session& aligned, const SessionMatches& matches,
+                                   const BlameOptions& options = BlameOptions{});
+  size_t segments() const;
+  size_t peak_events() const;  // the most events a segment held, all ranks
 
  private:
   struct State;

@@ -249,6 +249,8 @@ Result<SessionMatches> MatchWindows(const Session& session, const AnalysisOption
     if (!reading->late_gaps_of) gaps.Add(uploads.value(), last);
     steps.Add(uploads.value());
     reading->blame.Add(uploads.value());
+    reading->blame.Close(matches.instances_taken(), matches.released_links(), matches.quiet(),
+                         last);
   }
   reading->late_gaps = gaps.Take();
   reading->steps = steps.Take();
@@ -262,6 +264,12 @@ SessionMatches MatchSessionByWindow(const Session& aligned, const AnalysisOption
   const WindowSplit split =
       SplitSession(aligned, PlanWindows(aligned, options.by_window.value_or(WindowOptions{})));
   size_t w = 0;
+  reading->whole_blame = [&aligned, options](const SessionMatches& matches,
+                                             const BlameOptions& blame) {
+    const WindowSplit again =
+        SplitSession(aligned, PlanWindows(aligned, options.by_window.value_or(WindowOptions{})));
+    return BuildBlameModel(aligned, matches, blame, &again);
+  };
   return MatchWindows(
              aligned, options, split.size(),
              [&]() -> Result<std::vector<RankUpload>> { return UploadsOf(aligned, split, w++); },
@@ -319,8 +327,13 @@ std::vector<Finding> Diagnose(const Session& aligned, const SessionMatches& matc
     for (Finding& f : *found) findings.push_back(std::move(f));
   }
   // The blame model decides who is a straggler; the findings above describe how they waited.
-  BlameModel blame = windowed != nullptr ? windowed->blame.Finish(aligned, matches, options.blame)
-                                         : BuildBlameModel(aligned, matches, options.blame);
+  BlameModel blame;
+  if (windowed != nullptr) {
+    std::optional<BlameModel> folded = windowed->blame.Finish(aligned, matches, options.blame);
+    blame = folded ? std::move(*folded) : windowed->whole_blame(matches, options.blame);
+  } else {
+    blame = BuildBlameModel(aligned, matches, options.blame);
+  }
   ApplyBlame(aligned, blame, options.blame, &findings, notes);
   if (blame_out != nullptr) *blame_out = std::move(blame);
   for (Finding& f : FindDegradedGpuLinks(aligned)) findings.push_back(std::move(f));

@@ -49,7 +49,11 @@ struct WindowedReading {
   std::vector<StepSeries> steps;  // StepSeriesByWindow, taken by Diagnose
   WaitRanges while_waited;        // RangesWhileWaitedByWindow
   WaitTallies waits;              // WaitTallyFold of every matched message
-  BlameEventFold blame;           // finished by Diagnose, once matched
+  SegmentedBlameFold blame;       // finished by Diagnose, once matched
+  // The blame model from the whole graph, where the segments do not suffice (a candidate to
+  // replay, a GPU timeline): set by the reader, which reads the windows again into a
+  // BlameEventFold (a reader that fails part way keeps the error for its caller).
+  std::function<BlameModel(const SessionMatches&, const BlameOptions&)> whole_blame;
 };
 
 // Each window's uploads in turn, from the first: UploadsOf a split session's, or a reader's of a
