@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -82,11 +83,9 @@ Result<PipelineOutput> DiagnoseAndWrite(Session aligned, const std::string& out_
       p2p.push_back(c.p2p);
     }
     windowed->blame.Reserve(records, p2p);
-    // The whole blame graph, where its segments do not suffice, in another pass over the file.
-    windowed->whole_blame = [&, records, p2p](const SessionMatches& read,
-                                              const BlameOptions& blame_options) {
-      BlameEventFold fold(aligned);
-      fold.Reserve(records, p2p);
+    // Every window of the file again, each to `add` (its index, its uploads); a read error is
+    // kept for the caller in second_pass.
+    auto read_again = [&](const std::function<void(size_t, const std::vector<RankUpload>&)>& add) {
       stored->Rewind();
       for (size_t w = 0; w < plan->size() && second_pass.ok(); ++w) {
         Result<std::vector<RankUpload>> uploads = stored->Next(*plan);
@@ -94,22 +93,23 @@ Result<PipelineOutput> DiagnoseAndWrite(Session aligned, const std::string& out_
           second_pass = uploads.status();
           break;
         }
-        fold.Add(uploads.value());
+        add(w, uploads.value());
       }
+    };
+    // The whole blame graph, where its segments do not suffice, in another pass over the file.
+    windowed->whole_blame = [&, read_again, records, p2p](const SessionMatches& read,
+                                                          const BlameOptions& blame_options) {
+      BlameEventFold fold(aligned);
+      fold.Reserve(records, p2p);
+      read_again([&](size_t, const std::vector<RankUpload>& uploads) { fold.Add(uploads); });
       return fold.Finish(aligned, read, blame_options);
     };
     // The gaps before late calls, of the flagged ranks only, in a second pass over the file.
-    windowed->late_gaps_of = [&](const std::set<int>& ranks) {
+    windowed->late_gaps_of = [&, read_again](const std::set<int>& ranks) {
       LateGapFold fold(options.straggler, ranks);
-      stored->Rewind();
-      for (size_t w = 0; w < plan->size() && second_pass.ok(); ++w) {
-        Result<std::vector<RankUpload>> uploads = stored->Next(*plan);
-        if (!uploads.ok()) {
-          second_pass = uploads.status();
-          break;
-        }
-        fold.Add(uploads.value(), w + 1 == plan->size());
-      }
+      read_again([&](size_t w, const std::vector<RankUpload>& uploads) {
+        fold.Add(uploads, w + 1 == plan->size());
+      });
       return fold.Take();
     };
     Result<SessionMatches> read = MatchWindows(

@@ -1373,6 +1373,20 @@ std::vector<int> PartCuts(const Graph& g, TimeNs first, DurationNs span) {
   return cuts;
 }
 
+// Ten parts of a rank's running sum: upto(t) is the sum through cut t for t < 9 and the total
+// for t = 9; a part is what the sum grew since the largest value before it (never negative).
+template <typename UpTo>
+std::vector<DurationNs> PartsOfSums(UpTo upto) {
+  std::vector<DurationNs> parts(10, 0);
+  DurationNs before = 0;
+  for (size_t t = 0; t < 10; ++t) {
+    const DurationNs sum = upto(t);
+    parts[t] = std::max<DurationNs>(sum - before, 0);
+    before = std::max(before, sum);
+  }
+  return parts;
+}
+
 // Own work and busy time per part, the parts cut at the same instances on every rank.
 void AddPartsAtCuts(const Graph& g, const std::vector<int>& cuts, BlameModel* model) {
   for (size_t ri = 0; ri < g.ranks.size(); ++ri) {
@@ -1393,14 +1407,9 @@ void AddPartsAtCuts(const Graph& g, const std::vector<int>& cuts, BlameModel* mo
     }
     for (auto [sums, parts] : {std::pair{&prefix, &model->ranks[ri].own_by_part},
                                std::pair{&busy_prefix, &model->ranks[ri].busy_by_part}}) {
-      parts->assign(10, 0);
-      if (ev.empty()) continue;
-      DurationNs before = 0;
-      for (size_t t = 0; t < 10; ++t) {
-        const DurationNs upto = t == 9 ? sums->back() : (*sums)[at[t] + 1];
-        (*parts)[t] = std::max<DurationNs>(upto - before, 0);
-        before = std::max(before, upto);
-      }
+      *parts = ev.empty() ? std::vector<DurationNs>(10, 0) : PartsOfSums([&](size_t t) {
+        return t == 9 ? sums->back() : (*sums)[at[t] + 1];
+      });
     }
   }
 }
@@ -1940,6 +1949,26 @@ size_t BlameEventFold::peak_ranges_held() const { return state_->peak; }
 
 namespace {
 
+// Busy time across ranks: the typical rank (medians over the ranks with options.min_events
+// events or more), and those ranks as the ones judged. False, with neither set, where there are
+// fewer than two of them: no rank can stand apart.
+bool AddTypicalAndJudged(const BlameOptions& options, BlameModel* model) {
+  std::vector<DurationNs> work, own;
+  std::vector<size_t> judged;
+  for (size_t ri = 0; ri < model->ranks.size(); ++ri) {
+    const RankBlame& b = model->ranks[ri];
+    if (b.events < options.min_events) continue;
+    work.push_back(b.busy);
+    own.push_back(b.own_work);
+    judged.push_back(ri);
+  }
+  if (work.size() < 2) return false;
+  model->typical_busy = MedianNs(work);
+  model->typical_own_work = MedianNs(std::move(own));
+  model->judged = std::move(judged);
+  return true;
+}
+
 // The model from the ranks' chains (BuildGraph, or a ChainFold's) and, when read window by
 // window, own work per range (BlameModel::own_work_ranges).
 BlameModel ModelOf(const Session& aligned, Graph g, const BlameOptions& options,
@@ -1967,26 +1996,13 @@ BlameModel ModelOf(const Session& aligned, Graph g, const BlameOptions& options,
   }
   AddFirstOrderWaits(g, &model);
 
-  // Busy time across ranks: the typical rank, and how far each one stands from the others.
-  std::vector<DurationNs> work, own;
-  for (const RankBlame& b : model.ranks) {
-    if (b.events < options.min_events) continue;
-    work.push_back(b.busy);
-    own.push_back(b.own_work);
-  }
-  if (work.size() < 2) return model;
-  model.typical_busy = MedianNs(work);
-  model.typical_own_work = MedianNs(std::move(own));
-
+  if (!AddTypicalAndJudged(options, &model)) return model;
   const std::vector<double> unit(n, 1.0);
   const Replay base = Run(g, unit, unit);
   model.replayed_span = base.span;
   model.broken_dependencies = base.broken;
 
   // Candidates: busy time or own work above the other ranks' by a robust margin, or held alone.
-  for (size_t ri = 0; ri < n; ++ri) {
-    if (model.ranks[ri].events >= options.min_events) model.judged.push_back(ri);
-  }
   const Judged judged{model, model.judged};
   std::vector<Candidate> candidates;
   for (size_t ri : judged.ranks) {
@@ -2328,32 +2344,16 @@ std::optional<BlameModel> SegmentedBlameFold::Finish(const Session& aligned,
   for (size_t ri = 0; ri < n; ++ri) {
     RankBlame& b = model.ranks[ri];
     for (bool busy : {false, true}) {
-      std::vector<DurationNs>& parts = busy ? b.busy_by_part : b.own_by_part;
-      parts.assign(10, 0);
-      if (st.running[ri].events == 0) continue;
-      DurationNs before = 0;
-      for (size_t t = 0; t < 10; ++t) {
-        const DurationNs upto =
-            t == 9 ? (busy ? b.busy : b.own_work) : (busy ? cuts[t]->busy : cuts[t]->own)[ri];
-        parts[t] = std::max<DurationNs>(upto - before, 0);
-        before = std::max(before, upto);
-      }
+      (busy ? b.busy_by_part : b.own_by_part) =
+          st.running[ri].events == 0 ? std::vector<DurationNs>(10, 0) : PartsOfSums([&](size_t t) {
+            return t == 9 ? (busy ? b.busy : b.own_work)
+                          : (busy ? cuts[t]->busy : cuts[t]->own)[ri];
+          });
     }
   }
-  std::vector<DurationNs> work, own;
-  for (const RankBlame& b : model.ranks) {
-    if (b.events < options.min_events) continue;
-    work.push_back(b.busy);
-    own.push_back(b.own_work);
-  }
-  if (work.size() < 2) return model;
-  model.typical_busy = MedianNs(work);
-  model.typical_own_work = MedianNs(std::move(own));
+  if (!AddTypicalAndJudged(options, &model)) return model;
   model.replayed_span = st.carry.last - st.first;
   model.broken_dependencies = st.carry.broken;
-  for (size_t ri = 0; ri < n; ++ri) {
-    if (model.ranks[ri].events >= options.min_events) model.judged.push_back(ri);
-  }
   const Judged judged{model, model.judged};
   for (size_t ri : judged.ranks) {
     // A candidate's what-if replays its every event with other own work: the whole graph.
