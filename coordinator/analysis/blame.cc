@@ -1405,9 +1405,11 @@ void AddPartsAtCuts(const Graph& g, const std::vector<int>& cuts, BlameModel* mo
         if (static_cast<size_t>(r) == ri) at[j] = static_cast<size_t>(ei);
       }
     }
-    for (auto [sums, parts] : {std::pair{&prefix, &model->ranks[ri].own_by_part},
-                               std::pair{&busy_prefix, &model->ranks[ri].busy_by_part}}) {
-      *parts = ev.empty() ? std::vector<DurationNs>(10, 0) : PartsOfSums([&](size_t t) {
+    // A pair, not a structured binding: clang before 16 cannot capture a binding in a lambda.
+    for (const auto& sums_parts : {std::pair{&prefix, &model->ranks[ri].own_by_part},
+                                   std::pair{&busy_prefix, &model->ranks[ri].busy_by_part}}) {
+      const std::vector<DurationNs>* sums = sums_parts.first;
+      *sums_parts.second = ev.empty() ? std::vector<DurationNs>(10, 0) : PartsOfSums([&](size_t t) {
         return t == 9 ? sums->back() : (*sums)[at[t] + 1];
       });
     }
