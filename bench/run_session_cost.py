@@ -10,13 +10,20 @@ the target is a memory ratio of 1.5 or less and a folder that grows only by summ
 
 usage: bench/run_session_cost.py [--np 4] [--steps 2000,20000] [--compute-ms 1] [--build build]
        bench/run_session_cost.py --netpipe [--repeats 2000,20000] [--upper 65536]
+       bench/run_session_cost.py --torch [--steps 2000,10000] [--small-ops 250] (GPU machine)
 
 With --netpipe the job is a point-to-point code nobody here wrote: Debian's NetPIPE
 (`apt install netpipe-openmpi`), 2 ranks ping-ponging every message size up to --upper bytes
 --repeats times each; the figures are per point-to-point record instead of per rank and step.
+
+With --torch the job is one rank of a launch-bound PyTorch loop on the GPU machine
+(tests/gpu/torch_allreduce.py under `torchrun --nproc_per_node=1`: per step NVTX ranges, 4
+matmuls, --small-ops tiny kernels and an all-reduce), the issue's GPU case; it also prints the
+loop's own median step time bare and under rankscope (tests/gpu/run_session_cost_check.sh).
 """
 import argparse
 import json
+import re
 import os
 import shutil
 import subprocess
@@ -73,6 +80,13 @@ def run_once(argv, env, cwd):
         return wall, peak[0], rusage.ru_maxrss, proc.returncode, err.read()
 
 
+def loop_step_ms(work):
+    """The median step time torch_allreduce.py printed in the last run's stdout, or None."""
+    with open(os.path.join(work, "stdout")) as f:
+        found = re.findall(r"median step ([0-9.]+) ms", f.read())
+    return float(found[-1]) if found else None
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--np", type=int, default=4)
@@ -87,6 +101,10 @@ def main():
                     help="with --netpipe: messages of each size, one run per value")
     ap.add_argument("--upper", type=int, default=65536,
                     help="with --netpipe: the largest message size")
+    ap.add_argument("--torch", action="store_true",
+                    help="measure one rank of tests/gpu/torch_allreduce.py (needs a GPU)")
+    ap.add_argument("--small-ops", type=int, default=250,
+                    help="with --torch: tiny kernels per step (launch-bound at about 250)")
     args = ap.parse_args()
     rankscope = os.path.join(args.build, "bin", "rankscope")
     env = mpi_env()
@@ -96,6 +114,9 @@ def main():
             sys.exit("NPopenmpi not found: apt install netpipe-openmpi")
         args.np = 2
         lengths = [int(s) for s in args.repeats.split(",")]
+    elif args.torch:
+        args.np = 1
+        lengths = [int(s) for s in args.steps.split(",")]
     else:
         program = os.path.join(args.build, "bin", "mpi_train")
         lengths = [int(s) for s in args.steps.split(",")]
@@ -106,12 +127,17 @@ def main():
             if args.netpipe:
                 job = mpirun(2, netpipe, "-u", str(args.upper), "-n", str(steps), "-o",
                              os.path.join(work, "np.out"))
+            elif args.torch:
+                job = ["torchrun", "--nproc_per_node=1", "--no-python", "--", "python3",
+                       os.path.join(ROOT, "tests", "gpu", "torch_allreduce.py"), "--steps",
+                       str(steps), "--small-ops", str(args.small_ops), "--mib", "1"]
             else:
                 job = mpirun(args.np, program, "--steps", str(steps), "--compute-ms",
                              str(args.compute_ms), "--elems", str(args.elems), "--quiet")
             bare_wall, _, _, rc, err = run_once(job, env, work)
             if rc != 0:
                 sys.exit(f"the bare run of {steps} steps failed ({rc}): {err[-2000:]}")
+            bare_step = loop_step_ms(work)
             out_dir = os.path.join(work, "session")
             wall, hwm_kib, maxrss_kib, rc, err = run_once(
                 [rankscope, "run", "-q", "-o", out_dir, "--"] + job, env, work)
@@ -121,6 +147,7 @@ def main():
             with open(report_path) as f:
                 report = json.load(f)
             records = sum(sum(r["counts"].values()) for r in report["ranks"])
+            run_step = loop_step_ms(work)
             dropped = sum(r.get("dropped_records", 0) for r in report["ranks"])
             sizes = folder_bytes(out_dir)
             folder = sum(sizes.values())
@@ -131,6 +158,8 @@ def main():
                 "records": records, "dropped_records": dropped, "folder_bytes": folder,
                 "sizes": sizes, "folder_bytes_per_rank_step": folder / per,
                 "sqlite_bytes_per_rank_step": sizes.get("session.sqlite", 0) / per,
+                "bare_step_ms": bare_step, "run_step_ms": run_step,
+                "status": report.get("job", {}).get("status"),
             })
         finally:
             shutil.rmtree(work, ignore_errors=True)
@@ -138,6 +167,9 @@ def main():
         print(f"NetPIPE (NPopenmpi), 2 ranks, every message size up to {args.upper} bytes, "
               f"'steps' = repeats of each, under rankscope run (default capture); bytes per "
               f"point-to-point record instead of per rank and step")
+    elif args.torch:
+        print(f"tests/gpu/torch_allreduce.py, 1 rank, {args.small_ops} small kernels a step, "
+              f"under rankscope run (default capture)")
     else:
         print(f"mpi_train, {args.np} ranks, {args.compute_ms:g} ms compute and an allreduce of "
               f"{args.elems} floats a step, under rankscope run (default capture)")
@@ -152,6 +184,11 @@ def main():
               f"{r['folder_bytes'] / 1e6:>9.1f} {s.get('session.sqlite', 0) / 1e6:>9.1f} "
               f"{s.get('trace.json', 0) / 1e6:>8.1f} {r['folder_bytes_per_rank_step']:>11.0f} "
               f"{r['sqlite_bytes_per_rank_step']:>18.0f}")
+    for r in rows:
+        if r["bare_step_ms"] is not None and r["run_step_ms"] is not None:
+            print(f"{r['steps']:>7} steps: median step {r['bare_step_ms']:.3f} ms bare, "
+                  f"{r['run_step_ms']:.3f} ms under rankscope "
+                  f"(x{r['run_step_ms'] / r['bare_step_ms']:.2f}); report {r['status']}")
     if len(rows) >= 2:
         a, b = rows[0], rows[-1]
         print(f"longest / shortest: steps {b['steps'] / a['steps']:.1f}x, peak resident "
