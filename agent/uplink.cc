@@ -28,6 +28,7 @@ Uplink::Uplink(UplinkOptions options, v1::Identity identity)
     : options_(std::move(options)),
       identity_(std::move(identity)),
       capture_enabled_(options_.capturing) {
+  if (options_.gpu_stats_window > 0) gpu_stats_.emplace(options_.gpu_stats_window);
   grpc::ChannelArguments args;
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
@@ -40,6 +41,7 @@ Uplink::~Uplink() {
   {
     std::lock_guard<std::mutex> lock(mu_);
     finishing_ = true;
+    TakeGpuStatsLocked(INT64_MAX);  // the windows still open: the run is over
   }
   cv_.notify_all();
   if (thread_.joinable()) thread_.join();
@@ -84,6 +86,14 @@ void Uplink::AddBatch(wire::Batch&& batch) {
     out->set_text("pid " + std::to_string(batch.pid) + ": " + notice);
   }
   if (!capture_enabled_.load()) return;
+  if (gpu_stats_ && !batch.gpu.empty()) {
+    for (const GpuActivityRecord& r : batch.gpu) {
+      gpu_stats_->Add(r);
+      latest_gpu_start_ = std::max(latest_gpu_start_, r.start);
+    }
+    const DurationNs lag = 2 * gpu_stats_->window();
+    if (latest_gpu_start_ > INT64_MIN + lag) TakeGpuStatsLocked(latest_gpu_start_ - lag);
+  }
   if (PendingRecordsLocked() + n > options_.max_buffered_records) {
     dropped_ += n;
     return;
@@ -104,6 +114,11 @@ void Uplink::AddBatch(wire::Batch&& batch) {
   for (const auto& r : batch.gpu) ToProto(r, pending_.add_gpu());
   for (const auto& r : batch.marks) ToProto(r, pending_.add_marks());
   for (const auto& r : batch.mpi_calls) ToProto(r, pending_.add_mpi_calls());
+}
+
+void Uplink::TakeGpuStatsLocked(TimeNs until) {
+  if (!gpu_stats_) return;
+  for (const GpuStats& row : gpu_stats_->TakeClosed(until)) ToProto(row, pending_.add_gpu_stats());
 }
 
 void Uplink::AddNotice(const std::string& text) {
@@ -319,6 +334,7 @@ void Uplink::FinishWith(std::optional<std::pair<int, int>> exit_status, bool uns
   {
     std::lock_guard<std::mutex> lock(mu_);
     finishing_ = true;
+    TakeGpuStatsLocked(INT64_MAX);  // the windows still open: the run is over
     if (exit_status) {
       v1::ProcessExit* exit = pending_.mutable_exit();
       exit->set_exit_code(exit_status->first);

@@ -19,6 +19,7 @@
 
 #include "core/time.h"
 #include "core/wire.h"
+#include "model/gpu/gpu_stats.h"
 #include "proto/protocol.h"
 #include "proto/spool.h"
 #include "rankscope/v1/rankscope.grpc.pb.h"
@@ -37,6 +38,10 @@ struct UplinkOptions {
   DurationNs final_timeout = 5 * kNsPerSec;  // the most Finish() waits for a coordinator
   size_t max_buffered_records = 1'000'000;
   size_t max_held_p2p_records = 1'000'000;  // when the coordinator asks to hold p2p back
+  // GPU records are also summed per window of this length and kind of work
+  // (model/gpu/gpu_stats.h), rows sent once a window is over: a record more than two windows
+  // later than the latest start seen comes as a row of its own. 0: no sums.
+  DurationNs gpu_stats_window = kNsPerSec;
   // Capturing from the start (false: dormant until the coordinator sends START_CAPTURE).
   bool capturing = true;
   // Called on the control thread when the coordinator starts or stops the capture.
@@ -61,7 +66,8 @@ class Uplink {
   void Start();
 
   // Queues a decoded inject batch (thread-safe). Records over the buffer bound are dropped
-  // and counted. Ignored while capture is stopped by the coordinator.
+  // and counted; the GPU sums count them all the same. Ignored while capture is stopped by the
+  // coordinator.
   void AddBatch(wire::Batch&& batch);
   // Queues a message for the report (errors seen by the agent).
   void AddNotice(const std::string& text);
@@ -103,6 +109,8 @@ class Uplink {
   size_t PendingRecordsLocked() const;
   void FinishWith(std::optional<std::pair<int, int>> exit, bool unseen = false);
   void Spool(const v1::UploadBatch& batch);
+  // Queues the GPU sums of the windows that end at or before `until`.
+  void TakeGpuStatsLocked(TimeNs until);
 
   const UplinkOptions options_;
   v1::Identity identity_;
@@ -111,9 +119,11 @@ class Uplink {
 
   mutable std::mutex mu_;
   std::condition_variable cv_;
-  v1::UploadBatch pending_;         // guarded by mu_
-  std::deque<P2PRecord> held_p2p_;  // guarded by mu_
-  bool hold_p2p_ = false;           // guarded by mu_; set by Register's answer
+  v1::UploadBatch pending_;                // guarded by mu_
+  std::deque<P2PRecord> held_p2p_;         // guarded by mu_
+  bool hold_p2p_ = false;                  // guarded by mu_; set by Register's answer
+  std::optional<GpuStatsFold> gpu_stats_;  // guarded by mu_; none when the window is 0
+  TimeNs latest_gpu_start_ = INT64_MIN;    // guarded by mu_
   // The batch sent and not yet acknowledged: formed and reset under mu_ by the sending thread,
   // which alone reads and changes its contents.
   std::optional<v1::UploadBatch> unacked_;

@@ -91,6 +91,50 @@ TEST_F(UplinkTest, DeliversRecordsClockSamplesAndExit) {
   EXPECT_TRUE(server_->service().WaitForFinal(1, 0));
 }
 
+// GPU records are summed per window as they come; a window's rows go once records two windows
+// later arrive, the rest at the end, and the sums hold the records the buffer bound dropped.
+TEST_F(UplinkTest, SumsGpuActivityPerWindowIncludingWhatTheBufferDropped) {
+  StartServer();
+  UplinkOptions o = Options();
+  o.gpu_stats_window = 1000;
+  o.max_buffered_records = 6;
+  Uplink up(o, Ident("s1", 0));  // started once every batch is queued: nothing sent before
+  auto kernel = [](TimeNs start, DurationNs d) {
+    GpuActivityRecord g;
+    g.kind = GpuActivityKind::kKernel;
+    g.device = 0;
+    g.stream = 7;
+    g.start = start;
+    g.end = start + d;
+    g.name = "gemm";
+    return g;
+  };
+  wire::Batch first;
+  for (TimeNs t : {100, 200, 300}) first.gpu.push_back(kernel(t, 10));
+  up.AddBatch(std::move(first));
+  wire::Batch later;
+  later.gpu.push_back(kernel(3500, 40));  // closes the window [0, 1000): its row is queued
+  up.AddBatch(std::move(later));
+  wire::Batch over;
+  for (int i = 0; i < 5; ++i) over.gpu.push_back(kernel(3600 + i, 1));  // 5 + 5 queued > 6
+  up.AddBatch(std::move(over));
+  EXPECT_EQ(up.dropped(), 5u);
+  up.Start();
+  ASSERT_TRUE(WaitFor([&] { return up.registered(); }));
+  up.Finish(0, 0);
+
+  const RankData r = server_->service().Snapshot().ranks[0];
+  EXPECT_EQ(r.gpu.size(), 4u);
+  ASSERT_EQ(r.gpu_stats.size(), 2u);
+  EXPECT_EQ(r.gpu_stats[0].window_start, 0);
+  EXPECT_EQ(r.gpu_stats[0].count, 3);
+  EXPECT_EQ(r.gpu_stats[0].total, 30);
+  EXPECT_EQ(r.gpu_stats[0].key.name, "gemm");
+  EXPECT_EQ(r.gpu_stats[1].window_start, 3000);
+  EXPECT_EQ(r.gpu_stats[1].count, 6);  // the dropped five are counted
+  EXPECT_EQ(r.gpu_stats[1].total, 45);
+}
+
 // MPI calls the analyses do not interpret, and the world ranks of point-to-point peers, reach
 // the coordinator's session as the inject library recorded them.
 TEST_F(UplinkTest, CarriesMpiCallsWorldPeersAndSpinStarts) {

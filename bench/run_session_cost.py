@@ -18,7 +18,7 @@ With --netpipe the job is a point-to-point code nobody here wrote: Debian's NetP
 
 With --torch the job is one rank of a launch-bound PyTorch loop on the GPU machine
 (tests/gpu/torch_allreduce.py under `torchrun --nproc_per_node=1`: per step NVTX ranges, 4
-matmuls, --small-ops tiny kernels and an all-reduce), the issue's GPU case; it also prints the
+1024-square matmuls, --small-ops tiny kernels and an all-reduce of 1 MiB), the issue's GPU case; it also prints the
 loop's own median step time bare and under rankscope (tests/gpu/run_session_cost_check.sh).
 """
 import argparse
@@ -130,7 +130,7 @@ def main():
             elif args.torch:
                 job = ["torchrun", "--nproc_per_node=1", "--no-python", "--", "python3",
                        os.path.join(ROOT, "tests", "gpu", "torch_allreduce.py"), "--steps",
-                       str(steps), "--small-ops", str(args.small_ops), "--mib", "1"]
+                       str(steps), "--small-ops", str(args.small_ops), "--mib", "1", "--dim", "1024"]
             else:
                 job = mpirun(args.np, program, "--steps", str(steps), "--compute-ms",
                              str(args.compute_ms), "--elems", str(args.elems), "--quiet")

@@ -51,6 +51,7 @@ Session AlignSession(Session session) {
     if (rank.exit_time != 0) rank.exit_time = m.ToCoordinator(rank.exit_time);
     for (MpiCallRecord& c : rank.mpi_calls) ToCoordinator(m, &c);
     for (GpuActivityRecord& g : rank.gpu) ToCoordinator(m, &g);
+    for (GpuStats& g : rank.gpu_stats) g.window_start = m.ToCoordinator(g.window_start);
   }
   session.aligned = true;
   return session;

@@ -10,6 +10,7 @@
 #include "coordinator/analysis/diagnosis.h"
 #include "coordinator/collective_matcher.h"
 #include "coordinator/nccl_instances.h"
+#include "coordinator/report/gpu_json.h"
 #include "coordinator/report/report_html.h"
 #include "coordinator/report/report_json.h"
 #include "coordinator/report/report_text.h"
@@ -52,6 +53,57 @@ Session LoadLaunch(const std::string& name) {
   const NcclJoinStats stats = AddNcclCollectives(&s);
   EXPECT_EQ(stats.joined, 80);
   return s;
+}
+
+// The agent's per-window sums (model/gpu/gpu_stats.h) made from the recorded CUPTI records of
+// every recorded GPU session: they add up to the records per kernel name, stream, copy direction
+// and runtime function, and the report's GPU figures read from them are the records' own.
+TEST(GpuReplay, PerWindowSumsOfRecordedActivityAddUpToItsRecords) {
+  const std::vector<std::pair<std::string, std::string>> sessions = {
+      {"h200x2-torchrun-launch", "clean.sqlite"},
+      {"h200x2-torchrun-launch", "sleep-rank1-20ms.sqlite"},
+      {"h200x2-nccl-allreduce-bench", "session.sqlite"},
+      {"h200x2-nccl-allreduce-shm", "session.sqlite"}};
+  for (const auto& [dir, file] : sessions) {
+    Session s = Load(file.substr(0, file.size() - 7), dir);
+    size_t records = 0;
+    for (RankData& r : s.ranks) {
+      SCOPED_TRACE(dir + "/" + file + " rank " + std::to_string(r.id.rank));
+      records += r.gpu.size();
+      const nlohmann::json from_records = GpuRankJson(r);
+      GpuStatsFold fold(100 * kNsPerMs);
+      std::vector<GpuStats> rows;
+      for (size_t i = 0; i < r.gpu.size(); ++i) {
+        fold.Add(r.gpu[i]);
+        if (i % 97 == 0) {  // taken as the agent does, two windows behind the latest start
+          for (GpuStats& row : fold.TakeClosed(r.gpu[i].start - 200 * kNsPerMs)) {
+            rows.push_back(std::move(row));
+          }
+        }
+      }
+      for (GpuStats& row : fold.TakeAll()) rows.push_back(std::move(row));
+      std::map<GpuStatsKey, std::pair<int64_t, DurationNs>> expected;
+      for (const GpuActivityRecord& g : r.gpu) {
+        GpuStatsKey key{g.kind, g.device, g.stream, 0, ""};
+        if (g.kind == GpuActivityKind::kMemcpy) key.sub_kind = g.copy_kind;
+        if (g.kind == GpuActivityKind::kSync) key.sub_kind = g.sync_kind;
+        if (g.kind == GpuActivityKind::kKernel || g.kind == GpuActivityKind::kRuntime) {
+          key.name = g.name;
+        }
+        ++expected[key].first;
+        expected[key].second += g.end - g.start;
+      }
+      const std::map<GpuStatsKey, GpuStats> merged = MergeGpuStats(rows);
+      ASSERT_EQ(merged.size(), expected.size());
+      for (const auto& [key, sum] : expected) {
+        EXPECT_EQ(merged.at(key).count, sum.first) << key.name;
+        EXPECT_EQ(merged.at(key).total, sum.second) << key.name;
+      }
+      r.gpu_stats = std::move(rows);
+      EXPECT_EQ(GpuRankJson(r), from_records);
+    }
+    EXPECT_GT(records, 1000u) << dir;
+  }
 }
 
 TEST(GpuReplay, EveryNcclCollectiveHasItsLaunchCallBeforeItsKernel) {

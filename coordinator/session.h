@@ -14,6 +14,7 @@
 #include "core/proc_stats.h"
 #include "core/records.h"
 #include "core/time.h"
+#include "model/gpu/gpu_stats.h"
 #include "model/nccl/rank_nccl.h"
 #include "model/rank_identity.h"
 #include "model/sweep_result.h"
@@ -39,6 +40,9 @@ struct RankData {
   std::vector<RangeRecord> ranges;
   std::vector<MarkRecord> marks;
   std::vector<GpuActivityRecord> gpu;  // CUPTI activity (kernels, copies, syncs, runtime calls)
+  // The GPU activity summed by the agent per window and kind of work (model/gpu/gpu_stats.h),
+  // window starts on the coordinator's clock once aligned. Empty from an agent that sends none.
+  std::vector<GpuStats> gpu_stats;
   // MPI calls the analyses do not interpret (MPI-IO, one-sided synchronisation, persistent
   // starts): time inside MPI that is neither a collective nor point-to-point.
   std::vector<MpiCallRecord> mpi_calls;

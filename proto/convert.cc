@@ -148,7 +148,7 @@ void ToProto(const GpuActivityRecord& r, v1::GpuActivity* out) {
 }
 
 bool FromProto(const v1::GpuActivity& p, GpuActivityRecord* out) {
-  if (p.kind() < 1 || p.kind() > 5) return false;
+  if (p.kind() < 1 || p.kind() > kMaxGpuActivityKind) return false;
   out->kind = static_cast<GpuActivityKind>(p.kind());
   out->device = p.device();
   out->context = p.context();
@@ -163,6 +163,40 @@ bool FromProto(const v1::GpuActivity& p, GpuActivityRecord* out) {
   for (int i = 0; i < 3 && i < p.grid_size(); ++i) out->grid[i] = p.grid(i);
   for (int i = 0; i < 3 && i < p.block_size(); ++i) out->block[i] = p.block(i);
   out->name = ToText(p.name());
+  return true;
+}
+
+void ToProto(const GpuStats& s, v1::GpuStats* out) {
+  out->set_window_start(s.window_start);
+  out->set_window(s.window);
+  out->set_kind(static_cast<uint32_t>(s.key.kind));
+  out->set_device(s.key.device);
+  out->set_stream(s.key.stream);
+  out->set_sub_kind(s.key.sub_kind);
+  out->set_name(s.key.name);
+  out->set_count(s.count);
+  out->set_total(s.total);
+  out->set_min(s.min);
+  out->set_p50(s.p50);
+  out->set_max(s.max);
+  out->set_bytes(s.bytes);
+}
+
+bool FromProto(const v1::GpuStats& p, GpuStats* out) {
+  if (p.kind() < 1 || p.kind() > kMaxGpuActivityKind) return false;
+  out->window_start = p.window_start();
+  out->window = p.window();
+  out->key.kind = static_cast<GpuActivityKind>(p.kind());
+  out->key.device = p.device();
+  out->key.stream = p.stream();
+  out->key.sub_kind = static_cast<uint8_t>(p.sub_kind());
+  out->key.name = ToText(p.name());
+  out->count = p.count();
+  out->total = p.total();
+  out->min = p.min();
+  out->p50 = p.p50();
+  out->max = p.max();
+  out->bytes = p.bytes();
   return true;
 }
 

@@ -153,6 +153,24 @@ TEST(ConvertRecords, EveryRecordKindRoundTrips) {
   ASSERT_TRUE(FromProto(ThroughBytes(aw), &a2));
   EXPECT_EQ(a2, a);
 
+  GpuStats st;
+  st.window_start = -2000;
+  st.window = 1000;
+  st.key = {GpuActivityKind::kMemcpy, 1, 13, 8, ""};
+  st.count = 3;
+  st.total = 300;
+  st.min = 50;
+  st.p50 = 100;
+  st.max = 150;
+  st.bytes = 1 << 20;
+  v1::GpuStats sw;
+  ToProto(st, &sw);
+  GpuStats st2;
+  ASSERT_TRUE(FromProto(ThroughBytes(sw), &st2));
+  EXPECT_EQ(st2, st);
+  sw.set_kind(kMaxGpuActivityKind + 1);  // a kind of a later build
+  EXPECT_FALSE(FromProto(sw, &st2));
+
   MpiCallRecord m{MpiCall::kFileWriteAtAll, 0x55, 3, 1 << 16, 7, 70, 5};
   v1::MpiCall mw;
   ToProto(m, &mw);

@@ -7,6 +7,7 @@
 
 #include "coordinator/advise/next_steps.h"
 #include "core/format.h"
+#include "model/gpu/gpu_stats.h"
 #include "model/nccl/bus_bandwidth.h"
 #include "model/nccl/nccl_types.h"
 
@@ -641,13 +642,10 @@ AdviceFacts FactsOf(const Session& session, const std::vector<Finding>& findings
   const RankData* r = session.FindRank(f.rank);
   if (r != nullptr && !r->id.node.empty()) f.node = r->id.node;
   if (r != nullptr) {
-    std::map<std::string, DurationNs> time_by_kernel;
-    for (const GpuActivityRecord& g : r->gpu) {
-      if (g.kind == GpuActivityKind::kKernel) time_by_kernel[g.name] += g.end - g.start;
-    }
-    auto heaviest =
-        std::max_element(time_by_kernel.begin(), time_by_kernel.end(),
-                         [](const auto& a, const auto& b) { return a.second < b.second; });
+    const std::map<std::string, KernelTotal> time_by_kernel = KernelTotals(r->gpu, r->gpu_stats);
+    auto heaviest = std::max_element(
+        time_by_kernel.begin(), time_by_kernel.end(),
+        [](const auto& a, const auto& b) { return a.second.total < b.second.total; });
     if (heaviest != time_by_kernel.end()) f.kernel = KernelRegex(heaviest->first);
   }
   return f;

@@ -9,6 +9,7 @@
 #include "coordinator/nccl_instances.h"
 #include "coordinator/node_topologies.h"
 #include "core/robust_stats.h"
+#include "model/gpu/gpu_stats.h"
 #include "model/nccl/bus_bandwidth.h"
 #include "model/nccl/nccl_log_parser.h"
 #include "model/nccl/nccl_types.h"
@@ -38,8 +39,9 @@ struct CommSummary {
 
 }  // namespace
 
-// Kernels, their time, and launch latency (kernel start - end of its launch call, by CUPTI
-// correlation id): small means the GPU waits for the CPU (launch-bound), large means work queues.
+// Kernels, their time (from the agent's per-window sums when there are any: KernelTotals), and
+// launch latency (kernel start - end of its launch call, by CUPTI correlation id, from the
+// records): small means the GPU waits for the CPU (launch-bound), large means work queues.
 // NCCL collectives' queue time (kernel start - launch) separately. Null without kernels.
 json GpuRankJson(const RankData& r) {
   std::unordered_map<uint32_t, TimeNs> launch_end;
@@ -50,11 +52,13 @@ json GpuRankJson(const RankData& r) {
   }
   int64_t kernels = 0;
   DurationNs kernel_time = 0;
+  for (const auto& [name, t] : KernelTotals(r.gpu, r.gpu_stats)) {
+    kernels += t.count;
+    kernel_time += t.total;
+  }
   std::vector<DurationNs> latency;
   for (const GpuActivityRecord& g : r.gpu) {
     if (g.kind != GpuActivityKind::kKernel) continue;
-    ++kernels;
-    kernel_time += g.end - g.start;
     if (auto it = launch_end.find(g.correlation_id);
         g.correlation_id != 0 && it != launch_end.end()) {
       latency.push_back(g.start - it->second);

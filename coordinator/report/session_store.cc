@@ -83,6 +83,10 @@ CREATE TABLE gpu_activity (
   correlation_id INTEGER, start_ns INTEGER, end_ns INTEGER, bytes INTEGER, copy_kind INTEGER,
   sync_kind INTEGER, tid INTEGER, grid_x INTEGER, grid_y INTEGER, grid_z INTEGER,
   block_x INTEGER, block_y INTEGER, block_z INTEGER, name_id INTEGER);
+CREATE TABLE gpu_stats (
+  rank_idx INTEGER, window_start_ns INTEGER, window_ns INTEGER, kind INTEGER, device INTEGER,
+  stream INTEGER, sub_kind INTEGER, name_id INTEGER, count INTEGER, total_ns INTEGER,
+  min_ns INTEGER, p50_ns INTEGER, max_ns INTEGER, bytes INTEGER);
 )sql";
 
 std::string Dump(const json& value) {
@@ -178,12 +182,13 @@ Status WriteRanks(const Connection& db, const Session& s, bool mpi_records) {
                      "INSERT INTO gpu_activity VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
                      "?, ?, ?, ?, ?)");
   Statement name_row(db, "INSERT INTO gpu_names VALUES (?, ?)");
+  Statement stats(db, "INSERT INTO gpu_stats VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
   Statement proc(db,
                  "INSERT INTO rank_proc VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
                  "?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
   Statement main_thread(db, "INSERT INTO rank_main_thread VALUES (?, ?, ?, ?, ?)");
   for (const Statement* st :
-       {&rank_row, &sample, &mark, &gpu, &activity, &name_row, &proc, &main_thread}) {
+       {&rank_row, &sample, &mark, &gpu, &activity, &name_row, &stats, &proc, &main_thread}) {
     RETURN_IF_ERROR(st->status());
   }
   RETURN_IF_ERROR(records.status());
@@ -222,6 +227,14 @@ Status WriteRanks(const Connection& db, const Session& s, bool mpi_records) {
       activity.Int(x.sync_kind).Int(x.tid).Int(x.grid[0]).Int(x.grid[1]).Int(x.grid[2]);
       activity.Int(x.block[0]).Int(x.block[1]).Int(x.block[2]);
       RETURN_IF_ERROR(activity.Int(it->second).Run());
+    }
+    for (const GpuStats& x : r.gpu_stats) {
+      auto [it, inserted] = name_ids.try_emplace(x.key.name, static_cast<int64_t>(name_ids.size()));
+      if (inserted) RETURN_IF_ERROR(name_row.Int(it->second).Text(x.key.name).Run());
+      stats.Int(idx).Int(x.window_start).Int(x.window).Int(static_cast<int>(x.key.kind));
+      stats.Int(x.key.device).Int(x.key.stream).Int(x.key.sub_kind).Int(it->second);
+      stats.Int(x.count).Int(x.total).Int(x.min).Int(x.p50).Int(x.max);
+      RETURN_IF_ERROR(stats.Int(x.bytes).Run());
     }
     if (r.nccl || !r.topology_xml.empty() || r.nvml || !r.nvml_error.empty()) {
       gpu.Int(idx);
@@ -632,6 +645,17 @@ Status ReadGpuActivity(const Connection& db, Session* s) {
       [](RankData& r, GpuActivityRecord g) { r.gpu.push_back(std::move(g)); });
 }
 
+// Table gpu_stats (files before it have none: no rows).
+Status ReadGpuStats(const Connection& db, Session* s) {
+  if (!HasTable(db, "gpu_stats")) return Status::Ok();
+  Result<std::vector<std::string>> names = store_rows::GpuNames(db);
+  if (!names.ok()) return names.status();
+  return ReadTable(
+      db, s, "gpu_stats", store_rows::GpuStatsColumns(),
+      [&](const Statement& q) { return store_rows::GpuStatsRow(q, 1, db.path(), names.value()); },
+      [](RankData& r, GpuStats g) { r.gpu_stats.push_back(std::move(g)); });
+}
+
 // Each table's rows into the session's ranks. rowid order is insertion order, which is each
 // rank's record order.
 Status ReadClockSamples(const Connection& db, Session* s) {
@@ -808,6 +832,7 @@ Status ReadAllRecords(const Connection& db, Session* s, int version, bool mpi_re
   RETURN_IF_ERROR(ReadRankGpu(db, s, version));
   RETURN_IF_ERROR(ReadRankProc(db, s, version));
   RETURN_IF_ERROR(ReadMainThread(db, s));
+  RETURN_IF_ERROR(ReadGpuStats(db, s));
   return version >= 2 ? ReadGpuActivity(db, s) : Status::Ok();
 }
 

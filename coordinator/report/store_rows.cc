@@ -167,4 +167,37 @@ Result<GpuActivityRecord> GpuRow(const Statement& q, int first, const std::strin
   return g;
 }
 
+std::string GpuStatsColumns() {
+  return "window_start_ns, window_ns, kind, device, stream, sub_kind, name_id, count, total_ns, "
+         "min_ns, p50_ns, max_ns, bytes";
+}
+
+Result<GpuStats> GpuStatsRow(const Statement& q, int first, const std::string& path,
+                             const std::vector<std::string>& names) {
+  const int64_t kind = q.ColumnInt(first + 2);
+  const int64_t name_id = q.ColumnInt(first + 6);
+  if (kind < 1 || kind > kMaxGpuActivityKind) {
+    return Corrupt(path, "gpu_stats.kind " + std::to_string(kind) + " is not a kind");
+  }
+  if (name_id < 0 || name_id >= static_cast<int64_t>(names.size())) {
+    return Corrupt(path,
+                   "gpu_stats.name_id " + std::to_string(name_id) + " is not in table gpu_names");
+  }
+  GpuStats g;
+  g.window_start = q.ColumnInt(first);
+  g.window = q.ColumnInt(first + 1);
+  g.key.kind = static_cast<GpuActivityKind>(kind);
+  g.key.device = static_cast<uint32_t>(q.ColumnInt(first + 3));
+  g.key.stream = static_cast<uint32_t>(q.ColumnInt(first + 4));
+  g.key.sub_kind = static_cast<uint8_t>(q.ColumnInt(first + 5));
+  g.key.name = names[static_cast<size_t>(name_id)];
+  g.count = q.ColumnInt(first + 7);
+  g.total = q.ColumnInt(first + 8);
+  g.min = q.ColumnInt(first + 9);
+  g.p50 = q.ColumnInt(first + 10);
+  g.max = q.ColumnInt(first + 11);
+  g.bytes = q.ColumnInt(first + 12);
+  return g;
+}
+
 }  // namespace rankscope::store_rows

@@ -10,6 +10,7 @@
 #include "coordinator/report/sqlite_db.h"
 #include "core/records.h"
 #include "core/status.h"
+#include "model/gpu/gpu_stats.h"
 
 namespace rankscope::store_rows {
 
@@ -39,5 +40,9 @@ Result<std::vector<std::string>> GpuNames(const sqlite::Connection& db);
 std::string GpuColumns();
 Result<GpuActivityRecord> GpuRow(const sqlite::Statement& q, int first, const std::string& path,
                                  const std::vector<std::string>& names);
+// Table gpu_stats's columns from window_start_ns on, and a row read from column `first`.
+std::string GpuStatsColumns();
+Result<GpuStats> GpuStatsRow(const sqlite::Statement& q, int first, const std::string& path,
+                             const std::vector<std::string>& names);
 
 }  // namespace rankscope::store_rows

@@ -174,6 +174,10 @@ Session MakeSession() {
   copy.copy_kind = 2;
   copy.bytes = 1 << 20;
   gpu(GpuActivityKind::kSync, 0, 1000'002'000'000, 1000'002'100'000, "").sync_kind = 4;
+  // The same activity summed per second, as the agent sends it beside the records.
+  GpuStatsFold sums(kNsPerSec);
+  for (const GpuActivityRecord& g : s.ranks[0].gpu) sums.Add(g);
+  s.ranks[0].gpu_stats = sums.TakeAll();
 
   NvmlSnapshot nvml;
   nvml.driver_version = "580.159.04";
@@ -418,6 +422,7 @@ void ExpectSessionsEqual(const Session& e, const Session& a) {
       }
       EXPECT_EQ(p.name, q.name);
     }
+    EXPECT_EQ(x.gpu_stats, y.gpu_stats);
     ASSERT_EQ(x.p2p.size(), y.p2p.size());
     for (size_t k = 0; k < x.p2p.size(); ++k) {
       const P2PRecord& p = x.p2p[k];

@@ -5,7 +5,8 @@ through NCCL. Launch with torchrun (one process per GPU):
 Options: --steps N, --sleep-rank R --sleep-ms M (host sleep before compute on rank R),
 --slow-gpu-rank R --extra-matmuls K (K more matmuls per step on rank R: GPU work, the host
 launches on time),
---mib M (all-reduce size), --small-ops N (N tiny element-wise kernels per step besides the
+--mib M (all-reduce size), --dim D (the matmuls' size, default 4096), --small-ops N (N tiny
+element-wise kernels per step besides the
 matmuls, to make the loop launch-bound like many real models), --print-step-times,
 --fail-rank R --fail-step K (rank R exits with code 3 at step K in torchrun's first attempt only,
 TORCHELASTIC_RESTART_COUNT=0: with --max-restarts 1 the second attempt runs through).
@@ -28,6 +29,7 @@ def main():
     p.add_argument("--mib", type=float, default=64.0)
     p.add_argument("--print-step-times", action="store_true")
     p.add_argument("--small-ops", type=int, default=0)
+    p.add_argument("--dim", type=int, default=4096)
     p.add_argument("--slow-gpu-rank", type=int, default=-1)
     p.add_argument("--extra-matmuls", type=int, default=4)
     p.add_argument("--fail-rank", type=int, default=-1)
@@ -44,7 +46,7 @@ def main():
     torch.cuda.set_device(local_rank)
     dist.init_process_group("nccl")
     rank = dist.get_rank()
-    a = torch.randn(4096, 4096, device="cuda")
+    a = torch.randn(args.dim, args.dim, device="cuda")
     small = torch.zeros(4096, device="cuda")
     grad = torch.ones(int(args.mib * (1 << 20) // 4), device="cuda")
     times = []
@@ -60,7 +62,7 @@ def main():
         t0 = time.perf_counter()
         torch.cuda.nvtx.range_push("step")
         torch.cuda.nvtx.range_push("data")
-        batch = torch.randn(4096, 4096, device="cuda")
+        batch = torch.randn(args.dim, args.dim, device="cuda")
         torch.cuda.nvtx.range_pop()
         if rank == args.sleep_rank:
             time.sleep(args.sleep_ms / 1000.0)
