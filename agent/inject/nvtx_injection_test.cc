@@ -60,9 +60,14 @@ bool HasMark(const std::vector<wire::Batch>& batches, const std::string& name) {
   return false;
 }
 
+TestCollector& Collector() {
+  static TestCollector collector;  // outlives the library's exit-time flush
+  return collector;
+}
+
 Captured RunWorkload() {
   Captured c;
-  static TestCollector collector;  // outlives the library's exit-time flush
+  TestCollector& collector = Collector();
   if (!collector.Start()) {
     c.setup_errors = collector.errors();
     return c;
@@ -307,6 +312,46 @@ TEST(NvtxInjection, PushPopCost) {
   std::cout << "nvtx push+pop with injection: " << ns << " ns/pair\n";
   RecordProperty("push_pop_ns", static_cast<int>(ns));
   EXPECT_LT(ns, 20000.0);
+}
+
+// Behind an agent that does not read, the socket fills and records are lost: the next batch
+// that goes out carries their count and says why, once. (Runs last: it floods the socket.)
+TEST(NvtxInjection, ZzRecordsLostToAFullSocketAreCountedAndExplained) {
+  ASSERT_FALSE(Workload().batches.empty());  // the library is loaded and connected
+  TestCollector& collector = Collector();
+  const size_t before = collector.batches().size();
+  collector.Pause(true);
+  for (int i = 0; i < 400'000; ++i) {
+    nvtxRangePushA("flood");
+    nvtxRangePop();
+  }
+  collector.Pause(false);
+  for (int i = 0; i < 2; ++i) {  // a batch goes out with the first record 100 ms after the last
+    std::this_thread::sleep_for(milliseconds(150));
+    nvtxMarkA("after-flood");
+  }
+  const auto told = [&](const std::vector<wire::Batch>& batches) {
+    for (size_t i = before; i < batches.size(); ++i) {
+      for (const std::string& n : batches[i].notices) {
+        if (n.find("the agent's socket was full") != std::string::npos) return true;
+      }
+    }
+    return false;
+  };
+  ASSERT_TRUE(collector.WaitFor(told, milliseconds(3000)));
+  uint64_t dropped = 0, ranges = 0, notices = 0;
+  const std::vector<wire::Batch> batches = collector.batches();
+  for (size_t i = before; i < batches.size(); ++i) {
+    dropped += batches[i].dropped;
+    for (const RangeRecord& r : batches[i].ranges) ranges += r.name == "flood";
+    notices += batches[i].notices.size();
+  }
+  EXPECT_GT(dropped, 0u);
+  // Every range either arrived or was counted (the earlier tests' last ranges arrive too: they
+  // may have been dropped, hence at least).
+  EXPECT_GE(dropped + ranges, 400'000u);
+  EXPECT_GT(ranges, 0u);
+  EXPECT_EQ(notices, 1u);  // said once
 }
 
 }  // namespace

@@ -35,6 +35,31 @@ std::atomic<bool> g_said_disabled{false};
 std::atomic<uint32_t> g_pid{0};
 std::atomic<uint32_t> g_dropped{0};
 
+// Why records were dropped, each said once per process in a notice (the report's only way to
+// tell a user which bound to raise): a bit set where a record is lost, the notice carried by the
+// next batch that goes out, with the count.
+enum DropCause : uint32_t {
+  kDropNoBuffer = 1,    // a thread's buffer could not be made
+  kDropBusy = 2,        // the thread's buffer stayed busy (an NVTX call in a signal handler)
+  kDropTooLarge = 4,    // one record larger than an empty batch
+  kDropSocketFull = 8,  // the agent's socket buffer was full: the agent reads too slowly
+};
+constexpr int kDropCauses = 4;
+constexpr const char* kDropWhy[kDropCauses] = {
+    "records were dropped: a thread's record buffer could not be allocated",
+    "records were dropped: a thread's record buffer stayed busy (an NVTX call inside a signal "
+    "handler interrupting the same thread)",
+    "records were dropped: a record was larger than a whole batch",
+    "records were dropped: the agent's socket was full (the agent did not read the records as "
+    "fast as the program made them)"};
+std::atomic<uint32_t> g_drop_causes{0};
+std::atomic<uint32_t> g_drop_causes_said{0};
+
+void DroppedFor(DropCause cause, uint32_t n) {
+  g_dropped.fetch_add(n, std::memory_order_relaxed);
+  g_drop_causes.fetch_or(cause, std::memory_order_relaxed);
+}
+
 char g_socket_path[sizeof(sockaddr_un::sun_path)];
 
 // Pre-flush hooks (AddPreFlushHook): a fixed table, so registering never allocates.
@@ -219,10 +244,28 @@ void SendLocked(ThreadBuffer* b, TimeNs now) {
     b->builder.Reset();
     return;
   }
+  // Why records were lost since the last batch, said in this one (each cause once a process).
+  const uint32_t causes = g_drop_causes.exchange(0, std::memory_order_relaxed) &
+                          ~g_drop_causes_said.load(std::memory_order_relaxed);
+  uint32_t told = 0;
+  for (int i = 0; i < kDropCauses; ++i) {
+    if ((causes & (1u << i)) != 0 && b->builder.AppendNotice(kDropWhy[i])) told |= 1u << i;
+  }
   uint32_t dropped = g_dropped.exchange(0, std::memory_order_relaxed);
   std::span<const std::byte> batch =
       b->builder.Finish(g_pid.load(std::memory_order_relaxed), dropped, now);
-  if (!SendDatagram(batch)) g_dropped.fetch_add(dropped + count, std::memory_order_relaxed);
+  if (SendDatagram(batch)) {
+    g_drop_causes_said.fetch_or(told, std::memory_order_relaxed);
+    g_drop_causes.fetch_or(causes & ~told, std::memory_order_relaxed);  // no room: next batch
+  } else {
+    g_dropped.fetch_add(dropped, std::memory_order_relaxed);
+    g_drop_causes.fetch_or(causes, std::memory_order_relaxed);
+    if (g_active.load(std::memory_order_relaxed)) {
+      DroppedFor(kDropSocketFull, count);
+    } else {
+      g_dropped.fetch_add(count, std::memory_order_relaxed);  // capture went off: said so
+    }
+  }
   b->builder.Reset();
 }
 
@@ -275,16 +318,16 @@ void Emit(TimeNs now, AppendFn append) {
   if (!Capturing()) return;  // dormant: nothing is recorded, nothing is lost
   ThreadBuffer* b = ThisThreadBuffer();
   if (b == nullptr) {
-    g_dropped.fetch_add(1, std::memory_order_relaxed);
+    DroppedFor(kDropNoBuffer, 1);
     return;
   }
   if (!TryLock(b, kBusySpins)) {
-    g_dropped.fetch_add(1, std::memory_order_relaxed);
+    DroppedFor(kDropBusy, 1);
     return;
   }
   if (!append(b->builder)) {
     SendLocked(b, now);
-    if (!append(b->builder)) g_dropped.fetch_add(1, std::memory_order_relaxed);
+    if (!append(b->builder)) DroppedFor(kDropTooLarge, 1);
   }
   if (now - b->last_flush > kFlushInterval) SendLocked(b, now);
   Unlock(b);
@@ -315,6 +358,8 @@ void AtForkChild() {
   int fd = g_fd.exchange(-1);
   if (fd >= 0) close(fd);  // the parent's connection; the child reconnects lazily
   g_dropped.store(0, std::memory_order_relaxed);
+  g_drop_causes.store(0, std::memory_order_relaxed);
+  g_drop_causes_said.store(0, std::memory_order_relaxed);  // the child says its own
   g_pid.store(static_cast<uint32_t>(getpid()), std::memory_order_relaxed);
   t_tid = 0;
   pthread_mutex_unlock(&reg.mu);

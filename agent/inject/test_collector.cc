@@ -47,7 +47,7 @@ void TestCollector::Run() {
   while (!stop_) {
     std::vector<pollfd> fds;
     fds.push_back({listen_fd_, POLLIN, 0});
-    for (int c : conns) fds.push_back({c, POLLIN, 0});
+    for (int c : conns) fds.push_back({c, static_cast<short>(paused_ ? 0 : POLLIN), 0});
     int ready = poll(fds.data(), fds.size(), 20);
     if (ready == 0 && draining_ && conns.empty()) {
       drained_ = true;

@@ -35,6 +35,10 @@ class TestCollector {
   // `timeout` passes), then stops. Use after the producers have exited.
   void Drain(std::chrono::milliseconds timeout);
 
+  // While paused nothing is read (the producers' socket buffers fill up, as behind an agent that
+  // falls behind); connections are still accepted.
+  void Pause(bool paused) { paused_ = paused; }
+
   // Copies of what arrived so far; decode errors and socket problems go to errors().
   std::vector<wire::Batch> batches() const;
   std::vector<std::string> errors() const;
@@ -46,6 +50,7 @@ class TestCollector {
   int listen_fd_ = -1;
   std::atomic<bool> stop_{false};
   std::atomic<bool> draining_{false};
+  std::atomic<bool> paused_{false};
   std::atomic<bool> drained_{false};
   std::thread thread_;
   mutable std::mutex mu_;
