@@ -91,7 +91,7 @@ void Uplink::AddBatch(wire::Batch&& batch) {
       gpu_stats_->Add(r);
       latest_gpu_start_ = std::max(latest_gpu_start_, r.start);
     }
-    const DurationNs lag = 2 * gpu_stats_->window();
+    const DurationNs lag = 2 * std::min<DurationNs>(gpu_stats_->window(), INT64_MAX / 4);
     if (latest_gpu_start_ > INT64_MIN + lag) TakeGpuStatsLocked(latest_gpu_start_ - lag);
   }
   if (PendingRecordsLocked() + n > options_.max_buffered_records) {

@@ -40,7 +40,8 @@ struct UplinkOptions {
   size_t max_held_p2p_records = 1'000'000;  // when the coordinator asks to hold p2p back
   // GPU records are also summed per window of this length and kind of work
   // (model/gpu/gpu_stats.h), rows sent once a window is over: a record more than two windows
-  // later than the latest start seen comes as a row of its own. 0: no sums.
+  // later than the latest start seen comes as a row of its own. Rows count toward
+  // max_buffered_records like records. 0: no sums.
   DurationNs gpu_stats_window = kNsPerSec;
   // Capturing from the start (false: dormant until the coordinator sends START_CAPTURE).
   bool capturing = true;

@@ -100,6 +100,7 @@ TEST(GpuReplay, PerWindowSumsOfRecordedActivityAddUpToItsRecords) {
         EXPECT_EQ(merged.at(key).total, sum.second) << key.name;
       }
       r.gpu_stats = std::move(rows);
+      ASSERT_TRUE(r.finished);  // the rows are complete: the report reads them
       EXPECT_EQ(GpuRankJson(r), from_records);
     }
     EXPECT_GT(records, 1000u) << dir;

@@ -43,15 +43,18 @@ enum DropCause : uint32_t {
   kDropBusy = 2,        // the thread's buffer stayed busy (an NVTX call in a signal handler)
   kDropTooLarge = 4,    // one record larger than an empty batch
   kDropSocketFull = 8,  // the agent's socket buffer was full: the agent reads too slowly
+  kDropNotSent = 16,    // no connection to the agent (yet), or the program closed ours
 };
-constexpr int kDropCauses = 4;
+constexpr int kDropCauses = 5;
 constexpr const char* kDropWhy[kDropCauses] = {
     "records were dropped: a thread's record buffer could not be allocated",
     "records were dropped: a thread's record buffer stayed busy (an NVTX call inside a signal "
     "handler interrupting the same thread)",
     "records were dropped: a record was larger than a whole batch",
     "records were dropped: the agent's socket was full (the agent did not read the records as "
-    "fast as the program made them)"};
+    "fast as the program made them)",
+    "records were dropped: a batch could not be sent to the agent (no connection yet, or the "
+    "program closed the library's socket)"};
 std::atomic<uint32_t> g_drop_causes{0};
 std::atomic<uint32_t> g_drop_causes_said{0};
 
@@ -211,20 +214,17 @@ bool WaitForRoom(int fd) {
 }
 
 // Sends one datagram, connecting first if needed; true if the agent got it. A full socket
-// buffer loses the batch (the caller counts it) unless the thread is in a SendWaitScope; a
-// vanished agent switches capture off.
-bool SendDatagram(std::span<const std::byte> batch) {
+// buffer loses the batch (the caller counts it; *socket_full set) unless the thread is in a
+// SendWaitScope; a vanished agent switches capture off.
+bool SendDatagram(std::span<const std::byte> batch, bool* socket_full) {
   int fd = ConnectedFd();
   if (fd < 0) return false;
   int err = SendOn(fd, batch);
-  while ((err == EAGAIN || err == EWOULDBLOCK || err == ENOBUFS) && t_send_deadline != 0 &&
-         WaitForRoom(fd)) {
-    err = SendOn(fd, batch);
-  }
+  const auto full = [](int e) { return e == EAGAIN || e == EWOULDBLOCK || e == ENOBUFS; };
+  while (full(err) && t_send_deadline != 0 && WaitForRoom(fd)) err = SendOn(fd, batch);
   if (err == 0) return true;
-  if (err == EAGAIN || err == EWOULDBLOCK || err == EINTR || err == ENOBUFS || err == EBADF) {
-    return false;
-  }
+  *socket_full = full(err);
+  if (full(err) || err == EINTR || err == EBADF) return false;
   if (AgentGoneErrno(err)) {
     AgentGone("send", err);
     return false;
@@ -245,23 +245,31 @@ void SendLocked(ThreadBuffer* b, TimeNs now) {
     return;
   }
   // Why records were lost since the last batch, said in this one (each cause once a process).
-  const uint32_t causes = g_drop_causes.exchange(0, std::memory_order_relaxed) &
-                          ~g_drop_causes_said.load(std::memory_order_relaxed);
+  // Claimed before saying, so that another thread's batch cannot say the same at once; given back
+  // when this batch has no room for it or does not go out.
+  const uint32_t pending = g_drop_causes.exchange(0, std::memory_order_relaxed);
+  const uint32_t claimed =
+      pending & ~g_drop_causes_said.fetch_or(pending, std::memory_order_relaxed);
   uint32_t told = 0;
   for (int i = 0; i < kDropCauses; ++i) {
-    if ((causes & (1u << i)) != 0 && b->builder.AppendNotice(kDropWhy[i])) told |= 1u << i;
+    if ((claimed & (1u << i)) != 0 && b->builder.AppendNotice(kDropWhy[i])) told |= 1u << i;
   }
+  auto give_back = [](uint32_t causes) {
+    if (causes == 0) return;
+    g_drop_causes_said.fetch_and(~causes, std::memory_order_relaxed);
+    g_drop_causes.fetch_or(causes, std::memory_order_relaxed);
+  };
   uint32_t dropped = g_dropped.exchange(0, std::memory_order_relaxed);
   std::span<const std::byte> batch =
       b->builder.Finish(g_pid.load(std::memory_order_relaxed), dropped, now);
-  if (SendDatagram(batch)) {
-    g_drop_causes_said.fetch_or(told, std::memory_order_relaxed);
-    g_drop_causes.fetch_or(causes & ~told, std::memory_order_relaxed);  // no room: next batch
+  bool socket_full = false;
+  if (SendDatagram(batch, &socket_full)) {
+    give_back(claimed & ~told);  // no room in this batch: the next one says it
   } else {
+    give_back(claimed);
     g_dropped.fetch_add(dropped, std::memory_order_relaxed);
-    g_drop_causes.fetch_or(causes, std::memory_order_relaxed);
     if (g_active.load(std::memory_order_relaxed)) {
-      DroppedFor(kDropSocketFull, count);
+      DroppedFor(socket_full ? kDropSocketFull : kDropNotSent, count);
     } else {
       g_dropped.fetch_add(count, std::memory_order_relaxed);  // capture went off: said so
     }

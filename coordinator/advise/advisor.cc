@@ -642,7 +642,8 @@ AdviceFacts FactsOf(const Session& session, const std::vector<Finding>& findings
   const RankData* r = session.FindRank(f.rank);
   if (r != nullptr && !r->id.node.empty()) f.node = r->id.node;
   if (r != nullptr) {
-    const std::map<std::string, KernelTotal> time_by_kernel = KernelTotals(r->gpu, r->gpu_stats);
+    const std::map<std::string, KernelTotal> time_by_kernel =
+        KernelTotals(r->gpu, r->gpu_stats, r->finished);
     auto heaviest = std::max_element(
         time_by_kernel.begin(), time_by_kernel.end(),
         [](const auto& a, const auto& b) { return a.second.total < b.second.total; });

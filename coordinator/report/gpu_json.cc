@@ -52,7 +52,7 @@ json GpuRankJson(const RankData& r) {
   }
   int64_t kernels = 0;
   DurationNs kernel_time = 0;
-  for (const auto& [name, t] : KernelTotals(r.gpu, r.gpu_stats)) {
+  for (const auto& [name, t] : KernelTotals(r.gpu, r.gpu_stats, r.finished)) {
     kernels += t.count;
     kernel_time += t.total;
   }

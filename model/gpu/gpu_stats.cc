@@ -11,6 +11,7 @@ namespace {
 
 // The start of the window `t` is in: a multiple of `window`, also for times before 0.
 TimeNs WindowStart(TimeNs t, DurationNs window) {
+  t = std::max(t, INT64_MIN + window);  // the first whole window: no overflow below it
   TimeNs q = t / window;
   if (t % window != 0 && t < 0) --q;
   return q * window;
@@ -36,12 +37,12 @@ void GpuStatsFold::Add(const GpuActivityRecord& record) {
   ++held_;
 }
 
-std::vector<GpuStats> GpuStatsFold::TakeClosed(TimeNs until) {
+std::vector<GpuStats> GpuStatsFold::Take(TimeNs until, bool all) {
   std::vector<GpuStats> rows;
-  if (until < INT64_MIN + window_) return rows;  // no window ends that early
+  if (!all && until < INT64_MIN + window_) return rows;  // no window ends that early
   auto it = open_.begin();
   // A window [s, s + window) ends at or before `until` (written to stay clear of overflow).
-  for (; it != open_.end() && it->first <= until - window_; ++it) {
+  for (; it != open_.end() && (all || it->first <= until - window_); ++it) {
     for (auto& [key, open] : it->second) {
       GpuStats row;
       row.window_start = it->first;
@@ -95,9 +96,10 @@ std::map<GpuStatsKey, GpuStats> MergeGpuStats(const std::vector<GpuStats>& rows)
 }
 
 std::map<std::string, KernelTotal> KernelTotals(const std::vector<GpuActivityRecord>& records,
-                                                const std::vector<GpuStats>& stats) {
+                                                const std::vector<GpuStats>& stats,
+                                                bool stats_complete) {
   std::map<std::string, KernelTotal> totals;
-  for (const GpuStats& row : stats) {
+  for (const GpuStats& row : stats_complete ? stats : std::vector<GpuStats>()) {
     if (row.key.kind != GpuActivityKind::kKernel) continue;
     KernelTotal& t = totals[row.key.name];
     t.count += row.count;

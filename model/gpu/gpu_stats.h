@@ -31,7 +31,8 @@ struct GpuStatsKey {
 };
 
 // One kind of work in one window. A window is [window_start, window_start + window) on the rank's
-// clock, window_start a multiple of window; a record belongs to the window its start is in.
+// clock, window_start a multiple of window; a record belongs to the window its start is in. (The
+// coordinator moves window_start to its own clock with the records; durations stay the rank's.)
 struct GpuStats {
   TimeNs window_start = 0;
   DurationNs window = 0;
@@ -60,15 +61,17 @@ class GpuStatsFold {
   // The rows of every window that ends at or before `until`, ordered by window and key, and
   // forgotten. Call with the time no later record can begin before (e.g. the latest start seen
   // less a window, for records that arrive a window late at most).
-  std::vector<GpuStats> TakeClosed(TimeNs until);
+  std::vector<GpuStats> TakeClosed(TimeNs until) { return Take(until, /*all=*/false); }
   // The rows of every window still open (at the end of the run).
-  std::vector<GpuStats> TakeAll() { return TakeClosed(INT64_MAX); }
+  std::vector<GpuStats> TakeAll() { return Take(0, /*all=*/true); }
 
   // Records counted and not yet taken.
   size_t held() const { return held_; }
   DurationNs window() const { return window_; }
 
  private:
+  std::vector<GpuStats> Take(TimeNs until, bool all);
+
   struct Open {
     std::vector<DurationNs> durations;
     Bytes bytes = 0;
@@ -88,9 +91,11 @@ struct KernelTotal {
   int64_t count = 0;
   DurationNs total = 0;
 };
-// From the agent's rows (`stats`) when they hold any kernel (they also count records the agent's
-// buffer dropped), else from the records themselves.
+// From the agent's rows (`stats`) when they hold any kernel and are complete (the agent's final
+// batch came: rows trail the records by up to three windows, the rest coming at its end; they
+// also count records the agent's buffer dropped), else from the records themselves.
 std::map<std::string, KernelTotal> KernelTotals(const std::vector<GpuActivityRecord>& records,
-                                                const std::vector<GpuStats>& stats);
+                                                const std::vector<GpuStats>& stats,
+                                                bool stats_complete);
 
 }  // namespace rankscope

@@ -156,7 +156,7 @@ TEST(KernelTotals, FromTheRowsWhenThereAreAnyElseFromTheRecords) {
   GpuActivityRecord launch = Kernel("cudaLaunchKernel", 0, 0, 3);
   launch.kind = GpuActivityKind::kRuntime;
   records.push_back(launch);
-  std::map<std::string, KernelTotal> from_records = KernelTotals(records, {});
+  std::map<std::string, KernelTotal> from_records = KernelTotals(records, {}, true);
   ASSERT_EQ(from_records.size(), 2u);
   EXPECT_EQ(from_records["a"].count, 2);
   EXPECT_EQ(from_records["a"].total, 15);
@@ -165,11 +165,25 @@ TEST(KernelTotals, FromTheRowsWhenThereAreAnyElseFromTheRecords) {
   GpuStatsFold fold(1000);
   for (const GpuActivityRecord& r : records) fold.Add(r);
   fold.Add(Kernel("b", 1, 200, 3));  // one the buffer dropped: in the sums only
-  std::map<std::string, KernelTotal> from_rows = KernelTotals(records, fold.TakeAll());
+  std::map<std::string, KernelTotal> from_rows = KernelTotals(records, fold.TakeAll(), true);
   ASSERT_EQ(from_rows.size(), 2u);
   EXPECT_EQ(from_rows["a"].total, 15);
   EXPECT_EQ(from_rows["b"].count, 2);
   EXPECT_EQ(from_rows["b"].total, 10);
+  // Rows of an agent that never sent its final batch lack its last windows: the records then.
+  GpuStatsFold partial(1000);
+  partial.Add(Kernel("a", 1, 0, 10));
+  std::map<std::string, KernelTotal> unfinished = KernelTotals(records, partial.TakeAll(), false);
+  EXPECT_EQ(unfinished["a"].total, 15);
+  EXPECT_EQ(unfinished["b"].total, 7);
+}
+
+TEST(GpuStatsFold, TakeAllTakesEveryWindowHoweverLate) {
+  GpuStatsFold fold(1000);
+  fold.Add(Kernel("k", 1, INT64_MAX - 10, 5));
+  fold.Add(Kernel("k", 1, INT64_MIN, 5));
+  EXPECT_EQ(fold.TakeAll().size(), 2u);
+  EXPECT_EQ(fold.held(), 0u);
 }
 
 }  // namespace
