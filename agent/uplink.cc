@@ -41,7 +41,6 @@ Uplink::~Uplink() {
   {
     std::lock_guard<std::mutex> lock(mu_);
     finishing_ = true;
-    TakeGpuStatsLocked(INT64_MAX);  // the windows still open: the run is over
   }
   cv_.notify_all();
   if (thread_.joinable()) thread_.join();
