@@ -8,6 +8,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <limits>
 #include <vector>
 
 namespace rankscope {
@@ -16,6 +17,10 @@ namespace {
 // A connection that sends this many undecodable datagrams in a row is not an inject library;
 // it is dropped so it cannot make the agent spin.
 constexpr int kMaxConsecutiveErrors = 16;
+// At most this many datagrams are read from one connection before the others get their turn, so
+// a process's burst (a CUPTI buffer: dozens of batches, its sender waiting for room) does not
+// hold up the batches of the program's own threads on their connection.
+constexpr int kDatagramsPerTurn = 8;
 
 struct Connection {
   int fd;
@@ -82,9 +87,9 @@ void IpcServer::Loop() {
   // One byte more than the largest valid batch, so an oversized datagram shows as MSG_TRUNC.
   std::vector<std::byte> buf(wire::kMaxBatchBytes + 1);
 
-  // Reads every queued datagram of one connection; returns false when the peer is gone.
-  auto drain = [&](Connection& c) {
-    for (;;) {
+  // Reads up to `limit` queued datagrams of one connection; false when the peer is gone.
+  auto drain = [&](Connection& c, int limit) {
+    for (int read = 0; read < limit; ++read) {
       ssize_t n = recv(c.fd, buf.data(), buf.size(), MSG_DONTWAIT | MSG_TRUNC);
       if (n == 0) return false;
       if (n < 0) return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR;
@@ -110,6 +115,7 @@ void IpcServer::Loop() {
       ++batches_;
       on_batch_(std::move(batch).value());
     }
+    return true;
   };
 
   for (;;) {
@@ -126,8 +132,10 @@ void IpcServer::Loop() {
       if (fd < 0) break;
       conns.push_back({fd});
     }
+    // Stopping: everything queued is read before the loop ends.
+    const int limit = stop ? std::numeric_limits<int>::max() : kDatagramsPerTurn;
     for (size_t i = 0; i < conns.size();) {
-      if (!drain(conns[i])) {
+      if (!drain(conns[i], limit)) {
         close(conns[i].fd);
         conns.erase(conns.begin() + static_cast<std::ptrdiff_t>(i));
       } else {

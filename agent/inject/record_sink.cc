@@ -70,12 +70,20 @@ constexpr int kMaxPreFlushHooks = 4;
 std::atomic<void (*)()> g_hooks[kMaxPreFlushHooks] = {};
 std::atomic<int> g_hook_count{0};
 
-// The process-wide connection to the agent. Datagrams on SOCK_SEQPACKET are sent whole, so all
-// threads share one socket. g_fd is published after g_fd_dev/g_fd_ino are written.
+// A process-wide connection to the agent. Datagrams on SOCK_SEQPACKET are sent whole, so threads
+// share one. `fd` is published after `dev`/`ino` are written.
+struct Connection {
+  std::atomic<int> fd{-1};
+  dev_t dev = 0;
+  ino_t ino = 0;
+};
+// Two: the program's threads send on one, and threads that send in bursts and may wait for room
+// (SendWaitScope: CUPTI's buffer thread) on the other. Sharing one, a burst filled the socket
+// and the program's next batch found no room and was lost (a launch-bound PyTorch loop on one
+// H100 lost 100-510 NVTX ranges a run that way).
 pthread_mutex_t g_connect_mu = PTHREAD_MUTEX_INITIALIZER;
-std::atomic<int> g_fd{-1};
-dev_t g_fd_dev = 0;
-ino_t g_fd_ino = 0;
+Connection g_program_conn;
+Connection g_burst_conn;
 
 // One thread's batch. `busy` is held by whoever is writing or sending it: almost always the
 // owner (uncontended), occasionally FlushAll from another thread.
@@ -145,13 +153,13 @@ void AgentGone(const char* during, int err) {
   if (!g_said_disabled.exchange(true)) Say(why);
 }
 
-// Returns the connected socket, connecting on first use; -1 if there is none right now (the
-// caller drops its batch). Sets capture off when the agent is clearly gone.
-int ConnectedFd() {
-  int fd = g_fd.load(std::memory_order_acquire);
+// Returns `c`'s socket, connecting on first use; -1 if there is none right now (the caller drops
+// its batch). Sets capture off when the agent is clearly gone.
+int ConnectedFd(Connection& c) {
+  int fd = c.fd.load(std::memory_order_acquire);
   if (fd >= 0) return fd;
   pthread_mutex_lock(&g_connect_mu);
-  fd = g_fd.load(std::memory_order_acquire);
+  fd = c.fd.load(std::memory_order_acquire);
   if (fd < 0 && g_active.load(std::memory_order_relaxed)) {
     // Non-blocking, so a full listen backlog is EAGAIN (drop and retry later), never a hang.
     int s = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
@@ -168,9 +176,9 @@ int ConnectedFd() {
     std::memcpy(addr.sun_path, g_socket_path, sizeof(addr.sun_path));
     struct stat st {};
     if (connect(s, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0 && fstat(s, &st) == 0) {
-      g_fd_dev = st.st_dev;
-      g_fd_ino = st.st_ino;
-      g_fd.store(s, std::memory_order_release);
+      c.dev = st.st_dev;
+      c.ino = st.st_ino;
+      c.fd.store(s, std::memory_order_release);
       fd = s;
     } else {
       int err = errno;
@@ -189,14 +197,14 @@ int ConnectedFd() {
   return fd;
 }
 
-// Sends one datagram on `fd` if `fd` is still our socket. Returns 0 or an errno value.
-int SendOn(int fd, std::span<const std::byte> batch) {
+// Sends one datagram on `fd` if `fd` is still `c`'s socket. Returns 0 or an errno value.
+int SendOn(Connection& c, int fd, std::span<const std::byte> batch) {
   // A program that closes descriptors it does not own could have closed ours and reused the
   // number; never write our bytes into its file. One fstat per batch is cheap.
   struct stat st {};
-  if (fstat(fd, &st) != 0 || st.st_dev != g_fd_dev || st.st_ino != g_fd_ino) {
+  if (fstat(fd, &st) != 0 || st.st_dev != c.dev || st.st_ino != c.ino) {
     int expected = fd;
-    g_fd.compare_exchange_strong(expected, -1);  // reconnect next time; the fd is not ours
+    c.fd.compare_exchange_strong(expected, -1);  // reconnect next time; the fd is not ours
     return EBADF;
   }
   ssize_t n = send(fd, batch.data(), batch.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
@@ -217,11 +225,12 @@ bool WaitForRoom(int fd) {
 // buffer loses the batch (the caller counts it; *socket_full set) unless the thread is in a
 // SendWaitScope; a vanished agent switches capture off.
 bool SendDatagram(std::span<const std::byte> batch, bool* socket_full) {
-  int fd = ConnectedFd();
+  Connection& c = t_send_deadline != 0 ? g_burst_conn : g_program_conn;
+  int fd = ConnectedFd(c);
   if (fd < 0) return false;
-  int err = SendOn(fd, batch);
+  int err = SendOn(c, fd, batch);
   const auto full = [](int e) { return e == EAGAIN || e == EWOULDBLOCK || e == ENOBUFS; };
-  while (full(err) && t_send_deadline != 0 && WaitForRoom(fd)) err = SendOn(fd, batch);
+  while (full(err) && t_send_deadline != 0 && WaitForRoom(fd)) err = SendOn(c, fd, batch);
   if (err == 0) return true;
   *socket_full = full(err);
   if (full(err) || err == EINTR || err == EBADF) return false;
@@ -363,8 +372,10 @@ void AtForkChild() {
     t_buffer->busy.store(false, std::memory_order_relaxed);
     t_buffer->last_flush = MonotonicNow();
   }
-  int fd = g_fd.exchange(-1);
-  if (fd >= 0) close(fd);  // the parent's connection; the child reconnects lazily
+  for (Connection* c : {&g_program_conn, &g_burst_conn}) {
+    int fd = c->fd.exchange(-1);
+    if (fd >= 0) close(fd);  // the parent's connections; the child reconnects lazily
+  }
   g_dropped.store(0, std::memory_order_relaxed);
   g_drop_causes.store(0, std::memory_order_relaxed);
   g_drop_causes_said.store(0, std::memory_order_relaxed);  // the child says its own
@@ -507,14 +518,15 @@ void Disable(std::string_view why) {
   if (!was_active) return;
   // Tell the agent on a one-record batch of our own (the thread's buffer may be the one whose
   // failure brought us here), and only on an existing connection. Failure here says nothing.
-  int fd = g_fd.load(std::memory_order_acquire);
+  int fd = g_program_conn.fd.load(std::memory_order_acquire);
   if (fd < 0) return;
   alignas(8) std::byte storage[wire::kHeaderSize + wire::kRecordHeaderSize + 320];
   wire::BatchBuilder notice(storage, sizeof(storage));
   char text[300];
   std::snprintf(text, sizeof(text), "disabled: %.*s", static_cast<int>(why.size()), why.data());
   if (notice.AppendNotice(text)) {
-    SendOn(fd, notice.Finish(g_pid.load(std::memory_order_relaxed), 0, MonotonicNow()));
+    SendOn(g_program_conn, fd,
+           notice.Finish(g_pid.load(std::memory_order_relaxed), 0, MonotonicNow()));
   }
 }
 

@@ -67,7 +67,9 @@ void FlushAll();
 // While one of these lives, the calling thread's sends wait for room on the agent socket (until
 // `deadline` on CLOCK_MONOTONIC) instead of dropping the batch when the socket is full. For
 // producers off the program's hot path that emit in bursts: one completed CUPTI buffer becomes
-// dozens of batches at once, far more than the socket holds. Not nestable; one thread only.
+// dozens of batches at once, far more than the socket holds. Such sends go on a connection of
+// their own, so a burst waiting for room never fills the socket the program's threads send on.
+// Not nestable; one thread only.
 class SendWaitScope {
  public:
   explicit SendWaitScope(TimeNs deadline);
