@@ -28,7 +28,10 @@ Uplink::Uplink(UplinkOptions options, v1::Identity identity)
     : options_(std::move(options)),
       identity_(std::move(identity)),
       capture_enabled_(options_.capturing) {
-  if (options_.gpu_stats_window > 0) gpu_stats_.emplace(options_.gpu_stats_window);
+  if (options_.gpu_stats_window > 0) {
+    gpu_stats_.emplace(options_.gpu_stats_window);
+    launch_latency_.emplace(options_.gpu_stats_window, options_.launch_join_horizon);
+  }
   grpc::ChannelArguments args;
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
@@ -88,6 +91,7 @@ void Uplink::AddBatch(wire::Batch&& batch) {
   if (gpu_stats_ && !batch.gpu.empty()) {
     for (const GpuActivityRecord& r : batch.gpu) {
       gpu_stats_->Add(r);
+      launch_latency_->Add(r);
       latest_gpu_start_ = std::max(latest_gpu_start_, r.start);
     }
     const DurationNs lag = 2 * std::min<DurationNs>(gpu_stats_->window(), INT64_MAX / 4);
@@ -118,6 +122,9 @@ void Uplink::AddBatch(wire::Batch&& batch) {
 void Uplink::TakeGpuStatsLocked(TimeNs until) {
   if (!gpu_stats_) return;
   for (const GpuStats& row : gpu_stats_->TakeClosed(until)) ToProto(row, pending_.add_gpu_stats());
+  for (const LaunchLatency& row : launch_latency_->TakeClosed(until)) {
+    ToProto(row, pending_.add_launch_latency());
+  }
 }
 
 void Uplink::AddNotice(const std::string& text) {

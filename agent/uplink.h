@@ -20,6 +20,7 @@
 #include "core/time.h"
 #include "core/wire.h"
 #include "model/gpu/gpu_stats.h"
+#include "model/gpu/launch_latency.h"
 #include "proto/protocol.h"
 #include "proto/spool.h"
 #include "rankscope/v1/rankscope.grpc.pb.h"
@@ -43,6 +44,9 @@ struct UplinkOptions {
   // later than the latest start seen comes as a row of its own. Rows count toward
   // max_buffered_records like records. 0: no sums.
   DurationNs gpu_stats_window = kNsPerSec;
+  // Launch latencies too, per window of the same length (model/gpu/launch_latency.h): a launch
+  // call and its kernel are joined when both came within this long of each other.
+  DurationNs launch_join_horizon = 10 * kNsPerSec;
   // Capturing from the start (false: dormant until the coordinator sends START_CAPTURE).
   bool capturing = true;
   // Called on the control thread when the coordinator starts or stops the capture.
@@ -110,7 +114,7 @@ class Uplink {
   size_t PendingRecordsLocked() const;
   void FinishWith(std::optional<std::pair<int, int>> exit, bool unseen = false);
   void Spool(const v1::UploadBatch& batch);
-  // Queues the GPU sums of the windows that end at or before `until`.
+  // Queues the GPU sums and launch latencies of the windows that end at or before `until`.
   void TakeGpuStatsLocked(TimeNs until);
 
   const UplinkOptions options_;
@@ -124,6 +128,7 @@ class Uplink {
   std::deque<P2PRecord> held_p2p_;         // guarded by mu_
   bool hold_p2p_ = false;                  // guarded by mu_; set by Register's answer
   std::optional<GpuStatsFold> gpu_stats_;  // guarded by mu_; none when the window is 0
+  std::optional<LaunchLatencyFold> launch_latency_;  // guarded by mu_; as gpu_stats_
   TimeNs latest_gpu_start_ = INT64_MIN;    // guarded by mu_
   // The batch sent and not yet acknowledged: formed and reset under mu_ by the sending thread,
   // which alone reads and changes its contents.

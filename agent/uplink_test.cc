@@ -135,6 +135,48 @@ TEST_F(UplinkTest, SumsGpuActivityPerWindowIncludingWhatTheBufferDropped) {
   EXPECT_EQ(r.gpu_stats[1].total, 45);
 }
 
+// Launch calls and their kernels, in either order and across batches, reach the coordinator as
+// per-window launch latencies beside the records.
+TEST_F(UplinkTest, SendsLaunchLatenciesPerWindow) {
+  StartServer();
+  UplinkOptions o = Options();
+  o.gpu_stats_window = 1000;
+  Uplink up(o, Ident("s1", 0));
+  auto record = [](GpuActivityKind kind, uint32_t correlation, TimeNs start, TimeNs end) {
+    GpuActivityRecord g;
+    g.kind = kind;
+    g.correlation_id = correlation;
+    g.start = start;
+    g.end = end;
+    g.name = kind == GpuActivityKind::kRuntime ? "cudaLaunchKernel" : "gemm";
+    return g;
+  };
+  wire::Batch launches;
+  launches.gpu.push_back(record(GpuActivityKind::kRuntime, 1, 100, 110));
+  launches.gpu.push_back(record(GpuActivityKind::kRuntime, 2, 120, 130));
+  up.AddBatch(std::move(launches));
+  wire::Batch kernels;
+  kernels.gpu.push_back(record(GpuActivityKind::kKernel, 2, 150, 160));  // 20 ns
+  kernels.gpu.push_back(record(GpuActivityKind::kKernel, 3, 1500, 1600));  // launch comes next
+  kernels.gpu.push_back(record(GpuActivityKind::kKernel, 1, 140, 145));  // 30 ns
+  up.AddBatch(std::move(kernels));
+  wire::Batch late;
+  late.gpu.push_back(record(GpuActivityKind::kRuntime, 3, 1400, 1450));  // 50 ns
+  up.AddBatch(std::move(late));
+  up.Start();
+  ASSERT_TRUE(WaitFor([&] { return up.registered(); }));
+  up.Finish(0, 0);
+
+  const RankData r = server_->service().Snapshot().ranks[0];
+  EXPECT_EQ(r.gpu.size(), 6u);
+  ASSERT_EQ(r.launch_latency.size(), 2u);
+  EXPECT_EQ(r.launch_latency[0].window_start, 0);
+  EXPECT_EQ(r.launch_latency[0].buckets,
+            (std::vector<LatencyBucketCount>{{20, 1, 20}, {30, 1, 30}}));
+  EXPECT_EQ(r.launch_latency[1].window_start, 1000);
+  EXPECT_EQ(r.launch_latency[1].buckets, (std::vector<LatencyBucketCount>{{50, 1, 50}}));
+}
+
 // MPI calls the analyses do not interpret, and the world ranks of point-to-point peers, reach
 // the coordinator's session as the inject library recorded them.
 TEST_F(UplinkTest, CarriesMpiCallsWorldPeersAndSpinStarts) {

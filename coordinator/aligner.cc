@@ -52,6 +52,7 @@ Session AlignSession(Session session) {
     for (MpiCallRecord& c : rank.mpi_calls) ToCoordinator(m, &c);
     for (GpuActivityRecord& g : rank.gpu) ToCoordinator(m, &g);
     for (GpuStats& g : rank.gpu_stats) g.window_start = m.ToCoordinator(g.window_start);
+    for (LaunchLatency& l : rank.launch_latency) l.window_start = m.ToCoordinator(l.window_start);
   }
   session.aligned = true;
   return session;

@@ -55,15 +55,18 @@ Session LoadLaunch(const std::string& name) {
   return s;
 }
 
-// The agent's per-window sums (model/gpu/gpu_stats.h) made from the recorded CUPTI records of
-// every recorded GPU session: they add up to the records per kernel name, stream, copy direction
-// and runtime function, and the report's GPU figures read from them are the records' own.
+// The agent's per-window sums (model/gpu/gpu_stats.h) and launch latencies
+// (model/gpu/launch_latency.h) made from the recorded CUPTI records of every recorded GPU session:
+// the sums add up to the records per kernel name, stream, copy direction and runtime function,
+// and the report's GPU figures read from them are the records' own, the launch latency's median
+// and p99 within 1 % of them, over the same kernels.
 TEST(GpuReplay, PerWindowSumsOfRecordedActivityAddUpToItsRecords) {
   const std::vector<std::pair<std::string, std::string>> sessions = {
       {"h200x2-torchrun-launch", "clean.sqlite"},
       {"h200x2-torchrun-launch", "sleep-rank1-20ms.sqlite"},
       {"h200x2-nccl-allreduce-bench", "session.sqlite"},
       {"h200x2-nccl-allreduce-shm", "session.sqlite"}};
+  int with_latency = 0;
   for (const auto& [dir, file] : sessions) {
     Session s = Load(file.substr(0, file.size() - 7), dir);
     size_t records = 0;
@@ -72,16 +75,23 @@ TEST(GpuReplay, PerWindowSumsOfRecordedActivityAddUpToItsRecords) {
       records += r.gpu.size();
       const nlohmann::json from_records = GpuRankJson(r);
       GpuStatsFold fold(100 * kNsPerMs);
+      LaunchLatencyFold latency_fold(100 * kNsPerMs, kNsPerSec);
       std::vector<GpuStats> rows;
+      std::vector<LaunchLatency> latency_rows;
       for (size_t i = 0; i < r.gpu.size(); ++i) {
         fold.Add(r.gpu[i]);
+        latency_fold.Add(r.gpu[i]);
         if (i % 97 == 0) {  // taken as the agent does, two windows behind the latest start
           for (GpuStats& row : fold.TakeClosed(r.gpu[i].start - 200 * kNsPerMs)) {
             rows.push_back(std::move(row));
           }
+          for (LaunchLatency& row : latency_fold.TakeClosed(r.gpu[i].start - 200 * kNsPerMs)) {
+            latency_rows.push_back(std::move(row));
+          }
         }
       }
       for (GpuStats& row : fold.TakeAll()) rows.push_back(std::move(row));
+      for (LaunchLatency& row : latency_fold.TakeAll()) latency_rows.push_back(std::move(row));
       std::map<GpuStatsKey, std::pair<int64_t, DurationNs>> expected;
       for (const GpuActivityRecord& g : r.gpu) {
         GpuStatsKey key{g.kind, g.device, g.stream, 0, ""};
@@ -102,9 +112,25 @@ TEST(GpuReplay, PerWindowSumsOfRecordedActivityAddUpToItsRecords) {
       r.gpu_stats = std::move(rows);
       ASSERT_TRUE(r.finished);  // the rows are complete: the report reads them
       EXPECT_EQ(GpuRankJson(r), from_records);
+      r.launch_latency = std::move(latency_rows);
+      nlohmann::json from_rows = GpuRankJson(r);
+      const nlohmann::json& exact = from_records.at("launch_latency");
+      const nlohmann::json& summed = from_rows.at("launch_latency");
+      ASSERT_EQ(summed.is_null(), exact.is_null());
+      if (!exact.is_null()) {
+        ++with_latency;
+        EXPECT_EQ(summed.at("samples"), exact.at("samples"));
+        for (const char* figure : {"median_ns", "p99_ns"}) {
+          const auto want = exact.at(figure).get<double>();
+          EXPECT_NEAR(summed.at(figure).get<double>(), want, 0.01 * std::abs(want) + 1) << figure;
+        }
+      }
+      from_rows["launch_latency"] = exact;
+      EXPECT_EQ(from_rows, from_records);
     }
     EXPECT_GT(records, 1000u) << dir;
   }
+  EXPECT_GE(with_latency, 4);  // the torchrun sessions' ranks launch their kernels
 }
 
 TEST(GpuReplay, EveryNcclCollectiveHasItsLaunchCallBeforeItsKernel) {

@@ -40,6 +40,7 @@ void AddBatchToRank(const v1::UploadBatch& batch, RankData* rank) {
   for (const auto& m : batch.marks()) rank->marks.push_back(FromProto(m));
   AppendKnown(batch.gpu(), &rank->gpu, &unknown);
   AppendKnown(batch.gpu_stats(), &rank->gpu_stats, &unknown);
+  AppendKnown(batch.launch_latency(), &rank->launch_latency, &unknown);
   for (const auto& c : batch.mpi_calls()) {
     // A call this coordinator does not know is still time inside MPI: kept as kUnknown.
     MpiCallRecord r;

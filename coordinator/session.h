@@ -15,6 +15,7 @@
 #include "core/records.h"
 #include "core/time.h"
 #include "model/gpu/gpu_stats.h"
+#include "model/gpu/launch_latency.h"
 #include "model/nccl/rank_nccl.h"
 #include "model/rank_identity.h"
 #include "model/sweep_result.h"
@@ -43,6 +44,8 @@ struct RankData {
   // The GPU activity summed by the agent per window and kind of work (model/gpu/gpu_stats.h),
   // window starts on the coordinator's clock once aligned. Empty from an agent that sends none.
   std::vector<GpuStats> gpu_stats;
+  // Its launch latencies per window (model/gpu/launch_latency.h), aligned like gpu_stats.
+  std::vector<LaunchLatency> launch_latency;
   // MPI calls the analyses do not interpret (MPI-IO, one-sided synchronisation, persistent
   // starts): time inside MPI that is neither a collective nor point-to-point.
   std::vector<MpiCallRecord> mpi_calls;

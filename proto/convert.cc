@@ -200,6 +200,28 @@ bool FromProto(const v1::GpuStats& p, GpuStats* out) {
   return true;
 }
 
+void ToProto(const LaunchLatency& l, v1::LaunchLatency* out) {
+  out->set_window_start(l.window_start);
+  out->set_window(l.window);
+  for (const LatencyBucketCount& b : l.buckets) {
+    out->add_bucket(b.bucket);
+    out->add_count(b.count);
+    out->add_sum(b.sum);
+  }
+}
+
+bool FromProto(const v1::LaunchLatency& p, LaunchLatency* out) {
+  if (p.count_size() != p.bucket_size() || p.sum_size() != p.bucket_size()) return false;
+  out->window_start = p.window_start();
+  out->window = p.window();
+  out->buckets.clear();
+  for (int i = 0; i < p.bucket_size(); ++i) {
+    if (i > 0 && p.bucket(i) <= p.bucket(i - 1)) return false;
+    out->buckets.push_back({p.bucket(i), p.count(i), p.sum(i)});
+  }
+  return true;
+}
+
 v1::ProcessStats ToProto(const ProcessTreeStats& s) {
   v1::ProcessStats out;
   out.set_rchar(s.rchar);

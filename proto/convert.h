@@ -7,6 +7,7 @@
 #include "core/records.h"
 #include "core/status.h"
 #include "model/gpu/gpu_stats.h"
+#include "model/gpu/launch_latency.h"
 #include "model/nccl/rank_nccl.h"
 #include "model/rank_identity.h"
 #include "model/sweep_result.h"
@@ -28,6 +29,7 @@ void ToProto(const ClockSample& s, v1::ClockSample* out);
 void ToProto(const GpuActivityRecord& r, v1::GpuActivity* out);
 void ToProto(const MpiCallRecord& r, v1::MpiCall* out);
 void ToProto(const GpuStats& s, v1::GpuStats* out);
+void ToProto(const LaunchLatency& l, v1::LaunchLatency* out);
 
 // Fields out of range (an op or kind this build does not know) become kUnknown / kSend and
 // are reported by returning false; the record is still filled.
@@ -39,6 +41,8 @@ ClockSample FromProto(const v1::ClockSample& p);
 bool FromProto(const v1::GpuActivity& p, GpuActivityRecord* out);
 // A kind this build does not know: false, the row left unread.
 bool FromProto(const v1::GpuStats& p, GpuStats* out);
+// False when the arrays differ in length or the buckets are not increasing.
+bool FromProto(const v1::LaunchLatency& p, LaunchLatency* out);
 // A call this build does not know becomes MpiCall::kUnknown (false); the rest is kept.
 bool FromProto(const v1::MpiCall& p, MpiCallRecord* out);
 

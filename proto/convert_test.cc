@@ -171,6 +171,19 @@ TEST(ConvertRecords, EveryRecordKindRoundTrips) {
   sw.set_kind(kMaxGpuActivityKind + 1);  // a kind of a later build
   EXPECT_FALSE(FromProto(sw, &st2));
 
+  LaunchLatency ll{-3000, 1000, {{-300, 2, -611}, {12, 5, 60}, {400, 1, 1'000'000}}};
+  v1::LaunchLatency lw;
+  ToProto(ll, &lw);
+  LaunchLatency ll2;
+  ASSERT_TRUE(FromProto(ThroughBytes(lw), &ll2));
+  EXPECT_EQ(ll2, ll);
+  lw.add_bucket(500);  // arrays of different lengths
+  EXPECT_FALSE(FromProto(lw, &ll2));
+  lw.add_count(1);
+  lw.add_sum(1);
+  lw.set_bucket(3, 400);  // not increasing
+  EXPECT_FALSE(FromProto(lw, &ll2));
+
   MpiCallRecord m{MpiCall::kFileWriteAtAll, 0x55, 3, 1 << 16, 7, 70, 5};
   v1::MpiCall mw;
   ToProto(m, &mw);

@@ -10,6 +10,7 @@
 #include "coordinator/node_topologies.h"
 #include "core/robust_stats.h"
 #include "model/gpu/gpu_stats.h"
+#include "model/gpu/launch_latency.h"
 #include "model/nccl/bus_bandwidth.h"
 #include "model/nccl/nccl_log_parser.h"
 #include "model/nccl/nccl_types.h"
@@ -37,24 +38,20 @@ struct CommSummary {
   std::map<uint64_t, const NcclCallInfo*> call_per_seq;
 };
 
-}  // namespace
-
-// Kernels, their time (from the agent's per-window sums when there are any: KernelTotals), and
-// launch latency (kernel start - end of its launch call, by CUPTI correlation id, from the
-// records): small means the GPU waits for the CPU (launch-bound), large means work queues.
-// NCCL collectives' queue time (kernel start - launch) separately. Null without kernels.
-json GpuRankJson(const RankData& r) {
+// A rank's launch latencies (kernel start - end of its launch call, by CUPTI correlation id): from
+// the agent's per-window histograms where they came whole (its final batch came; within 1 % of
+// the records' figures), else from the records.
+json LaunchLatencyJson(const RankData& r) {
+  if (r.finished && !r.launch_latency.empty()) {
+    const LatencyDistribution d = DistributionOf(r.launch_latency);
+    if (d.samples == 0) return nullptr;
+    return {{"samples", d.samples}, {"median_ns", d.median}, {"p99_ns", d.p99}};
+  }
   std::unordered_map<uint32_t, TimeNs> launch_end;
   for (const GpuActivityRecord& g : r.gpu) {
     if (g.kind == GpuActivityKind::kRuntime && g.correlation_id != 0) {
       launch_end.emplace(g.correlation_id, g.end);
     }
-  }
-  int64_t kernels = 0;
-  DurationNs kernel_time = 0;
-  for (const auto& [name, t] : KernelTotals(r.gpu, r.gpu_stats, r.finished)) {
-    kernels += t.count;
-    kernel_time += t.total;
   }
   std::vector<DurationNs> latency;
   for (const GpuActivityRecord& g : r.gpu) {
@@ -63,6 +60,25 @@ json GpuRankJson(const RankData& r) {
         g.correlation_id != 0 && it != launch_end.end()) {
       latency.push_back(g.start - it->second);
     }
+  }
+  if (latency.empty()) return nullptr;
+  const size_t n = latency.size();
+  return {{"samples", n},
+          {"median_ns", MedianNs(latency)},
+          {"p99_ns", QuantileNs(std::move(latency), 0.99)}};
+}
+
+}  // namespace
+
+// Kernels, their time (from the agent's per-window sums when there are any: KernelTotals), and
+// launch latency: small means the GPU waits for the CPU (launch-bound), large means work queues.
+// NCCL collectives' queue time (kernel start - launch) separately. Null without kernels.
+json GpuRankJson(const RankData& r) {
+  int64_t kernels = 0;
+  DurationNs kernel_time = 0;
+  for (const auto& [name, t] : KernelTotals(r.gpu, r.gpu_stats, r.finished)) {
+    kernels += t.count;
+    kernel_time += t.total;
   }
   if (kernels == 0) return nullptr;
   std::vector<DurationNs> nccl_queue;
@@ -78,7 +94,7 @@ json GpuRankJson(const RankData& r) {
   };
   return {{"kernels", kernels},
           {"kernel_time_ns", kernel_time},
-          {"launch_latency", distribution(std::move(latency))},
+          {"launch_latency", LaunchLatencyJson(r)},
           {"nccl_queue", distribution(std::move(nccl_queue))}};
 }
 

@@ -87,6 +87,9 @@ CREATE TABLE gpu_stats (
   rank_idx INTEGER, window_start_ns INTEGER, window_ns INTEGER, kind INTEGER, device INTEGER,
   stream INTEGER, sub_kind INTEGER, name_id INTEGER, count INTEGER, total_ns INTEGER,
   min_ns INTEGER, p50_ns INTEGER, max_ns INTEGER, bytes INTEGER);
+CREATE TABLE launch_latency (
+  rank_idx INTEGER, row INTEGER, window_start_ns INTEGER, window_ns INTEGER, bucket INTEGER,
+  count INTEGER, sum_ns INTEGER);
 )sql";
 
 std::string Dump(const json& value) {
@@ -183,12 +186,13 @@ Status WriteRanks(const Connection& db, const Session& s, bool mpi_records) {
                      "?, ?, ?, ?, ?)");
   Statement name_row(db, "INSERT INTO gpu_names VALUES (?, ?)");
   Statement stats(db, "INSERT INTO gpu_stats VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+  Statement latency(db, "INSERT INTO launch_latency VALUES (?, ?, ?, ?, ?, ?, ?)");
   Statement proc(db,
                  "INSERT INTO rank_proc VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
                  "?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
   Statement main_thread(db, "INSERT INTO rank_main_thread VALUES (?, ?, ?, ?, ?)");
-  for (const Statement* st :
-       {&rank_row, &sample, &mark, &gpu, &activity, &name_row, &stats, &proc, &main_thread}) {
+  for (const Statement* st : {&rank_row, &sample, &mark, &gpu, &activity, &name_row, &stats,
+                              &latency, &proc, &main_thread}) {
     RETURN_IF_ERROR(st->status());
   }
   RETURN_IF_ERROR(records.status());
@@ -235,6 +239,14 @@ Status WriteRanks(const Connection& db, const Session& s, bool mpi_records) {
       stats.Int(x.key.device).Int(x.key.stream).Int(x.key.sub_kind).Int(it->second);
       stats.Int(x.count).Int(x.total).Int(x.min).Int(x.p50).Int(x.max);
       RETURN_IF_ERROR(stats.Int(x.bytes).Run());
+    }
+    // A row per bucket; `row` keeps a window's late rows apart from its first.
+    for (size_t row = 0; row < r.launch_latency.size(); ++row) {
+      const LaunchLatency& x = r.launch_latency[row];
+      for (const LatencyBucketCount& b : x.buckets) {
+        latency.Int(idx).Int(static_cast<int64_t>(row)).Int(x.window_start).Int(x.window);
+        RETURN_IF_ERROR(latency.Int(b.bucket).Int(b.count).Int(b.sum).Run());
+      }
     }
     if (r.nccl || !r.topology_xml.empty() || r.nvml || !r.nvml_error.empty()) {
       gpu.Int(idx);
@@ -656,6 +668,31 @@ Status ReadGpuStats(const Connection& db, Session* s) {
       [](RankData& r, GpuStats g) { r.gpu_stats.push_back(std::move(g)); });
 }
 
+// Table launch_latency (files before it have none): a rank's rows, each from its buckets' rows.
+Status ReadLaunchLatency(const Connection& db, Session* s) {
+  if (!HasTable(db, "launch_latency")) return Status::Ok();
+  std::map<const RankData*, int64_t> last_row;
+  return ReadRecords(db, s, "launch_latency",
+                     "SELECT rank_idx, row, window_start_ns, window_ns, bucket, count, sum_ns "
+                     "FROM launch_latency ORDER BY rowid",
+                     [&](const Statement& q, RankData& r) {
+                       const int64_t row = q.ColumnInt(1);
+                       auto [last, fresh] = last_row.try_emplace(&r, row);
+                       if (fresh || last->second != row) r.launch_latency.emplace_back();
+                       last->second = row;
+                       LaunchLatency& l = r.launch_latency.back();
+                       l.window_start = q.ColumnInt(2);
+                       l.window = q.ColumnInt(3);
+                       const auto bucket = static_cast<int32_t>(q.ColumnInt(4));
+                       if (!l.buckets.empty() && bucket <= l.buckets.back().bucket) {
+                         return Corrupt(db.path(), "launch_latency: buckets of row " +
+                                                       std::to_string(row) + " not increasing");
+                       }
+                       l.buckets.push_back({bucket, q.ColumnInt(5), q.ColumnInt(6)});
+                       return Status::Ok();
+                     });
+}
+
 // Each table's rows into the session's ranks. rowid order is insertion order, which is each
 // rank's record order.
 Status ReadClockSamples(const Connection& db, Session* s) {
@@ -833,6 +870,7 @@ Status ReadAllRecords(const Connection& db, Session* s, int version, bool mpi_re
   RETURN_IF_ERROR(ReadRankProc(db, s, version));
   RETURN_IF_ERROR(ReadMainThread(db, s));
   RETURN_IF_ERROR(ReadGpuStats(db, s));
+  RETURN_IF_ERROR(ReadLaunchLatency(db, s));
   return version >= 2 ? ReadGpuActivity(db, s) : Status::Ok();
 }
 

@@ -32,6 +32,12 @@ TEST(SessionStore, RoundTripsEveryField) {
   saved.ranks[2].dropped_records = UINT64_MAX;
   saved.ranks[2].clock.drift_ppm = -0.1 + 1e-13;  // survives only if stored as a double
   saved.launcher_exit_code.reset();
+  // A second launch-latency row for the same window (a kernel joined after the first was sent)
+  // stays apart.
+  ASSERT_EQ(saved.ranks[0].launch_latency.size(), 1u);
+  saved.ranks[0].launch_latency.push_back({saved.ranks[0].launch_latency[0].window_start,
+                                           kNsPerSec,
+                                           {{-40, 1, -40}, {700, 2, 2'000'000'000}}});
   std::vector<Finding> findings = report_test::MakeFindings();
   ASSERT_TRUE(SaveSession(path, saved, findings).ok());
 

@@ -178,6 +178,9 @@ Session MakeSession() {
   GpuStatsFold sums(kNsPerSec);
   for (const GpuActivityRecord& g : s.ranks[0].gpu) sums.Add(g);
   s.ranks[0].gpu_stats = sums.TakeAll();
+  LaunchLatencyFold latency(kNsPerSec, 10 * kNsPerSec);
+  for (const GpuActivityRecord& g : s.ranks[0].gpu) latency.Add(g);
+  s.ranks[0].launch_latency = latency.TakeAll();
 
   NvmlSnapshot nvml;
   nvml.driver_version = "580.159.04";
@@ -423,6 +426,7 @@ void ExpectSessionsEqual(const Session& e, const Session& a) {
       EXPECT_EQ(p.name, q.name);
     }
     EXPECT_EQ(x.gpu_stats, y.gpu_stats);
+    EXPECT_EQ(x.launch_latency, y.launch_latency);
     ASSERT_EQ(x.p2p.size(), y.p2p.size());
     for (size_t k = 0; k < x.p2p.size(); ++k) {
       const P2PRecord& p = x.p2p[k];

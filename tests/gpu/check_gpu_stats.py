@@ -2,11 +2,61 @@
 """Checks the agents' per-window GPU sums (table gpu_stats, model/gpu/gpu_stats.h) of a session
 against its CUPTI records (table gpu_activity): per rank and kind of work (kernel name and stream,
 runtime function, copy direction, sync type) the same count and total time (within the clock
-alignment's rounding and drift), or more where the agent's buffer dropped records. Prints the rows, the records, and what each would cost on the wire.
+alignment's rounding and drift), or more where the agent's buffer dropped records; and the
+launch latencies report.json gives (from the agents' per-window histograms, table launch_latency)
+against those of the records (kernel start less its launch call's end, by correlation id): the
+same number of kernels, median and p99 within 1 %. Prints the rows, the records, and what each
+would cost on the wire.
 usage: check_gpu_stats.py SESSION_DIR"""
+import json
 import sqlite3
 import sys
 from collections import defaultdict
+
+
+def quantile(values, q):
+    """core/robust_stats' Quantile: interpolated between the order statistics around q."""
+    values = sorted(values)
+    pos = q * (len(values) - 1)
+    lo = int(pos)
+    hi = min(lo + 1, len(values) - 1)
+    return values[lo] + (values[hi] - values[lo]) * (pos - lo)
+
+
+def check_launch_latency(db, session_dir):
+    """Mismatches between report.json's launch latency per rank and the records'."""
+    if not db.execute("SELECT 1 FROM sqlite_master WHERE name = 'launch_latency'").fetchone():
+        print("launch_latency: no table (an older rankscope)")
+        return 1
+    rank_of = dict(db.execute("SELECT idx, rank FROM ranks"))
+    launch_end = defaultdict(dict)
+    kernels = defaultdict(list)
+    for idx, kind, corr, start, end in db.execute(
+            "SELECT rank_idx, kind, correlation_id, start_ns, end_ns FROM gpu_activity "
+            "WHERE correlation_id != 0 ORDER BY rowid"):
+        if kind == 5:
+            launch_end[idx].setdefault(corr, end)
+        elif kind == 1:
+            kernels[idx].append((corr, start))
+    n_rows = db.execute("SELECT COUNT(DISTINCT rank_idx || '-' || row) FROM launch_latency").fetchone()[0]
+    with open(session_dir + "/report.json") as f:
+        report = json.load(f)
+    by_rank = {r.get("rank"): r.get("gpu") or {} for r in report.get("ranks", [])}
+    bad = 0
+    for idx, ks in sorted(kernels.items()):
+        lat = [s - launch_end[idx][c] for c, s in ks if c in launch_end[idx]]
+        if not lat:
+            continue
+        got = by_rank.get(rank_of[idx], {}).get("launch_latency") or {}
+        want = (len(lat), quantile(lat, 0.5), quantile(lat, 0.99))
+        have = (got.get("samples"), got.get("median_ns"), got.get("p99_ns"))
+        ok = have[0] == want[0] and all(
+            h is not None and abs(h - w) <= 0.01 * abs(w) + 1 for h, w in zip(have[1:], want[1:]))
+        print(f"launch latency rank {rank_of[idx]}: records {want[0]} kernels, median "
+              f"{want[1]:.0f} ns, p99 {want[2]:.0f} ns; report {have}" + ("" if ok else "  MISMATCH"))
+        bad += 0 if ok else 1
+    print(f"launch_latency: {n_rows} rows")
+    return bad
 
 
 def main():
@@ -51,6 +101,7 @@ def main():
             bad += 1
             print(f"MISMATCH rank_idx {k[0]} kind {k[1]} stream {k[3]} {k[5][:60]!r}: "
                   f"records {r[0]} / {r[1]} ns, sums {s[0]} / {s[1]} ns")
+    bad += check_launch_latency(db, sys.argv[1])
     print(f"gpu_activity: {n_records} records ({n_records * 60 + name_bytes} bytes as sent: "
           f"about 60 per record plus its name); gpu_stats: {n_rows} rows in {len(windows)} "
           f"rank-windows; {len(records)} kinds of work; dropped {sum(dropped.values())}")
