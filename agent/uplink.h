@@ -124,12 +124,12 @@ class Uplink {
 
   mutable std::mutex mu_;
   std::condition_variable cv_;
-  v1::UploadBatch pending_;                // guarded by mu_
-  std::deque<P2PRecord> held_p2p_;         // guarded by mu_
-  bool hold_p2p_ = false;                  // guarded by mu_; set by Register's answer
-  std::optional<GpuStatsFold> gpu_stats_;  // guarded by mu_; none when the window is 0
+  v1::UploadBatch pending_;                          // guarded by mu_
+  std::deque<P2PRecord> held_p2p_;                   // guarded by mu_
+  bool hold_p2p_ = false;                            // guarded by mu_; set by Register's answer
+  std::optional<GpuStatsFold> gpu_stats_;            // guarded by mu_; none when the window is 0
   std::optional<LaunchLatencyFold> launch_latency_;  // guarded by mu_; as gpu_stats_
-  TimeNs latest_gpu_start_ = INT64_MIN;    // guarded by mu_
+  TimeNs latest_gpu_start_ = INT64_MIN;              // guarded by mu_
   // The batch sent and not yet acknowledged: formed and reset under mu_ by the sending thread,
   // which alone reads and changes its contents.
   std::optional<v1::UploadBatch> unacked_;

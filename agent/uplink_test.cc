@@ -156,9 +156,9 @@ TEST_F(UplinkTest, SendsLaunchLatenciesPerWindow) {
   launches.gpu.push_back(record(GpuActivityKind::kRuntime, 2, 120, 130));
   up.AddBatch(std::move(launches));
   wire::Batch kernels;
-  kernels.gpu.push_back(record(GpuActivityKind::kKernel, 2, 150, 160));  // 20 ns
+  kernels.gpu.push_back(record(GpuActivityKind::kKernel, 2, 150, 160));    // 20 ns
   kernels.gpu.push_back(record(GpuActivityKind::kKernel, 3, 1500, 1600));  // launch comes next
-  kernels.gpu.push_back(record(GpuActivityKind::kKernel, 1, 140, 145));  // 30 ns
+  kernels.gpu.push_back(record(GpuActivityKind::kKernel, 1, 140, 145));    // 30 ns
   up.AddBatch(std::move(kernels));
   wire::Batch late;
   late.gpu.push_back(record(GpuActivityKind::kRuntime, 3, 1400, 1450));  // 50 ns

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <map>
 
+#include "coordinator/analysis/dataloader_analysis.h"
 #include "coordinator/analysis/diagnosis.h"
 #include "coordinator/collective_matcher.h"
 #include "coordinator/nccl_instances.h"
@@ -16,6 +17,7 @@
 #include "coordinator/report/report_text.h"
 #include "coordinator/report/session_store.h"
 #include "coordinator/report/trace_json.h"
+#include "model/gpu/first_gpu_work.h"
 
 namespace rankscope {
 namespace {
@@ -131,6 +133,43 @@ TEST(GpuReplay, PerWindowSumsOfRecordedActivityAddUpToItsRecords) {
     EXPECT_GT(records, 1000u) << dir;
   }
   EXPECT_GE(with_latency, 4);  // the torchrun sessions' ranks launch their kernels
+}
+
+// The launch calls and kernels that are the first of their kind after a range boundary
+// (model/gpu/first_gpu_work.h), with every other kind of GPU record, give each rank's steps the
+// same time before their first GPU work as all the records do: what an agent must still send raw
+// for the dataloader analysis once it stops sending every launch and kernel.
+TEST(GpuReplay, TheFirstGpuWorkAfterRangeBoundariesIsAllTheStepReadingNeeds) {
+  const std::vector<std::pair<std::string, std::string>> sessions = {
+      {"h200x2-torchrun-sessions", "clean"},      {"h200x2-torchrun-sessions", "sleep-rank1-20ms"},
+      {"h200x2-torchrun-launch", "clean"},        {"h200x2-torchrun-launch", "sleep-rank1-20ms"},
+      {"h200x2-nccl-allreduce-bench", "session"}, {"h200x2-nccl-allreduce-shm", "session"}};
+  size_t steps = 0, candidates = 0, kept = 0;
+  for (const auto& [dir, file] : sessions) {
+    SCOPED_TRACE(dir + "/" + file);
+    Session s = Load(file, dir);
+    const std::vector<StepSeries> all = StepSeriesOf(s, DataloaderOptions{});
+    for (RankData& r : s.ranks) {
+      const std::vector<GpuWorkKey> first = FirstGpuWork(r.ranges, r.gpu);
+      kept += first.size();
+      std::erase_if(r.gpu, [&](const GpuActivityRecord& g) {
+        if (!IsFirstWorkCandidate(g)) return false;
+        ++candidates;
+        const GpuWorkKey key{g.kind == GpuActivityKind::kKernel ? GpuActivityKind::kKernel
+                                                                : GpuActivityKind::kRuntime,
+                             g.start, g.correlation_id};
+        return !std::binary_search(first.begin(), first.end(), key,
+                                   [](const GpuWorkKey& a, const GpuWorkKey& b) {
+                                     return a.start != b.start ? a.start < b.start : a < b;
+                                   });
+      });
+    }
+    EXPECT_EQ(StepSeriesOf(s, DataloaderOptions{}), all);
+    for (const StepSeries& series : all) steps += series.data.size();
+  }
+  std::printf("steps %zu; launches and kernels kept %zu of %zu\n", steps, kept, candidates);
+  EXPECT_GT(steps, 100u);
+  EXPECT_LT(kept * 2, candidates);  // few kernels a step here; 250 a step in the launch-bound loop
 }
 
 TEST(GpuReplay, EveryNcclCollectiveHasItsLaunchCallBeforeItsKernel) {

@@ -76,8 +76,8 @@ class LaunchLatencyFold {
   DurationNs horizon_;
   TimeNs latest_ = INT64_MIN;
   TimeNs next_forget_ = INT64_MIN;
-  std::unordered_map<uint32_t, TimeNs> launch_end_;    // by correlation id
-  std::unordered_map<uint32_t, TimeNs> kernel_start_;  // by correlation id
+  std::unordered_map<uint32_t, TimeNs> launch_end_;               // by correlation id
+  std::unordered_map<uint32_t, TimeNs> kernel_start_;             // by correlation id
   std::map<TimeNs, std::map<int32_t, LatencyBucketCount>> open_;  // by window_start, bucket
 };
 

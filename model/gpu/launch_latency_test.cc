@@ -64,7 +64,7 @@ TEST(LaunchLatencyFold, JoinsEitherOrderAndCountsInTheKernelsWindow) {
   fold.Add(Kernel(3, 1005));  // began before its launch returned: -5 ns, window 1000
   GpuActivityRecord copy = Kernel(4, 500);
   copy.kind = GpuActivityKind::kMemcpy;
-  fold.Add(copy);  // not a kernel
+  fold.Add(copy);            // not a kernel
   fold.Add(Kernel(0, 600));  // no correlation id
   EXPECT_EQ(fold.waiting(), 0u);
 
@@ -84,8 +84,8 @@ TEST(LaunchLatencyFold, JoinsEitherOrderAndCountsInTheKernelsWindow) {
 
 TEST(LaunchLatencyFold, SidesWithoutTheirOtherAreForgottenPastTheHorizon) {
   LaunchLatencyFold fold(1000, 5000);
-  fold.Add(Launch(1, 0, 10));       // cudaMemcpyAsync-like: launches nothing
-  fold.Add(Kernel(2, 20));          // its launch was not captured
+  fold.Add(Launch(1, 0, 10));  // cudaMemcpyAsync-like: launches nothing
+  fold.Add(Kernel(2, 20));     // its launch was not captured
   EXPECT_EQ(fold.waiting(), 2u);
   for (uint32_t i = 3; i < 100; ++i) {
     fold.Add(Launch(i, 1000 * i, 1000 * i + 5));
