@@ -17,7 +17,8 @@
 int main(int argc, char** argv) {
   using namespace rankscope;
   if (argc != 3 || !inject::Active()) {
-    std::fprintf(stderr, "usage: RANKSCOPE_IPC_SOCKET=PATH burst_sink_program RANGES GPU_RECORDS\n");
+    std::fprintf(stderr,
+                 "usage: RANKSCOPE_IPC_SOCKET=PATH burst_sink_program RANGES GPU_RECORDS\n");
     return 2;
   }
   const long ranges = std::atol(argv[1]);
