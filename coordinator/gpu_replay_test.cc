@@ -18,6 +18,8 @@
 #include "coordinator/report/session_store.h"
 #include "coordinator/report/trace_json.h"
 #include "model/gpu/first_gpu_work.h"
+#include "model/gpu/kernel_pieces.h"
+#include "model/nccl/kernel_name.h"
 
 namespace rankscope {
 namespace {
@@ -170,6 +172,65 @@ TEST(GpuReplay, TheFirstGpuWorkAfterRangeBoundariesIsAllTheStepReadingNeeds) {
   std::printf("steps %zu; launches and kernels kept %zu of %zu\n", steps, kept, candidates);
   EXPECT_GT(steps, 100u);
   EXPECT_LT(kept * 2, candidates);  // few kernels a step here; 250 a step in the launch-bound loop
+}
+
+// The kernel time per name between collective boundaries (model/gpu/kernel_pieces.h), made as an
+// agent would (its MPI collectives' enters and exits and every NCCL kernel's start and end as
+// boundaries, the other kernels as compute), answers the straggler analysis's question for every
+// collective call of the recorded GPU sessions exactly: what the rank's GPU ran between its
+// latest collective exit and the call's enter, per kernel name.
+TEST(GpuReplay, KernelTimeBetweenCollectivesFromPiecesIsTheRecordsOwn) {
+  const std::vector<std::pair<std::string, std::string>> sessions = {
+      {"h200x2-torchrun-sessions", "clean"},      {"h200x2-torchrun-sessions", "sleep-rank1-20ms"},
+      {"h200x2-torchrun-launch", "clean"},        {"h200x2-torchrun-launch", "sleep-rank1-20ms"},
+      {"h200x2-nccl-allreduce-bench", "session"}, {"h200x2-nccl-allreduce-shm", "session"}};
+  size_t gaps = 0, with_kernels = 0, kernels = 0, rows = 0;
+  for (const auto& [dir, file] : sessions) {
+    const Session s = Load(file, dir);
+    for (const RankData& r : s.ranks) {
+      SCOPED_TRACE(dir + "/" + file + " rank " + std::to_string(r.id.rank));
+      KernelPieceFold fold;
+      std::vector<const GpuActivityRecord*> compute;
+      for (const CollectiveRecord& c : r.collectives) {
+        if (c.source == CollectiveRecord::Source::kNccl) continue;  // the agent has its kernel
+        fold.AddBoundary(c.enter);
+        fold.AddBoundary(c.exit);
+      }
+      for (const GpuActivityRecord& g : r.gpu) {
+        if (g.kind != GpuActivityKind::kKernel || g.end <= g.start) continue;
+        if (DecodeNcclKernel(g.name)) {
+          fold.AddBoundary(g.start);
+          fold.AddBoundary(g.end);
+        } else {
+          fold.AddKernel(g.start, g.end, g.name);
+          compute.push_back(&g);
+        }
+      }
+      const std::vector<KernelPiece> pieces = fold.TakeAll();
+      kernels += compute.size();
+      rows += pieces.size();
+      std::vector<TimeNs> exits;
+      for (const CollectiveRecord& c : r.collectives) exits.push_back(c.exit);
+      std::sort(exits.begin(), exits.end());
+      for (const CollectiveRecord& c : r.collectives) {
+        auto after = std::lower_bound(exits.begin(), exits.end(), c.enter);
+        if (after == exits.begin()) continue;  // the rank's first call: no gap
+        const TimeNs begin = *std::prev(after);
+        std::map<std::string, DurationNs> want, got;
+        for (const GpuActivityRecord* g : compute) {
+          const DurationNs in = std::min(g->end, c.enter) - std::max(g->start, begin);
+          if (in > 0) want[g->name] += in;
+        }
+        KernelTimeFromPieces(pieces, begin, c.enter, &got);
+        ASSERT_EQ(got, want) << "call enter " << c.enter;
+        ++gaps;
+        with_kernels += !want.empty();
+      }
+    }
+  }
+  std::printf("%zu gaps (%zu with kernels); %zu compute kernels as %zu rows\n", gaps, with_kernels,
+              kernels, rows);
+  EXPECT_GT(with_kernels, 100u);
 }
 
 TEST(GpuReplay, EveryNcclCollectiveHasItsLaunchCallBeforeItsKernel) {
