@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstdio>
 
+#include "model/nccl/kernel_name.h"
 #include "proto/convert.h"
 #include "proto/rpc_calls.h"
 #include "proto/upload_chunk.h"
@@ -31,6 +32,7 @@ Uplink::Uplink(UplinkOptions options, v1::Identity identity)
   if (options_.gpu_stats_window > 0) {
     gpu_stats_.emplace(options_.gpu_stats_window);
     launch_latency_.emplace(options_.gpu_stats_window, options_.launch_join_horizon);
+    kernel_pieces_.emplace();
   }
   grpc::ChannelArguments args;
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
@@ -92,10 +94,28 @@ void Uplink::AddBatch(wire::Batch&& batch) {
     for (const GpuActivityRecord& r : batch.gpu) {
       gpu_stats_->Add(r);
       launch_latency_->Add(r);
+      AddToKernelPiecesLocked(r);
       latest_gpu_start_ = std::max(latest_gpu_start_, r.start);
     }
     const DurationNs lag = 2 * std::min<DurationNs>(gpu_stats_->window(), INT64_MAX / 4);
     if (latest_gpu_start_ > INT64_MIN + lag) TakeGpuStatsLocked(latest_gpu_start_ - lag);
+  }
+  if (kernel_pieces_ && !batch.collectives.empty()) {
+    for (const CollectiveRecord& c : batch.collectives) {
+      kernel_pieces_->AddBoundary(c.enter);
+      kernel_pieces_->AddBoundary(c.exit);
+      latest_collective_exit_ = std::max(latest_collective_exit_, c.exit);
+    }
+  }
+  if (kernel_pieces_ && (!batch.gpu.empty() || !batch.collectives.empty())) {
+    const DurationNs lag = std::min<DurationNs>(
+        2 * options_.gpu_stats_window + options_.collective_enter_horizon, INT64_MAX / 4);
+    const TimeNs latest = std::max(latest_gpu_start_, latest_collective_exit_);
+    if (latest > INT64_MIN + lag) {
+      for (const KernelPiece& p : kernel_pieces_->TakeDecided(latest - lag)) {
+        ToProto(p, pending_.add_kernel_pieces());
+      }
+    }
   }
   if (PendingRecordsLocked() + n > options_.max_buffered_records) {
     dropped_ += n;
@@ -117,6 +137,17 @@ void Uplink::AddBatch(wire::Batch&& batch) {
   for (const auto& r : batch.gpu) ToProto(r, pending_.add_gpu());
   for (const auto& r : batch.marks) ToProto(r, pending_.add_marks());
   for (const auto& r : batch.mpi_calls) ToProto(r, pending_.add_mpi_calls());
+}
+
+void Uplink::AddToKernelPiecesLocked(const GpuActivityRecord& r) {
+  if (r.kind != GpuActivityKind::kKernel) return;
+  // A NCCL kernel is a collective: its start and end are boundaries, its time is not compute.
+  if (r.name.find("nccl") != std::string::npos && DecodeNcclKernel(r.name)) {
+    kernel_pieces_->AddBoundary(r.start);
+    kernel_pieces_->AddBoundary(r.end);
+  } else {
+    kernel_pieces_->AddKernel(r.start, r.end, r.name);
+  }
 }
 
 void Uplink::TakeGpuStatsLocked(TimeNs until) {
@@ -232,6 +263,9 @@ bool Uplink::SendPending(bool final_batch) {
                        std::to_string(kUploadChunkBytes >> 20) + " MiB) were not sent");
     }
     unacked_->set_agent_id(agent_id_);
+    if (kernel_pieces_) {
+      unacked_->set_kernel_pieces_late(static_cast<uint64_t>(kernel_pieces_->late()));
+    }
     unacked_->set_batch_seq(next_seq_++);
     unacked_records_ = RecordCount(*unacked_);
     formed = true;
@@ -341,6 +375,21 @@ void Uplink::FinishWith(std::optional<std::pair<int, int>> exit_status, bool uns
     std::lock_guard<std::mutex> lock(mu_);
     finishing_ = true;
     TakeGpuStatsLocked(INT64_MAX);  // the windows still open: the run is over
+    if (kernel_pieces_) {
+      for (const KernelPiece& p : kernel_pieces_->TakeAll()) {
+        ToProto(p, pending_.add_kernel_pieces());
+      }
+      if (kernel_pieces_->late() > 0) {
+        v1::Notice* notice = pending_.add_notices();
+        notice->set_time(MonotonicNow());
+        notice->set_text(std::to_string(kernel_pieces_->late()) +
+                         " collective boundaries or kernels came after the agent had summed "
+                         "their time (a collective longer than " +
+                         std::to_string(options_.collective_enter_horizon / kNsPerMs) +
+                         " ms): the kernel time per name before those collectives is read from "
+                         "the kernel records");
+      }
+    }
     if (exit_status) {
       v1::ProcessExit* exit = pending_.mutable_exit();
       exit->set_exit_code(exit_status->first);

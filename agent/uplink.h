@@ -20,6 +20,7 @@
 #include "core/time.h"
 #include "core/wire.h"
 #include "model/gpu/gpu_stats.h"
+#include "model/gpu/kernel_pieces.h"
 #include "model/gpu/launch_latency.h"
 #include "proto/protocol.h"
 #include "proto/spool.h"
@@ -47,6 +48,11 @@ struct UplinkOptions {
   // Launch latencies too, per window of the same length (model/gpu/launch_latency.h): a launch
   // call and its kernel are joined when both came within this long of each other.
   DurationNs launch_join_horizon = 10 * kNsPerSec;
+  // And the compute-kernel time per name between collective boundaries
+  // (model/gpu/kernel_pieces.h), decided this long (plus two windows) behind the latest GPU start
+  // or collective exit seen: an MPI collective's record comes at its exit, so a collective longer
+  // than this splits its pieces late (counted, and said in a notice).
+  DurationNs collective_enter_horizon = 2 * kNsPerSec;
   // Capturing from the start (false: dormant until the coordinator sends START_CAPTURE).
   bool capturing = true;
   // Called on the control thread when the coordinator starts or stops the capture.
@@ -116,6 +122,8 @@ class Uplink {
   void Spool(const v1::UploadBatch& batch);
   // Queues the GPU sums and launch latencies of the windows that end at or before `until`.
   void TakeGpuStatsLocked(TimeNs until);
+  // Feeds a GPU record to the kernel pieces: a NCCL kernel as boundaries, others as compute.
+  void AddToKernelPiecesLocked(const GpuActivityRecord& r);
 
   const UplinkOptions options_;
   v1::Identity identity_;
@@ -129,6 +137,8 @@ class Uplink {
   bool hold_p2p_ = false;                            // guarded by mu_; set by Register's answer
   std::optional<GpuStatsFold> gpu_stats_;            // guarded by mu_; none when the window is 0
   std::optional<LaunchLatencyFold> launch_latency_;  // guarded by mu_; as gpu_stats_
+  std::optional<KernelPieceFold> kernel_pieces_;     // guarded by mu_; as gpu_stats_
+  TimeNs latest_collective_exit_ = INT64_MIN;        // guarded by mu_
   TimeNs latest_gpu_start_ = INT64_MIN;              // guarded by mu_
   // The batch sent and not yet acknowledged: formed and reset under mu_ by the sending thread,
   // which alone reads and changes its contents.

@@ -177,6 +177,47 @@ TEST_F(UplinkTest, SendsLaunchLatenciesPerWindow) {
   EXPECT_EQ(r.launch_latency[1].buckets, (std::vector<LatencyBucketCount>{{50, 1, 50}}));
 }
 
+// MPI collectives and NCCL kernels bound the pieces of compute-kernel time the agent sums; the
+// pieces reach the coordinator beside the records, late counted.
+TEST_F(UplinkTest, SendsKernelTimeBetweenCollectives) {
+  StartServer();
+  UplinkOptions o = Options();
+  o.gpu_stats_window = 1000;
+  o.collective_enter_horizon = 1000;
+  Uplink up(o, Ident("s1", 0));
+  auto kernel = [](std::string name, TimeNs start, TimeNs end) {
+    GpuActivityRecord g;
+    g.kind = GpuActivityKind::kKernel;
+    g.start = start;
+    g.end = end;
+    g.name = std::move(name);
+    return g;
+  };
+  wire::Batch mpi;
+  CollectiveRecord barrier;
+  barrier.op = CollectiveOp::kBarrier;
+  barrier.enter = 100;
+  barrier.exit = 200;
+  mpi.collectives.push_back(barrier);
+  up.AddBatch(std::move(mpi));
+  wire::Batch gpu;
+  gpu.gpu.push_back(kernel("gemm", 150, 300));  // 100 of it after the barrier's exit
+  gpu.gpu.push_back(
+      kernel("_Z38ncclDevKernel_AllReduce_Sum_f32_RING_LLP24ncclDevKernelArgs", 400, 500));
+  gpu.gpu.push_back(kernel("relu", 450, 700));
+  gpu.gpu.push_back(kernel("gemm", 9000, 9100));  // after the last boundary: in no piece
+  up.AddBatch(std::move(gpu));
+  up.Start();
+  ASSERT_TRUE(WaitFor([&] { return up.registered(); }));
+  up.Finish(0, 0);
+
+  const RankData r = server_->service().Snapshot().ranks[0];
+  EXPECT_EQ(r.kernel_pieces,
+            (std::vector<KernelPiece>{
+                {100, 200, "gemm", 50}, {200, 400, "gemm", 100}, {400, 500, "relu", 50}}));
+  EXPECT_EQ(r.kernel_pieces_late, 0u);
+}
+
 // MPI calls the analyses do not interpret, and the world ranks of point-to-point peers, reach
 // the coordinator's session as the inject library recorded them.
 TEST_F(UplinkTest, CarriesMpiCallsWorldPeersAndSpinStarts) {

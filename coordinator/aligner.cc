@@ -53,6 +53,13 @@ Session AlignSession(Session session) {
     for (GpuActivityRecord& g : rank.gpu) ToCoordinator(m, &g);
     for (GpuStats& g : rank.gpu_stats) g.window_start = m.ToCoordinator(g.window_start);
     for (LaunchLatency& l : rank.launch_latency) l.window_start = m.ToCoordinator(l.window_start);
+    for (KernelPiece& k : rank.kernel_pieces) {
+      k.from = m.ToCoordinator(k.from);
+      k.to = m.ToCoordinator(k.to);
+    }
+    // In order of `from` for KernelTimeFromPieces (the agent sends them so; uploads may not be).
+    std::stable_sort(rank.kernel_pieces.begin(), rank.kernel_pieces.end(),
+                     [](const KernelPiece& a, const KernelPiece& b) { return a.from < b.from; });
   }
   session.aligned = true;
   return session;

@@ -184,9 +184,10 @@ TEST(GpuReplay, KernelTimeBetweenCollectivesFromPiecesIsTheRecordsOwn) {
       {"h200x2-torchrun-sessions", "clean"},      {"h200x2-torchrun-sessions", "sleep-rank1-20ms"},
       {"h200x2-torchrun-launch", "clean"},        {"h200x2-torchrun-launch", "sleep-rank1-20ms"},
       {"h200x2-nccl-allreduce-bench", "session"}, {"h200x2-nccl-allreduce-shm", "session"}};
-  size_t gaps = 0, with_kernels = 0, kernels = 0, rows = 0;
+  size_t gaps = 0, with_kernels = 0, kernels = 0, rows = 0, late_calls = 0;
   for (const auto& [dir, file] : sessions) {
-    const Session s = Load(file, dir);
+    Session s = Load(file, dir);
+    std::map<int, std::vector<KernelPiece>> pieces_of;
     for (const RankData& r : s.ranks) {
       SCOPED_TRACE(dir + "/" + file + " rank " + std::to_string(r.id.rank));
       KernelPieceFold fold;
@@ -226,11 +227,25 @@ TEST(GpuReplay, KernelTimeBetweenCollectivesFromPiecesIsTheRecordsOwn) {
         ++gaps;
         with_kernels += !want.empty();
       }
+      pieces_of[r.id.rank] = pieces;
     }
+    // The straggler analysis reads them where a rank's agent sent them whole: the same shares.
+    const std::vector<CollectiveInstance> instances = MatchCollectives(s);
+    const LateGaps from_records = GapsBeforeLateCalls(s, instances, StragglerOptions{});
+    for (RankData& r : s.ranks) {
+      ASSERT_TRUE(r.finished);
+      r.kernel_pieces = pieces_of[r.id.rank];
+    }
+    EXPECT_EQ(GapsBeforeLateCalls(s, instances, StragglerOptions{}), from_records);
+    for (const auto& [call, share] : from_records) late_calls += !share.by_kernel.empty();
+    for (RankData& r : s.ranks) r.kernel_pieces_late = 1;  // not exact: the records again
+    EXPECT_EQ(GapsBeforeLateCalls(s, instances, StragglerOptions{}), from_records);
   }
-  std::printf("%zu gaps (%zu with kernels); %zu compute kernels as %zu rows\n", gaps, with_kernels,
-              kernels, rows);
+  std::printf(
+      "%zu gaps (%zu with kernels); %zu compute kernels as %zu rows; %zu late calls with kernels\n",
+      gaps, with_kernels, kernels, rows, late_calls);
   EXPECT_GT(with_kernels, 100u);
+  EXPECT_GT(late_calls, 20u);
 }
 
 TEST(GpuReplay, EveryNcclCollectiveHasItsLaunchCallBeforeItsKernel) {

@@ -41,6 +41,7 @@ void AddBatchToRank(const v1::UploadBatch& batch, RankData* rank) {
   AppendKnown(batch.gpu(), &rank->gpu, &unknown);
   AppendKnown(batch.gpu_stats(), &rank->gpu_stats, &unknown);
   AppendKnown(batch.launch_latency(), &rank->launch_latency, &unknown);
+  AppendKnown(batch.kernel_pieces(), &rank->kernel_pieces, &unknown);
   for (const auto& c : batch.mpi_calls()) {
     // A call this coordinator does not know is still time inside MPI: kept as kUnknown.
     MpiCallRecord r;
@@ -53,6 +54,7 @@ void AddBatchToRank(const v1::UploadBatch& batch, RankData* rank) {
                             " records with an operation this coordinator does not know (skipped)");
   }
   rank->dropped_records = std::max(rank->dropped_records, batch.dropped_records());
+  rank->kernel_pieces_late = std::max(rank->kernel_pieces_late, batch.kernel_pieces_late());
   if (batch.has_exit()) rank->exit_time = batch.exit().time();
   if (batch.has_exit() && batch.exit().status_unseen()) {
     rank->exit_unseen = true;

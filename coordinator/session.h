@@ -15,6 +15,7 @@
 #include "core/records.h"
 #include "core/time.h"
 #include "model/gpu/gpu_stats.h"
+#include "model/gpu/kernel_pieces.h"
 #include "model/gpu/launch_latency.h"
 #include "model/nccl/rank_nccl.h"
 #include "model/rank_identity.h"
@@ -46,6 +47,11 @@ struct RankData {
   std::vector<GpuStats> gpu_stats;
   // Its launch latencies per window (model/gpu/launch_latency.h), aligned like gpu_stats.
   std::vector<LaunchLatency> launch_latency;
+  // Its compute-kernel time per name between collective boundaries (model/gpu/kernel_pieces.h),
+  // from/to aligned like the records, and how many boundaries or kernels its agent saw too late
+  // for them (then they are not exact, and the records are read instead).
+  std::vector<KernelPiece> kernel_pieces;
+  uint64_t kernel_pieces_late = 0;
   // MPI calls the analyses do not interpret (MPI-IO, one-sided synchronisation, persistent
   // starts): time inside MPI that is neither a collective nor point-to-point.
   std::vector<MpiCallRecord> mpi_calls;

@@ -222,6 +222,22 @@ bool FromProto(const v1::LaunchLatency& p, LaunchLatency* out) {
   return true;
 }
 
+void ToProto(const KernelPiece& k, v1::KernelPiece* out) {
+  out->set_from(k.from);
+  out->set_to(k.to);
+  out->set_name(k.name);
+  out->set_time(k.time);
+}
+
+bool FromProto(const v1::KernelPiece& p, KernelPiece* out) {
+  if (p.to() < p.from()) return false;
+  out->from = p.from();
+  out->to = p.to();
+  out->name = ToText(p.name());
+  out->time = p.time();
+  return true;
+}
+
 v1::ProcessStats ToProto(const ProcessTreeStats& s) {
   v1::ProcessStats out;
   out.set_rchar(s.rchar);

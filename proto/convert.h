@@ -7,6 +7,7 @@
 #include "core/records.h"
 #include "core/status.h"
 #include "model/gpu/gpu_stats.h"
+#include "model/gpu/kernel_pieces.h"
 #include "model/gpu/launch_latency.h"
 #include "model/nccl/rank_nccl.h"
 #include "model/rank_identity.h"
@@ -30,6 +31,7 @@ void ToProto(const GpuActivityRecord& r, v1::GpuActivity* out);
 void ToProto(const MpiCallRecord& r, v1::MpiCall* out);
 void ToProto(const GpuStats& s, v1::GpuStats* out);
 void ToProto(const LaunchLatency& l, v1::LaunchLatency* out);
+void ToProto(const KernelPiece& k, v1::KernelPiece* out);
 
 // Fields out of range (an op or kind this build does not know) become kUnknown / kSend and
 // are reported by returning false; the record is still filled.
@@ -43,6 +45,7 @@ bool FromProto(const v1::GpuActivity& p, GpuActivityRecord* out);
 bool FromProto(const v1::GpuStats& p, GpuStats* out);
 // False when the arrays differ in length or the buckets are not increasing.
 bool FromProto(const v1::LaunchLatency& p, LaunchLatency* out);
+bool FromProto(const v1::KernelPiece& p, KernelPiece* out);
 // A call this build does not know becomes MpiCall::kUnknown (false); the rest is kept.
 bool FromProto(const v1::MpiCall& p, MpiCallRecord* out);
 

@@ -184,6 +184,15 @@ TEST(ConvertRecords, EveryRecordKindRoundTrips) {
   lw.set_bucket(3, 400);  // not increasing
   EXPECT_FALSE(FromProto(lw, &ll2));
 
+  KernelPiece kp{-500, 1500, "_Z4gemmPf", 700};
+  v1::KernelPiece piece_wire;
+  ToProto(kp, &piece_wire);
+  KernelPiece kp2;
+  ASSERT_TRUE(FromProto(ThroughBytes(piece_wire), &kp2));
+  EXPECT_EQ(kp2, kp);
+  piece_wire.set_to(-600);  // ends before it begins
+  EXPECT_FALSE(FromProto(piece_wire, &kp2));
+
   MpiCallRecord m{MpiCall::kFileWriteAtAll, 0x55, 3, 1 << 16, 7, 70, 5};
   v1::MpiCall mw;
   ToProto(m, &mw);

@@ -155,7 +155,14 @@ ArrivalTable BuildArrivalTable(const std::vector<CollectiveInstance>& instances)
 // Per-rank indexes answering "what did this rank do between its previous collective and this
 // one".
 struct RankContext {
-  explicit RankContext(const RankData* rank_data) : data(rank_data), timeline(&rank_data->ranges) {
+  explicit RankContext(const RankData* rank_data)
+      : data(rank_data),
+        // The agent's kernel time between collectives, where it came whole and exact: the gaps
+        // are read from them and the kernel records are not needed.
+        pieces(data->finished && data->kernel_pieces_late == 0 && !data->kernel_pieces.empty()
+                   ? &data->kernel_pieces
+                   : nullptr),
+        timeline(&rank_data->ranges) {
     for (const CollectiveRecord& c : data->collectives) {
       by_key[{c.comm_id, c.seq}] = &c;
       exits.push_back(c.exit);
@@ -163,6 +170,7 @@ struct RankContext {
     std::sort(exits.begin(), exits.end());
     mpi = PointToPointIntervals(*data);
     for (const GpuActivityRecord& g : data->gpu) {
+      if (pieces) break;
       if (g.kind != GpuActivityKind::kKernel || g.end <= g.start) continue;
       if (DecodeNcclKernel(g.name).has_value()) continue;  // the collectives themselves
       kernels.push_back({g.start, g.end, &g.name});
@@ -179,6 +187,7 @@ struct RankContext {
   // the total.
   DurationNs KernelTimeIn(TimeNs begin, TimeNs end,
                           std::map<std::string, DurationNs>* by_name) const {
+    if (pieces) return KernelTimeFromPieces(*pieces, begin, end, by_name);
     DurationNs total = 0;
     auto it = std::partition_point(kernels.begin(), kernels.end(),
                                    [&](const Kernel& k) { return k.start < begin - max_kernel; });
@@ -197,7 +206,8 @@ struct RankContext {
   };
 
   const RankData* data;
-  std::vector<Kernel> kernels;  // non-NCCL kernels by start
+  const std::vector<KernelPiece>* pieces;  // null: read the kernels
+  std::vector<Kernel> kernels;             // non-NCCL kernels by start
   DurationNs max_kernel = 0;
   RangeTimeline timeline;
   std::map<std::pair<uint64_t, uint64_t>, const CollectiveRecord*> by_key;

@@ -87,6 +87,8 @@ CREATE TABLE gpu_stats (
   rank_idx INTEGER, window_start_ns INTEGER, window_ns INTEGER, kind INTEGER, device INTEGER,
   stream INTEGER, sub_kind INTEGER, name_id INTEGER, count INTEGER, total_ns INTEGER,
   min_ns INTEGER, p50_ns INTEGER, max_ns INTEGER, bytes INTEGER);
+CREATE TABLE kernel_pieces (
+  rank_idx INTEGER, from_ns INTEGER, to_ns INTEGER, name_id INTEGER, time_ns INTEGER);
 CREATE TABLE launch_latency (
   rank_idx INTEGER, row INTEGER, window_start_ns INTEGER, window_ns INTEGER, bucket INTEGER,
   count INTEGER, sum_ns INTEGER);
@@ -187,12 +189,13 @@ Status WriteRanks(const Connection& db, const Session& s, bool mpi_records) {
   Statement name_row(db, "INSERT INTO gpu_names VALUES (?, ?)");
   Statement stats(db, "INSERT INTO gpu_stats VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
   Statement latency(db, "INSERT INTO launch_latency VALUES (?, ?, ?, ?, ?, ?, ?)");
+  Statement piece(db, "INSERT INTO kernel_pieces VALUES (?, ?, ?, ?, ?)");
   Statement proc(db,
                  "INSERT INTO rank_proc VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
                  "?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
   Statement main_thread(db, "INSERT INTO rank_main_thread VALUES (?, ?, ?, ?, ?)");
   for (const Statement* st : {&rank_row, &sample, &mark, &gpu, &activity, &name_row, &stats,
-                              &latency, &proc, &main_thread}) {
+                              &latency, &piece, &proc, &main_thread}) {
     RETURN_IF_ERROR(st->status());
   }
   RETURN_IF_ERROR(records.status());
@@ -239,6 +242,13 @@ Status WriteRanks(const Connection& db, const Session& s, bool mpi_records) {
       stats.Int(x.key.device).Int(x.key.stream).Int(x.key.sub_kind).Int(it->second);
       stats.Int(x.count).Int(x.total).Int(x.min).Int(x.p50).Int(x.max);
       RETURN_IF_ERROR(stats.Int(x.bytes).Run());
+    }
+    // Only exact pieces are kept: a file's pieces are always ones the analyses may read.
+    for (const KernelPiece& x : r.kernel_pieces) {
+      if (r.kernel_pieces_late > 0) break;
+      auto [it, inserted] = name_ids.try_emplace(x.name, static_cast<int64_t>(name_ids.size()));
+      if (inserted) RETURN_IF_ERROR(name_row.Int(it->second).Text(x.name).Run());
+      RETURN_IF_ERROR(piece.Int(idx).Int(x.from).Int(x.to).Int(it->second).Int(x.time).Run());
     }
     // A row per bucket; `row` keeps a window's late rows apart from its first.
     for (size_t row = 0; row < r.launch_latency.size(); ++row) {
@@ -668,6 +678,26 @@ Status ReadGpuStats(const Connection& db, Session* s) {
       [](RankData& r, GpuStats g) { r.gpu_stats.push_back(std::move(g)); });
 }
 
+// Table kernel_pieces (files before it have none).
+Status ReadKernelPieces(const Connection& db, Session* s) {
+  if (!HasTable(db, "kernel_pieces")) return Status::Ok();
+  Result<std::vector<std::string>> names = store_rows::GpuNames(db);
+  if (!names.ok()) return names.status();
+  return ReadRecords(
+      db, s, "kernel_pieces",
+      "SELECT rank_idx, from_ns, to_ns, name_id, time_ns FROM kernel_pieces ORDER BY rowid",
+      [&](const Statement& q, RankData& r) {
+        const int64_t name_id = q.ColumnInt(3);
+        if (name_id < 0 || name_id >= static_cast<int64_t>(names->size())) {
+          return Corrupt(db.path(), "kernel_pieces.name_id " + std::to_string(name_id) +
+                                        " is not in table gpu_names");
+        }
+        r.kernel_pieces.push_back({q.ColumnInt(1), q.ColumnInt(2),
+                                   names.value()[static_cast<size_t>(name_id)], q.ColumnInt(4)});
+        return Status::Ok();
+      });
+}
+
 // Table launch_latency (files before it have none): a rank's rows, each from its buckets' rows.
 Status ReadLaunchLatency(const Connection& db, Session* s) {
   if (!HasTable(db, "launch_latency")) return Status::Ok();
@@ -871,6 +901,7 @@ Status ReadAllRecords(const Connection& db, Session* s, int version, bool mpi_re
   RETURN_IF_ERROR(ReadMainThread(db, s));
   RETURN_IF_ERROR(ReadGpuStats(db, s));
   RETURN_IF_ERROR(ReadLaunchLatency(db, s));
+  RETURN_IF_ERROR(ReadKernelPieces(db, s));
   return version >= 2 ? ReadGpuActivity(db, s) : Status::Ok();
 }
 

@@ -38,6 +38,8 @@ TEST(SessionStore, RoundTripsEveryField) {
   saved.ranks[0].launch_latency.push_back({saved.ranks[0].launch_latency[0].window_start,
                                            kNsPerSec,
                                            {{-40, 1, -40}, {700, 2, 2'000'000'000}}});
+  // Kernel time between collective boundaries, names shared with the records' or not.
+  saved.ranks[0].kernel_pieces = {{-500, 1500, "_Z4stepPf", 700}, {1500, 2500, "other", 3}};
   std::vector<Finding> findings = report_test::MakeFindings();
   ASSERT_TRUE(SaveSession(path, saved, findings).ok());
 
@@ -164,6 +166,20 @@ TEST(SessionStore, ReadsProcessFiguresWithoutSchedulerCgroupOrMainThreadFigures)
     r.proc = old;
   }
   report_test::ExpectSessionsEqual(saved, loaded.value());
+}
+
+// Kernel pieces an agent could not make exact (late boundaries) are not kept: a file's pieces are
+// always ones the straggler analysis may read instead of the kernels.
+TEST(SessionStore, KeepsOnlyExactKernelPieces) {
+  std::string path = report_test::MakeTempDir("db") + "/session.sqlite";
+  Session saved = report_test::MakeSession();
+  saved.ranks[0].kernel_pieces = {{-500, 1500, "_Z4stepPf", 700}};
+  saved.ranks[0].kernel_pieces_late = 3;
+  ASSERT_TRUE(SaveSession(path, saved, {}).ok());
+  Result<Session> loaded = LoadSession(path);
+  ASSERT_TRUE(loaded.ok()) << loaded.status().message();
+  EXPECT_TRUE(loaded->ranks[0].kernel_pieces.empty());
+  EXPECT_EQ(loaded->ranks[0].gpu.size(), saved.ranks[0].gpu.size());  // the records are read
 }
 
 TEST(SessionStore, KeepsEarlierTorchrunAttemptsApart) {

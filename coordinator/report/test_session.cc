@@ -427,6 +427,7 @@ void ExpectSessionsEqual(const Session& e, const Session& a) {
     }
     EXPECT_EQ(x.gpu_stats, y.gpu_stats);
     EXPECT_EQ(x.launch_latency, y.launch_latency);
+    EXPECT_EQ(x.kernel_pieces, y.kernel_pieces);
     ASSERT_EQ(x.p2p.size(), y.p2p.size());
     for (size_t k = 0; k < x.p2p.size(); ++k) {
       const P2PRecord& p = x.p2p[k];

@@ -5,9 +5,12 @@ runtime function, copy direction, sync type) the same count and total time (with
 alignment's rounding and drift), or more where the agent's buffer dropped records; and the
 launch latencies report.json gives (from the agents' per-window histograms, table launch_latency)
 against those of the records (kernel start less its launch call's end, by correlation id): the
-same number of kernels, median and p99 within 1 %. Prints the rows, the records, and what each
-would cost on the wire.
+same number of kernels, median and p99 within 1 %; and the kernel time per name between
+collectives (table kernel_pieces) against the records clipped to each gap the straggler analysis
+reads (from a rank's latest collective exit to a call's enter), within the alignment's rounding.
+Prints the rows, the records, and what each would cost on the wire.
 usage: check_gpu_stats.py SESSION_DIR"""
+import bisect
 import json
 import sqlite3
 import sys
@@ -59,6 +62,62 @@ def check_launch_latency(db, session_dir):
     return bad
 
 
+def check_kernel_pieces(db, names):
+    """Mismatches between each collective gap's kernel time per name from the pieces and from
+    the records (non-NCCL kernels clipped to the gap)."""
+    if not db.execute("SELECT 1 FROM sqlite_master WHERE name = 'kernel_pieces'").fetchone():
+        print("kernel_pieces: no table (an older rankscope)")
+        return 1
+    pieces = defaultdict(list)
+    for idx, f, t, name_id, time in db.execute(
+            "SELECT rank_idx, from_ns, to_ns, name_id, time_ns FROM kernel_pieces ORDER BY rowid"):
+        pieces[idx].append((f, t, names[name_id], time))
+    kernels = defaultdict(list)
+    for idx, start, end, name_id in db.execute(
+            "SELECT rank_idx, start_ns, end_ns, name_id FROM gpu_activity WHERE kind = 1"):
+        if "nccl" not in names[name_id].lower() and end > start:
+            kernels[idx].append((start, end, names[name_id]))
+    calls = defaultdict(list)
+    for idx, enter, exit_ in db.execute("SELECT rank_idx, enter_ns, exit_ns FROM collectives"):
+        calls[idx].append((enter, exit_))
+    bad = gaps = with_kernels = 0
+    for idx, cs in calls.items():
+        exits = sorted(x for _, x in cs)
+        ks = sorted(kernels[idx])
+        starts = [k[0] for k in ks]
+        longest = max((e - s for s, e, _ in ks), default=0)
+        ps = sorted(pieces[idx])
+        froms = [p[0] for p in ps]
+        for enter, _ in cs:
+            i = bisect.bisect_left(exits, enter)
+            if i == 0:
+                continue
+            begin = exits[i - 1]
+            want = defaultdict(int)
+            count = 0
+            for s, e, n in ks[bisect.bisect_left(starts, begin - longest):
+                              bisect.bisect_left(starts, enter)]:
+                d = min(e, enter) - max(s, begin)
+                if d > 0:
+                    want[n] += d
+                    count += 1
+            got = defaultdict(int)
+            for f, t, n, time in ps[bisect.bisect_left(froms, begin):bisect.bisect_left(froms, enter)]:
+                if t <= enter:
+                    got[n] += time
+            gaps += 1
+            with_kernels += bool(want)
+            for n in set(want) | set(got):
+                if abs(want[n] - got[n]) > 2 * count + want[n] * 1e-4:
+                    bad += 1
+                    print(f"kernel pieces MISMATCH rank_idx {idx} gap [{begin}, {enter}) {n[:50]!r}: "
+                          f"records {want[n]} ns, pieces {got[n]} ns")
+    rows = sum(len(p) for p in pieces.values())
+    print(f"kernel_pieces: {rows} rows; {gaps} collective gaps ({with_kernels} with kernels) "
+          f"checked, {bad} mismatches")
+    return bad
+
+
 def main():
     db = sqlite3.connect(sys.argv[1] + "/session.sqlite")
     names = dict(db.execute("SELECT id, name FROM gpu_names"))
@@ -102,6 +161,7 @@ def main():
             print(f"MISMATCH rank_idx {k[0]} kind {k[1]} stream {k[3]} {k[5][:60]!r}: "
                   f"records {r[0]} / {r[1]} ns, sums {s[0]} / {s[1]} ns")
     bad += check_launch_latency(db, sys.argv[1])
+    bad += check_kernel_pieces(db, names)
     print(f"gpu_activity: {n_records} records ({n_records * 60 + name_bytes} bytes as sent: "
           f"about 60 per record plus its name); gpu_stats: {n_rows} rows in {len(windows)} "
           f"rank-windows; {len(records)} kinds of work; dropped {sum(dropped.values())}")
