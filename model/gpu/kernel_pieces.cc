@@ -6,16 +6,31 @@
 namespace rankscope {
 
 void KernelPieceFold::AddBoundary(TimeNs t) {
-  if (t <= decided_until_) {
-    ++late_;
+  if (t > decided_until_) {
+    boundaries_.insert(t);
     return;
   }
-  boundaries_.insert(t);
+  // Too late to split the pieces at t, unless no kernel time lies where it falls: none at all so
+  // far (an MPI code's long first barrier, a CPU-only rank), or none yet in the open piece it
+  // falls in (then the open piece just begins at t).
+  if (!any_kernel_time_ || (open_.empty() && (!any_boundary_ || t > open_from_))) {
+    if (!any_boundary_) first_boundary_ = t;
+    if (!any_boundary_ || t > open_from_) {
+      open_from_ = t;
+      any_boundary_ = true;
+    }
+    first_boundary_ = std::min(first_boundary_, t);
+    return;
+  }
+  ++late_;
 }
 
 void KernelPieceFold::AddKernel(TimeNs start, TimeNs end, const std::string& name) {
   if (end <= start) return;
-  if (start < decided_until_) ++late_;  // its time before decided_until_ is lost
+  // Its time before decided_until_ is lost: wrong where a piece was (after the first boundary).
+  if (start < decided_until_ && any_boundary_ && std::min(end, decided_until_) > first_boundary_) {
+    ++late_;
+  }
   const TimeNs accounted = std::max(start, decided_until_);
   if (end <= accounted) return;
   kernels_.emplace(start, Held{end, accounted, name});
@@ -37,7 +52,10 @@ std::vector<KernelPiece> KernelPieceFold::TakeDecided(TimeNs until) {
     for (TimeNs from = k.accounted; from < stop;) {
       const auto idx = static_cast<size_t>(std::upper_bound(d.begin(), d.end(), from) - d.begin());
       const TimeNs to = idx < m ? std::min(stop, d[idx]) : stop;
-      if (idx > 0 || had_open) segment[idx][k.name] += to - from;  // before any boundary: none
+      if (idx > 0 || had_open) {  // before any boundary: in no piece
+        segment[idx][k.name] += to - from;
+        any_kernel_time_ = true;
+      }
       from = to;
     }
     k.accounted = stop;
@@ -56,6 +74,7 @@ std::vector<KernelPiece> KernelPieceFold::TakeDecided(TimeNs until) {
       for (const auto& [name, time] : segment[0]) open_[name] += time;
       emit(open_from_, d[0], open_);
     }
+    if (!had_open) first_boundary_ = d[0];
     for (size_t k = 1; k < m; ++k) emit(d[k - 1], d[k], segment[k]);
     open_ = std::move(segment[m]);
     open_from_ = d[m - 1];

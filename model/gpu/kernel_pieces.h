@@ -48,8 +48,9 @@ class KernelPieceFold {
   // The end of the run: every piece between two boundaries (the time after the last is in none).
   std::vector<KernelPiece> TakeAll() { return TakeDecided(INT64_MAX); }
 
-  // Boundaries and kernels that came at or before an `until` already passed: a gap ending or
-  // beginning there, or the kernel's time, is not what the records say.
+  // Boundaries and kernels that came at or before an `until` already passed where that changes
+  // a piece (a boundary inside kernel time already summed, a kernel's time after the first
+  // boundary): a gap ending or beginning there, or the kernel's time, is not what the records say.
   int64_t late() const { return late_; }
   size_t held() const { return boundaries_.size() + kernels_.size() + open_.size(); }
 
@@ -62,7 +63,9 @@ class KernelPieceFold {
   std::set<TimeNs> boundaries_;          // not decided yet
   std::multimap<TimeNs, Held> kernels_;  // by start
   bool any_boundary_ = false;
+  bool any_kernel_time_ = false;            // some kernel time went into a piece
   TimeNs open_from_ = INT64_MIN;            // the latest decided boundary
+  TimeNs first_boundary_ = INT64_MIN;       // the earliest (where pieces begin)
   std::map<std::string, DurationNs> open_;  // the open piece's time so far, per name
   TimeNs decided_until_ = INT64_MIN;
   int64_t late_ = 0;

@@ -104,16 +104,26 @@ TEST(KernelPieceFold, EveryGapBetweenBoundariesEqualsTheKernelsClipped) {
   }
 }
 
-TEST(KernelPieceFold, WhatComesAfterItsTimeWasDecidedIsCountedLate) {
+TEST(KernelPieceFold, WhatComesAfterItsTimeWasDecidedIsCountedLateWhereItChangesAPiece) {
   KernelPieceFold fold;
+  // No kernel time yet (an MPI code's long first barrier, a CPU-only rank): boundaries that come
+  // late change nothing and are not late.
   fold.AddBoundary(10);
   EXPECT_TRUE(fold.TakeDecided(100).empty());
   fold.AddBoundary(50);
-  fold.AddKernel(20, 30, "late");
+  fold.AddBoundary(5);
+  EXPECT_EQ(fold.late(), 0);
+  fold.AddKernel(1, 4, "before");  // late, but before the first boundary: in no piece anyway
+  EXPECT_EQ(fold.late(), 0);
+  fold.AddKernel(90, 120, "straddles");  // its part before 100 is lost
+  EXPECT_EQ(fold.late(), 1);
+  fold.AddKernel(130, 170, "gemm");
+  EXPECT_TRUE(fold.TakeDecided(180).empty());  // the open piece from 50 holds them
+  fold.AddBoundary(150);                       // inside kernel time already summed: late
   EXPECT_EQ(fold.late(), 2);
-  fold.AddKernel(90, 120, "straddles");  // its part after 100 still counts
   fold.AddBoundary(200);
-  EXPECT_EQ(fold.TakeAll(), (std::vector<KernelPiece>{{10, 200, "straddles", 20}}));
+  EXPECT_EQ(fold.TakeAll(),
+            (std::vector<KernelPiece>{{50, 200, "gemm", 40}, {50, 200, "straddles", 20}}));
 }
 
 }  // namespace
