@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# The agent's GPU summaries on a live MPI + CUDA job (one GPU, ranks sharing it): builds
+# mpi_gpu_steps.cu, runs it under `rankscope run` clean and with rank 1 running ~5 ms of
+# heavy_stencil a step, and checks each session with check_gpu_stats.py (per-window sums, launch
+# latency, and every collective gap's kernel time per name from the agent's pieces against the
+# records), then says whether the straggler finding names rank 1 and heavy_stencil (read from
+# the pieces: report.json's evidence) and that the clean run has none.
+# Usage (repo root there): tests/gpu/run_pieces_check.sh device-prefix [STEPS]
+set -uo pipefail
+source "$(dirname "$0")/device_env.sh" "${1:-device-prefix}"
+steps=${2:-300}
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+nvcc=${NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
+s=$(mktemp -d)
+"$nvcc" -O2 -arch=${NVCC_ARCH:-sm_90} -o "$s/mpi_gpu_steps" "$here/mpi_gpu_steps.cu" \
+  $(mpicxx --showme:compile) $(mpicxx --showme:link) > "$out/build.txt" 2>&1 \
+  || { echo "build failed"; cat "$out/build.txt"; exit 1; }
+for variant in clean heavy; do
+  extra=()
+  [ "$variant" = heavy ] && extra=(--heavy-rank 1 --heavy-ms 5)
+  (cd "$s" && timeout 300 "$prefix/bin/rankscope" run -q -o "$variant" -- \
+    mpirun --oversubscribe -np 4 ./mpi_gpu_steps --steps "$steps" "${extra[@]}") \
+    > "$out/$variant-run.txt" 2>&1
+  echo "$variant: rankscope run exit $?"
+  python3 "$here/check_gpu_stats.py" "$s/$variant" 2>&1 | grep -v "^launch latency rank" \
+    | tail -8 | sed "s/^/  $variant: /"
+  python3 - "$s/$variant/report.json" "$variant" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+found = [f for f in r.get("findings", []) if "straggler" in f.get("kind", "")]
+for f in found:
+    text = json.dumps(f)
+    print(f"  {sys.argv[2]}: finding {f['kind']} ranks {f.get('ranks')} confidence "
+          f"{f.get('confidence')}; names heavy_stencil: {'heavy_stencil' in text}")
+if not found:
+    print(f"  {sys.argv[2]}: no straggler finding")
+PY
+  cp "$s/$variant/report.txt" "$out/$variant-report.txt" 2>/dev/null
+  cp "$s/$variant/session.sqlite" "$out/$variant-session.sqlite" 2>/dev/null
+done
+rm -rf "$s"
