@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The agent's GPU summaries on a live MPI + CUDA job (one GPU, ranks sharing it): builds
-# mpi_gpu_steps.cu, runs it under `rankscope run` clean and with rank 1 running ~5 ms of
+# mpi_gpu_steps.cu, runs it under `rankscope run` clean and with rank 1 running ~10 ms of
 # heavy_stencil a step, and checks each session with check_gpu_stats.py (per-window sums, launch
 # latency, and every collective gap's kernel time per name from the agent's pieces against the
 # records), then says whether the straggler finding names rank 1 and heavy_stencil (read from
@@ -17,7 +17,7 @@ s=$(mktemp -d)
   || { echo "build failed"; cat "$out/build.txt"; exit 1; }
 for variant in clean heavy; do
   extra=()
-  [ "$variant" = heavy ] && extra=(--heavy-rank 1 --heavy-ms 5)
+  [ "$variant" = heavy ] && extra=(--heavy-rank 1 --heavy-ms 10)
   (cd "$s" && timeout 300 "$prefix/bin/rankscope" run -q -o "$variant" -- \
     mpirun --oversubscribe -np 4 ./mpi_gpu_steps --steps "$steps" "${extra[@]}") \
     > "$out/$variant-run.txt" 2>&1
@@ -35,6 +35,7 @@ for f in found:
 if not found:
     print(f"  {sys.argv[2]}: no straggler finding")
 PY
+  grep -m3 -iE "straggler|heavy_stencil|No problems" "$s/$variant/report.txt" | sed "s/^/  $variant: /"
   cp "$s/$variant/report.txt" "$out/$variant-report.txt" 2>/dev/null
   cp "$s/$variant/session.sqlite" "$out/$variant-session.sqlite" 2>/dev/null
 done
