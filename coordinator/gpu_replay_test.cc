@@ -322,6 +322,34 @@ TEST(GpuReplay, BusBandwidthFromKernelTimesIsThatOfNvLink) {
   std::printf("recorded 2xH200 all-reduce 64 MiB: busbw %.1f GB/s\n", busbw);
 }
 
+// A live MPI + CUDA run on one H100 (tests/fixtures/h100-mpi-gpu-steps): rank 1's extra
+// heavy_stencil kernel is found, named, and the finding is the same when every kernel record is
+// gone and the straggler analysis reads only the agents' kernel pieces, as it will once agents
+// stop sending the kernels; the clean run has no finding.
+TEST(GpuReplay, AGpuStragglersKernelIsNamedFromTheAgentsPiecesAlone) {
+  Session heavy = Load("heavy-rank1", "h100-mpi-gpu-steps");
+  ASSERT_EQ(heavy.ranks.size(), 4u);
+  const std::vector<Finding> with_records = Diagnose(heavy, AnalysisOptions{});
+  ASSERT_EQ(with_records.size(), 1u);
+  EXPECT_EQ(with_records[0].kind, FindingKind::kStraggler);
+  EXPECT_EQ(with_records[0].ranks, std::vector<int>{1});
+  const std::string text = FindingToJson(with_records[0]).dump();
+  EXPECT_NE(text.find("heavy_stencil"), std::string::npos) << text;
+  size_t removed = 0;
+  for (RankData& r : heavy.ranks) {
+    ASSERT_FALSE(r.kernel_pieces.empty());
+    removed += static_cast<size_t>(std::erase_if(
+        r.gpu, [](const GpuActivityRecord& g) { return g.kind == GpuActivityKind::kKernel; }));
+  }
+  EXPECT_GT(removed, 9000u);
+  const std::vector<Finding> from_pieces = Diagnose(heavy, AnalysisOptions{});
+  ASSERT_EQ(from_pieces.size(), 1u);
+  EXPECT_EQ(FindingToJson(from_pieces[0]), FindingToJson(with_records[0]));
+
+  Session clean = Load("clean", "h100-mpi-gpu-steps");
+  EXPECT_TRUE(Diagnose(clean, AnalysisOptions{}).empty());
+}
+
 TEST(GpuReplay, CleanRunHasNoFinding) {
   Session s = Load("clean");
   ASSERT_EQ(s.ranks.size(), 2u);

@@ -25,13 +25,17 @@ def slow_launch_recording():
 
 
 def all_sessions():
-    """Name -> session.sqlite of every recorded session: 2xH200 GPU jobs and real MPI apps."""
+    """Name -> session.sqlite of every recorded session: 2xH200 and H100 GPU jobs and real MPI
+    apps."""
     sessions = {}
     for name in ("h200x2-nccl-allreduce-bench", "h200x2-nccl-allreduce-shm"):
         sessions[name] = os.path.join(FIXTURES, name, "session.sqlite")
     for folder in ("h200x2-torchrun-launch", "h200x2-torchrun-sessions"):
         for stem in ("clean", "sleep-rank1-20ms"):
             sessions[f"{folder}-{stem}"] = os.path.join(FIXTURES, folder, stem + ".sqlite")
+    for stem in ("clean", "heavy-rank1"):
+        sessions[f"h100-mpi-gpu-steps-{stem}"] = os.path.join(FIXTURES, "h100-mpi-gpu-steps",
+                                                              stem + ".sqlite")
     for entry in real_app_matrix()["sessions"]:
         sessions["cpu2-" + entry["session"]] = os.path.join(REAL_APPS, entry["session"],
                                                             "session.sqlite")
