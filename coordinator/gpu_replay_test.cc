@@ -9,6 +9,7 @@
 
 #include "coordinator/analysis/dataloader_analysis.h"
 #include "coordinator/analysis/diagnosis.h"
+#include "coordinator/analysis/straggler_analysis.h"
 #include "coordinator/collective_matcher.h"
 #include "coordinator/nccl_instances.h"
 #include "coordinator/report/gpu_json.h"
@@ -17,6 +18,7 @@
 #include "coordinator/report/report_text.h"
 #include "coordinator/report/session_store.h"
 #include "coordinator/report/trace_json.h"
+#include "coordinator/windows.h"
 #include "model/gpu/first_gpu_work.h"
 #include "model/gpu/kernel_pieces.h"
 #include "model/nccl/kernel_name.h"
@@ -237,6 +239,20 @@ TEST(GpuReplay, KernelTimeBetweenCollectivesFromPiecesIsTheRecordsOwn) {
       r.kernel_pieces = pieces_of[r.id.rank];
     }
     EXPECT_EQ(GapsBeforeLateCalls(s, instances, StragglerOptions{}), from_records);
+    // Window by window too (a gap's parts at a cut are no piece ends: read whole from them), and
+    // with no kernel record left.
+    Session thin = s;
+    for (RankData& r : thin.ranks) {
+      std::erase_if(r.gpu, [](const GpuActivityRecord& g) {
+        return g.kind == GpuActivityKind::kKernel && !DecodeNcclKernel(g.name);
+      });
+    }
+    for (const Session* run : {&s, &thin}) {
+      const WindowSplit split = SplitSession(
+          *run, PlanWindows(*run, {.target = 50 * kNsPerMs, .max_window = 200 * kNsPerMs}));
+      EXPECT_GT(split.size(), 3u);
+      EXPECT_EQ(GapsBeforeLateCallsByWindow(*run, split, StragglerOptions{}), from_records);
+    }
     for (const auto& [call, share] : from_records) late_calls += !share.by_kernel.empty();
     for (RankData& r : s.ranks) r.kernel_pieces_late = 1;  // not exact: the records again
     EXPECT_EQ(GapsBeforeLateCalls(s, instances, StragglerOptions{}), from_records);

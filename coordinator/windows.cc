@@ -254,6 +254,12 @@ std::vector<RankUpload> UploadsOf(const Session& aligned, const WindowSplit& spl
       u.open_collectives.push_back(CollectiveOpenAtCut(rank.collectives[i], u.cut));
     }
     for (size_t i : window.open_p2p) u.open_p2p.push_back(CallOpenAtCut(rank.p2p[i], u.cut));
+    const TimeNs previous = w == 0 ? INT64_MIN : split.plan.cuts[w - 1].at[r];
+    const bool last = w + 1 == split.windows.size();
+    for (const KernelPiece& p : rank.kernel_pieces) {
+      if (p.to > previous && (last || p.to <= u.cut)) u.kernel_pieces.push_back(p);
+    }
+    u.kernel_pieces_exact = rank.finished && rank.kernel_pieces_late == 0;
   }
   return out;
 }

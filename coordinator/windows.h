@@ -163,6 +163,11 @@ struct RankUpload {
   std::vector<RangeRecord> open_ranges;            // as index.open_ranges, cut short
   std::vector<CollectiveRecord> open_collectives;  // as index.open_collectives, exit = cut
   std::vector<P2PRecord> open_p2p;                 // as index.open_p2p, cut short
+  // The agent's kernel time between collectives (RankData::kernel_pieces) whose piece ends in
+  // the window (the last window: every one left), and whether the rank's are exact (its agent
+  // finished and none came late: then the straggler's gaps read them, not the kernels).
+  std::vector<KernelPiece> kernel_pieces;
+  bool kernel_pieces_exact = false;
 };
 
 // Window w's uploads, one per rank (as Session::ranks), copied out of the session.

@@ -1170,6 +1170,10 @@ struct GapCarry {
   GapTime all;                               // since it, ranges on every thread
   std::map<uint32_t, WindowTime> by_thread;  // ... ranges on one thread (absent: none there)
   std::set<uint32_t> range_threads;          // threads with ranges so far
+  // The agent's kernel pieces so far: where exact, a gap's kernel time is read from them whole
+  // (a gap's parts at a cut are not piece ends).
+  std::vector<KernelPiece> pieces;
+  bool pieces_exact = false;
 
   WindowTime OnThread(std::optional<uint32_t> tid) const {
     if (!tid) return all.ranges;
@@ -1233,6 +1237,14 @@ void LateGapFold::Add(const std::vector<RankUpload>& uploads, bool last) {
     const RankContext ctx(&records);
     GapCarry& c = s.carry[r];
     for (const RangeRecord& range : records.ranges) c.range_threads.insert(range.tid);
+    c.pieces.insert(c.pieces.end(), upload.kernel_pieces.begin(), upload.kernel_pieces.end());
+    c.pieces_exact = upload.kernel_pieces_exact;
+    // As RankContext reads a whole run's: from the pieces where the agent sent them exact.
+    auto kernels_from_pieces = [&](TimeNs begin, TimeNs end, GapTime* gap) {
+      if (!c.pieces_exact || c.pieces.empty()) return;
+      gap->kernels.clear();
+      gap->kernel_total = KernelTimeFromPieces(c.pieces, begin, end, &gap->kernels);
+    };
     auto has_ranges = [&](uint32_t t) { return c.range_threads.count(t) > 0; };
     for (size_t k = window.first_new; k < records.collectives.size(); ++k) {
       const CollectiveRecord& call = records.collectives[k];
@@ -1242,6 +1254,7 @@ void LateGapFold::Add(const std::vector<RankUpload>& uploads, bool last) {
       auto it = std::lower_bound(ctx.exits.begin(), ctx.exits.end(), call.enter);
       if (it != ctx.exits.begin()) {
         gap = GapBetween(ctx, *std::prev(it), call.enter, tid);
+        kernels_from_pieces(*std::prev(it), call.enter, &*gap);
       } else if (c.since && *c.since < call.enter) {
         // From its latest exit before the window, carried to the window's start, to the call:
         // plus the part inside the window, or less the part after its enter.
@@ -1252,6 +1265,7 @@ void LateGapFold::Add(const std::vector<RankUpload>& uploads, bool last) {
         } else {
           Subtract(GapBetween(ctx, call.enter, from, tid), &*gap);
         }
+        kernels_from_pieces(*c.since, call.enter, &*gap);
       }
     }
     if (last) continue;
