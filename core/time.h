@@ -38,6 +38,15 @@ inline DurationNs RealtimeMinusMonotonic() {
 }
 
 inline double NsToMs(DurationNs d) { return static_cast<double>(d) / 1e6; }
+
+// The start of the fixed window of length `window` (> 0) that `t` falls in: a multiple of
+// `window`, also for times before 0 (the first whole window for times below it: no overflow).
+inline TimeNs WindowStartOf(TimeNs t, DurationNs window) {
+  t = t < INT64_MIN + window ? INT64_MIN + window : t;
+  TimeNs q = t / window;
+  if (t % window != 0 && t < 0) --q;
+  return q * window;
+}
 inline double NsToUs(DurationNs d) { return static_cast<double>(d) / 1e3; }
 
 }  // namespace rankscope

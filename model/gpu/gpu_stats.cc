@@ -7,17 +7,6 @@
 #include "core/robust_stats.h"
 
 namespace rankscope {
-namespace {
-
-// The start of the window `t` is in: a multiple of `window`, also for times before 0.
-TimeNs WindowStart(TimeNs t, DurationNs window) {
-  t = std::max(t, INT64_MIN + window);  // the first whole window: no overflow below it
-  TimeNs q = t / window;
-  if (t % window != 0 && t < 0) --q;
-  return q * window;
-}
-
-}  // namespace
 
 GpuStatsFold::GpuStatsFold(DurationNs window) : window_(std::max<DurationNs>(window, 1)) {}
 
@@ -31,7 +20,7 @@ void GpuStatsFold::Add(const GpuActivityRecord& record) {
   if (record.kind == GpuActivityKind::kKernel || record.kind == GpuActivityKind::kRuntime) {
     key.name = record.name;
   }
-  Open& open = open_[WindowStart(record.start, window_)][std::move(key)];
+  Open& open = open_[WindowStartOf(record.start, window_)][std::move(key)];
   open.durations.push_back(std::max<DurationNs>(record.end - record.start, 0));
   open.bytes += record.bytes;
   ++held_;

@@ -10,14 +10,6 @@ namespace {
 
 constexpr DurationNs kExactBelow = 256;
 
-// The start of the window `t` is in: a multiple of `window`, also for times before 0.
-TimeNs WindowStart(TimeNs t, DurationNs window) {
-  t = std::max(t, INT64_MIN + window);  // the first whole window: no overflow below it
-  TimeNs q = t / window;
-  if (t % window != 0 && t < 0) --q;
-  return q * window;
-}
-
 }  // namespace
 
 int32_t LatencyBucket(DurationNs v) {
@@ -62,7 +54,7 @@ void LaunchLatencyFold::Add(const GpuActivityRecord& record) {
 
 void LaunchLatencyFold::Count(TimeNs kernel_start, DurationNs latency) {
   const int32_t bucket = LatencyBucket(latency);
-  LatencyBucketCount& b = open_[WindowStart(kernel_start, window_)][bucket];
+  LatencyBucketCount& b = open_[WindowStartOf(kernel_start, window_)][bucket];
   b.bucket = bucket;
   ++b.count;
   b.sum += latency;
