@@ -14,6 +14,7 @@
 #include "coordinator/analysis/range_timeline.h"
 #include "core/format.h"
 #include "core/robust_stats.h"
+#include "model/gpu/launch_latency.h"
 
 namespace rankscope {
 namespace {
@@ -94,9 +95,7 @@ struct GpuStarts {
   std::vector<TimeNs> launches, kernels;
   // Where g's start goes: launches, kernels, or neither (nullptr).
   std::vector<TimeNs>* Of(const GpuActivityRecord& g) {
-    if (g.kind == GpuActivityKind::kRuntime && g.name.find("Launch") != std::string::npos) {
-      return &launches;
-    }
+    if (IsKernelLaunch(g)) return &launches;
     return g.kind == GpuActivityKind::kKernel ? &kernels : nullptr;
   }
   void Add(const GpuActivityRecord& g) {

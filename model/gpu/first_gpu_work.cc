@@ -3,12 +3,12 @@
 #include <algorithm>
 #include <string>
 
+#include "model/gpu/launch_latency.h"
+
 namespace rankscope {
 
 bool IsFirstWorkCandidate(const GpuActivityRecord& record) {
-  return record.kind == GpuActivityKind::kKernel ||
-         (record.kind == GpuActivityKind::kRuntime &&
-          record.name.find("Launch") != std::string::npos);
+  return record.kind == GpuActivityKind::kKernel || IsKernelLaunch(record);
 }
 
 void FirstGpuWorkFold::AddBoundary(TimeNs t) {

@@ -12,6 +12,11 @@ constexpr DurationNs kExactBelow = 256;
 
 }  // namespace
 
+bool IsKernelLaunch(const GpuActivityRecord& record) {
+  return record.kind == GpuActivityKind::kRuntime &&
+         record.name.find("Launch") != std::string::npos;
+}
+
 int32_t LatencyBucket(DurationNs v) {
   const double magnitude = std::fabs(static_cast<double>(v));
   if (magnitude < static_cast<double>(kExactBelow)) return static_cast<int32_t>(v);
@@ -25,8 +30,7 @@ LaunchLatencyFold::LaunchLatencyFold(DurationNs window, DurationNs horizon)
 
 void LaunchLatencyFold::Add(const GpuActivityRecord& record) {
   if (record.correlation_id == 0) return;
-  if (record.kind == GpuActivityKind::kRuntime) {
-    if (record.name.find("Launch") == std::string::npos) return;
+  if (IsKernelLaunch(record)) {
     latest_ = std::max(latest_, record.end);
     if (auto k = kernel_start_.find(record.correlation_id); k != kernel_start_.end()) {
       Count(k->second, k->second - record.end);

@@ -17,6 +17,11 @@
 
 namespace rankscope {
 
+// Whether `record` is a kernel launch call: a runtime function with "Launch" in its name
+// (cudaLaunchKernel, cuLaunchKernelEx, a graph launch). The one rule for the launch latency, the
+// dataloader's first launch of a step and what an agent keeps of the launches.
+bool IsKernelLaunch(const GpuActivityRecord& record);
+
 // The bucket of latency `v` (ns; negative where a kernel began before its launch call returned):
 // v itself below 256 ns in magnitude, else 256 + floor(log(|v| / 256) / log(1.01)) with v's sign.
 // Increasing in v.
