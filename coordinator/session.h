@@ -48,8 +48,9 @@ struct RankData {
   // Its launch latencies per window (model/gpu/launch_latency.h), aligned like gpu_stats.
   std::vector<LaunchLatency> launch_latency;
   // Its compute-kernel time per name between collective boundaries (model/gpu/kernel_pieces.h),
-  // from/to aligned like the records, and how many boundaries or kernels its agent saw too late
-  // for them (then they are not exact, and the records are read instead).
+  // from/to aligned like the records (in order of from once aligned), and how many boundaries or
+  // kernels its agent saw too late for them (then they are not exact, and the records are read
+  // instead).
   std::vector<KernelPiece> kernel_pieces;
   uint64_t kernel_pieces_late = 0;
   // MPI calls the analyses do not interpret (MPI-IO, one-sided synchronisation, persistent

@@ -256,9 +256,15 @@ std::vector<RankUpload> UploadsOf(const Session& aligned, const WindowSplit& spl
     for (size_t i : window.open_p2p) u.open_p2p.push_back(CallOpenAtCut(rank.p2p[i], u.cut));
     const TimeNs previous = w == 0 ? INT64_MIN : split.plan.cuts[w - 1].at[r];
     const bool last = w + 1 == split.windows.size();
-    for (const KernelPiece& p : rank.kernel_pieces) {
-      if (p.to > previous && (last || p.to <= u.cut)) u.kernel_pieces.push_back(p);
-    }
+    // Pieces are in order of `from`, so of `to` too (consecutive boundaries): a slice each.
+    const auto& pieces = rank.kernel_pieces;
+    const auto begin = std::partition_point(pieces.begin(), pieces.end(),
+                                            [&](const KernelPiece& p) { return p.to <= previous; });
+    const auto end =
+        last ? pieces.end() : std::partition_point(begin, pieces.end(), [&](const KernelPiece& p) {
+          return p.to <= u.cut;
+        });
+    u.kernel_pieces.assign(begin, end);
     u.kernel_pieces_exact = rank.finished && rank.kernel_pieces_late == 0;
   }
   return out;

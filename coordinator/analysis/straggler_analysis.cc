@@ -7,6 +7,7 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <span>
 #include <tuple>
 #include <utility>
 
@@ -169,8 +170,7 @@ struct RankContext {
     }
     std::sort(exits.begin(), exits.end());
     mpi = PointToPointIntervals(*data);
-    for (const GpuActivityRecord& g : data->gpu) {
-      if (pieces) break;
+    for (const GpuActivityRecord& g : pieces ? std::span<const GpuActivityRecord>() : data->gpu) {
       if (g.kind != GpuActivityKind::kKernel || g.end <= g.start) continue;
       if (DecodeNcclKernel(g.name).has_value()) continue;  // the collectives themselves
       kernels.push_back({g.start, g.end, &g.name});

@@ -14,7 +14,6 @@ void KernelPieceFold::AddBoundary(TimeNs t) {
   // far (an MPI code's long first barrier, a CPU-only rank), or none yet in the open piece it
   // falls in (then the open piece just begins at t).
   if (!any_kernel_time_ || (open_.empty() && (!any_boundary_ || t > open_from_))) {
-    if (!any_boundary_) first_boundary_ = t;
     if (!any_boundary_ || t > open_from_) {
       open_from_ = t;
       any_boundary_ = true;
@@ -74,7 +73,7 @@ std::vector<KernelPiece> KernelPieceFold::TakeDecided(TimeNs until) {
       for (const auto& [name, time] : segment[0]) open_[name] += time;
       emit(open_from_, d[0], open_);
     }
-    if (!had_open) first_boundary_ = d[0];
+    first_boundary_ = std::min(first_boundary_, d[0]);
     for (size_t k = 1; k < m; ++k) emit(d[k - 1], d[k], segment[k]);
     open_ = std::move(segment[m]);
     open_from_ = d[m - 1];

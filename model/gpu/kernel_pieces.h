@@ -65,7 +65,7 @@ class KernelPieceFold {
   bool any_boundary_ = false;
   bool any_kernel_time_ = false;            // some kernel time went into a piece
   TimeNs open_from_ = INT64_MIN;            // the latest decided boundary
-  TimeNs first_boundary_ = INT64_MIN;       // the earliest (where pieces begin)
+  TimeNs first_boundary_ = INT64_MAX;       // the earliest decided (where pieces begin)
   std::map<std::string, DurationNs> open_;  // the open piece's time so far, per name
   TimeNs decided_until_ = INT64_MIN;
   int64_t late_ = 0;
