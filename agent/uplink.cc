@@ -33,6 +33,7 @@ Uplink::Uplink(UplinkOptions options, v1::Identity identity)
     gpu_stats_.emplace(options_.gpu_stats_window);
     launch_latency_.emplace(options_.gpu_stats_window, options_.launch_join_horizon);
     kernel_pieces_.emplace();
+    nccl_compute_.emplace();
   }
   grpc::ChannelArguments args;
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
@@ -94,7 +95,7 @@ void Uplink::AddBatch(wire::Batch&& batch) {
     for (const GpuActivityRecord& r : batch.gpu) {
       gpu_stats_->Add(r);
       launch_latency_->Add(r);
-      AddToKernelPiecesLocked(r);
+      AddToKernelFoldsLocked(r);
       latest_gpu_start_ = std::max(latest_gpu_start_, r.start);
     }
     const DurationNs lag = 2 * std::min<DurationNs>(gpu_stats_->window(), INT64_MAX / 4);
@@ -114,6 +115,9 @@ void Uplink::AddBatch(wire::Batch&& batch) {
     if (latest > INT64_MIN + lag) {
       for (const KernelPiece& p : kernel_pieces_->TakeDecided(latest - lag)) {
         ToProto(p, pending_.add_kernel_pieces());
+      }
+      for (const auto& span : nccl_compute_->TakeDecided(latest - lag)) {
+        ToProto(span, pending_.add_nccl_compute());
       }
     }
   }
@@ -139,14 +143,16 @@ void Uplink::AddBatch(wire::Batch&& batch) {
   for (const auto& r : batch.mpi_calls) ToProto(r, pending_.add_mpi_calls());
 }
 
-void Uplink::AddToKernelPiecesLocked(const GpuActivityRecord& r) {
+void Uplink::AddToKernelFoldsLocked(const GpuActivityRecord& r) {
   if (r.kind != GpuActivityKind::kKernel) return;
   // A NCCL kernel is a collective: its start and end are boundaries, its time is not compute.
   if (r.name.find("nccl") != std::string::npos && DecodeNcclKernel(r.name)) {
     kernel_pieces_->AddBoundary(r.start);
     kernel_pieces_->AddBoundary(r.end);
+    nccl_compute_->AddNcclKernel(r.start, r.end);
   } else {
     kernel_pieces_->AddKernel(r.start, r.end, r.name);
+    nccl_compute_->AddComputeKernel(r.start, r.end);
   }
 }
 
@@ -265,6 +271,7 @@ bool Uplink::SendPending(bool final_batch) {
     unacked_->set_agent_id(agent_id_);
     if (kernel_pieces_) {
       unacked_->set_kernel_pieces_late(static_cast<uint64_t>(kernel_pieces_->late()));
+      unacked_->set_nccl_compute_late(static_cast<uint64_t>(nccl_compute_->late()));
     }
     unacked_->set_batch_seq(next_seq_++);
     unacked_records_ = RecordCount(*unacked_);
@@ -379,6 +386,7 @@ void Uplink::FinishWith(std::optional<std::pair<int, int>> exit_status, bool uns
       for (const KernelPiece& p : kernel_pieces_->TakeAll()) {
         ToProto(p, pending_.add_kernel_pieces());
       }
+      for (const auto& span : nccl_compute_->TakeAll()) ToProto(span, pending_.add_nccl_compute());
       if (kernel_pieces_->late() > 0) {
         v1::Notice* notice = pending_.add_notices();
         notice->set_time(MonotonicNow());

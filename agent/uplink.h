@@ -22,6 +22,7 @@
 #include "model/gpu/gpu_stats.h"
 #include "model/gpu/kernel_pieces.h"
 #include "model/gpu/launch_latency.h"
+#include "model/gpu/nccl_compute.h"
 #include "proto/protocol.h"
 #include "proto/spool.h"
 #include "rankscope/v1/rankscope.grpc.pb.h"
@@ -51,7 +52,8 @@ struct UplinkOptions {
   // And the compute-kernel time per name between collective boundaries
   // (model/gpu/kernel_pieces.h), decided this long (plus two windows) behind the latest GPU start
   // or collective exit seen: an MPI collective's record comes at its exit, so a collective longer
-  // than this splits its pieces late (counted, and said in a notice).
+  // than this splits its pieces late (counted, and said in a notice). The compute spans beside
+  // NCCL kernels (model/gpu/nccl_compute.h) are decided with them.
   DurationNs collective_enter_horizon = 2 * kNsPerSec;
   // Capturing from the start (false: dormant until the coordinator sends START_CAPTURE).
   bool capturing = true;
@@ -122,8 +124,9 @@ class Uplink {
   void Spool(const v1::UploadBatch& batch);
   // Queues the GPU sums and launch latencies of the windows that end at or before `until`.
   void TakeGpuStatsLocked(TimeNs until);
-  // Feeds a GPU record to the kernel pieces: a NCCL kernel as boundaries, others as compute.
-  void AddToKernelPiecesLocked(const GpuActivityRecord& r);
+  // Feeds a GPU record to the kernel pieces and the compute beside NCCL kernels: a NCCL kernel as
+  // boundaries, others as compute.
+  void AddToKernelFoldsLocked(const GpuActivityRecord& r);
 
   const UplinkOptions options_;
   v1::Identity identity_;
@@ -138,6 +141,7 @@ class Uplink {
   std::optional<GpuStatsFold> gpu_stats_;            // guarded by mu_; none when the window is 0
   std::optional<LaunchLatencyFold> launch_latency_;  // guarded by mu_; as gpu_stats_
   std::optional<KernelPieceFold> kernel_pieces_;     // guarded by mu_; as gpu_stats_
+  std::optional<NcclComputeFold> nccl_compute_;      // guarded by mu_; as gpu_stats_
   TimeNs latest_collective_exit_ = INT64_MIN;        // guarded by mu_
   TimeNs latest_gpu_start_ = INT64_MIN;              // guarded by mu_
   // The batch sent and not yet acknowledged: formed and reset under mu_ by the sending thread,

@@ -178,7 +178,8 @@ TEST_F(UplinkTest, SendsLaunchLatenciesPerWindow) {
 }
 
 // MPI collectives and NCCL kernels bound the pieces of compute-kernel time the agent sums; the
-// pieces reach the coordinator beside the records, late counted.
+// pieces reach the coordinator beside the records, late counted; so do the compute spans beside
+// NCCL kernels.
 TEST_F(UplinkTest, SendsKernelTimeBetweenCollectives) {
   StartServer();
   UplinkOptions o = Options();
@@ -216,6 +217,9 @@ TEST_F(UplinkTest, SendsKernelTimeBetweenCollectives) {
             (std::vector<KernelPiece>{
                 {100, 200, "gemm", 50}, {200, 400, "gemm", 100}, {400, 500, "relu", 50}}));
   EXPECT_EQ(r.kernel_pieces_late, 0u);
+  // And the compute beside the NCCL kernel, up to kNcclComputeMargin (1 ms) after it.
+  EXPECT_EQ(r.nccl_compute, (Intervals{{450, 700}, {9000, 9100}}));
+  EXPECT_EQ(r.nccl_compute_late, 0u);
 }
 
 // MPI calls the analyses do not interpret, and the world ranks of point-to-point peers, reach

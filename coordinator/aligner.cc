@@ -57,6 +57,11 @@ Session AlignSession(Session session) {
       k.from = m.ToCoordinator(k.from);
       k.to = m.ToCoordinator(k.to);
     }
+    for (auto& [from, to] : rank.nccl_compute) {
+      from = m.ToCoordinator(from);
+      to = m.ToCoordinator(to);
+    }
+    rank.nccl_compute = MergeIntervals(std::move(rank.nccl_compute));
     // In order of `from` for KernelTimeFromPieces (the agent sends them so; uploads may not be).
     std::stable_sort(rank.kernel_pieces.begin(), rank.kernel_pieces.end(),
                      [](const KernelPiece& a, const KernelPiece& b) { return a.from < b.from; });

@@ -6,9 +6,11 @@
 #include <cstdio>
 #include <fstream>
 #include <map>
+#include <random>
 
 #include "coordinator/analysis/dataloader_analysis.h"
 #include "coordinator/analysis/diagnosis.h"
+#include "coordinator/analysis/ring_analysis.h"
 #include "coordinator/analysis/straggler_analysis.h"
 #include "coordinator/collective_matcher.h"
 #include "coordinator/nccl_instances.h"
@@ -21,6 +23,7 @@
 #include "coordinator/windows.h"
 #include "model/gpu/first_gpu_work.h"
 #include "model/gpu/kernel_pieces.h"
+#include "model/gpu/nccl_compute.h"
 #include "model/nccl/kernel_name.h"
 
 namespace rankscope {
@@ -262,6 +265,96 @@ TEST(GpuReplay, KernelTimeBetweenCollectivesFromPiecesIsTheRecordsOwn) {
       gaps, with_kernels, kernels, rows, late_calls);
   EXPECT_GT(with_kernels, 100u);
   EXPECT_GT(late_calls, 20u);
+}
+
+// The ring analysis's "NCCL ran alone" test from the spans an agent sends instead of its compute
+// kernels (model/gpu/nccl_compute.h): on every recorded NCCL instance and member, the same overlap
+// as the records give (the instances end within the margin after each member's own kernel), so
+// the same decision at any threshold, and the same findings. The recorded loops run their compute
+// and NCCL kernels one after the other, so each session is checked a second time with compute
+// kernels added around its NCCL kernels (as overlapped compute would be: a backward pass, an
+// FSDP prefetch), some ending in the gap between a member's own end and the instance's.
+TEST(GpuReplay, ComputeBesideNcclFromTheAgentsSpansIsTheRecordsOwn) {
+  const std::vector<std::pair<std::string, std::string>> sessions = {
+      {"h200x2-torchrun-sessions", "clean"},      {"h200x2-torchrun-sessions", "sleep-rank1-20ms"},
+      {"h200x2-torchrun-launch", "clean"},        {"h200x2-torchrun-launch", "sleep-rank1-20ms"},
+      {"h200x2-nccl-allreduce-bench", "session"}, {"h200x2-nccl-allreduce-shm", "session"}};
+  size_t checked = 0, overlapped = 0, spans = 0, kernels = 0;
+  for (const auto& [dir, file] : sessions) {
+    for (bool added : {false, true}) {
+      SCOPED_TRACE(dir + "/" + file + (added ? " with compute added" : ""));
+      Session s = Load(file, dir);
+      if (added) {
+        std::mt19937 rng(5);
+        std::uniform_int_distribution<DurationNs> shift(-50'000, 150'000), len(1'000, 100'000);
+        for (RankData& r : s.ranks) {
+          std::vector<GpuActivityRecord> extra;
+          for (const GpuActivityRecord& g : r.gpu) {
+            if (g.kind != GpuActivityKind::kKernel || !DecodeNcclKernel(g.name)) continue;
+            GpuActivityRecord k = g;
+            k.name = "added_compute";
+            k.start = (rng() % 2 == 0 ? g.start : g.end) + shift(rng);
+            k.end = k.start + len(rng);
+            extra.push_back(k);
+          }
+          r.gpu.insert(r.gpu.end(), extra.begin(), extra.end());
+        }
+      }
+      Session thin = s;
+      for (RankData& r : thin.ranks) {
+        NcclComputeFold fold;
+        for (const GpuActivityRecord& g : r.gpu) {
+          if (g.kind != GpuActivityKind::kKernel) continue;
+          if (DecodeNcclKernel(g.name)) {
+            fold.AddNcclKernel(g.start, g.end);
+          } else {
+            fold.AddComputeKernel(g.start, g.end);
+            ++kernels;
+          }
+        }
+        r.nccl_compute = MergeIntervals(fold.TakeAll());
+        spans += r.nccl_compute.size();
+        r.compute_kernels_summed = true;
+        std::erase_if(r.gpu, [](const GpuActivityRecord& g) {
+          return g.kind == GpuActivityKind::kKernel && !DecodeNcclKernel(g.name);
+        });
+      }
+      const auto from_records = ComputeBesideNccl(s);
+      const auto from_spans = ComputeBesideNccl(thin);
+      std::map<std::pair<uint64_t, uint64_t>, std::vector<int>> members;
+      for (const RankData& r : s.ranks) {
+        for (const CollectiveRecord& c : r.collectives) {
+          if (c.source == CollectiveRecord::Source::kNccl)
+            members[{c.comm_id, c.seq}].push_back(r.id.rank);
+        }
+      }
+      for (const auto& [key, span] : NcclInstanceSpans(s)) {
+        if (span.last_exit <= span.last_enter) continue;
+        for (int rank : members[key]) {
+          const DurationNs want =
+              OverlapWith(from_records.at(rank).spans, span.last_enter, span.last_exit);
+          for (DurationNs threshold : {DurationNs{0}, want, want - 1}) {
+            ASSERT_EQ(
+                RanBesideNccl(from_spans.at(rank), span.last_enter, span.last_exit, threshold),
+                RanBesideNccl(from_records.at(rank), span.last_enter, span.last_exit, threshold))
+                << "rank " << rank << " instance " << key.second << " overlap " << want;
+          }
+          ++checked;
+          overlapped += want > 0;
+        }
+      }
+      EXPECT_EQ(Diagnose(thin, AnalysisOptions{}).size(), Diagnose(s, AnalysisOptions{}).size());
+      // A rank whose agent came late with a kernel, or never finished: nothing is known.
+      thin.ranks[0].nccl_compute_late = 1;
+      const ComputeBeside unknown = ComputeBesideNccl(thin).at(thin.ranks[0].id.rank);
+      ASSERT_TRUE(unknown.known.has_value());
+      EXPECT_TRUE(unknown.known->empty());
+    }
+  }
+  std::printf(
+      "%zu member instances checked (%zu with compute beside); %zu compute kernels as %zu spans\n",
+      checked, overlapped, kernels, spans);
+  EXPECT_GT(overlapped, 20u);
 }
 
 TEST(GpuReplay, EveryNcclCollectiveHasItsLaunchCallBeforeItsKernel) {

@@ -42,6 +42,7 @@ void AddBatchToRank(const v1::UploadBatch& batch, RankData* rank) {
   AppendKnown(batch.gpu_stats(), &rank->gpu_stats, &unknown);
   AppendKnown(batch.launch_latency(), &rank->launch_latency, &unknown);
   AppendKnown(batch.kernel_pieces(), &rank->kernel_pieces, &unknown);
+  AppendKnown(batch.nccl_compute(), &rank->nccl_compute, &unknown);
   for (const auto& c : batch.mpi_calls()) {
     // A call this coordinator does not know is still time inside MPI: kept as kUnknown.
     MpiCallRecord r;
@@ -55,6 +56,8 @@ void AddBatchToRank(const v1::UploadBatch& batch, RankData* rank) {
   }
   rank->dropped_records = std::max(rank->dropped_records, batch.dropped_records());
   rank->kernel_pieces_late = std::max(rank->kernel_pieces_late, batch.kernel_pieces_late());
+  rank->nccl_compute_late = std::max(rank->nccl_compute_late, batch.nccl_compute_late());
+  rank->compute_kernels_summed |= batch.compute_kernels_summed();
   if (batch.has_exit()) rank->exit_time = batch.exit().time();
   if (batch.has_exit() && batch.exit().status_unseen()) {
     rank->exit_unseen = true;

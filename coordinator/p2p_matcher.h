@@ -39,21 +39,13 @@
 #include <vector>
 
 #include "coordinator/session.h"
+#include "core/intervals.h"
 #include "core/time.h"
 
 namespace rankscope {
 
-// Sorted, non-overlapping [begin, end) intervals.
-using Intervals = std::vector<std::pair<TimeNs, TimeNs>>;
-
-// `spans` sorted, with the ones that overlap or touch merged into one.
-Intervals MergeIntervals(Intervals spans);
-
 // The time the rank spent inside point-to-point MPI calls, as merged intervals.
 Intervals PointToPointIntervals(const RankData& rank);
-
-// Time within [begin, end) covered by `intervals`.
-DurationNs OverlapWith(const Intervals& intervals, TimeNs begin, TimeNs end);
 
 // One matched message.
 struct P2PMessage {

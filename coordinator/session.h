@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/clock_model.h"
+#include "core/intervals.h"
 #include "core/proc_stats.h"
 #include "core/records.h"
 #include "core/time.h"
@@ -53,6 +54,13 @@ struct RankData {
   // instead).
   std::vector<KernelPiece> kernel_pieces;
   uint64_t kernel_pieces_late = 0;
+  // Its merged compute-kernel time within its NCCL kernels and kNcclComputeMargin after each
+  // (model/gpu/nccl_compute.h), aligned and merged, how many kernels its agent saw too late for
+  // them, and whether the agent sent its compute kernels only summed (no records): then the ring
+  // analysis reads the spans instead of the records.
+  Intervals nccl_compute;
+  uint64_t nccl_compute_late = 0;
+  bool compute_kernels_summed = false;
   // MPI calls the analyses do not interpret (MPI-IO, one-sided synchronisation, persistent
   // starts): time inside MPI that is neither a collective nor point-to-point.
   std::vector<MpiCallRecord> mpi_calls;

@@ -238,6 +238,17 @@ bool FromProto(const v1::KernelPiece& p, KernelPiece* out) {
   return true;
 }
 
+void ToProto(const std::pair<TimeNs, TimeNs>& span, v1::ComputeSpan* out) {
+  out->set_from(span.first);
+  out->set_to(span.second);
+}
+
+bool FromProto(const v1::ComputeSpan& p, std::pair<TimeNs, TimeNs>* out) {
+  if (p.to() < p.from()) return false;
+  *out = {p.from(), p.to()};
+  return true;
+}
+
 v1::ProcessStats ToProto(const ProcessTreeStats& s) {
   v1::ProcessStats out;
   out.set_rchar(s.rchar);

@@ -32,6 +32,7 @@ void ToProto(const MpiCallRecord& r, v1::MpiCall* out);
 void ToProto(const GpuStats& s, v1::GpuStats* out);
 void ToProto(const LaunchLatency& l, v1::LaunchLatency* out);
 void ToProto(const KernelPiece& k, v1::KernelPiece* out);
+void ToProto(const std::pair<TimeNs, TimeNs>& span, v1::ComputeSpan* out);
 
 // Fields out of range (an op or kind this build does not know) become kUnknown / kSend and
 // are reported by returning false; the record is still filled.
@@ -46,6 +47,8 @@ bool FromProto(const v1::GpuStats& p, GpuStats* out);
 // False when the arrays differ in length or the buckets are not increasing.
 bool FromProto(const v1::LaunchLatency& p, LaunchLatency* out);
 bool FromProto(const v1::KernelPiece& p, KernelPiece* out);
+// False when it ends before it starts.
+bool FromProto(const v1::ComputeSpan& p, std::pair<TimeNs, TimeNs>* out);
 // A call this build does not know becomes MpiCall::kUnknown (false); the rest is kept.
 bool FromProto(const v1::MpiCall& p, MpiCallRecord* out);
 

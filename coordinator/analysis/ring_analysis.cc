@@ -14,6 +14,7 @@
 #include "coordinator/p2p_matcher.h"
 #include "core/format.h"
 #include "core/robust_stats.h"
+#include "model/gpu/nccl_compute.h"
 #include "model/nccl/bus_bandwidth.h"
 #include "model/nccl/nccl_log.h"
 #include "model/nccl/nccl_types.h"
@@ -133,20 +134,41 @@ struct Measured {
   int alone_instances = 0;
 };
 
-// Each rank's non-NCCL GPU kernels as merged intervals.
-std::map<int, Intervals> ComputeKernelSpans(const Session& s) {
-  std::map<int, Intervals> out;
-  for (const RankData& r : s.ranks) {
-    Intervals spans;
+}  // namespace
+
+std::map<int, ComputeBeside> ComputeBesideNccl(const Session& aligned) {
+  std::map<int, ComputeBeside> out;
+  for (const RankData& r : aligned.ranks) {
+    ComputeBeside& c = out[r.id.rank];
+    if (r.compute_kernels_summed) {
+      c.spans = r.nccl_compute;
+      c.known.emplace();
+      if (!r.finished || r.nccl_compute_late > 0) continue;  // known nowhere
+      // The agent clipped on its own clock: the margin, aligned, may be some ns shorter.
+      constexpr DurationNs kDrift = kNsPerUs;
+      for (const CollectiveRecord& k : r.collectives) {
+        if (k.source != CollectiveRecord::Source::kNccl || k.exit < k.enter) continue;
+        c.known->emplace_back(k.enter, k.exit + kNcclComputeMargin - kDrift);
+      }
+      *c.known = MergeIntervals(std::move(*c.known));
+      continue;
+    }
     for (const GpuActivityRecord& g : r.gpu) {
       if (g.kind != GpuActivityKind::kKernel || g.end <= g.start) continue;
       if (g.name.find("nccl") != std::string::npos) continue;  // ncclDevKernel_*, ncclKernel_*
-      spans.emplace_back(g.start, g.end);
+      c.spans.emplace_back(g.start, g.end);
     }
-    out.emplace(r.id.rank, MergeIntervals(std::move(spans)));
+    c.spans = MergeIntervals(std::move(c.spans));
   }
   return out;
 }
+
+bool RanBesideNccl(const ComputeBeside& c, TimeNs begin, TimeNs end, DurationNs more_than) {
+  if (c.known && OverlapWith(*c.known, begin, end) < end - begin) return true;  // unknown
+  return OverlapWith(c.spans, begin, end) > more_than;
+}
+
+namespace {
 
 // ---- What the links allow ----
 
@@ -561,10 +583,10 @@ Measured MeasureShape(const Session& aligned, uint64_t key, const Comm& comm,
                       const std::pair<NcclOp, Bytes>& shape, const std::set<uint64_t>& seqs,
                       const std::map<std::pair<uint64_t, uint64_t>, NcclInstanceSpan>& spans,
                       const RingOptions& options,
-                      std::optional<std::map<int, Intervals>>* compute) {
+                      std::optional<std::map<int, ComputeBeside>>* compute) {
   const NcclOp op = shape.first;
   const bool against_link = HeldAgainstLink(op, shape.second, comm.nranks, options);
-  if (against_link && !*compute) *compute = ComputeKernelSpans(aligned);
+  if (against_link && !*compute) *compute = ComputeBesideNccl(aligned);
   std::vector<double> bw, alone_bw;
   Measured m{key};
   for (uint64_t seq : seqs) {
@@ -582,8 +604,9 @@ Measured MeasureShape(const Session& aligned, uint64_t key, const Comm& comm,
         comm.world_of.begin(), comm.world_of.end(), [&](const std::pair<const int, int>& w) {
           auto mine = (*compute)->find(w.second);
           return mine != (*compute)->end() &&
-                 OverlapWith(mine->second, span.last_enter, span.last_exit) >
-                     static_cast<DurationNs>(options.ceiling_max_overlap * static_cast<double>(d));
+                 RanBesideNccl(
+                     mine->second, span.last_enter, span.last_exit,
+                     static_cast<DurationNs>(options.ceiling_max_overlap * static_cast<double>(d)));
         });
     if (alone) {
       alone_bw.push_back(bw.back());
@@ -599,7 +622,7 @@ Measured MeasureShape(const Session& aligned, uint64_t key, const Comm& comm,
 Groups MeasureGroups(const Session& aligned, const std::map<uint64_t, Comm>& comms,
                      const RingOptions& options) {
   const auto spans = NcclInstanceSpans(aligned);
-  std::optional<std::map<int, Intervals>> compute;  // read only when some shape needs it
+  std::optional<std::map<int, ComputeBeside>> compute;  // read only when some shape needs it
   Groups groups;
   for (const auto& [key, comm] : comms) {
     for (const auto& [shape, seqs] : comm.calls) {

@@ -23,10 +23,13 @@
 // no verdict.
 #pragma once
 
+#include <map>
+#include <optional>
 #include <vector>
 
 #include "coordinator/findings.h"
 #include "coordinator/session.h"
+#include "core/intervals.h"
 #include "core/time.h"
 
 namespace rankscope {
@@ -67,6 +70,20 @@ struct RingOptions {
   // NCCL a third of line rate without tuning (NCCL_SOCKET_NTHREADS, NCCL_NSOCKS_PERTHREAD).
   double socket_ceiling_fraction = 0.25;
 };
+
+// What a rank's GPU ran beside its NCCL kernels: its compute kernels (not NCCL's) merged, from
+// the records, or where its agent sent them only summed (RankData::compute_kernels_summed), the
+// spans it sent, which are known only within its NCCL kernels and kNcclComputeMargin after each
+// (model/gpu/nccl_compute.h), and nowhere when they are not exact.
+struct ComputeBeside {
+  Intervals spans;
+  std::optional<Intervals> known;  // none: known everywhere
+};
+// Per world rank.
+std::map<int, ComputeBeside> ComputeBesideNccl(const Session& aligned);
+// Whether the rank's GPU ran other kernels for more than `more_than` of [begin, end), an NCCL
+// instance's span; true too where that is not known (the instance is then not judged alone).
+bool RanBesideNccl(const ComputeBeside& compute, TimeNs begin, TimeNs end, DurationNs more_than);
 
 // One "imbalanced_ring" finding per communicator and shape slower than its peers (with the link
 // ceiling's evidence when that shape was judged against it), and one "below_link_ceiling" finding

@@ -89,6 +89,9 @@ CREATE TABLE gpu_stats (
   min_ns INTEGER, p50_ns INTEGER, max_ns INTEGER, bytes INTEGER);
 CREATE TABLE kernel_pieces (
   rank_idx INTEGER, from_ns INTEGER, to_ns INTEGER, name_id INTEGER, time_ns INTEGER);
+CREATE TABLE nccl_compute (rank_idx INTEGER, from_ns INTEGER, to_ns INTEGER);
+CREATE TABLE rank_gpu_summary (
+  rank_idx INTEGER, compute_kernels_summed INTEGER, nccl_compute_late INTEGER);
 CREATE TABLE launch_latency (
   rank_idx INTEGER, row INTEGER, window_start_ns INTEGER, window_ns INTEGER, bucket INTEGER,
   count INTEGER, sum_ns INTEGER);
@@ -190,12 +193,14 @@ Status WriteRanks(const Connection& db, const Session& s, bool mpi_records) {
   Statement stats(db, "INSERT INTO gpu_stats VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
   Statement latency(db, "INSERT INTO launch_latency VALUES (?, ?, ?, ?, ?, ?, ?)");
   Statement piece(db, "INSERT INTO kernel_pieces VALUES (?, ?, ?, ?, ?)");
+  Statement compute_span(db, "INSERT INTO nccl_compute VALUES (?, ?, ?)");
+  Statement gpu_summary(db, "INSERT INTO rank_gpu_summary VALUES (?, ?, ?)");
   Statement proc(db,
                  "INSERT INTO rank_proc VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
                  "?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
   Statement main_thread(db, "INSERT INTO rank_main_thread VALUES (?, ?, ?, ?, ?)");
   for (const Statement* st : {&rank_row, &sample, &mark, &gpu, &activity, &name_row, &stats,
-                              &latency, &piece, &proc, &main_thread}) {
+                              &latency, &piece, &compute_span, &gpu_summary, &proc, &main_thread}) {
     RETURN_IF_ERROR(st->status());
   }
   RETURN_IF_ERROR(records.status());
@@ -249,6 +254,13 @@ Status WriteRanks(const Connection& db, const Session& s, bool mpi_records) {
       auto [it, inserted] = name_ids.try_emplace(x.name, static_cast<int64_t>(name_ids.size()));
       if (inserted) RETURN_IF_ERROR(name_row.Int(it->second).Text(x.name).Run());
       RETURN_IF_ERROR(piece.Int(idx).Int(x.from).Int(x.to).Int(it->second).Int(x.time).Run());
+    }
+    for (const auto& [from, to] : r.nccl_compute) {
+      RETURN_IF_ERROR(compute_span.Int(idx).Int(from).Int(to).Run());
+    }
+    if (r.compute_kernels_summed || r.nccl_compute_late > 0) {
+      gpu_summary.Int(idx).Int(r.compute_kernels_summed ? 1 : 0);
+      RETURN_IF_ERROR(gpu_summary.Int(static_cast<int64_t>(r.nccl_compute_late)).Run());
     }
     // A row per bucket; `row` keeps a window's late rows apart from its first.
     for (size_t row = 0; row < r.launch_latency.size(); ++row) {
@@ -698,6 +710,30 @@ Status ReadKernelPieces(const Connection& db, Session* s) {
       });
 }
 
+// Tables nccl_compute and rank_gpu_summary (files before them have none).
+Status ReadNcclCompute(const Connection& db, Session* s) {
+  if (HasTable(db, "nccl_compute")) {
+    RETURN_IF_ERROR(ReadRecords(
+        db, s, "nccl_compute", "SELECT rank_idx, from_ns, to_ns FROM nccl_compute ORDER BY rowid",
+        [&](const Statement& q, RankData& r) {
+          if (q.ColumnInt(2) < q.ColumnInt(1)) {
+            return Corrupt(db.path(), "nccl_compute: a span ends before it starts");
+          }
+          r.nccl_compute.emplace_back(q.ColumnInt(1), q.ColumnInt(2));
+          return Status::Ok();
+        }));
+  }
+  if (!HasTable(db, "rank_gpu_summary")) return Status::Ok();
+  return ReadRecords(db, s, "rank_gpu_summary",
+                     "SELECT rank_idx, compute_kernels_summed, nccl_compute_late FROM "
+                     "rank_gpu_summary ORDER BY rowid",
+                     [&](const Statement& q, RankData& r) {
+                       r.compute_kernels_summed = q.ColumnInt(1) != 0;
+                       r.nccl_compute_late = static_cast<uint64_t>(q.ColumnInt(2));
+                       return Status::Ok();
+                     });
+}
+
 // Table launch_latency (files before it have none): a rank's rows, each from its buckets' rows.
 Status ReadLaunchLatency(const Connection& db, Session* s) {
   if (!HasTable(db, "launch_latency")) return Status::Ok();
@@ -902,6 +938,7 @@ Status ReadAllRecords(const Connection& db, Session* s, int version, bool mpi_re
   RETURN_IF_ERROR(ReadGpuStats(db, s));
   RETURN_IF_ERROR(ReadLaunchLatency(db, s));
   RETURN_IF_ERROR(ReadKernelPieces(db, s));
+  RETURN_IF_ERROR(ReadNcclCompute(db, s));
   return version >= 2 ? ReadGpuActivity(db, s) : Status::Ok();
 }
 

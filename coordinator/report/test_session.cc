@@ -181,6 +181,10 @@ Session MakeSession() {
   LaunchLatencyFold latency(kNsPerSec, 10 * kNsPerSec);
   for (const GpuActivityRecord& g : s.ranks[0].gpu) latency.Add(g);
   s.ranks[0].launch_latency = latency.TakeAll();
+  // Compute time beside NCCL kernels, as an agent that thins its compute kernels sends it.
+  s.ranks[0].nccl_compute = {{1000'001'010'000, 1000'001'020'000}};
+  s.ranks[0].nccl_compute_late = 2;
+  s.ranks[0].compute_kernels_summed = true;
 
   NvmlSnapshot nvml;
   nvml.driver_version = "580.159.04";
@@ -428,6 +432,9 @@ void ExpectSessionsEqual(const Session& e, const Session& a) {
     EXPECT_EQ(x.gpu_stats, y.gpu_stats);
     EXPECT_EQ(x.launch_latency, y.launch_latency);
     EXPECT_EQ(x.kernel_pieces, y.kernel_pieces);
+    EXPECT_EQ(x.nccl_compute, y.nccl_compute);
+    EXPECT_EQ(x.nccl_compute_late, y.nccl_compute_late);
+    EXPECT_EQ(x.compute_kernels_summed, y.compute_kernels_summed);
     ASSERT_EQ(x.p2p.size(), y.p2p.size());
     for (size_t k = 0; k < x.p2p.size(); ++k) {
       const P2PRecord& p = x.p2p[k];
