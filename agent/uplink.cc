@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <vector>
 
 #include "model/nccl/kernel_name.h"
 #include "proto/convert.h"
@@ -91,15 +92,26 @@ void Uplink::AddBatch(wire::Batch&& batch) {
     out->set_text("pid " + std::to_string(batch.pid) + ": " + notice);
   }
   if (!capture_enabled_.load()) return;
+  // The GPU records that go out now (all but the held ones, once the raw budget is spent).
+  std::vector<const GpuActivityRecord*> raw_gpu;
   if (gpu_stats_ && !batch.gpu.empty()) {
     for (const GpuActivityRecord& r : batch.gpu) {
       gpu_stats_->Add(r);
       launch_latency_->Add(r);
       AddToKernelFoldsLocked(r);
       latest_gpu_start_ = std::max(latest_gpu_start_, r.start);
+      if (SendRawLocked(r)) raw_gpu.push_back(&r);
     }
     const DurationNs lag = 2 * std::min<DurationNs>(gpu_stats_->window(), INT64_MAX / 4);
     if (latest_gpu_start_ > INT64_MIN + lag) TakeGpuStatsLocked(latest_gpu_start_ - lag);
+  } else {
+    for (const GpuActivityRecord& r : batch.gpu) raw_gpu.push_back(&r);
+  }
+  if (gpu_stats_) {
+    for (const RangeRecord& r : batch.ranges) {
+      thinning_.AddRange(r);
+      latest_range_end_ = std::max(latest_range_end_, r.end);
+    }
   }
   if (kernel_pieces_ && !batch.collectives.empty()) {
     for (const CollectiveRecord& c : batch.collectives) {
@@ -108,9 +120,9 @@ void Uplink::AddBatch(wire::Batch&& batch) {
       latest_collective_exit_ = std::max(latest_collective_exit_, c.exit);
     }
   }
+  const DurationNs lag = std::min<DurationNs>(
+      2 * options_.gpu_stats_window + options_.collective_enter_horizon, INT64_MAX / 4);
   if (kernel_pieces_ && (!batch.gpu.empty() || !batch.collectives.empty())) {
-    const DurationNs lag = std::min<DurationNs>(
-        2 * options_.gpu_stats_window + options_.collective_enter_horizon, INT64_MAX / 4);
     const TimeNs latest = std::max(latest_gpu_start_, latest_collective_exit_);
     if (latest > INT64_MIN + lag) {
       for (const KernelPiece& p : kernel_pieces_->TakeDecided(latest - lag)) {
@@ -121,8 +133,14 @@ void Uplink::AddBatch(wire::Batch&& batch) {
       }
     }
   }
-  if (PendingRecordsLocked() + n > options_.max_buffered_records) {
-    dropped_ += n;
+  // The step reading's launches and kernels: decided as far behind as a range may close late.
+  if (gpu_stats_ && (!batch.gpu.empty() || !batch.ranges.empty())) {
+    const TimeNs latest = std::max(latest_gpu_start_, latest_range_end_);
+    if (latest > INT64_MIN + lag) DecideHeldGpuLocked(latest - lag);
+  }
+  const size_t held_back = batch.gpu.size() - raw_gpu.size();
+  if (PendingRecordsLocked() + n - held_back > options_.max_buffered_records) {
+    dropped_ += n - held_back;
     return;
   }
   for (const auto& r : batch.collectives) ToProto(r, pending_.add_collectives());
@@ -138,15 +156,43 @@ void Uplink::AddBatch(wire::Batch&& batch) {
     for (const auto& r : batch.p2p) ToProto(r, pending_.add_p2p());
   }
   for (const auto& r : batch.ranges) ToProto(r, pending_.add_ranges());
-  for (const auto& r : batch.gpu) ToProto(r, pending_.add_gpu());
+  for (const GpuActivityRecord* r : raw_gpu) ToProto(*r, pending_.add_gpu());
   for (const auto& r : batch.marks) ToProto(r, pending_.add_marks());
   for (const auto& r : batch.mpi_calls) ToProto(r, pending_.add_mpi_calls());
+}
+
+bool Uplink::SendRawLocked(const GpuActivityRecord& r) {
+  const bool was_thinning = thinning_.thinning();
+  const bool now = thinning_.Add(r);
+  if (!was_thinning && thinning_.thinning()) {
+    v1::Notice* notice = pending_.add_notices();
+    notice->set_time(MonotonicNow());
+    notice->set_text(
+        "after " + std::to_string(thinning_.raw_sent()) +
+        " records of compute kernels and launch calls (this rank's share of the session's "
+        "--raw-gpu-records), the later ones are sent summed: per-kernel statistics, kernel "
+        "time between collectives, compute beside NCCL kernels; whole only the first launch and "
+        "kernel after each NVTX range boundary and NCCL's launches. trace.json shows every "
+        "kernel up to " +
+        std::to_string(r.start) + " ns on this rank's clock");
+  }
+  return now;
+}
+
+void Uplink::DecideHeldGpuLocked(TimeNs until) {
+  std::vector<GpuActivityRecord> out = thinning_.TakeDecided(until);
+  if (out.empty()) return;
+  if (PendingRecordsLocked() + out.size() > options_.max_buffered_records) {
+    dropped_ += out.size();
+    return;
+  }
+  for (const GpuActivityRecord& r : out) ToProto(r, pending_.add_gpu());
 }
 
 void Uplink::AddToKernelFoldsLocked(const GpuActivityRecord& r) {
   if (r.kind != GpuActivityKind::kKernel) return;
   // A NCCL kernel is a collective: its start and end are boundaries, its time is not compute.
-  if (r.name.find("nccl") != std::string::npos && DecodeNcclKernel(r.name)) {
+  if (IsNcclKernel(r)) {
     kernel_pieces_->AddBoundary(r.start);
     kernel_pieces_->AddBoundary(r.end);
     nccl_compute_->AddNcclKernel(r.start, r.end);
@@ -221,6 +267,7 @@ bool Uplink::TryRegister() {
   {
     std::lock_guard<std::mutex> lock(mu_);
     hold_p2p_ = resp.hold_point_to_point();
+    thinning_.SetBudget(resp.raw_compute_records());
   }
   registered_.store(true);
   control_thread_ = std::thread([this] { ControlLoop(); });
@@ -269,6 +316,7 @@ bool Uplink::SendPending(bool final_batch) {
                        std::to_string(kUploadChunkBytes >> 20) + " MiB) were not sent");
     }
     unacked_->set_agent_id(agent_id_);
+    unacked_->set_compute_kernels_summed(thinning_.thinning());
     if (kernel_pieces_) {
       unacked_->set_kernel_pieces_late(static_cast<uint64_t>(kernel_pieces_->late()));
       unacked_->set_nccl_compute_late(static_cast<uint64_t>(nccl_compute_->late()));
@@ -382,6 +430,22 @@ void Uplink::FinishWith(std::optional<std::pair<int, int>> exit_status, bool uns
     std::lock_guard<std::mutex> lock(mu_);
     finishing_ = true;
     TakeGpuStatsLocked(INT64_MAX);  // the windows still open: the run is over
+    if (gpu_stats_) DecideHeldGpuLocked(INT64_MAX);
+    if (thinning_.thinning()) {
+      v1::Notice* notice = pending_.add_notices();
+      notice->set_time(MonotonicNow());
+      notice->set_text(std::to_string(thinning_.summed_only()) +
+                       " records of compute kernels and launch calls were sent only summed");
+    }
+    if (thinning_.thinning() && thinning_.late_boundaries() > 0) {
+      v1::Notice* notice = pending_.add_notices();
+      notice->set_time(MonotonicNow());
+      notice->set_text(std::to_string(thinning_.late_boundaries()) +
+                       " NVTX range boundaries came after the launches and kernels around them "
+                       "were summed (a range open longer than " +
+                       std::to_string(options_.collective_enter_horizon / kNsPerMs) +
+                       " ms): a step beginning there may read a later first launch than it had");
+    }
     if (kernel_pieces_) {
       for (const KernelPiece& p : kernel_pieces_->TakeAll()) {
         ToProto(p, pending_.add_kernel_pieces());

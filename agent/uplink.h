@@ -19,6 +19,7 @@
 
 #include "core/time.h"
 #include "core/wire.h"
+#include "model/gpu/compute_thinning.h"
 #include "model/gpu/gpu_stats.h"
 #include "model/gpu/kernel_pieces.h"
 #include "model/gpu/launch_latency.h"
@@ -127,6 +128,12 @@ class Uplink {
   // Feeds a GPU record to the kernel pieces and the compute beside NCCL kernels: a NCCL kernel as
   // boundaries, others as compute.
   void AddToKernelFoldsLocked(const GpuActivityRecord& r);
+  // Whether the record goes out now: every record until the raw budget is spent, then all but
+  // compute kernels and launch calls, which wait in held_gpu_ until DecideHeldGpuLocked.
+  bool SendRawLocked(const GpuActivityRecord& r);
+  // Of the held records starting at or before `until`, queues the first launches and kernels
+  // after range boundaries and NCCL kernels' launches; forgets the rest (they are summed).
+  void DecideHeldGpuLocked(TimeNs until);
 
   const UplinkOptions options_;
   v1::Identity identity_;
@@ -142,8 +149,12 @@ class Uplink {
   std::optional<LaunchLatencyFold> launch_latency_;  // guarded by mu_; as gpu_stats_
   std::optional<KernelPieceFold> kernel_pieces_;     // guarded by mu_; as gpu_stats_
   std::optional<NcclComputeFold> nccl_compute_;      // guarded by mu_; as gpu_stats_
-  TimeNs latest_collective_exit_ = INT64_MIN;        // guarded by mu_
-  TimeNs latest_gpu_start_ = INT64_MIN;              // guarded by mu_
+  // Which GPU records go out whole (guarded by mu_): every one until the coordinator's raw budget
+  // for compute kernels and launches is spent, then those an analysis reads whole.
+  ComputeRecordThinning thinning_{0, options_.launch_join_horizon};
+  TimeNs latest_collective_exit_ = INT64_MIN;  // guarded by mu_
+  TimeNs latest_gpu_start_ = INT64_MIN;        // guarded by mu_
+  TimeNs latest_range_end_ = INT64_MIN;        // guarded by mu_
   // The batch sent and not yet acknowledged: formed and reset under mu_ by the sending thread,
   // which alone reads and changes its contents.
   std::optional<v1::UploadBatch> unacked_;

@@ -54,11 +54,12 @@ bool WaitFor(Pred pred, std::chrono::milliseconds limit = 5000ms) {
 
 class UplinkTest : public ::testing::Test {
  protected:
-  void StartServer(bool hold_p2p = false) {
+  void StartServer(bool hold_p2p = false, uint64_t raw_compute = kDefaultRawComputeRecords) {
     CoordinatorConfig config;
     config.session_id = "s1";
     config.token = "secret";
     config.hold_point_to_point = hold_p2p;
+    config.raw_compute_records = raw_compute;
     server_ = std::make_unique<CoordinatorServer>(config);
     ASSERT_TRUE(server_->Start().ok());
   }
@@ -220,6 +221,77 @@ TEST_F(UplinkTest, SendsKernelTimeBetweenCollectives) {
   // And the compute beside the NCCL kernel, up to kNcclComputeMargin (1 ms) after it.
   EXPECT_EQ(r.nccl_compute, (Intervals{{450, 700}, {9000, 9100}}));
   EXPECT_EQ(r.nccl_compute_late, 0u);
+}
+
+// Once its share of the session's raw budget is sent, an agent sends compute kernels and their
+// launch calls only summed, and raw only the first launch and kernel after each NVTX range
+// boundary and NCCL's launches; copies, NCCL kernels and everything else still go whole.
+TEST_F(UplinkTest, ThinsComputeKernelsAndLaunchesOnceTheRawBudgetIsSent) {
+  StartServer(/*hold_p2p=*/false, /*raw_compute=*/4);
+  UplinkOptions o = Options();
+  o.gpu_stats_window = 1000;
+  o.collective_enter_horizon = 1000;
+  Uplink up(o, Ident("s1", 0));
+  up.Start();
+  ASSERT_TRUE(WaitFor([&] { return up.registered(); }));
+  auto record = [](GpuActivityKind kind, uint32_t correlation, TimeNs start, std::string name) {
+    GpuActivityRecord g;
+    g.kind = kind;
+    g.correlation_id = correlation;
+    g.start = start;
+    g.end = start + 5;
+    g.name = std::move(name);
+    return g;
+  };
+  const auto kKernel = GpuActivityKind::kKernel;
+  const auto kRuntime = GpuActivityKind::kRuntime;
+  wire::Batch first;  // the budget: sent whole
+  first.gpu.push_back(record(kRuntime, 1, 90, "cudaLaunchKernel"));
+  first.gpu.push_back(record(kKernel, 1, 100, "gemm"));
+  first.gpu.push_back(record(kRuntime, 2, 180, "cudaLaunchKernel"));
+  first.gpu.push_back(record(kKernel, 2, 200, "gemm"));
+  up.AddBatch(std::move(first));
+  wire::Batch steps;
+  uint32_t id = 10;
+  for (TimeNs step : {1000, 1500, 2000}) {
+    RangeRecord range;
+    range.name = "step";
+    range.start = step;
+    range.end = step + 500;
+    steps.ranges.push_back(range);
+    for (TimeNs k = 0; k < 3; ++k) {
+      steps.gpu.push_back(record(kRuntime, id, step + 10 + 10 * k, "cudaLaunchKernel"));
+      steps.gpu.push_back(record(kKernel, id, step + 50 + 10 * k, "gemm"));
+      ++id;
+    }
+  }
+  const std::string nccl = "_Z38ncclDevKernel_AllReduce_Sum_f32_RING_LLP24ncclDevKernelArgs";
+  steps.gpu.push_back(record(kRuntime, 99, 2590, "cuLaunchKernelEx"));
+  steps.gpu.push_back(record(kKernel, 99, 2600, nccl));
+  steps.gpu.push_back(record(GpuActivityKind::kMemcpy, 100, 2800, ""));
+  up.AddBatch(std::move(steps));
+  up.Finish(0, 0);
+
+  const RankData r = server_->service().Snapshot().ranks[0];
+  EXPECT_TRUE(r.compute_kernels_summed);
+  std::vector<std::pair<GpuActivityKind, TimeNs>> got;
+  for (const GpuActivityRecord& g : r.gpu) got.emplace_back(g.kind, g.start);
+  std::sort(got.begin(), got.end(), [](const auto& a, const auto& b) { return a.second < b.second; });
+  const std::vector<std::pair<GpuActivityKind, TimeNs>> want = {
+      {kRuntime, 90},   {kKernel, 100},   {kRuntime, 180},  {kKernel, 200},  // the budget
+      {kRuntime, 1010}, {kKernel, 1050},  {kRuntime, 1510}, {kKernel, 1550},  // first after
+      {kRuntime, 2010}, {kKernel, 2050},  {kRuntime, 2590}, {kKernel, 2600},  // each boundary
+      {GpuActivityKind::kMemcpy, 2800}};
+  EXPECT_EQ(got, want);
+  // The sums hold every kernel all the same.
+  int64_t kernels = 0;
+  for (const GpuStats& s : r.gpu_stats) {
+    if (s.key.kind == kKernel) kernels += s.count;
+  }
+  EXPECT_EQ(kernels, 12);
+  bool said = false;
+  for (const std::string& n : r.notices) said |= n.find("12 records of compute kernels") == 0;
+  EXPECT_TRUE(said);
 }
 
 // MPI calls the analyses do not interpret, and the world ranks of point-to-point peers, reach

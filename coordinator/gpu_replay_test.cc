@@ -21,8 +21,11 @@
 #include "coordinator/report/session_store.h"
 #include "coordinator/report/trace_json.h"
 #include "coordinator/windows.h"
+#include "model/gpu/compute_thinning.h"
 #include "model/gpu/first_gpu_work.h"
+#include "model/gpu/gpu_stats.h"
 #include "model/gpu/kernel_pieces.h"
+#include "model/gpu/launch_latency.h"
 #include "model/gpu/nccl_compute.h"
 #include "model/nccl/kernel_name.h"
 
@@ -355,6 +358,116 @@ TEST(GpuReplay, ComputeBesideNcclFromTheAgentsSpansIsTheRecordsOwn) {
       "%zu member instances checked (%zu with compute beside); %zu compute kernels as %zu spans\n",
       checked, overlapped, kernels, spans);
   EXPECT_GT(overlapped, 20u);
+}
+
+// A recorded session as an agent whose raw budget for compute kernels and launches is `budget`
+// records would have sent it (model/gpu/compute_thinning.h): after the budget only the records
+// an analysis reads whole, and the agent's sums of the rest (per-window statistics, launch
+// latencies, kernel pieces, compute beside NCCL kernels). Records fed in start order with the
+// ranges known, decided just behind each.
+struct ThinCounts {
+  size_t records = 0, kept = 0, summed_only = 0, thinned_ranks = 0;
+};
+Session AsThinnedByTheAgent(Session s, uint64_t budget, ThinCounts* counts) {
+  for (RankData& r : s.ranks) {
+    ComputeRecordThinning thin(budget);
+    GpuStatsFold stats(kNsPerSec);
+    LaunchLatencyFold latency(kNsPerSec, 10 * kNsPerSec);
+    KernelPieceFold pieces;
+    NcclComputeFold compute;
+    for (const CollectiveRecord& c : r.collectives) {
+      if (c.source == CollectiveRecord::Source::kNccl) continue;
+      pieces.AddBoundary(c.enter);
+      pieces.AddBoundary(c.exit);
+    }
+    for (const RangeRecord& range : r.ranges) thin.AddRange(range);
+    std::vector<GpuActivityRecord> gpu = std::move(r.gpu);
+    std::stable_sort(
+        gpu.begin(), gpu.end(),
+        [](const GpuActivityRecord& a, const GpuActivityRecord& b) { return a.start < b.start; });
+    r.gpu.clear();
+    for (const GpuActivityRecord& g : gpu) {
+      for (GpuActivityRecord& out : thin.TakeDecided(g.start - 1)) r.gpu.push_back(std::move(out));
+      stats.Add(g);
+      latency.Add(g);
+      if (g.kind == GpuActivityKind::kKernel && IsNcclKernel(g)) {
+        pieces.AddBoundary(g.start);
+        pieces.AddBoundary(g.end);
+        compute.AddNcclKernel(g.start, g.end);
+      } else if (g.kind == GpuActivityKind::kKernel) {
+        pieces.AddKernel(g.start, g.end, g.name);
+        compute.AddComputeKernel(g.start, g.end);
+      }
+      if (thin.Add(g)) r.gpu.push_back(g);
+    }
+    for (GpuActivityRecord& out : thin.TakeAll()) r.gpu.push_back(std::move(out));
+    counts->records += gpu.size();
+    counts->kept += r.gpu.size();
+    counts->summed_only += thin.summed_only();
+    counts->thinned_ranks += thin.thinning();
+    r.compute_kernels_summed = thin.thinning();
+    r.gpu_stats = stats.TakeAll();
+    r.launch_latency = latency.TakeAll();
+    r.kernel_pieces = pieces.TakeAll();
+    r.nccl_compute = MergeIntervals(compute.TakeAll());
+  }
+  return s;
+}
+
+std::vector<std::tuple<std::string, std::vector<int>, std::string>> Described(
+    const std::vector<Finding>& findings) {
+  std::vector<std::tuple<std::string, std::vector<int>, std::string>> out;
+  for (const Finding& f : findings) out.emplace_back(FindingKindName(f.kind), f.ranks, f.summary);
+  return out;
+}
+
+// What the analyses make of a session whose agents sent compute kernels and launches only summed
+// after a budget of 50 records a rank: the same findings, the same step readings, the same NCCL
+// join (launch times included) as from every record.
+TEST(GpuReplay, AnAgentThatSumsComputeKernelsGivesTheSameDiagnosis) {
+  const std::vector<std::pair<std::string, std::string>> sessions = {
+      {"h200x2-torchrun-sessions", "clean"},
+      {"h200x2-torchrun-sessions", "sleep-rank1-20ms"},
+      {"h200x2-torchrun-launch", "clean"},
+      {"h200x2-torchrun-launch", "sleep-rank1-20ms"},
+      {"h200x2-nccl-allreduce-bench", "session"},
+      {"h200x2-nccl-allreduce-shm", "session"},
+      {"h100-mpi-gpu-steps", "clean"},
+      {"h100-mpi-gpu-steps", "heavy-rank1"}};
+  ThinCounts counts;
+  size_t findings = 0;
+  for (const auto& [dir, file] : sessions) {
+    SCOPED_TRACE(dir + "/" + file);
+    Session full = Load(file, dir);
+    for (RankData& r : full.ranks) r.finished = true;
+    Session thin = AsThinnedByTheAgent(full, 50, &counts);
+    const auto want = Described(Diagnose(full, AnalysisOptions{}));
+    EXPECT_EQ(Described(Diagnose(thin, AnalysisOptions{})), want);
+    findings += want.size();
+    EXPECT_EQ(StepSeriesOf(thin, DataloaderOptions{}), StepSeriesOf(full, DataloaderOptions{}));
+    for (Session* s : {&full, &thin}) {
+      for (RankData& r : s->ranks) {
+        std::erase_if(r.collectives, [](const CollectiveRecord& c) {
+          return c.source == CollectiveRecord::Source::kNccl;
+        });
+      }
+      AddNcclCollectives(s);
+    }
+    for (size_t i = 0; i < full.ranks.size(); ++i) {
+      ASSERT_EQ(thin.ranks[i].collectives.size(), full.ranks[i].collectives.size());
+      for (size_t k = 0; k < full.ranks[i].collectives.size(); ++k) {
+        const CollectiveRecord& a = full.ranks[i].collectives[k];
+        const CollectiveRecord& b = thin.ranks[i].collectives[k];
+        EXPECT_EQ(std::tie(a.enter, a.exit, a.launched, a.seq),
+                  std::tie(b.enter, b.exit, b.launched, b.seq));
+      }
+    }
+  }
+  std::printf("GPU records kept %zu of %zu (%zu summed only) on %zu thinned ranks; %zu findings\n",
+              counts.kept, counts.records, counts.summed_only, counts.thinned_ranks, findings);
+  EXPECT_GE(findings, 3u);
+  EXPECT_GE(counts.thinned_ranks, 10u);
+  EXPECT_GT(counts.summed_only, 30'000u);
 }
 
 TEST(GpuReplay, EveryNcclCollectiveHasItsLaunchCallBeforeItsKernel) {

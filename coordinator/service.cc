@@ -132,6 +132,10 @@ grpc::Status CoordinatorService::RegisterAgent(grpc::ServerContext* ctx,
   resp->set_agent_id(agent_id);
   resp->set_protocol_version(kProtocolVersion);
   resp->set_hold_point_to_point(config_.hold_point_to_point);
+  if (config_.raw_compute_records > 0) {
+    resp->set_raw_compute_records(std::max<uint64_t>(
+        1, config_.raw_compute_records / static_cast<uint64_t>(std::max(1, id.world_size()))));
+  }
   cv_.notify_all();
   return grpc::Status::OK;
 }

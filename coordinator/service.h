@@ -7,6 +7,7 @@
 #include <grpcpp/grpcpp.h>
 
 #include <condition_variable>
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -17,6 +18,7 @@
 #include "coordinator/report/session_store.h"
 #include "coordinator/session.h"
 #include "core/status.h"
+#include "proto/protocol.h"
 #include "rankscope/v1/rankscope.grpc.pb.h"
 
 namespace rankscope {
@@ -27,6 +29,10 @@ struct CoordinatorConfig {
   std::string bind_address = "127.0.0.1";
   int port = 0;                      // 0 = pick a free port
   bool hold_point_to_point = false;  // agents keep p2p records until SEND_FULL_TRACE
+  // Records of compute kernels and kernel launch calls the agents send raw, all ranks together
+  // (each its share); after that they send them summed (RegisterResponse.raw_compute_records).
+  // 0: no limit.
+  uint64_t raw_compute_records = kDefaultRawComputeRecords;
 };
 
 class CoordinatorService final : public v1::Coordinator::Service {

@@ -313,6 +313,7 @@ int RunJob(const RunOptions& options) {
     config.bind_address = remote ? ReachableHostAddress() : "127.0.0.1";
   }
   config.port = options.port;
+  config.raw_compute_records = options.full_trace ? 0 : options.raw_gpu_records;
   std::unique_ptr<CoordinatorServer> started = ListenForAgents(&config);
   if (started == nullptr) {
     // No session can be kept; the job still runs, as it would without rankscope.

@@ -10,6 +10,7 @@
 
 #include "core/status.h"
 #include "core/time.h"
+#include "proto/protocol.h"
 
 namespace rankscope {
 
@@ -24,6 +25,8 @@ struct RunOptions {
   DurationNs drain_timeout = 15 * kNsPerSec;  // wait for agents' final batches after the job
   bool quiet = false;                         // no report on stderr
   bool full_trace = false;                    // trace.json with every event, however large
+  // CoordinatorConfig::raw_compute_records (0, or full_trace: no limit).
+  uint64_t raw_gpu_records = kDefaultRawComputeRecords;
   // Passed to every rank's inject library as RANKSCOPE_<NAME>=value (agent/inject/
   // capture_window.h, cupti_config.h); empty values are not set.
   std::vector<std::pair<std::string, std::string>> inject_env;

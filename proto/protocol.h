@@ -14,5 +14,8 @@ namespace rankscope {
 inline constexpr uint32_t kProtocolVersion = 3;
 // Metadata key carrying the session secret on every RPC.
 inline constexpr char kTokenMetadataKey[] = "x-rankscope-token";
+// The records of compute kernels and their launch calls a session holds raw by default, all ranks
+// together (RegisterResponse.raw_compute_records gives each agent its share).
+inline constexpr uint64_t kDefaultRawComputeRecords = 400'000;
 
 }  // namespace rankscope

@@ -36,6 +36,12 @@ Command AddRun(CLI::App* app, const std::string& self_exe) {
   cmd->add_flag("--full-trace", s->run.full_trace,
                 "trace.json with every event (default: at most 100,000, whole steps sampled, else "
                 "the run's middle)");
+  cmd->add_option("--raw-gpu-records", s->run.raw_gpu_records,
+                  "Records of compute kernels and their launch calls sent whole, all ranks "
+                  "together (default 400000); after its share a rank sends them summed (per-kernel "
+                  "statistics, kernel time between collectives, compute beside NCCL kernels) and "
+                  "whole only the first launch and kernel after each NVTX range boundary. 0, or "
+                  "--full-trace: every record");
   cmd->add_option("--gpu-activity", s->cupti_mode,
                   "CUPTI activity: kernels | gpu (+ copies, memsets, syncs) | all (+ the launch "
                   "calls, runtime and driver: launch latency; the default) | api (+ every CUDA "

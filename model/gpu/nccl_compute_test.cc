@@ -11,10 +11,10 @@ namespace {
 
 TEST(NcclComputeFold, ComputeClippedToNcclKernelsAndTheMarginAfter) {
   NcclComputeFold fold(/*margin=*/10);
-  fold.AddComputeKernel(0, 30);  // before any NCCL kernel: only its part from 20 counts
-  fold.AddNcclKernel(20, 50);    // wanted: [20, 60)
-  fold.AddComputeKernel(25, 40);  // overlaps the first: merged into [20, 40)
-  fold.AddComputeKernel(55, 70);  // in the margin: [55, 60)
+  fold.AddComputeKernel(0, 30);     // before any NCCL kernel: only its part from 20 counts
+  fold.AddNcclKernel(20, 50);       // wanted: [20, 60)
+  fold.AddComputeKernel(25, 40);    // overlaps the first: merged into [20, 40)
+  fold.AddComputeKernel(55, 70);    // in the margin: [55, 60)
   fold.AddComputeKernel(100, 120);  // near no NCCL kernel
   fold.AddNcclKernel(200, 210);
   fold.AddComputeKernel(205, 215);  // [205, 215) fully inside [200, 220)
@@ -84,7 +84,8 @@ TEST(NcclComputeFold, SpansAreTheComputeUnionWithinTheNcclWindows) {
     want = MergeIntervals(want);
 
     // Fed in start order with a random jitter, each decision behind the earliest start to come.
-    std::sort(kernels.begin(), kernels.end(), [](const K& a, const K& b) { return a.start < b.start; });
+    std::sort(kernels.begin(), kernels.end(),
+              [](const K& a, const K& b) { return a.start < b.start; });
     NcclComputeFold fold(margin);
     Intervals got;
     std::uniform_int_distribution<int> step(1, 20);

@@ -1,0 +1,60 @@
+#include "model/gpu/compute_thinning.h"
+
+#include <set>
+#include <string>
+
+#include "model/gpu/launch_latency.h"
+#include "model/nccl/kernel_name.h"
+
+namespace rankscope {
+
+bool IsNcclKernel(const GpuActivityRecord& r) {
+  return r.kind == GpuActivityKind::kKernel && r.name.find("nccl") != std::string::npos &&
+         DecodeNcclKernel(r.name);
+}
+
+bool ComputeRecordThinning::Add(const GpuActivityRecord& r) {
+  first_work_.AddGpu(r);
+  if (IsNcclKernel(r)) {
+    nccl_correlations_[r.correlation_id] = r.start;
+    return true;
+  }
+  if (r.kind != GpuActivityKind::kKernel && !IsKernelLaunch(r)) return true;  // copies, syncs...
+  if (!thinning_) {
+    ++raw_sent_;
+    thinning_ = budget_ > 0 && raw_sent_ >= budget_;
+    return true;
+  }
+  // Decided without it (it came late): sent as it is, so the step reading still sees it.
+  if (r.start <= decided_) return true;
+  held_.emplace(r.start, r);
+  return false;
+}
+
+std::vector<GpuActivityRecord> ComputeRecordThinning::TakeDecided(TimeNs until) {
+  if (until <= decided_) return {};
+  const std::vector<GpuWorkKey> kept = first_work_.TakeDecided(until);
+  decided_ = until;
+  const std::set<GpuWorkKey> keep(kept.begin(), kept.end());
+  std::vector<GpuActivityRecord> out;
+  const auto end = held_.upper_bound(until);
+  for (auto it = held_.begin(); it != end; ++it) {
+    GpuActivityRecord& r = it->second;
+    const bool kernel = r.kind == GpuActivityKind::kKernel;
+    const GpuWorkKey key{kernel ? GpuActivityKind::kKernel : GpuActivityKind::kRuntime, r.start,
+                         r.correlation_id};
+    if (keep.count(key) > 0 || (!kernel && nccl_correlations_.count(r.correlation_id) > 0)) {
+      out.push_back(std::move(r));
+    } else {
+      ++summed_only_;
+    }
+  }
+  held_.erase(held_.begin(), end);
+  // A NCCL kernel's launch comes before it: its id is needed only while the launch may be held.
+  const TimeNs forget =
+      until > INT64_MIN + nccl_launch_horizon_ ? until - nccl_launch_horizon_ : INT64_MIN;
+  std::erase_if(nccl_correlations_, [&](const auto& c) { return c.second < forget; });
+  return out;
+}
+
+}  // namespace rankscope

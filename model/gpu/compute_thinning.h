@@ -1,0 +1,60 @@
+// Which of a rank's GPU records an agent sends whole once it stops sending every compute kernel
+// (issue #16). Until `budget` records of compute kernels (not NCCL's) and kernel launch calls have
+// gone out, every record does. After that, those two kinds go out only where an analysis reads
+// them whole: the first launch and the first kernel at or after every NVTX range boundary (the
+// dataloader's step reading, first_gpu_work.h) and NCCL kernels' launch calls (the NCCL join's
+// launch time); the rest are in the agent's sums (gpu_stats.h, launch_latency.h,
+// kernel_pieces.h, nccl_compute.h), which the coordinator then reads instead. NCCL kernels,
+// copies, memsets, syncs and other runtime calls always go whole. Pure; not thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <vector>
+
+#include "core/records.h"
+#include "core/time.h"
+#include "model/gpu/first_gpu_work.h"
+
+namespace rankscope {
+
+class ComputeRecordThinning {
+ public:
+  // 0: no limit. `nccl_launch_horizon`: how long a NCCL kernel's launch may come before it.
+  explicit ComputeRecordThinning(uint64_t budget = 0,
+                                 DurationNs nccl_launch_horizon = 10 * kNsPerSec)
+      : budget_(budget), nccl_launch_horizon_(nccl_launch_horizon) {}
+
+  void SetBudget(uint64_t budget) { budget_ = budget; }
+  void AddRange(const RangeRecord& range) { first_work_.AddRange(range); }
+  // True: the record goes out now. False: it is held until TakeDecided says.
+  bool Add(const GpuActivityRecord& record);
+  // The held records starting at or before `until` that go out, in start order; the others are
+  // forgotten (summed_only). Call with `until` behind the latest GPU start and range end by as
+  // long as records and ranges may come late.
+  std::vector<GpuActivityRecord> TakeDecided(TimeNs until);
+  std::vector<GpuActivityRecord> TakeAll() { return TakeDecided(INT64_MAX); }
+
+  bool thinning() const { return thinning_; }
+  uint64_t raw_sent() const { return raw_sent_; }
+  uint64_t summed_only() const { return summed_only_; }
+  // Range boundaries that came after the records around them were decided.
+  int64_t late_boundaries() const { return first_work_.late_boundaries(); }
+  size_t held() const { return held_.size() + first_work_.held(); }
+
+ private:
+  uint64_t budget_;
+  DurationNs nccl_launch_horizon_;
+  uint64_t raw_sent_ = 0;
+  uint64_t summed_only_ = 0;
+  bool thinning_ = false;
+  FirstGpuWorkFold first_work_;  // fed from the start: it knows the boundaries when thinning begins
+  TimeNs decided_ = INT64_MIN;
+  std::multimap<TimeNs, GpuActivityRecord> held_;  // by start
+  std::map<uint32_t, TimeNs> nccl_correlations_;   // recent NCCL kernels' ids -> start
+};
+
+// Whether a record is a NCCL kernel (its name decodes as one).
+bool IsNcclKernel(const GpuActivityRecord& record);
+
+}  // namespace rankscope

@@ -1,0 +1,70 @@
+#include "model/gpu/compute_thinning.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace rankscope {
+namespace {
+
+GpuActivityRecord Record(GpuActivityKind kind, uint32_t correlation, TimeNs start,
+                         std::string name) {
+  GpuActivityRecord g;
+  g.kind = kind;
+  g.correlation_id = correlation;
+  g.start = start;
+  g.end = start + 5;
+  g.name = std::move(name);
+  return g;
+}
+
+constexpr auto kKernel = GpuActivityKind::kKernel;
+constexpr auto kRuntime = GpuActivityKind::kRuntime;
+
+TEST(ComputeRecordThinning, WithoutABudgetEveryRecordGoesOut) {
+  ComputeRecordThinning thin;
+  for (uint32_t i = 0; i < 1000; ++i) {
+    EXPECT_TRUE(thin.Add(Record(kKernel, i, i, "gemm")));
+  }
+  EXPECT_FALSE(thin.thinning());
+  EXPECT_TRUE(thin.TakeAll().empty());
+}
+
+// After the budget: the first launch and kernel after each range boundary, and NCCL's launch.
+TEST(ComputeRecordThinning, KeepsWhatTheStepReadingAndTheNcclJoinRead) {
+  ComputeRecordThinning thin(/*budget=*/2);
+  EXPECT_TRUE(thin.Add(Record(kRuntime, 1, 10, "cudaLaunchKernel")));
+  EXPECT_TRUE(thin.Add(Record(kKernel, 1, 20, "gemm")));
+  EXPECT_TRUE(thin.thinning());
+  RangeRecord step;
+  step.start = 100;
+  step.end = 200;
+  thin.AddRange(step);
+  std::vector<TimeNs> sent_now;
+  for (TimeNs t : {110, 120, 130}) {
+    EXPECT_FALSE(thin.Add(Record(kRuntime, static_cast<uint32_t>(t), t, "cudaLaunchKernel")));
+    EXPECT_FALSE(thin.Add(Record(kKernel, static_cast<uint32_t>(t), t + 5, "relu")));
+  }
+  EXPECT_FALSE(thin.Add(Record(kRuntime, 7, 150, "cuLaunchKernelEx")));  // NCCL's: kept
+  EXPECT_TRUE(thin.Add(Record(kKernel, 7, 160, "ncclDevKernel_AllReduce_Sum_f32_RING_LL")));
+  EXPECT_TRUE(thin.Add(Record(GpuActivityKind::kMemcpy, 8, 170, "")));  // always whole
+  std::vector<std::pair<GpuActivityKind, TimeNs>> got;
+  for (const GpuActivityRecord& g : thin.TakeDecided(180)) got.emplace_back(g.kind, g.start);
+  EXPECT_EQ(got, (std::vector<std::pair<GpuActivityKind, TimeNs>>{
+                     {kRuntime, 110}, {kKernel, 115}, {kRuntime, 150}}));
+  EXPECT_EQ(thin.summed_only(), 4u);
+  // A launch that comes after its time was decided goes out as it is.
+  EXPECT_TRUE(thin.Add(Record(kRuntime, 9, 175, "cudaLaunchKernel")));
+  // After the range's end, the first of each kind again.
+  EXPECT_FALSE(thin.Add(Record(kRuntime, 10, 210, "cudaLaunchKernel")));
+  EXPECT_FALSE(thin.Add(Record(kRuntime, 11, 220, "cudaLaunchKernel")));
+  const std::vector<GpuActivityRecord> rest = thin.TakeAll();
+  ASSERT_EQ(rest.size(), 1u);
+  EXPECT_EQ(rest[0].start, 210);
+  EXPECT_EQ(thin.held(), 0u);
+}
+
+}  // namespace
+}  // namespace rankscope
