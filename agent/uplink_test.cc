@@ -276,12 +276,21 @@ TEST_F(UplinkTest, ThinsComputeKernelsAndLaunchesOnceTheRawBudgetIsSent) {
   EXPECT_TRUE(r.compute_kernels_summed);
   std::vector<std::pair<GpuActivityKind, TimeNs>> got;
   for (const GpuActivityRecord& g : r.gpu) got.emplace_back(g.kind, g.start);
-  std::sort(got.begin(), got.end(), [](const auto& a, const auto& b) { return a.second < b.second; });
-  const std::vector<std::pair<GpuActivityKind, TimeNs>> want = {
-      {kRuntime, 90},   {kKernel, 100},   {kRuntime, 180},  {kKernel, 200},  // the budget
-      {kRuntime, 1010}, {kKernel, 1050},  {kRuntime, 1510}, {kKernel, 1550},  // first after
-      {kRuntime, 2010}, {kKernel, 2050},  {kRuntime, 2590}, {kKernel, 2600},  // each boundary
-      {GpuActivityKind::kMemcpy, 2800}};
+  std::sort(got.begin(), got.end(),
+            [](const auto& a, const auto& b) { return a.second < b.second; });
+  const std::vector<std::pair<GpuActivityKind, TimeNs>> want = {{kRuntime, 90},
+                                                                {kKernel, 100},
+                                                                {kRuntime, 180},
+                                                                {kKernel, 200},  // the budget
+                                                                {kRuntime, 1010},
+                                                                {kKernel, 1050},
+                                                                {kRuntime, 1510},
+                                                                {kKernel, 1550},  // first after
+                                                                {kRuntime, 2010},
+                                                                {kKernel, 2050},
+                                                                {kRuntime, 2590},
+                                                                {kKernel, 2600},  // each boundary
+                                                                {GpuActivityKind::kMemcpy, 2800}};
   EXPECT_EQ(got, want);
   // The sums hold every kernel all the same.
   int64_t kernels = 0;
