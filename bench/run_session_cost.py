@@ -105,6 +105,8 @@ def main():
                     help="measure one rank of tests/gpu/torch_allreduce.py (needs a GPU)")
     ap.add_argument("--small-ops", type=int, default=250,
                     help="with --torch: tiny kernels per step (launch-bound at about 250)")
+    ap.add_argument("--rankscope-args", default="",
+                    help="more options for rankscope run, e.g. '--raw-gpu-records 0'")
     args = ap.parse_args()
     rankscope = os.path.join(args.build, "bin", "rankscope")
     env = mpi_env()
@@ -140,7 +142,8 @@ def main():
             bare_step = loop_step_ms(work)
             out_dir = os.path.join(work, "session")
             wall, hwm_kib, maxrss_kib, rc, err = run_once(
-                [rankscope, "run", "-q", "-o", out_dir, "--"] + job, env, work)
+                [rankscope, "run", "-q", "-o", out_dir] + args.rankscope_args.split() + ["--"] + job,
+                env, work)
             report_path = os.path.join(out_dir, "report.json")
             if rc != 0 or not os.path.exists(report_path):
                 sys.exit(f"rankscope run of {steps} steps: exit {rc}, {err[-2000:]}")

@@ -4,7 +4,9 @@
 # heavy_stencil a step, and checks each session with check_gpu_stats.py (per-window sums, launch
 # latency, and every collective gap's kernel time per name from the agent's pieces against the
 # records), then says whether the straggler finding names rank 1 and heavy_stencil (read from
-# the pieces: report.json's evidence) and that the clean run has none.
+# the pieces: report.json's evidence) and that the clean run has none. A third run, heavy with
+# --raw-gpu-records 2000, has its agents send compute kernels only summed after their 500
+# records (model/gpu/compute_thinning.h): the same finding from the summaries alone.
 # Usage (repo root there): tests/gpu/run_pieces_check.sh device-prefix [STEPS]
 set -uo pipefail
 source "$(dirname "$0")/device_env.sh" "${1:-device-prefix}"
@@ -15,15 +17,22 @@ s=$(mktemp -d)
 "$nvcc" -O2 -arch=${NVCC_ARCH:-sm_90} -o "$s/mpi_gpu_steps" "$here/mpi_gpu_steps.cu" \
   $(mpicxx --showme:compile) $(mpicxx --showme:link) > "$out/build.txt" 2>&1 \
   || { echo "build failed"; cat "$out/build.txt"; exit 1; }
-for variant in clean heavy; do
+for variant in clean heavy heavy-thinned; do
   extra=()
-  [ "$variant" = heavy ] && extra=(--heavy-rank 1 --heavy-ms 10)
-  (cd "$s" && timeout 300 "$prefix/bin/rankscope" run -q -o "$variant" -- \
+  options=()
+  [ "$variant" != clean ] && extra=(--heavy-rank 1 --heavy-ms 10)
+  [ "$variant" = heavy-thinned ] && options=(--raw-gpu-records 2000)
+  (cd "$s" && timeout 300 "$prefix/bin/rankscope" run -q "${options[@]}" -o "$variant" -- \
     mpirun --oversubscribe -np 4 ./mpi_gpu_steps --steps "$steps" "${extra[@]}") \
     > "$out/$variant-run.txt" 2>&1
   echo "$variant: rankscope run exit $?"
-  python3 "$here/check_gpu_stats.py" "$s/$variant" 2>&1 | grep -v "^launch latency rank" \
-    | tail -8 | sed "s/^/  $variant: /"
+  if [ "$variant" = heavy-thinned ]; then
+    python3 -c 'import sqlite3, sys; db = sqlite3.connect(sys.argv[1]); q = lambda s: db.execute(s).fetchone()[0]; print("gpu_activity rows", q("SELECT COUNT(*) FROM gpu_activity"), "of", q("SELECT SUM(count) FROM gpu_stats WHERE kind IN (1, 5)"), "kernels and runtime calls; ranks summed", q("SELECT COUNT(*) FROM rank_gpu_summary WHERE compute_kernels_summed"))' \
+      "$s/$variant/session.sqlite" 2>&1 | sed "s/^/  $variant: /"
+  else
+    python3 "$here/check_gpu_stats.py" "$s/$variant" 2>&1 | grep -v "^launch latency rank" \
+      | tail -8 | sed "s/^/  $variant: /"
+  fi
   python3 - "$s/$variant/report.json" "$variant" <<'PY'
 import json, sys
 r = json.load(open(sys.argv[1]))
