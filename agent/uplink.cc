@@ -459,7 +459,11 @@ void Uplink::FinishWith(std::optional<std::pair<int, int>> exit_status, bool uns
                          "their time (a collective longer than " +
                          std::to_string(options_.collective_enter_horizon / kNsPerMs) +
                          " ms): the kernel time per name before those collectives is read from "
-                         "the kernel records");
+                         "the kernel records" +
+                         std::string(thinning_.thinning()
+                                         ? ", which after this rank's raw budget hold only the "
+                                           "first kernels after range boundaries: short there"
+                                         : ""));
       }
     }
     if (exit_status) {
