@@ -6,6 +6,7 @@
 #include <fstream>
 
 #include "coordinator/ingest.h"
+#include "coordinator/report/record_facts.h"
 #include "core/time.h"
 #include "proto/convert.h"
 #include "proto/protocol.h"
@@ -187,6 +188,11 @@ grpc::Status CoordinatorService::StoreBatch(const v1::UploadBatch& req, v1::Uplo
   }
   expected = req.batch_seq() + 1;
 
+  records_received_ += RecordCount(req);
+  if (steps_of_.size() <= it->second) steps_of_.resize(it->second + 1);
+  for (const v1::Range& range : req.ranges()) {
+    if (IsStepRange(FromProto(range))) ++steps_of_[it->second];
+  }
   AddBatchToRank(req, &rank);
   if (spill_ != nullptr && !unspilled_.count(it->second)) {
     if (Status s = spill_->Append(it->second, &rank); !s.ok()) {
@@ -305,6 +311,21 @@ std::string CoordinatorService::JobId() const {
 int CoordinatorService::RankCount() const {
   std::lock_guard<std::mutex> lock(mu_);
   return static_cast<int>(session_.ranks.size());
+}
+
+LiveProgress CoordinatorService::Progress() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  LiveProgress p;
+  p.ranks = static_cast<int>(session_.ranks.size());
+  for (const RankData& r : session_.ranks) {
+    p.finished += r.finished;
+    p.summed += r.compute_kernels_summed;
+    p.dropped += r.dropped_records;
+  }
+  p.records = records_received_;
+  for (uint64_t steps : steps_of_) p.steps = std::max(p.steps, steps);
+  if (capture_state_) p.capture = *capture_state_ == v1::ControlCommand::START_CAPTURE ? 1 : -1;
+  return p;
 }
 
 bool CoordinatorService::WaitForFinal(int ranks, DurationNs timeout) const {

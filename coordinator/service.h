@@ -14,7 +14,9 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <vector>
 
+#include "coordinator/live_progress.h"
 #include "coordinator/report/session_store.h"
 #include "coordinator/session.h"
 #include "core/status.h"
@@ -76,6 +78,8 @@ class CoordinatorService final : public v1::Coordinator::Service {
   // launcher reads while the job runs, without a Snapshot.
   std::string JobId() const;
   int RankCount() const;
+  // What the status line shows while the job runs.
+  LiveProgress Progress() const;
   // Waits until `ranks` agents have registered and all registered agents sent their final
   // batch or are gone (their control stream broke first: killed, or their node), or until
   // `timeout` passes. Returns true if nothing more is to come.
@@ -130,6 +134,8 @@ class CoordinatorService final : public v1::Coordinator::Service {
   std::unique_ptr<RecordSpill> spill_;  // made when the first agent registers
   bool spill_failed_ = false;           // it could not be made
   std::set<size_t> unspilled_;          // ranks whose records are held in session_
+  uint64_t records_received_ = 0;       // guarded by mu_: for Progress
+  std::vector<uint64_t> steps_of_;      // guarded by mu_: step ranges per rank index
 };
 
 // Owns the gRPC server around a CoordinatorService.

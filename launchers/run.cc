@@ -16,8 +16,12 @@
 #include <ctime>
 #include <filesystem>
 #include <fstream>
+#include <condition_variable>
 #include <memory>
+#include <mutex>
+#include <optional>
 #include <sstream>
+#include <thread>
 
 #include "agent/agent.h"
 #include "coordinator/pipeline.h"
@@ -25,6 +29,7 @@
 #include "launchers/capture_cmd.h"
 #include "launchers/launch_plan.h"
 #include "launchers/launch_probe.h"
+#include "launchers/live_status.h"
 #include "launchers/session_coordinator.h"
 
 namespace rankscope {
@@ -161,6 +166,59 @@ Status CheckOutputFolder(const std::string& out_dir) {
 }
 
 namespace {
+
+// The status line while the job runs (LiveStatusLine): on a terminal redrawn in place each second
+// and cleared when the job ends, so the report starts on a clean line; elsewhere (--live) a line
+// every 10 s. Its own thread, stopped by the destructor.
+class StatusLine {
+ public:
+  StatusLine(const CoordinatorService& service, bool terminal, bool dormant)
+      : service_(service), terminal_(terminal), dormant_(dormant), start_(MonotonicNow()) {
+    thread_ = std::thread([this] { Loop(); });
+  }
+  ~StatusLine() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+    if (terminal_ && drawn_) std::fputs("\r\033[K", stderr);
+  }
+  StatusLine(const StatusLine&) = delete;
+  StatusLine& operator=(const StatusLine&) = delete;
+
+ private:
+  void Loop() {
+    const DurationNs interval = terminal_ ? kNsPerSec : 10 * kNsPerSec;
+    LiveProgress before = service_.Progress();
+    std::unique_lock<std::mutex> lock(mu_);
+    while (!cv_.wait_for(lock, std::chrono::nanoseconds(interval), [this] { return stop_; })) {
+      const LiveProgress now = service_.Progress();
+      const bool capturing = dormant_ ? now.capture == 1 : now.capture != -1;
+      const std::string line =
+          LiveStatusLine(now, before, interval, MonotonicNow() - start_, capturing);
+      if (terminal_) {
+        std::fprintf(stderr, "\r%s\033[K", line.c_str());
+      } else {
+        std::fprintf(stderr, "%s\n", line.c_str());
+      }
+      std::fflush(stderr);
+      drawn_ = true;
+      before = now;
+    }
+  }
+
+  const CoordinatorService& service_;
+  const bool terminal_;
+  const bool dormant_;
+  const TimeNs start_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stop_ = false;   // guarded by mu_
+  bool drawn_ = false;  // written by the thread, read after it joined
+  std::thread thread_;
+};
 
 // Sets the injection library's variables (--gpu-activity, --capture-*, --dormant) for the ranks;
 // returns every variable the launcher must pass to remote ranks.
@@ -329,7 +387,13 @@ int RunJob(const RunOptions& options) {
   KeepRecordsOnDisk(server.service(), options.out_dir, config.session_id);
   const pid_t pid = Launch(plan->argv, endpoint, options.out_dir, &server);
   if (pid < 0) return 1;
+  std::optional<StatusLine> status;
+  const bool terminal = isatty(STDERR_FILENO) == 1;
+  if (!options.quiet && (terminal || options.live)) {
+    status.emplace(server.service(), terminal, options.dormant);
+  }
   const int exit_code = AwaitExitUnreaped(pid);
+  status.reset();  // cleared before anything else is said
   CoordinatorService& service = server.service();
   DrainAgents(service, exit_code, options.drain_timeout);
   g_launcher_pid = 0;  // no signal is forwarded to a pid that may be reused once reaped

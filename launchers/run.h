@@ -32,6 +32,9 @@ struct RunOptions {
   std::vector<std::pair<std::string, std::string>> inject_env;
   // Ranks record nothing until `rankscope capture` starts a capture (launchers/capture_cmd.h).
   bool dormant = false;
+  // The status line while the job runs: on a terminal it is redrawn each second; with `live`
+  // it is printed as a line every 10 s where stderr is not one. None when quiet.
+  bool live = false;
 };
 
 int RunJob(const RunOptions& options);

@@ -32,7 +32,10 @@ Command AddRun(CLI::App* app, const std::string& self_exe) {
                   "is taken: the agents are told where)");
   cmd->add_option("--drain-timeout", s->drain_s,
                   "Seconds to wait for agents' last records after the job ends");
-  cmd->add_flag("-q,--quiet", s->run.quiet, "Do not print the report");
+  cmd->add_flag("-q,--quiet", s->run.quiet, "Do not print the report (nor the status line)");
+  cmd->add_flag("--live", s->run.live,
+                "Print the status line (ranks, steps, records/s, what is captured) every 10 s "
+                "when stderr is not a terminal (on one it is redrawn each second)");
   cmd->add_flag("--full-trace", s->run.full_trace,
                 "trace.json with every event (default: at most 100,000, whole steps sampled, else "
                 "the run's middle)");

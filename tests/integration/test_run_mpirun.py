@@ -7,7 +7,7 @@ import sys
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from harness import BUILD, MPI_TRAIN, RANKSCOPE, RankscopeTest, Session, mpirun  # noqa: E402
+from harness import BUILD, MPI_TRAIN, RANKSCOPE, RankscopeTest, Session, mpi_env, mpirun  # noqa: E402
 
 STEPS = "30"
 OUTPUT_FILES = ("report.txt", "report.json", "report.html", "trace.json", "session.sqlite")
@@ -134,6 +134,25 @@ class RunMpirun(RankscopeTest):
             self.assertEqual(r["exit_code"], 0)
             self.assertGreater(r["counts"]["collectives"], int(STEPS) - 1)
             self.assertGreater(r["counts"]["ranges"], 3 * int(STEPS) - 1)
+
+    def test_status_line_on_a_terminal_and_none_in_a_pipe(self):
+        # On a terminal (a pty from script(1)) the status line is redrawn each second while the
+        # job runs and cleared before the report; the job's output and exit code are unchanged.
+        out_dir = os.path.join(self.tmp, "tty")
+        job = mpirun(4, MPI_TRAIN, "--steps", "200", "--compute-ms", "8")
+        argv = [RANKSCOPE, "run", "-o", out_dir, "--"] + job
+        proc = subprocess.run(["script", "-qfec", shlex.join(argv), "/dev/null"],
+                              env=mpi_env(), capture_output=True, timeout=240, cwd=self.tmp)
+        tty = proc.stdout.decode(errors="replace")  # bytes: text mode would turn \r into \n
+        self.assertEqual(proc.returncode, 0, tty[-3000:])
+        lines = re.findall(r"\rrankscope: 4 ranks, step [\d,]+, [\d.]+ (?:k |M )?records/s, "
+                           r"\d+ s\x1b\[K", tty)
+        self.assertGreaterEqual(len(lines), 2, tty[-3000:])
+        self.assertIn("\r\x1b[K", tty)
+        self.assertIsNotNone(checksum_line(tty.replace("\r\n", "\n")))
+        # Not a terminal, no --live: nothing of it.
+        plain, _ = self.run_rankscope(mpirun(4, MPI_TRAIN, "--steps", STEPS))
+        self.assertNotIn("records/s", plain.stderr + plain.stdout)
 
     def test_crashing_rank_gives_launcher_exit_code_and_partial_report(self):
         plain = self.run_plain(mpirun(4, MPI_TRAIN, "--steps", STEPS, "--crash-rank", "2"))
