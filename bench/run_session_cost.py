@@ -11,6 +11,7 @@ the target is a memory ratio of 1.5 or less and a folder that grows only by summ
 usage: bench/run_session_cost.py [--np 4] [--steps 2000,20000] [--compute-ms 1] [--build build]
        bench/run_session_cost.py --netpipe [--repeats 2000,20000] [--upper 65536]
        bench/run_session_cost.py --torch [--steps 2000,10000] [--small-ops 250] (GPU machine)
+       bench/run_session_cost.py --lammps [--np 4] [--steps 200,2000]
 
 With --netpipe the job is a point-to-point code nobody here wrote: Debian's NetPIPE
 (`apt install netpipe-openmpi`), 2 ranks ping-ponging every message size up to --upper bytes
@@ -20,6 +21,13 @@ With --torch the job is one rank of a launch-bound PyTorch loop on the GPU machi
 (tests/gpu/torch_allreduce.py under `torchrun --nproc_per_node=1`: per step NVTX ranges, 4
 1024-square matmuls, --small-ops tiny kernels and an all-reduce of 1 MiB), the issue's GPU case; it also prints the
 loop's own median step time bare and under rankscope (tests/gpu/run_session_cost_check.sh).
+
+With --lammps the job is Debian's LAMMPS (`lmp`, the Lennard-Jones melt of
+tests/integration/data/lammps-lj.in at 4,000 atoms, one dump at the start): a halo-exchange code
+(Sendrecv, Irecv/Send/Wait, Allreduce) nobody here wrote.
+
+Last, between the shortest and the longest run: what each more step costs a rank in the folder
+and in session.sqlite (the target is <= 2 KB per rank and step).
 """
 import argparse
 import json
@@ -103,6 +111,8 @@ def main():
                     help="with --netpipe: the largest message size")
     ap.add_argument("--torch", action="store_true",
                     help="measure one rank of tests/gpu/torch_allreduce.py (needs a GPU)")
+    ap.add_argument("--lammps", action="store_true",
+                    help="measure Debian's LAMMPS (lmp) on the Lennard-Jones melt")
     ap.add_argument("--small-ops", type=int, default=250,
                     help="with --torch: tiny kernels per step (launch-bound at about 250)")
     ap.add_argument("--rankscope-args", default="",
@@ -119,6 +129,10 @@ def main():
     elif args.torch:
         args.np = 1
         lengths = [int(s) for s in args.steps.split(",")]
+    elif args.lammps:
+        if shutil.which("lmp") is None:
+            sys.exit("lmp not found: apt install lammps")
+        lengths = [int(s) for s in args.steps.split(",")]
     else:
         program = os.path.join(args.build, "bin", "mpi_train")
         lengths = [int(s) for s in args.steps.split(",")]
@@ -129,6 +143,11 @@ def main():
             if args.netpipe:
                 job = mpirun(2, netpipe, "-u", str(args.upper), "-n", str(steps), "-o",
                              os.path.join(work, "np.out"))
+            elif args.lammps:
+                job = mpirun(args.np, "lmp", "-in",
+                             os.path.join(ROOT, "tests", "integration", "data", "lammps-lj.in"),
+                             "-log", "none", "-screen", "none", "-var", "s", "0.5", "-var",
+                             "steps", str(steps), "-var", "dumpevery", str(10 * steps))
             elif args.torch:
                 job = ["torchrun", "--nproc_per_node=1", "--no-python", "--", "python3",
                        os.path.join(ROOT, "tests", "gpu", "torch_allreduce.py"), "--steps",
@@ -170,6 +189,9 @@ def main():
         print(f"NetPIPE (NPopenmpi), 2 ranks, every message size up to {args.upper} bytes, "
               f"'steps' = repeats of each, under rankscope run (default capture); bytes per "
               f"point-to-point record instead of per rank and step")
+    elif args.lammps:
+        print(f"LAMMPS (lmp, Lennard-Jones melt, 4,000 atoms), {args.np} ranks, under rankscope "
+              f"run (default capture)")
     elif args.torch:
         print(f"tests/gpu/torch_allreduce.py, 1 rank, {args.small_ops} small kernels a step, "
               f"under rankscope run (default capture)")
@@ -198,6 +220,11 @@ def main():
               f"{b['peak_resident_mib'] / a['peak_resident_mib']:.2f}x (target <= 1.5), folder "
               f"{b['folder_bytes'] / a['folder_bytes']:.2f}x, records "
               f"{b['records'] / max(a['records'], 1):.2f}x")
+        if not args.netpipe and b["steps"] > a["steps"]:
+            more = args.np * (b["steps"] - a["steps"])
+            print(f"each more step: {(b['folder_bytes'] - a['folder_bytes']) / more:.0f} B of the "
+                  f"folder, {(b['sizes'].get('session.sqlite', 0) - a['sizes'].get('session.sqlite', 0)) / more:.0f} "
+                  f"B of session.sqlite per rank (target <= 2 KB)")
     if args.json:
         with open(args.json, "w") as f:
             json.dump(rows, f, indent=1)
