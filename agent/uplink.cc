@@ -210,6 +210,14 @@ void Uplink::TakeGpuStatsLocked(TimeNs until) {
   }
 }
 
+void Uplink::SetCumulativeLocked(v1::UploadBatch* batch) const {
+  batch->set_compute_kernels_summed(thinning_.thinning());
+  if (kernel_pieces_) {
+    batch->set_kernel_pieces_late(static_cast<uint64_t>(kernel_pieces_->late()));
+    batch->set_nccl_compute_late(static_cast<uint64_t>(nccl_compute_->late()));
+  }
+}
+
 void Uplink::AddNotice(const std::string& text) {
   std::lock_guard<std::mutex> lock(mu_);
   v1::Notice* out = pending_.add_notices();
@@ -316,11 +324,7 @@ bool Uplink::SendPending(bool final_batch) {
                        std::to_string(kUploadChunkBytes >> 20) + " MiB) were not sent");
     }
     unacked_->set_agent_id(agent_id_);
-    unacked_->set_compute_kernels_summed(thinning_.thinning());
-    if (kernel_pieces_) {
-      unacked_->set_kernel_pieces_late(static_cast<uint64_t>(kernel_pieces_->late()));
-      unacked_->set_nccl_compute_late(static_cast<uint64_t>(nccl_compute_->late()));
-    }
+    SetCumulativeLocked(&*unacked_);
     unacked_->set_batch_seq(next_seq_++);
     unacked_records_ = RecordCount(*unacked_);
     formed = true;
@@ -443,7 +447,9 @@ void Uplink::FinishWith(std::optional<std::pair<int, int>> exit_status, bool uns
       notice->set_text(std::to_string(thinning_.late_boundaries()) +
                        " NVTX range boundaries came after the launches and kernels around them "
                        "were summed (a range open longer than " +
-                       std::to_string(options_.collective_enter_horizon / kNsPerMs) +
+                       std::to_string((2 * options_.gpu_stats_window +
+                                       options_.collective_enter_horizon) /
+                                      kNsPerMs) +
                        " ms): a step beginning there may read a later first launch than it had");
     }
     if (kernel_pieces_) {
@@ -512,6 +518,7 @@ void Uplink::FinishWith(std::optional<std::pair<int, int>> exit_status, bool uns
       {
         std::lock_guard<std::mutex> lock(mu_);
         last.Swap(&pending_);
+        SetCumulativeLocked(&last);
       }
       last.set_agent_id(agent_id_);
       last.set_batch_seq(next_seq_++);

@@ -123,6 +123,8 @@ class Uplink {
   size_t PendingRecordsLocked() const;
   void FinishWith(std::optional<std::pair<int, int>> exit, bool unseen = false);
   void Spool(const v1::UploadBatch& batch);
+  // The figures every batch carries as they stand (cumulative counts, whether kernels are summed).
+  void SetCumulativeLocked(v1::UploadBatch* batch) const;
   // Queues the GPU sums and launch latencies of the windows that end at or before `until`.
   void TakeGpuStatsLocked(TimeNs until);
   // Feeds a GPU record to the kernel pieces and the compute beside NCCL kernels: a NCCL kernel as

@@ -14,6 +14,7 @@
 #include "coordinator/p2p_matcher.h"
 #include "core/format.h"
 #include "core/robust_stats.h"
+#include "model/gpu/compute_thinning.h"
 #include "model/gpu/nccl_compute.h"
 #include "model/nccl/bus_bandwidth.h"
 #include "model/nccl/nccl_log.h"
@@ -154,8 +155,7 @@ std::map<int, ComputeBeside> ComputeBesideNccl(const Session& aligned) {
       continue;
     }
     for (const GpuActivityRecord& g : r.gpu) {
-      if (g.kind != GpuActivityKind::kKernel || g.end <= g.start) continue;
-      if (g.name.find("nccl") != std::string::npos) continue;  // ncclDevKernel_*, ncclKernel_*
+      if (g.kind != GpuActivityKind::kKernel || g.end <= g.start || IsNcclKernel(g)) continue;
       c.spans.emplace_back(g.start, g.end);
     }
     c.spans = MergeIntervals(std::move(c.spans));

@@ -413,7 +413,9 @@ TEST(RingCeiling, InstancesOverlappedByComputeAreNotHeldAgainstTheLink) {
   EXPECT_TRUE(FindImbalancedRings(s, RingOptions{}).empty());
   // With half the calls overlapped, the finding gives the figures of the other half, which the
   // verdict used: their count and their bus bandwidth.
-  for (size_t i = 0; i < s.ranks[1].gpu.size(); i += 2) s.ranks[1].gpu[i].name = "ncclDevKernel";
+  for (size_t i = 0; i < s.ranks[1].gpu.size(); i += 2) {
+    s.ranks[1].gpu[i].name = "ncclDevKernel_AllReduce_Sum_f32_RING_LL";
+  }
   std::vector<Finding> half = FindImbalancedRings(s, RingOptions{});
   ASSERT_EQ(half.size(), 1u);
   EXPECT_EQ(half[0].below_ceiling->instances, 5);
@@ -666,6 +668,28 @@ TEST(RingCeiling, TheReal2xH200RunIsSilent) {
   EXPECT_EQ(f[0].below_ceiling->shapes.size(), 3u);  // 64, 128 and 256 MiB
   EXPECT_NE(f[0].summary.find("2 more of its message sizes fall short too"), std::string::npos)
       << f[0].summary;
+}
+
+}  // namespace
+}  // namespace rankscope
+
+namespace rankscope {
+namespace {
+
+// Spans an agent sent (its compute kernels only summed): an instance's overlap is read from them
+// where they cover it, and an instance that reaches past them is taken as not run alone.
+TEST(RanBesideNccl, SpansAnswerOnlyWhereTheyCover) {
+  ComputeBeside summed;
+  summed.spans = {{150, 170}};
+  summed.known = Intervals{{100, 300}};
+  EXPECT_FALSE(RanBesideNccl(summed, 120, 280, 20));  // 20 ns beside: not more than 20
+  EXPECT_TRUE(RanBesideNccl(summed, 120, 280, 19));
+  EXPECT_TRUE(RanBesideNccl(summed, 120, 301, 1000));  // past what the spans cover: unknown
+  summed.known = Intervals{};  // not exact (a late kernel): nothing known
+  EXPECT_TRUE(RanBesideNccl(summed, 120, 130, 1000));
+  ComputeBeside records;  // from the records: known everywhere
+  records.spans = {{150, 170}};
+  EXPECT_FALSE(RanBesideNccl(records, 0, 1000, 20));
 }
 
 }  // namespace

@@ -40,9 +40,10 @@ struct CommSummary {
 
 // A rank's launch latencies (kernel start - end of its launch call, by CUPTI correlation id): from
 // the agent's per-window histograms where they came whole (its final batch came; within 1 % of
-// the records' figures), else from the records.
+// the records' figures) or where its compute kernels' records are only partly there (summed: the
+// rows so far, the run's end missing where the agent did not finish), else from the records.
 json LaunchLatencyJson(const RankData& r) {
-  if (r.finished && !r.launch_latency.empty()) {
+  if ((r.finished || r.compute_kernels_summed) && !r.launch_latency.empty()) {
     const LatencyDistribution d = DistributionOf(r.launch_latency);
     if (d.samples == 0) return nullptr;
     return {{"samples", d.samples}, {"median_ns", d.median}, {"p99_ns", d.p99}};
@@ -76,7 +77,7 @@ json LaunchLatencyJson(const RankData& r) {
 json GpuRankJson(const RankData& r) {
   int64_t kernels = 0;
   DurationNs kernel_time = 0;
-  for (const auto& [name, t] : KernelTotals(r.gpu, r.gpu_stats, r.finished)) {
+  for (const auto& [name, t] : KernelTotals(r.gpu, r.gpu_stats, r.finished || r.compute_kernels_summed)) {
     kernels += t.count;
     kernel_time += t.total;
   }

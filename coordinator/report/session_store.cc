@@ -337,9 +337,11 @@ Status CopyRecords(Connection& db, const Session& s, const std::string& from) {
   attach.Text(from);
   RETURN_IF_ERROR(attach.Run());
   {
+    // The record tables are the same since version 6 (7 added GPU summary tables only).
     Statement version(db, "SELECT value FROM src.meta WHERE key = 'schema_version'");
-    if (!version.Next() || version.ColumnText(0) != std::to_string(kSessionStoreSchemaVersion)) {
-      return Status::Error(from + " is not a session database of schema version " +
+    const std::string v = version.Next() ? version.ColumnText(0) : "";
+    if (v != "6" && v != std::to_string(kSessionStoreSchemaVersion)) {
+      return Status::Error(from + " is not a session database of schema version 6 to " +
                            std::to_string(kSessionStoreSchemaVersion));
     }
   }

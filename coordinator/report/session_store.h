@@ -19,6 +19,8 @@ namespace rankscope {
 
 // The layout version written to meta 'schema_version'. LoadSession reads this one and the
 // older ones listed below it.
+//   7: tables nccl_compute and rank_gpu_summary: a rank's compute kernels may be only summed
+//      (gpu_activity then holds some of them), which readers of version 6 would not know
 //   6: ranks.exit_time (when the agent saw the rank end, its clock: which rank ended first)
 //   5: ranks.exit_unseen (the rank ended, its status not seen by the agent beside it)
 //   4: mpi_calls.call may be MPI_Init (24), which readers of version 3 take for corruption
@@ -27,7 +29,7 @@ namespace rankscope {
 //   2: collectives.source (0 MPI, 1 NCCL); CUPTI activity in gpu_activity + gpu_names;
 //      rank_gpu.nvml (JSON) and nvml_error
 //   1: the first layout (NCCL collectives recognised by their communicator key)
-inline constexpr int kSessionStoreSchemaVersion = 6;
+inline constexpr int kSessionStoreSchemaVersion = 7;
 inline constexpr int kOldestReadableSchemaVersion = 1;
 
 // Writes `session` and `findings` to a new database at `path`, replacing any file there. The

@@ -17,6 +17,11 @@ bool ComputeRecordThinning::Add(const GpuActivityRecord& r) {
   first_work_.AddGpu(r);
   if (IsNcclKernel(r)) {
     nccl_correlations_[r.correlation_id] = r.start;
+    // Its launch was decided before it came: it goes out now, with the next decision.
+    if (auto launch = waiting_launches_.find(r.correlation_id); launch != waiting_launches_.end()) {
+      released_.push_back(std::move(launch->second));
+      waiting_launches_.erase(launch);
+    }
     return true;
   }
   if (r.kind != GpuActivityKind::kKernel && !IsKernelLaunch(r)) return true;  // copies, syncs...
@@ -32,11 +37,12 @@ bool ComputeRecordThinning::Add(const GpuActivityRecord& r) {
 }
 
 std::vector<GpuActivityRecord> ComputeRecordThinning::TakeDecided(TimeNs until) {
-  if (until <= decided_) return {};
+  std::vector<GpuActivityRecord> out = std::move(released_);
+  released_.clear();
+  if (until <= decided_) return out;
   const std::vector<GpuWorkKey> kept = first_work_.TakeDecided(until);
   decided_ = until;
   const std::set<GpuWorkKey> keep(kept.begin(), kept.end());
-  std::vector<GpuActivityRecord> out;
   const auto end = held_.upper_bound(until);
   for (auto it = held_.begin(); it != end; ++it) {
     GpuActivityRecord& r = it->second;
@@ -45,15 +51,30 @@ std::vector<GpuActivityRecord> ComputeRecordThinning::TakeDecided(TimeNs until) 
                          r.correlation_id};
     if (keep.count(key) > 0 || (!kernel && nccl_correlations_.count(r.correlation_id) > 0)) {
       out.push_back(std::move(r));
+    } else if (!kernel && until != INT64_MAX) {
+      // Perhaps a NCCL kernel's launch whose kernel has not run yet.
+      waiting_order_.emplace(r.start, r.correlation_id);
+      waiting_launches_.insert_or_assign(r.correlation_id, std::move(r));
     } else {
       ++summed_only_;
     }
   }
   held_.erase(held_.begin(), end);
-  // A NCCL kernel's launch comes before it: its id is needed only while the launch may be held.
+  // A NCCL kernel's launch comes before it: its id, and a launch waiting for its kernel, are
+  // needed only within the horizon (and the most recent kMaxWaitingLaunches of the launches).
   const TimeNs forget =
       until > INT64_MIN + nccl_launch_horizon_ ? until - nccl_launch_horizon_ : INT64_MIN;
   std::erase_if(nccl_correlations_, [&](const auto& c) { return c.second < forget; });
+  while (!waiting_order_.empty() && (until == INT64_MAX || waiting_order_.begin()->first < forget ||
+                                     waiting_order_.size() > kMaxWaitingLaunches)) {
+    const auto [start, id] = *waiting_order_.begin();
+    waiting_order_.erase(waiting_order_.begin());
+    auto w = waiting_launches_.find(id);
+    if (w != waiting_launches_.end() && w->second.start == start) {
+      waiting_launches_.erase(w);
+      ++summed_only_;
+    }
+  }
   return out;
 }
 

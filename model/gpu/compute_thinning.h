@@ -3,9 +3,11 @@
 // gone out, every record does. After that, those two kinds go out only where an analysis reads
 // them whole: the first launch and the first kernel at or after every NVTX range boundary (the
 // dataloader's step reading, first_gpu_work.h) and NCCL kernels' launch calls (the NCCL join's
-// launch time); the rest are in the agent's sums (gpu_stats.h, launch_latency.h,
-// kernel_pieces.h, nccl_compute.h), which the coordinator then reads instead. NCCL kernels,
-// copies, memsets, syncs and other runtime calls always go whole. Pure; not thread-safe.
+// launch time: a launch whose kernel has not come when it is decided waits for it up to
+// `nccl_launch_horizon`, at most kMaxWaitingLaunches of them); the rest are in the agent's sums
+// (gpu_stats.h, launch_latency.h, kernel_pieces.h, nccl_compute.h), which the coordinator then
+// reads instead. NCCL kernels, copies, memsets, syncs and other runtime calls always go whole.
+// Pure; not thread-safe.
 #pragma once
 
 #include <cstdint>
@@ -20,6 +22,10 @@ namespace rankscope {
 
 class ComputeRecordThinning {
  public:
+  // Launch calls decided but waiting for their kernel (a NCCL kernel that has not run yet): about
+  // 3 MB of records; the oldest beyond it are summed.
+  static constexpr size_t kMaxWaitingLaunches = 16'384;
+
   // 0: no limit. `nccl_launch_horizon`: how long a NCCL kernel's launch may come before it.
   explicit ComputeRecordThinning(uint64_t budget = 0,
                                  DurationNs nccl_launch_horizon = 10 * kNsPerSec)
@@ -40,7 +46,7 @@ class ComputeRecordThinning {
   uint64_t summed_only() const { return summed_only_; }
   // Range boundaries that came after the records around them were decided.
   int64_t late_boundaries() const { return first_work_.late_boundaries(); }
-  size_t held() const { return held_.size() + first_work_.held(); }
+  size_t held() const { return held_.size() + first_work_.held() + waiting_launches_.size(); }
 
  private:
   uint64_t budget_;
@@ -52,6 +58,11 @@ class ComputeRecordThinning {
   TimeNs decided_ = INT64_MIN;
   std::multimap<TimeNs, GpuActivityRecord> held_;  // by start
   std::map<uint32_t, TimeNs> nccl_correlations_;   // recent NCCL kernels' ids -> start
+  // Launches decided but not kept, waiting for a NCCL kernel of their id, by id; their starts in
+  // order, to forget the oldest; and those released by a kernel, for the next TakeDecided.
+  std::map<uint32_t, GpuActivityRecord> waiting_launches_;
+  std::multimap<TimeNs, uint32_t> waiting_order_;
+  std::vector<GpuActivityRecord> released_;
 };
 
 // Whether a record is a NCCL kernel (its name decodes as one).

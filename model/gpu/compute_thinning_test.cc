@@ -54,7 +54,7 @@ TEST(ComputeRecordThinning, KeepsWhatTheStepReadingAndTheNcclJoinRead) {
   for (const GpuActivityRecord& g : thin.TakeDecided(180)) got.emplace_back(g.kind, g.start);
   EXPECT_EQ(got, (std::vector<std::pair<GpuActivityKind, TimeNs>>{
                      {kRuntime, 110}, {kKernel, 115}, {kRuntime, 150}}));
-  EXPECT_EQ(thin.summed_only(), 4u);
+  EXPECT_EQ(thin.summed_only(), 2u);  // the kernels; the launches wait for a NCCL kernel
   // A launch that comes after its time was decided goes out as it is.
   EXPECT_TRUE(thin.Add(Record(kRuntime, 9, 175, "cudaLaunchKernel")));
   // After the range's end, the first of each kind again.
@@ -64,6 +64,42 @@ TEST(ComputeRecordThinning, KeepsWhatTheStepReadingAndTheNcclJoinRead) {
   ASSERT_EQ(rest.size(), 1u);
   EXPECT_EQ(rest[0].start, 210);
   EXPECT_EQ(thin.held(), 0u);
+  EXPECT_EQ(thin.summed_only(), 5u);  // the two launches that waited in vain, and 220
+}
+
+// A NCCL kernel that runs long after its launch (queued behind compute, or waiting for a late
+// peer): its launch, decided before the kernel came, waits for it and goes out with it; a launch
+// whose kernel never comes is summed at the end.
+TEST(ComputeRecordThinning, ALaunchDecidedBeforeItsNcclKernelWaitsForIt) {
+  ComputeRecordThinning thin(/*budget=*/1, /*nccl_launch_horizon=*/1000);
+  EXPECT_TRUE(thin.Add(Record(kKernel, 1, 10, "gemm")));                 // the budget
+  EXPECT_FALSE(thin.Add(Record(kRuntime, 2, 100, "cudaLaunchKernel")));  // first launch: kept
+  EXPECT_FALSE(thin.Add(Record(kRuntime, 3, 110, "cuLaunchKernelEx")));  // NCCL's, kernel later
+  EXPECT_FALSE(thin.Add(Record(kRuntime, 4, 120, "cudaLaunchKernel")));  // never a kernel
+  std::vector<TimeNs> got;
+  for (const GpuActivityRecord& g : thin.TakeDecided(500)) got.push_back(g.start);
+  EXPECT_EQ(got, (std::vector<TimeNs>{100}));
+  EXPECT_EQ(thin.held(), 2u);
+  EXPECT_TRUE(thin.Add(Record(kKernel, 3, 900, "ncclDevKernel_AllReduce_Sum_f32_RING_LL")));
+  got.clear();
+  for (const GpuActivityRecord& g : thin.TakeDecided(600)) got.push_back(g.start);
+  EXPECT_EQ(got, (std::vector<TimeNs>{110}));
+  EXPECT_TRUE(thin.TakeAll().empty());
+  EXPECT_EQ(thin.summed_only(), 1u);
+  EXPECT_EQ(thin.held(), 0u);
+}
+
+// Past the horizon a launch stops waiting.
+TEST(ComputeRecordThinning, ALaunchWaitsNoLongerThanTheHorizon) {
+  ComputeRecordThinning thin(/*budget=*/1, /*nccl_launch_horizon=*/1000);
+  EXPECT_TRUE(thin.Add(Record(kKernel, 1, 10, "gemm")));
+  EXPECT_FALSE(thin.Add(Record(kRuntime, 2, 100, "cudaLaunchKernel")));
+  EXPECT_FALSE(thin.Add(Record(kRuntime, 3, 110, "cuLaunchKernelEx")));
+  EXPECT_EQ(thin.TakeDecided(500).size(), 1u);
+  EXPECT_TRUE(thin.TakeDecided(1200).empty());  // 110 < 1200 - 1000: forgotten, summed
+  EXPECT_EQ(thin.summed_only(), 1u);
+  EXPECT_TRUE(thin.Add(Record(kKernel, 3, 1300, "ncclDevKernel_AllReduce_Sum_f32_RING_LL")));
+  EXPECT_TRUE(thin.TakeAll().empty());
 }
 
 }  // namespace
