@@ -444,13 +444,13 @@ void Uplink::FinishWith(std::optional<std::pair<int, int>> exit_status, bool uns
     if (thinning_.thinning() && thinning_.late_boundaries() > 0) {
       v1::Notice* notice = pending_.add_notices();
       notice->set_time(MonotonicNow());
-      notice->set_text(std::to_string(thinning_.late_boundaries()) +
-                       " NVTX range boundaries came after the launches and kernels around them "
-                       "were summed (a range open longer than " +
-                       std::to_string((2 * options_.gpu_stats_window +
-                                       options_.collective_enter_horizon) /
-                                      kNsPerMs) +
-                       " ms): a step beginning there may read a later first launch than it had");
+      notice->set_text(
+          std::to_string(thinning_.late_boundaries()) +
+          " NVTX range boundaries came after the launches and kernels around them "
+          "were summed (a range open longer than " +
+          std::to_string((2 * options_.gpu_stats_window + options_.collective_enter_horizon) /
+                         kNsPerMs) +
+          " ms): a step beginning there may read a later first launch than it had");
     }
     if (kernel_pieces_) {
       for (const KernelPiece& p : kernel_pieces_->TakeAll()) {

@@ -30,22 +30,22 @@ std::string Rate(double per_second) {
 
 }  // namespace
 
-std::string LiveStatusLine(const LiveProgress& now, const LiveProgress& before,
-                           DurationNs interval, DurationNs elapsed, bool capturing) {
-  std::string line = "rankscope: " + std::to_string(now.ranks) +
-                     (now.ranks == 1 ? " rank" : " ranks");
+std::string LiveStatusLine(const LiveProgress& now, const LiveProgress& before, DurationNs interval,
+                           DurationNs elapsed, bool capturing) {
+  std::string line =
+      "rankscope: " + std::to_string(now.ranks) + (now.ranks == 1 ? " rank" : " ranks");
   if (now.finished > 0) line += " (" + std::to_string(now.finished) + " done)";
   if (now.steps > 0) line += ", step " + Grouped(now.steps);
   if (!capturing) {
     line += ", dormant (rankscope capture starts it)";
   } else if (interval > 0) {
     const uint64_t got = now.records >= before.records ? now.records - before.records : 0;
-    line += ", " + Rate(static_cast<double>(got) * 1e9 / static_cast<double>(interval)) +
-            " records/s";
+    line +=
+        ", " + Rate(static_cast<double>(got) * 1e9 / static_cast<double>(interval)) + " records/s";
   }
   if (now.summed > 0) {
-    line += ", " + std::to_string(now.summed) +
-            (now.summed == 1 ? " rank sends" : " ranks send") + " GPU kernels summed";
+    line += ", " + std::to_string(now.summed) + (now.summed == 1 ? " rank sends" : " ranks send") +
+            " GPU kernels summed";
   }
   if (now.dropped > 0) line += ", " + Grouped(now.dropped) + " records dropped";
   line += ", " + std::to_string(elapsed / kNsPerSec) + " s";

@@ -12,7 +12,7 @@ namespace rankscope {
 // E.g. "rankscope: 4 ranks, step 1,234, 52.1 k records/s, 4 ranks sending GPU kernels summed,
 // 12 s". `before` is the progress `interval` ago (records/s from the two), `elapsed` the time
 // since the job started; `capturing` false while dormant.
-std::string LiveStatusLine(const LiveProgress& now, const LiveProgress& before,
-                           DurationNs interval, DurationNs elapsed, bool capturing);
+std::string LiveStatusLine(const LiveProgress& now, const LiveProgress& before, DurationNs interval,
+                           DurationNs elapsed, bool capturing);
 
 }  // namespace rankscope

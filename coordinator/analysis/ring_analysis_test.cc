@@ -685,7 +685,7 @@ TEST(RanBesideNccl, SpansAnswerOnlyWhereTheyCover) {
   EXPECT_FALSE(RanBesideNccl(summed, 120, 280, 20));  // 20 ns beside: not more than 20
   EXPECT_TRUE(RanBesideNccl(summed, 120, 280, 19));
   EXPECT_TRUE(RanBesideNccl(summed, 120, 301, 1000));  // past what the spans cover: unknown
-  summed.known = Intervals{};  // not exact (a late kernel): nothing known
+  summed.known = Intervals{};                          // not exact (a late kernel): nothing known
   EXPECT_TRUE(RanBesideNccl(summed, 120, 130, 1000));
   ComputeBeside records;  // from the records: known everywhere
   records.spans = {{150, 170}};

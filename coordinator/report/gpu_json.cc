@@ -77,7 +77,8 @@ json LaunchLatencyJson(const RankData& r) {
 json GpuRankJson(const RankData& r) {
   int64_t kernels = 0;
   DurationNs kernel_time = 0;
-  for (const auto& [name, t] : KernelTotals(r.gpu, r.gpu_stats, r.finished || r.compute_kernels_summed)) {
+  for (const auto& [name, t] :
+       KernelTotals(r.gpu, r.gpu_stats, r.finished || r.compute_kernels_summed)) {
     kernels += t.count;
     kernel_time += t.total;
   }
