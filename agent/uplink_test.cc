@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "coordinator/service.h"
+#include "model/gpu/test_records.h"
 #include "proto/protocol.h"
 #include "proto/rpc_calls.h"
 #include "proto/upload_chunk.h"
@@ -234,15 +235,7 @@ TEST_F(UplinkTest, ThinsComputeKernelsAndLaunchesOnceTheRawBudgetIsSent) {
   Uplink up(o, Ident("s1", 0));
   up.Start();
   ASSERT_TRUE(WaitFor([&] { return up.registered(); }));
-  auto record = [](GpuActivityKind kind, uint32_t correlation, TimeNs start, std::string name) {
-    GpuActivityRecord g;
-    g.kind = kind;
-    g.correlation_id = correlation;
-    g.start = start;
-    g.end = start + 5;
-    g.name = std::move(name);
-    return g;
-  };
+  const auto record = TestGpuRecord;
   const auto kKernel = GpuActivityKind::kKernel;
   const auto kRuntime = GpuActivityKind::kRuntime;
   wire::Batch first;  // the budget: sent whole

@@ -6,20 +6,12 @@
 #include <utility>
 #include <vector>
 
+#include "model/gpu/test_records.h"
+
 namespace rankscope {
 namespace {
 
-GpuActivityRecord Record(GpuActivityKind kind, uint32_t correlation, TimeNs start,
-                         std::string name) {
-  GpuActivityRecord g;
-  g.kind = kind;
-  g.correlation_id = correlation;
-  g.start = start;
-  g.end = start + 5;
-  g.name = std::move(name);
-  return g;
-}
-
+constexpr auto Record = TestGpuRecord;
 constexpr auto kKernel = GpuActivityKind::kKernel;
 constexpr auto kRuntime = GpuActivityKind::kRuntime;
 
