@@ -174,7 +174,8 @@ bool Uplink::SendRawLocked(const GpuActivityRecord& r) {
         "time between collectives, compute beside NCCL kernels; whole only the first launch and "
         "kernel after each NVTX range boundary and NCCL's launches. trace.json shows every "
         "kernel up to " +
-        std::to_string(r.start) + " ns on this rank's clock");
+        std::to_string(r.start) + " ns on this rank's clock, and the last " +
+        std::to_string(thinning_.raw_sent()) + " of the run");
   }
   return now;
 }
@@ -275,7 +276,9 @@ bool Uplink::TryRegister() {
   {
     std::lock_guard<std::mutex> lock(mu_);
     hold_p2p_ = resp.hold_point_to_point();
-    thinning_.SetBudget(resp.raw_compute_records());
+    // Half at the start, half the flight recorder's: the run's last records, sent at its end.
+    const uint64_t raw = resp.raw_compute_records();
+    thinning_.SetBudget(raw - raw / 2, raw / 2);
   }
   registered_.store(true);
   control_thread_ = std::thread([this] { ControlLoop(); });

@@ -5,7 +5,9 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
+#include <iterator>
 #include <thread>
 
 #include "coordinator/service.h"
@@ -228,7 +230,7 @@ TEST_F(UplinkTest, SendsKernelTimeBetweenCollectives) {
 // launch calls only summed, and raw only the first launch and kernel after each NVTX range
 // boundary and NCCL's launches; copies, NCCL kernels and everything else still go whole.
 TEST_F(UplinkTest, ThinsComputeKernelsAndLaunchesOnceTheRawBudgetIsSent) {
-  StartServer(/*hold_p2p=*/false, /*raw_compute=*/4);
+  StartServer(/*hold_p2p=*/false, /*raw_compute=*/8);  // 4 first, the last 4 summed at the end
   UplinkOptions o = Options();
   o.gpu_stats_window = 100;  // decided 300 behind: the steps before 2500 while the run goes on
   o.collective_enter_horizon = 100;
@@ -284,7 +286,15 @@ TEST_F(UplinkTest, ThinsComputeKernelsAndLaunchesOnceTheRawBudgetIsSent) {
                                                                 {kRuntime, 2590},
                                                                 {kKernel, 2600},  // each boundary
                                                                 {GpuActivityKind::kMemcpy, 2800}};
-  EXPECT_EQ(got, want);
+  std::vector<std::pair<GpuActivityKind, TimeNs>> tail;
+  std::set_difference(got.begin(), got.end(), want.begin(), want.end(), std::back_inserter(tail),
+                      [](const auto& a, const auto& b) { return a.second < b.second; });
+  EXPECT_EQ(got.size(), want.size() + 4);  // the flight recorder's: 4 of the summed ones
+  ASSERT_EQ(tail.size(), 4u);
+  for (const auto& [kind, start] : tail) {
+    EXPECT_TRUE(kind == kKernel || kind == kRuntime);
+    EXPECT_GT(start, 1000);
+  }
   // The sums hold every kernel all the same.
   int64_t kernels = 0;
   for (const GpuStats& s : r.gpu_stats) {
@@ -292,7 +302,7 @@ TEST_F(UplinkTest, ThinsComputeKernelsAndLaunchesOnceTheRawBudgetIsSent) {
   }
   EXPECT_EQ(kernels, 12);
   bool said = false;
-  for (const std::string& n : r.notices) said |= n.find("12 records of compute kernels") == 0;
+  for (const std::string& n : r.notices) said |= n.find("8 records of compute kernels") == 0;
   EXPECT_TRUE(said);
 }
 

@@ -56,7 +56,7 @@ std::vector<GpuActivityRecord> ComputeRecordThinning::TakeDecided(TimeNs until) 
       waiting_order_.emplace(r.start, r.correlation_id);
       waiting_launches_.insert_or_assign(r.correlation_id, std::move(r));
     } else {
-      ++summed_only_;
+      Summed(std::move(r));
     }
   }
   held_.erase(held_.begin(), end);
@@ -71,11 +71,27 @@ std::vector<GpuActivityRecord> ComputeRecordThinning::TakeDecided(TimeNs until) 
     waiting_order_.erase(waiting_order_.begin());
     auto w = waiting_launches_.find(id);
     if (w != waiting_launches_.end() && w->second.start == start) {
+      Summed(std::move(w->second));
       waiting_launches_.erase(w);
-      ++summed_only_;
     }
   }
+  if (until == INT64_MAX) {  // the end: the flight recorder's records go out too
+    for (GpuActivityRecord& r : tail_) out.push_back(std::move(r));
+    tail_.clear();
+  }
   return out;
+}
+
+void ComputeRecordThinning::Summed(GpuActivityRecord&& record) {
+  if (tail_budget_ == 0) {
+    ++summed_only_;
+    return;
+  }
+  if (tail_.size() >= tail_budget_) {
+    tail_.pop_front();
+    ++summed_only_;
+  }
+  tail_.push_back(std::move(record));
 }
 
 }  // namespace rankscope

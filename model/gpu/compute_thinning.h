@@ -7,10 +7,12 @@
 // `nccl_launch_horizon`, at most kMaxWaitingLaunches of them); the rest are in the agent's sums
 // (gpu_stats.h, launch_latency.h, kernel_pieces.h, nccl_compute.h), which the coordinator then
 // reads instead. NCCL kernels, copies, memsets, syncs and other runtime calls always go whole.
-// Pure; not thread-safe.
+// A flight recorder keeps the last `tail` of the summed records and sends them at the end of the
+// run, so the trace shows the run's last steps whole as well as its first. Pure; not thread-safe.
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <vector>
 
@@ -26,18 +28,22 @@ class ComputeRecordThinning {
   // 3 MB of records; the oldest beyond it are summed.
   static constexpr size_t kMaxWaitingLaunches = 16'384;
 
-  // 0: no limit. `nccl_launch_horizon`: how long a NCCL kernel's launch may come before it.
+  // `budget` whole before thinning (0: no limit), `tail` kept to the end after it.
+  // `nccl_launch_horizon`: how long a NCCL kernel's launch may come before it.
   explicit ComputeRecordThinning(uint64_t budget = 0,
-                                 DurationNs nccl_launch_horizon = 10 * kNsPerSec)
-      : budget_(budget), nccl_launch_horizon_(nccl_launch_horizon) {}
+                                 DurationNs nccl_launch_horizon = 10 * kNsPerSec, uint64_t tail = 0)
+      : budget_(budget), tail_budget_(tail), nccl_launch_horizon_(nccl_launch_horizon) {}
 
-  void SetBudget(uint64_t budget) { budget_ = budget; }
+  void SetBudget(uint64_t budget, uint64_t tail) {
+    budget_ = budget;
+    tail_budget_ = tail;
+  }
   void AddRange(const RangeRecord& range) { first_work_.AddRange(range); }
   // True: the record goes out now. False: it is held until TakeDecided says.
   bool Add(const GpuActivityRecord& record);
-  // The held records starting at or before `until` that go out, in start order; the others are
+  // The held records starting at or before `until` that go out; the others are in the tail or
   // forgotten (summed_only). Call with `until` behind the latest GPU start and range end by as
-  // long as records and ranges may come late.
+  // long as records and ranges may come late. TakeAll adds the tail.
   std::vector<GpuActivityRecord> TakeDecided(TimeNs until);
   std::vector<GpuActivityRecord> TakeAll() { return TakeDecided(INT64_MAX); }
 
@@ -46,11 +52,18 @@ class ComputeRecordThinning {
   uint64_t summed_only() const { return summed_only_; }
   // Range boundaries that came after the records around them were decided.
   int64_t late_boundaries() const { return first_work_.late_boundaries(); }
-  size_t held() const { return held_.size() + first_work_.held() + waiting_launches_.size(); }
+  size_t held() const {
+    return held_.size() + first_work_.held() + waiting_launches_.size() + tail_.size();
+  }
 
  private:
+  // A summed record: into the tail, the oldest there forgotten once it is full.
+  void Summed(GpuActivityRecord&& record);
+
   uint64_t budget_;
+  uint64_t tail_budget_;
   DurationNs nccl_launch_horizon_;
+  std::deque<GpuActivityRecord> tail_;
   uint64_t raw_sent_ = 0;
   uint64_t summed_only_ = 0;
   bool thinning_ = false;

@@ -94,5 +94,20 @@ TEST(ComputeRecordThinning, ALaunchWaitsNoLongerThanTheHorizon) {
   EXPECT_TRUE(thin.TakeAll().empty());
 }
 
+// The flight recorder: the last `tail` summed records go out at the end.
+TEST(ComputeRecordThinning, TheLastSummedRecordsGoOutAtTheEnd) {
+  ComputeRecordThinning thin(/*budget=*/1, /*nccl_launch_horizon=*/1000, /*tail=*/3);
+  EXPECT_TRUE(thin.Add(Record(kKernel, 1, 10, "gemm")));
+  for (uint32_t i = 2; i < 12; ++i) {
+    EXPECT_FALSE(thin.Add(Record(kKernel, i, 10 * i, "gemm")));
+  }
+  EXPECT_TRUE(thin.TakeDecided(100).empty());  // kernels 20..100: none first after a boundary
+  std::vector<TimeNs> got;
+  for (const GpuActivityRecord& g : thin.TakeAll()) got.push_back(g.start);
+  EXPECT_EQ(got, (std::vector<TimeNs>{90, 100, 110}));
+  EXPECT_EQ(thin.summed_only(), 7u);
+  EXPECT_EQ(thin.held(), 0u);
+}
+
 }  // namespace
 }  // namespace rankscope
