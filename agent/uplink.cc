@@ -165,9 +165,7 @@ bool Uplink::SendRawLocked(const GpuActivityRecord& r) {
   const bool was_thinning = thinning_.thinning();
   const bool now = thinning_.Add(r);
   if (!was_thinning && thinning_.thinning()) {
-    v1::Notice* notice = pending_.add_notices();
-    notice->set_time(MonotonicNow());
-    notice->set_text(
+    AddNoticeLocked(
         "after " + std::to_string(thinning_.raw_sent()) +
         " records of compute kernels and launch calls (this rank's share of the session's "
         "--raw-gpu-records), the later ones are sent summed: per-kernel statistics, kernel "
@@ -175,7 +173,7 @@ bool Uplink::SendRawLocked(const GpuActivityRecord& r) {
         "kernel after each NVTX range boundary and NCCL's launches. trace.json shows every "
         "kernel up to " +
         std::to_string(r.start) + " ns on this rank's clock, and the last " +
-        std::to_string(thinning_.raw_sent()) + " of the run");
+        std::to_string(thinning_.tail_budget()) + " of the run");
   }
   return now;
 }
@@ -221,6 +219,10 @@ void Uplink::SetCumulativeLocked(v1::UploadBatch* batch) const {
 
 void Uplink::AddNotice(const std::string& text) {
   std::lock_guard<std::mutex> lock(mu_);
+  AddNoticeLocked(text);
+}
+
+void Uplink::AddNoticeLocked(const std::string& text) {
   v1::Notice* out = pending_.add_notices();
   out->set_time(MonotonicNow());
   out->set_text(text);
@@ -439,15 +441,11 @@ void Uplink::FinishWith(std::optional<std::pair<int, int>> exit_status, bool uns
     TakeGpuStatsLocked(INT64_MAX);  // the windows still open: the run is over
     if (gpu_stats_) DecideHeldGpuLocked(INT64_MAX);
     if (thinning_.thinning()) {
-      v1::Notice* notice = pending_.add_notices();
-      notice->set_time(MonotonicNow());
-      notice->set_text(std::to_string(thinning_.summed_only()) +
-                       " records of compute kernels and launch calls were sent only summed");
+      AddNoticeLocked(std::to_string(thinning_.summed_only()) +
+                      " records of compute kernels and launch calls were sent only summed");
     }
     if (thinning_.thinning() && thinning_.late_boundaries() > 0) {
-      v1::Notice* notice = pending_.add_notices();
-      notice->set_time(MonotonicNow());
-      notice->set_text(
+      AddNoticeLocked(
           std::to_string(thinning_.late_boundaries()) +
           " NVTX range boundaries came after the launches and kernels around them "
           "were summed (a range open longer than " +
@@ -461,18 +459,16 @@ void Uplink::FinishWith(std::optional<std::pair<int, int>> exit_status, bool uns
       }
       for (const auto& span : nccl_compute_->TakeAll()) ToProto(span, pending_.add_nccl_compute());
       if (kernel_pieces_->late() > 0) {
-        v1::Notice* notice = pending_.add_notices();
-        notice->set_time(MonotonicNow());
-        notice->set_text(std::to_string(kernel_pieces_->late()) +
-                         " collective boundaries or kernels came after the agent had summed "
-                         "their time (a collective longer than " +
-                         std::to_string(options_.collective_enter_horizon / kNsPerMs) +
-                         " ms): the kernel time per name before those collectives is read from "
-                         "the kernel records" +
-                         std::string(thinning_.thinning()
-                                         ? ", which after this rank's raw budget hold only the "
-                                           "first kernels after range boundaries: short there"
-                                         : ""));
+        AddNoticeLocked(std::to_string(kernel_pieces_->late()) +
+                        " collective boundaries or kernels came after the agent had summed "
+                        "their time (a collective longer than " +
+                        std::to_string(options_.collective_enter_horizon / kNsPerMs) +
+                        " ms): the kernel time per name before those collectives is read from "
+                        "the kernel records" +
+                        std::string(thinning_.thinning()
+                                        ? ", which after this rank's raw budget hold only the "
+                                          "first kernels after range boundaries: short there"
+                                        : ""));
       }
     }
     if (exit_status) {

@@ -123,6 +123,8 @@ class Uplink {
   size_t PendingRecordsLocked() const;
   void FinishWith(std::optional<std::pair<int, int>> exit, bool unseen = false);
   void Spool(const v1::UploadBatch& batch);
+  // A notice in the next batch, stamped now.
+  void AddNoticeLocked(const std::string& text);
   // The figures every batch carries as they stand (cumulative counts, whether kernels are summed).
   void SetCumulativeLocked(v1::UploadBatch* batch) const;
   // Queues the GPU sums and launch latencies of the windows that end at or before `until`.
@@ -131,7 +133,7 @@ class Uplink {
   // boundaries, others as compute.
   void AddToKernelFoldsLocked(const GpuActivityRecord& r);
   // Whether the record goes out now: every record until the raw budget is spent, then all but
-  // compute kernels and launch calls, which wait in held_gpu_ until DecideHeldGpuLocked.
+  // compute kernels and launch calls, which thinning_ holds until DecideHeldGpuLocked.
   bool SendRawLocked(const GpuActivityRecord& r);
   // Of the held records starting at or before `until`, queues the first launches and kernels
   // after range boundaries and NCCL kernels' launches; forgets the rest (they are summed).

@@ -189,11 +189,13 @@ grpc::Status CoordinatorService::StoreBatch(const v1::UploadBatch& req, v1::Uplo
   expected = req.batch_seq() + 1;
 
   records_received_ += RecordCount(req);
-  if (steps_of_.size() <= it->second) steps_of_.resize(it->second + 1);
-  for (const v1::Range& range : req.ranges()) {
-    if (IsStepRange(FromProto(range))) ++steps_of_[it->second];
-  }
+  const size_t ranges_before = rank.ranges.size();
   AddBatchToRank(req, &rank);
+  // Steps for the status line, from the ranges just decoded (before the spill takes them).
+  if (steps_of_.size() <= it->second) steps_of_.resize(it->second + 1);
+  steps_of_[it->second] += static_cast<uint64_t>(
+      std::count_if(rank.ranges.begin() + static_cast<std::ptrdiff_t>(ranges_before),
+                    rank.ranges.end(), IsStepRange));
   if (spill_ != nullptr && !unspilled_.count(it->second)) {
     if (Status s = spill_->Append(it->second, &rank); !s.ok()) {
       // Kept in memory from here on, in order after what the file holds (not a loss: no

@@ -89,6 +89,11 @@ struct RankData {
   TimeNs exit_time = 0;
 };
 
+// Whether a rank's GPU figures come from its agent's rows (gpu_stats, launch_latency) rather than
+// its records: its final batch came (the rows are whole), or its compute kernels were only summed
+// (the records hold only some of them).
+inline bool ReadGpuRows(const RankData& r) { return r.finished || r.compute_kernels_summed; }
+
 struct Session {
   std::string session_id;
   std::string job_id;

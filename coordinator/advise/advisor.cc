@@ -643,7 +643,7 @@ AdviceFacts FactsOf(const Session& session, const std::vector<Finding>& findings
   if (r != nullptr && !r->id.node.empty()) f.node = r->id.node;
   if (r != nullptr) {
     const std::map<std::string, KernelTotal> time_by_kernel =
-        KernelTotals(r->gpu, r->gpu_stats, r->finished || r->compute_kernels_summed);
+        KernelTotals(r->gpu, r->gpu_stats, ReadGpuRows(*r));
     auto heaviest = std::max_element(
         time_by_kernel.begin(), time_by_kernel.end(),
         [](const auto& a, const auto& b) { return a.second.total < b.second.total; });

@@ -43,7 +43,7 @@ struct CommSummary {
 // the records' figures) or where its compute kernels' records are only partly there (summed: the
 // rows so far, the run's end missing where the agent did not finish), else from the records.
 json LaunchLatencyJson(const RankData& r) {
-  if ((r.finished || r.compute_kernels_summed) && !r.launch_latency.empty()) {
+  if (ReadGpuRows(r) && !r.launch_latency.empty()) {
     const LatencyDistribution d = DistributionOf(r.launch_latency);
     if (d.samples == 0) return nullptr;
     return {{"samples", d.samples}, {"median_ns", d.median}, {"p99_ns", d.p99}};
@@ -77,8 +77,7 @@ json LaunchLatencyJson(const RankData& r) {
 json GpuRankJson(const RankData& r) {
   int64_t kernels = 0;
   DurationNs kernel_time = 0;
-  for (const auto& [name, t] :
-       KernelTotals(r.gpu, r.gpu_stats, r.finished || r.compute_kernels_summed)) {
+  for (const auto& [name, t] : KernelTotals(r.gpu, r.gpu_stats, ReadGpuRows(r))) {
     kernels += t.count;
     kernel_time += t.total;
   }

@@ -49,6 +49,7 @@ class ComputeRecordThinning {
 
   bool thinning() const { return thinning_; }
   uint64_t raw_sent() const { return raw_sent_; }
+  uint64_t tail_budget() const { return tail_budget_; }
   uint64_t summed_only() const { return summed_only_; }
   // Range boundaries that came after the records around them were decided.
   int64_t late_boundaries() const { return first_work_.late_boundaries(); }
