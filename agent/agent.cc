@@ -339,6 +339,13 @@ void RankCapture::Start(pid_t pid) {
   if (nvml_) nvml_->Start();
   if (profiled_ && !EnvIs("RANKSCOPE_PROC", "0")) {
     proc_ = std::make_unique<ProcSampler>(pid, kNsPerSec);
+    if (uplink_) {
+      // The coordinator's live check reads the figures as they grow (coordinator/live_check.h).
+      Uplink* uplink = uplink_.get();
+      proc_->OnSample([uplink](const ProcessTreeStats& so_far) {
+        uplink->SetProcessProgress(ToProto(so_far));
+      });
+    }
     proc_->Start();
   }
 }

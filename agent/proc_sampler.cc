@@ -198,6 +198,12 @@ void ProcSampler::Loop() {
       SampleOnce();
       next_full = MonotonicNow() + wait;
       wait = period_;
+      if (on_sample_ && first_sample_ != 0) {
+        const ProcessTreeStats so_far = SumsLocked(/*read_cgroup_now=*/false);
+        lock.unlock();
+        on_sample_(so_far);
+        lock.lock();
+      }
     }
     SampleMainThread();
     const DurationNs sleep = std::clamp<DurationNs>(next_full - MonotonicNow(), 0, kStatePeriod);
@@ -368,6 +374,10 @@ void ProcSampler::CountFromNow() {
   }
 }
 
+void ProcSampler::OnSample(std::function<void(const ProcessTreeStats&)> callback) {
+  on_sample_ = std::move(callback);
+}
+
 ProcessTreeStats ProcSampler::Finish() {
   std::unique_lock<std::mutex> lock(mu_);
   finishing_ = true;
@@ -376,6 +386,10 @@ ProcessTreeStats ProcSampler::Finish() {
   if (thread_.joinable()) thread_.join();
   lock.lock();
   SampleOnce();
+  return SumsLocked(/*read_cgroup_now=*/true);
+}
+
+ProcessTreeStats ProcSampler::SumsLocked(bool read_cgroup_now) const {
   ProcessTreeStats out;
   out.samples = samples_;
   out.processes = static_cast<int32_t>(last_.size());
@@ -414,7 +428,7 @@ ProcessTreeStats ProcSampler::Finish() {
   out.main_thread = main_thread_;
   if (cgroup_) {
     CpuCgroupStats c = cgroup_->stats;
-    std::optional<CpuThrottling> now = ReadThrottling();
+    std::optional<CpuThrottling> now = read_cgroup_now ? ReadThrottling() : std::nullopt;
     if (!now) now = cgroup_->latest;
     if (cgroup_->first && now) {
       auto since = [](uint64_t a, uint64_t b) { return a > b ? a - b : 0; };

@@ -28,6 +28,7 @@
 
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -93,6 +94,10 @@ class ProcSampler {
   ProcSampler(const ProcSampler&) = delete;
   ProcSampler& operator=(const ProcSampler&) = delete;
 
+  // Called on the sampler's thread after each full sample (every `period`) with the sums so
+  // far, as Finish would return them then (the cgroup's counters as last sampled), outside the
+  // sampler's lock. Set before Start.
+  void OnSample(std::function<void(const ProcessTreeStats&)> callback);
   void Start();
   // For a process tree that was running before (rankscope attach): samples once now, and Finish
   // then counts only what the processes seen now did from here on (processes that start later
@@ -124,9 +129,11 @@ class ProcSampler {
     std::optional<CpuThrottling> latest;  // at the last sample that could read it
   };
   void Loop();
-  void SampleOnce();                          // requires mu_
-  void SampleThreads(pid_t pid, Last* last);  // requires mu_
-  void SampleMainThread();                    // requires mu_
+  void SampleOnce();  // requires mu_
+  // The sums of every process's last sample; the cgroup's counters read now or as last sampled.
+  ProcessTreeStats SumsLocked(bool read_cgroup_now) const;  // requires mu_
+  void SampleThreads(pid_t pid, Last* last);                // requires mu_
+  void SampleMainThread();                                  // requires mu_
   // A zombie is no longer in its v1 cgroup (/proc/PID/cgroup says "/"): `exited` keeps the one
   // it was seen in.
   void WatchCgroup(bool exited);                        // requires mu_
@@ -138,15 +145,16 @@ class ProcSampler {
   const int64_t ns_per_tick_;
   std::mutex mu_;
   std::condition_variable wake_;
-  bool finishing_ = false;                           // guarded by mu_
-  std::map<std::pair<pid_t, uint64_t>, Last> last_;  // by (pid, start): guarded by mu_
-  int samples_ = 0;                                  // guarded by mu_
-  bool io_unreadable_ = false;                       // guarded by mu_
-  bool sched_unreadable_ = false;                    // guarded by mu_
-  TimeNs first_sample_ = 0, last_sample_ = 0;        // guarded by mu_: the root seen
-  std::optional<std::vector<CgroupMount>> mounts_;   // guarded by mu_: read once
-  std::optional<CgroupWatch> cgroup_;                // guarded by mu_
-  MainThreadStates main_thread_;                     // guarded by mu_
+  bool finishing_ = false;                                  // guarded by mu_
+  std::map<std::pair<pid_t, uint64_t>, Last> last_;         // by (pid, start): guarded by mu_
+  int samples_ = 0;                                         // guarded by mu_
+  bool io_unreadable_ = false;                              // guarded by mu_
+  bool sched_unreadable_ = false;                           // guarded by mu_
+  TimeNs first_sample_ = 0, last_sample_ = 0;               // guarded by mu_: the root seen
+  std::optional<std::vector<CgroupMount>> mounts_;          // guarded by mu_: read once
+  std::optional<CgroupWatch> cgroup_;                       // guarded by mu_
+  MainThreadStates main_thread_;                            // guarded by mu_
+  std::function<void(const ProcessTreeStats&)> on_sample_;  // set before Start
   std::thread thread_;
 };
 

@@ -12,6 +12,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -147,6 +148,13 @@ TEST(ProcSampler, SumsSchedulerFiguresOverEveryThread) {
     _exit(0);
   }
   ProcSampler sampler(child, 50 * kNsPerMs);
+  // The sums so far after each sample (what the coordinator's live check reads): they grow.
+  std::mutex mu;
+  std::vector<ProcessTreeStats> so_far;
+  sampler.OnSample([&](const ProcessTreeStats& s) {
+    std::lock_guard<std::mutex> lock(mu);
+    so_far.push_back(s);
+  });
   sampler.Start();
   std::this_thread::sleep_for(std::chrono::milliseconds(500));  // a sample with the threads on
   siginfo_t info{};
@@ -161,6 +169,14 @@ TEST(ProcSampler, SumsSchedulerFiguresOverEveryThread) {
   EXPECT_GE(s.sched_cpu_ns, 100 * kNsPerMs);
   EXPECT_GE(s.run_delay_ns, 2 * s.sched_cpu_ns * 8 / 10);
   EXPECT_GE(s.involuntary_switches, 3u);
+  std::lock_guard<std::mutex> lock(mu);
+  ASSERT_GE(so_far.size(), 3u);
+  for (size_t i = 1; i < so_far.size(); ++i) {
+    EXPECT_GE(so_far[i].sampled_wall_ns, so_far[i - 1].sampled_wall_ns);
+    EXPECT_GE(so_far[i].sched_cpu_ns, so_far[i - 1].sched_cpu_ns);
+  }
+  EXPECT_GT(so_far.back().sched_cpu_ns, so_far.front().sched_cpu_ns);
+  EXPECT_LE(so_far.back().sched_cpu_ns, s.sched_cpu_ns);
 }
 
 // A fake /proc and cgroup v1 tree: the program runs in /job/step, whose parent /job has the

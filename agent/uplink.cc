@@ -248,6 +248,12 @@ void Uplink::SetProcessStats(v1::ProcessStats stats) {
   *pending_.mutable_proc() = std::move(stats);
 }
 
+void Uplink::SetProcessProgress(v1::ProcessStats so_far) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (finishing_) return;
+  *pending_.mutable_proc_so_far() = std::move(so_far);
+}
+
 void Uplink::AddSweepCheck(v1::SweepCheck check) {
   std::lock_guard<std::mutex> lock(mu_);
   *pending_.add_sweep() = std::move(check);

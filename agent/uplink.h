@@ -92,6 +92,9 @@ class Uplink {
   void SetNvml(v1::NvmlReport report);
   // The rank's /proc figures (agent/proc_sampler.h), before Finish.
   void SetProcessStats(v1::ProcessStats stats);
+  // The rank's /proc figures so far, sent with the next batch (the newest replaces one not yet
+  // sent); ignored once Finish began. Thread-safe.
+  void SetProcessProgress(v1::ProcessStats so_far);
   // A sweep node's check results (agent/sweep/sweep_node.h), before Finish.
   void AddSweepCheck(v1::SweepCheck check);
 

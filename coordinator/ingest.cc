@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "core/clock_model.h"
+#include "core/intervals.h"
 #include "proto/convert.h"
 
 namespace rankscope {
@@ -89,6 +90,31 @@ void AddBatchToRank(const v1::UploadBatch& batch, RankData* rank) {
   if (batch.has_proc()) rank->proc = FromProto(batch.proc());
   for (const v1::SweepCheck& c : batch.sweep()) rank->sweep.push_back(FromProto(c));
   if (batch.final()) rank->finished = true;
+}
+
+void AddBatchToTally(const v1::UploadBatch& batch, LiveTally* tally) {
+  Intervals spans;
+  auto add = [&](int64_t enter, int64_t exit) {
+    enter = std::max<int64_t>(enter, tally->through);
+    if (exit > enter) spans.emplace_back(enter, exit);
+  };
+  for (const v1::Collective& c : batch.collectives()) add(c.enter(), c.exit());
+  for (const v1::P2P& p : batch.p2p()) add(p.enter(), p.exit());
+  for (const v1::MpiCall& c : batch.mpi_calls()) add(c.enter(), c.exit());
+  for (const auto& [begin, end] : MergeIntervals(std::move(spans))) {
+    tally->in_mpi += end - begin;
+    tally->through = std::max(tally->through, end);
+  }
+  const v1::ProcessStats* proc = batch.has_proc()          ? &batch.proc()
+                                 : batch.has_proc_so_far() ? &batch.proc_so_far()
+                                                           : nullptr;
+  if (proc != nullptr && proc->sampled_wall_ns() > 0) {
+    tally->cpu = proc->sched_unreadable() ? proc->cpu_user_ns() + proc->cpu_system_ns()
+                                          : proc->sched_cpu_ns();
+    tally->run_delay = proc->run_delay_ns();
+    tally->throttled = proc->has_cpu_cgroup() ? proc->cpu_cgroup().throttled_ns() : 0;
+    tally->proc_wall = proc->sampled_wall_ns();
+  }
 }
 
 Result<Session> SessionFromSpools(const std::vector<SpoolContents>& spools,

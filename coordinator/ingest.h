@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "coordinator/live_check.h"
 #include "coordinator/session.h"
 #include "proto/spool.h"
 #include "rankscope/v1/rankscope.pb.h"
@@ -19,6 +20,11 @@ namespace rankscope {
 // that are not UTF-8 are kept with U+FFFD in place of their bad bytes. Sets rank->finished on the
 // final batch.
 void AddBatchToRank(const v1::UploadBatch& batch, RankData* rank);
+
+// Adds the batch's MPI records (collectives, point-to-point and other MPI calls: their time
+// inside MPI, on the rank's clock) and its /proc snapshot, if any, to the rank's live tally.
+// Records that end at or before what the tally has seen count only after its `through`.
+void AddBatchToTally(const v1::UploadBatch& batch, LiveTally* tally);
 
 // A session rebuilt from agents' spools (proto/spool.h) when its coordinator wrote none: a rank
 // per spool (the last spool of a rank and restart count wins), its batches in sequence order,

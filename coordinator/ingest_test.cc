@@ -50,6 +50,50 @@ TEST(Ingest, ABatchBecomesTheRanksDataAndWhatItCannotReadIsCounted) {
   EXPECT_FALSE(other.finished);
 }
 
+// The live check's tally: time inside MPI is the union of the records' spans (a p2p inside a
+// collective counted once), a later batch counts only what lies after the previous one's end, and
+// the /proc figures are the latest (the final ones over those so far).
+TEST(Ingest, ABatchAddsItsTimeInsideMpiAndItsProcFiguresToTheLiveTally) {
+  v1::UploadBatch first;
+  v1::Collective* c = first.add_collectives();
+  c->set_enter(100);
+  c->set_exit(300);
+  v1::P2P* p = first.add_p2p();
+  p->set_enter(150);  // inside the collective
+  p->set_exit(250);
+  v1::MpiCall* call = first.add_mpi_calls();
+  call->set_enter(400);
+  call->set_exit(450);
+  first.mutable_proc_so_far()->set_sampled_wall_ns(1'000);
+  first.mutable_proc_so_far()->set_sched_cpu_ns(600);
+  first.mutable_proc_so_far()->set_run_delay_ns(200);
+  first.mutable_proc_so_far()->mutable_cpu_cgroup()->set_throttled_ns(50);
+  LiveTally tally;
+  AddBatchToTally(first, &tally);
+  EXPECT_EQ(tally.in_mpi, 250);
+  EXPECT_EQ(tally.through, 450);
+  EXPECT_EQ(tally.cpu, 600);
+  EXPECT_EQ(tally.run_delay, 200);
+  EXPECT_EQ(tally.throttled, 50);
+  EXPECT_EQ(tally.proc_wall, 1'000);
+
+  v1::UploadBatch second;
+  v1::Collective* late = second.add_collectives();
+  late->set_enter(420);  // overlaps what the first batch counted
+  late->set_exit(500);
+  second.mutable_proc_so_far()->set_sampled_wall_ns(2'000);
+  second.mutable_proc()->set_sampled_wall_ns(2'500);  // the final figures win
+  second.mutable_proc()->set_sched_unreadable(true);
+  second.mutable_proc()->set_cpu_user_ns(700);
+  second.mutable_proc()->set_cpu_system_ns(100);
+  AddBatchToTally(second, &tally);
+  EXPECT_EQ(tally.in_mpi, 300);
+  EXPECT_EQ(tally.through, 500);
+  EXPECT_EQ(tally.cpu, 800);  // no schedstat: user + system
+  EXPECT_EQ(tally.proc_wall, 2'500);
+  EXPECT_EQ(tally.throttled, 0);
+}
+
 // A long run's NCCL summary, cut into upload chunks by the agent, is whole again at the end.
 TEST(Ingest, AnNcclSummaryInPartsIsJoined) {
   v1::UploadBatch queue;
