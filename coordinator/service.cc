@@ -189,6 +189,9 @@ grpc::Status CoordinatorService::StoreBatch(const v1::UploadBatch& req, v1::Uplo
   expected = req.batch_seq() + 1;
 
   records_received_ += RecordCount(req);
+  if (live_.size() <= it->second) live_.resize(it->second + 1);
+  live_[it->second].rank = rank.id.rank;
+  AddBatchToTally(req, &live_[it->second]);
   const size_t ranges_before = rank.ranges.size();
   AddBatchToRank(req, &rank);
   // Steps for the status line, from the ranges just decoded (before the spill takes them).
@@ -328,6 +331,18 @@ LiveProgress CoordinatorService::Progress() const {
   for (uint64_t steps : steps_of_) p.steps = std::max(p.steps, steps);
   if (capture_state_) p.capture = *capture_state_ == v1::ControlCommand::START_CAPTURE ? 1 : -1;
   return p;
+}
+
+std::vector<LiveTally> CoordinatorService::LiveTallies() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::map<int, size_t> latest;  // rank number -> index of its latest registration
+  for (size_t i = 0; i < live_.size(); ++i) {
+    if (live_[i].rank >= 0) latest[live_[i].rank] = i;
+  }
+  std::vector<LiveTally> out;
+  out.reserve(latest.size());
+  for (const auto& [rank, index] : latest) out.push_back(live_[index]);
+  return out;
 }
 
 bool CoordinatorService::WaitForFinal(int ranks, DurationNs timeout) const {

@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "coordinator/live_check.h"
 #include "coordinator/live_progress.h"
 #include "coordinator/report/session_store.h"
 #include "coordinator/session.h"
@@ -80,6 +81,9 @@ class CoordinatorService final : public v1::Coordinator::Service {
   int RankCount() const;
   // What the status line shows while the job runs.
   LiveProgress Progress() const;
+  // Every rank's live tally (coordinator/live_check.h) as it stands: one per rank number, its
+  // latest attempt's (a torchrun restart registers the rank again).
+  std::vector<LiveTally> LiveTallies() const;
   // Waits until `ranks` agents have registered and all registered agents sent their final
   // batch or are gone (their control stream broke first: killed, or their node), or until
   // `timeout` passes. Returns true if nothing more is to come.
@@ -136,6 +140,7 @@ class CoordinatorService final : public v1::Coordinator::Service {
   std::set<size_t> unspilled_;          // ranks whose records are held in session_
   uint64_t records_received_ = 0;       // guarded by mu_: for Progress
   std::vector<uint64_t> steps_of_;      // guarded by mu_: step ranges per rank index
+  std::vector<LiveTally> live_;         // guarded by mu_: per rank index
 };
 
 // Owns the gRPC server around a CoordinatorService.

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "coordinator/live_check.h"
 #include "core/clock_model.h"
 #include "core/intervals.h"
 #include "core/proc_stats.h"
@@ -112,6 +113,10 @@ struct Session {
   // What the analyses could not decide and want a person to know (e.g. a rank whose lateness
   // is within its clock uncertainty). Filled by the pipeline, shown in every report.
   std::vector<std::string> analysis_notes;
+
+  // What the live check reported while the job ran (coordinator/live_check.h; times since the
+  // launch): shown beside the findings, which weigh the whole run.
+  std::vector<LiveFinding> live_findings;
 
   std::vector<RankData> ranks;  // sorted by rank
   // Ranks of torchrun attempts before the last (coordinator/attempts.h): kept, not analysed.

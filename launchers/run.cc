@@ -167,37 +167,65 @@ Status CheckOutputFolder(const std::string& out_dir) {
 
 namespace {
 
-// The status line while the job runs (LiveStatusLine): on a terminal redrawn in place each second
-// and cleared when the job ends, so the report starts on a clean line; elsewhere (--live) a line
-// every 10 s. Its own thread, stopped by the destructor.
-class StatusLine {
+// While the job runs, on its own thread: the live straggler check (coordinator/live_check.h)
+// every second, and the status line (LiveStatusLine). On a terminal the status line is redrawn
+// in place each second and cleared when the job ends, so the report starts on a clean line, and a
+// finding is printed above it; elsewhere with `print` (--live) a status line every 10 s and each
+// finding as a line. Without `print` the findings are only kept for the report. Stopped by the
+// destructor.
+class LiveWatch {
  public:
-  StatusLine(const CoordinatorService& service, bool terminal, bool dormant)
-      : service_(service), terminal_(terminal), dormant_(dormant), start_(MonotonicNow()) {
+  LiveWatch(const CoordinatorService& service, bool terminal, bool print, bool dormant)
+      : service_(service),
+        terminal_(terminal),
+        print_(print),
+        dormant_(dormant),
+        start_(MonotonicNow()) {
     thread_ = std::thread([this] { Loop(); });
   }
-  ~StatusLine() {
+  ~LiveWatch() { Finish(); }
+  LiveWatch(const LiveWatch&) = delete;
+  LiveWatch& operator=(const LiveWatch&) = delete;
+
+  // Stops the thread, clears the status line and returns what the live check reported (times
+  // since the job's launch). Once; later calls return nothing.
+  std::vector<LiveFinding> Finish() {
     {
       std::lock_guard<std::mutex> lock(mu_);
+      if (stop_) return {};
       stop_ = true;
     }
     cv_.notify_all();
     thread_.join();
     if (terminal_ && drawn_) std::fputs("\r\033[K", stderr);
+    return std::move(found_);
   }
-  StatusLine(const StatusLine&) = delete;
-  StatusLine& operator=(const StatusLine&) = delete;
 
  private:
   void Loop() {
-    const DurationNs interval = terminal_ ? kNsPerSec : 10 * kNsPerSec;
+    const int status_every = terminal_ ? 1 : 10;  // ticks of a second
     LiveProgress before = service_.Progress();
+    int ticks = 0;
     std::unique_lock<std::mutex> lock(mu_);
-    while (!cv_.wait_for(lock, std::chrono::nanoseconds(interval), [this] { return stop_; })) {
-      const LiveProgress now = service_.Progress();
-      const bool capturing = dormant_ ? now.capture == 1 : now.capture != -1;
+    while (!cv_.wait_for(lock, std::chrono::seconds(1), [this] { return stop_; })) {
+      ++ticks;
+      const TimeNs now = MonotonicNow();
+      for (LiveFinding f : check_.Check(now, service_.LiveTallies())) {
+        f.began -= start_;
+        f.found -= start_;
+        if (print_) {
+          std::fprintf(stderr, "%srankscope: live: %s\n", terminal_ ? "\r\033[K" : "",
+                       LiveFindingLine(f).c_str());
+          std::fflush(stderr);
+          drawn_ = false;
+        }
+        found_.push_back(f);
+      }
+      if (!print_ || ticks % status_every != 0) continue;
+      const LiveProgress progress = service_.Progress();
+      const bool capturing = dormant_ ? progress.capture == 1 : progress.capture != -1;
       const std::string line =
-          LiveStatusLine(now, before, interval, MonotonicNow() - start_, capturing);
+          LiveStatusLine(progress, before, status_every * kNsPerSec, now - start_, capturing);
       if (terminal_) {
         std::fprintf(stderr, "\r%s\033[K", line.c_str());
       } else {
@@ -205,14 +233,17 @@ class StatusLine {
       }
       std::fflush(stderr);
       drawn_ = true;
-      before = now;
+      before = progress;
     }
   }
 
   const CoordinatorService& service_;
   const bool terminal_;
+  const bool print_;
   const bool dormant_;
   const TimeNs start_;
+  LiveCheck check_;                 // used by the thread only
+  std::vector<LiveFinding> found_;  // written by the thread, read after it joined
   std::mutex mu_;
   std::condition_variable cv_;
   bool stop_ = false;   // guarded by mu_
@@ -387,13 +418,12 @@ int RunJob(const RunOptions& options) {
   KeepRecordsOnDisk(server.service(), options.out_dir, config.session_id);
   const pid_t pid = Launch(plan->argv, endpoint, options.out_dir, &server);
   if (pid < 0) return 1;
-  std::optional<StatusLine> status;
   const bool terminal = isatty(STDERR_FILENO) == 1;
-  if (!options.quiet && (terminal || options.live)) {
-    status.emplace(server.service(), terminal, options.dormant);
-  }
+  std::optional<LiveWatch> live;
+  live.emplace(server.service(), terminal, !options.quiet && (terminal || options.live),
+               options.dormant);
   const int exit_code = AwaitExitUnreaped(pid);
-  status.reset();  // cleared before anything else is said
+  std::vector<LiveFinding> seen_live = live->Finish();  // the status line cleared first
   CoordinatorService& service = server.service();
   DrainAgents(service, exit_code, options.drain_timeout);
   g_launcher_pid = 0;  // no signal is forwarded to a pid that may be reused once reaped
@@ -404,6 +434,7 @@ int RunJob(const RunOptions& options) {
   extra.command = options.command;
   extra.launcher = plan->launcher;
   extra.launcher_exit_code = exit_code;
+  extra.live_findings = std::move(seen_live);
   std::string out_dir = options.out_dir;
   if (out_dir.empty()) {
     const std::string job = service.JobId();

@@ -9,6 +9,7 @@
 #include "coordinator/report/collective_waits.h"
 #include "coordinator/report/finding_evidence.h"
 #include "coordinator/report/gpu_json.h"
+#include "coordinator/report/live_findings_json.h"
 #include "coordinator/report/report_format.h"
 #include "core/robust_stats.h"
 #include "core/version.h"
@@ -34,6 +35,7 @@ json JobJson(const Session& session) {
   job["status"] = session.partial ? "partial" : "complete";
   job["partial_reasons"] = session.partial_reasons;
   job["notes"] = session.analysis_notes;
+  job["live_findings"] = LiveFindingsJson(session.live_findings);
   job["exit_code"] = OptionalInt(session.launcher_exit_code);
   job["start_ns"] = session.start;
   job["end_ns"] = session.end;

@@ -334,6 +334,25 @@ Rendered NoticeSection(const std::vector<RankNotice>& notices, const Painter& pa
   return {out, cut};
 }
 
+// What the live check printed while the job ran: at most `max_rows` of its findings.
+Rendered LiveSection(const Session& session, const Painter& paint, size_t max_rows) {
+  const std::vector<LiveFinding>& live = session.live_findings;
+  if (live.empty()) return {};
+  if (max_rows == 0) return {"", true};
+  std::string out =
+      paint.Bold("Seen live") +
+      paint.Dim(" (while the job ran, over seconds; the findings weigh the whole run)") + "\n";
+  for (size_t i = 0; i < live.size() && i < max_rows; ++i) {
+    out += "  - " + LiveFindingLine(live[i]) + "\n";
+  }
+  const bool cut = live.size() > max_rows;
+  if (cut) {
+    out += paint.Dim("  ... " + std::to_string(live.size() - max_rows) + " more in report.json") +
+           "\n";
+  }
+  return {out, cut};
+}
+
 // One NCCL communicator x call shape line, and how much data its calls moved (what ranks it:
 // the shapes that moved the most are where the job's communication time goes).
 struct ShapeRow {
@@ -779,15 +798,20 @@ std::string BuildReportText(const Session& session, const std::vector<Finding>& 
                    {}};
   Part notices_part{
       [&](size_t n) { return NoticeSection(notices, paint, n); }, kMaxNotices, kCompactRows, 0, {}};
+  Part live_part{[&](size_t n) { return LiveSection(session, paint, n); },
+                 session.live_findings.size(),
+                 std::min<size_t>(session.live_findings.size(), 2),
+                 0,
+                 {}};
   // What is cut first comes last: the clock table, then GPU details, then notices; findings
   // only once everything else is gone. One line stays free for the pointer to report.html.
   const size_t header_lines = CountLines(header);
-  FitToScreen({&findings_part, &notices_part, &gpu_part, &clocks_part},
+  FitToScreen({&findings_part, &live_part, &notices_part, &gpu_part, &clocks_part},
               kMaxLines > header_lines + 1 ? kMaxLines - header_lines - 1 : 0);
 
   std::string out = header;
   bool cut = false;
-  for (const Part* p : {&findings_part, &gpu_part, &clocks_part, &notices_part}) {
+  for (const Part* p : {&findings_part, &live_part, &gpu_part, &clocks_part, &notices_part}) {
     if (!p->rendered.text.empty()) out += "\n" + p->rendered.text;
     cut |= p->rendered.cut;
   }

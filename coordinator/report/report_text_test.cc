@@ -156,6 +156,13 @@ TEST(ReportText, HeaderFindingsClocksAndNotices) {
   EXPECT_THAT(text, Not(HasSubstr("\x1b[")));
   EXPECT_THAT(text, Not(HasSubstr("No problems found")));
   EXPECT_THAT(text, HasSubstr("cost 12.00 ms"));
+  // What the live check printed, after the findings.
+  EXPECT_THAT(text, HasSubstr("Seen live"));
+  EXPECT_THAT(text, HasSubstr("  - rank 2 holds the others up: its cgroup throttled it 60% of "
+                              "the last 2 s, while the others waited in MPI 55% of theirs "
+                              "(outside MPI it spent 90%, the others 40%). Began about 0:03, "
+                              "seen 4 s later.\n"));
+  EXPECT_LT(critical, text.find("Seen live"));
   // A finding whose cost to the job was not measured says so rather than "0 ns".
   std::vector<Finding> findings = report_test::MakeFindings();
   findings[0].cost_ns = 0;

@@ -19,6 +19,7 @@
 #include "coordinator/attempts.h"
 #include "coordinator/nccl_instances.h"
 #include "coordinator/report/gpu_json.h"
+#include "coordinator/report/live_findings_json.h"
 #include "coordinator/report/report_json.h"
 #include "coordinator/report/sqlite_db.h"
 #include "coordinator/report/store_rows.h"
@@ -123,6 +124,9 @@ Status WriteMeta(const Connection& db, const Session& s) {
   RETURN_IF_ERROR(put("partial", s.partial ? "1" : "0"));
   RETURN_IF_ERROR(put("partial_reasons", Dump(s.partial_reasons)));
   RETURN_IF_ERROR(put("analysis_notes", Dump(s.analysis_notes)));
+  if (!s.live_findings.empty()) {
+    RETURN_IF_ERROR(put("live_findings", Dump(LiveFindingsJson(s.live_findings))));
+  }
   return put("aligned", s.aligned ? "1" : "0");
 }
 
@@ -582,6 +586,13 @@ Status ReadMeta(const std::string& path,
   std::string notes;
   RETURN_IF_ERROR(m.Text("analysis_notes", &notes));
   RETURN_IF_ERROR(ParseStringList(path, notes, "meta 'analysis_notes'", &s->analysis_notes));
+  // Absent in files of sessions without live findings (and in those made before them).
+  if (auto it = meta.find("live_findings"); it != meta.end() && it->second.has_value()) {
+    const json parsed = json::parse(*it->second, nullptr, /*allow_exceptions=*/false);
+    Result<std::vector<LiveFinding>> live = LiveFindingsFromJson(parsed, "meta 'live_findings'");
+    if (!live.ok()) return Corrupt(path, live.status().message());
+    s->live_findings = std::move(live).value();
+  }
   return m.Bool("aligned", &s->aligned);
 }
 

@@ -58,6 +58,20 @@ Session MakeSession() {
   s.partial = true;
   s.partial_reasons = {"rank 2 was killed by SIGKILL before sending its final batch"};
   s.analysis_notes = {"rank 1 is 0.4 ms late on average, within its clock uncertainty"};
+  LiveFinding live;
+  live.rank = 2;
+  live.cause = LiveCause::kThrottled;
+  live.began = 3 * kNsPerSec;
+  live.found = 7 * kNsPerSec;
+  live.window = 2 * kNsPerSec;
+  live.own_share = 0.9;
+  live.others_own_share = 0.4;
+  live.others_waiting = 0.55;
+  live.throttled_share = 0.6;
+  live.run_delay_share = 0.05;
+  live.others_run_delay_share = 0.02;
+  live.off_cpu_share = 0.1;
+  s.live_findings = {live};
   s.aligned = true;
   s.ranks = {MakeRank(0, 0, "node-a"), MakeRank(1, 1, "node-a"), MakeRank(2, 0, "node-b")};
 
@@ -358,6 +372,23 @@ void ExpectSessionsEqual(const Session& e, const Session& a) {
   EXPECT_EQ(e.partial, a.partial);
   EXPECT_EQ(e.partial_reasons, a.partial_reasons);
   EXPECT_EQ(e.analysis_notes, a.analysis_notes);
+  ASSERT_EQ(e.live_findings.size(), a.live_findings.size());
+  for (size_t i = 0; i < e.live_findings.size(); ++i) {
+    const LiveFinding& x = e.live_findings[i];
+    const LiveFinding& y = a.live_findings[i];
+    EXPECT_EQ(x.rank, y.rank);
+    EXPECT_EQ(x.cause, y.cause);
+    EXPECT_EQ(x.began, y.began);
+    EXPECT_EQ(x.found, y.found);
+    EXPECT_EQ(x.window, y.window);
+    EXPECT_DOUBLE_EQ(x.own_share, y.own_share);
+    EXPECT_DOUBLE_EQ(x.others_own_share, y.others_own_share);
+    EXPECT_DOUBLE_EQ(x.others_waiting, y.others_waiting);
+    EXPECT_DOUBLE_EQ(x.throttled_share, y.throttled_share);
+    EXPECT_DOUBLE_EQ(x.run_delay_share, y.run_delay_share);
+    EXPECT_DOUBLE_EQ(x.others_run_delay_share, y.others_run_delay_share);
+    EXPECT_DOUBLE_EQ(x.off_cpu_share, y.off_cpu_share);
+  }
   EXPECT_EQ(e.aligned, a.aligned);
   ASSERT_EQ(e.ranks.size(), a.ranks.size());
   for (size_t i = 0; i < e.ranks.size(); ++i) {

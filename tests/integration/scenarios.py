@@ -21,6 +21,7 @@ Used by scripts/scenario-matrix.py and integration tests. Stdlib only.
   fault's planting record and (under rankscope) report.json.
 """
 import contextlib
+import copy
 import fcntl
 import json
 import os
@@ -81,6 +82,19 @@ class App:
         self.profile_argv = list(profile_argv or argv)  # a shorter run for the ltrace profile
         self.program = program or argv[0]
         self.timeout = timeout
+
+    def with_steps(self, steps):
+        """A copy running `steps` steps (LAMMPS' `-var steps N`, mpi_train's `--steps N`)."""
+        argv = list(self.argv)
+        for i, arg in enumerate(argv[:-1]):
+            if arg == "--steps" or (arg == "steps" and i > 0 and argv[i - 1] == "-var"):
+                argv[i + 1] = str(steps)
+                break
+        else:
+            raise ValueError(f"{self.name} takes no step count")
+        other = copy.copy(self)
+        other.argv = argv
+        return other
 
     def available(self):
         """None when the app can run here, else why not."""
@@ -732,7 +746,8 @@ def run(app, mode="bare", fault=None, out_dir=None, timeout=None, keep=False, op
     """Run `app` once, bare (`mpirun ...`) or under `rankscope run -o OUT -- mpirun ...`.
 
     Returns a dict: app, mode, fault (its record), wall_s, rc, timed_out, report (report.json
-    or None), out_dir, stderr_tail. Raises Skip when the app or fault cannot run here."""
+    or None), out_dir, stderr_tail, live_lines (what `--live` printed). Raises Skip when the
+    app or fault cannot run here."""
     why = app.available()
     if why:
         raise Skip(why)
@@ -776,12 +791,16 @@ def run(app, mode="bare", fault=None, out_dir=None, timeout=None, keep=False, op
                 result["rc"] = proc.returncode
                 # Nothing of the run (orphaned ranks, agents) outlives it; competitors and
                 # other helpers of the fault are its own to stop.
-                keep = set(keep_pids) | set(getattr(fault, "helper_pids", lambda: [])())
-                _kill_orphans(exclude=keep)
+                spare = set(keep_pids) | set(getattr(fault, "helper_pids", lambda: [])())
+                _kill_orphans(exclude=spare)
         if fault is not None:
             result["fault"] = dict(fault.record, what=fault.describe())
         with open(stderr_path, errors="replace") as f:
-            result["stderr_tail"] = f.read()[-2000:]
+            stderr = f.read()
+        result["stderr_tail"] = stderr[-2000:]
+        # What the live check printed while the job ran (`--live`).
+        result["live_lines"] = [line for line in stderr.splitlines()
+                                if line.startswith("rankscope: live: ")]
         if mode == "rankscope":
             path = os.path.join(out_dir, "report.json")
             if os.path.exists(path):

@@ -221,5 +221,52 @@ class HpccOneRankPerCore(RealApp, unittest.TestCase):
         self.check_what_if_near_bare("competitor", 1, limit=1.6, cpu_cause="cpu_contention")
 
 
+class Live(unittest.TestCase):
+    """The live check (`rankscope run --live`, coordinator/live_check.h): while the job runs, a
+    rank held back from outside is named within seconds with the cause the agents saw, on the
+    terminal and in report.json (job.live_findings); a clean run names no rank. Runs long
+    enough for a few two-second windows (LAMMPS: 8-13 s here)."""
+
+    def run_live(self, app, steps, fault_name=None, rank=None):
+        app = scenarios.apps()[app].with_steps(steps)
+        why = app.available()
+        if why:
+            self.skipTest(why)
+        fault = scenarios.make_fault(fault_name, app, rank) if fault_name else None
+        try:
+            r = scenarios.run(app, mode="rankscope", fault=fault, timeout=180, opts=["--live"])
+        except scenarios.Skip as e:
+            self.skipTest(str(e))
+        self.assertFalse(r["timed_out"], r["stderr_tail"])
+        self.assertEqual(r["rc"], 0, r["stderr_tail"])
+        self.assertIsNotNone(r["report"], r["stderr_tail"])
+        if fault is not None:
+            self.assertTrue(r["fault"]["planted"], r["fault"])
+        errors = schema_errors(r["report"])
+        if errors is not None:
+            self.assertEqual(errors, [])
+        return r
+
+    def test_a_throttled_lammps_rank_is_named_while_it_runs(self):
+        r = self.run_live("lammps", 150, "cpu_quota", 1)
+        live = r["report"]["job"]["live_findings"]
+        self.assertEqual([(f["rank"], f["cause"]) for f in live], [(1, "cgroup_throttled")],
+                         r["live_lines"])
+        self.assertEqual(len(r["live_lines"]), 1, r["live_lines"])
+        self.assertRegex(r["live_lines"][0], r"^rankscope: live: rank 1 holds the others up: "
+                         r"its cgroup throttled it \d+% of the last 2 s, while the others "
+                         r"waited in MPI \d+% of theirs .*Began about 0:\d\d, seen \d+ s later")
+        # Seen within seconds of its start (the quota is planted at the rank's exec): the
+        # window, three checks in a row and a second of slack.
+        self.assertLessEqual(live[0]["found_s"] - live[0]["began_s"], 6, live[0])
+        self.assertLessEqual(live[0]["found_s"], 10, live[0])
+        self.assertEqual(live[0]["text"], r["live_lines"][0][len("rankscope: live: "):])
+
+    def test_a_clean_run_is_named_by_no_rank(self):
+        r = self.run_live("lammps", 400)
+        self.assertEqual(r["report"]["job"]["live_findings"], [])
+        self.assertEqual(r["live_lines"], [])
+
+
 if __name__ == "__main__":
     unittest.main()
