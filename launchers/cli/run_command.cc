@@ -35,7 +35,9 @@ Command AddRun(CLI::App* app, const std::string& self_exe) {
   cmd->add_flag("-q,--quiet", s->run.quiet, "Do not print the report (nor the status line)");
   cmd->add_flag("--live", s->run.live,
                 "Print the status line (ranks, steps, records/s, what is captured) every 10 s "
-                "when stderr is not a terminal (on one it is redrawn each second)");
+                "and a line for each rank the live check finds holding the others up, when "
+                "stderr is not a terminal (on one both are shown anyway; the status line is "
+                "redrawn each second)");
   cmd->add_flag("--full-trace", s->run.full_trace,
                 "trace.json with every event (default: at most 100,000, whole steps sampled, else "
                 "the run's middle)");

@@ -403,12 +403,15 @@ class Fault:
     def setup(self, workdir):
         self.prepare(workdir)
 
-    def watch(self, root_pid, poll_s=0.01, give_up_s=60):
-        self._thread = threading.Thread(target=self._watch, args=(root_pid, poll_s, give_up_s),
-                                        daemon=True)
+    def watch(self, root_pid, poll_s=0.01, give_up_s=60, after_s=0):
+        """Applies the fault once the rank's process is found, or `after_s` seconds after the
+        watch began if that is later (a fault that starts mid-run)."""
+        self._thread = threading.Thread(target=self._watch,
+                                        args=(root_pid, poll_s, give_up_s, after_s), daemon=True)
         self._thread.start()
 
-    def _watch(self, root, poll_s, give_up_s):
+    def _watch(self, root, poll_s, give_up_s, after_s=0):
+        not_before = time.monotonic() + after_s
         deadline = time.monotonic() + give_up_s
         pids = []
         while not self._stop.is_set() and time.monotonic() < deadline:
@@ -419,12 +422,15 @@ class Fault:
         if not pids:
             self.record["error"] = f"rank {self.rank}'s process not found below pid {root}"
             return
+        if self._stop.wait(max(0.0, not_before - time.monotonic())):
+            return
         try:
             with self._lock:
                 self.apply(pids)
         except Exception as e:  # noqa: BLE001 - recorded, the run is marked unplanted
             self.record["error"] = f"apply failed: {e!r}"
             return
+        self.record["applied_monotonic"] = time.monotonic()
         now = uptime()
         exes = []
         for pid in pids:
@@ -598,9 +604,9 @@ class SlowStorage(Fault):
         finally:
             os.close(fd)
 
-    def watch(self, root_pid, poll_s=0.01, give_up_s=60):
-        # Planted before the start (the file is there when the rank opens it); the watcher only
-        # records the rank's process.
+    def watch(self, root_pid, poll_s=0.01, give_up_s=60, after_s=0):
+        # Planted before the start (the file is there when the rank opens it), whatever
+        # `after_s` says; the watcher only records the rank's process (applied_s: its exec).
         super().watch(root_pid, poll_s, give_up_s)
 
     def cleanup(self):
@@ -742,12 +748,14 @@ def _kill_orphans(exclude):
     _reap(orphans)
 
 
-def run(app, mode="bare", fault=None, out_dir=None, timeout=None, keep=False, opts=()):
+def run(app, mode="bare", fault=None, out_dir=None, timeout=None, keep=False, opts=(),
+        fault_after_s=0):
     """Run `app` once, bare (`mpirun ...`) or under `rankscope run -o OUT -- mpirun ...`.
 
     Returns a dict: app, mode, fault (its record), wall_s, rc, timed_out, report (report.json
-    or None), out_dir, stderr_tail, live_lines (what `--live` printed). Raises Skip when the
-    app or fault cannot run here."""
+    or None), out_dir, stderr_tail, live_lines (what `--live` printed). The fault is applied
+    at the rank's exec, or `fault_after_s` after the launch (its record's `applied_s`). Raises
+    Skip when the app or fault cannot run here."""
     why = app.available()
     if why:
         raise Skip(why)
@@ -776,7 +784,7 @@ def run(app, mode="bare", fault=None, out_dir=None, timeout=None, keep=False, op
                 proc = subprocess.Popen(argv, cwd=workdir, env=mpi_env(), stdin=subprocess.DEVNULL,
                                         stdout=out, stderr=err, start_new_session=True)
                 if fault is not None:
-                    fault.watch(proc.pid)
+                    fault.watch(proc.pid, after_s=fault_after_s)
                 try:
                     proc.wait(timeout=timeout)
                 except subprocess.TimeoutExpired:
@@ -795,6 +803,8 @@ def run(app, mode="bare", fault=None, out_dir=None, timeout=None, keep=False, op
                 _kill_orphans(exclude=spare)
         if fault is not None:
             result["fault"] = dict(fault.record, what=fault.describe())
+            if "applied_monotonic" in fault.record:
+                result["fault"]["applied_s"] = round(fault.record["applied_monotonic"] - start, 3)
         with open(stderr_path, errors="replace") as f:
             stderr = f.read()
         result["stderr_tail"] = stderr[-2000:]

@@ -29,6 +29,26 @@ def blamed(report):
     return [f for f in report["findings"] if f["kind"] in STRAGGLER_KINDS]
 
 
+def run_checked(test, app, fault_name=None, rank=None, opts=()):
+    """`app` under rankscope with the fault planted on `rank`: the job ran to its end with exit
+    code 0, the fault was planted and report.json keeps to its schema (else the test fails, or
+    skips where the fault cannot be planted here)."""
+    fault = scenarios.make_fault(fault_name, app, rank) if fault_name else None
+    try:
+        r = scenarios.run(app, mode="rankscope", fault=fault, timeout=180, opts=opts)
+    except scenarios.Skip as e:
+        test.skipTest(str(e))
+    test.assertFalse(r["timed_out"], r["stderr_tail"])
+    test.assertEqual(r["rc"], 0, r["stderr_tail"])
+    test.assertIsNotNone(r["report"], r["stderr_tail"])
+    if fault is not None:
+        test.assertTrue(r["fault"]["planted"], r["fault"])
+    errors = schema_errors(r["report"])
+    if errors is not None:
+        test.assertEqual(errors, [])
+    return r
+
+
 class RealApp:
     """Mixin: one app (at NP ranks, else its own count) and checks of one scenario."""
     APP = None
@@ -47,21 +67,9 @@ class RealApp:
             self.skipTest(self.why)
 
     def run_rankscope(self, fault_name=None, rank=None):
-        fault = scenarios.make_fault(fault_name, self.app, rank) if fault_name else None
-        try:
-            r = scenarios.run(self.app, mode="rankscope", fault=fault, timeout=180)
-        except scenarios.Skip as e:
-            self.skipTest(str(e))
-        self.assertFalse(r["timed_out"], r["stderr_tail"])
-        self.assertEqual(r["rc"], 0, r["stderr_tail"])
-        self.assertIsNotNone(r["report"], r["stderr_tail"])
-        if fault is not None:
-            self.assertTrue(r["fault"]["planted"], r["fault"])
+        r = run_checked(self, self.app, fault_name, rank)
         # The blame section, the ranks' MPI figures and the what-if are in the schema.
         self.assertIn("blame", r["report"])
-        errors = schema_errors(r["report"])
-        if errors is not None:
-            self.assertEqual(errors, [])
         return r
 
     def check_clean(self):
@@ -232,20 +240,7 @@ class Live(unittest.TestCase):
         why = app.available()
         if why:
             self.skipTest(why)
-        fault = scenarios.make_fault(fault_name, app, rank) if fault_name else None
-        try:
-            r = scenarios.run(app, mode="rankscope", fault=fault, timeout=180, opts=["--live"])
-        except scenarios.Skip as e:
-            self.skipTest(str(e))
-        self.assertFalse(r["timed_out"], r["stderr_tail"])
-        self.assertEqual(r["rc"], 0, r["stderr_tail"])
-        self.assertIsNotNone(r["report"], r["stderr_tail"])
-        if fault is not None:
-            self.assertTrue(r["fault"]["planted"], r["fault"])
-        errors = schema_errors(r["report"])
-        if errors is not None:
-            self.assertEqual(errors, [])
-        return r
+        return run_checked(self, app, fault_name, rank, opts=["--live"])
 
     def test_a_throttled_lammps_rank_is_named_while_it_runs(self):
         r = self.run_live("lammps", 150, "cpu_quota", 1)
