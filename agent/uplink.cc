@@ -92,6 +92,13 @@ void Uplink::AddBatch(wire::Batch&& batch) {
     out->set_text("pid " + std::to_string(batch.pid) + ": " + notice);
   }
   if (!capture_enabled_.load()) return;
+  // Time inside MPI for the live check: a nonblocking collective's record spans from its post to
+  // the completion its Wait/Test saw, with the rank's work between, so it is left out.
+  for (const auto& r : batch.collectives) {
+    if (!r.nonblocking) in_mpi_.Add(r.enter, r.exit);
+  }
+  for (const auto& r : batch.p2p) in_mpi_.Add(r.enter, r.exit);
+  for (const auto& r : batch.mpi_calls) in_mpi_.Add(r.enter, r.exit);
   // The GPU records that go out now (all but the held ones, once the raw budget is spent).
   std::vector<const GpuActivityRecord*> raw_gpu;
   if (gpu_stats_ && !batch.gpu.empty()) {
@@ -211,6 +218,8 @@ void Uplink::TakeGpuStatsLocked(TimeNs until) {
 
 void Uplink::SetCumulativeLocked(v1::UploadBatch* batch) const {
   batch->set_compute_kernels_summed(thinning_.thinning());
+  batch->set_in_mpi_ns(in_mpi_.covered());
+  batch->set_in_mpi_through(in_mpi_.latest_end());
   if (kernel_pieces_) {
     batch->set_kernel_pieces_late(static_cast<uint64_t>(kernel_pieces_->late()));
     batch->set_nccl_compute_late(static_cast<uint64_t>(nccl_compute_->late()));
@@ -246,12 +255,13 @@ void Uplink::SetNvml(v1::NvmlReport report) {
 void Uplink::SetProcessStats(v1::ProcessStats stats) {
   std::lock_guard<std::mutex> lock(mu_);
   *pending_.mutable_proc() = std::move(stats);
+  progress_.reset();  // older than these
 }
 
 void Uplink::SetProcessProgress(v1::ProcessStats so_far) {
   std::lock_guard<std::mutex> lock(mu_);
-  if (finishing_) return;
-  *pending_.mutable_proc_so_far() = std::move(so_far);
+  if (finishing_ || pending_.has_proc()) return;
+  progress_ = std::move(so_far);
 }
 
 void Uplink::AddSweepCheck(v1::SweepCheck check) {
@@ -346,7 +356,12 @@ bool Uplink::SendPending(bool final_batch) {
     std::lock_guard<std::mutex> lock(mu_);
     unacked_->set_final(NothingToSend(pending_));
   }
-  if (formed) Spool(*unacked_);  // outside mu_: a spool that fills up adds a notice
+  if (formed) {
+    Spool(*unacked_);  // outside mu_: a spool that fills up adds a notice
+    std::lock_guard<std::mutex> lock(mu_);
+    if (progress_ && !unacked_->has_proc()) *unacked_->mutable_proc_so_far() = *progress_;
+    progress_.reset();
+  }
   v1::UploadAck ack;
   auto ctx = NewContext(options_.rpc_timeout);
   grpc::Status s = CallWithOneRequest(

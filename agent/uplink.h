@@ -17,6 +17,7 @@
 #include <thread>
 #include <utility>
 
+#include "core/intervals.h"
 #include "core/time.h"
 #include "core/wire.h"
 #include "model/gpu/compute_thinning.h"
@@ -92,8 +93,10 @@ class Uplink {
   void SetNvml(v1::NvmlReport report);
   // The rank's /proc figures (agent/proc_sampler.h), before Finish.
   void SetProcessStats(v1::ProcessStats stats);
-  // The rank's /proc figures so far, sent with the next batch (the newest replaces one not yet
-  // sent); ignored once Finish began. Thread-safe.
+  // The rank's /proc figures so far, for the coordinator's live check: they ride with the next
+  // batch that goes out anyway (none is sent for them alone, and the spool does not keep them:
+  // nothing reads them back); the newest replaces one not yet sent. Dropped once the final
+  // figures are set or Finish began. Thread-safe.
   void SetProcessProgress(v1::ProcessStats so_far);
   // A sweep node's check results (agent/sweep/sweep_node.h), before Finish.
   void AddSweepCheck(v1::SweepCheck check);
@@ -150,6 +153,7 @@ class Uplink {
   mutable std::mutex mu_;
   std::condition_variable cv_;
   v1::UploadBatch pending_;                          // guarded by mu_
+  std::optional<v1::ProcessStats> progress_;         // guarded by mu_: SetProcessProgress
   std::deque<P2PRecord> held_p2p_;                   // guarded by mu_
   bool hold_p2p_ = false;                            // guarded by mu_; set by Register's answer
   std::optional<GpuStatsFold> gpu_stats_;            // guarded by mu_; none when the window is 0
@@ -162,6 +166,7 @@ class Uplink {
   TimeNs latest_collective_exit_ = INT64_MIN;  // guarded by mu_
   TimeNs latest_gpu_start_ = INT64_MIN;        // guarded by mu_
   TimeNs latest_range_end_ = INT64_MIN;        // guarded by mu_
+  CoverageFold in_mpi_{5 * kNsPerSec};         // guarded by mu_: for the live check
   // The batch sent and not yet acknowledged: formed and reset under mu_ by the sending thread,
   // which alone reads and changes its contents.
   std::optional<v1::UploadBatch> unacked_;

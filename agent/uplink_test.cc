@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <chrono>
 #include <iterator>
+#include <optional>
 #include <thread>
 
 #include "coordinator/service.h"
@@ -93,6 +94,39 @@ TEST_F(UplinkTest, DeliversRecordsClockSamplesAndExit) {
   EXPECT_TRUE(r.finished);
   EXPECT_EQ(r.exit_code, 7);
   EXPECT_TRUE(server_->service().WaitForFinal(1, 0));
+}
+
+// The rank's /proc figures so far (for the live check) ride with a batch that goes out anyway,
+// never alone; once the final figures are set, later ones are dropped.
+TEST_F(UplinkTest, ProcessProgressRidesWithRecordsAndTheFinalFiguresWin) {
+  StartServer();
+  UplinkOptions o = Options();
+  o.clock_period = 600 * kNsPerSec;  // no clock batch but the first
+  Uplink up(o, Ident("s1", 0));
+  up.Start();
+  auto tally = [&]() -> std::optional<LiveTally> {
+    const std::vector<LiveTally> t = server_->service().LiveTallies();
+    if (t.empty()) return std::nullopt;
+    return t[0];
+  };
+  ASSERT_TRUE(WaitFor([&] { return tally().has_value(); }));  // the first clock samples
+  v1::ProcessStats so_far;
+  so_far.set_sampled_wall_ns(1'000);
+  so_far.set_sched_cpu_ns(400);
+  up.SetProcessProgress(so_far);
+  std::this_thread::sleep_for(200ms);  // ten upload periods: nothing goes for it alone
+  EXPECT_EQ(tally()->proc_wall, 0);
+  up.AddBatch(BatchWith(2, 0));
+  ASSERT_TRUE(WaitFor([&] { return tally()->proc_wall == 1'000; }));
+  EXPECT_EQ(tally()->cpu, 400);
+  v1::ProcessStats final_stats;
+  final_stats.set_sampled_wall_ns(5'000);
+  up.SetProcessStats(final_stats);
+  so_far.set_sampled_wall_ns(2'000);
+  up.SetProcessProgress(so_far);  // older than the final figures
+  up.AddBatch(BatchWith(1, 0));
+  up.Finish(0, 0);
+  EXPECT_EQ(tally()->proc_wall, 5'000);
 }
 
 // GPU records are summed per window as they come; a window's rows go once records two windows

@@ -70,7 +70,7 @@ def main():
                 delay = hit["found_s"] - applied
                 delays.append(delay)
                 cols = [f"{hit['found_s']:.1f}", f"{delay:.1f}", f"{hit['began_s'] - applied:+.1f}"]
-            elif fault_name:
+            elif fault_name and (r["fault"] or {}).get("planted"):
                 misses += 1
             at = f"{applied:.1f}" if applied is not None else "-"
             print(f"{name:18} {i + 1:>3} {r['wall_s']:>7.1f} {at:>8} {cols[0]:>6} {cols[1]:>6} "

@@ -9,7 +9,6 @@
 #include <utility>
 
 #include "core/clock_model.h"
-#include "core/intervals.h"
 #include "proto/convert.h"
 
 namespace rankscope {
@@ -93,17 +92,9 @@ void AddBatchToRank(const v1::UploadBatch& batch, RankData* rank) {
 }
 
 void AddBatchToTally(const v1::UploadBatch& batch, LiveTally* tally) {
-  Intervals spans;
-  auto add = [&](int64_t enter, int64_t exit) {
-    enter = std::max<int64_t>(enter, tally->through);
-    if (exit > enter) spans.emplace_back(enter, exit);
-  };
-  for (const v1::Collective& c : batch.collectives()) add(c.enter(), c.exit());
-  for (const v1::P2P& p : batch.p2p()) add(p.enter(), p.exit());
-  for (const v1::MpiCall& c : batch.mpi_calls()) add(c.enter(), c.exit());
-  for (const auto& [begin, end] : MergeIntervals(std::move(spans))) {
-    tally->in_mpi += end - begin;
-    tally->through = std::max(tally->through, end);
+  if (batch.in_mpi_through() > tally->through) {
+    tally->through = batch.in_mpi_through();
+    tally->in_mpi = batch.in_mpi_ns();
   }
   const v1::ProcessStats* proc = batch.has_proc()          ? &batch.proc()
                                  : batch.has_proc_so_far() ? &batch.proc_so_far()

@@ -21,9 +21,9 @@ namespace rankscope {
 // final batch.
 void AddBatchToRank(const v1::UploadBatch& batch, RankData* rank);
 
-// Adds the batch's MPI records (collectives, point-to-point and other MPI calls: their time
-// inside MPI, on the rank's clock) and its /proc snapshot, if any, to the rank's live tally.
-// Records that end at or before what the tally has seen count only after its `through`.
+// Takes the batch's running figures into the rank's live tally: time inside MPI as its agent
+// counted it (UploadBatch.in_mpi_ns, kept when it reaches later than the tally's `through`) and
+// its /proc snapshot, if any (the final one over one so far).
 void AddBatchToTally(const v1::UploadBatch& batch, LiveTally* tally);
 
 // A session rebuilt from agents' spools (proto/spool.h) when its coordinator wrote none: a rank

@@ -50,20 +50,12 @@ TEST(Ingest, ABatchBecomesTheRanksDataAndWhatItCannotReadIsCounted) {
   EXPECT_FALSE(other.finished);
 }
 
-// The live check's tally: time inside MPI is the union of the records' spans (a p2p inside a
-// collective counted once), a later batch counts only what lies after the previous one's end, and
-// the /proc figures are the latest (the final ones over those so far).
-TEST(Ingest, ABatchAddsItsTimeInsideMpiAndItsProcFiguresToTheLiveTally) {
+// The live check's tally: the agent's running time inside MPI (a batch that reaches no later
+// than the tally leaves it), and the latest /proc figures (the final ones over those so far).
+TEST(Ingest, ABatchGivesTheLiveTallyItsRunningFigures) {
   v1::UploadBatch first;
-  v1::Collective* c = first.add_collectives();
-  c->set_enter(100);
-  c->set_exit(300);
-  v1::P2P* p = first.add_p2p();
-  p->set_enter(150);  // inside the collective
-  p->set_exit(250);
-  v1::MpiCall* call = first.add_mpi_calls();
-  call->set_enter(400);
-  call->set_exit(450);
+  first.set_in_mpi_ns(250);
+  first.set_in_mpi_through(450);
   first.mutable_proc_so_far()->set_sampled_wall_ns(1'000);
   first.mutable_proc_so_far()->set_sched_cpu_ns(600);
   first.mutable_proc_so_far()->set_run_delay_ns(200);
@@ -77,10 +69,14 @@ TEST(Ingest, ABatchAddsItsTimeInsideMpiAndItsProcFiguresToTheLiveTally) {
   EXPECT_EQ(tally.throttled, 50);
   EXPECT_EQ(tally.proc_wall, 1'000);
 
+  v1::UploadBatch stale;  // e.g. a clock-samples batch formed before any record came
+  AddBatchToTally(stale, &tally);
+  EXPECT_EQ(tally.in_mpi, 250);
+  EXPECT_EQ(tally.through, 450);
+
   v1::UploadBatch second;
-  v1::Collective* late = second.add_collectives();
-  late->set_enter(420);  // overlaps what the first batch counted
-  late->set_exit(500);
+  second.set_in_mpi_ns(300);
+  second.set_in_mpi_through(500);
   second.mutable_proc_so_far()->set_sampled_wall_ns(2'000);
   second.mutable_proc()->set_sampled_wall_ns(2'500);  // the final figures win
   second.mutable_proc()->set_sched_unreadable(true);

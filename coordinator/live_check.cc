@@ -27,8 +27,16 @@ const LiveTally* FindRank(const std::vector<LiveTally>& sorted, int rank) {
   return it != sorted.end() && it->rank == rank ? &*it : nullptr;
 }
 
-std::optional<WindowShares> SharesBetween(const LiveTally& before, const LiveTally& now) {
+// Its shares between two checks `window` apart; none when its calls cover too little of the
+// window, or its figures went back (a restarted rank's first tally against its last attempt's).
+std::optional<WindowShares> SharesBetween(const LiveTally& before, const LiveTally& now,
+                                          DurationNs window, double min_covered) {
   if (before.through <= 0 || now.through <= before.through) return std::nullopt;
+  if (now.in_mpi < before.in_mpi || now.proc_wall < before.proc_wall) return std::nullopt;
+  if (static_cast<double>(now.through - before.through) <
+      min_covered * static_cast<double>(window)) {
+    return std::nullopt;
+  }
   const double wall = static_cast<double>(now.through - before.through);
   const double in_mpi = std::clamp(static_cast<double>(now.in_mpi - before.in_mpi), 0.0, wall);
   WindowShares s;
@@ -67,6 +75,7 @@ LiveCheck::LiveCheck(LiveCheckOptions options) : options_(options) {
 }
 
 std::vector<LiveFinding> LiveCheck::Check(TimeNs now, std::vector<LiveTally> tallies) {
+  std::erase_if(tallies, [](const LiveTally& t) { return t.rank < 0; });
   std::sort(tallies.begin(), tallies.end(),
             [](const LiveTally& a, const LiveTally& b) { return a.rank < b.rank; });
   history_.push_back(Snapshot{now, std::move(tallies)});
@@ -79,7 +88,10 @@ std::vector<LiveFinding> LiveCheck::Check(TimeNs now, std::vector<LiveTally> tal
   for (const LiveTally& t : cur.tallies) {
     const LiveTally* before = FindRank(base.tallies, t.rank);
     if (before == nullptr) continue;
-    if (std::optional<WindowShares> s = SharesBetween(*before, t)) shares.push_back(*s);
+    if (std::optional<WindowShares> s =
+            SharesBetween(*before, t, cur.at - base.at, options_.min_covered)) {
+      shares.push_back(*s);
+    }
   }
 
   std::vector<LiveFinding> reported;
@@ -136,14 +148,23 @@ std::vector<LiveFinding> LiveCheck::Check(TimeNs now, std::vector<LiveTally> tal
                         f.others_waiting >= options_.min_others_waiting_for_cause &&
                         r.own >= f.others_own_share * (1 - options_.min_excess);
     if (!works_more && !caused) continue;
-    // Of two or three ranks none is typical: a cause seen from outside must name it.
-    if (shares.size() < 4 && f.cause == LiveCause::kBusy) continue;
-    standing.insert(r.rank);
-    if (static_cast<size_t>(r.rank) >= streak_.size()) {
-      streak_.resize(static_cast<size_t>(r.rank) + 1, 0);
-      streak_began_.resize(static_cast<size_t>(r.rank) + 1, 0);
+    // Of two or three ranks none is typical: a cause seen from outside must name it. More work
+    // is claimed only of a rank that had its CPU when it wanted it: where ranks share cores its
+    // extra time outside MPI may be the scheduler's turn-taking (4 ranks on 2 cores, clean:
+    // every rank waits ~50% of its runnable time, and two of them stood out 10 checks running).
+    if (f.cause == LiveCause::kBusy &&
+        (shares.size() < 4 || (r.has_proc && r.run_delay >= options_.busy_max_run_delay))) {
+      continue;
     }
-    int& streak = streak_[static_cast<size_t>(r.rank)];
+    standing.insert(r.rank);
+    const size_t at = static_cast<size_t>(r.rank);
+    if (at >= streak_.size()) {
+      streak_.resize(at + 1, 0);
+      cause_streak_.resize(at + 1, 0);
+      streak_began_.resize(at + 1, 0);
+    }
+    int& streak = streak_[at];
+    int& caused_streak = cause_streak_[at];
     // Began after the check before this one, which did not see it (before the first check that
     // judged anything: the window's start).
     if (streak == 0) {
@@ -151,8 +172,11 @@ std::vector<LiveFinding> LiveCheck::Check(TimeNs now, std::vector<LiveTally> tal
           judged_before_ ? history_[history_.size() - 2].at : base.at;
     }
     ++streak;
-    const int needed = f.cause == LiveCause::kBusy ? options_.persist_busy : options_.persist;
-    if (streak >= needed && reported_.insert(r.rank).second) {
+    // A cause must hold for `persist` checks of its own: a one-check burst of throttling after
+    // a stretch of more work is no throttled rank.
+    caused_streak = f.cause == LiveCause::kBusy ? 0 : caused_streak + 1;
+    if ((caused_streak >= options_.persist || streak >= options_.persist_busy) &&
+        reported_.insert(r.rank).second) {
       f.began = streak_began_[static_cast<size_t>(r.rank)];
       f.found = now;
       f.window = now - base.at;
@@ -160,7 +184,7 @@ std::vector<LiveFinding> LiveCheck::Check(TimeNs now, std::vector<LiveTally> tal
     }
   }
   for (size_t r = 0; r < streak_.size(); ++r) {
-    if (!standing.count(static_cast<int>(r))) streak_[r] = 0;
+    if (!standing.count(static_cast<int>(r))) streak_[r] = cause_streak_[r] = 0;
   }
   if (shares.size() >= 2) judged_before_ = true;
   return reported;

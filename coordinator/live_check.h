@@ -31,9 +31,9 @@ namespace rankscope {
 // A rank's cumulative figures as the coordinator holds them at one moment.
 struct LiveTally {
   int rank = -1;
-  // The rank's MPI records so far, on its own clock: the latest exit, and the time inside MPI up
-  // to it (the union of the records' intervals, each batch's clipped to after the previous
-  // `through`). `through` is 0 before the first record.
+  // The rank's MPI calls so far, on its own clock, as its agent counts them (UploadBatch
+  // in_mpi_ns): the latest exit, and the time inside MPI up to it (each instant once).
+  // `through` is 0 before the first call.
   TimeNs through = 0;
   DurationNs in_mpi = 0;
   // The last /proc snapshot its agent sent (cumulative since the program started): scheduler CPU
@@ -55,6 +55,10 @@ struct LiveCheckOptions {
   size_t window_checks = 2;
   int persist = 3;
   int persist_busy = 10;
+  // A rank is judged in a window only if its calls cover at least this share of it (from its
+  // latest exit then to its latest exit now): a rank inside one long call, or computing longer
+  // than the window, has shares over too short a stretch to mean anything.
+  double min_covered = 0.4;
   // The others must wait inside MPI at least this share of their time (the cost is material).
   double min_others_waiting = 0.10;
   // A rank whose work share does not stand out is named by its cause alone (below) only where
@@ -72,6 +76,9 @@ struct LiveCheckOptions {
   double starved_margin = 0.15;
   double min_off_cpu = 0.30;
   double off_cpu_margin = 0.10;
+  // Without a cause, a rank is named for more work only if it waited for a CPU less than this
+  // share of its runnable time.
+  double busy_max_run_delay = 0.20;
 };
 
 enum class LiveCause { kThrottled, kCpuStarved, kOffCpu, kBusy };
@@ -111,6 +118,7 @@ class LiveCheck {
   LiveCheckOptions options_;
   std::deque<Snapshot> history_;      // the last window_checks + 1 checks
   std::vector<int> streak_;           // by rank: checks in a row it stood out in
+  std::vector<int> cause_streak_;     // by rank: of those, the last ones in a row with a cause
   std::vector<TimeNs> streak_began_;  // by rank: when the first of them began
   std::set<int> reported_;
   bool judged_before_ = false;  // an earlier check compared ranks

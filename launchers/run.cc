@@ -175,13 +175,16 @@ namespace {
 // destructor.
 class LiveWatch {
  public:
-  LiveWatch(const CoordinatorService& service, bool terminal, bool print, bool dormant)
-      : service_(service),
-        terminal_(terminal),
-        print_(print),
-        dormant_(dormant),
-        start_(MonotonicNow()) {
+  // `launched`: when the launcher was started (the findings' times are since then).
+  LiveWatch(const CoordinatorService& service, bool terminal, bool print, bool dormant,
+            TimeNs launched)
+      : service_(service), terminal_(terminal), print_(print), dormant_(dormant), start_(launched) {
+    // With the stop signals blocked, as the coordinator's threads (StartCoordinator).
+    const sigset_t stops = StopSignalSet();
+    sigset_t old_mask;
+    sigprocmask(SIG_BLOCK, &stops, &old_mask);
     thread_ = std::thread([this] { Loop(); });
+    sigprocmask(SIG_SETMASK, &old_mask, nullptr);
   }
   ~LiveWatch() { Finish(); }
   LiveWatch(const LiveWatch&) = delete;
@@ -416,12 +419,13 @@ int RunJob(const RunOptions& options) {
   const std::string endpoint = options.dormant ? AnnounceDormant(config, server.address()) : "";
 
   KeepRecordsOnDisk(server.service(), options.out_dir, config.session_id);
+  const TimeNs launched = MonotonicNow();
   const pid_t pid = Launch(plan->argv, endpoint, options.out_dir, &server);
   if (pid < 0) return 1;
   const bool terminal = isatty(STDERR_FILENO) == 1;
   std::optional<LiveWatch> live;
   live.emplace(server.service(), terminal, !options.quiet && (terminal || options.live),
-               options.dormant);
+               options.dormant, launched);
   const int exit_code = AwaitExitUnreaped(pid);
   std::vector<LiveFinding> seen_live = live->Finish();  // the status line cleared first
   CoordinatorService& service = server.service();

@@ -1,6 +1,7 @@
 #include "coordinator/report/live_findings_json.h"
 
 #include <cmath>
+#include <cstdint>
 
 namespace rankscope {
 
@@ -39,6 +40,7 @@ Result<std::vector<LiveFinding>> LiveFindingsFromJson(const json& array, const s
   std::vector<LiveFinding> out;
   for (const json& item : array) {
     if (!item.is_object() || !item.contains("rank") || !item["rank"].is_number_integer() ||
+        item["rank"].get<int64_t>() < 0 || item["rank"].get<int64_t>() > INT32_MAX ||
         !item.contains("cause") || !item["cause"].is_string()) {
       return R::Error(where + ": a live finding without its rank or cause");
     }

@@ -803,8 +803,9 @@ std::string BuildReportText(const Session& session, const std::vector<Finding>& 
                  std::min<size_t>(session.live_findings.size(), 2),
                  0,
                  {}};
-  // What is cut first comes last: the clock table, then GPU details, then notices; findings
-  // only once everything else is gone. One line stays free for the pointer to report.html.
+  // What is cut first comes last: the clock table, then GPU details, then notices, then what was
+  // seen live; findings only once everything else is gone. One line stays free for the pointer to
+  // report.html.
   const size_t header_lines = CountLines(header);
   FitToScreen({&findings_part, &live_part, &notices_part, &gpu_part, &clocks_part},
               kMaxLines > header_lines + 1 ? kMaxLines - header_lines - 1 : 0);

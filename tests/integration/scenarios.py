@@ -514,14 +514,7 @@ class Competitor(Fault):
         cpus = sorted(os.sched_getaffinity(0))
         if self.core is None:
             self.core = cpus[self.rank % len(cpus)]
-        for _ in range(self.count):
-            p = subprocess.Popen([sys.executable, "-c", _BUSY], stdin=subprocess.DEVNULL,
-                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                                 start_new_session=True)
-            os.sched_setaffinity(p.pid, {self.core})
-            self.procs.append(p)
         self.record["core"] = self.core
-        self.record["competitor_pids"] = [p.pid for p in self.procs]
 
     def helper_pids(self):
         return [p.pid for p in self.procs]
@@ -535,6 +528,15 @@ class Competitor(Fault):
                         self.pinned.add(tid)
 
     def apply(self, pids):
+        # Started here, not in prepare, so that a fault planted mid-run (watch's after_s) loads
+        # the machine only from then on.
+        for _ in range(self.count):
+            p = subprocess.Popen([sys.executable, "-c", _BUSY], stdin=subprocess.DEVNULL,
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                 start_new_session=True)
+            os.sched_setaffinity(p.pid, {self.core})
+            self.procs.append(p)
+        self.record["competitor_pids"] = [p.pid for p in self.procs]
         self._pin(pids)
 
     def refresh(self, pids):
