@@ -57,13 +57,19 @@ std::optional<WindowShares> SharesBetween(const LiveTally& before, const LiveTal
   return s;
 }
 
+// `field` of every rank but the one at `skip`.
 template <typename F>
-double MedianOf(const std::vector<WindowShares>& all, size_t skip, F field) {
+std::vector<double> OthersOf(const std::vector<WindowShares>& all, size_t skip, F field) {
   std::vector<double> v;
   for (size_t i = 0; i < all.size(); ++i) {
     if (i != skip) v.push_back(field(all[i]));
   }
-  return Median(std::move(v));
+  return v;
+}
+
+template <typename F>
+double MedianOf(const std::vector<WindowShares>& all, size_t skip, F field) {
+  return Median(OthersOf(all, skip, field));
 }
 
 }  // namespace
@@ -133,11 +139,9 @@ std::vector<LiveFinding> LiveCheck::Check(TimeNs now, std::vector<LiveTally> tal
     // Stands out by its work: clearly more of its time outside MPI than the others.
     bool works_more = r.own >= f.others_own_share * (1 + options_.min_excess);
     if (works_more && shares.size() >= 4) {
-      std::vector<double> others;
-      for (size_t j = 0; j < shares.size(); ++j) {
-        if (j != i) others.push_back(shares[j].own);
-      }
-      const double sigma = std::max(RobustSigma(std::move(others)), options_.sigma_floor);
+      const double sigma =
+          std::max(RobustSigma(OthersOf(shares, i, [](const WindowShares& s) { return s.own; })),
+                   options_.sigma_floor);
       works_more = r.own - f.others_own_share >= options_.min_sigmas * sigma;
     }
     // Or by its cause alone, where the others wait most of their time: a rank throttled or
