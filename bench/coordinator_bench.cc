@@ -4,6 +4,8 @@
 //   BM_AnalyzeNcclSession the same for an NCCL session, with the join of calls and kernels
 //   BM_AnalyzeHaloSession the same with a halo exchange (point-to-point) every step, and the
 //                         blame model's share of the analysis
+//   BM_LiveFold           the live check's second at R ranks: each rank's running figures taken
+//                         from a batch, then the check over all of them (keeps up when < 1 s)
 //   BM_WriteSessionFolder the five session files of such a session (what the user waits for
 //                         after the job), BM_Writer/<file> each file alone, BM_ChromeTrace /
 //                         BM_SaveSession the two big ones
@@ -28,6 +30,8 @@
 #include "coordinator/analysis/blame.h"
 #include "coordinator/analysis/diagnosis.h"
 #include "coordinator/collective_matcher.h"
+#include "coordinator/ingest.h"
+#include "coordinator/live_check.h"
 #include "coordinator/nccl_instances.h"
 #include "coordinator/report/collective_waits.h"
 #include "coordinator/report/gpu_json.h"
@@ -127,11 +131,65 @@ void BM_UploadIngest(benchmark::State& state, bool spill) {
   state.SetItemsProcessed(state.iterations() * records_per_batch);
   state.counters["records/s"] = benchmark::Counter(
       static_cast<double>(state.iterations() * records_per_batch), benchmark::Counter::kIsRate);
+  state.counters["batches/s"] =
+      benchmark::Counter(static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);
 }
 BENCHMARK_CAPTURE(BM_UploadIngest, held, false)->Arg(100)->Arg(1000)->Arg(10000)->UseRealTime();
 BENCHMARK_CAPTURE(BM_UploadIngest, spilled, true)->Arg(100)->Arg(1000)->Arg(10000)->UseRealTime();
 BENCHMARK_CAPTURE(BM_UploadIngest, held, false)->Arg(1000)->Threads(4)->UseRealTime();
 BENCHMARK_CAPTURE(BM_UploadIngest, spilled, true)->Arg(1000)->Threads(4)->UseRealTime();
+// One step's records of one rank a batch (mpi_train sends 5), from 8 agents at once: how many
+// ranks at one step a second one coordinator takes (issue #16's 16,384).
+BENCHMARK_CAPTURE(BM_UploadIngest, spilled, true)->Arg(5)->Threads(8)->UseRealTime();
+
+// One second of the live check at state.range(0) ranks, as the coordinator runs it: every rank's
+// batch of that second taken into its tally (its time in MPI and its /proc figures so far), then
+// LiveCheck::Check over all the tallies. Each rank spends half its time in MPI, with jitter;
+// rank 3 is throttled by its cgroup from the 3rd second on, in MPI 20% while the others wait
+// 70%, and must be named once (counter `named`, by the last iteration). The wall time of an
+// iteration is what the coordinator spends per second of the job: it keeps up below 1 s.
+void BM_LiveFold(benchmark::State& state) {
+  const int ranks = static_cast<int>(state.range(0));
+  std::vector<LiveTally> tallies(static_cast<size_t>(ranks));
+  for (int r = 0; r < ranks; ++r) tallies[static_cast<size_t>(r)].rank = r;
+  v1::UploadBatch batch;
+  std::mt19937 rng(1);
+  std::uniform_real_distribution<double> jitter(-0.03, 0.03);
+  LiveCheck check;
+  size_t named = 0;
+  int64_t second = 0;
+  std::vector<DurationNs> in_mpi(static_cast<size_t>(ranks), 0);
+  std::vector<DurationNs> throttled(static_cast<size_t>(ranks), 0);
+  for (auto _ : state) {
+    ++second;
+    const TimeNs now = second * kNsPerSec;
+    for (int r = 0; r < ranks; ++r) {
+      const size_t at = static_cast<size_t>(r);
+      const bool slow = r == 3 && second >= 3;
+      const double share = (slow ? 0.2 : 0.7) + jitter(rng);
+      in_mpi[at] += static_cast<DurationNs>(share * kNsPerSec);
+      if (slow) throttled[at] += 600 * kNsPerMs;
+      batch.set_in_mpi_ns(in_mpi[at]);
+      batch.set_in_mpi_through(now);
+      v1::ProcessStats* proc = batch.mutable_proc_so_far();
+      proc->set_sampled_wall_ns(now);
+      proc->set_sched_cpu_ns(now * 9 / 10 - throttled[at]);
+      proc->set_run_delay_ns(now / 20 + throttled[at]);
+      proc->mutable_cpu_cgroup()->set_throttled_ns(throttled[at]);
+      AddBatchToTally(batch, &tallies[at]);
+    }
+    named += check.Check(now, tallies).size();
+  }
+  state.counters["ranks"] = ranks;
+  state.counters["named"] = static_cast<double>(named);
+}
+BENCHMARK(BM_LiveFold)
+    ->Arg(64)
+    ->Arg(1024)
+    ->Arg(16384)
+    ->Iterations(20)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 
 // A session like a real one (coordinator/testing/scale_sim.h): 8 ranks per node, per step a data
 // range, a compute range, a tensor-parallel all-reduce in the node and a data-parallel one across

@@ -57,19 +57,13 @@ std::optional<WindowShares> SharesBetween(const LiveTally& before, const LiveTal
   return s;
 }
 
-// `field` of every rank but the one at `skip`.
+// Each rank's others' median (and robust sigma) of one field.
 template <typename F>
-std::vector<double> OthersOf(const std::vector<WindowShares>& all, size_t skip, F field) {
+LeaveOneOut OthersOf(const std::vector<WindowShares>& all, F field) {
   std::vector<double> v;
-  for (size_t i = 0; i < all.size(); ++i) {
-    if (i != skip) v.push_back(field(all[i]));
-  }
-  return v;
-}
-
-template <typename F>
-double MedianOf(const std::vector<WindowShares>& all, size_t skip, F field) {
-  return Median(OthersOf(all, skip, field));
+  v.reserve(all.size());
+  for (const WindowShares& s : all) v.push_back(field(s));
+  return LeaveOneOut(v);
 }
 
 }  // namespace
@@ -100,6 +94,15 @@ std::vector<LiveFinding> LiveCheck::Check(TimeNs now, std::vector<LiveTally> tal
     }
   }
 
+  // The others of each rank, for all ranks at once: O(ranks log ranks) a check.
+  const LeaveOneOut others_own = OthersOf(shares, [](const WindowShares& s) { return s.own; });
+  const LeaveOneOut others_wait = OthersOf(shares, [](const WindowShares& s) { return s.wait; });
+  const LeaveOneOut others_delay =
+      OthersOf(shares, [](const WindowShares& s) { return s.run_delay; });
+  const LeaveOneOut others_throttled =
+      OthersOf(shares, [](const WindowShares& s) { return s.throttled; });
+  const LeaveOneOut others_off = OthersOf(shares, [](const WindowShares& s) { return s.off_cpu; });
+
   std::vector<LiveFinding> reported;
   std::set<int> standing;
   for (size_t i = 0; shares.size() >= 2 && i < shares.size(); ++i) {
@@ -107,8 +110,8 @@ std::vector<LiveFinding> LiveCheck::Check(TimeNs now, std::vector<LiveTally> tal
     LiveFinding f;
     f.rank = r.rank;
     f.own_share = r.own;
-    f.others_own_share = MedianOf(shares, i, [](const WindowShares& s) { return s.own; });
-    f.others_waiting = MedianOf(shares, i, [](const WindowShares& s) { return s.wait; });
+    f.others_own_share = others_own.Median(i);
+    f.others_waiting = others_wait.Median(i);
     if (f.others_waiting < options_.min_others_waiting) continue;
     // The cause, from what the agents saw outside the program: named only where it sets the
     // rank apart (a whole job throttled alike tells nothing of which rank holds it up).
@@ -116,19 +119,16 @@ std::vector<LiveFinding> LiveCheck::Check(TimeNs now, std::vector<LiveTally> tal
       f.throttled_share = r.throttled;
       f.run_delay_share = r.run_delay;
       f.off_cpu_share = r.off_cpu;
-      f.others_run_delay_share =
-          MedianOf(shares, i, [](const WindowShares& s) { return s.run_delay; });
-      const double others_throttled =
-          MedianOf(shares, i, [](const WindowShares& s) { return s.throttled; });
-      const double others_off =
-          MedianOf(shares, i, [](const WindowShares& s) { return s.off_cpu; });
+      f.others_run_delay_share = others_delay.Median(i);
+      const double throttled_median = others_throttled.Median(i);
+      const double off_median = others_off.Median(i);
       const bool starved = r.run_delay >= options_.min_run_delay &&
                            r.run_delay >= options_.starved_factor * f.others_run_delay_share &&
                            r.run_delay >= f.others_run_delay_share + options_.starved_margin;
       const bool off_cpu =
-          r.off_cpu >= options_.min_off_cpu && r.off_cpu >= others_off + options_.off_cpu_margin;
+          r.off_cpu >= options_.min_off_cpu && r.off_cpu >= off_median + options_.off_cpu_margin;
       // Throttled time is run delay too; of starved and off CPU, the one that took more time.
-      if (r.throttled >= options_.min_throttled && r.throttled >= 2 * others_throttled) {
+      if (r.throttled >= options_.min_throttled && r.throttled >= 2 * throttled_median) {
         f.cause = LiveCause::kThrottled;
       } else if (starved && (!off_cpu || r.delay_wall >= r.off_cpu)) {
         f.cause = LiveCause::kCpuStarved;
@@ -139,9 +139,7 @@ std::vector<LiveFinding> LiveCheck::Check(TimeNs now, std::vector<LiveTally> tal
     // Stands out by its work: clearly more of its time outside MPI than the others.
     bool works_more = r.own >= f.others_own_share * (1 + options_.min_excess);
     if (works_more && shares.size() >= 4) {
-      const double sigma =
-          std::max(RobustSigma(OthersOf(shares, i, [](const WindowShares& s) { return s.own; })),
-                   options_.sigma_floor);
+      const double sigma = std::max(others_own.RobustSigma(i), options_.sigma_floor);
       works_more = r.own - f.others_own_share >= options_.min_sigmas * sigma;
     }
     // Or by its cause alone, where the others wait most of their time: a rank throttled or

@@ -74,6 +74,49 @@ double MedianWithout(const std::vector<double>& sorted_values, size_t skip) {
   return at(m / 2 - 1) + (at(m / 2) - at(m / 2 - 1)) / 2.0;
 }
 
+LeaveOneOut::LeaveOneOut(const std::vector<double>& values) : position_(values.size()) {
+  std::vector<size_t> order(values.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return values[a] < values[b]; });
+  sorted_.reserve(values.size());
+  for (size_t p = 0; p < order.size(); ++p) {
+    sorted_.push_back(values[order[p]]);
+    position_[order[p]] = p;
+  }
+  if (sorted_.size() < 3) return;  // no member has two others: no sigma
+  for (size_t p = 0; p < sorted_.size(); ++p) {
+    const double center = MedianWithout(sorted_, p);
+    if (std::any_of(centers_.begin(), centers_.end(),
+                    [&](const Center& c) { return c.value == center; })) {
+      continue;
+    }
+    Center c;
+    c.value = center;
+    c.deviations.reserve(sorted_.size());
+    for (double v : sorted_) c.deviations.push_back(std::fabs(v - center));
+    std::sort(c.deviations.begin(), c.deviations.end());
+    centers_.push_back(std::move(c));
+  }
+}
+
+double LeaveOneOut::Median(size_t i) const {
+  if (sorted_.size() < 2) return 0.0;
+  return MedianWithout(sorted_, position_[i]);
+}
+
+double LeaveOneOut::RobustSigma(size_t i) const {
+  if (sorted_.size() < 3) return 0.0;
+  const double center = MedianWithout(sorted_, position_[i]);
+  for (const Center& c : centers_) {
+    if (c.value != center) continue;
+    const double own = std::fabs(sorted_[position_[i]] - center);
+    const auto at = std::lower_bound(c.deviations.begin(), c.deviations.end(), own);
+    return 1.4826 * MedianWithout(c.deviations, static_cast<size_t>(at - c.deviations.begin()));
+  }
+  return 0.0;  // not reached: every member's center is among centers_
+}
+
 double ThresholdMargin(double value, double threshold) {
   if (threshold <= 0) return 1.0;
   return std::clamp(1.0 - 0.5 * threshold / std::max(value, 1e-12), 0.0, 1.0);

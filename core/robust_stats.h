@@ -36,6 +36,28 @@ double RobustSigma(std::vector<double> values);
 // member). sorted_values must be sorted and hold at least two elements.
 double MedianWithout(const std::vector<double>& sorted_values, size_t skip);
 
+// Every member's "others": the median and robust sigma of all the values but one, exactly as
+// Median and RobustSigma of a copy without it would give, for all members in O(n log n) (a copy
+// per member is O(n^2): 16,384 ranks a second for the live check). The others' median takes at
+// most three values (the member below, at or above the middle), so their deviations are sorted
+// once per value and the member's own deviation left out of them.
+class LeaveOneOut {
+ public:
+  explicit LeaveOneOut(const std::vector<double>& values);
+  // Of all the values but values[i]; 0 when there are no others (RobustSigma: fewer than two).
+  double Median(size_t i) const;
+  double RobustSigma(size_t i) const;
+
+ private:
+  struct Center {
+    double value = 0;
+    std::vector<double> deviations;  // |v - value| of every value, sorted
+  };
+  std::vector<double> sorted_;
+  std::vector<size_t> position_;  // of values[i] in sorted_
+  std::vector<Center> centers_;   // at most three
+};
+
 // How far past a threshold a value is, for confidences: 1 - 0.5 x threshold / value, clamped to
 // 0..1 (0.5 at the threshold, 0.75 at twice it, towards 1 far past it; 0 at half of it and
 // below). 1 for a threshold <= 0.

@@ -77,5 +77,24 @@ TEST(RobustStatsTest, MedianWithoutLeavesOneOut) {
   EXPECT_DOUBLE_EQ(MedianWithout({1, 2, 3}, 1), 2);  // {1,3}
 }
 
+TEST(RobustStatsTest, LeaveOneOutIsTheCopyWithoutTheMember) {
+  std::mt19937 rng(7);
+  for (size_t n = 0; n <= 40; ++n) {
+    for (int round = 0; round < 5; ++round) {
+      // Few distinct values in some rounds: ties at the middle are where it could go wrong.
+      std::uniform_int_distribution<int> pick(0, round % 2 == 0 ? 3 : 1000);
+      std::vector<double> values;
+      for (size_t i = 0; i < n; ++i) values.push_back(pick(rng) / 7.0);
+      const LeaveOneOut loo(values);
+      for (size_t i = 0; i < n; ++i) {
+        std::vector<double> others = values;
+        others.erase(others.begin() + static_cast<std::ptrdiff_t>(i));
+        EXPECT_DOUBLE_EQ(loo.Median(i), Median(others)) << "n=" << n << " i=" << i;
+        EXPECT_DOUBLE_EQ(loo.RobustSigma(i), RobustSigma(others)) << "n=" << n << " i=" << i;
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace rankscope
