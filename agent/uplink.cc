@@ -440,6 +440,18 @@ void Uplink::ControlLoop() {
         held_p2p_.clear();
         break;
       }
+      case v1::ControlCommand::CAPTURE_AROUND_NOW: {
+        // The flight recorder's records now; those after it as they are decided.
+        std::lock_guard<std::mutex> lock(mu_);
+        const size_t before = thinning_.CaptureAround();
+        DecideHeldGpuLocked(INT64_MIN);  // decides nothing new: takes what the capture released
+        if (before > 0) {
+          AddNoticeLocked("a live finding asked for this rank's raw GPU records around it: the " +
+                          std::to_string(before) + " the flight recorder held and up to " +
+                          std::to_string(thinning_.tail_budget()) + " after them go out whole");
+        }
+        break;
+      }
       default:
         break;
     }

@@ -340,6 +340,54 @@ TEST_F(UplinkTest, ThinsComputeKernelsAndLaunchesOnceTheRawBudgetIsSent) {
   EXPECT_TRUE(said);
 }
 
+// A live finding's capture (CAPTURE_AROUND_NOW) sends the flight recorder's summed records
+// while the run goes on, and the next ones summed after it whole: the moment is whole on both
+// sides in the session, not only the run's first and last records.
+TEST_F(UplinkTest, ACaptureAroundNowSendsTheFlightRecorderWhileTheRunGoesOn) {
+  StartServer(/*hold_p2p=*/false, /*raw_compute=*/8);  // 4 whole, a flight recorder of 4
+  UplinkOptions o = Options();
+  o.gpu_stats_window = 100;  // decided 300 behind the latest start
+  o.collective_enter_horizon = 100;
+  Uplink up(o, Ident("s1", 0));
+  up.Start();
+  ASSERT_TRUE(WaitFor([&] { return up.registered(); }));
+  const auto kKernel = GpuActivityKind::kKernel;
+  uint32_t id = 1;
+  auto kernels = [&](std::initializer_list<TimeNs> starts) {
+    wire::Batch b;
+    for (TimeNs t : starts) b.gpu.push_back(TestGpuRecord(kKernel, id++, t, "gemm"));
+    up.AddBatch(std::move(b));
+  };
+  auto starts_received = [&] {
+    std::set<TimeNs> got;
+    for (const GpuActivityRecord& g : server_->service().Snapshot().ranks[0].gpu) {
+      got.insert(g.start);
+    }
+    return got;
+  };
+  kernels({10, 20, 30, 40});                            // the budget, whole
+  kernels({1000, 1010, 1020, 1030, 1040, 1050, 1500});  // summed once 1500 decides them
+  ASSERT_TRUE(WaitFor([&] {
+    const RankData r = server_->service().Snapshot().ranks[0];
+    return !r.gpu_stats.empty() && r.gpu_stats.back().window_start >= 1000;
+  }));
+  EXPECT_EQ(starts_received(), (std::set<TimeNs>{10, 20, 30, 40}));
+
+  EXPECT_EQ(server_->service().CaptureAround({0, 7}), 1);  // rank 7 has no agent
+  ASSERT_TRUE(WaitFor([&] { return starts_received().count(1050) > 0; }));
+  EXPECT_EQ(starts_received(), (std::set<TimeNs>{10, 20, 30, 40, 1020, 1030, 1040, 1050}));
+  kernels({3000, 3010, 3020, 3030, 3040, 4000});  // 1500 and the next 3 whole, 3030 on summed
+  ASSERT_TRUE(WaitFor([&] { return starts_received().count(3020) > 0; }));
+  EXPECT_EQ(starts_received().count(3030), 0u);
+  up.Finish(0, 0);
+  const RankData r = server_->service().Snapshot().ranks[0];
+  bool said = false;
+  for (const std::string& n : r.notices) {
+    said |= n.find("a live finding asked for this rank's raw GPU records around it: the 4") == 0;
+  }
+  EXPECT_TRUE(said);
+}
+
 // MPI calls the analyses do not interpret, and the world ranks of point-to-point peers, reach
 // the coordinator's session as the inject library recorded them.
 TEST_F(UplinkTest, CarriesMpiCallsWorldPeersAndSpinStarts) {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <optional>
 
 #include "core/robust_stats.h"
@@ -216,6 +217,23 @@ std::string Seconds(DurationNs d) {
 }
 
 }  // namespace
+
+std::vector<int> CaptureRanks(int rank, std::vector<int> known, size_t peers) {
+  std::erase(known, rank);
+  std::sort(known.begin(), known.end());
+  known.erase(std::unique(known.begin(), known.end()), known.end());
+  const auto nearer = [rank](int a, int b) {
+    const int64_t da = std::abs(int64_t{a} - rank);
+    const int64_t db = std::abs(int64_t{b} - rank);
+    return da != db ? da < db : a < b;
+  };
+  const size_t n = std::min(peers, known.size());
+  std::partial_sort(known.begin(), known.begin() + static_cast<std::ptrdiff_t>(n), known.end(),
+                    nearer);
+  known.resize(n);
+  known.insert(known.begin(), rank);
+  return known;
+}
 
 const char* LiveCauseName(LiveCause cause) {
   switch (cause) {

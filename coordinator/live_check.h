@@ -124,6 +124,11 @@ class LiveCheck {
   bool judged_before_ = false;  // an earlier check compared ranks
 };
 
+// The ranks a live finding asks for raw records around it (Uplink's CAPTURE_AROUND_NOW): the rank
+// named and the `peers` of the others in `known` nearest to it in rank number, the lower first
+// on a tie (in a ring or a halo exchange, its neighbours: who waited for it).
+std::vector<int> CaptureRanks(int rank, std::vector<int> known, size_t peers = 2);
+
 // One line for the terminal and the report, e.g. "rank 1 holds the others up: its cgroup
 // throttled it 41% of the last 2 s, while the others waited in MPI 58% of theirs (outside MPI it
 // spent 93%, the others 40%). Began about 0:03, seen 4 s later." `start` is the job's start on

@@ -261,5 +261,15 @@ TEST(LiveCheck, ARankWithoutRecordsInTheWindowIsSkipped) {
   for (int s = 0; s < 10; ++s) EXPECT_TRUE(check.Check(s * kNsPerSec, t).empty());
 }
 
+// A finding asks for raw records of the rank and its nearest neighbours by rank number.
+TEST(LiveCheck, CaptureRanksAreTheRankAndItsNearestNeighbours) {
+  EXPECT_EQ(CaptureRanks(5, {0, 1, 2, 3, 4, 5, 6, 7}), (std::vector<int>{5, 4, 6}));
+  EXPECT_EQ(CaptureRanks(0, {3, 2, 1, 0}), (std::vector<int>{0, 1, 2}));
+  EXPECT_EQ(CaptureRanks(3, {0, 1, 2, 3}), (std::vector<int>{3, 2, 1}));
+  EXPECT_EQ(CaptureRanks(1, {0, 1}), (std::vector<int>{1, 0}));
+  EXPECT_EQ(CaptureRanks(1, {1}), (std::vector<int>{1}));
+  EXPECT_EQ(CaptureRanks(4, {0, 9, 4, 9}, 3), (std::vector<int>{4, 0, 9}));  // duplicates once
+}
+
 }  // namespace
 }  // namespace rankscope

@@ -398,6 +398,22 @@ void CoordinatorService::Broadcast(v1::ControlCommand::Kind kind) {
   cv_.notify_all();
 }
 
+int CoordinatorService::CaptureAround(const std::vector<int>& ranks) {
+  std::lock_guard<std::mutex> lock(mu_);
+  std::map<int, std::pair<size_t, const std::string*>> latest;  // rank -> (index, agent)
+  for (const auto& [agent, index] : agent_index_) {
+    const int rank = session_.ranks[index].id.rank;
+    if (std::find(ranks.begin(), ranks.end(), rank) == ranks.end()) continue;
+    auto [it, added] = latest.try_emplace(rank, index, &agent);
+    if (!added && it->second.first < index) it->second = {index, &agent};
+  }
+  for (const auto& [rank, at] : latest) {
+    commands_[*at.second].push_back(v1::ControlCommand::CAPTURE_AROUND_NOW);
+  }
+  cv_.notify_all();
+  return static_cast<int>(latest.size());
+}
+
 void CoordinatorService::Close() {
   std::lock_guard<std::mutex> lock(mu_);
   closed_ = true;

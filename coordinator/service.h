@@ -94,6 +94,10 @@ class CoordinatorService final : public v1::Coordinator::Service {
   int WorldSize() const;
   // Queues a command for every registered agent.
   void Broadcast(v1::ControlCommand::Kind kind);
+  // Asks the agents of these ranks (each rank's latest registration) to send their flight
+  // recorder's raw records and those of the moments after them whole (CAPTURE_AROUND_NOW).
+  // Ranks without an agent are skipped; returns how many agents were asked.
+  int CaptureAround(const std::vector<int>& ranks);
   // Ends open Control streams (call before shutting the server down).
   void Close();
 

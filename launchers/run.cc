@@ -171,13 +171,13 @@ namespace {
 // every second, and the status line (LiveStatusLine). On a terminal the status line is redrawn
 // in place each second and cleared when the job ends, so the report starts on a clean line, and a
 // finding is printed above it; elsewhere with `print` (--live) a status line every 10 s and each
-// finding as a line. Without `print` the findings are only kept for the report. Stopped by the
-// destructor.
+// finding as a line. Without `print` the findings are only kept for the report. Each finding asks
+// the agents of its rank and two neighbours for their flight recorder's raw records around it.
+// Stopped by the destructor.
 class LiveWatch {
  public:
   // `launched`: when the launcher was started (the findings' times are since then).
-  LiveWatch(const CoordinatorService& service, bool terminal, bool print, bool dormant,
-            TimeNs launched)
+  LiveWatch(CoordinatorService& service, bool terminal, bool print, bool dormant, TimeNs launched)
       : service_(service), terminal_(terminal), print_(print), dormant_(dormant), start_(launched) {
     // With the stop signals blocked, as the coordinator's threads (StartCoordinator).
     const sigset_t stops = StopSignalSet();
@@ -213,7 +213,13 @@ class LiveWatch {
     while (!cv_.wait_for(lock, std::chrono::seconds(1), [this] { return stop_; })) {
       ++ticks;
       const TimeNs now = MonotonicNow();
-      for (LiveFinding f : check_.Check(now, service_.LiveTallies())) {
+      const std::vector<LiveTally> tallies = service_.LiveTallies();
+      for (LiveFinding f : check_.Check(now, tallies)) {
+        // The raw records of the moment on the rank and its neighbours, where its agent holds
+        // them back (GPU kernels summed after the raw budget).
+        std::vector<int> known;
+        for (const LiveTally& t : tallies) known.push_back(t.rank);
+        service_.CaptureAround(CaptureRanks(f.rank, known));
         f.began -= start_;
         f.found -= start_;
         if (print_) {
@@ -240,7 +246,7 @@ class LiveWatch {
     }
   }
 
-  const CoordinatorService& service_;
+  CoordinatorService& service_;
   const bool terminal_;
   const bool print_;
   const bool dormant_;

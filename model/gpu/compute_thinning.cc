@@ -56,7 +56,7 @@ std::vector<GpuActivityRecord> ComputeRecordThinning::TakeDecided(TimeNs until) 
       waiting_order_.emplace(r.start, r.correlation_id);
       waiting_launches_.insert_or_assign(r.correlation_id, std::move(r));
     } else {
-      Summed(std::move(r));
+      Summed(std::move(r), &out);
     }
   }
   held_.erase(held_.begin(), end);
@@ -71,27 +71,45 @@ std::vector<GpuActivityRecord> ComputeRecordThinning::TakeDecided(TimeNs until) 
     waiting_order_.erase(waiting_order_.begin());
     auto w = waiting_launches_.find(id);
     if (w != waiting_launches_.end() && w->second.start == start) {
-      Summed(std::move(w->second));
+      Summed(std::move(w->second), &out);
       waiting_launches_.erase(w);
     }
   }
   if (until == INT64_MAX) {  // the end: the flight recorder's records go out too
-    for (GpuActivityRecord& r : tail_) out.push_back(std::move(r));
+    for (auto& [start, r] : tail_) out.push_back(std::move(r));
     tail_.clear();
   }
   return out;
 }
 
-void ComputeRecordThinning::Summed(GpuActivityRecord&& record) {
+size_t ComputeRecordThinning::CaptureAround() {
+  if (!thinning_ || tail_budget_ == 0) return 0;
+  const size_t held = tail_.size();
+  captured_ += held;
+  for (auto& [start, r] : tail_) released_.push_back(std::move(r));
+  tail_.clear();
+  capture_after_ = tail_budget_;
+  capture_from_ = decided_;
+  return held;
+}
+
+void ComputeRecordThinning::Summed(GpuActivityRecord&& record,
+                                   std::vector<GpuActivityRecord>* out) {
+  if (capture_after_ > 0 && record.start >= capture_from_) {
+    --capture_after_;
+    ++captured_;
+    out->push_back(std::move(record));
+    return;
+  }
   if (tail_budget_ == 0) {
     ++summed_only_;
     return;
   }
-  if (tail_.size() >= tail_budget_) {
-    tail_.pop_front();
+  tail_.emplace(record.start, std::move(record));
+  if (tail_.size() > tail_budget_) {
+    tail_.erase(tail_.begin());
     ++summed_only_;
   }
-  tail_.push_back(std::move(record));
 }
 
 }  // namespace rankscope

@@ -8,11 +8,12 @@
 // (gpu_stats.h, launch_latency.h, kernel_pieces.h, nccl_compute.h), which the coordinator then
 // reads instead. NCCL kernels, copies, memsets, syncs and other runtime calls always go whole.
 // A flight recorder keeps the last `tail` of the summed records and sends them at the end of the
-// run, so the trace shows the run's last steps whole as well as its first. Pure; not thread-safe.
+// run, so the trace shows the run's last steps whole as well as its first; a capture asked for
+// while the run goes on (a live finding) sends them then, and the next `tail` summed records
+// whole after them, so the moment is whole on both sides. Pure; not thread-safe.
 #pragma once
 
 #include <cstdint>
-#include <deque>
 #include <map>
 #include <vector>
 
@@ -47,10 +48,17 @@ class ComputeRecordThinning {
   std::vector<GpuActivityRecord> TakeDecided(TimeNs until);
   std::vector<GpuActivityRecord> TakeAll() { return TakeDecided(INT64_MAX); }
 
+  // A capture around now: the flight recorder's records go out with the next TakeDecided, and
+  // up to `tail` of the records summed after them go out whole as they are decided. Returns how
+  // many records the flight recorder held (0: nothing to send; nothing is summed yet, or no tail).
+  size_t CaptureAround();
+
   bool thinning() const { return thinning_; }
   uint64_t raw_sent() const { return raw_sent_; }
   uint64_t tail_budget() const { return tail_budget_; }
   uint64_t summed_only() const { return summed_only_; }
+  // Records sent whole because a capture asked for them (the tail's and those after it).
+  uint64_t captured() const { return captured_; }
   // Range boundaries that came after the records around them were decided.
   int64_t late_boundaries() const { return first_work_.late_boundaries(); }
   size_t held() const {
@@ -58,22 +66,29 @@ class ComputeRecordThinning {
   }
 
  private:
-  // A summed record: into the tail, the oldest there forgotten once it is full.
-  void Summed(GpuActivityRecord&& record);
+  // A summed record: into `out` while a capture wants the records after it, else into the tail,
+  // the oldest there forgotten once it is full.
+  void Summed(GpuActivityRecord&& record, std::vector<GpuActivityRecord>* out);
 
   uint64_t budget_;
   uint64_t tail_budget_;
   DurationNs nccl_launch_horizon_;
-  std::deque<GpuActivityRecord> tail_;
+  // The latest `tail_budget_` summed records by start: a launch summed when its wait for a NCCL
+  // kernel ends (up to nccl_launch_horizon later) is older than the kernels summed before it.
+  std::multimap<TimeNs, GpuActivityRecord> tail_;
   uint64_t raw_sent_ = 0;
   uint64_t summed_only_ = 0;
+  uint64_t captured_ = 0;
+  uint64_t capture_after_ = 0;  // summed records still to go out whole for a capture,
+  TimeNs capture_from_ = 0;     // those that start from here on
   bool thinning_ = false;
   FirstGpuWorkFold first_work_;  // fed from the start: it knows the boundaries when thinning begins
   TimeNs decided_ = INT64_MIN;
   std::multimap<TimeNs, GpuActivityRecord> held_;  // by start
   std::map<uint32_t, TimeNs> nccl_correlations_;   // recent NCCL kernels' ids -> start
   // Launches decided but not kept, waiting for a NCCL kernel of their id, by id; their starts in
-  // order, to forget the oldest; and those released by a kernel, for the next TakeDecided.
+  // order, to forget the oldest; and those released by a kernel or a capture, for the next
+  // TakeDecided.
   std::map<uint32_t, GpuActivityRecord> waiting_launches_;
   std::multimap<TimeNs, uint32_t> waiting_order_;
   std::vector<GpuActivityRecord> released_;

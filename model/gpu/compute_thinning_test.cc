@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 #include <utility>
 #include <vector>
@@ -107,6 +108,42 @@ TEST(ComputeRecordThinning, TheLastSummedRecordsGoOutAtTheEnd) {
   EXPECT_EQ(got, (std::vector<TimeNs>{90, 100, 110}));
   EXPECT_EQ(thin.summed_only(), 7u);
   EXPECT_EQ(thin.held(), 0u);
+}
+
+// The flight recorder holds the latest records by start: a launch summed late (it waited for a
+// NCCL kernel that never came) does not push out the kernels after it.
+TEST(ComputeRecordThinning, TheFlightRecorderKeepsTheLatestByStart) {
+  ComputeRecordThinning thin(/*budget=*/2, /*nccl_launch_horizon=*/1000, /*tail=*/2);
+  EXPECT_TRUE(thin.Add(Record(kRuntime, 1, 5, "cudaLaunchKernel")));
+  EXPECT_TRUE(thin.Add(Record(kKernel, 1, 10, "gemm")));
+  EXPECT_FALSE(thin.Add(Record(kRuntime, 2, 100, "cudaLaunchKernel")));
+  for (uint32_t i = 3; i <= 5; ++i) EXPECT_FALSE(thin.Add(Record(kKernel, i, 100 * i, "gemm")));
+  EXPECT_TRUE(thin.TakeDecided(600).empty());  // the launch waits; 300 summed, 400, 500 kept
+  std::vector<TimeNs> got;
+  for (const GpuActivityRecord& g : thin.TakeAll()) got.push_back(g.start);
+  EXPECT_EQ(got, (std::vector<TimeNs>{400, 500}));
+  EXPECT_EQ(thin.summed_only(), 2u);  // 300 and the launch
+}
+
+// A capture asked for mid-run (a live finding): the tail goes out with the next decision, and the
+// next `tail` summed records after it; later ones are summed again, into a fresh tail.
+TEST(ComputeRecordThinning, ACaptureSendsTheTailAndTheRecordsAfterIt) {
+  ComputeRecordThinning thin(/*budget=*/1, /*nccl_launch_horizon=*/1000, /*tail=*/2);
+  EXPECT_EQ(thin.CaptureAround(), 0u);  // not thinning yet: every record went out
+  EXPECT_TRUE(thin.Add(Record(kKernel, 1, 10, "gemm")));
+  for (uint32_t i = 2; i <= 6; ++i) EXPECT_FALSE(thin.Add(Record(kKernel, i, 10 * i, "gemm")));
+  EXPECT_TRUE(thin.TakeDecided(60).empty());  // 20..60 summed; the tail holds 50, 60
+  EXPECT_EQ(thin.CaptureAround(), 2u);
+  for (uint32_t i = 7; i <= 12; ++i) EXPECT_FALSE(thin.Add(Record(kKernel, i, 10 * i, "gemm")));
+  std::vector<TimeNs> got;
+  for (const GpuActivityRecord& g : thin.TakeDecided(120)) got.push_back(g.start);
+  std::sort(got.begin(), got.end());
+  EXPECT_EQ(got, (std::vector<TimeNs>{50, 60, 70, 80}));  // 2 before the capture, 2 after
+  EXPECT_EQ(thin.captured(), 4u);
+  got.clear();
+  for (const GpuActivityRecord& g : thin.TakeAll()) got.push_back(g.start);
+  EXPECT_EQ(got, (std::vector<TimeNs>{110, 120}));  // the end's tail, summed after the capture
+  EXPECT_EQ(thin.summed_only(), 5u);                // 20, 30, 40, 90, 100
 }
 
 }  // namespace
