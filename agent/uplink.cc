@@ -185,14 +185,15 @@ bool Uplink::SendRawLocked(const GpuActivityRecord& r) {
   return now;
 }
 
-void Uplink::DecideHeldGpuLocked(TimeNs until) {
+bool Uplink::DecideHeldGpuLocked(TimeNs until) {
   std::vector<GpuActivityRecord> out = thinning_.TakeDecided(until);
-  if (out.empty()) return;
+  if (out.empty()) return true;
   if (PendingRecordsLocked() + out.size() > options_.max_buffered_records) {
     dropped_ += out.size();
-    return;
+    return false;
   }
   for (const GpuActivityRecord& r : out) ToProto(r, pending_.add_gpu());
+  return true;
 }
 
 void Uplink::AddToKernelFoldsLocked(const GpuActivityRecord& r) {
@@ -444,11 +445,14 @@ void Uplink::ControlLoop() {
         // The flight recorder's records now; those after it as they are decided.
         std::lock_guard<std::mutex> lock(mu_);
         const size_t before = thinning_.CaptureAround();
-        DecideHeldGpuLocked(INT64_MIN);  // decides nothing new: takes what the capture released
+        // Decides nothing new: takes what the capture released.
+        const bool queued = DecideHeldGpuLocked(INT64_MIN);
         if (before > 0) {
           AddNoticeLocked("a live finding asked for this rank's raw GPU records around it: the " +
-                          std::to_string(before) + " the flight recorder held and up to " +
-                          std::to_string(thinning_.tail_budget()) + " after them go out whole");
+                          std::to_string(before) + " the flight recorder held " +
+                          (queued ? "and up to " + std::to_string(thinning_.tail_budget()) +
+                                        " after them go out whole"
+                                  : "were dropped (the agent's buffer was full)"));
         }
         break;
       }

@@ -142,8 +142,9 @@ class Uplink {
   // compute kernels and launch calls, which thinning_ holds until DecideHeldGpuLocked.
   bool SendRawLocked(const GpuActivityRecord& r);
   // Of the held records starting at or before `until`, queues the first launches and kernels
-  // after range boundaries and NCCL kernels' launches; forgets the rest (they are summed).
-  void DecideHeldGpuLocked(TimeNs until);
+  // after range boundaries and NCCL kernels' launches (and what a capture released); forgets the
+  // rest (they are summed). False when they did not fit the buffer and were dropped.
+  bool DecideHeldGpuLocked(TimeNs until);
 
   const UplinkOptions options_;
   v1::Identity identity_;

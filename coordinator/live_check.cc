@@ -60,11 +60,11 @@ std::optional<WindowShares> SharesBetween(const LiveTally& before, const LiveTal
 
 // Each rank's others' median (and robust sigma) of one field.
 template <typename F>
-LeaveOneOut OthersOf(const std::vector<WindowShares>& all, F field) {
+LeaveOneOut OthersOf(const std::vector<WindowShares>& all, F field, bool with_sigma = false) {
   std::vector<double> v;
   v.reserve(all.size());
   for (const WindowShares& s : all) v.push_back(field(s));
-  return LeaveOneOut(v);
+  return LeaveOneOut(v, with_sigma);
 }
 
 }  // namespace
@@ -96,7 +96,8 @@ std::vector<LiveFinding> LiveCheck::Check(TimeNs now, std::vector<LiveTally> tal
   }
 
   // The others of each rank, for all ranks at once: O(ranks log ranks) a check.
-  const LeaveOneOut others_own = OthersOf(shares, [](const WindowShares& s) { return s.own; });
+  const LeaveOneOut others_own = OthersOf(
+      shares, [](const WindowShares& s) { return s.own; }, /*with_sigma=*/true);
   const LeaveOneOut others_wait = OthersOf(shares, [](const WindowShares& s) { return s.wait; });
   const LeaveOneOut others_delay =
       OthersOf(shares, [](const WindowShares& s) { return s.run_delay; });

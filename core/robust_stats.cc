@@ -74,7 +74,8 @@ double MedianWithout(const std::vector<double>& sorted_values, size_t skip) {
   return at(m / 2 - 1) + (at(m / 2) - at(m / 2 - 1)) / 2.0;
 }
 
-LeaveOneOut::LeaveOneOut(const std::vector<double>& values) : position_(values.size()) {
+LeaveOneOut::LeaveOneOut(const std::vector<double>& values, bool with_sigma)
+    : position_(values.size()) {
   std::vector<size_t> order(values.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;
   std::stable_sort(order.begin(), order.end(),
@@ -84,7 +85,7 @@ LeaveOneOut::LeaveOneOut(const std::vector<double>& values) : position_(values.s
     sorted_.push_back(values[order[p]]);
     position_[order[p]] = p;
   }
-  if (sorted_.size() < 3) return;  // no member has two others: no sigma
+  if (!with_sigma || sorted_.size() < 3) return;  // (under 3: no member has two others)
   for (size_t p = 0; p < sorted_.size(); ++p) {
     const double center = MedianWithout(sorted_, p);
     if (std::any_of(centers_.begin(), centers_.end(),

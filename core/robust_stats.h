@@ -41,9 +41,11 @@ double MedianWithout(const std::vector<double>& sorted_values, size_t skip);
 // per member is O(n^2): 16,384 ranks a second for the live check). The others' median takes at
 // most three values (the member below, at or above the middle), so their deviations are sorted
 // once per value and the member's own deviation left out of them.
+// The values must be finite.
 class LeaveOneOut {
  public:
-  explicit LeaveOneOut(const std::vector<double>& values);
+  // `with_sigma` false: Median only (RobustSigma returns 0), without the deviations' sorts.
+  explicit LeaveOneOut(const std::vector<double>& values, bool with_sigma = true);
   // Of all the values but values[i]; 0 when there are no others (RobustSigma: fewer than two).
   double Median(size_t i) const;
   double RobustSigma(size_t i) const;

@@ -213,12 +213,12 @@ class LiveWatch {
     while (!cv_.wait_for(lock, std::chrono::seconds(1), [this] { return stop_; })) {
       ++ticks;
       const TimeNs now = MonotonicNow();
-      const std::vector<LiveTally> tallies = service_.LiveTallies();
-      for (LiveFinding f : check_.Check(now, tallies)) {
+      std::vector<LiveTally> tallies = service_.LiveTallies();
+      std::vector<int> known;
+      for (const LiveTally& t : tallies) known.push_back(t.rank);
+      for (LiveFinding f : check_.Check(now, std::move(tallies))) {
         // The raw records of the moment on the rank and its neighbours, where its agent holds
         // them back (GPU kernels summed after the raw budget).
-        std::vector<int> known;
-        for (const LiveTally& t : tallies) known.push_back(t.rank);
         service_.CaptureAround(CaptureRanks(f.rank, known));
         f.began -= start_;
         f.found -= start_;

@@ -51,12 +51,18 @@ std::vector<GpuActivityRecord> ComputeRecordThinning::TakeDecided(TimeNs until) 
                          r.correlation_id};
     if (keep.count(key) > 0 || (!kernel && nccl_correlations_.count(r.correlation_id) > 0)) {
       out.push_back(std::move(r));
+    } else if (capture_after_ > 0 && r.start > capture_from_) {
+      // After a capture: whole, launches too (not left to wait for a NCCL kernel: they would be
+      // summed after the capture's budget went to the kernels).
+      --capture_after_;
+      ++captured_;
+      out.push_back(std::move(r));
     } else if (!kernel && until != INT64_MAX) {
       // Perhaps a NCCL kernel's launch whose kernel has not run yet.
       waiting_order_.emplace(r.start, r.correlation_id);
       waiting_launches_.insert_or_assign(r.correlation_id, std::move(r));
     } else {
-      Summed(std::move(r), &out);
+      Summed(std::move(r));
     }
   }
   held_.erase(held_.begin(), end);
@@ -71,7 +77,7 @@ std::vector<GpuActivityRecord> ComputeRecordThinning::TakeDecided(TimeNs until) 
     waiting_order_.erase(waiting_order_.begin());
     auto w = waiting_launches_.find(id);
     if (w != waiting_launches_.end() && w->second.start == start) {
-      Summed(std::move(w->second), &out);
+      Summed(std::move(w->second));
       waiting_launches_.erase(w);
     }
   }
@@ -84,23 +90,31 @@ std::vector<GpuActivityRecord> ComputeRecordThinning::TakeDecided(TimeNs until) 
 
 size_t ComputeRecordThinning::CaptureAround() {
   if (!thinning_ || tail_budget_ == 0) return 0;
-  const size_t held = tail_.size();
-  captured_ += held;
+  size_t before = 0;
+  if (!tail_.empty()) {
+    // The launches of the tail's span still waiting for a NCCL kernel go with it: summed later,
+    // they would be older than the tail by then and never kept.
+    const TimeNs from = tail_.begin()->first;
+    for (auto w = waiting_launches_.begin(); w != waiting_launches_.end();) {
+      if (w->second.start < from) {
+        ++w;
+        continue;
+      }
+      released_.push_back(std::move(w->second));
+      w = waiting_launches_.erase(w);  // its waiting_order_ entry finds nothing when it ends
+      ++before;
+    }
+  }
+  before += tail_.size();
   for (auto& [start, r] : tail_) released_.push_back(std::move(r));
   tail_.clear();
+  captured_ += before;
   capture_after_ = tail_budget_;
   capture_from_ = decided_;
-  return held;
+  return before;
 }
 
-void ComputeRecordThinning::Summed(GpuActivityRecord&& record,
-                                   std::vector<GpuActivityRecord>* out) {
-  if (capture_after_ > 0 && record.start >= capture_from_) {
-    --capture_after_;
-    ++captured_;
-    out->push_back(std::move(record));
-    return;
-  }
+void ComputeRecordThinning::Summed(GpuActivityRecord&& record) {
   if (tail_budget_ == 0) {
     ++summed_only_;
     return;

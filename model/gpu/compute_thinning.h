@@ -48,9 +48,10 @@ class ComputeRecordThinning {
   std::vector<GpuActivityRecord> TakeDecided(TimeNs until);
   std::vector<GpuActivityRecord> TakeAll() { return TakeDecided(INT64_MAX); }
 
-  // A capture around now: the flight recorder's records go out with the next TakeDecided, and
-  // up to `tail` of the records summed after them go out whole as they are decided. Returns how
-  // many records the flight recorder held (0: nothing to send; nothing is summed yet, or no tail).
+  // A capture around now: the flight recorder's records, and the launches of their span still
+  // waiting for a NCCL kernel, go out with the next TakeDecided, and up to `tail` of the records
+  // decided after them (starting after what was decided so far) go out whole. Returns how many
+  // records go out at once (0: nothing is summed yet, or there is no flight recorder).
   size_t CaptureAround();
 
   bool thinning() const { return thinning_; }
@@ -66,9 +67,8 @@ class ComputeRecordThinning {
   }
 
  private:
-  // A summed record: into `out` while a capture wants the records after it, else into the tail,
-  // the oldest there forgotten once it is full.
-  void Summed(GpuActivityRecord&& record, std::vector<GpuActivityRecord>* out);
+  // A summed record: into the tail, the oldest there by start forgotten once it is full.
+  void Summed(GpuActivityRecord&& record);
 
   uint64_t budget_;
   uint64_t tail_budget_;
@@ -79,8 +79,8 @@ class ComputeRecordThinning {
   uint64_t raw_sent_ = 0;
   uint64_t summed_only_ = 0;
   uint64_t captured_ = 0;
-  uint64_t capture_after_ = 0;  // summed records still to go out whole for a capture,
-  TimeNs capture_from_ = 0;     // those that start from here on
+  uint64_t capture_after_ = 0;  // records still to go out whole for a capture,
+  TimeNs capture_from_ = 0;     // those that start after this
   bool thinning_ = false;
   FirstGpuWorkFold first_work_;  // fed from the start: it knows the boundaries when thinning begins
   TimeNs decided_ = INT64_MIN;

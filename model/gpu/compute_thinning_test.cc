@@ -125,25 +125,30 @@ TEST(ComputeRecordThinning, TheFlightRecorderKeepsTheLatestByStart) {
   EXPECT_EQ(thin.summed_only(), 2u);  // 300 and the launch
 }
 
-// A capture asked for mid-run (a live finding): the tail goes out with the next decision, and the
-// next `tail` summed records after it; later ones are summed again, into a fresh tail.
+// A capture asked for mid-run (a live finding): the tail and the launches of its span still
+// waiting for a NCCL kernel go out with the next decision, then the next `tail` records decided
+// after it, launches included; later ones are summed again, into a fresh tail.
 TEST(ComputeRecordThinning, ACaptureSendsTheTailAndTheRecordsAfterIt) {
-  ComputeRecordThinning thin(/*budget=*/1, /*nccl_launch_horizon=*/1000, /*tail=*/2);
+  ComputeRecordThinning thin(/*budget=*/2, /*nccl_launch_horizon=*/1000, /*tail=*/2);
   EXPECT_EQ(thin.CaptureAround(), 0u);  // not thinning yet: every record went out
+  EXPECT_TRUE(thin.Add(Record(kRuntime, 1, 5, "cudaLaunchKernel")));
   EXPECT_TRUE(thin.Add(Record(kKernel, 1, 10, "gemm")));
   for (uint32_t i = 2; i <= 6; ++i) EXPECT_FALSE(thin.Add(Record(kKernel, i, 10 * i, "gemm")));
+  EXPECT_FALSE(thin.Add(Record(kRuntime, 30, 25, "cudaLaunchKernel")));  // before the tail
+  EXPECT_FALSE(thin.Add(Record(kRuntime, 31, 55, "cudaLaunchKernel")));  // in its span
   EXPECT_TRUE(thin.TakeDecided(60).empty());  // 20..60 summed; the tail holds 50, 60
-  EXPECT_EQ(thin.CaptureAround(), 2u);
+  EXPECT_EQ(thin.CaptureAround(), 3u);        // 50, 55, 60
   for (uint32_t i = 7; i <= 12; ++i) EXPECT_FALSE(thin.Add(Record(kKernel, i, 10 * i, "gemm")));
+  EXPECT_FALSE(thin.Add(Record(kRuntime, 32, 75, "cudaLaunchKernel")));
   std::vector<TimeNs> got;
   for (const GpuActivityRecord& g : thin.TakeDecided(120)) got.push_back(g.start);
   std::sort(got.begin(), got.end());
-  EXPECT_EQ(got, (std::vector<TimeNs>{50, 60, 70, 80}));  // 2 before the capture, 2 after
-  EXPECT_EQ(thin.captured(), 4u);
+  EXPECT_EQ(got, (std::vector<TimeNs>{50, 55, 60, 70, 75}));  // 3 before, 2 after
+  EXPECT_EQ(thin.captured(), 5u);
   got.clear();
   for (const GpuActivityRecord& g : thin.TakeAll()) got.push_back(g.start);
-  EXPECT_EQ(got, (std::vector<TimeNs>{110, 120}));  // the end's tail, summed after the capture
-  EXPECT_EQ(thin.summed_only(), 5u);                // 20, 30, 40, 90, 100
+  EXPECT_EQ(got, (std::vector<TimeNs>{110, 120}));  // the end's tail; the launch at 25 forgotten
+  EXPECT_EQ(thin.summed_only(), 7u);                // 20, 30, 40, 80, 90, 100 and the launch
 }
 
 }  // namespace
