@@ -53,7 +53,15 @@ def main(folder):
               ", ".join(f"{a:.1f}-{b:.1f} ({n})" for a, b, n in runs))
         # The agents decide which records to sum 2 s behind the latest they have, and CUPTI hands
         # them its records seconds late: the capture holds what came shortly before the finding.
-        middle[rank] = any(began <= a <= found + 3 for a, _, _ in runs[1:])
+        captured = [(a, b) for a, b, _ in runs[1:] if began <= a <= found + 3]
+        middle[rank] = bool(captured)
+        for a, b in captured:  # the launch calls of that span came with its kernels
+            idx = [i for i, r in ranks.items() if r == rank][0]
+            launches = db.execute(
+                "SELECT COUNT(*) FROM gpu_activity WHERE rank_idx = ? AND kind = 5 AND "
+                "start_ns BETWEEN ? AND ?",
+                (idx, int(a * 1e9) + launched - 50_000_000, int(b * 1e9) + launched)).fetchone()[0]
+            print(f"rank {rank}: {launches} launch calls in the captured span {a:.1f}-{b:.1f} s")
     said = [line.strip() for line in text.splitlines() if "a live finding asked" in line]
     print("notices:", said[:6])
     named = live[0]["rank"]
