@@ -9,12 +9,8 @@
 set -uo pipefail
 source "$(dirname "$0")/device_env.sh" "${1:-device-prefix}"
 steps=${2:-2500}
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-nvcc=${NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
 s=$(mktemp -d)
-"$nvcc" -O2 -arch=${NVCC_ARCH:-sm_90} -o "$s/mpi_gpu_steps" "$here/mpi_gpu_steps.cu" \
-  $(mpicxx --showme:compile) $(mpicxx --showme:link) > "$out/build.txt" 2>&1 \
-  || { echo "build failed"; cat "$out/build.txt"; exit 1; }
+build_mpi_gpu_steps "$s" || exit 1
 (cd "$s" && timeout 300 "$prefix/bin/rankscope" run --live --raw-gpu-records 2000 -o live -- \
   mpirun --oversubscribe -np 4 ./mpi_gpu_steps --steps "$steps" --heavy-rank 1 --heavy-ms 10) \
   > "$out/live-run.txt" 2>&1
