@@ -360,9 +360,8 @@ TEST_F(UplinkTest, ACaptureAroundNowSendsTheFlightRecorderWhileTheRunGoesOn) {
   };
   auto starts_received = [&] {
     std::set<TimeNs> got;
-    for (const GpuActivityRecord& g : server_->service().Snapshot().ranks[0].gpu) {
-      got.insert(g.start);
-    }
+    const Session session = server_->service().Snapshot();  // held: the loop reads into it
+    for (const GpuActivityRecord& g : session.ranks[0].gpu) got.insert(g.start);
     return got;
   };
   kernels({10, 20, 30, 40});                            // the budget, whole
