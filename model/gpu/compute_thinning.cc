@@ -94,14 +94,12 @@ size_t ComputeRecordThinning::CaptureAround() {
   if (!tail_.empty()) {
     // The launches of the tail's span still waiting for a NCCL kernel go with it: summed later,
     // they would be older than the tail by then and never kept.
-    const TimeNs from = tail_.begin()->first;
-    for (auto w = waiting_launches_.begin(); w != waiting_launches_.end();) {
-      if (w->second.start < from) {
-        ++w;
-        continue;
-      }
+    for (auto o = waiting_order_.lower_bound(tail_.begin()->first); o != waiting_order_.end();
+         o = waiting_order_.erase(o)) {
+      auto w = waiting_launches_.find(o->second);
+      if (w == waiting_launches_.end() || w->second.start != o->first) continue;  // gone already
       released_.push_back(std::move(w->second));
-      w = waiting_launches_.erase(w);  // its waiting_order_ entry finds nothing when it ends
+      waiting_launches_.erase(w);
       ++before;
     }
   }
