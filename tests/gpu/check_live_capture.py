@@ -31,6 +31,7 @@ def main(folder):
     live = report.get("job", {}).get("live_findings", [])
     text = open(f"{folder}/report.txt").read()
     ranks = dict(db.execute("SELECT idx, rank FROM ranks"))
+    index_of = {rank: idx for idx, rank in ranks.items()}
     starts = {}
     for idx, start in db.execute(
             "SELECT rank_idx, start_ns FROM gpu_activity a JOIN gpu_names n ON a.name_id = n.id "
@@ -56,11 +57,10 @@ def main(folder):
         captured = [(a, b) for a, b, _ in runs[1:] if began <= a <= found + 3]
         middle[rank] = bool(captured)
         for a, b in captured:  # the launch calls of that span came with its kernels
-            idx = [i for i, r in ranks.items() if r == rank][0]
             launches = db.execute(
                 "SELECT COUNT(*) FROM gpu_activity WHERE rank_idx = ? AND kind = 5 AND "
                 "start_ns BETWEEN ? AND ?",
-                (idx, int(a * 1e9) + launched - 50_000_000, int(b * 1e9) + launched)).fetchone()[0]
+                (index_of[rank], int(a * 1e9) + launched - 50_000_000, int(b * 1e9) + launched)).fetchone()[0]
             print(f"rank {rank}: {launches} launch calls in the captured span {a:.1f}-{b:.1f} s")
     said = [line.strip() for line in text.splitlines() if "a live finding asked" in line]
     print("notices:", said[:6])
