@@ -137,10 +137,18 @@ OutsideView StarvedOfCpu(const Session& s, int rank, DurationNs excess, Finding*
   CpuStarvation cpu{p.run_delay_ns,         p.sampled_wall_ns, delay_per_wall,
                     others_delay_per_wall,  cpu_per_wall,      others_cpu,
                     p.involuntary_switches, others_involuntary};
-  std::string sentence =
-      " It was runnable but waiting for a CPU " + FormatDuration(p.run_delay_ns) + " of " +
-      FormatDuration(p.sampled_wall_ns) +
-      " (other ranks: " + FormatDouble("%.0f", 100 * others_delay_per_wall) + " % of their time)";
+  // Run delay is summed over the rank's threads: more than its wall when several of them waited
+  // at once (four MPI ranks spinning on two cores: 4m 27s in 3m 14s), which "X of Y" would
+  // misstate.
+  const std::string waited =
+      p.run_delay_ns <= p.sampled_wall_ns
+          ? FormatDuration(p.run_delay_ns) + " of " + FormatDuration(p.sampled_wall_ns)
+          : FormatDuration(p.run_delay_ns) + " in all, summed over its " +
+                std::to_string(p.threads) + " threads, during its " +
+                FormatDuration(p.sampled_wall_ns);
+  std::string sentence = " It was runnable but waiting for a CPU " + waited +
+                         " (other ranks: " + FormatDouble("%.0f", 100 * others_delay_per_wall) +
+                         " % of their time)";
   // Throttled by its own cgroup: its quota binds and the other ranks' cgroup does not (or less).
   const std::optional<CpuCgroupStats>& cg = p.cpu_cgroup;
   const bool throttled = cg && !cg->counters_unreadable && cg->nr_throttled > 0 &&

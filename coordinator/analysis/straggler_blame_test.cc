@@ -5,6 +5,7 @@
 #include "coordinator/analysis/analysis_test_util.h"
 #include "coordinator/analysis/dataloader_analysis.h"
 #include "coordinator/session_matches.h"
+#include "core/format.h"
 
 namespace rankscope {
 namespace {
@@ -98,6 +99,41 @@ TEST(StragglerBlameTest, ApplyBlameStatesTheConfidenceAndItsParts) {
     } else {
       EXPECT_GT(f.confidence, 0);
       EXPECT_LT(f.confidence, 0.6);
+    }
+  }
+}
+
+// Run delay is summed over a rank's threads, so it can exceed the rank's wall (four ranks
+// spinning in MPI on two cores: 4m 27s in 3m 14s). The sentence then says it is a sum rather
+// than "4m 27s of 3m 14s".
+TEST(StragglerBlameTest, RunDelayBeyondTheWallIsNamedASumOverThreads) {
+  for (const double delay : {0.6, 1.4}) {
+    testing::TrainingSim sim;
+    sim.slow_compute = {{2, 20 * kNsPerMs}};
+    Session s = testing::Simulate(sim);
+    for (RankData& r : s.ranks) {
+      r.proc = ProcessTreeStats{};
+      r.proc->sampled_wall_ns = s.end - s.start;
+      r.proc->threads = 3;
+      const double cpu = r.id.rank == 2 ? 0.2 : 0.8, wait = r.id.rank == 2 ? delay : 0.05;
+      r.proc->cpu_user_ns = static_cast<DurationNs>(cpu * static_cast<double>(s.end - s.start));
+      r.proc->run_delay_ns = static_cast<DurationNs>(wait * static_cast<double>(s.end - s.start));
+    }
+    const BlameModel blame = BuildBlameModel(s, MatchSession(s));
+    std::vector<Finding> findings;
+    ApplyBlame(s, blame, BlameOptions{}, &findings, nullptr);
+    ASSERT_EQ(findings.size(), 1u) << delay;
+    const std::string& summary = findings.front().summary;
+    EXPECT_EQ(findings.front().cause, CauseKind::kCpuStarved) << summary;
+    const std::string wall = FormatDuration(s.end - s.start);
+    if (delay < 1) {
+      EXPECT_NE(summary.find(" of " + wall + " (other ranks: 5 % of their time)"),
+                std::string::npos)
+          << summary;
+    } else {
+      EXPECT_NE(summary.find(" in all, summed over its 3 threads, during its " + wall),
+                std::string::npos)
+          << summary;
     }
   }
 }
