@@ -162,7 +162,7 @@ class ControlFile {
       return false;
     }
     path_ = templ;
-    page_ = new (map) ControlPage{kControlPageMagic, {}, {}, {}, {}, {}};
+    page_ = new (map) ControlPage{kControlPageMagic, {}, {}, {}, {}, {}, {}};
     Set(capturing);
     return true;
   }
@@ -199,6 +199,11 @@ class ControlFile {
     if (page_ == nullptr) return;
     page_->sampled.store(1, std::memory_order_release);
     WakeAll(&page_->sampled);
+  }
+  // The blocking MPI call the program's main thread is inside (the library writes it).
+  std::optional<OpenCall> OpenCallNow() const {
+    if (page_ == nullptr) return std::nullopt;
+    return ReadOpenCall(page_->open_call);
   }
   const std::string& path() const { return path_; }
 
@@ -341,9 +346,15 @@ void RankCapture::Start(pid_t pid) {
     proc_ = std::make_unique<ProcSampler>(pid, kNsPerSec);
     if (uplink_) {
       // The coordinator's live check reads the figures as they grow (coordinator/live_check.h).
+      // With the MPI call it is inside, for the stall check (coordinator/stall_check.h).
       Uplink* uplink = uplink_.get();
-      proc_->OnSample([uplink](const ProcessTreeStats& so_far) {
-        uplink->SetProcessProgress(ToProto(so_far));
+      const ControlFile* control = &control_;
+      proc_->OnSample([uplink, control](const ProcessTreeStats& so_far) {
+        v1::ProcessStats progress = ToProto(so_far);
+        if (const std::optional<OpenCall> open = control->OpenCallNow()) {
+          *progress.mutable_open_call() = ToProto(*open, MonotonicNow());
+        }
+        uplink->SetProcessProgress(std::move(progress));
       });
     }
     proc_->Start();

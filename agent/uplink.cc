@@ -331,9 +331,14 @@ void Uplink::SyncClock(int samples) {
 
 bool Uplink::SendPending(bool final_batch) {
   bool formed = false;
+  bool heartbeat = false;  // a batch for the /proc figures so far alone
   if (!unacked_) {
     std::lock_guard<std::mutex> lock(mu_);
-    if (!final_batch && NothingToSend(pending_)) return true;
+    const TimeNs now = MonotonicNow();
+    heartbeat = NothingToSend(pending_) && progress_.has_value() &&
+                now - last_formed_ >= options_.heartbeat_period;
+    if (!final_batch && NothingToSend(pending_) && !heartbeat) return true;
+    last_formed_ = now;
     // At most kUploadChunkBytes a batch (proto/upload_chunk.h): the rest waits for the next.
     unacked_.emplace();
     const ChunkTaken taken = TakeChunk(&pending_, &*unacked_);
@@ -358,7 +363,7 @@ bool Uplink::SendPending(bool final_batch) {
     unacked_->set_final(NothingToSend(pending_));
   }
   if (formed) {
-    Spool(*unacked_);  // outside mu_: a spool that fills up adds a notice
+    if (!heartbeat) Spool(*unacked_);  // outside mu_: a spool that fills up adds a notice
     std::lock_guard<std::mutex> lock(mu_);
     if (progress_ && !unacked_->has_proc()) *unacked_->mutable_proc_so_far() = *progress_;
     progress_.reset();

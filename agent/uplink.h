@@ -39,6 +39,10 @@ struct UplinkOptions {
   int final_clock_samples = 16;
   DurationNs clock_period = 2 * kNsPerSec;
   DurationNs upload_period = 200 * kNsPerMs;
+  // A batch goes at least this often while the rank's /proc figures so far are new, even with
+  // no records: a rank stalled inside MPI or hung in its own code sends nothing else, and the
+  // coordinator's stall check (coordinator/stall_check.h) reads what it is doing from them.
+  DurationNs heartbeat_period = kNsPerSec;
   DurationNs rpc_timeout = 2 * kNsPerSec;
   DurationNs final_timeout = 5 * kNsPerSec;  // the most Finish() waits for a coordinator
   size_t max_buffered_records = 1'000'000;
@@ -93,10 +97,11 @@ class Uplink {
   void SetNvml(v1::NvmlReport report);
   // The rank's /proc figures (agent/proc_sampler.h), before Finish.
   void SetProcessStats(v1::ProcessStats stats);
-  // The rank's /proc figures so far, for the coordinator's live check: they ride with the next
-  // batch that goes out anyway (none is sent for them alone, and the spool does not keep them:
-  // nothing reads them back); the newest replaces one not yet sent. Dropped once the final
-  // figures are set or Finish began. Thread-safe.
+  // The rank's /proc figures so far (and the MPI call it is inside), for the coordinator's live
+  // checks: they ride with the next batch, and one goes for them alone when no batch went for
+  // heartbeat_period (the spool does not keep such a batch: nothing reads them back); the
+  // newest replaces one not yet sent. Dropped once the final figures are set or Finish began.
+  // Thread-safe.
   void SetProcessProgress(v1::ProcessStats so_far);
   // A sweep node's check results (agent/sweep/sweep_node.h), before Finish.
   void AddSweepCheck(v1::SweepCheck check);
@@ -174,6 +179,7 @@ class Uplink {
   size_t unacked_records_ = 0;          // guarded by mu_: its records, for the buffer bound
   std::unique_ptr<SpoolWriter> spool_;  // owned by the sending thread; null: no spool
   uint64_t next_seq_ = 0;
+  TimeNs last_formed_ = 0;  // guarded by mu_: when the latest batch was formed (MonotonicNow)
   bool finishing_ = false;  // guarded by mu_
   std::string agent_id_;    // set once registered
 

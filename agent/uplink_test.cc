@@ -13,6 +13,7 @@
 
 #include "coordinator/service.h"
 #include "model/gpu/test_records.h"
+#include "proto/convert.h"
 #include "proto/protocol.h"
 #include "proto/rpc_calls.h"
 #include "proto/upload_chunk.h"
@@ -97,11 +98,13 @@ TEST_F(UplinkTest, DeliversRecordsClockSamplesAndExit) {
 }
 
 // The rank's /proc figures so far (for the live check) ride with a batch that goes out anyway,
-// never alone; once the final figures are set, later ones are dropped.
+// alone only after a heartbeat period without one (here never); once the final figures are
+// set, later ones are dropped.
 TEST_F(UplinkTest, ProcessProgressRidesWithRecordsAndTheFinalFiguresWin) {
   StartServer();
   UplinkOptions o = Options();
   o.clock_period = 600 * kNsPerSec;  // no clock batch but the first
+  o.heartbeat_period = 600 * kNsPerSec;
   Uplink up(o, Ident("s1", 0));
   up.Start();
   auto tally = [&]() -> std::optional<LiveTally> {
@@ -127,6 +130,47 @@ TEST_F(UplinkTest, ProcessProgressRidesWithRecordsAndTheFinalFiguresWin) {
   up.AddBatch(BatchWith(1, 0));
   up.Finish(0, 0);
   EXPECT_EQ(tally()->proc_wall, 5'000);
+}
+
+// A rank that sends no records (stalled in MPI, hung in its own code) is still heard: its
+// figures so far go alone once a heartbeat period passed without a batch, with the MPI call it
+// is inside, which the coordinator's tally keeps for the stall check.
+TEST_F(UplinkTest, FiguresSoFarGoAloneEveryHeartbeatWithTheOpenCall) {
+  StartServer();
+  UplinkOptions o = Options();
+  o.clock_period = 600 * kNsPerSec;
+  o.heartbeat_period = 100 * kNsPerMs;
+  Uplink up(o, Ident("s1", 0));
+  up.Start();
+  auto tally = [&]() -> std::optional<LiveTally> {
+    const std::vector<LiveTally> t = server_->service().LiveTallies();
+    if (t.empty()) return std::nullopt;
+    return t[0];
+  };
+  ASSERT_TRUE(WaitFor([&] { return tally().has_value(); }));
+  const TimeNs before = MonotonicNow();
+  v1::ProcessStats so_far;
+  so_far.set_sampled_wall_ns(3'000);
+  OpenCall call;
+  call.enter_ns = static_cast<uint64_t>(before - 2 * kNsPerSec);
+  call.kind = OpenCallKind::kCollective;
+  call.op = 1;
+  call.comm_id = 0x77;
+  call.seq = 5;
+  call.comm_size = 4;
+  *so_far.mutable_open_call() = ToProto(call, before);
+  up.SetProcessProgress(so_far);
+  ASSERT_TRUE(WaitFor([&] { return tally()->proc_wall == 3'000; }));
+  const LiveTally t = *tally();
+  ASSERT_TRUE(t.open);
+  EXPECT_TRUE(t.open->collective);
+  EXPECT_EQ(t.open->seq, 5u);
+  EXPECT_EQ(t.open->comm_size, 4);
+  // Entered 2 s before it was read; received after that.
+  EXPECT_LE(t.open->since, MonotonicNow() - 2 * kNsPerSec);
+  EXPECT_GE(t.open->since, before - 2 * kNsPerSec);
+  EXPECT_GE(t.heard, before);
+  up.Finish(0, 0);
 }
 
 // GPU records are summed per window as they come; a window's rows go once records two windows

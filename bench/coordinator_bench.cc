@@ -5,7 +5,8 @@
 //   BM_AnalyzeHaloSession the same with a halo exchange (point-to-point) every step, and the
 //                         blame model's share of the analysis
 //   BM_LiveFold           the live check's second at R ranks: each rank's running figures taken
-//                         from a batch, then the check over all of them (keeps up when < 1 s)
+//                         from a batch, then the check over all of them (keeps up when < 1 s);
+//                         /R/1 with the stall check too, every rank but one stalled
 //   BM_WriteSessionFolder the five session files of such a session (what the user waits for
 //                         after the job), BM_Writer/<file> each file alone, BM_ChromeTrace /
 //                         BM_SaveSession the two big ones
@@ -43,6 +44,7 @@
 #include "coordinator/report/trace_json.h"
 #include "coordinator/service.h"
 #include "coordinator/session_matches.h"
+#include "coordinator/stall_check.h"
 #include "coordinator/testing/scale_sim.h"
 #include "proto/protocol.h"
 #include "proto/rpc_calls.h"
@@ -156,6 +158,9 @@ void BM_LiveFold(benchmark::State& state) {
   std::mt19937 rng(1);
   std::uniform_real_distribution<double> jitter(-0.03, 0.03);
   LiveCheck check;
+  const bool stall = state.range(1) != 0;
+  StallCheck stall_check(StallCheckOptions{.after = 10 * kNsPerSec});
+  size_t stalls = 0;
   size_t named = 0;
   int64_t second = 0;
   std::vector<DurationNs> in_mpi(static_cast<size_t>(ranks), 0);
@@ -176,17 +181,31 @@ void BM_LiveFold(benchmark::State& state) {
       proc->set_sched_cpu_ns(now * 9 / 10 - throttled[at]);
       proc->set_run_delay_ns(now / 20 + throttled[at]);
       proc->mutable_cpu_cgroup()->set_throttled_ns(throttled[at]);
-      AddBatchToTally(batch, &tallies[at]);
+      // With state.range(1) (the stall check too): every rank but 3 inside one all-reduce from
+      // the 2nd second on, reported once it is 10 s long (counter `stalls`: 1).
+      if (stall && r != 3 && second >= 2) {
+        v1::OpenMpiCall* open = proc->mutable_open_call();
+        open->set_collective(true);
+        open->set_comm_size(ranks);
+        open->set_seq(7);
+        open->set_inside_ns(now - 2 * kNsPerSec);
+      } else {
+        proc->clear_open_call();
+      }
+      AddBatchToTally(batch, now, &tallies[at]);
     }
+    if (stall) stalls += stall_check.Check(now, tallies).size();
     named += check.Check(now, tallies).size();
   }
   state.counters["ranks"] = ranks;
   state.counters["named"] = static_cast<double>(named);
+  state.counters["stalls"] = static_cast<double>(stalls);
 }
 BENCHMARK(BM_LiveFold)
-    ->Arg(64)
-    ->Arg(1024)
-    ->Arg(16384)
+    ->Args({64, 0})
+    ->Args({1024, 0})
+    ->Args({16384, 0})
+    ->Args({16384, 1})
     ->Iterations(20)
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();

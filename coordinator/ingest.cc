@@ -91,7 +91,23 @@ void AddBatchToRank(const v1::UploadBatch& batch, RankData* rank) {
   if (batch.final()) rank->finished = true;
 }
 
-void AddBatchToTally(const v1::UploadBatch& batch, LiveTally* tally) {
+void AddBatchToTally(const v1::UploadBatch& batch, TimeNs received, LiveTally* tally) {
+  tally->heard = received;
+  if (batch.has_proc()) {
+    tally->open.reset();  // its final figures: the program has ended
+  } else if (batch.has_proc_so_far()) {
+    tally->open.reset();
+    if (batch.proc_so_far().has_open_call()) {
+      const v1::OpenMpiCall& c = batch.proc_so_far().open_call();
+      tally->open = LiveOpenCall{c.collective(),
+                                 c.op(),
+                                 c.comm_id(),
+                                 c.seq(),
+                                 c.comm_size(),
+                                 c.peer(),
+                                 received - std::max<int64_t>(0, c.inside_ns())};
+    }
+  }
   if (batch.in_mpi_through() > tally->through) {
     tally->through = batch.in_mpi_through();
     tally->in_mpi = batch.in_mpi_ns();
@@ -105,6 +121,7 @@ void AddBatchToTally(const v1::UploadBatch& batch, LiveTally* tally) {
     tally->run_delay = proc->run_delay_ns();
     tally->throttled = proc->has_cpu_cgroup() ? proc->cpu_cgroup().throttled_ns() : 0;
     tally->proc_wall = proc->sampled_wall_ns();
+    if (proc->has_main_thread()) tally->main_thread = FromProto(proc->main_thread());
   }
 }
 

@@ -23,8 +23,9 @@ void AddBatchToRank(const v1::UploadBatch& batch, RankData* rank);
 
 // Takes the batch's running figures into the rank's live tally: time inside MPI as its agent
 // counted it (UploadBatch.in_mpi_ns, kept when it reaches later than the tally's `through`) and
-// its /proc snapshot, if any (the final one over one so far).
-void AddBatchToTally(const v1::UploadBatch& batch, LiveTally* tally);
+// its /proc snapshot, if any (the final one over one so far), with the MPI call its figures so
+// far say it is inside. `received`: now on the coordinator's clock (MonotonicNow).
+void AddBatchToTally(const v1::UploadBatch& batch, TimeNs received, LiveTally* tally);
 
 // A session rebuilt from agents' spools (proto/spool.h) when its coordinator wrote none: a rank
 // per spool (the last spool of a rank and restart count wins), its batches in sequence order,

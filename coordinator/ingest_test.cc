@@ -61,7 +61,7 @@ TEST(Ingest, ABatchGivesTheLiveTallyItsRunningFigures) {
   first.mutable_proc_so_far()->set_run_delay_ns(200);
   first.mutable_proc_so_far()->mutable_cpu_cgroup()->set_throttled_ns(50);
   LiveTally tally;
-  AddBatchToTally(first, &tally);
+  AddBatchToTally(first, 10'000, &tally);
   EXPECT_EQ(tally.in_mpi, 250);
   EXPECT_EQ(tally.through, 450);
   EXPECT_EQ(tally.cpu, 600);
@@ -70,7 +70,7 @@ TEST(Ingest, ABatchGivesTheLiveTallyItsRunningFigures) {
   EXPECT_EQ(tally.proc_wall, 1'000);
 
   v1::UploadBatch stale;  // e.g. a clock-samples batch formed before any record came
-  AddBatchToTally(stale, &tally);
+  AddBatchToTally(stale, 11'000, &tally);
   EXPECT_EQ(tally.in_mpi, 250);
   EXPECT_EQ(tally.through, 450);
 
@@ -82,12 +82,58 @@ TEST(Ingest, ABatchGivesTheLiveTallyItsRunningFigures) {
   second.mutable_proc()->set_sched_unreadable(true);
   second.mutable_proc()->set_cpu_user_ns(700);
   second.mutable_proc()->set_cpu_system_ns(100);
-  AddBatchToTally(second, &tally);
+  AddBatchToTally(second, 12'000, &tally);
   EXPECT_EQ(tally.in_mpi, 300);
   EXPECT_EQ(tally.through, 500);
   EXPECT_EQ(tally.cpu, 800);  // no schedstat: user + system
   EXPECT_EQ(tally.proc_wall, 2'500);
   EXPECT_EQ(tally.throttled, 0);
+}
+
+// The stall check's part of the tally: when the rank was last heard from, the MPI call its
+// figures so far say it is inside (since when, on the coordinator's clock: received less the
+// time inside), and its main thread's states. Figures so far without a call, and the final
+// figures, clear it; a batch without figures keeps it.
+TEST(Ingest, FiguresSoFarGiveTheTallyTheCallTheRankIsInside) {
+  v1::UploadBatch inside;
+  inside.mutable_proc_so_far()->set_sampled_wall_ns(2'000);
+  v1::OpenMpiCall* call = inside.mutable_proc_so_far()->mutable_open_call();
+  call->set_inside_ns(4'000);
+  call->set_collective(true);
+  call->set_op(1);
+  call->set_comm_id(0xabc);
+  call->set_seq(41);
+  call->set_comm_size(8);
+  call->set_peer(-1);
+  v1::MainThreadStates* main = inside.mutable_proc_so_far()->mutable_main_thread();
+  main->set_samples(50);
+  main->set_stopped(45);
+  (*main->mutable_blocked_in())["futex_wait_queue"] = 5;
+  LiveTally tally;
+  AddBatchToTally(inside, 10'000, &tally);
+  EXPECT_EQ(tally.heard, 10'000);
+  ASSERT_TRUE(tally.open);
+  EXPECT_EQ(*tally.open, (LiveOpenCall{true, 1, 0xabc, 41, 8, -1, 6'000}));
+  EXPECT_EQ(tally.main_thread.stopped, 45);
+  EXPECT_EQ(tally.main_thread.blocked_in.at("futex_wait_queue"), 5);
+
+  v1::UploadBatch records_only;
+  records_only.set_in_mpi_through(900);
+  AddBatchToTally(records_only, 11'000, &tally);
+  EXPECT_EQ(tally.heard, 11'000);
+  EXPECT_TRUE(tally.open);
+
+  v1::UploadBatch outside;
+  outside.mutable_proc_so_far()->set_sampled_wall_ns(3'000);
+  AddBatchToTally(outside, 12'000, &tally);
+  EXPECT_FALSE(tally.open);
+
+  AddBatchToTally(inside, 13'000, &tally);
+  EXPECT_TRUE(tally.open);
+  v1::UploadBatch last;
+  last.mutable_proc()->set_sampled_wall_ns(3'500);
+  AddBatchToTally(last, 14'000, &tally);
+  EXPECT_FALSE(tally.open);
 }
 
 // A long run's NCCL summary, cut into upload chunks by the agent, is whole again at the end.

@@ -194,16 +194,14 @@ std::vector<LiveFinding> LiveCheck::Check(TimeNs now, std::vector<LiveTally> tal
   return reported;
 }
 
-namespace {
-
-std::string Percent(double share) {
+std::string LivePercent(double share) {
   char buf[16];
   std::snprintf(buf, sizeof buf, "%.0f%%", share * 100);
   return buf;
 }
 
 // 65 s -> "1:05".
-std::string Clock(DurationNs d) {
+std::string LiveClock(DurationNs d) {
   const int64_t s = std::max<int64_t>(d, 0) / kNsPerSec;
   char buf[32];
   std::snprintf(buf, sizeof buf, "%lld:%02lld", static_cast<long long>(s / 60),
@@ -211,13 +209,11 @@ std::string Clock(DurationNs d) {
   return buf;
 }
 
-std::string Seconds(DurationNs d) {
+std::string LiveSeconds(DurationNs d) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.0f s", static_cast<double>(d) / 1e9);
   return buf;
 }
-
-}  // namespace
 
 std::vector<int> CaptureRanks(int rank, std::vector<int> known, size_t peers) {
   std::erase(known, rank);
@@ -259,33 +255,34 @@ std::optional<LiveCause> LiveCauseFromName(std::string_view name) {
 }
 
 std::string LiveFindingLine(const LiveFinding& f, TimeNs start) {
-  const std::string window = "the last " + Seconds(f.window);
+  const std::string window = "the last " + LiveSeconds(f.window);
   std::string line = "rank " + std::to_string(f.rank) + " holds the others up: ";
   switch (f.cause) {
     case LiveCause::kThrottled:
-      line += "its cgroup throttled it " + Percent(f.throttled_share) + " of " + window;
+      line += "its cgroup throttled it " + LivePercent(f.throttled_share) + " of " + window;
       break;
     case LiveCause::kCpuStarved:
-      line += "it waited for a CPU " + Percent(f.run_delay_share) + " of its runnable time in " +
-              window + " (the others " + Percent(f.others_run_delay_share) + ")";
+      line += "it waited for a CPU " + LivePercent(f.run_delay_share) +
+              " of its runnable time in " + window + " (the others " +
+              LivePercent(f.others_run_delay_share) + ")";
       break;
     case LiveCause::kOffCpu:
-      line += "it was off its CPU (sleeping, blocked or frozen) " + Percent(f.off_cpu_share) +
+      line += "it was off its CPU (sleeping, blocked or frozen) " + LivePercent(f.off_cpu_share) +
               " of " + window;
       break;
     case LiveCause::kBusy:
-      line += "it worked outside MPI " + Percent(f.own_share) + " of " + window + " (the others " +
-              Percent(f.others_own_share) + "), on its CPU: more work than the others, or a " +
-              "slower core";
+      line += "it worked outside MPI " + LivePercent(f.own_share) + " of " + window +
+              " (the others " + LivePercent(f.others_own_share) +
+              "), on its CPU: more work than the others, or a " + "slower core";
       break;
   }
-  line += ", while the others waited in MPI " + Percent(f.others_waiting) + " of theirs";
+  line += ", while the others waited in MPI " + LivePercent(f.others_waiting) + " of theirs";
   if (f.cause != LiveCause::kBusy) {
-    line += " (outside MPI it spent " + Percent(f.own_share) + ", the others " +
-            Percent(f.others_own_share) + ")";
+    line += " (outside MPI it spent " + LivePercent(f.own_share) + ", the others " +
+            LivePercent(f.others_own_share) + ")";
   }
-  line += ". Began about " + Clock(f.began - start) + ", seen " + Seconds(f.found - f.began) +
-          " later.";
+  line += ". Began about " + LiveClock(f.began - start) + ", seen " +
+          LiveSeconds(f.found - f.began) + " later.";
   return line;
 }
 

@@ -17,6 +17,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <deque>
 #include <optional>
 #include <set>
@@ -24,9 +25,23 @@
 #include <string_view>
 #include <vector>
 
+#include "core/proc_stats.h"
 #include "core/time.h"
 
 namespace rankscope {
+
+// A blocking MPI call a rank is inside (proto OpenMpiCall), `since` on the coordinator's clock.
+struct LiveOpenCall {
+  bool collective = false;  // else point to point (or a Wait on such a request)
+  uint32_t op = 0;          // CollectiveOp, or P2PKind
+  uint64_t comm_id = 0;
+  uint64_t seq = 0;  // collectives: the instance on comm_id
+  int32_t comm_size = 0;
+  int32_t peer = -1;  // point to point: the peer's world rank; -1 any or unknown
+  TimeNs since = 0;
+
+  bool operator==(const LiveOpenCall&) const = default;
+};
 
 // A rank's cumulative figures as the coordinator holds them at one moment.
 struct LiveTally {
@@ -43,6 +58,12 @@ struct LiveTally {
   DurationNs run_delay = 0;
   DurationNs throttled = 0;
   DurationNs proc_wall = 0;
+  // For the stall check (coordinator/stall_check.h), on the coordinator's clock: when its latest
+  // batch arrived, the blocking MPI call its main thread was inside per its latest figures so far
+  // (nullopt outside one), and its main thread's states sampled so far (cumulative).
+  TimeNs heard = 0;
+  std::optional<LiveOpenCall> open;
+  MainThreadStates main_thread;
 };
 
 struct LiveCheckOptions {
@@ -134,6 +155,11 @@ std::vector<int> CaptureRanks(int rank, std::vector<int> known, size_t peers = 2
 // spent 93%, the others 40%). Began about 0:03, seen 4 s later." `start` is the job's start on
 // the finding's clock (0 where its times are since the job's start).
 std::string LiveFindingLine(const LiveFinding& f, TimeNs start = 0);
+
+// The live lines' figures: 0.93 -> "93%", 65 s -> "1:05" (since the job's start), "4 s".
+std::string LivePercent(double share);
+std::string LiveClock(DurationNs d);
+std::string LiveSeconds(DurationNs d);
 
 // The cause's name in report.json and session.sqlite ("cgroup_throttled", "cpu_starved",
 // "off_cpu", "busy"), and back (nullopt for a name it does not know).

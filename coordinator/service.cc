@@ -191,7 +191,7 @@ grpc::Status CoordinatorService::StoreBatch(const v1::UploadBatch& req, v1::Uplo
   records_received_ += RecordCount(req);
   if (live_.size() <= it->second) live_.resize(it->second + 1);
   live_[it->second].rank = rank.id.rank;
-  AddBatchToTally(req, &live_[it->second]);
+  AddBatchToTally(req, MonotonicNow(), &live_[it->second]);
   const size_t ranges_before = rank.ranges.size();
   AddBatchToRank(req, &rank);
   // Steps for the status line, from the ranges just decoded (before the spill takes them).
@@ -343,6 +343,21 @@ std::vector<LiveTally> CoordinatorService::LiveTallies() const {
   out.reserve(latest.size());
   for (const auto& [rank, index] : latest) out.push_back(live_[index]);
   return out;
+}
+
+Session CoordinatorService::Identities() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  Session s;
+  s.job_id = session_.job_id;
+  s.launcher = session_.launcher;
+  s.world_size = session_.world_size;
+  s.ranks.reserve(session_.ranks.size());
+  for (const RankData& r : session_.ranks) {
+    RankData id;
+    id.id = r.id;
+    s.ranks.push_back(std::move(id));
+  }
+  return s;
 }
 
 bool CoordinatorService::WaitForFinal(int ranks, DurationNs timeout) const {

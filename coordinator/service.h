@@ -84,6 +84,9 @@ class CoordinatorService final : public v1::Coordinator::Service {
   // Every rank's live tally (coordinator/live_check.h) as it stands: one per rank number, its
   // latest attempt's (a torchrun restart registers the rank again).
   std::vector<LiveTally> LiveTallies() const;
+  // The session as far as who runs where: job id, launcher, and every registration's identity
+  // (node, host, program pid), without records: what a live line's next step names.
+  Session Identities() const;
   // Waits until `ranks` agents have registered and all registered agents sent their final
   // batch or are gone (their control stream broke first: killed, or their node), or until
   // `timeout` passes. Returns true if nothing more is to come.

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "coordinator/live_check.h"
+#include "coordinator/stall_check.h"
 #include "core/clock_model.h"
 #include "core/intervals.h"
 #include "core/proc_stats.h"
@@ -117,6 +118,9 @@ struct Session {
   // What the live check reported while the job ran (coordinator/live_check.h; times since the
   // launch): shown beside the findings, which weigh the whole run.
   std::vector<LiveFinding> live_findings;
+  // What the stall check reported while the job ran (coordinator/stall_check.h; times since the
+  // launch): ranks that waited inside MPI far longer than a step, and for whom.
+  std::vector<StallFinding> live_stalls;
 
   std::vector<RankData> ranks;  // sorted by rank
   // Ranks of torchrun attempts before the last (coordinator/attempts.h): kept, not analysed.

@@ -1,10 +1,11 @@
 // The page through which an agent tells its rank's inject library whether to record: a small
 // file the agent creates and maps, named to the program by RANKSCOPE_CONTROL_FILE, which the
-// library maps read-only. `rankscope run --dormant` starts with capturing = 0; the coordinator's
+// library maps too. `rankscope run --dormant` starts with capturing = 0; the coordinator's
 // START_CAPTURE / STOP_CAPTURE (from `rankscope capture`) flip it. The library reads it with one
 // relaxed load per record, and its CUPTI flush thread turns activity kinds on and off to follow.
 // The library also records the program's exit() on it, for an agent that runs beside the
-// program rather than as its parent (agent/agent.h).
+// program rather than as its parent (agent/agent.h), and the blocking MPI call its main thread
+// is inside (OpenCallSlot).
 #pragma once
 
 #include <linux/futex.h>
@@ -14,11 +15,58 @@
 
 #include <atomic>
 #include <cstdint>
+#include <optional>
 
 namespace rankscope {
 
 inline constexpr uint32_t kControlPageMagic = 0x52534331;  // "RSC1"
 inline constexpr size_t kControlPageSize = 4096;
+
+// The blocking MPI call the program's main thread is inside now, for the coordinator's stall
+// check (coordinator/stall_check.h): written by the inject library when the call begins and
+// ends, read by the agent each second. `enter_ns` is written last on entry (release) and zeroed
+// first on exit, so a reader that sees the same nonzero enter_ns before and after reading the
+// other fields read one call's fields (ReadOpenCall).
+enum class OpenCallKind : uint32_t { kNone = 0, kCollective = 1, kPointToPoint = 2 };
+struct OpenCallSlot {
+  std::atomic<uint64_t> enter_ns;  // MonotonicNow clock; 0: outside blocking MPI calls
+  std::atomic<uint32_t> kind;      // OpenCallKind
+  std::atomic<uint32_t> op;        // CollectiveOp, or P2PKind (kWait for a Wait on a request)
+  std::atomic<uint64_t> comm_id;   // the communicator's id as records carry it; 0 unknown
+  std::atomic<uint64_t> seq;       // collectives: the instance's sequence number on comm_id
+  std::atomic<int32_t> comm_size;  // collectives: members of comm_id
+  std::atomic<int32_t> peer;       // point-to-point: the peer's world rank; -1 any or unknown
+};
+
+// One consistent reading of an OpenCallSlot.
+struct OpenCall {
+  uint64_t enter_ns = 0;
+  OpenCallKind kind = OpenCallKind::kNone;
+  uint32_t op = 0;
+  uint64_t comm_id = 0;
+  uint64_t seq = 0;
+  int32_t comm_size = 0;
+  int32_t peer = -1;
+};
+
+// The call `slot` holds; nullopt outside blocking MPI calls, or when the call changed during
+// every one of a few tries (a rank calling MPI in a tight loop is not stalled in one).
+inline std::optional<OpenCall> ReadOpenCall(const OpenCallSlot& slot) {
+  for (int attempt = 0; attempt < 4; ++attempt) {
+    OpenCall c;
+    c.enter_ns = slot.enter_ns.load(std::memory_order_acquire);
+    if (c.enter_ns == 0) return std::nullopt;
+    c.kind = static_cast<OpenCallKind>(slot.kind.load(std::memory_order_relaxed));
+    c.op = slot.op.load(std::memory_order_relaxed);
+    c.comm_id = slot.comm_id.load(std::memory_order_relaxed);
+    c.seq = slot.seq.load(std::memory_order_relaxed);
+    c.comm_size = slot.comm_size.load(std::memory_order_relaxed);
+    c.peer = slot.peer.load(std::memory_order_relaxed);
+    std::atomic_thread_fence(std::memory_order_acquire);
+    if (slot.enter_ns.load(std::memory_order_relaxed) == c.enter_ns) return c;
+  }
+  return std::nullopt;
+}
 
 struct ControlPage {
   uint32_t magic;
@@ -29,9 +77,11 @@ struct ControlPage {
   std::atomic<int32_t> exit_code;    // exit()'s status (& 0xff), written before `exited`
   std::atomic<uint32_t> sampled;     // set by the agent: 1 once it read the program's last
                                      // figures after `exited` (the library waits for it)
+  OpenCallSlot open_call;            // written by the library (its main thread)
 };
 static_assert(std::atomic<uint32_t>::is_always_lock_free, "shared between processes");
 static_assert(std::atomic<int32_t>::is_always_lock_free, "shared between processes");
+static_assert(std::atomic<uint64_t>::is_always_lock_free, "shared between processes");
 static_assert(sizeof(ControlPage) <= kControlPageSize);
 
 // Waits (futex, shared between processes) while `*word` is `value`, for `timeout_ns` at most

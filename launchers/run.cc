@@ -24,6 +24,7 @@
 #include <thread>
 
 #include "agent/agent.h"
+#include "coordinator/advise/next_steps.h"
 #include "coordinator/pipeline.h"
 #include "coordinator/service.h"
 #include "launchers/capture_cmd.h"
@@ -168,7 +169,8 @@ Status CheckOutputFolder(const std::string& out_dir) {
 namespace {
 
 // While the job runs, on its own thread: the live straggler check (coordinator/live_check.h)
-// every second, and the status line (LiveStatusLine). On a terminal the status line is redrawn
+// every second, the stall check (coordinator/stall_check.h) with it, and the status line
+// (LiveStatusLine). On a terminal the status line is redrawn
 // in place each second and cleared when the job ends, so the report starts on a clean line, and a
 // finding is printed above it; elsewhere with `print` (--live) a status line every 10 s and each
 // finding as a line. Without `print` the findings are only kept for the report. Each finding asks
@@ -177,8 +179,10 @@ namespace {
 class LiveWatch {
  public:
   // `launched`: when the launcher was started (the findings' times are since then).
-  LiveWatch(CoordinatorService& service, bool terminal, bool print, bool dormant, TimeNs launched)
+  LiveWatch(CoordinatorService& service, bool terminal, bool print, bool dormant, TimeNs launched,
+            DurationNs stall_after)
       : service_(service), terminal_(terminal), print_(print), dormant_(dormant), start_(launched) {
+    if (stall_after > 0) stall_.emplace(StallCheckOptions{.after = stall_after});
     // With the stop signals blocked, as the coordinator's threads (StartCoordinator).
     const sigset_t stops = StopSignalSet();
     sigset_t old_mask;
@@ -190,18 +194,21 @@ class LiveWatch {
   LiveWatch(const LiveWatch&) = delete;
   LiveWatch& operator=(const LiveWatch&) = delete;
 
-  // Stops the thread, clears the status line and returns what the live check reported (times
-  // since the job's launch). Once; later calls return nothing.
-  std::vector<LiveFinding> Finish() {
+  // Stops the thread, clears the status line and moves what the live checks reported (times
+  // since the job's launch) into `session`. Once; later calls add nothing.
+  void Finish(Session* session = nullptr) {
     {
       std::lock_guard<std::mutex> lock(mu_);
-      if (stop_) return {};
+      if (stop_) return;
       stop_ = true;
     }
     cv_.notify_all();
     thread_.join();
     if (terminal_ && drawn_) std::fputs("\r\033[K", stderr);
-    return std::move(found_);
+    if (session != nullptr) {
+      session->live_findings = std::move(found_);
+      session->live_stalls = std::move(stalls_);
+    }
   }
 
  private:
@@ -214,6 +221,9 @@ class LiveWatch {
       ++ticks;
       const TimeNs now = MonotonicNow();
       std::vector<LiveTally> tallies = service_.LiveTallies();
+      if (stall_) {
+        for (StallFinding f : stall_->Check(now, tallies)) Report(std::move(f));
+      }
       std::vector<int> known;
       for (const LiveTally& t : tallies) known.push_back(t.rank);
       for (LiveFinding f : check_.Check(now, std::move(tallies))) {
@@ -246,13 +256,58 @@ class LiveWatch {
     }
   }
 
+  // A stall: printed (with the command that shows the holder's stacks) and kept, its times made
+  // since the launch.
+  void Report(StallFinding f) {
+    for (std::optional<LiveOpenCall>* call : {&f.call, &f.state.inside}) {
+      if (*call) (*call)->since -= start_;
+    }
+    f.began -= start_;
+    f.found -= start_;
+    if (f.kind == StallKind::kHeldUp && !f.state.silent) f.next = StackCommand(f.holder);
+    if (print_) {
+      std::fprintf(stderr, "%srankscope: live: stalled: %s\n", terminal_ ? "\r\033[K" : "",
+                   StallFindingLine(f).c_str());
+      std::fflush(stderr);
+      drawn_ = false;
+    }
+    stalls_.push_back(std::move(f));
+  }
+
+  // gdb (py-spy for a Python program) on the rank's program, on its node; "" when its pid is
+  // unknown.
+  std::string StackCommand(int rank) const {
+    Session ids = service_.Identities();
+    int program_pid = 0;  // its latest registration's (a torchrun restart registers it again)
+    char here[256] = {};
+    gethostname(here, sizeof here - 1);
+    for (RankData& r : ids.ranks) {
+      if (r.id.rank != rank) continue;
+      program_pid = r.id.program_pid;
+      // A rank on this host needs no ssh to itself (srun's step on its node is kept).
+      if (r.id.host == here && ids.launcher != "slurm" && ids.launcher != "srun") {
+        r.id.node.clear();
+        r.id.host.clear();
+      }
+    }
+    if (program_pid <= 0) return "";
+    const std::string pid = std::to_string(program_pid);
+    return OnRankNode(
+        ids, rank,
+        IsPythonProgram(ids, rank)
+            ? std::vector<std::string>{"py-spy", "dump", "--pid", pid}
+            : std::vector<std::string>{"gdb", "-p", pid, "-batch", "-ex", "thread apply all bt"});
+  }
+
   CoordinatorService& service_;
   const bool terminal_;
   const bool print_;
   const bool dormant_;
   const TimeNs start_;
-  LiveCheck check_;                 // used by the thread only
-  std::vector<LiveFinding> found_;  // written by the thread, read after it joined
+  LiveCheck check_;                   // used by the thread only
+  std::optional<StallCheck> stall_;   // the same; none with --stall-after 0
+  std::vector<LiveFinding> found_;    // written by the thread, read after it joined
+  std::vector<StallFinding> stalls_;  // the same
   std::mutex mu_;
   std::condition_variable cv_;
   bool stop_ = false;   // guarded by mu_
@@ -431,20 +486,19 @@ int RunJob(const RunOptions& options) {
   const bool terminal = isatty(STDERR_FILENO) == 1;
   std::optional<LiveWatch> live;
   live.emplace(server.service(), terminal, !options.quiet && (terminal || options.live),
-               options.dormant, launched);
+               options.dormant, launched, options.stall_after);
   const int exit_code = AwaitExitUnreaped(pid);
-  std::vector<LiveFinding> seen_live = live->Finish();  // the status line cleared first
+  Session extra;
+  live->Finish(&extra);  // the status line cleared first
   CoordinatorService& service = server.service();
   DrainAgents(service, exit_code, options.drain_timeout);
   g_launcher_pid = 0;  // no signal is forwarded to a pid that may be reused once reaped
   while (waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
   }
 
-  Session extra;
   extra.command = options.command;
   extra.launcher = plan->launcher;
   extra.launcher_exit_code = exit_code;
-  extra.live_findings = std::move(seen_live);
   std::string out_dir = options.out_dir;
   if (out_dir.empty()) {
     const std::string job = service.JobId();

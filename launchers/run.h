@@ -35,6 +35,9 @@ struct RunOptions {
   // The status line while the job runs: on a terminal it is redrawn each second; with `live`
   // it is printed as a line every 10 s where stderr is not one. None when quiet.
   bool live = false;
+  // A rank inside one blocking MPI call this long is reported stalled, with the rank it waits
+  // for (coordinator/stall_check.h); 0: no stall check.
+  DurationNs stall_after = 20 * kNsPerSec;
 };
 
 int RunJob(const RunOptions& options);

@@ -44,6 +44,7 @@ int WriteSessionReport(CoordinatorService& service, Session extra, const std::st
   session.command = extra.command;
   session.launcher_exit_code = extra.launcher_exit_code;
   session.live_findings = std::move(extra.live_findings);
+  session.live_stalls = std::move(extra.live_stalls);
   if (session.launcher.empty() || session.launcher == "none") session.launcher = extra.launcher;
   session.end = MonotonicNow();
   for (const std::string& p : service.Problems()) session.partial_reasons.push_back(p);

@@ -1,5 +1,7 @@
 #include "proto/convert.h"
 
+#include <algorithm>
+
 #include "core/utf8.h"
 
 namespace rankscope {
@@ -249,6 +251,27 @@ bool FromProto(const v1::ComputeSpan& p, std::pair<TimeNs, TimeNs>* out) {
   return true;
 }
 
+MainThreadStates FromProto(const v1::MainThreadStates& m) {
+  MainThreadStates s;
+  s.samples = m.samples();
+  s.running = m.running();
+  s.stopped = m.stopped();
+  for (const auto& [where, n] : m.blocked_in()) s.blocked_in[ToText(where)] = n;
+  return s;
+}
+
+v1::OpenMpiCall ToProto(const OpenCall& call, TimeNs now) {
+  v1::OpenMpiCall p;
+  p.set_inside_ns(std::max<TimeNs>(0, now - static_cast<TimeNs>(call.enter_ns)));
+  p.set_collective(call.kind == OpenCallKind::kCollective);
+  p.set_op(call.op);
+  p.set_comm_id(call.comm_id);
+  p.set_seq(call.seq);
+  p.set_comm_size(call.comm_size);
+  p.set_peer(call.peer);
+  return p;
+}
+
 v1::ProcessStats ToProto(const ProcessTreeStats& s) {
   v1::ProcessStats out;
   out.set_rchar(s.rchar);
@@ -311,13 +334,7 @@ ProcessTreeStats FromProto(const v1::ProcessStats& p) {
   s.threads = p.threads();
   s.sched_unreadable = p.sched_unreadable();
   s.sampled_wall_ns = p.sampled_wall_ns();
-  if (p.has_main_thread()) {
-    const v1::MainThreadStates& m = p.main_thread();
-    s.main_thread.samples = m.samples();
-    s.main_thread.running = m.running();
-    s.main_thread.stopped = m.stopped();
-    for (const auto& [where, n] : m.blocked_in()) s.main_thread.blocked_in[where] = n;
-  }
+  if (p.has_main_thread()) s.main_thread = FromProto(p.main_thread());
   if (p.has_cpu_cgroup()) {
     const v1::CpuCgroup& cg = p.cpu_cgroup();
     CpuCgroupStats c;

@@ -3,6 +3,7 @@
 #pragma once
 
 #include "core/clock_model.h"
+#include "core/control_page.h"
 #include "core/proc_stats.h"
 #include "core/records.h"
 #include "core/status.h"
@@ -60,6 +61,9 @@ RankIdentity FromProto(const v1::Identity& p);
 // The agent's per-rank summaries, sent once (NVML: an error message when it could not be read).
 v1::ProcessStats ToProto(const ProcessTreeStats& s);
 ProcessTreeStats FromProto(const v1::ProcessStats& p);
+MainThreadStates FromProto(const v1::MainThreadStates& m);
+// The blocking MPI call a rank is inside, read at `now` (MonotonicNow, as its enter_ns).
+v1::OpenMpiCall ToProto(const OpenCall& call, TimeNs now);
 v1::NvmlReport ToProto(const Result<NvmlSnapshot>& snapshot);
 v1::SweepCheck ToProto(const SweepCheckResult& r);
 SweepCheckResult FromProto(const v1::SweepCheck& p);

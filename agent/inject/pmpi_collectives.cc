@@ -38,7 +38,11 @@ int Blocking(CollectiveOp op, MPI_Comm comm, int root, BytesFn bytes, CallFn cal
   CollectiveRecord r;
   if (!Active() || !Describe(op, comm, root, false, bytes, &r)) return call();
   r.enter = FastNow();
-  int rc = call();
+  int rc;
+  {
+    const OpenCallScope open(r, r.enter);
+    rc = call();
+  }
   r.exit = FastNow();
   if (rc == MPI_SUCCESS) EmitCollective(r);
   return rc;

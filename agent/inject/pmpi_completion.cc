@@ -8,6 +8,7 @@
 // the time this call spent on them added to their PendingOp::tried, so the kWait record of a
 // request completed after a loop of MPI_Test calls covers the time spent polling it.
 #include <new>
+#include <optional>
 
 #include "agent/inject/comm_registry.h"
 #include "agent/inject/pmpi_common.h"
@@ -91,6 +92,18 @@ class Claims {
   bool empty() const { return size_ == 0; }
   bool has_receive() const { return has_receive_; }
 
+  // Marks the control page's open call (OpenCallScope) as a wait on the first claimed operation:
+  // the collective, or the message to or from its peer. Blocking waits only.
+  void Open(std::optional<OpenCallScope>* open, TimeNs enter) {
+    if (size_ == 0) return;
+    const PendingOp& op = data()[0].op;
+    if (op.kind == PendingOp::Kind::kCollective) {
+      open->emplace(op.collective, enter);
+    } else {
+      open->emplace(op.p2p, enter);
+    }
+  }
+
   // Emits the completed operations and returns the others to the table. `after[i]` is request
   // i's handle after the call; status_of(i) its status, or nullptr when unknown. `poll`: the call
   // returns whether or not anything completed (MPI_Test*); one that completed none of our
@@ -165,7 +178,10 @@ extern "C" int MPI_Wait(MPI_Request* request, MPI_Status* status) {
   MPI_Status own;
   MPI_Status* st = status == MPI_STATUS_IGNORE ? &own : status;
   TimeNs enter = FastNow();
+  std::optional<ri::OpenCallScope> open;
+  claims.Open(&open, enter);
   int rc = PMPI_Wait(request, st);
+  open.reset();
   claims.Settle(request, enter, FastNow(), false, rc, [&](int) { return st; });
   return rc;
 }
@@ -192,7 +208,10 @@ extern "C" int MPI_Waitany(int count, MPI_Request array_of_requests[], int* inde
   MPI_Status own;
   MPI_Status* st = status == MPI_STATUS_IGNORE ? &own : status;
   TimeNs enter = FastNow();
+  std::optional<ri::OpenCallScope> open;
+  claims.Open(&open, enter);
   int rc = PMPI_Waitany(count, array_of_requests, index, st);
+  open.reset();
   claims.Settle(array_of_requests, enter, FastNow(), false, rc, [&](int) { return st; });
   return rc;
 }
@@ -230,7 +249,10 @@ int CompleteMany(int count, MPI_Request requests[], MPI_Status statuses[], bool 
     st = lent;
   }
   TimeNs enter = FastNow();
+  std::optional<OpenCallScope> open;
+  if (!poll) claims.Open(&open, enter);
   int rc = call(st);
+  open.reset();
   TimeNs exit = FastNow();
   claims.Settle(requests, enter, exit, poll, rc, [&](int i) -> const MPI_Status* {
     if (st == MPI_STATUSES_IGNORE) return nullptr;

@@ -21,7 +21,11 @@ int BlockingSend(P2PKind kind, int count, MPI_Datatype type, int dest, int tag, 
   if (!Active() || NoMessage(dest)) return call();
   P2PRecord r = DescribeP2P(kind, dest, tag, comm, TypeBytes(count, type));
   r.enter = FastNow();
-  int rc = call();
+  int rc;
+  {
+    const OpenCallScope open(r, r.enter);
+    rc = call();
+  }
   r.exit = FastNow();
   if (rc == MPI_SUCCESS) EmitP2P(r);
   return rc;
@@ -64,7 +68,12 @@ int SendReceive(int dest, int sendtag, Bytes sent, int source, int recvtag, Byte
   MPI_Status own;
   MPI_Status* st = status == MPI_STATUS_IGNORE ? &own : status;
   send.enter = FastNow();
-  int rc = call(st);
+  int rc;
+  {
+    // A combined call blocks on its receive, unless that names no process.
+    const OpenCallScope open(NoMessage(source) ? send : recv, send.enter);
+    rc = call(st);
+  }
   send.exit = FastNow();
   if (rc != MPI_SUCCESS) return rc;
   recv.enter = send.enter;
@@ -119,7 +128,11 @@ extern "C" int MPI_Recv(void* buf, int count, MPI_Datatype datatype, int source,
   MPI_Status own;
   MPI_Status* st = status == MPI_STATUS_IGNORE ? &own : status;
   r.enter = rankscope::inject::FastNow();
-  int rc = PMPI_Recv(buf, count, datatype, source, tag, comm, st);
+  int rc;
+  {
+    const ri::OpenCallScope open(r, r.enter);
+    rc = PMPI_Recv(buf, count, datatype, source, tag, comm, st);
+  }
   r.exit = rankscope::inject::FastNow();
   if (rc != MPI_SUCCESS) return rc;
   ri::ReadStatus(*st, info, &r);

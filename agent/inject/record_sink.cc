@@ -473,6 +473,56 @@ uint32_t ThreadId() {
   return tid;
 }
 
+namespace {
+
+// The control page's open-call slot when the calling thread is the rank's main thread (its tid
+// is the program's pid, which the agent put on the page), else null.
+OpenCallSlot* MainThreadSlot() {
+  if (g_control == nullptr) return nullptr;
+  const int32_t program = g_control->program_pid.load(std::memory_order_relaxed);
+  return program > 0 && ThreadId() == static_cast<uint32_t>(program) ? &g_control->open_call
+                                                                     : nullptr;
+}
+
+// Fills the slot's fields, then publishes `enter` (ReadOpenCall checks it is unchanged).
+void Open(OpenCallSlot* slot, OpenCallKind kind, uint32_t op, uint64_t comm_id, uint64_t seq,
+          int32_t comm_size, int32_t peer, TimeNs enter) {
+  slot->enter_ns.store(0, std::memory_order_relaxed);
+  std::atomic_thread_fence(std::memory_order_release);
+  slot->kind.store(static_cast<uint32_t>(kind), std::memory_order_relaxed);
+  slot->op.store(op, std::memory_order_relaxed);
+  slot->comm_id.store(comm_id, std::memory_order_relaxed);
+  slot->seq.store(seq, std::memory_order_relaxed);
+  slot->comm_size.store(comm_size, std::memory_order_relaxed);
+  slot->peer.store(peer, std::memory_order_relaxed);
+  slot->enter_ns.store(enter > 0 ? static_cast<uint64_t>(enter) : 1, std::memory_order_release);
+}
+
+}  // namespace
+
+OpenCallScope::OpenCallScope(const CollectiveRecord& r, TimeNs enter) {
+  OpenCallSlot* slot = MainThreadSlot();
+  if (slot == nullptr) return;
+  Open(slot, OpenCallKind::kCollective, static_cast<uint32_t>(r.op), r.comm_id, r.seq, r.comm_size,
+       -1, enter);
+  open_ = true;
+}
+
+OpenCallScope::OpenCallScope(const P2PRecord& r, TimeNs enter) {
+  OpenCallSlot* slot = MainThreadSlot();
+  if (slot == nullptr) return;
+  const int32_t peer = r.world_peer >= 0 ? r.world_peer : -1;
+  // A Wait on a request says what the request was (kIrecv, kIsend, ...).
+  const P2PKind kind = r.kind == P2PKind::kWait ? r.completed : r.kind;
+  Open(slot, OpenCallKind::kPointToPoint, static_cast<uint32_t>(kind), r.comm_id, 0, 0, peer,
+       enter);
+  open_ = true;
+}
+
+OpenCallScope::~OpenCallScope() {
+  if (open_) g_control->open_call.enter_ns.store(0, std::memory_order_release);
+}
+
 void EmitCollective(const CollectiveRecord& r) {
   t_last_mpi_exit = r.exit;
   Emit(r.exit, [&](wire::BatchBuilder& bb) { return bb.AppendCollective(r); });

@@ -46,6 +46,21 @@ void EmitMark(std::string_view domain, std::string_view name, TimeNs time, uint3
 // judged by the current time rather than the record's.
 void EmitGpuActivity(const GpuActivityRecord& r);
 
+// While one lives, the control page (core/control_page.h OpenCallSlot) says the program's main
+// thread is inside this blocking MPI call since `enter`, for the coordinator's stall check. Does
+// nothing on other threads or without a control page. A few relaxed stores each way.
+class OpenCallScope {
+ public:
+  OpenCallScope(const CollectiveRecord& r, TimeNs enter);
+  OpenCallScope(const P2PRecord& r, TimeNs enter);
+  ~OpenCallScope();
+  OpenCallScope(const OpenCallScope&) = delete;
+  OpenCallScope& operator=(const OpenCallScope&) = delete;
+
+ private:
+  bool open_ = false;
+};
+
 // Counts records lost before they reached a batch (a full table, an overflowing stack). The
 // count rides in the next batch header.
 void CountDropped(uint32_t n);

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "coordinator/live_check.h"
+#include "coordinator/stall_check.h"
 #include "core/status.h"
 
 namespace rankscope {
@@ -19,5 +20,12 @@ nlohmann::json LiveFindingsJson(const std::vector<LiveFinding>& findings);
 // Back from LiveFindingsJson's array; an error naming what is wrong (`where`: the file and key).
 Result<std::vector<LiveFinding>> LiveFindingsFromJson(const nlohmann::json& array,
                                                       const std::string& where);
+
+// The stall check's findings (coordinator/stall_check.h), kept the same way (meta
+// 'live_stalls', report.json job.live_stalls): kind, holder, waiting, the call waited in, the
+// holder's state, began_s and found_s, and the sentence ("text").
+nlohmann::json StallFindingsJson(const std::vector<StallFinding>& findings);
+Result<std::vector<StallFinding>> StallFindingsFromJson(const nlohmann::json& array,
+                                                        const std::string& where);
 
 }  // namespace rankscope

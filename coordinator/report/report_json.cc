@@ -36,6 +36,7 @@ json JobJson(const Session& session) {
   job["partial_reasons"] = session.partial_reasons;
   job["notes"] = session.analysis_notes;
   job["live_findings"] = LiveFindingsJson(session.live_findings);
+  if (!session.live_stalls.empty()) job["live_stalls"] = StallFindingsJson(session.live_stalls);
   job["exit_code"] = OptionalInt(session.launcher_exit_code);
   job["start_ns"] = session.start;
   job["end_ns"] = session.end;

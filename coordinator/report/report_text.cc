@@ -334,20 +334,21 @@ Rendered NoticeSection(const std::vector<RankNotice>& notices, const Painter& pa
   return {out, cut};
 }
 
-// What the live check printed while the job ran: at most `max_rows` of its findings.
+// What the live checks printed while the job ran: at most `max_rows` lines, stalls first.
 Rendered LiveSection(const Session& session, const Painter& paint, size_t max_rows) {
-  const std::vector<LiveFinding>& live = session.live_findings;
-  if (live.empty()) return {};
+  std::vector<std::string> lines;
+  for (const StallFinding& f : session.live_stalls)
+    lines.push_back("stalled: " + StallFindingLine(f));
+  for (const LiveFinding& f : session.live_findings) lines.push_back(LiveFindingLine(f));
+  if (lines.empty()) return {};
   if (max_rows == 0) return {"", true};
   std::string out =
       paint.Bold("Seen live") +
       paint.Dim(" (while the job ran, over seconds; the findings weigh the whole run)") + "\n";
-  for (size_t i = 0; i < live.size() && i < max_rows; ++i) {
-    out += "  - " + LiveFindingLine(live[i]) + "\n";
-  }
-  const bool cut = live.size() > max_rows;
+  for (size_t i = 0; i < lines.size() && i < max_rows; ++i) out += "  - " + lines[i] + "\n";
+  const bool cut = lines.size() > max_rows;
   if (cut) {
-    out += paint.Dim("  ... " + std::to_string(live.size() - max_rows) + " more in report.json") +
+    out += paint.Dim("  ... " + std::to_string(lines.size() - max_rows) + " more in report.json") +
            "\n";
   }
   return {out, cut};
@@ -798,9 +799,10 @@ std::string BuildReportText(const Session& session, const std::vector<Finding>& 
                    {}};
   Part notices_part{
       [&](size_t n) { return NoticeSection(notices, paint, n); }, kMaxNotices, kCompactRows, 0, {}};
+  const size_t live_lines = session.live_stalls.size() + session.live_findings.size();
   Part live_part{[&](size_t n) { return LiveSection(session, paint, n); },
-                 session.live_findings.size(),
-                 std::min<size_t>(session.live_findings.size(), 2),
+                 live_lines,
+                 std::min<size_t>(live_lines, 2),
                  0,
                  {}};
   // What is cut first comes last: the clock table, then GPU details, then notices, then what was

@@ -127,6 +127,9 @@ Status WriteMeta(const Connection& db, const Session& s) {
   if (!s.live_findings.empty()) {
     RETURN_IF_ERROR(put("live_findings", Dump(LiveFindingsJson(s.live_findings))));
   }
+  if (!s.live_stalls.empty()) {
+    RETURN_IF_ERROR(put("live_stalls", Dump(StallFindingsJson(s.live_stalls))));
+  }
   return put("aligned", s.aligned ? "1" : "0");
 }
 
@@ -592,6 +595,12 @@ Status ReadMeta(const std::string& path,
     Result<std::vector<LiveFinding>> live = LiveFindingsFromJson(parsed, "meta 'live_findings'");
     if (!live.ok()) return Corrupt(path, live.status().message());
     s->live_findings = std::move(live).value();
+  }
+  if (auto it = meta.find("live_stalls"); it != meta.end() && it->second.has_value()) {
+    const json parsed = json::parse(*it->second, nullptr, /*allow_exceptions=*/false);
+    Result<std::vector<StallFinding>> stalls = StallFindingsFromJson(parsed, "meta 'live_stalls'");
+    if (!stalls.ok()) return Corrupt(path, stalls.status().message());
+    s->live_stalls = std::move(stalls).value();
   }
   return m.Bool("aligned", &s->aligned);
 }

@@ -72,6 +72,19 @@ Session MakeSession() {
   live.others_run_delay_share = 0.02;
   live.off_cpu_share = 0.1;
   s.live_findings = {live};
+  StallFinding stall;
+  stall.holder = 1;
+  stall.waiting = {0, 2};
+  stall.call = LiveOpenCall{true, 1, 0x5, 12, 3, -1, 4 * kNsPerSec};
+  stall.call_rank = 0;
+  stall.began = 4 * kNsPerSec;
+  stall.found = 25 * kNsPerSec;
+  stall.state.quiet = 22 * kNsPerSec;
+  stall.state.cpu_share = 0.01;
+  stall.state.samples = 1100;
+  stall.state.blocked = 0.97;
+  stall.state.blocked_in = "do_sys_poll";
+  s.live_stalls = {stall};
   s.aligned = true;
   s.ranks = {MakeRank(0, 0, "node-a"), MakeRank(1, 1, "node-a"), MakeRank(2, 0, "node-b")};
 
@@ -388,6 +401,12 @@ void ExpectSessionsEqual(const Session& e, const Session& a) {
     EXPECT_DOUBLE_EQ(x.run_delay_share, y.run_delay_share);
     EXPECT_DOUBLE_EQ(x.others_run_delay_share, y.others_run_delay_share);
     EXPECT_DOUBLE_EQ(x.off_cpu_share, y.off_cpu_share);
+  }
+  ASSERT_EQ(e.live_stalls.size(), a.live_stalls.size());
+  for (size_t i = 0; i < e.live_stalls.size(); ++i) {
+    EXPECT_EQ(e.live_stalls[i].kind, a.live_stalls[i].kind);
+    EXPECT_EQ(e.live_stalls[i].waiting, a.live_stalls[i].waiting);
+    EXPECT_EQ(StallFindingLine(e.live_stalls[i]), StallFindingLine(a.live_stalls[i]));
   }
   EXPECT_EQ(e.aligned, a.aligned);
   ASSERT_EQ(e.ranks.size(), a.ranks.size());

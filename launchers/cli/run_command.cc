@@ -10,6 +10,7 @@ Command AddRun(CLI::App* app, const std::string& self_exe) {
   struct State {
     RunOptions run;
     double drain_s = 15;
+    double stall_after_s = 20;
     std::string cupti_mode, capture_range, capture_steps, capture_every, step_range;
   };
   auto s = std::make_shared<State>();
@@ -32,6 +33,12 @@ Command AddRun(CLI::App* app, const std::string& self_exe) {
                   "is taken: the agents are told where)");
   cmd->add_option("--drain-timeout", s->drain_s,
                   "Seconds to wait for agents' last records after the job ends");
+  cmd->add_option("--stall-after", s->stall_after_s,
+                  "Seconds a rank may wait inside one blocking MPI call before the live check "
+                  "reports the job stalled: the rank it waits for and what that rank is doing "
+                  "(stopped, blocked in the kernel, computing, silent), or a collective that does "
+                  "not complete, or a deadlock (default 20; 0: off)")
+      ->check(CLI::NonNegativeNumber);
   cmd->add_flag("-q,--quiet", s->run.quiet, "Do not print the report (nor the status line)");
   cmd->add_flag("--live", s->run.live,
                 "Print the status line (ranks, steps, records/s, what is captured) every 10 s "
@@ -66,6 +73,7 @@ Command AddRun(CLI::App* app, const std::string& self_exe) {
   return {cmd, [s, self_exe] {
             s->run.self_exe = self_exe;
             s->run.drain_timeout = static_cast<DurationNs>(s->drain_s * 1e9);
+            s->run.stall_after = static_cast<DurationNs>(s->stall_after_s * 1e9);
             s->run.inject_env = {{"RANKSCOPE_CUPTI_MODE", s->cupti_mode},
                                  {"RANKSCOPE_CAPTURE_RANGE", s->capture_range},
                                  {"RANKSCOPE_CAPTURE_STEPS", s->capture_steps},

@@ -671,8 +671,47 @@ class Freeze(Fault):
             self.cg.close()
 
 
+class Stop(Fault):
+    """The rank's process stopped (SIGSTOP) for `stopped_s` seconds, then continued: a debugger
+    attached, a job-control stop, a node that stops scheduling it. Applied at the rank's exec or
+    `fault_after_s` into the run; SIGCONT is sent however the run ends."""
+
+    name = "stop"
+
+    def __init__(self, rank, stopped_s=6.0):
+        super().__init__(rank)
+        self.stopped_s = stopped_s
+        self.pids = []
+        self.timer = None
+        self.continued = threading.Event()
+
+    def describe(self):
+        return f"stopped {self.stopped_s:g} s"
+
+    def _continue(self):
+        for pid in self.pids:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGCONT)
+        self.continued.set()
+
+    def apply(self, pids):
+        self.pids = list(pids)
+        for pid in self.pids:
+            os.kill(pid, signal.SIGSTOP)
+        self.timer = threading.Timer(self.stopped_s, self._continue)
+        self.timer.daemon = True
+        self.timer.start()
+
+    def cleanup(self):
+        if self.timer:
+            self.timer.cancel()
+        if self.pids and not self.continued.is_set():
+            self._continue()
+        self.record["continued"] = self.continued.is_set()
+
+
 FAULTS = {"cpu_quota": CpuQuota, "competitor": Competitor, "slow_storage": SlowStorage,
-          "freeze": Freeze}
+          "freeze": Freeze, "stop": Stop}
 
 
 def make_fault(name, app, rank, **params):

@@ -29,13 +29,15 @@ def blamed(report):
     return [f for f in report["findings"] if f["kind"] in STRAGGLER_KINDS]
 
 
-def run_checked(test, app, fault_name=None, rank=None, opts=()):
-    """`app` under rankscope with the fault planted on `rank`: the job ran to its end with exit
-    code 0, the fault was planted and report.json keeps to its schema (else the test fails, or
-    skips where the fault cannot be planted here)."""
-    fault = scenarios.make_fault(fault_name, app, rank) if fault_name else None
+def run_checked(test, app, fault_name=None, rank=None, opts=(), fault_after_s=0, **params):
+    """`app` under rankscope with the fault planted on `rank` (`fault_after_s` into the run,
+    with `params`): the job ran to its end with exit code 0, the fault was planted and
+    report.json keeps to its schema (else the test fails, or skips where the fault cannot be
+    planted here)."""
+    fault = scenarios.make_fault(fault_name, app, rank, **params) if fault_name else None
     try:
-        r = scenarios.run(app, mode="rankscope", fault=fault, timeout=180, opts=opts)
+        r = scenarios.run(app, mode="rankscope", fault=fault, timeout=180, opts=opts,
+                          fault_after_s=fault_after_s)
     except scenarios.Skip as e:
         test.skipTest(str(e))
     test.assertFalse(r["timed_out"], r["stderr_tail"])
@@ -260,7 +262,39 @@ class Live(unittest.TestCase):
     def test_a_clean_run_is_named_by_no_rank(self):
         r = self.run_live("lammps", 400)
         self.assertEqual(r["report"]["job"]["live_findings"], [])
+        self.assertNotIn("live_stalls", r["report"]["job"])
         self.assertEqual(r["live_lines"], [])
+
+    def test_a_stopped_lammps_rank_is_named_as_what_the_others_wait_for(self):
+        """Rank 1 of LAMMPS stopped (SIGSTOP) for 7 s, 1.5 s into the run, then continued: the
+        stall check (coordinator/stall_check.h) names it while the job is stuck, with its main
+        thread stopped and the command that prints its stacks; the job then ends as usual."""
+        app = scenarios.apps()["lammps"].with_steps(300)
+        why = app.available()
+        if why:
+            self.skipTest(why)
+        r = run_checked(self, app, "stop", 1, opts=["--live", "--stall-after", "3"],
+                        fault_after_s=1.5, stopped_s=7.0)
+        self.assertTrue(r["fault"]["continued"], r["fault"])
+        stalls = r["report"]["job"].get("live_stalls", [])
+        self.assertEqual([(s["kind"], s["holder"]) for s in stalls], [("held_up", 1)],
+                         r["live_lines"])
+        # Its neighbours in LAMMPS' 2 x 2 grid wait for it first; rank 2 waits for them, and
+        # may not have waited long enough yet when it is seen.
+        s = stalls[0]
+        self.assertTrue(s["waiting"] and set(s["waiting"]) <= {0, 2, 3}, s)
+        self.assertGreaterEqual(s["state"]["stopped"], 0.5, s)
+        self.assertRegex(s["next"], r"^gdb -p \d+ -batch -ex 'thread apply all bt'$")
+        # Seen after the threshold and while rank 1 was still stopped.
+        waited = s["found_s"] - s["began_s"]
+        self.assertGreaterEqual(waited, 3, s)
+        self.assertLessEqual(s["found_s"], 1.5 + 7 + 1, s)
+        stalled = [line for line in r["live_lines"] if "live: stalled:" in line]
+        self.assertEqual(len(stalled), 1, r["live_lines"])
+        self.assertIn("for rank 1 (", stalled[0])
+        self.assertIn("its main thread was stopped (a signal such as SIGSTOP, or a debugger)",
+                      stalled[0])
+        self.assertEqual(stalled[0], "rankscope: live: stalled: " + s["text"])
 
 
 if __name__ == "__main__":
