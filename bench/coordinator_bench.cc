@@ -175,7 +175,9 @@ void BM_LiveFold(benchmark::State& state) {
       in_mpi[at] += static_cast<DurationNs>(share * kNsPerSec);
       if (slow) throttled[at] += 600 * kNsPerMs;
       batch.set_in_mpi_ns(in_mpi[at]);
-      batch.set_in_mpi_through(now);
+      // A rank stalled inside a call (below) has made no MPI progress since it entered.
+      const bool stalled = stall && r != 3 && second >= 2;
+      batch.set_in_mpi_through(stalled ? 2 * kNsPerSec : now);
       v1::ProcessStats* proc = batch.mutable_proc_so_far();
       proc->set_sampled_wall_ns(now);
       proc->set_sched_cpu_ns(now * 9 / 10 - throttled[at]);
@@ -183,7 +185,7 @@ void BM_LiveFold(benchmark::State& state) {
       proc->mutable_cpu_cgroup()->set_throttled_ns(throttled[at]);
       // With state.range(1) (the stall check too): every rank but 3 inside one all-reduce from
       // the 2nd second on, reported once it is 10 s long (counter `stalls`: 1).
-      if (stall && r != 3 && second >= 2) {
+      if (stalled) {
         v1::OpenMpiCall* open = proc->mutable_open_call();
         open->set_collective(true);
         open->set_comm_size(ranks);
