@@ -76,6 +76,12 @@ class UplinkTest : public ::testing::Test {
     o.initial_clock_samples = 8;
     return o;
   }
+  // The coordinator's live tally of the one rank, once it has one.
+  std::optional<LiveTally> Tally() const {
+    const std::vector<LiveTally> t = server_->service().LiveTallies();
+    if (t.empty()) return std::nullopt;
+    return t[0];
+  }
   std::unique_ptr<CoordinatorServer> server_;
 };
 
@@ -107,11 +113,7 @@ TEST_F(UplinkTest, ProcessProgressRidesWithRecordsAndTheFinalFiguresWin) {
   o.heartbeat_period = 600 * kNsPerSec;
   Uplink up(o, Ident("s1", 0));
   up.Start();
-  auto tally = [&]() -> std::optional<LiveTally> {
-    const std::vector<LiveTally> t = server_->service().LiveTallies();
-    if (t.empty()) return std::nullopt;
-    return t[0];
-  };
+  auto tally = [&] { return Tally(); };
   ASSERT_TRUE(WaitFor([&] { return tally().has_value(); }));  // the first clock samples
   v1::ProcessStats so_far;
   so_far.set_sampled_wall_ns(1'000);
@@ -142,11 +144,7 @@ TEST_F(UplinkTest, FiguresSoFarGoAloneEveryHeartbeatWithTheOpenCall) {
   o.heartbeat_period = 100 * kNsPerMs;
   Uplink up(o, Ident("s1", 0));
   up.Start();
-  auto tally = [&]() -> std::optional<LiveTally> {
-    const std::vector<LiveTally> t = server_->service().LiveTallies();
-    if (t.empty()) return std::nullopt;
-    return t[0];
-  };
+  auto tally = [&] { return Tally(); };
   ASSERT_TRUE(WaitFor([&] { return tally().has_value(); }));
   const TimeNs before = MonotonicNow();
   v1::ProcessStats so_far;

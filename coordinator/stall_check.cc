@@ -20,8 +20,8 @@ bool SameInstance(const LiveOpenCall& a, const LiveOpenCall& b) {
 }
 
 void AddHolder(std::vector<int>* holders, int h) {
-  if (holders->size() < kMaxHolders && std::find(holders->begin(), holders->end(), h) ==
-                                           holders->end()) {
+  if (holders->size() < kMaxHolders &&
+      std::find(holders->begin(), holders->end(), h) == holders->end()) {
     holders->push_back(h);
   }
 }
@@ -117,9 +117,8 @@ std::vector<StallFinding> StallCheck::Check(TimeNs now, const std::vector<LiveTa
   for (const LiveTally& t : tallies) {
     if (t.rank >= 0) by.push_back(&t);
   }
-  std::sort(by.begin(), by.end(), [](const LiveTally* a, const LiveTally* b) {
-    return a->rank < b->rank;
-  });
+  std::sort(by.begin(), by.end(),
+            [](const LiveTally* a, const LiveTally* b) { return a->rank < b->rank; });
   const size_t n = by.size();
   const auto index_of = [&](int rank) -> int {
     const auto it = std::lower_bound(by.begin(), by.end(), rank,
@@ -246,7 +245,7 @@ std::vector<StallFinding> StallCheck::Check(TimeNs now, const std::vector<LiveTa
   std::vector<std::vector<int>> reach(n);
   std::vector<std::vector<int>> edges(n);
   for (size_t s = 0; s < n; ++s) {
-    if (!waiting[s] || visit[s] != Visit::kNew) continue;  // a later start reads reach[s]
+    if (!waiting[s] || visit[s] != Visit::kNew) continue;     // a later start reads reach[s]
     std::vector<std::pair<size_t, size_t>> stack = {{s, 0}};  // (index, next edge)
     visit[s] = Visit::kOnStack;
     out_of(s, &edges[s]);
@@ -318,10 +317,10 @@ std::vector<StallFinding> StallCheck::Check(TimeNs now, const std::vector<LiveTa
     f.found = now;
     holders.push_back(std::move(f));
   }
-  std::stable_sort(holders.begin(), holders.end(), [](const StallFinding& a,
-                                                      const StallFinding& b) {
-    return a.waiting.size() > b.waiting.size();
-  });
+  std::stable_sort(holders.begin(), holders.end(),
+                   [](const StallFinding& a, const StallFinding& b) {
+                     return a.waiting.size() > b.waiting.size();
+                   });
   for (StallFinding& f : holders) found.push_back(std::move(f));
   previous_ = std::move(current_);
   current_.clear();
@@ -338,10 +337,9 @@ std::string StallFindingLine(const StallFinding& f, TimeNs start) {
   std::string line;
   switch (f.kind) {
     case StallKind::kHeldUp:
-      line = Ranks(f.waiting) + (f.waiting.size() == 1 ? " has" : " have") + " waited " +
-             waited + " inside MPI for rank " + std::to_string(f.holder) + " (rank " +
-             std::to_string(f.call_rank) + " in " + CallText(*f.call) + "), " +
-             StateText(f.state);
+      line = Ranks(f.waiting) + (f.waiting.size() == 1 ? " has" : " have") + " waited " + waited +
+             " inside MPI for rank " + std::to_string(f.holder) + " (rank " +
+             std::to_string(f.call_rank) + " in " + CallText(*f.call) + "), " + StateText(f.state);
       break;
     case StallKind::kTogether:
       line = "all " + std::to_string(f.waiting.size()) + " ranks of a communicator have been " +
@@ -353,9 +351,9 @@ std::string StallFindingLine(const StallFinding& f, TimeNs start) {
       for (size_t i = 0; i < f.waiting.size(); ++i) {
         line += std::to_string(f.waiting[i]) + " -> ";
       }
-      line += std::to_string(f.waiting.front()) +
-              " each wait for the next inside MPI (rank " + std::to_string(f.call_rank) +
-              " in " + CallText(*f.call) + " for " + waited + "): a deadlock";
+      line += std::to_string(f.waiting.front()) + " each wait for the next inside MPI (rank " +
+              std::to_string(f.call_rank) + " in " + CallText(*f.call) + " for " + waited +
+              "): a deadlock";
       break;
     }
   }

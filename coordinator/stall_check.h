@@ -11,12 +11,12 @@
 // members not inside it (known when the communicator is the whole job: its size is the number of
 // ranks; else those inside another instance of it), in a point-to-point call for its peer. Those
 // edges are followed, through every rank inside a blocking call however long, to the ranks at
-// their ends, outside MPI or unable to progress: the ranks holding the job up. Each is described from its own figures since its last MPI call ended:
-// outside MPI or inside another call, its CPU use, and where its main thread was (running,
-// stopped by a signal or a debugger, blocked in the kernel and where), or silent (its agent sent
-// nothing for `silent`). Ranks all inside the same collective instance are a stall of the
-// collective itself; waits that close a cycle are a deadlock. Each is reported once per episode
-// (again only after a check in which it did not stand).
+// their ends, outside MPI or unable to progress: the ranks holding the job up. Each is described
+// from its own figures since its last MPI call ended: outside MPI or inside another call, its CPU
+// use, and where its main thread was (running, stopped by a signal or a debugger, blocked in the
+// kernel and where), or silent (its agent sent nothing for `silent`). Ranks all inside the same
+// collective instance are a stall of the collective itself; waits that close a cycle are a
+// deadlock. Each is reported once per episode (again only after a check in which it did not stand).
 // Memory: one snapshot per rank, flat over the job. Pure.
 #pragma once
 
@@ -49,7 +49,7 @@ enum class StallKind {
 
 // What a holder was doing since its last MPI call ended (or since it was first seen).
 struct HolderState {
-  bool silent = false;                // its agent sent nothing for StallCheckOptions::silent
+  bool silent = false;  // its agent sent nothing for StallCheckOptions::silent
   DurationNs silent_for = 0;
   std::optional<LiveOpenCall> inside;  // the blocking call it is inside, if any
   DurationNs quiet = 0;                // since its last MPI call ended (or first seen)
@@ -63,12 +63,12 @@ struct HolderState {
 
 struct StallFinding {
   StallKind kind = StallKind::kHeldUp;
-  int holder = -1;                     // kHeldUp
-  HolderState state;                   // kHeldUp: the holder's
-  std::vector<int> waiting;            // the ranks held up (directly or through others), sorted
-  std::optional<LiveOpenCall> call;    // what the longest-waiting of them is inside
-  int call_rank = -1;                  // that rank
-  TimeNs began = 0;                    // when that rank entered it (the caller's clock)
+  int holder = -1;                   // kHeldUp
+  HolderState state;                 // kHeldUp: the holder's
+  std::vector<int> waiting;          // the ranks held up (directly or through others), sorted
+  std::optional<LiveOpenCall> call;  // what the longest-waiting of them is inside
+  int call_rank = -1;                // that rank
+  TimeNs began = 0;                  // when that rank entered it (the caller's clock)
   TimeNs found = 0;
   // The command that shows where the holder is (its stacks), filled by the caller who knows its
   // node and pid; "" none.
