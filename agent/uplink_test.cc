@@ -167,6 +167,7 @@ TEST_F(UplinkTest, FiguresSoFarGoAloneEveryHeartbeatWithTheOpenCall) {
   // Entered 2 s before it was read; received after that.
   EXPECT_LE(t.open->since, MonotonicNow() - 2 * kNsPerSec);
   EXPECT_GE(t.open->since, before - 2 * kNsPerSec);
+  EXPECT_EQ(t.open->enter, before - 2 * kNsPerSec);  // on the rank's clock, as sent
   EXPECT_GE(t.heard, before);
   up.Finish(0, 0);
 }

@@ -105,7 +105,8 @@ void AddBatchToTally(const v1::UploadBatch& batch, TimeNs received, LiveTally* t
                                  c.seq(),
                                  c.comm_size(),
                                  c.peer(),
-                                 received - std::max<int64_t>(0, c.inside_ns())};
+                                 received - std::max<int64_t>(0, c.inside_ns()),
+                                 c.enter_ns()};
     }
   }
   if (batch.in_mpi_through() > tally->through) {

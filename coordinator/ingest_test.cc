@@ -105,6 +105,7 @@ TEST(Ingest, FiguresSoFarGiveTheTallyTheCallTheRankIsInside) {
   call->set_seq(41);
   call->set_comm_size(8);
   call->set_peer(-1);
+  call->set_enter_ns(777);  // the rank's clock
   v1::MainThreadStates* main = inside.mutable_proc_so_far()->mutable_main_thread();
   main->set_samples(50);
   main->set_stopped(45);
@@ -113,7 +114,7 @@ TEST(Ingest, FiguresSoFarGiveTheTallyTheCallTheRankIsInside) {
   AddBatchToTally(inside, 10'000, &tally);
   EXPECT_EQ(tally.heard, 10'000);
   ASSERT_TRUE(tally.open);
-  EXPECT_EQ(*tally.open, (LiveOpenCall{true, 1, 0xabc, 41, 8, -1, 6'000}));
+  EXPECT_EQ(*tally.open, (LiveOpenCall{true, 1, 0xabc, 41, 8, -1, 6'000, 777}));
   EXPECT_EQ(tally.main_thread.stopped, 45);
   EXPECT_EQ(tally.main_thread.blocked_in.at("futex_wait_queue"), 5);
 

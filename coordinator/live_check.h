@@ -39,6 +39,9 @@ struct LiveOpenCall {
   int32_t comm_size = 0;
   int32_t peer = -1;  // point to point: the peer's world rank; -1 any or unknown
   TimeNs since = 0;
+  // When it entered on the rank's clock (as LiveTally::through): the call is over once an MPI
+  // exit after it is seen, whatever the delays of the figures that said it was open.
+  TimeNs enter = 0;
 
   bool operator==(const LiveOpenCall&) const = default;
 };

@@ -11,9 +11,17 @@ namespace {
 
 // How many ranks a holder list keeps per rank while following waits (the line names them).
 constexpr size_t kMaxHolders = 16;
-// How much later than a call's entry its rank's latest MPI exit may be seen to move (batches
-// every 200 ms, checks every second) before the call counts as over.
-constexpr DurationNs kProgressSlack = 2 * kNsPerSec;
+
+// A rank whose main thread was found stopped in at least this share of the samples since its
+// last MPI exit cannot progress: waits end at it.
+constexpr double kStoppedShare = 0.5;
+
+// The share of the main thread's samples between `before` and `now` that found it stopped; 0
+// without samples.
+double StoppedShare(const MainThreadStates& now, const MainThreadStates& before) {
+  const int32_t samples = now.samples - before.samples;
+  return samples > 0 ? static_cast<double>(now.stopped - before.stopped) / samples : 0;
+}
 
 bool SameInstance(const LiveOpenCall& a, const LiveOpenCall& b) {
   return a.collective && b.collective && a.comm_id == b.comm_id && a.seq == b.seq;
@@ -57,7 +65,7 @@ std::string StateText(const HolderState& s) {
   std::string text = s.inside ? "which is inside " + CallText(*s.inside) + " itself"
                               : "which has been outside MPI for " + LiveSeconds(s.quiet);
   const std::string over = " of the " + LiveSeconds(s.quiet) + " since its last MPI call";
-  if (s.samples > 0 && s.stopped >= 0.5) {
+  if (s.samples > 0 && s.stopped >= kStoppedShare) {
     return text + ": its main thread was stopped (a signal such as SIGSTOP, or a debugger) " +
            LivePercent(s.stopped) + over;
   }
@@ -97,7 +105,7 @@ HolderState StallCheck::Describe(TimeNs now, const LiveTally& t, bool open_now) 
   }
   const double n = s.samples;
   s.running = (t.main_thread.running - m.main_thread.running) / n;
-  s.stopped = (t.main_thread.stopped - m.main_thread.stopped) / n;
+  s.stopped = StoppedShare(t.main_thread, m.main_thread);
   s.blocked = (t.main_thread.blocked() - m.main_thread.blocked()) / n;
   int32_t most = 0;
   for (const auto& [where, count] : t.main_thread.blocked_in) {
@@ -141,17 +149,16 @@ std::vector<StallFinding> StallCheck::Check(TimeNs now, const std::vector<LiveTa
       stuck[i] = true;
       continue;
     }
-    const Mark& m = marks_[t.rank];
-    const int32_t samples = t.main_thread.samples - m.main_thread.samples;
-    stuck[i] = samples > 0 && 2 * (t.main_thread.stopped - m.main_thread.stopped) >= samples;
+    stuck[i] = StoppedShare(t.main_thread, marks_[t.rank].main_thread) >= kStoppedShare;
   }
-  // A call the rank has made MPI progress since it entered is over: its figures so far trail its
-  // records by up to a second (they come with the heartbeat), and a rank continued after a stop
-  // would otherwise still read as inside the call it was stopped in, closing a false cycle.
+  // A call the rank has left an MPI call after (on its own clock) is over: its figures so far
+  // trail its records by up to a second (they come with the heartbeat), and a rank continued
+  // after a stop would otherwise still read as inside the call it was stopped in, closing a false
+  // cycle.
   std::vector<bool> open_now(n, false);
   for (size_t i = 0; i < n; ++i) {
     const std::optional<LiveOpenCall>& open = by[i]->open;
-    open_now[i] = open && marks_[by[i]->rank].at <= open->since + kProgressSlack;
+    open_now[i] = open && by[i]->through <= open->enter;
   }
   std::vector<bool> waiting(n, false);
   std::map<std::pair<uint64_t, uint64_t>, std::vector<int>> inside;  // (comm, seq) -> indices
@@ -179,9 +186,11 @@ std::vector<StallFinding> StallCheck::Check(TimeNs now, const std::vector<LiveTa
     }
     // A member inside a later instance of the communicator has left this one (a collective
     // completes at different times on different ranks): only those behind are waited for.
+    const std::pair<uint64_t, uint64_t> instance = key;  // clang 14 cannot capture a binding
     const auto ahead = [&](size_t i) {
       const std::optional<LiveOpenCall>& o = by[i]->open;
-      return open_now[i] && o->collective && o->comm_id == key.first && o->seq > key.second;
+      return open_now[i] && o->collective && o->comm_id == instance.first &&
+             o->seq > instance.second;
     };
     if (static_cast<size_t>(call.comm_size) == members.size()) {
       // Every member is inside it: the others wait for those that cannot progress it, if any;

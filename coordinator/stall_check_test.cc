@@ -27,12 +27,12 @@ std::vector<LiveTally> Ranks(int n, TimeNs now) {
 }
 
 LiveOpenCall Allreduce(uint64_t seq, int size, TimeNs since) {
-  return LiveOpenCall{true, static_cast<uint32_t>(CollectiveOp::kAllreduce), 7, seq, size, -1,
-                      since};
+  return LiveOpenCall{
+      true, static_cast<uint32_t>(CollectiveOp::kAllreduce), 7, seq, size, -1, since, since};
 }
 
 LiveOpenCall RecvFrom(int peer, TimeNs since) {
-  return LiveOpenCall{false, static_cast<uint32_t>(P2PKind::kRecv), 7, 0, 0, peer, since};
+  return LiveOpenCall{false, static_cast<uint32_t>(P2PKind::kRecv), 7, 0, 0, peer, since, since};
 }
 
 // Rank `r` over the last `d` seconds to `now`: its main thread stopped throughout, no CPU used.
@@ -198,12 +198,17 @@ TEST(StallCheck, WaitsThatCloseACycleAreADeadlock) {
       << StallFindingLine(found[0]);
   EXPECT_TRUE(check.Check(31 * kS, t).empty());
 
-  // The same figures from a rank that has made MPI progress since it entered its receive (a
-  // rank continued after a stop, its figures so far a second behind its records): its call is
-  // over, no cycle; rank 1 waits for it.
+  // The same figures from a rank that has left an MPI call after it entered its receive (a rank
+  // continued after a stop, its figures so far a second behind its records): its call is over,
+  // no cycle; rank 1 waits for it. An exit before its entry changes nothing.
   StallCheck other(StallCheckOptions{20 * kS, 5 * kS});
   other.Check(1 * kS, Ranks(3, 1 * kS));
-  t[2].through = 2;
+  t[2].through = 3 * kS - 1;
+  ASSERT_EQ(other.Check(30 * kS, t).size(), 1u);
+  EXPECT_EQ(other.Check(31 * kS, t).size(), 0u);  // the same episode
+  other = StallCheck(StallCheckOptions{20 * kS, 5 * kS});
+  other.Check(1 * kS, Ranks(3, 1 * kS));
+  t[2].through = 3 * kS + 1;
   const std::vector<StallFinding> after = other.Check(30 * kS, t);
   ASSERT_EQ(after.size(), 1u);
   EXPECT_EQ(after[0].kind, StallKind::kHeldUp);

@@ -183,6 +183,10 @@ class LiveWatch {
             DurationNs stall_after)
       : service_(service), terminal_(terminal), print_(print), dormant_(dormant), start_(launched) {
     if (stall_after > 0) stall_.emplace(StallCheckOptions{.after = stall_after});
+    // A developer's trace of what the live checks read each second (tests print it on a miss).
+    if (const char* path = std::getenv("RANKSCOPE_LIVE_LOG"); path != nullptr && *path != 0) {
+      log_ = std::fopen(path, "we");
+    }
     // With the stop signals blocked, as the coordinator's threads (StartCoordinator).
     const sigset_t stops = StopSignalSet();
     sigset_t old_mask;
@@ -204,6 +208,8 @@ class LiveWatch {
     }
     cv_.notify_all();
     thread_.join();
+    if (log_ != nullptr) std::fclose(log_);
+    log_ = nullptr;
     if (terminal_ && drawn_) std::fputs("\r\033[K", stderr);
     if (session != nullptr) {
       session->live_findings = std::move(found_);
@@ -221,6 +227,7 @@ class LiveWatch {
       ++ticks;
       const TimeNs now = MonotonicNow();
       std::vector<LiveTally> tallies = service_.LiveTallies();
+      if (log_ != nullptr) LogTallies(now, tallies);
       if (stall_) {
         for (StallFinding f : stall_->Check(now, tallies)) Report(std::move(f));
       }
@@ -254,6 +261,31 @@ class LiveWatch {
       drawn_ = true;
       before = progress;
     }
+  }
+
+  // One line per rank: seconds since the launch; the tally's figures, times as ages in ms.
+  void LogTallies(TimeNs now, const std::vector<LiveTally>& tallies) {
+    const auto ms = [now](TimeNs t) { return t > 0 ? (now - t) / kNsPerMs : -1; };
+    for (const LiveTally& t : tallies) {
+      std::fprintf(log_,
+                   "%.3f rank=%d through=%lld in_mpi_ms=%lld heard_ago_ms=%lld cpu_ms=%lld "
+                   "wall_ms=%lld samples=%d running=%d stopped=%d blocked=%d",
+                   static_cast<double>(now - start_) / 1e9, t.rank,
+                   static_cast<long long>(t.through), static_cast<long long>(t.in_mpi / kNsPerMs),
+                   static_cast<long long>(ms(t.heard)), static_cast<long long>(t.cpu / kNsPerMs),
+                   static_cast<long long>(t.proc_wall / kNsPerMs), t.main_thread.samples,
+                   t.main_thread.running, t.main_thread.stopped, t.main_thread.blocked());
+      if (t.open) {
+        std::fprintf(
+            log_, " open=%s/%u comm=%llx seq=%llu size=%d peer=%d since_ago_ms=%lld enter=%lld",
+            t.open->collective ? "coll" : "p2p", t.open->op,
+            static_cast<unsigned long long>(t.open->comm_id),
+            static_cast<unsigned long long>(t.open->seq), t.open->comm_size, t.open->peer,
+            static_cast<long long>(ms(t.open->since)), static_cast<long long>(t.open->enter));
+      }
+      std::fputc('\n', log_);
+    }
+    std::fflush(log_);
   }
 
   // A stall: printed (with the command that shows the holder's stacks) and kept, its times made
@@ -310,8 +342,9 @@ class LiveWatch {
   std::vector<StallFinding> stalls_;  // the same
   std::mutex mu_;
   std::condition_variable cv_;
-  bool stop_ = false;   // guarded by mu_
-  bool drawn_ = false;  // written by the thread, read after it joined
+  bool stop_ = false;         // guarded by mu_
+  bool drawn_ = false;        // written by the thread, read after it joined
+  std::FILE* log_ = nullptr;  // RANKSCOPE_LIVE_LOG; the thread's until it joined
   std::thread thread_;
 };
 

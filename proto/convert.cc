@@ -263,6 +263,7 @@ MainThreadStates FromProto(const v1::MainThreadStates& m) {
 v1::OpenMpiCall ToProto(const OpenCall& call, TimeNs now) {
   v1::OpenMpiCall p;
   p.set_inside_ns(std::max<TimeNs>(0, now - static_cast<TimeNs>(call.enter_ns)));
+  p.set_enter_ns(static_cast<int64_t>(call.enter_ns));
   p.set_collective(call.kind == OpenCallKind::kCollective);
   p.set_op(call.op);
   p.set_comm_id(call.comm_id);

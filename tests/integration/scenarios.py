@@ -372,9 +372,14 @@ class Fault:
     """
 
     name = "fault"
+    # A file (relative to the run's folder) whose first bytes start the `after_s` count instead
+    # of the launch: a fault planted once the program is inside its main loop, however long
+    # its start took (LAMMPS writes its step-0 dump just before the loop).
+    after_file = None
 
     def __init__(self, rank):
         self.rank = rank
+        self.workdir = None
         self.record = {"fault": self.name, "rank": rank, "planted": False}
         self._stop = threading.Event()
         self._thread = None
@@ -401,6 +406,7 @@ class Fault:
         return self
 
     def setup(self, workdir):
+        self.workdir = workdir
         self.prepare(workdir)
 
     def watch(self, root_pid, poll_s=0.01, give_up_s=60, after_s=0):
@@ -422,6 +428,19 @@ class Fault:
         if not pids:
             self.record["error"] = f"rank {self.rank}'s process not found below pid {root}"
             return
+        if self.after_file:
+            path = os.path.join(self.workdir or ".", self.after_file)
+            while not self._stop.is_set() and time.monotonic() < deadline:
+                with contextlib.suppress(OSError):
+                    if os.path.getsize(path) > 0:
+                        break
+                self._stop.wait(poll_s)
+            else:
+                if not self._stop.is_set():
+                    self.record["error"] = f"{self.after_file} was not written within {give_up_s} s"
+                return
+            self.record["after_file_s"] = round(time.monotonic() - (not_before - after_s), 3)
+            not_before = time.monotonic() + after_s
         if self._stop.wait(max(0.0, not_before - time.monotonic())):
             return
         try:
@@ -674,13 +693,15 @@ class Freeze(Fault):
 class Stop(Fault):
     """The rank's process stopped (SIGSTOP) for `stopped_s` seconds, then continued: a debugger
     attached, a job-control stop, a node that stops scheduling it. Applied at the rank's exec or
-    `fault_after_s` into the run; SIGCONT is sent however the run ends."""
+    `fault_after_s` into the run (or after `after_file` is written); SIGCONT is sent however the
+    run ends."""
 
     name = "stop"
 
-    def __init__(self, rank, stopped_s=6.0):
+    def __init__(self, rank, stopped_s=6.0, after_file=None):
         super().__init__(rank)
         self.stopped_s = stopped_s
+        self.after_file = after_file
         self.pids = []
         self.timer = None
         self.continued = threading.Event()
