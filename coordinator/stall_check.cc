@@ -119,104 +119,123 @@ HolderState StallCheck::Describe(TimeNs now, const LiveTally& t, bool open_now) 
   return s;
 }
 
-std::vector<StallFinding> StallCheck::Check(TimeNs now, const std::vector<LiveTally>& tallies) {
-  // By rank, ranks sorted: index i holds rank[i].
+// This check's ranks, sorted by rank (index i holds by[i]->rank), and what each is doing.
+struct StallCheck::View {
+  TimeNs now = 0;
   std::vector<const LiveTally*> by;
-  for (const LiveTally& t : tallies) {
-    if (t.rank >= 0) by.push_back(&t);
-  }
-  std::sort(by.begin(), by.end(),
-            [](const LiveTally* a, const LiveTally* b) { return a->rank < b->rank; });
-  const size_t n = by.size();
-  const auto index_of = [&](int rank) -> int {
+  std::vector<bool> stuck;     // cannot progress (main thread stopped, or agent silent)
+  std::vector<bool> open_now;  // its open call is current (not one it has made progress since)
+  std::vector<bool> waiting;   // inside one call for `after` or longer, and not stuck
+
+  size_t size() const { return by.size(); }
+  const LiveOpenCall& Open(int i) const { return *by[static_cast<size_t>(i)]->open; }
+  int RankOf(int i) const { return by[static_cast<size_t>(i)]->rank; }
+  int IndexOf(int rank) const {
     const auto it = std::lower_bound(by.begin(), by.end(), rank,
                                      [](const LiveTally* t, int r) { return t->rank < r; });
     return it != by.end() && (*it)->rank == rank ? static_cast<int>(it - by.begin()) : -1;
-  };
-  for (const LiveTally* t : by) {
+  }
+  // The index among `ranks` that entered its open call first.
+  int FirstIn(const std::vector<int>& ranks) const {
+    return *std::min_element(ranks.begin(), ranks.end(),
+                             [&](int a, int b) { return Open(a).since < Open(b).since; });
+  }
+  // A finding of `kind` on the ranks at `ranks` (indices), whose call is that of index `call`.
+  StallFinding Finding(StallKind kind, const std::vector<int>& ranks, int call) const {
+    StallFinding f;
+    f.kind = kind;
+    for (int i : ranks) f.waiting.push_back(RankOf(i));
+    f.call = Open(call);
+    f.call_rank = RankOf(call);
+    f.began = f.call->since;
+    f.found = now;
+    return f;
+  }
+};
+
+std::vector<StallFinding> StallCheck::Check(TimeNs now, const std::vector<LiveTally>& tallies) {
+  const View v = Look(now, tallies);
+  std::vector<StallFinding> found;
+  const std::map<Instance, std::vector<int>> absent = Absent(v, &found);
+  const std::vector<std::vector<int>> reach = FollowWaits(v, absent, &found);
+  for (StallFinding& f : HolderFindings(v, reach)) found.push_back(std::move(f));
+  previous_ = std::move(current_);
+  current_.clear();
+  return found;
+}
+
+StallCheck::View StallCheck::Look(TimeNs now, const std::vector<LiveTally>& tallies) {
+  View v;
+  v.now = now;
+  for (const LiveTally& t : tallies) {
+    if (t.rank >= 0) v.by.push_back(&t);
+  }
+  std::sort(v.by.begin(), v.by.end(),
+            [](const LiveTally* a, const LiveTally* b) { return a->rank < b->rank; });
+  for (const LiveTally* t : v.by) {
     Mark& m = marks_[t->rank];
     if (m.through != t->through) m = Mark{t->through, now, t->cpu, t->proc_wall, t->main_thread};
   }
+  const size_t n = v.size();
+  v.stuck.assign(n, false);
+  v.open_now.assign(n, false);
+  v.waiting.assign(n, false);
+  for (size_t i = 0; i < n; ++i) {
+    const LiveTally& t = *v.by[i];
+    // A rank that cannot progress (its main thread stopped, or its agent silent) is where waits
+    // end, whatever call it is inside: it waits for nobody.
+    v.stuck[i] = (t.heard > 0 && now - t.heard >= options_.silent) ||
+                 StoppedShare(t.main_thread, marks_[t.rank].main_thread) >= kStoppedShare;
+    // A call the rank has left an MPI call after (on its own clock) is over: its figures so far
+    // trail its records by up to a second (they come with the heartbeat), and a rank continued
+    // after a stop would otherwise still read as inside the call it was stopped in, closing a
+    // false cycle.
+    v.open_now[i] = t.open && t.through <= t.open->enter;
+    v.waiting[i] = v.open_now[i] && !v.stuck[i] && now - t.open->since >= options_.after;
+  }
+  return v;
+}
 
-  // Who waits, and for whom. Collective instances are grouped: the members not inside one are
-  // worked out once per instance (a stall of 16,384 ranks in one all-reduce is one group).
-  // A rank that cannot progress (its main thread stopped, or its agent silent) is where waits
-  // end, whatever call it is inside: it waits for nobody.
-  std::vector<bool> stuck(n, false);
-  for (size_t i = 0; i < n; ++i) {
-    const LiveTally& t = *by[i];
-    if (t.heard > 0 && now - t.heard >= options_.silent) {
-      stuck[i] = true;
-      continue;
-    }
-    stuck[i] = StoppedShare(t.main_thread, marks_[t.rank].main_thread) >= kStoppedShare;
-  }
-  // A call the rank has left an MPI call after (on its own clock) is over: its figures so far
-  // trail its records by up to a second (they come with the heartbeat), and a rank continued
-  // after a stop would otherwise still read as inside the call it was stopped in, closing a false
-  // cycle.
-  std::vector<bool> open_now(n, false);
-  for (size_t i = 0; i < n; ++i) {
-    const std::optional<LiveOpenCall>& open = by[i]->open;
-    open_now[i] = open && by[i]->through <= open->enter;
-  }
-  std::vector<bool> waiting(n, false);
-  std::map<std::pair<uint64_t, uint64_t>, std::vector<int>> inside;  // (comm, seq) -> indices
+std::map<StallCheck::Instance, std::vector<int>> StallCheck::Absent(
+    const View& v, std::vector<StallFinding>* found) {
+  // Collective instances are grouped: the members not inside one are worked out once per
+  // instance (a stall of 16,384 ranks in one all-reduce is one group).
+  std::map<Instance, std::vector<int>> inside;   // indices inside each instance
   std::map<uint64_t, std::vector<int>> on_comm;  // comm -> indices inside a collective on it
-  for (size_t i = 0; i < n; ++i) {
-    const std::optional<LiveOpenCall>& open = by[i]->open;
-    if (!open_now[i]) continue;
-    waiting[i] = !stuck[i] && now - open->since >= options_.after;
-    if (open->collective) {
-      inside[{open->comm_id, open->seq}].push_back(static_cast<int>(i));
-      on_comm[open->comm_id].push_back(static_cast<int>(i));
-    }
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (!v.open_now[i] || !v.by[i]->open->collective) continue;
+    const LiveOpenCall& open = *v.by[i]->open;
+    inside[{open.comm_id, open.seq}].push_back(static_cast<int>(i));
+    on_comm[open.comm_id].push_back(static_cast<int>(i));
   }
-  // Per instance any rank is inside (a healthy job's ranks are inside a few at a time).
-  std::map<std::pair<uint64_t, uint64_t>, std::vector<int>> absent;
-  std::vector<StallFinding> found;
-  for (const auto& [key, members] : inside) {
-    const LiveOpenCall& call = *by[static_cast<size_t>(members.front())]->open;
-    const bool any_waiting =
-        std::any_of(members.begin(), members.end(), [&](int i) { return waiting[size_t(i)]; });
-    std::vector<int>& missing = absent[key];
+  const auto waiting = [&](int i) { return bool(v.waiting[size_t(i)]); };
+  std::map<Instance, std::vector<int>> absent;
+  for (const auto& [instance, members] : inside) {
+    const LiveOpenCall& call = v.Open(members.front());
+    std::vector<int>& missing = absent[instance];
     // Its members that cannot progress it hold the others inside it.
     for (int i : members) {
-      if (stuck[size_t(i)]) missing.push_back(i);
+      if (v.stuck[size_t(i)]) missing.push_back(i);
     }
     // A member inside a later instance of the communicator has left this one (a collective
     // completes at different times on different ranks): only those behind are waited for.
-    const std::pair<uint64_t, uint64_t> instance = key;  // clang 14 cannot capture a binding
+    const Instance key = instance;  // clang 14 cannot capture a structured binding
     const auto ahead = [&](size_t i) {
-      const std::optional<LiveOpenCall>& o = by[i]->open;
-      return open_now[i] && o->collective && o->comm_id == instance.first &&
-             o->seq > instance.second;
+      if (!v.open_now[i]) return false;
+      const LiveOpenCall& o = *v.by[i]->open;
+      return o.collective && o.comm_id == key.first && o.seq > key.second;
     };
     if (static_cast<size_t>(call.comm_size) == members.size()) {
       // Every member is inside it: the others wait for those that cannot progress it, if any;
-      // else the collective itself does not complete.
-      if (!any_waiting || !missing.empty() ||
-          !std::all_of(members.begin(), members.end(), [&](int i) { return waiting[size_t(i)]; })) {
-        continue;
+      // else, once all of them have waited long, the collective itself does not complete.
+      if (missing.empty() && std::all_of(members.begin(), members.end(), waiting) &&
+          NewEpisode({int(StallKind::kTogether), -1, key.first, key.second})) {
+        found->push_back(v.Finding(StallKind::kTogether, members, v.FirstIn(members)));
       }
-      if (!NewEpisode({int(StallKind::kTogether), -1, key.first, key.second})) {
-        continue;
-      }
-      StallFinding f;
-      f.kind = StallKind::kTogether;
-      for (int i : members) f.waiting.push_back(by[size_t(i)]->rank);
-      const int first = *std::min_element(members.begin(), members.end(), [&](int a, int b) {
-        return by[size_t(a)]->open->since < by[size_t(b)]->open->since;
-      });
-      f.call = by[size_t(first)]->open;
-      f.call_rank = by[size_t(first)]->rank;
-      f.began = f.call->since;
-      f.found = now;
-      found.push_back(std::move(f));
-    } else if (static_cast<size_t>(call.comm_size) == n) {
+    } else if (static_cast<size_t>(call.comm_size) == v.size()) {
       // The whole job's communicator: the ranks not inside this instance nor past it.
       size_t k = 0;
-      for (size_t i = 0; i < n; ++i) {
+      for (size_t i = 0; i < v.size(); ++i) {
         if (k < members.size() && members[k] == static_cast<int>(i)) {
           ++k;
         } else if (!ahead(i)) {
@@ -226,26 +245,32 @@ std::vector<StallFinding> StallCheck::Check(TimeNs now, const std::vector<LiveTa
     } else {
       // A smaller communicator: its members seen inside an earlier instance of it.
       for (int i : on_comm[key.first]) {
-        if (!SameInstance(*by[size_t(i)]->open, call) && !ahead(size_t(i))) missing.push_back(i);
+        if (!SameInstance(v.Open(i), call) && !ahead(size_t(i))) missing.push_back(i);
       }
     }
   }
+  return absent;
+}
 
+std::vector<std::vector<int>> StallCheck::FollowWaits(
+    const View& v, const std::map<Instance, std::vector<int>>& absent,
+    std::vector<StallFinding>* found) {
   // Follow the waits to the ranks at their ends (iteratively: a chain of point-to-point waits may
   // run through every rank). reach[i]: the holders rank i waits for, directly or through others.
   // The waits start at ranks inside one call for `after`, and go through every rank inside a
   // blocking call that can progress, however long it has been inside: the rank next to a stopped
   // one entered its wait later than the ranks that wait for it.
+  const size_t n = v.size();
   std::vector<bool> follow(n, false);
-  for (size_t i = 0; i < n; ++i) follow[i] = open_now[i] && !stuck[i];
+  for (size_t i = 0; i < n; ++i) follow[i] = v.open_now[i] && !v.stuck[i];
   const auto out_of = [&](size_t i, std::vector<int>* out) {
     out->clear();
-    const LiveOpenCall& open = *by[i]->open;
+    const LiveOpenCall& open = *v.by[i]->open;
     if (open.collective) {
       const auto it = absent.find({open.comm_id, open.seq});
       if (it != absent.end()) *out = it->second;
     } else if (open.peer >= 0) {
-      const int j = index_of(open.peer);
+      const int j = v.IndexOf(open.peer);
       if (j >= 0) out->push_back(j);
     }
   };
@@ -254,86 +279,71 @@ std::vector<StallFinding> StallCheck::Check(TimeNs now, const std::vector<LiveTa
   std::vector<std::vector<int>> reach(n);
   std::vector<std::vector<int>> edges(n);
   for (size_t s = 0; s < n; ++s) {
-    if (!waiting[s] || visit[s] != Visit::kNew) continue;     // a later start reads reach[s]
+    if (!v.waiting[s] || visit[s] != Visit::kNew) continue;   // a later start reads reach[s]
     std::vector<std::pair<size_t, size_t>> stack = {{s, 0}};  // (index, next edge)
     visit[s] = Visit::kOnStack;
     out_of(s, &edges[s]);
     while (!stack.empty()) {
-      auto& [v, next] = stack.back();
-      if (next < edges[v].size()) {
-        const auto u = static_cast<size_t>(edges[v][next++]);
-        if (!follow[u]) {
-          AddHolder(&reach[v], static_cast<int>(u));
-        } else if (visit[u] == Visit::kNew) {
-          visit[u] = Visit::kOnStack;
-          out_of(u, &edges[u]);
-          stack.emplace_back(u, 0);
-        } else if (visit[u] == Visit::kOnStack) {
-          // A cycle: u ... v each waiting for the next, and v for u.
-          std::vector<int> cycle;
-          size_t k = stack.size();
-          while (k > 0 && stack[k - 1].first != u) --k;
-          for (size_t j = k - 1; j < stack.size(); ++j) cycle.push_back(by[stack[j].first]->rank);
-          const int low = *std::min_element(cycle.begin(), cycle.end());
-          if (NewEpisode({int(StallKind::kDeadlock), low, 0, 0})) {
-            StallFinding f;
-            f.kind = StallKind::kDeadlock;
-            f.waiting = cycle;
-            f.call = by[u]->open;
-            f.call_rank = by[u]->rank;
-            f.began = f.call->since;
-            f.found = now;
-            found.push_back(std::move(f));
-          }
-        } else {
-          for (int h : reach[u]) AddHolder(&reach[v], h);
+      auto& [at, next] = stack.back();
+      if (next >= edges[at].size()) {
+        visit[at] = Visit::kDone;
+        const size_t done = at;
+        stack.pop_back();
+        if (!stack.empty()) {
+          for (int h : reach[done]) AddHolder(&reach[stack.back().first], h);
         }
         continue;
       }
-      visit[v] = Visit::kDone;
-      const size_t done = v;
-      stack.pop_back();
-      if (!stack.empty()) {
-        for (int h : reach[done]) AddHolder(&reach[stack.back().first], h);
+      const auto u = static_cast<size_t>(edges[at][next++]);
+      if (!follow[u]) {
+        AddHolder(&reach[at], static_cast<int>(u));
+      } else if (visit[u] == Visit::kNew) {
+        visit[u] = Visit::kOnStack;
+        out_of(u, &edges[u]);
+        stack.emplace_back(u, 0);
+      } else if (visit[u] == Visit::kDone) {
+        for (int h : reach[u]) AddHolder(&reach[at], h);
+      } else {
+        // A cycle: u ... at each waiting for the next, and `at` for u.
+        std::vector<int> cycle;
+        size_t k = stack.size();
+        while (k > 0 && stack[k - 1].first != u) --k;
+        for (size_t j = k - 1; j < stack.size(); ++j) {
+          cycle.push_back(static_cast<int>(stack[j].first));
+        }
+        const int low = *std::min_element(cycle.begin(), cycle.end());  // the lowest rank
+        if (NewEpisode({int(StallKind::kDeadlock), v.RankOf(low), 0, 0})) {
+          found->push_back(v.Finding(StallKind::kDeadlock, cycle, static_cast<int>(u)));
+        }
       }
     }
   }
+  return reach;
+}
 
-  // One finding per holder: the ranks held up, and the call the longest-waiting of them is in.
+std::vector<StallFinding> StallCheck::HolderFindings(const View& v,
+                                                     const std::vector<std::vector<int>>& reach) {
+  // One finding per holder: the ranks held up, and the call the longest-waiting of them is in;
+  // those holding up the most ranks first.
   std::map<int, std::vector<int>> held;  // holder index -> waiting indices
-  for (size_t i = 0; i < n; ++i) {
-    if (!waiting[i]) continue;
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (!v.waiting[i]) continue;
     for (int h : reach[i]) held[h].push_back(static_cast<int>(i));
   }
   std::vector<StallFinding> holders;
   for (const auto& [h, waiters] : held) {
-    const int first = *std::min_element(waiters.begin(), waiters.end(), [&](int a, int b) {
-      return by[size_t(a)]->open->since < by[size_t(b)]->open->since;
-    });
-    const LiveOpenCall& call = *by[size_t(first)]->open;
-    const int holder = by[size_t(h)]->rank;
-    if (!NewEpisode({int(StallKind::kHeldUp), holder, 0, 0})) {
-      continue;
-    }
-    StallFinding f;
-    f.kind = StallKind::kHeldUp;
+    const int holder = v.RankOf(h);
+    if (!NewEpisode({int(StallKind::kHeldUp), holder, 0, 0})) continue;
+    StallFinding f = v.Finding(StallKind::kHeldUp, waiters, v.FirstIn(waiters));
     f.holder = holder;
-    f.state = Describe(now, *by[size_t(h)], open_now[size_t(h)]);
-    for (int i : waiters) f.waiting.push_back(by[size_t(i)]->rank);
-    f.call = call;
-    f.call_rank = by[size_t(first)]->rank;
-    f.began = call.since;
-    f.found = now;
+    f.state = Describe(v.now, *v.by[size_t(h)], v.open_now[size_t(h)]);
     holders.push_back(std::move(f));
   }
   std::stable_sort(holders.begin(), holders.end(),
                    [](const StallFinding& a, const StallFinding& b) {
                      return a.waiting.size() > b.waiting.size();
                    });
-  for (StallFinding& f : holders) found.push_back(std::move(f));
-  previous_ = std::move(current_);
-  current_.clear();
-  return found;
+  return holders;
 }
 
 bool StallCheck::NewEpisode(const Key& key) {

@@ -26,6 +26,7 @@
 #include <set>
 #include <string>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "coordinator/live_check.h"
@@ -94,6 +95,20 @@ class StallCheck {
   };
   // (kind, rank, comm, seq): a holder, a collective instance all inside, a deadlock's lowest rank.
   using Key = std::tuple<int, int, uint64_t, uint64_t>;
+  using Instance = std::pair<uint64_t, uint64_t>;  // a collective instance: (comm, seq)
+  struct View;  // this check's ranks and what each is doing (stall_check.cc)
+
+  // The check's phases. Look: the ranks sorted, their marks moved, who is stuck, inside a current
+  // call, waiting. Absent: per collective instance any rank is inside, the indices it waits for
+  // (adds a finding where every member is inside it). FollowWaits: per index, the holders it
+  // waits for through others (adds deadlocks). HolderFindings: one finding per holder.
+  View Look(TimeNs now, const std::vector<LiveTally>& tallies);
+  std::map<Instance, std::vector<int>> Absent(const View& v, std::vector<StallFinding>* found);
+  std::vector<std::vector<int>> FollowWaits(const View& v,
+                                            const std::map<Instance, std::vector<int>>& absent,
+                                            std::vector<StallFinding>* found);
+  std::vector<StallFinding> HolderFindings(const View& v,
+                                           const std::vector<std::vector<int>>& reach);
   // `t` as a holder; `open_now`: its open call is current (not one it has made progress since).
   HolderState Describe(TimeNs now, const LiveTally& t, bool open_now) const;
   // Notes `key` as standing in this check; true when it did not stand in the one before (a new
