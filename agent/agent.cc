@@ -200,10 +200,11 @@ class ControlFile {
     page_->sampled.store(1, std::memory_order_release);
     WakeAll(&page_->sampled);
   }
-  // The blocking MPI call the program's main thread is inside (the library writes it).
-  std::optional<OpenCall> OpenCallNow() const {
+  // The blocking MPI call or polling loop the program's main thread is inside at `now` (the
+  // library writes it).
+  std::optional<OpenCall> OpenCallAt(TimeNs now) const {
     if (page_ == nullptr) return std::nullopt;
-    return ReadOpenCall(page_->open_call);
+    return ReadOpenCall(page_->open_call, static_cast<uint64_t>(now));
   }
   const std::string& path() const { return path_; }
 
@@ -351,8 +352,9 @@ void RankCapture::Start(pid_t pid) {
       const ControlFile* control = &control_;
       proc_->OnSample([uplink, control](const ProcessTreeStats& so_far) {
         v1::ProcessStats progress = ToProto(so_far);
-        if (const std::optional<OpenCall> open = control->OpenCallNow()) {
-          *progress.mutable_open_call() = ToProto(*open, MonotonicNow());
+        const TimeNs now = MonotonicNow();
+        if (const std::optional<OpenCall> open = control->OpenCallAt(now)) {
+          *progress.mutable_open_call() = ToProto(*open, now);
         }
         uplink->SetProcessProgress(std::move(progress));
       });

@@ -106,7 +106,8 @@ void AddBatchToTally(const v1::UploadBatch& batch, TimeNs received, LiveTally* t
                                  c.comm_size(),
                                  c.peer(),
                                  received - std::max<int64_t>(0, c.inside_ns()),
-                                 c.enter_ns()};
+                                 c.enter_ns(),
+                                 c.polling()};
     }
   }
   if (batch.in_mpi_through() > tally->through) {

@@ -42,6 +42,7 @@ struct LiveOpenCall {
   // When it entered on the rank's clock (as LiveTally::through): the call is over once an MPI
   // exit after it is seen, whatever the delays of the figures that said it was open.
   TimeNs enter = 0;
+  bool polling = false;  // a loop of MPI_Test* or MPI_Iprobe calls since `enter`, not one call
 
   bool operator==(const LiveOpenCall&) const = default;
 };

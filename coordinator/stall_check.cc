@@ -52,6 +52,11 @@ std::string CallText(const LiveOpenCall& c) {
   }
 }
 
+// "`word` allreduce #41 ...", or for a loop of MPI_Test*/MPI_Iprobe "polling for a receive ...".
+std::string InsideText(const LiveOpenCall& c, const char* word) {
+  return (c.polling ? std::string("polling for ") : std::string(word) + " ") + CallText(c);
+}
+
 std::string Ranks(const std::vector<int>& sorted) {
   return (sorted.size() == 1 ? "rank " : "ranks ") + FormatRankList(sorted);
 }
@@ -62,7 +67,7 @@ std::string StateText(const HolderState& s) {
     return "whose agent has sent nothing for " + LiveSeconds(s.silent_for) +
            " (its node, its agent or the whole machine may be stuck or gone)";
   }
-  std::string text = s.inside ? "which is inside " + CallText(*s.inside) + " itself"
+  std::string text = s.inside ? "which is " + InsideText(*s.inside, "inside") + " itself"
                               : "which has been outside MPI for " + LiveSeconds(s.quiet);
   const std::string over = " of the " + LiveSeconds(s.quiet) + " since its last MPI call";
   if (s.samples > 0 && s.stopped >= kStoppedShare) {
@@ -358,11 +363,12 @@ std::string StallFindingLine(const StallFinding& f, TimeNs start) {
     case StallKind::kHeldUp:
       line = Ranks(f.waiting) + (f.waiting.size() == 1 ? " has" : " have") + " waited " + waited +
              " inside MPI for rank " + std::to_string(f.holder) + " (rank " +
-             std::to_string(f.call_rank) + " in " + CallText(*f.call) + "), " + StateText(f.state);
+             std::to_string(f.call_rank) + " " + InsideText(*f.call, "in") + "), " +
+             StateText(f.state);
       break;
     case StallKind::kTogether:
       line = "all " + std::to_string(f.waiting.size()) + " ranks of a communicator have been " +
-             "inside " + CallText(*f.call) + " for " + waited + ": the collective itself does " +
+             InsideText(*f.call, "inside") + " for " + waited + ": the collective itself does " +
              "not complete (the network or the MPI transport, not a late rank)";
       break;
     case StallKind::kDeadlock: {
@@ -371,7 +377,7 @@ std::string StallFindingLine(const StallFinding& f, TimeNs start) {
         line += std::to_string(f.waiting[i]) + " -> ";
       }
       line += std::to_string(f.waiting.front()) + " each wait for the next inside MPI (rank " +
-              std::to_string(f.call_rank) + " in " + CallText(*f.call) + " for " + waited +
+              std::to_string(f.call_rank) + " " + InsideText(*f.call, "in") + " for " + waited +
               "): a deadlock";
       break;
     }

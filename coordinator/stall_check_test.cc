@@ -233,5 +233,27 @@ TEST(StallCheck, CallsShorterThanTheThresholdAreNoStall) {
   }
 }
 
+// A rank polling for a message (MPI_Test or MPI_Iprobe again and again since `since`) waits as
+// one inside a blocking receive does, and the line says it polls: rank 0 polls for rank 1,
+// which is stopped outside MPI.
+TEST(StallCheck, APollingLoopIsAWaitLikeABlockingCall) {
+  StallCheck check(StallCheckOptions{3 * kS, 5 * kS});
+  check.Check(1 * kS, Ranks(2, 1 * kS));
+  std::vector<LiveTally> t = Ranks(2, 6 * kS);
+  t[0].open = RecvFrom(1, 2 * kS);
+  t[0].open->op = static_cast<uint32_t>(P2PKind::kIrecv);
+  t[0].open->polling = true;
+  Stop(&t[1], 5 * kS);
+  const std::vector<StallFinding> found = check.Check(6 * kS, t);
+  ASSERT_EQ(found.size(), 1u);
+  EXPECT_EQ(found[0].holder, 1);
+  EXPECT_EQ(found[0].waiting, std::vector<int>{0});
+  EXPECT_EQ(StallFindingLine(found[0]),
+            "rank 0 has waited 4 s inside MPI for rank 1 (rank 0 polling for a receive from rank "
+            "1), which has been outside MPI for 5 s: its main thread was stopped (a signal such "
+            "as SIGSTOP, or a debugger) 100% of the 5 s since its last MPI call. Began about 0:02, "
+            "seen 4 s later.");
+}
+
 }  // namespace
 }  // namespace rankscope

@@ -36,7 +36,14 @@ struct OpenCallSlot {
   std::atomic<uint64_t> seq;       // collectives: the instance's sequence number on comm_id
   std::atomic<int32_t> comm_size;  // collectives: members of comm_id
   std::atomic<int32_t> peer;       // point-to-point: the peer's world rank; -1 any or unknown
+  // A polling loop (MPI_Test*, MPI_Iprobe failing again and again): the latest failed poll's
+  // exit, enter_ns being the loop's first poll; 0 for a blocking call. A loop the thread left for
+  // its own work without a call that ends it leaves the slot set: the reader tells by this.
+  std::atomic<uint64_t> poll_ns;
 };
+
+// A polling call whose latest poll is older than this is one the thread has left.
+inline constexpr uint64_t kPollStaleNs = 1'000'000'000;
 
 // One consistent reading of an OpenCallSlot.
 struct OpenCall {
@@ -47,11 +54,13 @@ struct OpenCall {
   uint64_t seq = 0;
   int32_t comm_size = 0;
   int32_t peer = -1;
+  uint64_t poll_ns = 0;  // a polling loop's latest poll (OpenCallSlot::poll_ns); 0 blocking
 };
 
-// The call `slot` holds; nullopt outside blocking MPI calls, or when the call changed during
-// every one of a few tries (a rank calling MPI in a tight loop is not stalled in one).
-inline std::optional<OpenCall> ReadOpenCall(const OpenCallSlot& slot) {
+// The call `slot` holds at `now` (MonotonicNow); nullopt outside blocking MPI calls and polling
+// loops, for a loop whose latest poll is kPollStaleNs old, or when the call changed during every
+// one of a few tries (a rank calling MPI in a tight loop is not stalled in one).
+inline std::optional<OpenCall> ReadOpenCall(const OpenCallSlot& slot, uint64_t now) {
   for (int attempt = 0; attempt < 4; ++attempt) {
     OpenCall c;
     c.enter_ns = slot.enter_ns.load(std::memory_order_acquire);
@@ -62,8 +71,11 @@ inline std::optional<OpenCall> ReadOpenCall(const OpenCallSlot& slot) {
     c.seq = slot.seq.load(std::memory_order_relaxed);
     c.comm_size = slot.comm_size.load(std::memory_order_relaxed);
     c.peer = slot.peer.load(std::memory_order_relaxed);
+    c.poll_ns = slot.poll_ns.load(std::memory_order_relaxed);
     std::atomic_thread_fence(std::memory_order_acquire);
-    if (slot.enter_ns.load(std::memory_order_relaxed) == c.enter_ns) return c;
+    if (slot.enter_ns.load(std::memory_order_relaxed) != c.enter_ns) continue;
+    if (c.poll_ns != 0 && now > c.poll_ns && now - c.poll_ns >= kPollStaleNs) return std::nullopt;
+    return c;
   }
   return std::nullopt;
 }

@@ -270,6 +270,7 @@ v1::OpenMpiCall ToProto(const OpenCall& call, TimeNs now) {
   p.set_seq(call.seq);
   p.set_comm_size(call.comm_size);
   p.set_peer(call.peer);
+  p.set_polling(call.poll_ns != 0);
   return p;
 }
 

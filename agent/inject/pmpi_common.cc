@@ -99,10 +99,13 @@ namespace {
 thread_local PollRun t_poll_run;
 }  // namespace
 
-void NotePollFailed(TimeNs enter, TimeNs exit) {
-  t_poll_run.Failed(enter, exit, LastMpiRecordExit());
+TimeNs NotePollFailed(TimeNs enter, TimeNs exit) {
+  return t_poll_run.Failed(enter, exit, LastMpiRecordExit());
 }
 
-TimeNs SpinStart(TimeNs enter) { return t_poll_run.Completed(enter, LastMpiRecordExit()); }
+TimeNs SpinStart(TimeNs enter) {
+  EndPolling();
+  return t_poll_run.Completed(enter, LastMpiRecordExit());
+}
 
 }  // namespace rankscope::inject

@@ -11,6 +11,7 @@
 #include "agent/inject/pending_requests.h"
 #include "agent/inject/pmpi_weak.h"
 #include "agent/inject/poll_run.h"
+#include "agent/inject/record_sink.h"
 #include "core/time.h"
 
 namespace rankscope::inject {
@@ -54,9 +55,16 @@ void ReadStatus(const MPI_Status& status, const CommInfo* info, P2PRecord* r);
 inline bool NoMessage(int peer) { return peer == MPI_PROC_NULL; }
 
 // The calling thread's polling (P2PRecord::spin_start, PollRun). A call that polls and completes
-// nothing (MPI_Test*, MPI_Iprobe) reports its interval to NotePollFailed; the call that completes
-// or finds something asks SpinStart for where the polling before it began, which ends the run.
-void NotePollFailed(TimeNs enter, TimeNs exit);
+// nothing (MPI_Test*, MPI_Iprobe) reports its interval to NotePollFailed, with `describe()`
+// saying what it polls for (a P2PRecord or CollectiveRecord, asked only when a new run begins on
+// the main thread: record_sink.h NotePolling); the call that completes or finds something asks
+// SpinStart for where the polling before it began, which ends the run.
+TimeNs NotePollFailed(TimeNs enter, TimeNs exit);
+template <typename Describe>
+void NotePollFailed(TimeNs enter, TimeNs exit, Describe describe) {
+  const TimeNs start = NotePollFailed(enter, exit);
+  if (!StillPolling(start, exit)) NotePolling(describe(), start, exit);
+}
 TimeNs SpinStart(TimeNs enter);
 
 }  // namespace rankscope::inject

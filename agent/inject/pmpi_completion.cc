@@ -50,11 +50,19 @@ void EmitCompleted(const PendingOp& op, const MPI_Status* status, TimeNs enter, 
 
 // The spin start of a call over [enter, exit] that completed one of our requests (where the
 // thread's polling before it began); otherwise 0, and a failed poll extends the thread's run
-// while anything else ends it.
-TimeNs SpinStartOrPoll(bool completed_any, bool failed_poll, TimeNs enter, TimeNs exit) {
+// (a loop polling for `first`, the first request it claimed) while anything else ends it.
+TimeNs SpinStartOrPoll(bool completed_any, bool failed_poll, TimeNs enter, TimeNs exit,
+                       const PendingOp* first) {
   if (completed_any) return SpinStart(enter);
   if (failed_poll) {
-    NotePollFailed(enter, exit);
+    const TimeNs start = NotePollFailed(enter, exit);
+    if (first != nullptr && !StillPolling(start, exit)) {
+      if (first->kind == PendingOp::Kind::kCollective) {
+        NotePolling(first->collective, start, exit);
+      } else {
+        NotePolling(first->p2p, start, exit);
+      }
+    }
   } else {
     SpinStart(enter);
   }
@@ -118,8 +126,8 @@ class Claims {
       completed_any = after[claims[k].index] != claims[k].request;
     }
     // Asked before the completed records are emitted (they would end the run themselves).
-    const TimeNs spin_start =
-        SpinStartOrPoll(completed_any, poll && rc == MPI_SUCCESS, enter, exit);
+    const TimeNs spin_start = SpinStartOrPoll(completed_any, poll && rc == MPI_SUCCESS, enter, exit,
+                                              size_ > 0 ? &claims[0].op : nullptr);
     for (int k = 0; k < size_; ++k) {
       Claim& c = claims[k];
       if (after[c.index] != c.request) {

@@ -74,7 +74,7 @@ int Polled(int source, int tag, MPI_Comm comm, int* flag, MPI_Status* status, MP
   if (rc != MPI_SUCCESS) return rc;
   t_probing += exit - enter;
   if (!*flag) {
-    NotePollFailed(enter, exit);
+    NotePollFailed(enter, exit, [&] { return DescribeP2P(P2PKind::kProbe, source, tag, comm, 0); });
     return rc;
   }
   const TimeNs since = exit - t_probing;

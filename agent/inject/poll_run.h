@@ -15,10 +15,11 @@ inline constexpr DurationNs kSpinGap = 5'000;
 // MPI record the thread emitted (0: none): a recorded call between two polls ends the run.
 class PollRun {
  public:
-  // A poll over [enter, exit] completed nothing.
-  void Failed(TimeNs enter, TimeNs exit, TimeNs last_record_exit) {
+  // A poll over [enter, exit] completed nothing. Returns where the run began.
+  TimeNs Failed(TimeNs enter, TimeNs exit, TimeNs last_record_exit) {
     if (!Continues(enter, last_record_exit)) start_ = enter;
     last_ = exit;
+    return start_;
   }
 
   // A call entered at `enter` completed or found something: where the polling before it began

@@ -485,8 +485,9 @@ OpenCallSlot* MainThreadSlot() {
 }
 
 // Fills the slot's fields, then publishes `enter` (ReadOpenCall checks it is unchanged).
+// `poll`: a polling loop's latest poll; 0 for a blocking call.
 void Open(OpenCallSlot* slot, OpenCallKind kind, uint32_t op, uint64_t comm_id, uint64_t seq,
-          int32_t comm_size, int32_t peer, TimeNs enter) {
+          int32_t comm_size, int32_t peer, TimeNs enter, TimeNs poll = 0) {
   slot->enter_ns.store(0, std::memory_order_relaxed);
   std::atomic_thread_fence(std::memory_order_release);
   slot->kind.store(static_cast<uint32_t>(kind), std::memory_order_relaxed);
@@ -495,7 +496,21 @@ void Open(OpenCallSlot* slot, OpenCallKind kind, uint32_t op, uint64_t comm_id, 
   slot->seq.store(seq, std::memory_order_relaxed);
   slot->comm_size.store(comm_size, std::memory_order_relaxed);
   slot->peer.store(peer, std::memory_order_relaxed);
+  slot->poll_ns.store(static_cast<uint64_t>(poll), std::memory_order_relaxed);
   slot->enter_ns.store(enter > 0 ? static_cast<uint64_t>(enter) : 1, std::memory_order_release);
+}
+
+void OpenCollective(OpenCallSlot* slot, const CollectiveRecord& r, TimeNs enter, TimeNs poll) {
+  Open(slot, OpenCallKind::kCollective, static_cast<uint32_t>(r.op), r.comm_id, r.seq, r.comm_size,
+       -1, enter, poll);
+}
+
+void OpenP2P(OpenCallSlot* slot, const P2PRecord& r, TimeNs enter, TimeNs poll) {
+  const int32_t peer = r.world_peer >= 0 ? r.world_peer : -1;
+  // A Wait on a request says what the request was (kIrecv, kIsend, ...).
+  const P2PKind kind = r.kind == P2PKind::kWait ? r.completed : r.kind;
+  Open(slot, OpenCallKind::kPointToPoint, static_cast<uint32_t>(kind), r.comm_id, 0, 0, peer, enter,
+       poll);
 }
 
 }  // namespace
@@ -503,24 +518,45 @@ void Open(OpenCallSlot* slot, OpenCallKind kind, uint32_t op, uint64_t comm_id, 
 OpenCallScope::OpenCallScope(const CollectiveRecord& r, TimeNs enter) {
   OpenCallSlot* slot = MainThreadSlot();
   if (slot == nullptr) return;
-  Open(slot, OpenCallKind::kCollective, static_cast<uint32_t>(r.op), r.comm_id, r.seq, r.comm_size,
-       -1, enter);
+  OpenCollective(slot, r, enter, 0);
   open_ = true;
 }
 
 OpenCallScope::OpenCallScope(const P2PRecord& r, TimeNs enter) {
   OpenCallSlot* slot = MainThreadSlot();
   if (slot == nullptr) return;
-  const int32_t peer = r.world_peer >= 0 ? r.world_peer : -1;
-  // A Wait on a request says what the request was (kIrecv, kIsend, ...).
-  const P2PKind kind = r.kind == P2PKind::kWait ? r.completed : r.kind;
-  Open(slot, OpenCallKind::kPointToPoint, static_cast<uint32_t>(kind), r.comm_id, 0, 0, peer,
-       enter);
+  OpenP2P(slot, r, enter, 0);
   open_ = true;
 }
 
 OpenCallScope::~OpenCallScope() {
   if (open_) g_control->open_call.enter_ns.store(0, std::memory_order_release);
+}
+
+bool StillPolling(TimeNs run_start, TimeNs poll_exit) {
+  OpenCallSlot* slot = MainThreadSlot();
+  if (slot == nullptr) return true;
+  if (slot->poll_ns.load(std::memory_order_relaxed) == 0 ||
+      slot->enter_ns.load(std::memory_order_relaxed) != static_cast<uint64_t>(run_start)) {
+    return false;
+  }
+  slot->poll_ns.store(static_cast<uint64_t>(poll_exit), std::memory_order_relaxed);
+  return true;
+}
+
+void NotePolling(const P2PRecord& r, TimeNs run_start, TimeNs poll_exit) {
+  if (OpenCallSlot* slot = MainThreadSlot()) OpenP2P(slot, r, run_start, poll_exit);
+}
+
+void NotePolling(const CollectiveRecord& r, TimeNs run_start, TimeNs poll_exit) {
+  if (OpenCallSlot* slot = MainThreadSlot()) OpenCollective(slot, r, run_start, poll_exit);
+}
+
+void EndPolling() {
+  OpenCallSlot* slot = MainThreadSlot();
+  if (slot == nullptr || slot->poll_ns.load(std::memory_order_relaxed) == 0) return;
+  slot->enter_ns.store(0, std::memory_order_release);
+  slot->poll_ns.store(0, std::memory_order_relaxed);
 }
 
 void EmitCollective(const CollectiveRecord& r) {

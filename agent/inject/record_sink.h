@@ -61,6 +61,18 @@ class OpenCallScope {
   bool open_ = false;
 };
 
+// A polling loop on the program's main thread (MPI_Test* or MPI_Iprobe failing again and
+// again) is a wait too: the control page says the thread polls for the message to or from `r`'s
+// peer, or for the collective `r`, since `run_start` (the loop's first poll), with `poll_exit`
+// its latest poll. StillPolling notes a poll of the loop the page already holds and says so
+// (true as well where there is nothing to note: another thread, no control page); else the
+// caller describes the loop once with NotePolling. EndPolling clears the page when the loop ends
+// with a completion (a blocking call replaces the loop by itself). Nothing on other threads.
+bool StillPolling(TimeNs run_start, TimeNs poll_exit);
+void NotePolling(const P2PRecord& r, TimeNs run_start, TimeNs poll_exit);
+void NotePolling(const CollectiveRecord& r, TimeNs run_start, TimeNs poll_exit);
+void EndPolling();
+
 // Counts records lost before they reached a batch (a full table, an overflowing stack). The
 // count rides in the next batch header.
 void CountDropped(uint32_t n);

@@ -76,7 +76,8 @@ namespace {
 json CallJson(const LiveOpenCall& c) {
   return {
       {"collective", c.collective}, {"op", c.op},     {"comm_id", c.comm_id},       {"seq", c.seq},
-      {"comm_size", c.comm_size},   {"peer", c.peer}, {"since_s", Seconds(c.since)}};
+      {"comm_size", c.comm_size},   {"peer", c.peer}, {"since_s", Seconds(c.since)},
+      {"polling", c.polling}};
 }
 
 // An optional member of a JSON object read leniently: what is missing or mistyped reads as `or`.
@@ -102,6 +103,7 @@ LiveOpenCall CallFromJson(const json& o) {
   c.comm_size = Get<int32_t>(o, "comm_size", 0);
   c.peer = Get<int32_t>(o, "peer", -1);
   c.since = Ns(Get(o, "since_s", 0.0));
+  c.polling = Get(o, "polling", false);
   return c;
 }
 

@@ -75,7 +75,7 @@ Session MakeSession() {
   StallFinding stall;
   stall.holder = 1;
   stall.waiting = {0, 2};
-  stall.call = LiveOpenCall{true, 1, 0x5, 12, 3, -1, 4 * kNsPerSec};
+  stall.call = LiveOpenCall{true, 1, 0x5, 12, 3, -1, 4 * kNsPerSec, 0, true};
   stall.call_rank = 0;
   stall.began = 4 * kNsPerSec;
   stall.found = 25 * kNsPerSec;

@@ -376,6 +376,8 @@ class Fault:
     # of the launch: a fault planted once the program is inside its main loop, however long
     # its start took (LAMMPS writes its step-0 dump just before the loop).
     after_file = None
+    # And a text that file must hold first (HPCC's "Begin of MPIRandomAccess section").
+    after_text = None
 
     def __init__(self, rank):
         self.rank = rank
@@ -384,6 +386,13 @@ class Fault:
         self._stop = threading.Event()
         self._thread = None
         self._lock = threading.Lock()
+
+    def _file_ready(self, path):
+        """True once `path` has bytes (and holds after_text, when one is set)."""
+        if not self.after_text:
+            return os.path.getsize(path) > 0
+        with open(path, errors="replace") as f:
+            return self.after_text in f.read()
 
     # Subclasses override these.
     def prepare(self, workdir):
@@ -432,7 +441,7 @@ class Fault:
             path = os.path.join(self.workdir or ".", self.after_file)
             while not self._stop.is_set() and time.monotonic() < deadline:
                 with contextlib.suppress(OSError):
-                    if os.path.getsize(path) > 0:
+                    if self._file_ready(path):
                         break
                 self._stop.wait(poll_s)
             else:
@@ -440,6 +449,8 @@ class Fault:
                     self.record["error"] = f"{self.after_file} was not written within {give_up_s} s"
                 return
             self.record["after_file_s"] = round(time.monotonic() - (not_before - after_s), 3)
+            if self.after_text:
+                self.record["after_text"] = self.after_text
             not_before = time.monotonic() + after_s
         if self._stop.wait(max(0.0, not_before - time.monotonic())):
             return
@@ -698,10 +709,11 @@ class Stop(Fault):
 
     name = "stop"
 
-    def __init__(self, rank, stopped_s=6.0, after_file=None):
+    def __init__(self, rank, stopped_s=6.0, after_file=None, after_text=None):
         super().__init__(rank)
         self.stopped_s = stopped_s
         self.after_file = after_file
+        self.after_text = after_text
         self.pids = []
         self.timer = None
         self.continued = threading.Event()
