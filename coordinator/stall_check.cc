@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "coordinator/completeness.h"
+#include "core/comm_id.h"
 #include "core/records.h"
 
 namespace rankscope {
@@ -131,6 +132,7 @@ struct StallCheck::View {
   std::vector<bool> stuck;     // cannot progress (main thread stopped, or agent silent)
   std::vector<bool> open_now;  // its open call is current (not one it has made progress since)
   std::vector<bool> waiting;   // inside one call for `after` or longer, and not stuck
+  uint64_t world_comm = 0;     // MPI_COMM_WORLD's id, for a job of this many ranks
 
   size_t size() const { return by.size(); }
   const LiveOpenCall& Open(int i) const { return *by[static_cast<size_t>(i)]->open; }
@@ -182,6 +184,7 @@ StallCheck::View StallCheck::Look(TimeNs now, const std::vector<LiveTally>& tall
     if (m.through != t->through) m = Mark{t->through, now, t->cpu, t->proc_wall, t->main_thread};
   }
   const size_t n = v.size();
+  v.world_comm = WorldCommId(static_cast<int>(n));
   v.stuck.assign(n, false);
   v.open_now.assign(n, false);
   v.waiting.assign(n, false);
@@ -268,6 +271,20 @@ std::vector<std::vector<int>> StallCheck::FollowWaits(
   const size_t n = v.size();
   std::vector<bool> follow(n, false);
   for (size_t i = 0; i < n; ++i) follow[i] = v.open_now[i] && !v.stuck[i];
+  // A receive from any rank of the whole job waits for whichever rank sends: where every rank but
+  // a few is inside MPI itself (HPCC's RandomAccess polls MPI_Irecv(MPI_ANY_SOURCE) on every rank,
+  // one stopped), those few are what it waits for; with many outside MPI, no one in particular.
+  // Only ranks that made no MPI progress for `after` count (or cannot progress): one caught
+  // between two calls is not what the others wait for (HPCC: rank 2 between receives while
+  // rank 1 was stopped was named too).
+  std::vector<int> ends;
+  for (size_t i = 0; i < n && ends.size() <= kMaxHolders; ++i) {
+    if (follow[i]) continue;
+    const auto mark = marks_.find(v.RankOf(static_cast<int>(i)));
+    const bool quiet = mark != marks_.end() && v.now - mark->second.at >= options_.after;
+    if (v.stuck[i] || quiet) ends.push_back(static_cast<int>(i));
+  }
+  if (ends.size() > kMaxHolders) ends.clear();
   const auto out_of = [&](size_t i, std::vector<int>* out) {
     out->clear();
     const LiveOpenCall& open = *v.by[i]->open;
@@ -277,6 +294,8 @@ std::vector<std::vector<int>> StallCheck::FollowWaits(
     } else if (open.peer >= 0) {
       const int j = v.IndexOf(open.peer);
       if (j >= 0) out->push_back(j);
+    } else if (open.comm_id == v.world_comm) {
+      *out = ends;
     }
   };
   enum class Visit : uint8_t { kNew, kOnStack, kDone };

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include "core/comm_id.h"
 #include "core/records.h"
 
 namespace rankscope {
@@ -253,6 +254,56 @@ TEST(StallCheck, APollingLoopIsAWaitLikeABlockingCall) {
             "1), which has been outside MPI for 5 s: its main thread was stopped (a signal such "
             "as SIGSTOP, or a debugger) 100% of the 5 s since its last MPI call. Began about 0:02, "
             "seen 4 s later.");
+}
+
+// Receives from any rank on the whole job's communicator (HPCC's RandomAccess: every rank polls
+// MPI_Irecv(MPI_ANY_SOURCE)) wait for the ranks not inside MPI: rank 1, stopped. Where many ranks
+// are outside MPI, a receive from any of them waits for no one in particular.
+TEST(StallCheck, AReceiveFromAnyRankWaitsForTheFewOutsideMpi) {
+  StallCheck check(StallCheckOptions{3 * kS, 5 * kS});
+  check.Check(1 * kS, Ranks(4, 1 * kS));
+  std::vector<LiveTally> t = Ranks(4, 6 * kS);
+  for (int r : {0, 2, 3}) {
+    t[size_t(r)].open = RecvFrom(-1, 2 * kS);
+    t[size_t(r)].open->comm_id = WorldCommId(4);
+    t[size_t(r)].open->polling = true;
+  }
+  Stop(&t[1], 5 * kS);
+  const std::vector<StallFinding> found = check.Check(6 * kS, t);
+  ASSERT_EQ(found.size(), 1u);
+  EXPECT_EQ(found[0].holder, 1);
+  EXPECT_EQ(found[0].waiting, (std::vector<int>{0, 2, 3}));
+  EXPECT_NE(StallFindingLine(found[0]).find("(rank 0 polling for a receive from any rank)"),
+            std::string::npos)
+      << StallFindingLine(found[0]);
+
+  // On a communicator other than the whole job's: its members are unknown, nobody is named.
+  StallCheck other(StallCheckOptions{3 * kS, 5 * kS});
+  other.Check(1 * kS, Ranks(4, 1 * kS));
+  for (int r : {0, 2, 3}) t[size_t(r)].open->comm_id = 99;
+  EXPECT_TRUE(other.Check(6 * kS, t).empty());
+
+  // A rank between two calls that made progress at this check is not waited for: rank 1 stopped
+  // is named, rank 2 (its latest exit just moved, its next call not seen yet) is not.
+  StallCheck moving(StallCheckOptions{3 * kS, 5 * kS});
+  moving.Check(1 * kS, Ranks(4, 1 * kS));
+  for (int r : {0, 3}) t[size_t(r)].open->comm_id = WorldCommId(4);
+  t[2].open.reset();
+  t[2].through = 6 * kS;
+  const std::vector<StallFinding> held = moving.Check(6 * kS, t);
+  ASSERT_EQ(held.size(), 1u);
+  EXPECT_EQ(held[0].holder, 1);
+  EXPECT_EQ(held[0].waiting, (std::vector<int>{0, 3}));
+
+  // With 20 ranks outside MPI beside the 3 waiting, none is named.
+  StallCheck many(StallCheckOptions{3 * kS, 5 * kS});
+  many.Check(1 * kS, Ranks(23, 1 * kS));
+  std::vector<LiveTally> crowd = Ranks(23, 6 * kS);
+  for (int r : {0, 2, 3}) {
+    crowd[size_t(r)].open = RecvFrom(-1, 2 * kS);
+    crowd[size_t(r)].open->comm_id = WorldCommId(23);
+  }
+  EXPECT_TRUE(many.Check(6 * kS, crowd).empty());
 }
 
 }  // namespace

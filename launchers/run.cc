@@ -277,8 +277,8 @@ class LiveWatch {
                    t.main_thread.running, t.main_thread.stopped, t.main_thread.blocked());
       if (t.open) {
         std::fprintf(
-            log_, " open=%s/%u comm=%llx seq=%llu size=%d peer=%d since_ago_ms=%lld enter=%lld",
-            t.open->collective ? "coll" : "p2p", t.open->op,
+            log_, " open=%s%s/%u comm=%llx seq=%llu size=%d peer=%d since_ago_ms=%lld enter=%lld",
+            t.open->collective ? "coll" : "p2p", t.open->polling ? "-polled" : "", t.open->op,
             static_cast<unsigned long long>(t.open->comm_id),
             static_cast<unsigned long long>(t.open->seq), t.open->comm_size, t.open->peer,
             static_cast<long long>(ms(t.open->since)), static_cast<long long>(t.open->enter));

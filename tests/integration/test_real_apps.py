@@ -308,6 +308,36 @@ class Live(unittest.TestCase):
                       stalled[0])
         self.assertEqual(stalled[0], "rankscope: live: stalled: " + s["text"])
 
+    def test_a_stopped_hpcc_rank_is_named_by_ranks_receiving_from_any_rank(self):
+        """Rank 1 of HPCC stopped (SIGSTOP) for 7 s, 0.3 s into MPIRandomAccess, where every
+        rank receives from any rank (MPI_Irecv(MPI_ANY_SOURCE), polled with MPI_Test or waited
+        for): the others wait for the one rank not inside MPI, and the stall check names it."""
+        app = scenarios.apps()["hpcc"]
+        why = app.available()
+        if why:
+            self.skipTest(why)
+        log = tempfile.NamedTemporaryFile(prefix="rankscope-live-", suffix=".log", delete=False)
+        log.close()
+        self.addCleanup(os.unlink, log.name)
+        with mock.patch.dict(os.environ, {"RANKSCOPE_LIVE_LOG": log.name}):
+            r = run_checked(self, app, "stop", 1, opts=["--live", "--stall-after", "3"],
+                            fault_after_s=0.3, stopped_s=7.0, after_file="hpccoutf.txt",
+                            after_text="Begin of MPIRandomAccess section")
+        self.assertTrue(r["fault"]["continued"], r["fault"])
+        stalls = r["report"]["job"].get("live_stalls", [])
+        if [(s["kind"], s["holder"]) for s in stalls] != [("held_up", 1)]:
+            with open(log.name) as f:
+                trace = f.read()
+            self.fail(f"stalls {stalls}; live lines {r['live_lines']}; fault {r['fault']}; "
+                      f"stderr {r['stderr_tail']}; what the checks read:\n{trace[-12000:]}")
+        s = stalls[0]
+        self.assertTrue(s["waiting"] and set(s["waiting"]) <= {0, 2, 3}, s)
+        self.assertGreaterEqual(s["state"]["stopped"], 0.5, s)
+        self.assertLessEqual(s["found_s"], r["fault"]["applied_s"] + 7 + 1, s)
+        stalled = [line for line in r["live_lines"] if "live: stalled:" in line]
+        self.assertEqual(len(stalled), 1, r["live_lines"])
+        self.assertIn("for rank 1 (", stalled[0])
+
 
 if __name__ == "__main__":
     unittest.main()
