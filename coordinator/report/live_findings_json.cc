@@ -74,10 +74,10 @@ Result<std::vector<LiveFinding>> LiveFindingsFromJson(const json& array, const s
 namespace {
 
 json CallJson(const LiveOpenCall& c) {
-  return {
-      {"collective", c.collective}, {"op", c.op},     {"comm_id", c.comm_id},       {"seq", c.seq},
-      {"comm_size", c.comm_size},   {"peer", c.peer}, {"since_s", Seconds(c.since)},
-      {"polling", c.polling}};
+  return {{"collective", c.collective},  {"op", c.op},
+          {"comm_id", c.comm_id},        {"seq", c.seq},
+          {"comm_size", c.comm_size},    {"peer", c.peer},
+          {"since_s", Seconds(c.since)}, {"polling", c.polling}};
 }
 
 // An optional member of a JSON object read leniently: what is missing or mistyped reads as `or`.
