@@ -95,6 +95,7 @@ void AddBatchToTally(const v1::UploadBatch& batch, TimeNs received, LiveTally* t
   tally->heard = received;
   if (batch.has_proc()) {
     tally->open.reset();  // its final figures: the program has ended
+    tally->ended = true;
   } else if (batch.has_proc_so_far()) {
     tally->open.reset();
     if (batch.proc_so_far().has_open_call()) {

@@ -63,11 +63,13 @@ struct LiveTally {
   DurationNs throttled = 0;
   DurationNs proc_wall = 0;
   // For the stall check (coordinator/stall_check.h), on the coordinator's clock: when its latest
-  // batch arrived, the blocking MPI call its main thread was inside per its latest figures so far
-  // (nullopt outside one), and its main thread's states sampled so far (cumulative).
+  // batch arrived, the blocking MPI call or polling loop its main thread was inside per its
+  // latest figures so far (nullopt outside one), its main thread's states sampled so far
+  // (cumulative), and whether its program has ended (its final figures came).
   TimeNs heard = 0;
   std::optional<LiveOpenCall> open;
   MainThreadStates main_thread;
+  bool ended = false;
 };
 
 struct LiveCheckOptions {

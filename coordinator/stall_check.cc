@@ -277,14 +277,26 @@ std::vector<std::vector<int>> StallCheck::FollowWaits(
   // Only ranks that made no MPI progress for `after` count (or cannot progress): one caught
   // between two calls is not what the others wait for (HPCC: rank 2 between receives while
   // rank 1 was stopped was named too).
+  // A rank whose program has ended sends nothing more, and is no one's sender. Ranks that
+  // cannot progress are kept where there are too many quiet ones to name.
   std::vector<int> ends;
-  for (size_t i = 0; i < n && ends.size() <= kMaxHolders; ++i) {
-    if (follow[i]) continue;
+  std::vector<int> quiet_ends;
+  for (size_t i = 0; i < n; ++i) {
+    if (follow[i] || v.by[i]->ended) continue;
     const auto mark = marks_.find(v.RankOf(static_cast<int>(i)));
-    const bool quiet = mark != marks_.end() && v.now - mark->second.at >= options_.after;
-    if (v.stuck[i] || quiet) ends.push_back(static_cast<int>(i));
+    if (v.stuck[i]) {
+      ends.push_back(static_cast<int>(i));
+    } else if (mark != marks_.end() && v.now - mark->second.at >= options_.after &&
+               quiet_ends.size() <= kMaxHolders) {
+      quiet_ends.push_back(static_cast<int>(i));
+    }
   }
-  if (ends.size() > kMaxHolders) ends.clear();
+  if (ends.size() + quiet_ends.size() <= kMaxHolders) {
+    ends.insert(ends.end(), quiet_ends.begin(), quiet_ends.end());
+    std::sort(ends.begin(), ends.end());
+  } else if (ends.size() > kMaxHolders) {
+    ends.clear();
+  }
   const auto out_of = [&](size_t i, std::vector<int>* out) {
     out->clear();
     const LiveOpenCall& open = *v.by[i]->open;

@@ -7,9 +7,11 @@
 // library) and sends it with the rank's /proc figures, with or without records
 // (UplinkOptions::heartbeat_period); the coordinator keeps the latest per rank (LiveTally).
 //
-// A rank inside one blocking call for `after` or longer waits: in a collective instance for the
-// members not inside it (known when the communicator is the whole job: its size is the number of
-// ranks; else those inside another instance of it), in a point-to-point call for its peer. Those
+// A rank inside one blocking call or polling loop (LiveOpenCall::polling) for `after` or longer
+// waits: in a collective instance for the members not inside it (known when the communicator is
+// the whole job: its size is the number of ranks; else those inside another instance of it), in a
+// point-to-point call for its peer, in a receive from any rank on the whole job's communicator
+// for the few ranks (16 at most) that cannot progress or made no MPI progress for `after`. Those
 // edges are followed, through every rank inside a blocking call however long, to the ranks at
 // their ends, outside MPI or unable to progress: the ranks holding the job up. Each is described
 // from its own figures since its last MPI call ended: outside MPI or inside another call, its CPU

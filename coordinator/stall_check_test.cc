@@ -295,6 +295,21 @@ TEST(StallCheck, AReceiveFromAnyRankWaitsForTheFewOutsideMpi) {
   EXPECT_EQ(held[0].holder, 1);
   EXPECT_EQ(held[0].waiting, (std::vector<int>{0, 3}));
 
+  // A rank whose program has ended (its final figures came, then silence) is no one's sender.
+  StallCheck after_end(StallCheckOptions{3 * kS, 5 * kS});
+  after_end.Check(1 * kS, Ranks(4, 1 * kS));
+  std::vector<LiveTally> ended = Ranks(4, 20 * kS);
+  for (int r : {0, 2}) {
+    ended[size_t(r)].open = RecvFrom(-1, 2 * kS);
+    ended[size_t(r)].open->comm_id = WorldCommId(4);
+  }
+  ended[3].ended = true;
+  ended[3].heard = 2 * kS;
+  Stop(&ended[1], 19 * kS);
+  const std::vector<StallFinding> not_ended = after_end.Check(20 * kS, ended);
+  ASSERT_EQ(not_ended.size(), 1u);
+  EXPECT_EQ(not_ended[0].holder, 1);
+
   // With 20 ranks outside MPI beside the 3 waiting, none is named.
   StallCheck many(StallCheckOptions{3 * kS, 5 * kS});
   many.Check(1 * kS, Ranks(23, 1 * kS));
@@ -304,6 +319,13 @@ TEST(StallCheck, AReceiveFromAnyRankWaitsForTheFewOutsideMpi) {
     crowd[size_t(r)].open->comm_id = WorldCommId(23);
   }
   EXPECT_TRUE(many.Check(6 * kS, crowd).empty());
+  // ... but a stopped one among them is.
+  StallCheck many_stopped(StallCheckOptions{3 * kS, 5 * kS});
+  many_stopped.Check(1 * kS, Ranks(23, 1 * kS));
+  Stop(&crowd[9], 5 * kS);
+  const std::vector<StallFinding> stopped = many_stopped.Check(6 * kS, crowd);
+  ASSERT_EQ(stopped.size(), 1u);
+  EXPECT_EQ(stopped[0].holder, 9);
 }
 
 }  // namespace

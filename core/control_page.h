@@ -22,22 +22,24 @@ namespace rankscope {
 inline constexpr uint32_t kControlPageMagic = 0x52534331;  // "RSC1"
 inline constexpr size_t kControlPageSize = 4096;
 
-// The blocking MPI call the program's main thread is inside now, for the coordinator's stall
-// check (coordinator/stall_check.h): written by the inject library when the call begins and
+// The blocking MPI call or polling loop (MPI_Test*, MPI_Iprobe failing again and again) the
+// program's main thread is inside now, for the coordinator's stall check
+// (coordinator/stall_check.h): written by the inject library when the call or loop begins and
 // ends, read by the agent each second. `enter_ns` is written last on entry (release) and zeroed
 // first on exit, so a reader that sees the same nonzero enter_ns before and after reading the
 // other fields read one call's fields (ReadOpenCall).
 enum class OpenCallKind : uint32_t { kNone = 0, kCollective = 1, kPointToPoint = 2 };
 struct OpenCallSlot {
-  std::atomic<uint64_t> enter_ns;  // MonotonicNow clock; 0: outside blocking MPI calls
+  std::atomic<uint64_t> enter_ns;  // MonotonicNow clock; 0: outside blocking calls and loops
   std::atomic<uint32_t> kind;      // OpenCallKind
   std::atomic<uint32_t> op;        // CollectiveOp, or P2PKind (kWait for a Wait on a request)
   std::atomic<uint64_t> comm_id;   // the communicator's id as records carry it; 0 unknown
   std::atomic<uint64_t> seq;       // collectives: the instance's sequence number on comm_id
   std::atomic<int32_t> comm_size;  // collectives: members of comm_id
   std::atomic<int32_t> peer;       // point-to-point: the peer's world rank; -1 any or unknown
-  // A polling loop (MPI_Test*, MPI_Iprobe failing again and again): the latest failed poll's
-  // exit, enter_ns being the loop's first poll; 0 for a blocking call. A loop the thread left for
+  // A polling loop: the latest failed poll's exit, enter_ns being the loop's first poll (polls
+  // less than kPollStaleNs apart for the same request or source, no MPI record between, are one
+  // loop); 0 for a blocking call. A loop the thread left for
   // its own work without a call that ends it leaves the slot set: the reader tells by this.
   std::atomic<uint64_t> poll_ns;
 };
@@ -59,12 +61,13 @@ struct OpenCall {
 
 // The call `slot` holds at `now` (MonotonicNow); nullopt outside blocking MPI calls and polling
 // loops, for a loop whose latest poll is kPollStaleNs old, or when the call changed during every
-// one of a few tries (a rank calling MPI in a tight loop is not stalled in one).
+// one of a few tries (a rank calling MPI in a tight loop is not stalled in one). A zero entry is
+// read again too: the writer zeroes it for the few stores that describe a new call.
 inline std::optional<OpenCall> ReadOpenCall(const OpenCallSlot& slot, uint64_t now) {
   for (int attempt = 0; attempt < 4; ++attempt) {
     OpenCall c;
     c.enter_ns = slot.enter_ns.load(std::memory_order_acquire);
-    if (c.enter_ns == 0) return std::nullopt;
+    if (c.enter_ns == 0) continue;
     c.kind = static_cast<OpenCallKind>(slot.kind.load(std::memory_order_relaxed));
     c.op = slot.op.load(std::memory_order_relaxed);
     c.comm_id = slot.comm_id.load(std::memory_order_relaxed);

@@ -544,12 +544,51 @@ bool StillPolling(TimeNs run_start, TimeNs poll_exit) {
   return true;
 }
 
+namespace {
+
+// Whether `slot` holds a polling loop for the same thing as (kind, op, comm_id, seq, peer) that
+// this poll continues: its latest poll less than kPollStaleNs before `poll_exit`, and no MPI
+// record emitted since (a loop preempted between two polls, or with a little work between them,
+// is the same wait; its since stays). Then only the latest poll is noted.
+bool ContinuesLoop(OpenCallSlot* slot, OpenCallKind kind, uint32_t op, uint64_t comm_id,
+                   uint64_t seq, int32_t peer, TimeNs poll_exit) {
+  const uint64_t last = slot->poll_ns.load(std::memory_order_relaxed);
+  if (last == 0 || slot->enter_ns.load(std::memory_order_relaxed) == 0 ||
+      static_cast<uint64_t>(poll_exit) - last >= kPollStaleNs ||
+      LastMpiRecordExit() > static_cast<TimeNs>(last) ||
+      slot->kind.load(std::memory_order_relaxed) != static_cast<uint32_t>(kind) ||
+      slot->op.load(std::memory_order_relaxed) != op ||
+      slot->comm_id.load(std::memory_order_relaxed) != comm_id ||
+      slot->seq.load(std::memory_order_relaxed) != seq ||
+      slot->peer.load(std::memory_order_relaxed) != peer) {
+    return false;
+  }
+  slot->poll_ns.store(static_cast<uint64_t>(poll_exit), std::memory_order_relaxed);
+  return true;
+}
+
+}  // namespace
+
 void NotePolling(const P2PRecord& r, TimeNs run_start, TimeNs poll_exit) {
-  if (OpenCallSlot* slot = MainThreadSlot()) OpenP2P(slot, r, run_start, poll_exit);
+  OpenCallSlot* slot = MainThreadSlot();
+  if (slot == nullptr) return;
+  const P2PKind kind = r.kind == P2PKind::kWait ? r.completed : r.kind;
+  const int32_t peer = r.world_peer >= 0 ? r.world_peer : -1;
+  if (ContinuesLoop(slot, OpenCallKind::kPointToPoint, static_cast<uint32_t>(kind), r.comm_id, 0,
+                    peer, poll_exit)) {
+    return;
+  }
+  OpenP2P(slot, r, run_start, poll_exit);
 }
 
 void NotePolling(const CollectiveRecord& r, TimeNs run_start, TimeNs poll_exit) {
-  if (OpenCallSlot* slot = MainThreadSlot()) OpenCollective(slot, r, run_start, poll_exit);
+  OpenCallSlot* slot = MainThreadSlot();
+  if (slot == nullptr) return;
+  if (ContinuesLoop(slot, OpenCallKind::kCollective, static_cast<uint32_t>(r.op), r.comm_id, r.seq,
+                    -1, poll_exit)) {
+    return;
+  }
+  OpenCollective(slot, r, run_start, poll_exit);
 }
 
 void EndPolling() {

@@ -63,11 +63,15 @@ class OpenCallScope {
 
 // A polling loop on the program's main thread (MPI_Test* or MPI_Iprobe failing again and
 // again) is a wait too: the control page says the thread polls for the message to or from `r`'s
-// peer, or for the collective `r`, since `run_start` (the loop's first poll), with `poll_exit`
-// its latest poll. StillPolling notes a poll of the loop the page already holds and says so
-// (true as well where there is nothing to note: another thread, no control page); else the
-// caller describes the loop once with NotePolling. EndPolling clears the page when the loop ends
-// with a completion (a blocking call replaces the loop by itself). Nothing on other threads.
+// peer, or for the collective `r`, since `run_start` (the first poll of its run, PollRun), with
+// `poll_exit` its latest poll. StillPolling notes a poll of the run the page already holds and
+// says so (true as well where there is nothing to note: another thread, no control page); else
+// the caller describes the poll with NotePolling, which keeps the page's start where the poll
+// continues the loop on the page (the same request or source polled less than kPollStaleNs
+// before, no MPI record between: a run cut by a preemption). EndPolling clears the page when a
+// completion ends the loop; a blocking call replaces it by itself. A recorded call between two
+// polls (MPI_Isend) leaves it set: the coordinator sees the rank's MPI exit pass its start, and
+// the agent a latest poll going stale. Nothing on other threads.
 bool StillPolling(TimeNs run_start, TimeNs poll_exit);
 void NotePolling(const P2PRecord& r, TimeNs run_start, TimeNs poll_exit);
 void NotePolling(const CollectiveRecord& r, TimeNs run_start, TimeNs poll_exit);

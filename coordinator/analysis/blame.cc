@@ -6,6 +6,7 @@
 #include <deque>
 #include <iterator>
 #include <limits>
+#include <map>
 #include <numeric>
 #include <optional>
 #include <set>
@@ -1192,16 +1193,24 @@ bool StarvedOfCpu(const Session& session, int rank) {
 bool RanFarLess(const Session& session, int rank) {
   const RankData* self = session.FindRank(rank);
   if (self == nullptr || !self->proc || self->proc->sampled_wall_ns <= 0) return false;
-  // Against the ranks on its node where it has two or more beside it: on a node with more ranks
-  // than another, each of them gets less CPU per second, which is the node's, not the rank's
-  // (a SLURM job of 8 ranks on 4 nodes of one 2-core machine: the 4 ranks of n1 each ran 0.12 s
-  // a second against the others' median 0.22 s, and one of them, its own work 1.5x the others'
-  // by the scheduler's chance, was named with confidence 0.58).
+  // Against the ranks on its node where the node holds more ranks than the job's nodes do (the
+  // median) and two or more beside it: each rank of a crowded node gets less CPU per second,
+  // which is the node's doing, not the rank's (a SLURM job of 8 ranks on 4 nodes of one 2-core
+  // machine: the 4 ranks of n1 each ran 0.12 s a second against the others' median 0.22 s, and
+  // one of them, its own work 1.5x the others' by the scheduler's chance, was named with
+  // confidence 0.58). Where nodes hold as many ranks as the others, a node whose ranks all ran
+  // less (a competitor beside them) is still held to the whole job.
+  std::map<std::string, int> per_node;
+  for (const RankData& r : session.ranks) ++per_node[r.id.node];
+  std::vector<double> counts;
+  for (const auto& [node, count] : per_node) counts.push_back(count);
   std::vector<double> mates;
-  for (const RankData& r : session.ranks) {
-    if (r.id.rank == rank || r.id.node != self->id.node || !r.proc) continue;
-    if (r.proc->sampled_wall_ns > 0) {
-      mates.push_back(CpuNs(*r.proc) / static_cast<double>(r.proc->sampled_wall_ns));
+  if (per_node[self->id.node] > Median(std::move(counts))) {
+    for (const RankData& r : session.ranks) {
+      if (r.id.rank == rank || r.id.node != self->id.node || !r.proc) continue;
+      if (r.proc->sampled_wall_ns > 0) {
+        mates.push_back(CpuNs(*r.proc) / static_cast<double>(r.proc->sampled_wall_ns));
+      }
     }
   }
   const std::optional<double> others = mates.size() >= 2

@@ -284,6 +284,32 @@ TEST(BlameTest, StarvedOfCpuAmongManyRanksMustStandOutOfTheirSpread) {
   EXPECT_TRUE(StarvedOfCpu(s, 2));
 }
 
+// 8 ranks on 4 nodes of the 2-core VM under srun (CI, 2026-12-07): the 4 ranks of n1 ran 0.11-0.14
+// CPU-s a second, the job's median 0.22. Rank 1 ran no less than its node-mates: the node's share,
+// not the rank's; at 0.03 it ran far less than them too. Where every node holds as many ranks, a
+// node whose ranks all ran less is held to the whole job.
+TEST(BlameTest, RanFarLessComparesARankOfACrowdedNodeWithItsNodeMates) {
+  testing::TrainingSim sim;
+  sim.ranks = 8;
+  Session s = testing::Simulate(sim);
+  const DurationNs wall = s.end - s.start;
+  const std::vector<std::string> nodes = {"n1", "n1", "n1", "n1", "n2", "n2", "n3", "n4"};
+  const std::vector<double> cpu = {0.11, 0.118, 0.135, 0.118, 0.248, 0.245, 0.448, 0.222};
+  for (size_t r = 0; r < 8; ++r) {
+    s.ranks[r].id.node = nodes[r];
+    SetCpuFigures(&s.ranks[r], wall, cpu[r], 0.7);
+  }
+  EXPECT_FALSE(RanFarLess(s, 1));
+  SetCpuFigures(&s.ranks[1], wall, 0.03, 0.7);
+  EXPECT_TRUE(RanFarLess(s, 1));
+  // Two ranks a node, n1's both at 0.11 against the others' 0.3.
+  for (size_t r = 0; r < 8; ++r) {
+    s.ranks[r].id.node = "n" + std::to_string(r / 2);
+    SetCpuFigures(&s.ranks[r], wall, r < 2 ? 0.11 : 0.3, 0.5);
+  }
+  EXPECT_TRUE(RanFarLess(s, 1));
+}
+
 // The mirror case (CI, 4 ranks on 2 cores): rank 1 copies through a loader 20 ms a step at
 // 1.75x the others' CPU; rank 3 waited for a CPU 67 % of its wall (the others 43 %), ran 19 %
 // of it (the others 40 %) and was 2.5 ms a step slower. Beside rank 1 it may have waited for

@@ -333,10 +333,16 @@ class Live(unittest.TestCase):
         s = stalls[0]
         self.assertTrue(s["waiting"] and set(s["waiting"]) <= {0, 2, 3}, s)
         self.assertGreaterEqual(s["state"]["stopped"], 0.5, s)
+        # Found through a receive from any rank (P2PKind kRecv 2, kIrecv 4, kProbe 10).
+        self.assertEqual(s["call"]["peer"], -1, s)
+        self.assertIn(s["call"]["op"], (2, 4, 10), s)
+        self.assertGreaterEqual(s["found_s"] - s["began_s"], 3, s)
         self.assertLessEqual(s["found_s"], r["fault"]["applied_s"] + 7 + 1, s)
         stalled = [line for line in r["live_lines"] if "live: stalled:" in line]
         self.assertEqual(len(stalled), 1, r["live_lines"])
         self.assertIn("for rank 1 (", stalled[0])
+        self.assertIn("a receive from any rank", stalled[0])
+        self.assertIn("its main thread was stopped", stalled[0])
 
 
 if __name__ == "__main__":
