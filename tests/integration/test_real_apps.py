@@ -267,23 +267,20 @@ class Live(unittest.TestCase):
         self.assertNotIn("live_stalls", r["report"]["job"])
         self.assertEqual(r["live_lines"], [])
 
-    def test_a_stopped_lammps_rank_is_named_as_what_the_others_wait_for(self):
-        """Rank 1 of LAMMPS stopped (SIGSTOP) for 7 s, 1 s into its loop, then continued: the
-        stall check (coordinator/stall_check.h) names it while the job is stuck, with its main
-        thread stopped and the command that prints its stacks; the job then ends as usual."""
-        app = scenarios.apps()["lammps"].with_steps(300)
+    def stop_rank_1(self, app, **stop):
+        """`app` with rank 1 stopped (SIGSTOP) 7 s under `--live --stall-after 3` (`stop`: when,
+        scenarios.Stop's parameters): its one stall finding, checked to be rank 1 held up, stopped,
+        seen after the threshold and while it was still stopped, printed once as a live line.
+        On a miss, fails with what the live checks read each second (RANKSCOPE_LIVE_LOG)."""
         why = app.available()
         if why:
             self.skipTest(why)
-        # What the live checks read each second (launchers/run.cc LiveWatch), shown on a miss.
         log = tempfile.NamedTemporaryFile(prefix="rankscope-live-", suffix=".log", delete=False)
         log.close()
         self.addCleanup(os.unlink, log.name)
         with mock.patch.dict(os.environ, {"RANKSCOPE_LIVE_LOG": log.name}):
-            # Stopped a second into its main loop (its step-0 dump is written just before it),
-            # however long the start took.
             r = run_checked(self, app, "stop", 1, opts=["--live", "--stall-after", "3"],
-                            fault_after_s=1.0, stopped_s=7.0, after_file="dump.lj.1")
+                            stopped_s=7.0, **stop)
         self.assertTrue(r["fault"]["continued"], r["fault"])
         stalls = r["report"]["job"].get("live_stalls", [])
         if [(s["kind"], s["holder"]) for s in stalls] != [("held_up", 1)]:
@@ -291,59 +288,41 @@ class Live(unittest.TestCase):
                 trace = f.read()
             self.fail(f"stalls {stalls}; live lines {r['live_lines']}; fault {r['fault']}; "
                       f"stderr {r['stderr_tail']}; what the checks read:\n{trace[-12000:]}")
-        # Its neighbours in LAMMPS' 2 x 2 grid wait for it first; rank 2 waits for them, and
-        # may not have waited long enough yet when it is seen.
         s = stalls[0]
         self.assertTrue(s["waiting"] and set(s["waiting"]) <= {0, 2, 3}, s)
         self.assertGreaterEqual(s["state"]["stopped"], 0.5, s)
         self.assertRegex(s["next"], r"^gdb -p \d+ -batch -ex 'thread apply all bt'$")
-        # Seen after the threshold and while rank 1 was still stopped.
-        waited = s["found_s"] - s["began_s"]
-        self.assertGreaterEqual(waited, 3, s)
-        self.assertLessEqual(s["found_s"], r["fault"]["applied_s"] + 7 + 1, s)
-        stalled = [line for line in r["live_lines"] if "live: stalled:" in line]
-        self.assertEqual(len(stalled), 1, r["live_lines"])
-        self.assertIn("for rank 1 (", stalled[0])
-        self.assertIn("its main thread was stopped (a signal such as SIGSTOP, or a debugger)",
-                      stalled[0])
-        self.assertEqual(stalled[0], "rankscope: live: stalled: " + s["text"])
-
-    def test_a_stopped_hpcc_rank_is_named_by_ranks_receiving_from_any_rank(self):
-        """Rank 1 of HPCC stopped (SIGSTOP) for 7 s, 0.3 s into MPIRandomAccess, where every
-        rank receives from any rank (MPI_Irecv(MPI_ANY_SOURCE), polled with MPI_Test or waited
-        for): the others wait for the one rank not inside MPI, and the stall check names it."""
-        app = scenarios.apps()["hpcc"]
-        why = app.available()
-        if why:
-            self.skipTest(why)
-        log = tempfile.NamedTemporaryFile(prefix="rankscope-live-", suffix=".log", delete=False)
-        log.close()
-        self.addCleanup(os.unlink, log.name)
-        with mock.patch.dict(os.environ, {"RANKSCOPE_LIVE_LOG": log.name}):
-            r = run_checked(self, app, "stop", 1, opts=["--live", "--stall-after", "3"],
-                            fault_after_s=0.3, stopped_s=7.0, after_file="hpccoutf.txt",
-                            after_text="Begin of MPIRandomAccess section")
-        self.assertTrue(r["fault"]["continued"], r["fault"])
-        stalls = r["report"]["job"].get("live_stalls", [])
-        if [(s["kind"], s["holder"]) for s in stalls] != [("held_up", 1)]:
-            with open(log.name) as f:
-                trace = f.read()
-            self.fail(f"stalls {stalls}; live lines {r['live_lines']}; fault {r['fault']}; "
-                      f"stderr {r['stderr_tail']}; what the checks read:\n{trace[-12000:]}")
-        s = stalls[0]
-        self.assertTrue(s["waiting"] and set(s["waiting"]) <= {0, 2, 3}, s)
-        self.assertGreaterEqual(s["state"]["stopped"], 0.5, s)
-        # Found through a receive from any rank (P2PKind kRecv 2, kIrecv 4, kProbe 10).
-        self.assertEqual(s["call"]["peer"], -1, s)
-        self.assertIn(s["call"]["op"], (2, 4, 10), s)
         self.assertGreaterEqual(s["found_s"] - s["began_s"], 3, s)
         self.assertLessEqual(s["found_s"], r["fault"]["applied_s"] + 7 + 1, s)
         stalled = [line for line in r["live_lines"] if "live: stalled:" in line]
         self.assertEqual(len(stalled), 1, r["live_lines"])
+        self.assertEqual(stalled[0], "rankscope: live: stalled: " + s["text"])
         self.assertIn("for rank 1 (", stalled[0])
-        self.assertIn("a receive from any rank", stalled[0])
-        self.assertIn("its main thread was stopped", stalled[0])
+        self.assertIn("its main thread was stopped (a signal such as SIGSTOP, or a debugger)",
+                      stalled[0])
+        return s
 
+    def test_a_stopped_lammps_rank_is_named_as_what_the_others_wait_for(self):
+        """Rank 1 of LAMMPS stopped for 7 s, 1 s into its loop (its step-0 dump is written just
+        before it, however long the start took), then continued: the stall check
+        (coordinator/stall_check.h) names it while the job is stuck, with its main thread stopped
+        and the command that prints its stacks; the job then ends as usual. Its neighbours in
+        LAMMPS' 2 x 2 grid wait for it first; rank 2 waits for them, and may not have waited long
+        enough yet when it is seen."""
+        self.stop_rank_1(scenarios.apps()["lammps"].with_steps(300), fault_after_s=1.0,
+                         after_file="dump.lj.1")
+
+    def test_a_stopped_hpcc_rank_is_named_by_ranks_receiving_from_any_rank(self):
+        """Rank 1 of HPCC stopped for 7 s, 0.3 s into MPIRandomAccess, where every rank receives
+        from any rank (MPI_Irecv(MPI_ANY_SOURCE), polled with MPI_Test or waited for): the
+        others wait for the one rank not inside MPI, and the stall check names it."""
+        s = self.stop_rank_1(scenarios.apps()["hpcc"], fault_after_s=0.3,
+                             after_file="hpccoutf.txt",
+                             after_text="Begin of MPIRandomAccess section")
+        # Found through a receive from any rank (P2PKind kRecv 2, kIrecv 4, kProbe 10).
+        self.assertEqual(s["call"]["peer"], -1, s)
+        self.assertIn(s["call"]["op"], (2, 4, 10), s)
+        self.assertIn("a receive from any rank", s["text"])
 
 if __name__ == "__main__":
     unittest.main()
