@@ -278,6 +278,9 @@ BENCHMARK(BM_AnalyzeSession)
 // Issue 4's scale point: 1,024 ranks x 2,000 collectives each (2 M collective and 3 M range
 // records on 128 nodes, 136 communicators), once.
 BENCHMARK(BM_AnalyzeSession)->Args({1024, 2000})->Iterations(1)->Unit(benchmark::kMillisecond);
+// Issue 16's scale point for the end-of-run analysis: 16,384 ranks x 1,000 collectives each
+// (16.4 M collective records), once; its target is 10 s and 8 GB on the 2-core box.
+BENCHMARK(BM_AnalyzeSession)->Args({16384, 1000})->Iterations(1)->Unit(benchmark::kMillisecond);
 
 // The same job with a halo exchange every step (testing::ScaleSim::halo_bytes, 64 KiB to each
 // ring neighbour over MPI_COMM_WORLD, as stencil codes run it): 8 point-to-point records per
