@@ -46,13 +46,8 @@ for exe in rankscope bench_mpi; do
     "ninja -C $BUILD $exe" >&2; exit 1; }
 done
 
-export OMPI_MCA_btl=${OMPI_MCA_btl:-self,tcp}
-export OMPI_MCA_btl_tcp_if_include=${OMPI_MCA_btl_tcp_if_include:-lo}
-MPIRUN=(mpirun --oversubscribe)
-if [[ $(id -u) == 0 ]]; then
-  export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-  MPIRUN+=(--allow-run-as-root)
-fi
+# shellcheck source=open_mpi_env.sh
+source "$REPO/bench/open_mpi_env.sh"
 
 WORK=$(mktemp -d /tmp/rankscope-inject-ab.XXXXXX)
 trap 'rm -rf "$WORK"' EXIT

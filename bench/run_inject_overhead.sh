@@ -54,16 +54,8 @@ fi
 # Only the modes decide who carries the library: nothing may leak in from the caller's shell.
 unset LD_PRELOAD NVTX_INJECTION64_PATH RANKSCOPE_IPC_SOCKET
 
-# Open MPI on the test bed: TCP over loopback (see shared/TESTBED.md); override from outside.
-export OMPI_MCA_btl=${OMPI_MCA_btl:-self,tcp}
-export OMPI_MCA_btl_tcp_if_include=${OMPI_MCA_btl_tcp_if_include:-lo}
-# With more ranks than cores (mpi_train -np 4 on a 2-core box) Open MPI notices the
-# oversubscription and makes waiting ranks yield instead of busy-polling; bench_mpi -np 2 polls.
-MPIRUN=(mpirun --oversubscribe)
-if [[ $(id -u) == 0 ]]; then
-  export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-  MPIRUN+=(--allow-run-as-root)
-fi
+# shellcheck source=open_mpi_env.sh
+source "$REPO/bench/open_mpi_env.sh"
 
 WORK=$(mktemp -d /tmp/rankscope-inject-bench.XXXXXX)
 SOCK=$WORK/ipc.sock
