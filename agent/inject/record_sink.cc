@@ -484,33 +484,41 @@ OpenCallSlot* MainThreadSlot() {
                                                                      : nullptr;
 }
 
-// Fills the slot's fields, then publishes `enter` (ReadOpenCall checks it is unchanged).
-// `poll`: a polling loop's latest poll; 0 for a blocking call.
-void Open(OpenCallSlot* slot, OpenCallKind kind, uint32_t op, uint64_t comm_id, uint64_t seq,
-          int32_t comm_size, int32_t peer, TimeNs enter, TimeNs poll = 0) {
-  slot->enter_ns.store(0, std::memory_order_relaxed);
-  std::atomic_thread_fence(std::memory_order_release);
-  slot->kind.store(static_cast<uint32_t>(kind), std::memory_order_relaxed);
-  slot->op.store(op, std::memory_order_relaxed);
-  slot->comm_id.store(comm_id, std::memory_order_relaxed);
-  slot->seq.store(seq, std::memory_order_relaxed);
-  slot->comm_size.store(comm_size, std::memory_order_relaxed);
-  slot->peer.store(peer, std::memory_order_relaxed);
-  slot->poll_ns.store(static_cast<uint64_t>(poll), std::memory_order_relaxed);
-  slot->enter_ns.store(enter > 0 ? static_cast<uint64_t>(enter) : 1, std::memory_order_release);
+// What the slot says a call or loop waits on: the fields besides its times.
+struct SlotCall {
+  OpenCallKind kind;
+  uint32_t op;
+  uint64_t comm_id;
+  uint64_t seq;
+  int32_t comm_size;
+  int32_t peer;
+};
+
+SlotCall SlotCallOf(const CollectiveRecord& r) {
+  return {
+      OpenCallKind::kCollective, static_cast<uint32_t>(r.op), r.comm_id, r.seq, r.comm_size, -1};
 }
 
-void OpenCollective(OpenCallSlot* slot, const CollectiveRecord& r, TimeNs enter, TimeNs poll) {
-  Open(slot, OpenCallKind::kCollective, static_cast<uint32_t>(r.op), r.comm_id, r.seq, r.comm_size,
-       -1, enter, poll);
-}
-
-void OpenP2P(OpenCallSlot* slot, const P2PRecord& r, TimeNs enter, TimeNs poll) {
-  const int32_t peer = r.world_peer >= 0 ? r.world_peer : -1;
+SlotCall SlotCallOf(const P2PRecord& r) {
   // A Wait on a request says what the request was (kIrecv, kIsend, ...).
   const P2PKind kind = r.kind == P2PKind::kWait ? r.completed : r.kind;
-  Open(slot, OpenCallKind::kPointToPoint, static_cast<uint32_t>(kind), r.comm_id, 0, 0, peer, enter,
-       poll);
+  return {OpenCallKind::kPointToPoint,          static_cast<uint32_t>(kind), r.comm_id, 0, 0,
+          r.world_peer >= 0 ? r.world_peer : -1};
+}
+
+// Fills the slot's fields, then publishes `enter` (ReadOpenCall checks it is unchanged).
+// `poll`: a polling loop's latest poll; 0 for a blocking call.
+void Open(OpenCallSlot* slot, const SlotCall& c, TimeNs enter, TimeNs poll) {
+  slot->enter_ns.store(0, std::memory_order_relaxed);
+  std::atomic_thread_fence(std::memory_order_release);
+  slot->kind.store(static_cast<uint32_t>(c.kind), std::memory_order_relaxed);
+  slot->op.store(c.op, std::memory_order_relaxed);
+  slot->comm_id.store(c.comm_id, std::memory_order_relaxed);
+  slot->seq.store(c.seq, std::memory_order_relaxed);
+  slot->comm_size.store(c.comm_size, std::memory_order_relaxed);
+  slot->peer.store(c.peer, std::memory_order_relaxed);
+  slot->poll_ns.store(static_cast<uint64_t>(poll), std::memory_order_relaxed);
+  slot->enter_ns.store(enter > 0 ? static_cast<uint64_t>(enter) : 1, std::memory_order_release);
 }
 
 }  // namespace
@@ -518,14 +526,14 @@ void OpenP2P(OpenCallSlot* slot, const P2PRecord& r, TimeNs enter, TimeNs poll) 
 OpenCallScope::OpenCallScope(const CollectiveRecord& r, TimeNs enter) {
   OpenCallSlot* slot = MainThreadSlot();
   if (slot == nullptr) return;
-  OpenCollective(slot, r, enter, 0);
+  Open(slot, SlotCallOf(r), enter, 0);
   open_ = true;
 }
 
 OpenCallScope::OpenCallScope(const P2PRecord& r, TimeNs enter) {
   OpenCallSlot* slot = MainThreadSlot();
   if (slot == nullptr) return;
-  OpenP2P(slot, r, enter, 0);
+  Open(slot, SlotCallOf(r), enter, 0);
   open_ = true;
 }
 
@@ -546,49 +554,39 @@ bool StillPolling(TimeNs run_start, TimeNs poll_exit) {
 
 namespace {
 
-// Whether `slot` holds a polling loop for the same thing as (kind, op, comm_id, seq, peer) that
-// this poll continues: its latest poll less than kPollStaleNs before `poll_exit`, and no MPI
-// record emitted since (a loop preempted between two polls, or with a little work between them,
-// is the same wait; its since stays). Then only the latest poll is noted.
-bool ContinuesLoop(OpenCallSlot* slot, OpenCallKind kind, uint32_t op, uint64_t comm_id,
-                   uint64_t seq, int32_t peer, TimeNs poll_exit) {
+// Whether `slot` holds a polling loop for the same thing as `c` that this poll continues: its
+// latest poll less than kPollStaleNs before `poll_exit`, and no MPI record emitted since (a loop
+// preempted between two polls, or with a little work between them, is the same wait; its since
+// stays). Then only the latest poll is noted.
+bool ContinuesLoop(OpenCallSlot* slot, const SlotCall& c, TimeNs poll_exit) {
   const uint64_t last = slot->poll_ns.load(std::memory_order_relaxed);
   if (last == 0 || slot->enter_ns.load(std::memory_order_relaxed) == 0 ||
       static_cast<uint64_t>(poll_exit) - last >= kPollStaleNs ||
       LastMpiRecordExit() > static_cast<TimeNs>(last) ||
-      slot->kind.load(std::memory_order_relaxed) != static_cast<uint32_t>(kind) ||
-      slot->op.load(std::memory_order_relaxed) != op ||
-      slot->comm_id.load(std::memory_order_relaxed) != comm_id ||
-      slot->seq.load(std::memory_order_relaxed) != seq ||
-      slot->peer.load(std::memory_order_relaxed) != peer) {
+      slot->kind.load(std::memory_order_relaxed) != static_cast<uint32_t>(c.kind) ||
+      slot->op.load(std::memory_order_relaxed) != c.op ||
+      slot->comm_id.load(std::memory_order_relaxed) != c.comm_id ||
+      slot->seq.load(std::memory_order_relaxed) != c.seq ||
+      slot->peer.load(std::memory_order_relaxed) != c.peer) {
     return false;
   }
   slot->poll_ns.store(static_cast<uint64_t>(poll_exit), std::memory_order_relaxed);
   return true;
 }
 
+void NoteLoop(const SlotCall& c, TimeNs run_start, TimeNs poll_exit) {
+  OpenCallSlot* slot = MainThreadSlot();
+  if (slot != nullptr && !ContinuesLoop(slot, c, poll_exit)) Open(slot, c, run_start, poll_exit);
+}
+
 }  // namespace
 
 void NotePolling(const P2PRecord& r, TimeNs run_start, TimeNs poll_exit) {
-  OpenCallSlot* slot = MainThreadSlot();
-  if (slot == nullptr) return;
-  const P2PKind kind = r.kind == P2PKind::kWait ? r.completed : r.kind;
-  const int32_t peer = r.world_peer >= 0 ? r.world_peer : -1;
-  if (ContinuesLoop(slot, OpenCallKind::kPointToPoint, static_cast<uint32_t>(kind), r.comm_id, 0,
-                    peer, poll_exit)) {
-    return;
-  }
-  OpenP2P(slot, r, run_start, poll_exit);
+  NoteLoop(SlotCallOf(r), run_start, poll_exit);
 }
 
 void NotePolling(const CollectiveRecord& r, TimeNs run_start, TimeNs poll_exit) {
-  OpenCallSlot* slot = MainThreadSlot();
-  if (slot == nullptr) return;
-  if (ContinuesLoop(slot, OpenCallKind::kCollective, static_cast<uint32_t>(r.op), r.comm_id, r.seq,
-                    -1, poll_exit)) {
-    return;
-  }
-  OpenCollective(slot, r, run_start, poll_exit);
+  NoteLoop(SlotCallOf(r), run_start, poll_exit);
 }
 
 void EndPolling() {

@@ -1520,7 +1520,7 @@ class Judged {
   Judged(const BlameModel& m, const std::vector<size_t>& judged)
       : model(m),
         ranks(judged),
-        position_(m.ranks.size(), kNotJudged),
+        position_(m.ranks.size()),
         own_(Totals(m, judged, Figure::kOwnWork)),
         busy_(Totals(m, judged, Figure::kBusy)) {
     for (size_t i = 0; i < judged.size(); ++i) position_[judged[i]] = i;
@@ -1535,24 +1535,13 @@ class Judged {
     }
     return Median(std::move(v));
   }
-  double OthersMedian(size_t self, Figure f) const {
-    if (position_[self] == kNotJudged) {
-      return OthersMedian(self, [f](const RankBlame& r) { return Total(r, f); });
-    }
-    return (f == Figure::kBusy ? busy_ : own_).Median(position_[self]);
-  }
-  // RobustSigma of the figure over the judged ranks other than `self`.
-  double OthersSigma(size_t self, Figure f) const {
-    if (position_[self] == kNotJudged) {
-      std::vector<double> v;
-      for (size_t o : ranks) v.push_back(static_cast<double>(Total(model.ranks[o], f)));
-      return RobustSigma(std::move(v));
-    }
-    return (f == Figure::kBusy ? busy_ : own_).RobustSigma(position_[self]);
-  }
+  // The median and RobustSigma of a figure over the judged ranks other than `self`, itself a
+  // judged rank (every rank JudgeRank is asked about).
+  double OthersMedian(size_t self, Figure f) const { return Of(f).Median(position_[self]); }
+  double OthersSigma(size_t self, Figure f) const { return Of(f).RobustSigma(position_[self]); }
 
  private:
-  static constexpr size_t kNotJudged = static_cast<size_t>(-1);
+  const LeaveOneOut& Of(Figure f) const { return f == Figure::kBusy ? busy_ : own_; }
   static std::vector<double> Totals(const BlameModel& m, const std::vector<size_t>& judged,
                                     Figure f) {
     std::vector<double> v;
@@ -1560,7 +1549,7 @@ class Judged {
     for (size_t o : judged) v.push_back(static_cast<double>(Total(m.ranks[o], f)));
     return v;
   }
-  std::vector<size_t> position_;  // model index -> index in ranks, or kNotJudged
+  std::vector<size_t> position_;  // model index -> index in ranks (judged ranks only)
   LeaveOneOut own_, busy_;
 };
 
