@@ -1,5 +1,7 @@
 #include "launchers/inspect.h"
 
+#include <sys/wait.h>
+
 #include <cstdio>
 #include <map>
 #include <set>
@@ -10,6 +12,9 @@
 #include "model/nccl/nccl_log_file.h"
 #include "model/nccl/nccl_log_json.h"
 #include "model/nccl/nccl_types.h"
+#include "model/ncu/kernel_analysis.h"
+#include "model/ncu/ncu_file.h"
+#include "model/ncu/ncu_text.h"
 #include "model/topology/topology_file.h"
 #include "model/topology/topology_json.h"
 #include "model/topology/topology_text.h"
@@ -80,7 +85,75 @@ std::string CrossRankCheck(const std::vector<NcclLog>& logs) {
          "communicator, " + std::to_string(partial) + " on only some ranks\n";
 }
 
+// `s` quoted for /bin/sh.
+std::string ShellQuoted(const std::string& s) {
+  std::string out = "'";
+  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+bool EndsWith(const std::string& s, const std::string& tail) {
+  return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
+}
+
+// An .ncu-rep through `ncu --import FILE --csv --page raw` (ncu must be on PATH); any other
+// file read as that command's output.
+Result<NcuReport> ReadNcuReport(const std::string& path) {
+  if (!EndsWith(path, ".ncu-rep")) return ParseNcuRawCsvFile(path);
+  const std::string command = "ncu --import " + ShellQuoted(path) + " --csv --page raw 2>&1";
+  FILE* pipe = popen(command.c_str(), "r");
+  if (pipe == nullptr) return Result<NcuReport>::Error(path + ": cannot start ncu");
+  std::string text;
+  char buf[1 << 16];
+  for (size_t n; (n = std::fread(buf, 1, sizeof buf, pipe)) > 0;) text.append(buf, n);
+  const int status = pclose(pipe);
+  if (status != 0) {
+    const bool not_found = WIFEXITED(status) && WEXITSTATUS(status) == 127;
+    return Result<NcuReport>::Error(
+        path +
+        (not_found ? ": reading an .ncu-rep needs Nsight Compute's ncu on PATH"
+                   : ": `ncu --import FILE --csv --page raw` failed: " + text.substr(0, 300)) +
+        "; or run `ncu --import " + path +
+        " --csv --page raw > R.csv` where ncu is and pass R.csv");
+  }
+  return ParseNcuRawCsv(text, path);
+}
+
 }  // namespace
+
+int InspectNcu(const std::vector<std::string>& files, bool json) {
+  std::vector<KernelAnalysis> kernels;
+  std::vector<std::string> problems;
+  int rc = 0;
+  for (const std::string& file : files) {
+    Result<NcuReport> report = ReadNcuReport(file);
+    if (!report.ok()) {
+      std::fprintf(stderr, "rankscope inspect: %s\n", report.status().message().c_str());
+      rc = 1;
+      continue;
+    }
+    if (report->launches.empty()) {
+      std::fprintf(stderr, "rankscope inspect: %s: no kernel launches in the file\n", file.c_str());
+      rc = 1;
+    }
+    for (const std::string& p : report->problems) {
+      std::fprintf(stderr, "rankscope inspect: %s\n", p.c_str());
+      problems.push_back(p);
+    }
+    for (const NcuLaunch& launch : report->launches) {
+      kernels.push_back(AnalyzeKernel(launch));
+      kernels.back().file = file;
+    }
+  }
+  if (json) {
+    nlohmann::ordered_json out = {
+        {"files", files}, {"kernels", KernelAnalysesToJson(kernels)}, {"problems", problems}};
+    std::printf("%s\n", out.dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
+  } else {
+    std::fputs(DescribeKernels(kernels).c_str(), stdout);
+  }
+  return rc;
+}
 
 int InspectNcclLogs(const std::vector<std::string>& files, bool json) {
   std::vector<NcclLog> logs;

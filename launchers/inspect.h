@@ -1,5 +1,6 @@
-// `rankscope inspect nccl-log FILE... [--json]` and `rankscope inspect topo FILE [--json]`:
-// offline views of NCCL debug logs and topology dumps for people who already have them.
+// `rankscope inspect nccl-log FILE... [--json]`, `rankscope inspect topo FILE [--json]` and
+// `rankscope inspect ncu FILE... [--json]`: offline views of NCCL debug logs, topology dumps and
+// Nsight Compute reports for people who already have them.
 #pragma once
 
 #include <string>
@@ -11,5 +12,8 @@ namespace rankscope {
 // if any file could not be read or parsed.
 int InspectNcclLogs(const std::vector<std::string>& files, bool json);
 int InspectTopology(const std::string& file, bool json);
+// `rankscope inspect ncu FILE... [--json]`: per kernel launch of Nsight Compute raw-page CSVs (or
+// .ncu-rep files, through ncu on PATH): roofline, verdict, occupancy, warp stalls and fixes.
+int InspectNcu(const std::vector<std::string>& files, bool json);
 
 }  // namespace rankscope

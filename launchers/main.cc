@@ -7,7 +7,7 @@
 //   sweep        a health sweep of the cluster's nodes (sweep-node: its per-node part)
 //   report       re-run the analyses and writers on a saved session folder
 //   advise       which tool answers a question, with the exact command (fleet -> SASS)
-//   inspect      offline views of NCCL logs and topology dumps
+//   inspect      offline views of NCCL logs, topology dumps and Nsight Compute reports
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>

@@ -12,7 +12,8 @@ cd "$(dirname "$0")/.."
 build=${FUZZ_BUILD_DIR:-build-fuzz}
 docs=""
 if [ "${1:-}" = "--docs" ]; then docs=$2; fi
-all_targets=(fuzz_nccl_log fuzz_topology fuzz_inject_wire fuzz_rpc fuzz_session_store fuzz_spool)
+all_targets=(fuzz_nccl_log fuzz_topology fuzz_inject_wire fuzz_rpc fuzz_session_store fuzz_spool
+             fuzz_ncu)
 # FUZZ_TARGETS="a b": run only these (the docs table still lists every target's last run).
 read -r -a targets <<<"${FUZZ_TARGETS:-${all_targets[*]}}"
 
@@ -36,6 +37,20 @@ for f in tests/fixtures/*/topo.xml; do cp "$f" "$corpus/fuzz_topology/$(basename
 cp tests/fixtures/h200x2-torchrun-sessions/clean.sqlite "$corpus/fuzz_session_store/"
 # A rank's spool kept when `rankscope run` was killed (2 ranks, mpi_train, 150 steps).
 cp tests/fixtures/spool/rank0.spool "$corpus/fuzz_spool/"
+# Nsight Compute raw pages from one H200, each cut to the columns the analysis reads and a few
+# more (a whole row is 60-90 kB).
+for f in tests/fixtures/h200-ncu/*.raw.csv; do
+  python3 - "$f" "$corpus/fuzz_ncu/$(basename "$f" .raw.csv).csv" <<'PY'
+import csv, re, sys
+rows = list(csv.reader(open(sys.argv[1])))
+keep = [i for i, n in enumerate(rows[0]) if i < 12 or re.search(
+    r"duration|dram__bytes|sm__throughput|compute_memory_throughput|warps_active|maximum_warps|"
+    r"occupancy_limit|stalled_(long|wait|barrier)|op_f(add|mul|fma)|tensor_op_hgmma_src_bf16_dst_fp32_sparsity_off.sum|"
+    r"cycles_elapsed.avg.per_second|lts__t_sectors.sum", n)]
+with open(sys.argv[2], "w", newline="") as out:
+    csv.writer(out, quoting=csv.QUOTE_ALL).writerows([[r[i] for i in keep] for r in rows])
+PY
+done
 
 # One target: its log and how long it ran land in build-fuzz/fuzz/TARGET.{log,secs}.
 fuzz_one() {
@@ -47,6 +62,7 @@ fuzz_one() {
     fuzz_topology) max_len=16384 ;;
     fuzz_session_store) max_len=131072 ;;
     fuzz_spool) max_len=32768 ;;
+    fuzz_ncu) max_len=16384 ;;
     *) max_len=4096 ;;
   esac
   local start=$SECONDS status=0
@@ -100,6 +116,7 @@ if [ -n "$docs" ]; then
         fuzz_rpc) what="every gRPC request's decoding; an Upload ingested, assessed and aligned" ;;
         fuzz_session_store) what="session.sqlite loader (sessions and findings)" ;;
         fuzz_spool) what="agent spool reader + the session rebuilt from it (\`report --spools\`)" ;;
+        fuzz_ncu) what="Nsight Compute raw-page CSV parser + kernel analysis, text and JSON (\`inspect ncu\`)" ;;
       esac
       echo "| $name | $what${r#"| $name "}"
     done

@@ -23,6 +23,6 @@ Command AddCoordinator(CLI::App* app);                                       // 
 std::vector<Command> AddSweep(CLI::App* app, const std::string& self_exe);   // sweep, sweep-node
 Command AddReport(CLI::App* app);                                            // report
 Command AddAdvise(CLI::App* app);                                            // advise
-std::vector<Command> AddInspect(CLI::App* app);  // inspect nccl-log, inspect topo
+std::vector<Command> AddInspect(CLI::App* app);  // inspect nccl-log, topo, ncu
 
 }  // namespace rankscope::cli

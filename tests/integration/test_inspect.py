@@ -1,4 +1,5 @@
-"""`rankscope inspect nccl-log|topo` on the real NCCL logs and topology dump from 2xH200."""
+"""`rankscope inspect nccl-log|topo|ncu` on the real NCCL logs and topology dump from 2xH200 and
+the Nsight Compute output from one H200."""
 import json
 import os
 import subprocess
@@ -13,6 +14,7 @@ FIXTURES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fixtu
 RANK0 = os.path.join(FIXTURES, "nccl.vm.747.log")
 RANK1 = os.path.join(FIXTURES, "nccl.vm.748.log")
 TOPO = os.path.join(FIXTURES, "topo.xml")
+NCU = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fixtures", "h200-ncu")
 
 
 def inspect(*args):
@@ -87,6 +89,47 @@ class Inspect(RankscopeTest):
         self.assertEqual(proc.returncode, 1)
         self.assertIn("cut.xml", proc.stderr)
         self.assertIn("truncated", proc.stderr)
+
+    def test_ncu_kernels_json_and_bad_files(self):
+        gemm_gelu = os.path.join(NCU, "torch_gemm_gelu.raw.csv")
+        light = os.path.join(NCU, "light_kernel.raw.csv")
+        proc = inspect("ncu", "--json", gemm_gelu, light)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        kernels = json.loads(proc.stdout)["kernels"]
+        self.assertEqual([(k["file"], k["id"], k["bound"]) for k in kernels],
+                         [(gemm_gelu, 0, "compute-bound"), (gemm_gelu, 1, "memory-bound"),
+                          (light, 0, "latency-bound"), (light, 1, "latency-bound")])
+        self.assertEqual(kernels[0]["roofline"]["precision"], "tensor")
+        self.assertEqual(kernels[2]["stalls"][0]["reason"], "long_scoreboard")
+        text = inspect("ncu", os.path.join(NCU, "heavy_stencil.raw.csv"))
+        self.assertEqual(text.returncode, 0, text.stderr)
+        self.assertIn("compute-bound", text.stdout)
+        self.assertIn("fp32 compute roof", text.stdout)
+        # A file cut inside its first launch's row: named, with the line, exit 1; the other
+        # file's launches still shown.
+        cut = os.path.join(self.tmp, "cut.csv")
+        with open(light, "rb") as f:
+            data = f.read()
+        with open(cut, "wb") as f:
+            f.write(data[: len(data) * 2 // 3])
+        proc = inspect("ncu", cut, os.path.join(NCU, "heavy_stencil.raw.csv"))
+        self.assertEqual(proc.returncode, 1)
+        self.assertIn("cut.csv:", proc.stderr)
+        self.assertIn("heavy_stencil", proc.stdout)
+        # Another CSV (ncu's details page), and an .ncu-rep without ncu on PATH.
+        details = os.path.join(self.tmp, "details.csv")
+        with open(details, "w") as f:
+            f.write('"ID","Section Name","Metric Name","Metric Value"\n"0","SOL","x","1"\n')
+        proc = inspect("ncu", details)
+        self.assertEqual(proc.returncode, 1)
+        self.assertIn("--page raw", proc.stderr)
+        rep = os.path.join(self.tmp, "r.ncu-rep")
+        with open(rep, "wb") as f:
+            f.write(b"\0")
+        proc = subprocess.run([RANKSCOPE, "inspect", "ncu", rep], capture_output=True, text=True,
+                              timeout=60, env={**os.environ, "PATH": "/nonexistent"})
+        self.assertEqual(proc.returncode, 1)
+        self.assertIn("ncu on PATH", proc.stderr)
 
 
 class NcclReplay(RankscopeTest):
