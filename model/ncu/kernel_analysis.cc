@@ -44,6 +44,17 @@ class Metrics {
   std::vector<std::string>* missing_;
 };
 
+// The part of `name` between `prefix` and `suffix` ("long_scoreboard" of
+// "smsp__average_warps_issue_stalled_long_scoreboard_per_issue_active.ratio"), or "" when it
+// does not have both.
+std::string Between(const std::string& name, const std::string& prefix, const std::string& suffix) {
+  if (name.size() <= prefix.size() + suffix.size() || name.compare(0, prefix.size(), prefix) != 0 ||
+      name.compare(name.size() - suffix.size(), suffix.size(), suffix) != 0) {
+    return "";
+  }
+  return name.substr(prefix.size(), name.size() - prefix.size() - suffix.size());
+}
+
 // FP64, FP32 and FP16 from the sass instruction counts, as ncu's roofline section computes
 // them: (add + mul + 2 x fma) per elapsed cycle x the clock; the peak is the FMA pipe's.
 std::vector<ComputeRoof> FmaRoofs(Metrics& m) {
@@ -77,13 +88,8 @@ std::optional<ComputeRoof> TensorRoof(const Metrics& m) {
   static const std::string kRate = ".sum.per_second";
   std::optional<ComputeRoof> best;
   for (const auto& [name, value] : m.launch().numbers) {
-    if (name.size() <= kPrefix.size() + kRate.size() || name.compare(0, kPrefix.size(), kPrefix) ||
-        name.compare(name.size() - kRate.size(), kRate.size(), kRate) || value <= 0) {
-      continue;
-    }
-    if (best && best->achieved_flops >= value) continue;
-    const std::string path =
-        name.substr(kPrefix.size(), name.size() - kPrefix.size() - kRate.size());
+    const std::string path = Between(name, kPrefix, kRate);
+    if (path.empty() || value <= 0 || (best && best->achieved_flops >= value)) continue;
     ComputeRoof r;
     r.precision = "tensor";
     r.detail = path;
@@ -216,13 +222,9 @@ std::vector<StallReason> Stalls(const Metrics& m) {
   std::vector<StallReason> stalls;
   double total = 0;
   for (const auto& [name, value] : m.launch().numbers) {
-    if (name.size() <= kPrefix.size() + kSuffix.size() ||
-        name.compare(0, kPrefix.size(), kPrefix) ||
-        name.compare(name.size() - kSuffix.size(), kSuffix.size(), kSuffix)) {
-      continue;
-    }
     StallReason s;
-    s.reason = name.substr(kPrefix.size(), name.size() - kPrefix.size() - kSuffix.size());
+    s.reason = Between(name, kPrefix, kSuffix);
+    if (s.reason.empty()) continue;
     if (s.reason == "selected") continue;  // the cycle the warp issues: not a stall
     s.metric = name;
     s.cycles_per_issue = value;
