@@ -3,6 +3,7 @@
 #include <sys/wait.h>
 
 #include <cstdio>
+#include <fstream>
 #include <map>
 #include <set>
 #include <string>
@@ -14,6 +15,7 @@
 #include "model/nccl/nccl_types.h"
 #include "model/ncu/kernel_analysis.h"
 #include "model/ncu/ncu_file.h"
+#include "model/ncu/ncu_html.h"
 #include "model/ncu/ncu_text.h"
 #include "model/topology/topology_file.h"
 #include "model/topology/topology_json.h"
@@ -121,7 +123,7 @@ Result<NcuReport> ReadNcuReport(const std::string& path) {
 
 }  // namespace
 
-int InspectNcu(const std::vector<std::string>& files, bool json) {
+int InspectNcu(const std::vector<std::string>& files, bool json, const std::string& html_path) {
   std::vector<KernelAnalysis> kernels;
   std::vector<std::string> problems;
   int rc = 0;
@@ -151,6 +153,17 @@ int InspectNcu(const std::vector<std::string>& files, bool json) {
     std::printf("%s\n", out.dump(2, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
   } else {
     std::fputs(DescribeKernels(kernels).c_str(), stdout);
+  }
+  if (!html_path.empty()) {
+    std::string title = "rankscope inspect ncu:";
+    for (const std::string& f : files) title += " " + f;
+    std::ofstream out(html_path, std::ios::binary | std::ios::trunc);
+    out << KernelsHtml(kernels, title);
+    out.close();
+    if (!out) {
+      std::fprintf(stderr, "rankscope inspect: cannot write %s\n", html_path.c_str());
+      return 1;
+    }
   }
   return rc;
 }

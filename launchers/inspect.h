@@ -14,6 +14,8 @@ int InspectNcclLogs(const std::vector<std::string>& files, bool json);
 int InspectTopology(const std::string& file, bool json);
 // `rankscope inspect ncu FILE... [--json]`: per kernel launch of Nsight Compute raw-page CSVs (or
 // .ncu-rep files, through ncu on PATH): roofline, verdict, occupancy, warp stalls and fixes.
-int InspectNcu(const std::vector<std::string>& files, bool json);
+// With `html_path`, also writes there a self-contained page with the roofline chart and each
+// kernel's stall bars.
+int InspectNcu(const std::vector<std::string>& files, bool json, const std::string& html_path);
 
 }  // namespace rankscope

@@ -12,6 +12,7 @@ std::vector<Command> AddInspect(CLI::App* app) {
     std::vector<std::string> nccl_logs;
     std::string topo_file;
     std::vector<std::string> ncu_files;
+    std::string ncu_html;
     bool json = false;
   };
   auto s = std::make_shared<State>();
@@ -31,9 +32,11 @@ std::vector<Command> AddInspect(CLI::App* app) {
                    "`ncu --import R.ncu-rep --csv --page raw` output, or .ncu-rep (needs ncu)")
       ->required();
   ncu_cmd->add_flag("--json", s->json, "Machine-readable output");
+  ncu_cmd->add_option("--html", s->ncu_html,
+                      "Also write a self-contained page: roofline chart, stall bars");
   return {{nccl_cmd, [s] { return InspectNcclLogs(s->nccl_logs, s->json); }},
           {topo_cmd, [s] { return InspectTopology(s->topo_file, s->json); }},
-          {ncu_cmd, [s] { return InspectNcu(s->ncu_files, s->json); }}};
+          {ncu_cmd, [s] { return InspectNcu(s->ncu_files, s->json, s->ncu_html); }}};
 }
 
 }  // namespace rankscope::cli

@@ -101,8 +101,14 @@ class Inspect(RankscopeTest):
                           (light, 0, "latency-bound"), (light, 1, "latency-bound")])
         self.assertEqual(kernels[0]["roofline"]["precision"], "tensor")
         self.assertEqual(kernels[2]["stalls"][0]["reason"], "long_scoreboard")
-        text = inspect("ncu", os.path.join(NCU, "heavy_stencil.raw.csv"))
+        page = os.path.join(self.tmp, "kernels.html")
+        text = inspect("ncu", "--html", page, os.path.join(NCU, "heavy_stencil.raw.csv"))
         self.assertEqual(text.returncode, 0, text.stderr)
+        with open(page) as f:
+            html = f.read()
+        self.assertIn("<svg", html)
+        self.assertIn(">heavy_stencil #0<", html)
+        self.assertNotIn("<script", html)
         self.assertIn("compute-bound", text.stdout)
         self.assertIn("fp32 compute roof", text.stdout)
         # A file cut inside its first launch's row: named, with the line, exit 1; the other
