@@ -251,6 +251,16 @@ NextStep NcuFull(const AdviceFacts& f) {
       "GPU Speed Of Light: memory vs compute throughput % of " + f.kernel + "; the roofline chart"};
 }
 
+// What NcuFull's report says, read for you: roofline position and verdict, occupancy limiter,
+// warp stalls with fixes (model/ncu).
+NextStep InspectNcuReport(const AdviceFacts& f) {
+  return {
+      "rankscope",
+      "rankscope inspect ncu rank" + R(f) + "_kernel.ncu-rep --html rank" + R(f) + "_kernel.html",
+      "the kernel on its roofline: memory-, compute- or latency-bound and how near the roof, "
+      "what limits occupancy, the top warp stalls and what to change (run where ncu is)"};
+}
+
 NextStep TopoMatrix(const AdviceFacts& f) {
   return {"nvidia-smi", OnNode(f, {"nvidia-smi", "topo", "-m"}),
           "the link between the ranks' GPUs and to the NICs: NV# (NVLink) vs PIX/PXB (a PCIe "
@@ -476,6 +486,7 @@ std::vector<Entry> Entries(const AdviceFacts& f) {
                 "kernel",
                 "Is this kernel memory-bound or compute-bound?",
                 {NcuFull(f),
+                 InspectNcuReport(f),
                  {"ncu",
                   "ncu --import rank" + rank +
                       "_kernel.ncu-rep --page details --section MemoryWorkloadAnalysis",
@@ -555,7 +566,7 @@ std::vector<NextStep> StepsFor(const Finding& finding, const AdviceFacts& f) {
   if (finding.kind == FindingKind::kStraggler) {
     const CauseKind cause = finding.cause;
     if (cause == CauseKind::kGpuQueue || cause == CauseKind::kGpuKernels) {
-      return {NsysOnRank(f, "cuda,nvtx", focus), GpuClocks(f), NcuFull(f)};
+      return {NsysOnRank(f, "cuda,nvtx", focus), GpuClocks(f), NcuFull(f), InspectNcuReport(f)};
     }
     if (cause == CauseKind::kNvtxRange || cause == CauseKind::kUntrackedHostTime) {
       // Host work shows up in a CPU profile; time blocked in MPI or unexplained time does not.

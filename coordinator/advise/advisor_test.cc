@@ -89,6 +89,13 @@ TEST(Advisor, ASessionFillsInTheRankNodeKernelAndLauncher) {
   const Answer kernel = Ask("kernel-bound", facts).front();
   EXPECT_NE(kernel.steps[0].command.find("regex:reduce_kernel"), std::string::npos)
       << kernel.steps[0].command;
+  // ncu's report read by `inspect ncu`: the file the step before writes.
+  EXPECT_EQ(kernel.steps[1].tool, "rankscope");
+  EXPECT_NE(kernel.steps[1].command.find("rankscope inspect ncu rank3_kernel.ncu-rep"),
+            std::string::npos)
+      << kernel.steps[1].command;
+  EXPECT_NE(kernel.steps[0].command.find("-o rank3_kernel"), std::string::npos)
+      << kernel.steps[0].command;
   const Answer link = Ask("link-slow", facts).front();
   EXPECT_NE(link.steps[0].command.find("-w n2"), std::string::npos) << link.steps[0].command;
 }
@@ -160,7 +167,7 @@ TEST(Advisor, FindingsGetThePlannersStepsForTheirQuestion) {
             "rankscope advise where-time-goes --session '/runs/out dir' --rank 3");
 
   EXPECT_EQ(QuestionFor(findings[1]), "gpu-slow");
-  ASSERT_EQ(findings[1].next_steps.size(), 4u);
+  ASSERT_EQ(findings[1].next_steps.size(), 5u);  // nsys, nvidia-smi, ncu, inspect ncu, advise
   EXPECT_NE(findings[1].next_steps[0].command.find("--trace=cuda,nvtx"), std::string::npos);
   EXPECT_EQ(findings[1].next_steps[1].command,
             "srun --jobid=4711 --overlap -w n2 -N1 -n1 nvidia-smi -q -d "
@@ -169,6 +176,9 @@ TEST(Advisor, FindingsGetThePlannersStepsForTheirQuestion) {
   // The kernel the finding names, not the rank's heaviest.
   EXPECT_NE(findings[1].next_steps[2].command.find("regex:gemm_kernel"), std::string::npos)
       << findings[1].next_steps[2].command;
+  EXPECT_EQ(
+      findings[1].next_steps[3].command.rfind("rankscope inspect ncu rank3_kernel.ncu-rep", 0), 0u)
+      << findings[1].next_steps[3].command;
   EXPECT_NE(findings[1].next_steps.back().command.find("advise gpu-slow"), std::string::npos);
 
   EXPECT_TRUE(findings[2].next_steps.empty());
