@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "model/ncu/gpu_peaks.h"
+
 namespace rankscope {
 namespace {
 
@@ -24,7 +26,7 @@ std::string Fixed(double v, int digits) {
 class Metrics {
  public:
   Metrics(const NcuLaunch& launch, std::vector<std::string>* missing)
-      : launch_(launch), missing_(missing) {}
+      : launch_(launch), missing_(missing), datasheet_(DatasheetPeaks(launch.device)) {}
 
   // The metric, or 0 noted as missing.
   double Need(const std::string& name) {
@@ -38,11 +40,16 @@ class Metrics {
   }
   bool Has(const std::string& name) const { return launch_.Number(name).has_value(); }
   const NcuLaunch& launch() const { return launch_; }
+  // The data sheet's peaks for the launch's GPU, where the file has no peak of its own.
+  const std::optional<GpuPeaks>& datasheet() const { return datasheet_; }
 
  private:
   const NcuLaunch& launch_;
   std::vector<std::string>* missing_;
+  std::optional<GpuPeaks> datasheet_;
 };
+
+std::string DatasheetSource(const GpuPeaks& p) { return std::string("datasheet ") + p.model; }
 
 // The part of `name` between `prefix` and `suffix` ("long_scoreboard" of
 // "smsp__average_warps_issue_stalled_long_scoreboard_per_issue_active.ratio"), or "" when it
@@ -67,7 +74,13 @@ std::vector<ComputeRoof> FmaRoofs(Metrics& m) {
     const std::string op = std::string("smsp__sass_thread_inst_executed_op_") + letter;
     const std::string peak = std::string("sm__sass_thread_inst_executed_op_") + letter +
                              "fma_pred_on.sum.peak_sustained";
-    if (!m.Has(peak)) continue;
+    // Without ncu's peak: the data sheet's for FP64 and FP32 (FP16 on the FMA pipes is not
+    // on the sheets).
+    const std::optional<GpuPeaks>& sheet = m.datasheet();
+    const double sheet_peak = !sheet          ? 0
+                              : letter == 'd' ? sheet->fp64_flops
+                              : letter == 'f' ? sheet->fp32_flops
+                                              : 0;
     ComputeRoof r;
     r.precision = precision;
     const double per_cycle = m.Get(op + "add_pred_on.sum.per_cycle_elapsed") +
@@ -75,6 +88,13 @@ std::vector<ComputeRoof> FmaRoofs(Metrics& m) {
                              2 * m.Get(op + "fma_pred_on.sum.per_cycle_elapsed");
     r.achieved_flops = per_cycle * smsp_hz;
     r.peak_flops = 2 * m.Get(peak) * sm_hz;
+    r.peak_source = "ncu";
+    if (r.peak_flops <= 0) {
+      // A precision with neither a peak nor work says nothing; with work, it stays unplaced.
+      if (sheet_peak <= 0 && r.achieved_flops <= 0) continue;
+      r.peak_flops = sheet_peak;
+      r.peak_source = sheet_peak > 0 ? DatasheetSource(*sheet) : "";
+    }
     roofs.push_back(r);
   }
   return roofs;
@@ -95,6 +115,13 @@ std::optional<ComputeRoof> TensorRoof(const Metrics& m) {
     r.detail = path;
     r.achieved_flops = value;
     r.peak_flops = m.Get(kPrefix + path + ".sum.peak_sustained_elapsed.per_second");
+    r.peak_source = "ncu";
+    const bool sixteen_bit =
+        path.find("bf16") != std::string::npos || path.find("fp16") != std::string::npos;
+    if (r.peak_flops <= 0 && sixteen_bit && m.datasheet()) {
+      r.peak_flops = m.datasheet()->tensor_16bit_flops;
+      r.peak_source = DatasheetSource(*m.datasheet());
+    }
     best = r;
   }
   return best;
@@ -108,6 +135,11 @@ std::vector<MemoryRoof> MemoryRoofs(Metrics& m) {
     d.achieved_bps = m.Get("dram__bytes.sum.per_second");
     d.peak_bps =
         m.Get("dram__bytes.sum.peak_sustained") * m.Get("dram__cycles_elapsed.avg.per_second");
+    d.peak_source = "ncu";
+    if (d.peak_bps <= 0 && m.datasheet()) {
+      d.peak_bps = m.datasheet()->dram_bps;
+      d.peak_source = DatasheetSource(*m.datasheet());
+    }
     d.bytes =
         m.Get("dram__bytes.sum", m.Get("dram__bytes_read.sum") + m.Get("dram__bytes_write.sum"));
     d.pct_of_peak = m.Get("dram__throughput.avg.pct_of_peak_sustained_elapsed",
@@ -123,6 +155,7 @@ std::vector<MemoryRoof> MemoryRoofs(Metrics& m) {
     l2.bytes = kSectorBytes * m.Get("lts__t_sectors.sum");
     const double pct = m.Get("lts__t_sectors.sum.pct_of_peak_sustained_elapsed");
     l2.peak_bps = pct > 0 ? l2.achieved_bps * 100 / pct : 0;
+    l2.peak_source = "ncu";
     l2.pct_of_peak = m.Get("lts__throughput.avg.pct_of_peak_sustained_elapsed", pct);
     roofs.push_back(l2);
   }
@@ -299,10 +332,15 @@ void Judge(KernelAnalysis* k) {
     }
     return;
   }
-  // No FLOPs counted (integer or data-movement kernels): the busier of the two.
+  // No roofline to place it on: the busier of the two throughputs, and why there is none.
+  const bool flops = std::any_of(k->compute.begin(), k->compute.end(),
+                                 [](const ComputeRoof& c) { return c.achieved_flops > 0; });
   k->bound = sm >= mem ? KernelBound::kCompute : KernelBound::kMemory;
-  k->why = "no floating-point work counted; SM throughput " + Percent(sm) + ", memory " +
-           Percent(mem) + " of peak";
+  k->why = std::string(flops ? "no compute or DRAM peak for this GPU (not in the file, not in the "
+                               "data-sheet table)"
+                             : "no floating-point work counted") +
+           "; by Speed Of Light: SM throughput " + Percent(sm) + ", memory " + Percent(mem) +
+           " of peak";
 }
 
 }  // namespace

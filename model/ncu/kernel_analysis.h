@@ -17,7 +17,8 @@ struct ComputeRoof {
   std::string precision;      // "fp64", "fp32", "fp16", "tensor"
   std::string detail;         // tensor: the op path that did the most work, e.g. "hgmma bf16->fp32"
   double achieved_flops = 0;  // FLOP/s
-  double peak_flops = 0;      // FLOP/s at the clocks of the run (0: not in the file)
+  double peak_flops = 0;      // FLOP/s at the clocks of the run (0: unknown)
+  std::string peak_source;    // "ncu" (the file's peak_sustained), or "datasheet H100 SXM" ...
 };
 
 // A memory level's traffic against its peak.
@@ -27,6 +28,7 @@ struct MemoryRoof {
   double achieved_bps = 0;  // bytes/s
   double peak_bps = 0;      // bytes/s (0: not in the file)
   double pct_of_peak = 0;   // ncu's own figure where it has one, else achieved/peak
+  std::string peak_source;  // as ComputeRoof's
 };
 
 enum class KernelBound { kCompute, kMemory, kLatency, kUnknown };

@@ -1,6 +1,7 @@
 #include "model/ncu/kernel_analysis.h"
 
 #include "gtest/gtest.h"
+#include "model/ncu/gpu_peaks.h"
 #include "model/ncu/ncu_file.h"
 #include "model/ncu/ncu_text.h"
 
@@ -146,6 +147,55 @@ TEST(DescribeKernels, TextAndJsonCarryTheVerdict) {
   EXPECT_EQ(json[1]["at_roof"], false);
   EXPECT_EQ(json[1]["bound"], "memory-bound");
   EXPECT_TRUE(json[1]["compute"][0]["detail"].is_null());
+}
+
+// A report without ncu's peak_sustained metrics (made with a few sections): the roofs come from
+// the GPU's data sheet, said so; the verdict stands.
+TEST(AnalyzeKernel, WithoutNcusPeaksTheDatasheetsAreUsedAndNamed) {
+  Result<NcuReport> r = ParseNcuRawCsvFile(kFixtures + "torch_gemm_gelu.raw.csv");
+  ASSERT_TRUE(r.ok());
+  for (NcuLaunch& launch : r->launches) {
+    std::erase_if(launch.numbers, [](const auto& metric) {
+      const std::string& name = metric.first;
+      return name.ends_with(".peak_sustained") ||
+             name.ends_with(".peak_sustained_elapsed.per_second");
+    });
+  }
+  const KernelAnalysis gemm = AnalyzeKernel(r->launches[0]);
+  ASSERT_TRUE(gemm.dominant);
+  EXPECT_EQ(gemm.dominant->precision, "tensor");
+  EXPECT_DOUBLE_EQ(gemm.dominant->peak_flops, 989e12);  // H200 bf16 dense at boost clock
+  EXPECT_EQ(gemm.dominant->peak_source, "datasheet H200");
+  EXPECT_EQ(gemm.bound, KernelBound::kCompute) << gemm.why;
+  // 628 of 989 TFLOP/s: lower than ncu's 91 %, which is at the clocks ncu ran it.
+  EXPECT_NEAR(gemm.pct_of_roof, 63.5, 1);
+  const KernelAnalysis gelu = AnalyzeKernel(r->launches[1]);
+  ASSERT_FALSE(gelu.memory.empty());
+  EXPECT_DOUBLE_EQ(gelu.memory[0].peak_bps, 4.8e12);
+  EXPECT_EQ(gelu.memory[0].peak_source, "datasheet H200");
+  EXPECT_EQ(gelu.bound, KernelBound::kMemory) << gelu.why;
+  const std::string text = DescribeKernels({gelu});
+  EXPECT_NE(text.find("(datasheet H200)"), std::string::npos) << text;
+  // A GPU not in the table: no roof, and the verdict says what is missing rather than guess.
+  NcuLaunch other = r->launches[1];
+  other.device = "NVIDIA GeForce RTX 4090";
+  const KernelAnalysis unknown = AnalyzeKernel(other);
+  EXPECT_FALSE(unknown.dominant);
+  EXPECT_EQ(unknown.intensity, 0);
+  EXPECT_NE(unknown.why.find("no compute or DRAM peak for this GPU"), std::string::npos)
+      << unknown.why;
+}
+
+TEST(DatasheetPeaks, TheNamesNcuGives) {
+  EXPECT_STREQ(DatasheetPeaks("NVIDIA H200")->model, "H200");
+  EXPECT_STREQ(DatasheetPeaks("NVIDIA H100 80GB HBM3")->model, "H100 SXM");
+  EXPECT_STREQ(DatasheetPeaks("NVIDIA H100 PCIe")->model, "H100 PCIe");
+  EXPECT_STREQ(DatasheetPeaks("NVIDIA H100 NVL")->model, "H100 NVL");
+  EXPECT_DOUBLE_EQ(DatasheetPeaks("NVIDIA A100-SXM4-80GB")->dram_bps, 2.039e12);
+  EXPECT_DOUBLE_EQ(DatasheetPeaks("NVIDIA A100-SXM4-40GB")->dram_bps, 1.555e12);
+  EXPECT_DOUBLE_EQ(DatasheetPeaks("NVIDIA A100 80GB PCIe")->dram_bps, 1.935e12);
+  EXPECT_DOUBLE_EQ(DatasheetPeaks("NVIDIA B200")->tensor_16bit_flops, 2250e12);
+  EXPECT_FALSE(DatasheetPeaks("NVIDIA GeForce RTX 4090"));
 }
 
 // A launch without the metrics the verdict needs says so instead of guessing.

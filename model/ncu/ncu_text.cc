@@ -53,7 +53,9 @@ std::string DescribeKernels(const std::vector<KernelAnalysis>& kernels) {
     for (const ComputeRoof& c : k.compute) {
       if (c.achieved_flops <= 0) continue;
       out += "  " + c.precision + (c.detail.empty() ? "" : " (" + c.detail + ")") + ": " +
-             Si(c.achieved_flops) + "FLOP/s of " + Si(c.peak_flops) + "FLOP/s" +
+             Si(c.achieved_flops) + "FLOP/s" +
+             (c.peak_flops > 0 ? " of " + Si(c.peak_flops) + "FLOP/s" : ", no peak known") +
+             (c.peak_source.rfind("datasheet", 0) == 0 ? " (" + c.peak_source + ")" : "") +
              (c.peak_flops > 0 ? Format(" (%.1f %%)", 100 * c.achieved_flops / c.peak_flops) : "") +
              "\n";
     }
@@ -61,6 +63,7 @@ std::string DescribeKernels(const std::vector<KernelAnalysis>& kernels) {
       out += "  " + r.level + ": ";
       if (r.achieved_bps > 0) {
         out += Si(r.achieved_bps) + "B/s" + (r.peak_bps > 0 ? " of " + Si(r.peak_bps) + "B/s" : "");
+        if (r.peak_source.rfind("datasheet", 0) == 0) out += " (" + r.peak_source + ")";
         out += ", ";
       }
       out += Format("%.1f %% of peak", r.pct_of_peak);
@@ -110,7 +113,8 @@ nlohmann::ordered_json KernelAnalysesToJson(const std::vector<KernelAnalysis>& k
                          {"detail", c.detail.empty() ? nlohmann::ordered_json()
                                                      : nlohmann::ordered_json(c.detail)},
                          {"achieved_flops", c.achieved_flops},
-                         {"peak_flops", OrNull(c.peak_flops)}});
+                         {"peak_flops", OrNull(c.peak_flops)},
+                         {"peak_source", c.peak_source}});
     }
     nlohmann::ordered_json memory = nlohmann::ordered_json::array();
     for (const MemoryRoof& r : k.memory) {
@@ -118,6 +122,7 @@ nlohmann::ordered_json KernelAnalysesToJson(const std::vector<KernelAnalysis>& k
                         {"bytes", OrNull(r.bytes)},
                         {"achieved_bytes_per_s", OrNull(r.achieved_bps)},
                         {"peak_bytes_per_s", OrNull(r.peak_bps)},
+                        {"peak_source", r.peak_source},
                         {"pct_of_peak", r.pct_of_peak}});
     }
     nlohmann::ordered_json stalls = nlohmann::ordered_json::array();
