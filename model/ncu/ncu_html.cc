@@ -201,13 +201,17 @@ std::string StallBarsSvg(const KernelAnalysis& kernel) {
 }
 
 std::string KernelsHtml(const std::vector<KernelAnalysis>& kernels, const std::string& title) {
-  std::string html = "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>" +
-                     HtmlEscape(title) +
-                     "</title>\n<style>body{font-family:sans-serif;margin:24px;max-width:1000px}"
-                     "pre{white-space:pre-wrap;background:#f6f6f6;padding:8px}h1{font-size:18px}h2{"
-                     "font-size:15px}</style>"
-                     "</head><body>\n<h1>" +
-                     HtmlEscape(title) + "</h1>\n";
+  std::string html =
+      "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\">\n"
+      // Nothing from outside and no script: the browser is told so (as report.html does).
+      "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; "
+      "style-src 'unsafe-inline'\">\n<title>" +
+      HtmlEscape(title) +
+      "</title>\n<style>body{font-family:sans-serif;margin:24px;max-width:1000px}"
+      "pre{white-space:pre-wrap;background:#f6f6f6;padding:8px}h1{font-size:18px}h2{"
+      "font-size:15px}</style>"
+      "</head><body>\n<h1>" +
+      HtmlEscape(title) + "</h1>\n";
   const std::string chart = RooflineSvg(kernels);
   html += chart.empty()
               ? "<p>No kernel has both FLOPs and DRAM traffic to place on a roofline.</p>\n"

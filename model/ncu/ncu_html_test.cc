@@ -50,7 +50,9 @@ TEST(RooflineSvg, EachKernelADotOnItsGpusRoofs) {
   const std::string html = KernelsHtml(k, "kernels");
   EXPECT_EQ(html.find("<script"), std::string::npos);
   // No address but SVG's namespace.
-  EXPECT_EQ(Count(html, "http"), Count(html, "xmlns=\"http://www.w3.org/2000/svg\""));
+  EXPECT_EQ(Count(html, "http://") + Count(html, "https://"),
+            Count(html, "xmlns=\"http://www.w3.org/2000/svg\""));
+  EXPECT_NE(html.find("Content-Security-Policy"), std::string::npos);
   EXPECT_EQ(Count(html, "<h2>"), 6u);  // the chart and each kernel
   // The GELU's name carries '&' and '<': escaped.
   EXPECT_NE(html.find("TensorIteratorBase &amp;"), std::string::npos);

@@ -99,6 +99,29 @@ class ReportHtml(RankscopeTest):
         self.assertGreater(len(set(pixels)), 64)
         self.assertEqual(console_lines(log), [])
 
+    def test_inspect_ncu_page_renders_the_roofline(self):
+        """`inspect ncu --html` on the H200 Nsight Compute fixtures: the roofline chart and stall
+        bars render, nothing in the console."""
+        ncu = os.path.join(FIXTURES, "h200-ncu")
+        page = os.path.join(self.tmp, "kernels.html")
+        proc = subprocess.run(
+            [RANKSCOPE, "inspect", "ncu", "--html", page,
+             os.path.join(ncu, "torch_gemm_gelu.raw.csv"), os.path.join(ncu, "heavy_stencil.raw.csv"),
+             os.path.join(ncu, "light_kernel.raw.csv")],
+            capture_output=True, text=True, timeout=60)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        png = os.path.join(self.tmp, "kernels.png")
+        rc, log = render(page, png)
+        self.assertEqual(rc, 0, log)
+        pixels, width, height = png_pixels(png)
+        self.assertEqual((width, height), (1280, 2000))
+        self.assertGreater(len(set(pixels)), 64)
+        self.assertEqual(console_lines(log), [])
+        with open(page) as f:
+            html = f.read()
+        self.assertEqual(html.count("<polyline"), 4)  # the H200's fp64, fp32, fp16, tensor roofs
+        self.assertIn(">heavy_stencil #0<", html)
+
     def test_the_console_check_sees_a_csp_violation(self):
         # The same check on a page that breaks its own policy must see the error, or the test
         # above proves nothing.
