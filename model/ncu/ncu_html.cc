@@ -30,18 +30,6 @@ std::string Num(double v) {
   return buf;
 }
 
-std::string Si(double v, const char* unit) {
-  const char* prefixes[] = {"", "K", "M", "G", "T", "P"};
-  int i = 0;
-  while (v >= 1000 && i < 5) {
-    v /= 1000;
-    ++i;
-  }
-  char buf[48];
-  std::snprintf(buf, sizeof buf, "%.3g %s%s", v, prefixes[i], unit);
-  return buf;
-}
-
 const char* RoofColor(const std::string& precision) {
   if (precision == "tensor") return "#7b3294";
   if (precision == "fp16") return "#008837";
@@ -114,7 +102,7 @@ std::string RooflineSvg(const std::vector<KernelAnalysis>& kernels) {
     svg += "<line x1=\"" + Num(f.left) + "\" y1=\"" + Num(y) + "\" x2=\"" + Num(f.left + f.width) +
            "\" y2=\"" + Num(y) + "\" stroke=\"#eee\"/>\n";
     svg += "<text x=\"" + Num(f.left - 6) + "\" y=\"" + Num(y + 4) + "\" text-anchor=\"end\">" +
-           Si(std::pow(10.0, d), "") + "</text>\n";
+           SiFigure(std::pow(10.0, d), "") + "</text>\n";
   }
   svg += "<rect x=\"" + Num(f.left) + "\" y=\"" + Num(f.top) + "\" width=\"" + Num(f.width) +
          "\" height=\"" + Num(f.height) + "\" fill=\"none\" stroke=\"#999\"/>\n";
@@ -135,17 +123,17 @@ std::string RooflineSvg(const std::vector<KernelAnalysis>& kernels) {
            "points=\"" + Num(f.X(lo)) + "," + Num(f.Y(lo * r.peak_bps)) + " " + Num(f.X(ridge)) +
            "," + Num(f.Y(r.peak_flops)) + " " + Num(f.X(x1)) + "," + Num(f.Y(r.peak_flops)) +
            "\"><title>" + HtmlEscape(r.device + " " + r.precision) + ": peak " +
-           Si(r.peak_flops, "FLOP/s") + ", DRAM " + Si(r.peak_bps, "B/s") + ", ridge " +
+           SiFigure(r.peak_flops, "FLOP/s") + ", DRAM " + SiFigure(r.peak_bps, "B/s") + ", ridge " +
            Num(ridge) + " FLOP/byte</title></polyline>\n";
     svg += "<circle cx=\"" + Num(f.X(ridge)) + "\" cy=\"" + Num(f.Y(r.peak_flops)) +
            "\" r=\"3\" fill=\"" + color + "\"/>\n";
     svg += "<text x=\"" + Num(f.left + f.width - 8) + "\" y=\"" + Num(label_y) +
            "\" text-anchor=\"end\" fill=\"" + color + "\">" + HtmlEscape(r.device) + " " +
-           HtmlEscape(r.precision) + " " + Si(r.peak_flops, "FLOP/s") + "</text>\n";
+           HtmlEscape(r.precision) + " " + SiFigure(r.peak_flops, "FLOP/s") + "</text>\n";
     label_y += 14;
   }
   svg += "<text x=\"" + Num(f.left + f.width - 8) + "\" y=\"" + Num(label_y) +
-         "\" text-anchor=\"end\" fill=\"#555\">DRAM " + Si(roofs.front().peak_bps, "B/s") +
+         "\" text-anchor=\"end\" fill=\"#555\">DRAM " + SiFigure(roofs.front().peak_bps, "B/s") +
          "</text>\n";
   // Kernels: a dot at (intensity, achieved FLOP/s of the precision that bounds it); a label that
   // would land on an earlier one moves down a line, one near the right edge goes left of its dot.
@@ -158,9 +146,9 @@ std::string RooflineSvg(const std::vector<KernelAnalysis>& kernels) {
     const std::string name = ShortKernelName(k.kernel);
     svg += "<circle cx=\"" + Num(x) + "\" cy=\"" + Num(y) + "\" r=\"5\" fill=\"" +
            RoofColor(k.dominant->precision) + "\" stroke=\"#000\"><title>" + HtmlEscape(k.kernel) +
-           ": " + KernelBoundName(k.bound) + ", " + Si(k.dominant->achieved_flops, "FLOP/s") + " " +
-           k.dominant->precision + ", " + Num(k.intensity) + " FLOP/byte, " + Num(k.pct_of_roof) +
-           " % of the roof</title></circle>\n";
+           ": " + KernelBoundName(k.bound) + ", " + SiFigure(k.dominant->achieved_flops, "FLOP/s") +
+           " " + k.dominant->precision + ", " + Num(k.intensity) + " FLOP/byte, " +
+           Num(k.pct_of_roof) + " % of the roof</title></circle>\n";
     const bool right_edge = x > f.left + f.width - 220;
     double text_y = y - 6;
     while (std::any_of(labels.begin(), labels.end(), [&](const std::pair<double, double>& l) {

@@ -11,18 +11,7 @@ std::string Format(const char* fmt, double v) {
   return buf;
 }
 
-// 4.8e12 -> "4.80 T"; for FLOP/s and bytes/s.
-std::string Si(double v) {
-  const char* prefixes[] = {"", "K", "M", "G", "T", "P"};
-  int i = 0;
-  while (v >= 1000 && i < 5) {
-    v /= 1000;
-    ++i;
-  }
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.3g %s", v, prefixes[i]);
-  return buf;
-}
+std::string Si(double v) { return SiFigure(v, ""); }
 
 std::string Duration(double seconds) {
   if (seconds >= 1e-3) return Format("%.3f ms", seconds * 1e3);
@@ -38,6 +27,18 @@ std::string Joined(const std::vector<std::string>& parts) {
 nlohmann::ordered_json OrNull(double v) { return v > 0 ? nlohmann::ordered_json(v) : nullptr; }
 
 }  // namespace
+
+std::string SiFigure(double v, const char* unit) {
+  const char* prefixes[] = {"", "K", "M", "G", "T", "P"};
+  int i = 0;
+  while (v >= 1000 && i < 5) {
+    v /= 1000;
+    ++i;
+  }
+  char buf[48];
+  std::snprintf(buf, sizeof buf, "%.3g %s%s", v, prefixes[i], unit);
+  return buf;
+}
 
 std::string DescribeKernels(const std::vector<KernelAnalysis>& kernels) {
   std::string out;

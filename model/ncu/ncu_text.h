@@ -16,4 +16,7 @@ std::string DescribeKernels(const std::vector<KernelAnalysis>& kernels);
 
 nlohmann::ordered_json KernelAnalysesToJson(const std::vector<KernelAnalysis>& kernels);
 
+// 4.8e12, "B/s" -> "4.8 TB/s": three significant digits and an SI prefix, for FLOP/s and bytes.
+std::string SiFigure(double v, const char* unit);
+
 }  // namespace rankscope
