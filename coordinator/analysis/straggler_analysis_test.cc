@@ -176,9 +176,10 @@ TEST(StragglerAnalysisTest, LaunchedOnTimeButStartedLateIsTheGpuQueue) {
   EXPECT_NE(f.summary.find("kernel 'void sgemm_tile<128>(float*)'"), std::string::npos)
       << f.summary;
   // The planner's steps for a GPU-side straggler: its kernels in nsys, its GPU's clocks, the
-  // kernel that grew in ncu, then the rest of the "gpu-slow" chain.
+  // kernel that grew in ncu and its report read by `inspect ncu`, then the rest of the
+  // "gpu-slow" chain.
   EXPECT_NE(f.focus.find("the kernels rank 2 runs before each"), std::string::npos) << f.focus;
-  ASSERT_EQ(f.next_steps.size(), 4u);
+  ASSERT_EQ(f.next_steps.size(), 5u);
   EXPECT_NE(f.next_steps[0].command.find("--trace=cuda,nvtx"), std::string::npos);
   EXPECT_EQ(f.next_steps[0].look_for, f.focus);
   EXPECT_EQ(f.next_steps[1].tool, "nvidia-smi");
@@ -186,7 +187,9 @@ TEST(StragglerAnalysisTest, LaunchedOnTimeButStartedLateIsTheGpuQueue) {
   EXPECT_EQ(f.next_steps[2].tool, "ncu");
   EXPECT_NE(f.next_steps[2].command.find("regex:sgemm_tile"), std::string::npos)
       << f.next_steps[2].command;
-  EXPECT_EQ(f.next_steps[3].command, "rankscope advise gpu-slow --session out --rank 2");
+  EXPECT_EQ(f.next_steps[3].command.rfind("rankscope inspect ncu rank2_kernel.ncu-rep", 0), 0u)
+      << f.next_steps[3].command;
+  EXPECT_EQ(f.next_steps[4].command, "rankscope advise gpu-slow --session out --rank 2");
 }
 
 // No launch times (CUPTI modes kernels/gpu), but GPU kernel time before the call grew by the
