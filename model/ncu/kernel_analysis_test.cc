@@ -135,6 +135,9 @@ TEST(DescribeKernels, TextAndJsonCarryTheVerdict) {
   EXPECT_NE(text.find("compute-bound"), std::string::npos) << text;
   EXPECT_NE(text.find("memory-bound"), std::string::npos) << text;
   EXPECT_NE(text.find("fix: "), std::string::npos) << text;  // the GELU's
+  // The GEMM's one block per SM is limited; the GELU's full occupancy is not.
+  EXPECT_NE(text.find("limited by registers and shared memory"), std::string::npos) << text;
+  EXPECT_NE(text.find("as many warps as an SM holds"), std::string::npos) << text;
   // The GEMM at 91 % of its roof: its stalls are shown as how it waits there, without fixes.
   const std::string gemm_text = DescribeKernels({k[0]});
   EXPECT_NE(gemm_text.find("at its roof"), std::string::npos) << gemm_text;

@@ -79,9 +79,12 @@ std::string DescribeKernels(const std::vector<KernelAnalysis>& kernels) {
     const OccupancyFacts& o = k.occupancy;
     out += "  occupancy: achieved " + Format("%.1f %%", o.achieved_pct) + " of theoretical " +
            Format("%.1f %%", o.theoretical_pct) + "; " + std::to_string(o.blocks_per_sm) +
-           " block(s) of " + std::to_string(o.block_size) + " threads per SM, limited by " +
-           Joined(o.limiters) + " (" + std::to_string(o.registers_per_thread) +
-           " registers/thread, " + Si(o.shared_bytes_per_block) + "B shared/block)\n";
+           " block(s) of " + std::to_string(o.block_size) + " threads per SM" +
+           // At full theoretical occupancy the limits only meet the SM's warp count.
+           (o.theoretical_pct >= 99.9 ? std::string(", as many warps as an SM holds")
+                                      : ", limited by " + Joined(o.limiters)) +
+           " (" + std::to_string(o.registers_per_thread) + " registers/thread, " +
+           Si(o.shared_bytes_per_block) + "B shared/block)\n";
     const bool at_roof = k.bound == KernelBound::kCompute && k.pct_of_roof >= kAtRoofPct;
     if (!k.stalls.empty()) {
       out += "  warp stalls (cycles per issued instruction)" +
