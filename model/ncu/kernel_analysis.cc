@@ -1,8 +1,8 @@
 #include "model/ncu/kernel_analysis.h"
 
 #include <algorithm>
-#include <cstdio>
 
+#include "core/format.h"
 #include "model/ncu/gpu_peaks.h"
 
 namespace rankscope {
@@ -10,17 +10,7 @@ namespace {
 
 constexpr double kSectorBytes = 32;
 
-std::string Percent(double pct) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.0f %%", pct);
-  return buf;
-}
-
-std::string Fixed(double v, int digits) {
-  char buf[48];
-  std::snprintf(buf, sizeof buf, "%.*f", digits, v);
-  return buf;
-}
+std::string Percent(double pct) { return FormatDouble("%.0f %%", pct); }
 
 // Reads one launch's metrics, noting the ones the analysis wanted and did not find.
 class Metrics {
@@ -320,9 +310,11 @@ void Judge(KernelAnalysis* k) {
   if (k->intensity > 0) {
     const bool memory_side = k->intensity < k->ridge;
     k->bound = memory_side ? KernelBound::kMemory : KernelBound::kCompute;
-    k->why = "arithmetic intensity " + Fixed(k->intensity, k->intensity < 10 ? 1 : 0) +
-             " FLOP/byte " + (memory_side ? "below" : "above") + " the " + k->dominant->precision +
-             " ridge point " + Fixed(k->ridge, 1) + ": " + Percent(k->pct_of_roof) + " of the " +
+    k->why = "arithmetic intensity " +
+             FormatDouble(k->intensity < 10 ? "%.1f" : "%.0f", k->intensity) + " FLOP/byte " +
+             (memory_side ? "below" : "above") + " the " + k->dominant->precision +
+             " ridge point " + FormatDouble("%.1f", k->ridge) + ": " + Percent(k->pct_of_roof) +
+             " of the " +
              (memory_side ? "DRAM bandwidth roof" : k->dominant->precision + " compute roof") +
              " at that intensity";
     if (memory_side && sm > mem) {

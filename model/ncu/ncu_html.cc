@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
 
 #include "core/format.h"
 #include "model/ncu/ncu_text.h"
@@ -24,11 +23,7 @@ struct Frame {
   }
 };
 
-std::string Num(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.1f", v);
-  return buf;
-}
+std::string Num(double v) { return FormatDouble("%.1f", v); }
 
 const char* RoofColor(const std::string& precision) {
   if (precision == "tensor") return "#7b3294";

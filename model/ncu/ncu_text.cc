@@ -1,21 +1,15 @@
 #include "model/ncu/ncu_text.h"
 
-#include <cstdio>
+#include "core/format.h"
 
 namespace rankscope {
 namespace {
 
-std::string Format(const char* fmt, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, fmt, v);
-  return buf;
-}
-
 std::string Si(double v) { return SiFigure(v, ""); }
 
 std::string Duration(double seconds) {
-  if (seconds >= 1e-3) return Format("%.3f ms", seconds * 1e3);
-  return Format("%.2f us", seconds * 1e6);
+  if (seconds >= 1e-3) return FormatDouble("%.3f ms", seconds * 1e3);
+  return FormatDouble("%.2f us", seconds * 1e6);
 }
 
 std::string Joined(const std::vector<std::string>& parts) {
@@ -35,9 +29,7 @@ std::string SiFigure(double v, const char* unit) {
     v /= 1000;
     ++i;
   }
-  char buf[48];
-  std::snprintf(buf, sizeof buf, "%.3g %s%s", v, prefixes[i], unit);
-  return buf;
+  return FormatDouble("%.3g ", v) + prefixes[i] + unit;
 }
 
 std::string DescribeKernels(const std::vector<KernelAnalysis>& kernels) {
@@ -48,16 +40,17 @@ std::string DescribeKernels(const std::vector<KernelAnalysis>& kernels) {
     out += "  " + (k.device.empty() ? std::string("GPU ?") : k.device) + ", " +
            Duration(k.duration_s) + "\n";
     out += "  " + std::string(KernelBoundName(k.bound)) + ": " + k.why + "\n";
-    out += "  speed of light: SM " + Format("%.1f %%", k.sm_throughput_pct) + ", memory " +
-           Format("%.1f %%", k.memory_throughput_pct) + ", issue slots busy " +
-           Format("%.1f %%", k.issue_active_pct) + "\n";
+    out += "  speed of light: SM " + FormatDouble("%.1f %%", k.sm_throughput_pct) + ", memory " +
+           FormatDouble("%.1f %%", k.memory_throughput_pct) + ", issue slots busy " +
+           FormatDouble("%.1f %%", k.issue_active_pct) + "\n";
     for (const ComputeRoof& c : k.compute) {
       if (c.achieved_flops <= 0) continue;
       out += "  " + c.precision + (c.detail.empty() ? "" : " (" + c.detail + ")") + ": " +
              Si(c.achieved_flops) + "FLOP/s" +
              (c.peak_flops > 0 ? " of " + Si(c.peak_flops) + "FLOP/s" : ", no peak known") +
              (c.peak_source.rfind("datasheet", 0) == 0 ? " (" + c.peak_source + ")" : "") +
-             (c.peak_flops > 0 ? Format(" (%.1f %%)", 100 * c.achieved_flops / c.peak_flops) : "") +
+             (c.peak_flops > 0 ? FormatDouble(" (%.1f %%)", 100 * c.achieved_flops / c.peak_flops)
+                               : "") +
              "\n";
     }
     for (const MemoryRoof& r : k.memory) {
@@ -67,18 +60,18 @@ std::string DescribeKernels(const std::vector<KernelAnalysis>& kernels) {
         if (r.peak_source.rfind("datasheet", 0) == 0) out += " (" + r.peak_source + ")";
         out += ", ";
       }
-      out += Format("%.1f %% of peak", r.pct_of_peak);
+      out += FormatDouble("%.1f %% of peak", r.pct_of_peak);
       if (r.bytes > 0) out += ", " + Si(r.bytes) + "B moved";
       out += "\n";
     }
     if (k.intensity > 0) {
-      out += "  roofline: " + Format("%.3g", k.intensity) + " FLOP/byte (DRAM), ridge " +
-             Format("%.3g", k.ridge) + " for " + k.dominant->precision + ", " +
-             Format("%.0f %%", k.pct_of_roof) + " of the roof at that intensity\n";
+      out += "  roofline: " + FormatDouble("%.3g", k.intensity) + " FLOP/byte (DRAM), ridge " +
+             FormatDouble("%.3g", k.ridge) + " for " + k.dominant->precision + ", " +
+             FormatDouble("%.0f %%", k.pct_of_roof) + " of the roof at that intensity\n";
     }
     const OccupancyFacts& o = k.occupancy;
-    out += "  occupancy: achieved " + Format("%.1f %%", o.achieved_pct) + " of theoretical " +
-           Format("%.1f %%", o.theoretical_pct) + "; " + std::to_string(o.blocks_per_sm) +
+    out += "  occupancy: achieved " + FormatDouble("%.1f %%", o.achieved_pct) + " of theoretical " +
+           FormatDouble("%.1f %%", o.theoretical_pct) + "; " + std::to_string(o.blocks_per_sm) +
            " block(s) of " + std::to_string(o.block_size) + " threads per SM" +
            // At full theoretical occupancy the limits only meet the SM's warp count.
            (o.theoretical_pct >= 99.9 ? std::string(", as many warps as an SM holds")
@@ -95,8 +88,8 @@ std::string DescribeKernels(const std::vector<KernelAnalysis>& kernels) {
     }
     for (size_t i = 0; i < k.stalls.size() && i < 5; ++i) {
       const StallReason& s = k.stalls[i];
-      out += "    " + s.reason + Format(" %.2f", s.cycles_per_issue) +
-             Format(" (%.0f %% of stalls): ", 100 * s.share) + s.meaning + "\n";
+      out += "    " + s.reason + FormatDouble(" %.2f", s.cycles_per_issue) +
+             FormatDouble(" (%.0f %% of stalls): ", 100 * s.share) + s.meaning + "\n";
       if (i < 3 && !s.fix.empty() && !at_roof) out += "      fix: " + s.fix + "\n";
     }
     if (!k.missing.empty()) {
