@@ -1,7 +1,5 @@
 #include "launchers/inspect.h"
 
-#include <sys/wait.h>
-
 #include <cstdio>
 #include <fstream>
 #include <map>
@@ -10,6 +8,7 @@
 #include <tuple>
 
 #include "core/format.h"
+#include "launchers/subprocess.h"
 #include "model/nccl/nccl_log_file.h"
 #include "model/nccl/nccl_log_json.h"
 #include "model/nccl/nccl_types.h"
@@ -87,34 +86,18 @@ std::string CrossRankCheck(const std::vector<NcclLog>& logs) {
          "communicator, " + std::to_string(partial) + " on only some ranks\n";
 }
 
-// `s` quoted for /bin/sh.
-std::string ShellQuoted(const std::string& s) {
-  std::string out = "'";
-  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
-}
-
-bool EndsWith(const std::string& s, const std::string& tail) {
-  return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
-}
-
-// An .ncu-rep through `ncu --import FILE --csv --page raw` (ncu must be on PATH); any other
-// file read as that command's output.
+// An .ncu-rep through `ncu --import FILE --csv --page raw` (ncu must be on PATH; its own
+// messages go to stderr); any other file read as that command's output.
 Result<NcuReport> ReadNcuReport(const std::string& path) {
-  if (!EndsWith(path, ".ncu-rep")) return ParseNcuRawCsvFile(path);
-  const std::string command = "ncu --import " + ShellQuoted(path) + " --csv --page raw 2>&1";
-  FILE* pipe = popen(command.c_str(), "r");
-  if (pipe == nullptr) return Result<NcuReport>::Error(path + ": cannot start ncu");
-  std::string text;
-  char buf[1 << 16];
-  for (size_t n; (n = std::fread(buf, 1, sizeof buf, pipe)) > 0;) text.append(buf, n);
-  const int status = pclose(pipe);
+  if (!path.ends_with(".ncu-rep")) return ParseNcuRawCsvFile(path);
+  const auto [status, text] = CaptureOutput({"ncu", "--import", path, "--csv", "--page", "raw"});
   if (status != 0) {
-    const bool not_found = WIFEXITED(status) && WEXITSTATUS(status) == 127;
     return Result<NcuReport>::Error(
         path +
-        (not_found ? ": reading an .ncu-rep needs Nsight Compute's ncu on PATH"
-                   : ": `ncu --import FILE --csv --page raw` failed: " + text.substr(0, 300)) +
+        (status == 127
+             ? ": reading an .ncu-rep needs Nsight Compute's ncu on PATH"
+             : ": `ncu --import FILE --csv --page raw` failed (exit " + std::to_string(status) +
+                   ")" + (text.empty() ? "" : ": " + text.substr(0, 300))) +
         "; or run `ncu --import " + path +
         " --csv --page raw > R.csv` where ncu is and pass R.csv");
   }

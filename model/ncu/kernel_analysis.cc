@@ -45,8 +45,8 @@ std::string DatasheetSource(const GpuPeaks& p) { return std::string("datasheet "
 // "smsp__average_warps_issue_stalled_long_scoreboard_per_issue_active.ratio"), or "" when it
 // does not have both.
 std::string Between(const std::string& name, const std::string& prefix, const std::string& suffix) {
-  if (name.size() <= prefix.size() + suffix.size() || name.compare(0, prefix.size(), prefix) != 0 ||
-      name.compare(name.size() - suffix.size(), suffix.size(), suffix) != 0) {
+  if (name.size() <= prefix.size() + suffix.size() || !name.starts_with(prefix) ||
+      !name.ends_with(suffix)) {
     return "";
   }
   return name.substr(prefix.size(), name.size() - prefix.size() - suffix.size());

@@ -90,23 +90,22 @@ double PrefixScale(char p) {
   }
 }
 
-bool EndsWith(std::string_view s, std::string_view tail) {
-  return s.size() >= tail.size() && s.substr(s.size() - tail.size()) == tail;
+// A time unit's factor ("ns", "usecond", ...), 0 for anything else.
+double TimeScale(std::string_view unit) {
+  for (std::string_view prefixed : {"ns", "us", "ms", "nsecond", "usecond", "msecond"}) {
+    if (unit == prefixed) return PrefixScale(unit[0]);
+  }
+  return 0;
 }
-
-}  // namespace
-
-namespace {
 
 // The factor of a unit's numerator ("Kbyte", "us", "Ghz"; 1 when it has no known prefix).
 double NumeratorScale(std::string_view base) {
-  if (base == "ns" || base == "us" || base == "ms") return PrefixScale(base[0]);
-  if (base == "nsecond" || base == "usecond" || base == "msecond") return PrefixScale(base[0]);
+  if (const double t = TimeScale(base); t > 0) return t;
   std::string lower(base);
   for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   for (std::string_view known : {"byte", "hz", "inst", "cycle", "sector", "warp", "thread",
                                  "request", "block", "register", "second"}) {
-    if (lower.size() == known.size() + 1 && EndsWith(lower, known)) {
+    if (lower.size() == known.size() + 1 && lower.ends_with(known)) {
       const double s = PrefixScale(base[0]);
       return s == 0 ? 1 : s;
     }
@@ -122,12 +121,8 @@ double NcuUnitScale(std::string_view unit) {
   const size_t slash = unit.find('/');
   const double numerator = NumeratorScale(unit.substr(0, slash));
   if (slash == std::string_view::npos) return numerator;
-  const std::string_view denominator = unit.substr(slash + 1);
-  if (denominator == "ns" || denominator == "us" || denominator == "ms" ||
-      denominator == "nsecond" || denominator == "usecond" || denominator == "msecond") {
-    return numerator / PrefixScale(denominator[0]);
-  }
-  return numerator;
+  const double per_time = TimeScale(unit.substr(slash + 1));
+  return per_time > 0 ? numerator / per_time : numerator;
 }
 
 std::optional<double> NcuLaunch::Number(const std::string& metric) const {

@@ -137,6 +137,34 @@ class Inspect(RankscopeTest):
         self.assertEqual(proc.returncode, 1)
         self.assertIn("ncu on PATH", proc.stderr)
 
+    def test_ncu_rep_goes_through_ncu_import(self):
+        """An .ncu-rep is read by `ncu --import FILE --csv --page raw`; ncu cannot run here, so a
+        stand-in on PATH prints the real H200 raw page for the file it is given (odd characters in
+        the name included) and fails for another."""
+        bin_dir = os.path.join(self.tmp, "bin")
+        os.mkdir(bin_dir)
+        rep = os.path.join(self.tmp, "rank 1's kernel.ncu-rep")
+        with open(rep, "wb") as f:
+            f.write(b"\0")
+        fake = os.path.join(bin_dir, "ncu")
+        with open(fake, "w") as f:
+            f.write('#!/bin/sh\n[ $# = 5 ] && [ "$1 $3 $4 $5" = "--import --csv --page raw" ] || exit 2\n'
+                    '[ "$2" = "%s" ] || { echo "==ERROR== no such report" >&2; exit 3; }\n'
+                    'cat "%s"\n' % (rep, os.path.join(NCU, "heavy_stencil.raw.csv")))
+        os.chmod(fake, 0o755)
+        env = {**os.environ, "PATH": bin_dir + os.pathsep + os.environ["PATH"]}
+        proc = subprocess.run([RANKSCOPE, "inspect", "ncu", "--json", rep], capture_output=True,
+                              text=True, timeout=60, env=env)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        kernels = json.loads(proc.stdout)["kernels"]
+        self.assertEqual([(k["file"], k["bound"]) for k in kernels], [(rep, "compute-bound")])
+        other = os.path.join(self.tmp, "other.ncu-rep")
+        proc = subprocess.run([RANKSCOPE, "inspect", "ncu", other], capture_output=True,
+                              text=True, timeout=60, env=env)
+        self.assertEqual(proc.returncode, 1)
+        self.assertIn("no such report", proc.stderr)  # ncu's own message, passed through
+        self.assertIn("failed (exit 3)", proc.stderr)
+
 
 class NcclReplay(RankscopeTest):
     """The agent's NCCL path end to end on CPU, fed by real logs recorded on 2xH200."""
