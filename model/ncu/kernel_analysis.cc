@@ -273,10 +273,7 @@ std::vector<StallReason> Stalls(const Metrics& m) {
 
 // The roof at the kernel's intensity and how near it is; the verdict and the sentence behind it.
 void Judge(KernelAnalysis* k) {
-  const MemoryRoof* dram = nullptr;
-  for (const MemoryRoof& r : k->memory) {
-    if (r.level == "dram") dram = &r;
-  }
+  const MemoryRoof* dram = k->Dram();
   // The precision that did the most work against its own peak.
   for (const ComputeRoof& c : k->compute) {
     if (c.peak_flops <= 0 || c.achieved_flops <= 0) continue;
@@ -336,6 +333,13 @@ void Judge(KernelAnalysis* k) {
 }
 
 }  // namespace
+
+const MemoryRoof* KernelAnalysis::Dram() const {
+  for (const MemoryRoof& r : memory) {
+    if (r.level == "dram") return &r;
+  }
+  return nullptr;
+}
 
 const char* KernelBoundName(KernelBound b) {
   switch (b) {

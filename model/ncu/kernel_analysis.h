@@ -81,6 +81,9 @@ struct KernelAnalysis {
   OccupancyFacts occupancy;
   std::vector<StallReason> stalls;   // most cycles first; reasons under 1 % of them left out
   std::vector<std::string> missing;  // metrics the verdict wanted and the file lacked
+
+  // The DRAM level of `memory`, or nullptr when the file had no DRAM figures.
+  const MemoryRoof* Dram() const;
 };
 
 // At or above this share of its compute roof a kernel is at its roof: its stalls show how it

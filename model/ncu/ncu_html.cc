@@ -42,10 +42,8 @@ struct Roof {
 std::vector<Roof> RoofsOf(const std::vector<KernelAnalysis>& kernels) {
   std::vector<Roof> roofs;
   for (const KernelAnalysis& k : kernels) {
-    double bps = 0;
-    for (const MemoryRoof& m : k.memory) {
-      if (m.level == "dram") bps = m.peak_bps;
-    }
+    const MemoryRoof* dram = k.Dram();
+    const double bps = dram != nullptr ? dram->peak_bps : 0;
     if (bps <= 0) continue;
     for (const ComputeRoof& c : k.compute) {
       if (c.peak_flops <= 0) continue;

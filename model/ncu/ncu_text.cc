@@ -48,7 +48,7 @@ std::string DescribeKernels(const std::vector<KernelAnalysis>& kernels) {
       out += "  " + c.precision + (c.detail.empty() ? "" : " (" + c.detail + ")") + ": " +
              Si(c.achieved_flops) + "FLOP/s" +
              (c.peak_flops > 0 ? " of " + Si(c.peak_flops) + "FLOP/s" : ", no peak known") +
-             (c.peak_source.rfind("datasheet", 0) == 0 ? " (" + c.peak_source + ")" : "") +
+             (c.peak_source.starts_with("datasheet") ? " (" + c.peak_source + ")" : "") +
              (c.peak_flops > 0 ? FormatDouble(" (%.1f %%)", 100 * c.achieved_flops / c.peak_flops)
                                : "") +
              "\n";
@@ -57,7 +57,7 @@ std::string DescribeKernels(const std::vector<KernelAnalysis>& kernels) {
       out += "  " + r.level + ": ";
       if (r.achieved_bps > 0) {
         out += Si(r.achieved_bps) + "B/s" + (r.peak_bps > 0 ? " of " + Si(r.peak_bps) + "B/s" : "");
-        if (r.peak_source.rfind("datasheet", 0) == 0) out += " (" + r.peak_source + ")";
+        if (r.peak_source.starts_with("datasheet")) out += " (" + r.peak_source + ")";
         out += ", ";
       }
       out += FormatDouble("%.1f %% of peak", r.pct_of_peak);
