@@ -341,6 +341,10 @@ const MemoryRoof* KernelAnalysis::Dram() const {
   return nullptr;
 }
 
+bool KernelAnalysis::AtRoof() const {
+  return bound == KernelBound::kCompute && pct_of_roof >= kAtRoofPct;
+}
+
 const char* KernelBoundName(KernelBound b) {
   switch (b) {
     case KernelBound::kCompute:

@@ -56,6 +56,10 @@ struct OccupancyFacts {
   double waves_per_sm = 0;
 };
 
+// At or above this share of its compute roof a kernel is at its roof: its stalls show how it
+// waits there, not what to fix.
+inline constexpr double kAtRoofPct = 80.0;
+
 struct KernelAnalysis {
   std::string file;  // the report it came from (set by the caller; ids repeat across files)
   int id = -1;
@@ -84,11 +88,9 @@ struct KernelAnalysis {
 
   // The DRAM level of `memory`, or nullptr when the file had no DRAM figures.
   const MemoryRoof* Dram() const;
+  // Compute-bound at kAtRoofPct or more of its roof: its stalls are how it waits there.
+  bool AtRoof() const;
 };
-
-// At or above this share of its compute roof a kernel is at its roof: its stalls show how it
-// waits there, not what to fix.
-inline constexpr double kAtRoofPct = 80.0;
 
 // Below this share of peak on both SM and memory throughput a kernel is latency-bound: neither
 // roof is near, so the SMs wait (ncu's Speed Of Light rule uses the same 60 %).

@@ -78,7 +78,7 @@ std::string DescribeKernels(const std::vector<KernelAnalysis>& kernels) {
                                       : ", limited by " + Joined(o.limiters)) +
            " (" + std::to_string(o.registers_per_thread) + " registers/thread, " +
            Si(o.shared_bytes_per_block) + "B shared/block)\n";
-    const bool at_roof = k.bound == KernelBound::kCompute && k.pct_of_roof >= kAtRoofPct;
+    const bool at_roof = k.AtRoof();
     if (!k.stalls.empty()) {
       out += "  warp stalls (cycles per issued instruction)" +
              std::string(at_roof ? ": at its roof, these are how it waits there; what is left "
@@ -143,7 +143,7 @@ nlohmann::ordered_json KernelAnalysesToJson(const std::vector<KernelAnalysis>& k
          {"sm_throughput_pct", k.sm_throughput_pct},
          {"memory_throughput_pct", k.memory_throughput_pct},
          {"issue_active_pct", k.issue_active_pct},
-         {"at_roof", k.bound == KernelBound::kCompute && k.pct_of_roof >= kAtRoofPct},
+         {"at_roof", k.AtRoof()},
          {"roofline",
           {{"precision", k.dominant ? nlohmann::ordered_json(k.dominant->precision) : nullptr},
            {"intensity_flop_per_byte", OrNull(k.intensity)},
