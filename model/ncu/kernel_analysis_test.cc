@@ -3,22 +3,11 @@
 #include "gtest/gtest.h"
 #include "model/ncu/gpu_peaks.h"
 #include "model/ncu/ncu_file.h"
+#include "model/ncu/ncu_fixtures_for_tests.h"
 #include "model/ncu/ncu_text.h"
 
 namespace rankscope {
 namespace {
-
-const std::string kFixtures = std::string(RANKSCOPE_FIXTURES_DIR) + "/h200-ncu/";
-
-std::vector<KernelAnalysis> Analyze(const std::string& file) {
-  Result<NcuReport> r = ParseNcuRawCsvFile(kFixtures + file);
-  EXPECT_TRUE(r.ok()) << r.status().message();
-  std::vector<KernelAnalysis> out;
-  if (r.ok()) {
-    for (const NcuLaunch& l : r->launches) out.push_back(AnalyzeKernel(l));
-  }
-  return out;
-}
 
 const StallReason* Stall(const KernelAnalysis& k, const std::string& reason) {
   for (const StallReason& s : k.stalls) {
@@ -30,7 +19,7 @@ const StallReason* Stall(const KernelAnalysis& k, const std::string& reason) {
 // cuBLAS's bf16 GEMM (4096^3, 218.8 us): the tensor cores at 91 % of their peak, far right of
 // the ridge; one block per SM by design (168 registers, 214 KB of shared memory).
 TEST(AnalyzeKernel, TheGemmIsComputeBoundNearTheTensorRoof) {
-  const std::vector<KernelAnalysis> k = Analyze("torch_gemm_gelu.raw.csv");
+  const std::vector<KernelAnalysis> k = AnalyzeFixtures({"torch_gemm_gelu.raw.csv"});
   ASSERT_EQ(k.size(), 2u);
   const KernelAnalysis& gemm = k[0];
   EXPECT_EQ(gemm.bound, KernelBound::kCompute) << gemm.why;
@@ -53,7 +42,7 @@ TEST(AnalyzeKernel, TheGemmIsComputeBoundNearTheTensorRoof) {
 // GELU over 4096x4096 bf16 (29.8 us): left of the FP32 ridge, so the DRAM roof bounds it; at a
 // third of that roof, with the SM's issue slots busy on conversions and erf.
 TEST(AnalyzeKernel, TheGeluIsMemoryBound) {
-  const std::vector<KernelAnalysis> k = Analyze("torch_gemm_gelu.raw.csv");
+  const std::vector<KernelAnalysis> k = AnalyzeFixtures({"torch_gemm_gelu.raw.csv"});
   ASSERT_EQ(k.size(), 2u);
   const KernelAnalysis& gelu = k[1];
   EXPECT_EQ(gelu.bound, KernelBound::kMemory) << gelu.why;
@@ -74,7 +63,7 @@ TEST(AnalyzeKernel, TheGeluIsMemoryBound) {
 // A 20,000-step dependent FMA chain per thread: the FP32 pipe at 80 % of its peak, issue slots
 // 98 % busy, almost no DRAM traffic (8 MB in 1 ms).
 TEST(AnalyzeKernel, TheFmaChainIsComputeBoundWithAlmostNoDramTraffic) {
-  const std::vector<KernelAnalysis> k = Analyze("heavy_stencil.raw.csv");
+  const std::vector<KernelAnalysis> k = AnalyzeFixtures({"heavy_stencil.raw.csv"});
   ASSERT_EQ(k.size(), 1u);
   const KernelAnalysis& fma = k[0];
   EXPECT_EQ(fma.bound, KernelBound::kCompute) << fma.why;
@@ -94,7 +83,7 @@ TEST(AnalyzeKernel, TheFmaChainIsComputeBoundWithAlmostNoDramTraffic) {
 
 // x = x*0.999 + 0.001 over 1 Mi floats in 5 us: neither roof near, the SMs wait.
 TEST(AnalyzeKernel, TheTinyElementwiseKernelIsLatencyBound) {
-  const std::vector<KernelAnalysis> k = Analyze("light_kernel.raw.csv");
+  const std::vector<KernelAnalysis> k = AnalyzeFixtures({"light_kernel.raw.csv"});
   ASSERT_EQ(k.size(), 2u);
   for (const KernelAnalysis& light : k) {
     EXPECT_EQ(light.bound, KernelBound::kLatency) << light.why;
@@ -110,7 +99,7 @@ TEST(AnalyzeKernel, TheTinyElementwiseKernelIsLatencyBound) {
 // The stall table is ncu's own figures: cycles per issued instruction per reason, "selected"
 // (the issuing cycle) left out, the shares adding up to at most 1.
 TEST(AnalyzeKernel, StallsAreNcusFiguresMostFirst) {
-  const std::vector<KernelAnalysis> k = Analyze("torch_gemm_gelu.raw.csv");
+  const std::vector<KernelAnalysis> k = AnalyzeFixtures({"torch_gemm_gelu.raw.csv"});
   ASSERT_EQ(k.size(), 2u);
   const StallReason* long_sb = Stall(k[0], "long_scoreboard");
   ASSERT_NE(long_sb, nullptr);
@@ -130,7 +119,7 @@ TEST(AnalyzeKernel, StallsAreNcusFiguresMostFirst) {
 }
 
 TEST(DescribeKernels, TextAndJsonCarryTheVerdict) {
-  const std::vector<KernelAnalysis> k = Analyze("torch_gemm_gelu.raw.csv");
+  const std::vector<KernelAnalysis> k = AnalyzeFixtures({"torch_gemm_gelu.raw.csv"});
   const std::string text = DescribeKernels(k);
   EXPECT_NE(text.find("compute-bound"), std::string::npos) << text;
   EXPECT_NE(text.find("memory-bound"), std::string::npos) << text;
@@ -155,7 +144,7 @@ TEST(DescribeKernels, TextAndJsonCarryTheVerdict) {
 // A report without ncu's peak_sustained metrics (made with a few sections): the roofs come from
 // the GPU's data sheet, said so; the verdict stands.
 TEST(AnalyzeKernel, WithoutNcusPeaksTheDatasheetsAreUsedAndNamed) {
-  Result<NcuReport> r = ParseNcuRawCsvFile(kFixtures + "torch_gemm_gelu.raw.csv");
+  Result<NcuReport> r = ParseNcuRawCsvFile(kNcuFixtures + "torch_gemm_gelu.raw.csv");
   ASSERT_TRUE(r.ok());
   for (NcuLaunch& launch : r->launches) {
     std::erase_if(launch.numbers, [](const auto& metric) {

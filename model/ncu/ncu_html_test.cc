@@ -1,23 +1,10 @@
 #include "model/ncu/ncu_html.h"
 
 #include "gtest/gtest.h"
-#include "model/ncu/ncu_file.h"
+#include "model/ncu/ncu_fixtures_for_tests.h"
 
 namespace rankscope {
 namespace {
-
-const std::string kFixtures = std::string(RANKSCOPE_FIXTURES_DIR) + "/h200-ncu/";
-
-std::vector<KernelAnalysis> Analyze(const std::vector<std::string>& files) {
-  std::vector<KernelAnalysis> out;
-  for (const std::string& file : files) {
-    Result<NcuReport> r = ParseNcuRawCsvFile(kFixtures + file);
-    EXPECT_TRUE(r.ok()) << r.status().message();
-    if (!r.ok()) continue;
-    for (const NcuLaunch& l : r->launches) out.push_back(AnalyzeKernel(l));
-  }
-  return out;
-}
 
 size_t Count(const std::string& text, const std::string& what) {
   size_t n = 0;
@@ -38,7 +25,7 @@ TEST(ShortKernelName, TheFunctionsOwnName) {
 // ridge marked; no script and nothing fetched.
 TEST(RooflineSvg, EachKernelADotOnItsGpusRoofs) {
   const std::vector<KernelAnalysis> k =
-      Analyze({"torch_gemm_gelu.raw.csv", "heavy_stencil.raw.csv", "light_kernel.raw.csv"});
+      AnalyzeFixtures({"torch_gemm_gelu.raw.csv", "heavy_stencil.raw.csv", "light_kernel.raw.csv"});
   ASSERT_EQ(k.size(), 5u);
   const std::string svg = RooflineSvg(k);
   ASSERT_FALSE(svg.empty());
@@ -59,7 +46,7 @@ TEST(RooflineSvg, EachKernelADotOnItsGpusRoofs) {
 }
 
 TEST(StallBarsSvg, ABarPerReasonTheLongestFullWidth) {
-  const std::vector<KernelAnalysis> k = Analyze({"light_kernel.raw.csv"});
+  const std::vector<KernelAnalysis> k = AnalyzeFixtures({"light_kernel.raw.csv"});
   ASSERT_FALSE(k.empty());
   const std::string bars = StallBarsSvg(k[0]);
   EXPECT_EQ(Count(bars, "<rect"), k[0].stalls.size());
