@@ -34,6 +34,7 @@
 #include "agent/proc_sampler.h"
 #include "agent/uplink.h"
 #include "core/control_page.h"
+#include "core/subprocess.h"
 #include "proto/convert.h"
 
 namespace rankscope {
@@ -107,8 +108,13 @@ std::vector<std::string> ChildEnvironment(const AgentOptions& options, const Env
     env.push_back("LD_PRELOAD=" + preload);
     env.push_back("NVTX_INJECTION64_PATH=" + options.inject_library);
     // The CUDA driver loads it at CUDA init and calls InitializeInjection (CUPTI activity).
-    // A CUDA injection the user chose (another tool) stays: only one can be loaded.
-    if (auto it = current.find("CUDA_INJECTION64_PATH"); it == current.end()) {
+    // A CUDA injection the user chose (another tool) stays: only one can be loaded. So does the
+    // one of the tool the rank runs under, which sets its own for the program.
+    if (options.tool.active()) {
+      *note = "the rank ran under " + options.tool.tool +
+              ", which holds CUDA's injection: no GPU activity from CUPTI for it (its MPI calls "
+              "are still captured)";
+    } else if (auto it = current.find("CUDA_INJECTION64_PATH"); it == current.end()) {
       env.push_back("CUDA_INJECTION64_PATH=" + options.inject_library);
     } else if (it->second != options.inject_library) {
       *note = "CUDA_INJECTION64_PATH is already set (" + it->second +
@@ -235,6 +241,43 @@ void FillAgentOptionsFromEnvironment(const std::string& self_exe, AgentOptions* 
 
 namespace {
 
+// The most of ncu's CSV a final batch carries: one upload chunk is 4 MB (proto/upload_chunk.h)
+// and one launch of `--set full` about 160 KB.
+constexpr size_t kMaxToolCsvBytes = 3u << 20;
+
+// What the tool the rank ran under left: its report's path and, for ncu, the report read back as
+// the raw page's CSV (`ncu --import`, its stderr kept out of the job's output).
+v1::ToolReport ReadToolReport(const ToolWrap& tool, const AgentIdentity& identity) {
+  v1::ToolReport out;
+  out.set_tool(tool.tool);
+  out.set_path(tool.report);
+  out.set_host(identity.node_name.empty() ? identity.host : identity.node_name);
+  if (access(tool.report.c_str(), R_OK) != 0) {
+    out.set_error(tool.tool + " wrote no report at " + tool.report +
+                  (tool.tool == "ncu"
+                       ? ": no kernel launch matched (the kernel regex, --ncu-skip), the program "
+                         "ended first, or ncu failed (its messages are in the rank's output)"
+                       : ": nsys failed (its messages are in the rank's output)"));
+    return out;
+  }
+  if (tool.tool != "ncu") return out;
+  const std::vector<std::string> import = {tool.binary, "--import", tool.report,
+                                           "--csv",     "--page",   "raw"};
+  auto [code, csv] = CaptureOutput(import, ToolStderr::kDiscard);
+  if (code != 0) {
+    out.set_error("`" + tool.binary + " --import " + tool.report +
+                  " --csv --page raw` failed (exit " + std::to_string(code) +
+                  "); run it there to see why");
+  } else if (csv.size() > kMaxToolCsvBytes) {
+    out.set_error("ncu's raw page of " + tool.report + " is " + std::to_string(csv.size() >> 20) +
+                  " MB, more than a report carries: read it there with `rankscope inspect ncu " +
+                  tool.report + "` (or profile fewer launches: --ncu-count)");
+  } else {
+    out.set_csv(std::move(csv));
+  }
+  return out;
+}
+
 // Everything the agent runs for one rank, in whichever process runs it: the program's parent
 // (RunAgent) or the process beside it (RunProgramWithAgentBeside).
 class RankCapture {
@@ -328,6 +371,10 @@ std::vector<std::string> RankCapture::Prepare(const std::function<void(const std
           30 * kNsPerSec);
     }
   }
+  if (!options_.tool.note.empty()) {
+    say("rankscope agent: " + options_.tool.note);
+    if (uplink_) uplink_->AddNotice(options_.tool.note);
+  }
   if (!control_.path().empty()) extra_env.push_back("RANKSCOPE_CONTROL_FILE=" + control_.path());
   std::string env_note;
   std::vector<std::string> env = ChildEnvironment(
@@ -381,6 +428,7 @@ void RankCapture::Finish(const std::optional<ChildExit>& exit) {
   }
   if (nvml_) uplink_->SetNvml(nvml_->Finish());
   if (proc_stats_) uplink_->SetProcessStats(ToProto(*proc_stats_));
+  if (options_.tool.active()) uplink_->SetToolReport(ReadToolReport(options_.tool, identity_));
   if (!exit) {
     uplink_->AddNotice(
         "the program ended without calling exit() (a signal, or _exit) and its parent reaped it "
@@ -440,6 +488,25 @@ std::string WorkingDirectoryFallback(const std::string& name) {
   std::vector<char*> c_env = CStrings(env);
   std::vector<char*> c_argv = CStrings(argv);
   ExecOrExit(c_argv.data(), c_env.data(), WorkingDirectoryFallback(argv.front()));
+}
+
+// `options` with the tool its rank runs under planned (agent/tool_wrap.h); as they are when
+// unprofiled or already planned.
+AgentOptions WithTool(const AgentOptions& options) {
+  AgentOptions out = options;
+  if (out.coordinator.empty() || out.tool.active() || !out.tool.note.empty()) return out;
+  const EnvMap env = CurrentEnvironment();
+  const AgentIdentity id = DetectIdentity(env, HostName());
+  out.tool = PlanToolWrap(
+      env, id.rank, out.program, out.tmp_dir,
+      [&env](const std::string& name) { return FindOnPath(name, env); },
+      [](const std::string& dir) { return access(dir.c_str(), W_OK) == 0; });
+  return out;
+}
+
+// What runs as the rank: the program, or the tool with the program after it.
+std::vector<std::string> ProgramArgv(const AgentOptions& options) {
+  return options.tool.active() ? options.tool.argv : options.program;
 }
 
 ChildExit FromWaitStatus(int status) {
@@ -651,9 +718,10 @@ bool CanRunBeside() {
   return true;
 }
 
-[[noreturn]] void RunProgramWithAgentBeside(const AgentOptions& options) {
-  SayUnprofiled(options);
-  if (options.coordinator.empty()) ExecProgram(options.program, UnprofiledEnvironment());
+[[noreturn]] void RunProgramWithAgentBeside(const AgentOptions& given) {
+  SayUnprofiled(given);
+  if (given.coordinator.empty()) ExecProgram(given.program, UnprofiledEnvironment());
+  const AgentOptions options = WithTool(given);
   const pid_t program = getpid();
   int env_pipe[2] = {-1, -1}, exec_pipe[2] = {-1, -1};
   if (pipe2(env_pipe, O_CLOEXEC) != 0 || pipe2(exec_pipe, O_CLOEXEC) != 0) {
@@ -689,14 +757,16 @@ bool CanRunBeside() {
                  "rankscope agent: the agent did not start; running the program "
                  "unprofiled.\n");
   }
-  ExecProgram(options.program, env ? std::move(*env) : UnprofiledEnvironment());
+  if (!env) ExecProgram(options.program, UnprofiledEnvironment());
+  ExecProgram(ProgramArgv(options), std::move(*env));
 }
 
-ChildExit RunAgent(const AgentOptions& options) {
-  SayUnprofiled(options);
+ChildExit RunAgent(const AgentOptions& given) {
+  SayUnprofiled(given);
+  const AgentOptions options = WithTool(given);
   RankCapture capture(options);
   std::vector<std::string> env = capture.Prepare(SayOnStderr);
-  std::vector<std::string> argv = options.program;
+  std::vector<std::string> argv = ProgramArgv(options);
   std::vector<char*> c_env = CStrings(env);
   std::vector<char*> c_argv = CStrings(argv);
   const std::string fallback = WorkingDirectoryFallback(argv.front());

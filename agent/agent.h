@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "agent/tool_wrap.h"
 #include "core/time.h"
 
 namespace rankscope {
@@ -24,6 +25,9 @@ struct AgentOptions {
   // Dormant (RANKSCOPE_DORMANT=1): the inject library records nothing until the coordinator
   // starts a capture (core/control_page.h).
   bool dormant = false;
+  // The tool this rank runs under (`rankscope run --ncu-rank` / `--nsys-ranks`), planned from the
+  // environment by RunAgent / RunProgramWithAgentBeside; inactive for the other ranks.
+  ToolWrap tool;
 };
 
 // Reads RANKSCOPE_COORDINATOR / RANKSCOPE_TOKEN / RANKSCOPE_SESSION / RANKSCOPE_INJECT_LIB /

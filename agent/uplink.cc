@@ -253,6 +253,11 @@ void Uplink::SetNvml(v1::NvmlReport report) {
   *pending_.mutable_nvml() = std::move(report);
 }
 
+void Uplink::SetToolReport(v1::ToolReport report) {
+  std::lock_guard<std::mutex> lock(mu_);
+  *pending_.mutable_tool_report() = std::move(report);
+}
+
 void Uplink::SetProcessStats(v1::ProcessStats stats) {
   std::lock_guard<std::mutex> lock(mu_);
   *pending_.mutable_proc() = std::move(stats);

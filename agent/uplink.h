@@ -95,6 +95,8 @@ class Uplink {
   void SetNccl(v1::NcclSummary summary);
   void SetTopology(v1::TopologyDump dump);
   void SetNvml(v1::NvmlReport report);
+  // The report of the tool the rank ran under (agent/tool_wrap.h), before Finish.
+  void SetToolReport(v1::ToolReport report);
   // The rank's /proc figures (agent/proc_sampler.h), before Finish.
   void SetProcessStats(v1::ProcessStats stats);
   // The rank's /proc figures so far (and the MPI call it is inside), for the coordinator's live

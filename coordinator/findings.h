@@ -99,6 +99,18 @@ inline FindingKind ParseFindingKind(std::string_view name) {
   return FindingKind::kOther;
 }
 
+// A kernel the finding names, as Nsight Compute measured it on the finding's rank (`rankscope
+// run --ncu-rank R`, model/ncu): the end of a straggler's chain (report.json:
+// evidence.kernel_verdicts).
+struct KernelVerdict {
+  std::string kernel;  // its function's name
+  std::string bound;   // "compute-bound", "memory-bound", "latency-bound"
+  std::string why;     // the figures behind it
+  std::string stall;   // its top warp stall: "long_scoreboard 3.10 cycles per issued instruction"
+  std::string fix;     // what to change for that stall; "" for a kernel at its roof
+  std::string report;  // the .ncu-rep it was read from
+};
+
 struct Finding {
   FindingKind kind = FindingKind::kOther;
   std::string other_kind;  // kOther's name, as the report that held it said
@@ -149,6 +161,10 @@ struct Finding {
   // (evidence.below_link_ceiling), a straggler's late arrivals into its loader's skew
   // (evidence.straggler: its arrivals and cause range only).
   std::vector<Finding> joined;
+  // The kernels it names as ncu measured them, and the tool a rank of it ran under whose replay
+  // made it slow while it profiled ("ncu"; evidence.under_tool): findings/kernel_reports.h.
+  std::vector<KernelVerdict> kernel_verdicts;
+  std::string under_tool;
 
   // The kind's name as report.json writes it.
   std::string_view KindName() const {

@@ -87,6 +87,11 @@ void AddBatchToRank(const v1::UploadBatch& batch, RankData* rank) {
     }
   }
   if (batch.has_proc()) rank->proc = FromProto(batch.proc());
+  if (batch.has_tool_report()) {
+    const v1::ToolReport& t = batch.tool_report();
+    rank->tool_run = ToolRun{ToText(t.tool()), ToText(t.path()), ToText(t.host()), ToText(t.csv()),
+                             ToText(t.error())};
+  }
   for (const v1::SweepCheck& c : batch.sweep()) rank->sweep.push_back(FromProto(c));
   if (batch.final()) rank->finished = true;
 }

@@ -12,6 +12,7 @@
 #include "coordinator/advise/advisor.h"
 #include "coordinator/aligner.h"
 #include "coordinator/analysis/diagnosis.h"
+#include "coordinator/analysis/kernel_reports.h"
 #include "coordinator/attempts.h"
 #include "coordinator/collective_matcher.h"
 #include "coordinator/completeness.h"
@@ -128,6 +129,7 @@ Result<PipelineOutput> DiagnoseAndWrite(Session aligned, const std::string& out_
   std::vector<Finding> findings =
       Diagnose(aligned, matches, options, &notes, &blame, windowed ? &*windowed : nullptr);
   if (!second_pass.ok()) return second_pass;
+  JoinKernelReports(SessionKernelReports(aligned), &findings);
   windowed.reset();  // the folds' state (the blame graph's events among it): read by no writer
   std::error_code absolute_error;
   const std::filesystem::path dir = std::filesystem::absolute(out_dir, absolute_error);

@@ -32,6 +32,19 @@ namespace rankscope {
 // a world size of 2^31 from a job's environment once made the coordinator allocate 8 GB.
 inline constexpr int kMaxWorldSize = 1 << 20;
 
+// The report of a tool a rank ran under (`rankscope run --ncu-rank R`, `--nsys-ranks`; its
+// agent ran the program under it: agent/tool_wrap.h).
+struct ToolRun {
+  std::string tool;  // "ncu" or "nsys"
+  std::string path;  // the report file, on `host`
+  std::string host;
+  std::string csv;    // ncu: the report's raw page (`ncu --import PATH --csv --page raw`)
+  std::string error;  // why there is no report, or no csv
+  // The rank ran under the tool in this run; false for a report of another run joined afterwards
+  // (`rankscope report DIR --ncu RANK=FILE`), which did not slow this one.
+  bool same_run = true;
+};
+
 struct RankData {
   RankIdentity id;
   std::vector<ClockSample> clock_samples;
@@ -78,6 +91,7 @@ struct RankData {
   std::optional<ProcessTreeStats> proc;
   // `rankscope sweep`: this node's health-check figures (one "rank" per node).
   std::vector<SweepCheckResult> sweep;
+  std::optional<ToolRun> tool_run;  // when it ran under ncu or nsys
 
   std::vector<std::string> notices;  // from the agent / inject library, shown in the report
   uint64_t dropped_records = 0;

@@ -16,10 +16,10 @@
 
 #include "agent/outside_sampler.h"
 #include "coordinator/service.h"
+#include "core/subprocess.h"
 #include "launchers/capture_cmd.h"
 #include "launchers/job_agents.h"
 #include "launchers/session_coordinator.h"
-#include "launchers/subprocess.h"
 #include "proto/protocol.h"
 
 namespace rankscope {

@@ -1,19 +1,21 @@
 #include "launchers/inspect.h"
 
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <map>
 #include <set>
+#include <sstream>
 #include <string>
 #include <tuple>
 
 #include "core/format.h"
-#include "launchers/subprocess.h"
+#include "core/subprocess.h"
 #include "model/nccl/nccl_log_file.h"
 #include "model/nccl/nccl_log_json.h"
 #include "model/nccl/nccl_types.h"
 #include "model/ncu/kernel_analysis.h"
-#include "model/ncu/ncu_file.h"
 #include "model/ncu/ncu_html.h"
 #include "model/ncu/ncu_text.h"
 #include "model/topology/topology_file.h"
@@ -86,13 +88,19 @@ std::string CrossRankCheck(const std::vector<NcclLog>& logs) {
          "communicator, " + std::to_string(partial) + " on only some ranks\n";
 }
 
-// An .ncu-rep through `ncu --import FILE --csv --page raw` (ncu must be on PATH; its own
-// messages go to stderr); any other file read as that command's output.
 Result<NcuReport> ReadNcuReport(const std::string& path) {
-  if (!path.ends_with(".ncu-rep")) return ParseNcuRawCsvFile(path);
-  const auto [status, text] = CaptureOutput({"ncu", "--import", path, "--csv", "--page", "raw"});
-  if (status != 0) {
-    return Result<NcuReport>::Error(
+  Result<std::string> text = NcuRawCsvText(path);
+  if (!text.ok()) return text.status();
+  return ParseNcuRawCsv(text.value(), path);
+}
+
+}  // namespace
+
+Result<std::string> NcuRawCsvText(const std::string& path) {
+  if (path.ends_with(".ncu-rep")) {
+    auto [status, text] = CaptureOutput({"ncu", "--import", path, "--csv", "--page", "raw"});
+    if (status == 0) return text;
+    return Result<std::string>::Error(
         path +
         (status == 127
              ? ": reading an .ncu-rep needs Nsight Compute's ncu on PATH"
@@ -101,10 +109,13 @@ Result<NcuReport> ReadNcuReport(const std::string& path) {
         "; or run `ncu --import " + path +
         " --csv --page raw > R.csv` where ncu is and pass R.csv");
   }
-  return ParseNcuRawCsv(text, path);
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Result<std::string>::Error(path + ": cannot open: " + std::strerror(errno));
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (in.bad()) return Result<std::string>::Error(path + ": read failed");
+  return text.str();
 }
-
-}  // namespace
 
 int InspectNcu(const std::vector<std::string>& files, bool json, const std::string& html_path) {
   std::vector<KernelAnalysis> kernels;

@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "core/status.h"
+
 namespace rankscope {
 
 // Prints to stdout; errors (naming the file) to stderr. Returns the process exit code: 0, or 1
@@ -17,5 +19,10 @@ int InspectTopology(const std::string& file, bool json);
 // With `html_path`, also writes there a self-contained page with the roofline chart and each
 // kernel's stall bars.
 int InspectNcu(const std::vector<std::string>& files, bool json, const std::string& html_path);
+
+// The raw page of an Nsight Compute report as CSV text: an .ncu-rep through `ncu --import FILE
+// --csv --page raw` (ncu on PATH; its own messages go to stderr), any other file read as that
+// command's output. Errors name the file and say what to run instead.
+Result<std::string> NcuRawCsvText(const std::string& path);
 
 }  // namespace rankscope

@@ -2,6 +2,8 @@
 
 #include <unistd.h>
 
+#include <algorithm>
+#include <charconv>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -11,6 +13,7 @@
 #include "coordinator/ingest.h"
 #include "coordinator/pipeline.h"
 #include "coordinator/report/session_store.h"
+#include "launchers/inspect.h"
 
 namespace rankscope {
 
@@ -33,6 +36,32 @@ Result<Session> FromSpools(const std::vector<std::string>& files) {
   return SessionFromSpools(spools, sources);
 }
 
+// Joins each "RANK=FILE" of `ncu` into its rank's data (ToolRun of another run); an error names
+// the argument or the file.
+Status JoinNcuFiles(const std::vector<std::string>& ncu, Session* session) {
+  for (const std::string& arg : ncu) {
+    const size_t eq = arg.find('=');
+    int rank = -1;
+    if (eq != std::string::npos) {
+      const char* end = arg.data() + eq;
+      auto [ptr, ec] = std::from_chars(arg.data(), end, rank);
+      if (ec != std::errc() || ptr != end) rank = -1;
+    }
+    if (rank < 0)
+      return Status::Error("--ncu " + arg + ": give RANK=FILE, e.g. 1=rank1_kernel.ncu-rep");
+    const std::string path = arg.substr(eq + 1);
+    auto it = std::find_if(session->ranks.begin(), session->ranks.end(),
+                           [rank](const RankData& r) { return r.id.rank == rank; });
+    if (it == session->ranks.end()) {
+      return Status::Error("--ncu " + arg + ": the session has no rank " + std::to_string(rank));
+    }
+    Result<std::string> csv = NcuRawCsvText(path);
+    if (!csv.ok()) return csv.status();
+    it->tool_run = ToolRun{"ncu", path, "", std::move(csv).value(), "", /*same_run=*/false};
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 int RunReport(const ReportOptions& options) {
@@ -49,6 +78,10 @@ int RunReport(const ReportOptions& options) {
                                         : LoadSession(stored_path);
   if (!session.ok()) {
     std::fprintf(stderr, "rankscope report: %s\n", session.status().message().c_str());
+    return 1;
+  }
+  if (Status joined = JoinNcuFiles(options.ncu, &session.value()); !joined.ok()) {
+    std::fprintf(stderr, "rankscope report: %s\n", joined.message().c_str());
     return 1;
   }
   std::string out_dir = options.out_dir.empty() ? options.session_dir : options.out_dir;

@@ -16,6 +16,9 @@ struct ReportOptions {
   bool quiet = false;
   AnalysisOptions analysis;
   bool full_trace = false;  // trace.json with every event, however large
+  // "RANK=FILE": Nsight Compute reports of those ranks from another run of the job (an .ncu-rep,
+  // or its `--csv --page raw`), joined into the findings as `run --ncu-rank` would.
+  std::vector<std::string> ncu;
 };
 
 // Returns the process exit code: 0 written, 1 the session could not be read or written.

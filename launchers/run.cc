@@ -355,6 +355,19 @@ std::vector<std::string> ExportRankEnvironment(const RunOptions& options) {
                                         "RANKSCOPE_SESSION"};
   std::vector<std::pair<std::string, std::string>> inject_env = options.inject_env;
   if (options.dormant) inject_env.emplace_back("RANKSCOPE_DORMANT", "1");
+  const ToolOptions& t = options.tools;
+  if (t.any()) {
+    std::error_code ec;
+    const std::filesystem::path dir = std::filesystem::absolute(options.out_dir, ec);
+    inject_env.insert(inject_env.end(),
+                      {{kNcuRanksVar, t.ncu_ranks},
+                       {kNcuKernelVar, t.ncu_kernel},
+                       {kNcuSetVar, t.ncu_set},
+                       {kNcuCountVar, std::to_string(t.ncu_count)},
+                       {kNcuSkipVar, std::to_string(t.ncu_skip)},
+                       {kNsysRanksVar, t.nsys_ranks},
+                       {kToolDirVar, ec ? options.out_dir : dir.lexically_normal().string()}});
+  }
   for (const auto& [name, value] : inject_env) {
     if (value.empty()) continue;
     setenv(name.c_str(), value.c_str(), 1);
@@ -458,8 +471,12 @@ void DrainAgents(CoordinatorService& service, int exit_code, DurationNs drain_ti
 
 }  // namespace
 
-int RunJob(const RunOptions& options) {
+int RunJob(const RunOptions& given) {
   CatchStopSignals();
+  const std::string session_id = NewSessionId();
+  RunOptions options = given;
+  // The tools write into the session folder while the job runs: it is named before the launch.
+  if (options.tools.any() && options.out_dir.empty()) options.out_dir = "rankscope-" + session_id;
   const std::vector<std::string> agent = {options.self_exe, "agent", "--"};
   const LaunchContext context = DetectLaunchContext(options.command);
   const char* slurm_nodes = std::getenv("SLURM_JOB_NUM_NODES");
@@ -491,7 +508,7 @@ int RunJob(const RunOptions& options) {
     return 2;
   }
   CoordinatorConfig config;
-  config.session_id = NewSessionId();
+  config.session_id = session_id;
   config.token = token.value();
   config.bind_address = options.bind_address;
   if (config.bind_address.empty()) {

@@ -14,6 +14,19 @@
 
 namespace rankscope {
 
+// Nsight Compute / Nsight Systems on chosen ranks (`--ncu-rank`, `--nsys-ranks`): each rank's
+// agent runs its program under the tool (agent/tool_wrap.h), the report goes into the session
+// folder, and ncu's is read into the findings.
+struct ToolOptions {
+  std::string ncu_ranks;   // "1", "0,3", "2-5"; empty: none
+  std::string ncu_kernel;  // a regex on the kernel's function name; empty: any
+  std::string ncu_set = "full";
+  int ncu_count = 1;  // launches profiled
+  int ncu_skip = 0;   // matching launches skipped first (warm-up)
+  std::string nsys_ranks;
+  bool any() const { return !ncu_ranks.empty() || !nsys_ranks.empty(); }
+};
+
 struct RunOptions {
   std::vector<std::string> command;
   std::string out_dir;  // empty = rankscope-<job id>
@@ -38,6 +51,7 @@ struct RunOptions {
   // A rank inside one blocking MPI call this long is reported stalled, with the rank it waits
   // for (coordinator/stall_check.h); 0: no stall check.
   DurationNs stall_after = 20 * kNsPerSec;
+  ToolOptions tools;
 };
 
 int RunJob(const RunOptions& options);

@@ -261,6 +261,33 @@ NextStep InspectNcuReport(const AdviceFacts& f) {
       "what limits occupancy, the top warp stalls and what to change (run where ncu is)"};
 }
 
+// The launch again under rankscope with ncu on the rank alone: its report lands in the session
+// folder and is read into the findings (the straggler's chain ends with the kernel's verdict).
+// NcuFull where the session's launch command is unknown.
+NextStep NcuRunOnRank(const AdviceFacts& f) {
+  if (f.session == nullptr || f.session->command.empty()) return NcuFull(f);
+  std::vector<std::string> argv = {
+      "rankscope", "run",        "--ncu-rank", R(f), "--ncu-kernel",
+      f.kernel,    "--ncu-skip", "10",         "-o", "rankscope-ncu-rank" + R(f),
+      "--"};
+  argv.insert(argv.end(), f.session->command.begin(), f.session->command.end());
+  return {"rankscope", ShellJoin(argv),
+          "the finding on rank " + R(f) + " ending with " + f.kernel +
+              "'s verdict (memory-, compute- or latency-bound, how near its roof), its top warp "
+              "stall and the fix; the roofline and stall bars in report.html (ncu slows rank " +
+              R(f) + " while it profiles: who straggles is this run's finding)"};
+}
+
+// The verdict a finding already carries, read in full: occupancy, every stall, the chart.
+NextStep InspectKnownReport(const AdviceFacts& f, const KernelVerdict& v) {
+  return {"rankscope",
+          ShellJoin(
+              {"rankscope", "inspect", "ncu", v.report, "--html", "rank" + R(f) + "_kernel.html"}),
+          "why " + v.kernel + " is " + v.bound +
+              ": the occupancy limiter, every warp stall with its fix, the roofline chart (run "
+              "where the report is)"};
+}
+
 NextStep TopoMatrix(const AdviceFacts& f) {
   return {"nvidia-smi", OnNode(f, {"nvidia-smi", "topo", "-m"}),
           "the link between the ranks' GPUs and to the NICs: NV# (NVLink) vs PIX/PXB (a PCIe "
@@ -566,7 +593,14 @@ std::vector<NextStep> StepsFor(const Finding& finding, const AdviceFacts& f) {
   if (finding.kind == FindingKind::kStraggler) {
     const CauseKind cause = finding.cause;
     if (cause == CauseKind::kGpuQueue || cause == CauseKind::kGpuKernels) {
-      return {NsysOnRank(f, "cuda,nvtx", focus), GpuClocks(f), NcuFull(f), InspectNcuReport(f)};
+      if (!finding.kernel_verdicts.empty()) {
+        return {InspectKnownReport(f, finding.kernel_verdicts.front()),
+                NsysOnRank(f, "cuda,nvtx", focus), GpuClocks(f)};
+      }
+      if (f.session == nullptr || f.session->command.empty()) {
+        return {NsysOnRank(f, "cuda,nvtx", focus), GpuClocks(f), NcuFull(f), InspectNcuReport(f)};
+      }
+      return {NsysOnRank(f, "cuda,nvtx", focus), GpuClocks(f), NcuRunOnRank(f)};
     }
     if (cause == CauseKind::kNvtxRange || cause == CauseKind::kUntrackedHostTime) {
       // Host work shows up in a CPU profile; time blocked in MPI or unexplained time does not.

@@ -167,21 +167,37 @@ TEST(Advisor, FindingsGetThePlannersStepsForTheirQuestion) {
             "rankscope advise where-time-goes --session '/runs/out dir' --rank 3");
 
   EXPECT_EQ(QuestionFor(findings[1]), "gpu-slow");
-  ASSERT_EQ(findings[1].next_steps.size(), 5u);  // nsys, nvidia-smi, ncu, inspect ncu, advise
+  // nsys, nvidia-smi, the same launch under rankscope with ncu on rank 3, advise.
+  ASSERT_EQ(findings[1].next_steps.size(), 4u);
   EXPECT_NE(findings[1].next_steps[0].command.find("--trace=cuda,nvtx"), std::string::npos);
   EXPECT_EQ(findings[1].next_steps[1].command,
             "srun --jobid=4711 --overlap -w n2 -N1 -n1 nvidia-smi -q -d "
             "PERFORMANCE,CLOCK,TEMPERATURE");
-  EXPECT_EQ(findings[1].next_steps[2].tool, "ncu");
-  // The kernel the finding names, not the rank's heaviest.
-  EXPECT_NE(findings[1].next_steps[2].command.find("regex:gemm_kernel"), std::string::npos)
+  EXPECT_EQ(findings[1].next_steps[2].tool, "rankscope");
+  // The kernel the finding names, not the rank's heaviest; the session's own launch after --.
+  EXPECT_EQ(findings[1].next_steps[2].command.rfind(
+                "rankscope run --ncu-rank 3 --ncu-kernel gemm_kernel --ncu-skip 10 -o "
+                "rankscope-ncu-rank3 -- srun",
+                0),
+            0u)
       << findings[1].next_steps[2].command;
-  EXPECT_EQ(
-      findings[1].next_steps[3].command.rfind("rankscope inspect ncu rank3_kernel.ncu-rep", 0), 0u)
-      << findings[1].next_steps[3].command;
   EXPECT_NE(findings[1].next_steps.back().command.find("advise gpu-slow"), std::string::npos);
 
   EXPECT_TRUE(findings[2].next_steps.empty());
+
+  // Once ncu's verdict is in the finding (the run had --ncu-rank 3), the first step reads the
+  // report it came from in full.
+  gpu.kernel_verdicts.push_back({"gemm_kernel", "memory-bound", "...",
+                                 "long_scoreboard 4.00 cycles per issued instruction", "...",
+                                 "/runs/ncu/rank3_kernel.ncu-rep"});
+  std::vector<Finding> measured = {gpu};
+  PlanNextSteps(s, "/runs/out dir", &measured);
+  ASSERT_FALSE(measured[0].next_steps.empty());
+  EXPECT_EQ(measured[0].next_steps[0].command,
+            "rankscope inspect ncu /runs/ncu/rank3_kernel.ncu-rep --html rank3_kernel.html");
+  for (const NextStep& step : measured[0].next_steps) {
+    EXPECT_EQ(step.command.find("--ncu-rank"), std::string::npos) << step.command;
+  }
 }
 
 // A rank off its CPU: who froze or stopped it, or what it blocked on, on its node or in the next

@@ -176,20 +176,18 @@ TEST(StragglerAnalysisTest, LaunchedOnTimeButStartedLateIsTheGpuQueue) {
   EXPECT_NE(f.summary.find("kernel 'void sgemm_tile<128>(float*)'"), std::string::npos)
       << f.summary;
   // The planner's steps for a GPU-side straggler: its kernels in nsys, its GPU's clocks, the
-  // kernel that grew in ncu and its report read by `inspect ncu`, then the rest of the
-  // "gpu-slow" chain.
+  // same launch under rankscope with ncu on the kernel that grew (its report read into the
+  // findings), then the rest of the "gpu-slow" chain.
   EXPECT_NE(f.focus.find("the kernels rank 2 runs before each"), std::string::npos) << f.focus;
-  ASSERT_EQ(f.next_steps.size(), 5u);
+  ASSERT_EQ(f.next_steps.size(), 4u);
   EXPECT_NE(f.next_steps[0].command.find("--trace=cuda,nvtx"), std::string::npos);
   EXPECT_EQ(f.next_steps[0].look_for, f.focus);
   EXPECT_EQ(f.next_steps[1].tool, "nvidia-smi");
   EXPECT_NE(f.next_steps[1].command.find("ssh n2 "), std::string::npos) << f.next_steps[1].command;
-  EXPECT_EQ(f.next_steps[2].tool, "ncu");
-  EXPECT_NE(f.next_steps[2].command.find("regex:sgemm_tile"), std::string::npos)
+  EXPECT_EQ(f.next_steps[2].tool, "rankscope");
+  EXPECT_NE(f.next_steps[2].command.find("--ncu-rank 2 --ncu-kernel sgemm_tile"), std::string::npos)
       << f.next_steps[2].command;
-  EXPECT_EQ(f.next_steps[3].command.rfind("rankscope inspect ncu rank2_kernel.ncu-rep", 0), 0u)
-      << f.next_steps[3].command;
-  EXPECT_EQ(f.next_steps[4].command, "rankscope advise gpu-slow --session out --rank 2");
+  EXPECT_EQ(f.next_steps[3].command, "rankscope advise gpu-slow --session out --rank 2");
 }
 
 // No launch times (CUPTI modes kernels/gpu), but GPU kernel time before the call grew by the

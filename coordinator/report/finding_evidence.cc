@@ -288,6 +288,19 @@ void WriteFacts(const Finding& f, json* e) {
     }
     (*e)["kernels"] = std::move(kernels);
   }
+  if (!f.kernel_verdicts.empty()) {
+    json verdicts = json::array();
+    for (const KernelVerdict& v : f.kernel_verdicts) {
+      verdicts.push_back({{"kernel", v.kernel},
+                          {"bound", v.bound},
+                          {"why", v.why},
+                          {"top_stall", v.stall},
+                          {"fix", v.fix},
+                          {"report", v.report}});
+    }
+    (*e)["kernel_verdicts"] = std::move(verdicts);
+  }
+  if (!f.under_tool.empty()) (*e)["under_tool"] = f.under_tool;
   if (f.step_source != StepSource::kNone) (*e)["step_source"] = StepSourceName(f.step_source);
   if (f.off_cpu) {
     const OffCpuCause& o = *f.off_cpu;

@@ -8,6 +8,7 @@
 #include <optional>
 #include <unordered_map>
 
+#include "coordinator/analysis/kernel_reports.h"
 #include "coordinator/node_topologies.h"
 #include "coordinator/report/collective_waits.h"
 #include "coordinator/report/finding_evidence.h"
@@ -17,6 +18,7 @@
 #include "core/format.h"
 #include "core/records.h"
 #include "core/version.h"
+#include "model/ncu/ncu_html.h"
 #include "model/topology/pcie_link.h"
 #include "model/topology/topology.h"
 
@@ -131,6 +133,11 @@ std::string FindingCard(const Finding& f) {
     }
     out += "</table></details>\n";
   }
+  for (const KernelVerdict& v : f.kernel_verdicts) {
+    out += "<p><b>kernel (ncu)</b> " + HtmlEscape(DescribeVerdict(v)) +
+           " <a href=\"#ncu\">roofline and stalls</a></p>\n";
+  }
+  if (!f.under_tool.empty()) out += "<p class=\"dim\">" + HtmlEscape(UnderToolNote(f)) + "</p>\n";
   if (!f.next_steps.empty()) {
     out += "<p><b>Next steps</b></p><ol>";
     for (const NextStep& step : f.next_steps) {
@@ -975,6 +982,30 @@ std::optional<std::pair<TimeNs, TimeNs>> TimelineSpan(
   return std::nullopt;
 }
 
+// The reports of ranks run under Nsight tools: ncu's kernels on the roofline chart, each with its
+// verdict and stall bars (model/ncu/ncu_html.h), and where every report is. Empty without any.
+std::string ToolSection(const Session& session) {
+  const std::vector<RankKernelReport> reports = SessionKernelReports(session);
+  if (reports.empty()) return "";
+  std::string out = "<section id=\"ncu\"><h2>Nsight Compute and Nsight Systems</h2>\n<ul>";
+  std::vector<KernelAnalysis> all;
+  for (const RankKernelReport& r : reports) {
+    out += "<li>rank " + Num(r.rank) + " ran under " + HtmlEscape(r.tool) + ": <code>" +
+           HtmlEscape(r.host.empty() ? r.path : r.host + ":" + r.path) + "</code>" +
+           (r.error.empty() ? "" : " &mdash; " + HtmlEscape(r.error)) + "</li>";
+    all.insert(all.end(), r.kernels.begin(), r.kernels.end());
+  }
+  out += "</ul>\n";
+  out += RooflineSvg(all);
+  for (const KernelAnalysis& k : all) {
+    const KernelVerdict v = VerdictOf(k);
+    out += "<h3>" + HtmlEscape(v.kernel) + ": " + HtmlEscape(v.bound) + "</h3>\n<p>" +
+           HtmlEscape(v.why) + "</p>\n" + StallBarsSvg(k);
+    if (!v.fix.empty()) out += "<p>" + HtmlEscape(v.stall) + ": " + HtmlEscape(v.fix) + "</p>\n";
+  }
+  return out + "</section>\n";
+}
+
 std::string BuildReportHtml(const Session& session,
                             const std::vector<CollectiveInstance>& instances,
                             const std::vector<Finding>& findings) {
@@ -1004,6 +1035,7 @@ std::string BuildReportHtml(const Session& session,
   out += Heatmap(session, facts, instances);
   std::string timeline = WorstStepTimeline(session, facts, instances);
   out += timeline.empty() ? WorstInstanceTimeline(session, instances) : timeline;
+  out += ToolSection(session);
   out += GpuSection(session, gpu);
   out += RanksTable(session);
   out += ActivityTable(session, facts, overview);

@@ -5,6 +5,7 @@
 #include <string>
 #include <unordered_map>
 
+#include "coordinator/analysis/kernel_reports.h"
 #include "coordinator/collective_matcher.h"
 #include "coordinator/report/collective_waits.h"
 #include "coordinator/report/finding_evidence.h"
@@ -13,6 +14,7 @@
 #include "coordinator/report/report_format.h"
 #include "core/robust_stats.h"
 #include "core/version.h"
+#include "model/ncu/ncu_text.h"
 
 namespace rankscope {
 
@@ -189,6 +191,22 @@ Status FieldError(const std::string& field, const std::string& what) {
   return Status::Error("finding field '" + field + "' " + what);
 }
 
+// The reports of the tools ranks ran under (`rankscope run --ncu-rank`, `--nsys-ranks`): where
+// each is, and ncu's kernels analysed (model/ncu's JSON, as `rankscope inspect ncu --json`).
+json ToolReportsJson(const Session& session) {
+  json out = json::array();
+  for (const RankKernelReport& r : SessionKernelReports(session)) {
+    out.push_back({{"rank", r.rank},
+                   {"tool", r.tool},
+                   {"path", r.path},
+                   {"host", r.host},
+                   {"error", r.error.empty() ? json() : json(r.error)},
+                   {"problems", r.problems},
+                   {"kernels", json(KernelAnalysesToJson(r.kernels))}});
+  }
+  return out;
+}
+
 }  // namespace
 
 json FindingToJson(const Finding& finding) {
@@ -276,6 +294,7 @@ json BuildReportJson(const Session& session, const std::vector<Finding>& finding
   if (!gpu.nccl.is_null()) report["nccl"] = gpu.nccl;
   if (json topo = TopologyReportJson(session); !topo.empty()) report["topology"] = std::move(topo);
   if (json nvml = NvmlReportJson(session); !nvml.empty()) report["nvml"] = std::move(nvml);
+  if (json tools = ToolReportsJson(session); !tools.empty()) report["tool_reports"] = tools;
   if (!session.earlier_attempts.empty()) {
     std::map<int, json> by_attempt;
     const GpuReport none;  // GPU figures are the last attempt's

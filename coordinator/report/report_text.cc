@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "coordinator/analysis/kernel_reports.h"
 #include "coordinator/collective_matcher.h"
 #include "coordinator/report/collective_waits.h"
 #include "coordinator/report/finding_evidence.h"
@@ -216,6 +217,12 @@ Rendered FindingsSection(const Session& session, const RecordFacts& facts,
       evidence += " (+" + std::to_string(entries.size() - entry_count) + ")";
     }
     if (!evidence.empty()) out += paint.Dim("    evidence: " + evidence) + "\n";
+    if (!f.kernel_verdicts.empty()) {
+      out += "    kernel (ncu): " + Clean(DescribeVerdict(f.kernel_verdicts.front())) + "\n";
+    }
+    if (!f.under_tool.empty()) {
+      out += paint.Yellow("    note: ") + Clean(UnderToolNote(f)) + "\n";
+    }
     if (!f.next_steps.empty()) {
       out += "    next: " + paint.Bold(Clean(f.next_steps.front().command)) + "\n";
     }
@@ -331,6 +338,35 @@ Rendered NoticeSection(const std::vector<RankNotice>& notices, const Painter& pa
                      " more notices in report.json") +
            "\n";
   }
+  return {out, cut};
+}
+
+// The reports of the tools ranks ran under: per rank where it is and, for ncu, a line per
+// kernel (its verdict), or why there is none; at most `max_rows` lines below the title.
+Rendered ToolSection(const std::vector<RankKernelReport>& reports, const Painter& paint,
+                     size_t max_rows) {
+  if (reports.empty()) return {};
+  if (max_rows == 0) return {"", true};
+  std::vector<std::string> lines;
+  for (const RankKernelReport& r : reports) {
+    const std::string where = r.host.empty() ? r.path : r.host + ":" + r.path;
+    lines.push_back("rank " + std::to_string(r.rank) + " ran under " + r.tool + ": " + where);
+    if (!r.error.empty()) lines.push_back("  " + paint.Yellow("no report") + ": " + r.error);
+    for (const KernelAnalysis& k : r.kernels) {
+      const KernelVerdict v = VerdictOf(k);
+      lines.push_back("  " + v.kernel + ": " + v.bound + " (" + v.why + ")");
+    }
+    if (!r.kernels.empty()) {
+      lines.push_back(
+          paint.Dim("  stalls, occupancy, the roofline: report.html, or rankscope "
+                    "inspect ncu " +
+                    r.path + " --html rank" + std::to_string(r.rank) + "_kernel.html"));
+    }
+  }
+  std::string out = paint.Bold("Nsight tools") + "\n";
+  for (size_t i = 0; i < lines.size() && i < max_rows; ++i) out += "  " + Clean(lines[i]) + "\n";
+  const bool cut = lines.size() > max_rows;
+  if (cut) out += paint.Dim("  ... the rest in report.json (tool_reports)") + "\n";
   return {out, cut};
 }
 
@@ -797,6 +833,16 @@ std::string BuildReportText(const Session& session, const std::vector<Finding>& 
                    kCompactRows,
                    0,
                    {}};
+  const std::vector<RankKernelReport> tool_reports = SessionKernelReports(session);
+  size_t tool_lines = 0;
+  for (const RankKernelReport& r : tool_reports) {
+    tool_lines += 1 + (r.error.empty() ? 0 : 1) + r.kernels.size() + (r.kernels.empty() ? 0 : 1);
+  }
+  Part tools_part{[&](size_t n) { return ToolSection(tool_reports, paint, n); },
+                  tool_lines,
+                  std::min<size_t>(tool_lines, 2),
+                  0,
+                  {}};
   Part notices_part{
       [&](size_t n) { return NoticeSection(notices, paint, n); }, kMaxNotices, kCompactRows, 0, {}};
   const size_t live_lines = session.live_stalls.size() + session.live_findings.size();
@@ -809,12 +855,13 @@ std::string BuildReportText(const Session& session, const std::vector<Finding>& 
   // seen live; findings only once everything else is gone. One line stays free for the pointer to
   // report.html.
   const size_t header_lines = CountLines(header);
-  FitToScreen({&findings_part, &live_part, &notices_part, &gpu_part, &clocks_part},
+  FitToScreen({&findings_part, &tools_part, &live_part, &notices_part, &gpu_part, &clocks_part},
               kMaxLines > header_lines + 1 ? kMaxLines - header_lines - 1 : 0);
 
   std::string out = header;
   bool cut = false;
-  for (const Part* p : {&findings_part, &live_part, &gpu_part, &clocks_part, &notices_part}) {
+  for (const Part* p :
+       {&findings_part, &tools_part, &live_part, &gpu_part, &clocks_part, &notices_part}) {
     if (!p->rendered.text.empty()) out += "\n" + p->rendered.text;
     cut |= p->rendered.cut;
   }

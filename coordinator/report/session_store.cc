@@ -93,6 +93,8 @@ CREATE TABLE kernel_pieces (
 CREATE TABLE nccl_compute (rank_idx INTEGER, from_ns INTEGER, to_ns INTEGER);
 CREATE TABLE rank_gpu_summary (
   rank_idx INTEGER, compute_kernels_summed INTEGER, nccl_compute_late INTEGER);
+CREATE TABLE rank_tool (
+  rank_idx INTEGER, tool TEXT, path TEXT, host TEXT, csv TEXT, error TEXT, same_run INTEGER);
 CREATE TABLE launch_latency (
   rank_idx INTEGER, row INTEGER, window_start_ns INTEGER, window_ns INTEGER, bucket INTEGER,
   count INTEGER, sum_ns INTEGER);
@@ -206,8 +208,10 @@ Status WriteRanks(const Connection& db, const Session& s, bool mpi_records) {
                  "INSERT INTO rank_proc VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
                  "?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
   Statement main_thread(db, "INSERT INTO rank_main_thread VALUES (?, ?, ?, ?, ?)");
-  for (const Statement* st : {&rank_row, &sample, &mark, &gpu, &activity, &name_row, &stats,
-                              &latency, &piece, &compute_span, &gpu_summary, &proc, &main_thread}) {
+  Statement tool(db, "INSERT INTO rank_tool VALUES (?, ?, ?, ?, ?, ?, ?)");
+  for (const Statement* st :
+       {&rank_row, &sample, &mark, &gpu, &activity, &name_row, &stats, &latency, &piece,
+        &compute_span, &gpu_summary, &proc, &main_thread, &tool}) {
     RETURN_IF_ERROR(st->status());
   }
   RETURN_IF_ERROR(records.status());
@@ -276,6 +280,10 @@ Status WriteRanks(const Connection& db, const Session& s, bool mpi_records) {
         latency.Int(idx).Int(static_cast<int64_t>(row)).Int(x.window_start).Int(x.window);
         RETURN_IF_ERROR(latency.Int(b.bucket).Int(b.count).Int(b.sum).Run());
       }
+    }
+    if (const std::optional<ToolRun>& t = r.tool_run) {
+      tool.Int(idx).Text(t->tool).Text(t->path).Text(t->host).Text(t->csv);
+      RETURN_IF_ERROR(tool.Text(t->error).Int(t->same_run ? 1 : 0).Run());
     }
     if (r.nccl || !r.topology_xml.empty() || r.nvml || !r.nvml_error.empty()) {
       gpu.Int(idx);
@@ -945,6 +953,19 @@ Status ReadMainThread(const Connection& db, Session* s) {
                      });
 }
 
+// Added within schema version 7 (files before it have none: no rank ran under a tool).
+Status ReadToolRuns(const Connection& db, Session* s) {
+  if (!HasTable(db, "rank_tool")) return Status::Ok();
+  return ReadRecords(db, s, "rank_tool",
+                     "SELECT rank_idx, tool, path, host, csv, error, same_run FROM rank_tool "
+                     "ORDER BY rowid",
+                     [](const Statement& q, RankData& r) {
+                       r.tool_run = ToolRun{q.ColumnText(1), q.ColumnText(2), q.ColumnText(3),
+                                            q.ColumnText(4), q.ColumnText(5), q.ColumnInt(6) != 0};
+                       return Status::Ok();
+                     });
+}
+
 Status ReadAllRecords(const Connection& db, Session* s, int version, bool mpi_records) {
   RETURN_IF_ERROR(ReadClockSamples(db, s));
   if (mpi_records) {
@@ -957,6 +978,7 @@ Status ReadAllRecords(const Connection& db, Session* s, int version, bool mpi_re
   RETURN_IF_ERROR(ReadRankGpu(db, s, version));
   RETURN_IF_ERROR(ReadRankProc(db, s, version));
   RETURN_IF_ERROR(ReadMainThread(db, s));
+  RETURN_IF_ERROR(ReadToolRuns(db, s));
   RETURN_IF_ERROR(ReadGpuStats(db, s));
   RETURN_IF_ERROR(ReadLaunchLatency(db, s));
   RETURN_IF_ERROR(ReadKernelPieces(db, s));

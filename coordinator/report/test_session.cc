@@ -262,6 +262,12 @@ Session MakeSession() {
   s.ranks[2].proc->cpu_cgroup->period_us = 100'000;
   s.ranks[2].proc->cpu_cgroup->counters_unreadable = true;
 
+  s.ranks[1].tool_run = ToolRun{"ncu",
+                                "/runs/s1/rank1_kernel.ncu-rep",
+                                "n1",
+                                "",
+                                "ncu wrote no report at /runs/s1/rank1_kernel.ncu-rep",
+                                false};
   s.ranks[0].topology_source = "/tmp/topo.xml";
   s.ranks[0].topology_xml = R"(<system version="1">
   <cpu numaid="-1" arch="x86_64" vendor="GenuineIntel" familyid="6" modelid="207">
@@ -537,6 +543,15 @@ void ExpectSessionsEqual(const Session& e, const Session& a) {
       EXPECT_EQ(NvmlToJson(*x.nvml), NvmlToJson(*y.nvml));
     }
     EXPECT_EQ(x.nvml_error, y.nvml_error);
+    ASSERT_EQ(x.tool_run.has_value(), y.tool_run.has_value());
+    if (x.tool_run) {
+      EXPECT_EQ(x.tool_run->tool, y.tool_run->tool);
+      EXPECT_EQ(x.tool_run->path, y.tool_run->path);
+      EXPECT_EQ(x.tool_run->host, y.tool_run->host);
+      EXPECT_EQ(x.tool_run->csv, y.tool_run->csv);
+      EXPECT_EQ(x.tool_run->error, y.tool_run->error);
+      EXPECT_EQ(x.tool_run->same_run, y.tool_run->same_run);
+    }
     ASSERT_EQ(x.proc.has_value(), y.proc.has_value());
     if (x.proc) {
       EXPECT_EQ(x.proc->rchar, y.proc->rchar);

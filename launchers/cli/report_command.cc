@@ -33,11 +33,18 @@ Command AddReport(CLI::App* app) {
   cmd->add_flag("--full-trace", r.full_trace,
                 "trace.json with every event (default: at most 100,000, whole steps sampled, "
                 "else the run's middle)");
-  cmd->add_option("--by-window-ms", s->by_window_ms,
-                  "Read the session from its session.sqlite window by window, windows of about "
-                  "this many ms, without loading its records (only those trace.json and "
-                  "report.html draw), as a coordinator bounded by the window would; the report "
-                  "is the same");
+  CLI::Option* ncu_opt = cmd->add_option(
+      "--ncu", r.ncu,
+      "RANK=FILE: an Nsight Compute report of that rank from another run of the job (.ncu-rep, "
+      "needs ncu; or its `ncu --import R --csv --page raw` output): the findings on the rank end "
+      "with the verdict on the kernels it names, report.html shows the roofline and stalls");
+  CLI::Option* window_opt =
+      cmd->add_option("--by-window-ms", s->by_window_ms,
+                      "Read the session from its session.sqlite window by window, windows of about "
+                      "this many ms, without loading its records (only those trace.json and "
+                      "report.html draw), as a coordinator bounded by the window would; the report "
+                      "is the same");
+  window_opt->excludes(ncu_opt);
   cmd->add_option("--min-gain-fraction", r.analysis.blame.min_gain_fraction,
                   "Straggler: least share of the job its what-if must save (default 0.05)");
   cmd->add_option("--min-excess-fraction", r.analysis.blame.min_excess_fraction,

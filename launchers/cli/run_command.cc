@@ -1,4 +1,5 @@
 // `rankscope run`: wrap a launch and write a session report.
+#include <cctype>
 #include <memory>
 
 #include "launchers/cli/commands.h"
@@ -69,6 +70,35 @@ Command AddRun(CLI::App* app, const std::string& self_exe) {
   cmd->add_option("--step-range", s->step_range, "NVTX range that marks a step (default step)");
   cmd->add_flag("--dormant", s->run.dormant,
                 "Ranks record nothing until `rankscope capture` starts a capture");
+  const auto rank_list = [](const std::string& list) -> std::string {
+    if (list == "all") return "";
+    for (char c : list) {
+      if (!std::isdigit(static_cast<unsigned char>(c)) && c != ',' && c != '-') {
+        return "a rank list is like 1 or 0,3 or 2-5 (or all), not " + list;
+      }
+    }
+    return "";
+  };
+  ToolOptions& tools = s->run.tools;
+  cmd->add_option("--ncu-rank", tools.ncu_ranks,
+                  "Run Nsight Compute on these ranks only (1, or 0,3): their report goes into the "
+                  "session folder (rankR_kernel.ncu-rep) and the findings end with the kernel's "
+                  "roofline verdict, warp stalls and fixes. ncu's replay makes the rank slow while "
+                  "it profiles: take stragglers from a run without it")
+      ->check(rank_list);
+  cmd->add_option("--ncu-kernel", tools.ncu_kernel,
+                  "Regex on the kernel's function name for --ncu-rank (default: any kernel)");
+  cmd->add_option("--ncu-set", tools.ncu_set, "ncu's section set for --ncu-rank (default full)");
+  cmd->add_option("--ncu-count", tools.ncu_count,
+                  "Kernel launches ncu profiles on each --ncu-rank (default 1)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--ncu-skip", tools.ncu_skip,
+                  "Matching launches ncu lets pass first, e.g. past warm-up (default 0)")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--nsys-ranks", tools.nsys_ranks,
+                  "Run Nsight Systems (cuda, nvtx, osrt) on these ranks only: rankR.nsys-rep in "
+                  "the session folder")
+      ->check(rank_list);
   cmd->add_option("command", s->run.command, "Launch command (after --)")->required();
   return {cmd, [s, self_exe] {
             s->run.self_exe = self_exe;
