@@ -93,6 +93,12 @@ void JoinKernelReports(const std::vector<RankKernelReport>& reports,
   }
 }
 
+std::string DescribeToolRank(const RankKernelReport& r) {
+  const std::string rank = "rank " + std::to_string(r.rank);
+  return r.same_run ? rank + " ran under " + r.tool
+                    : rank + "'s " + r.tool + " report (of another run)";
+}
+
 std::string UnderToolNote(const Finding& f) {
   std::string ranks;
   for (int r : f.ranks) ranks += (ranks.empty() ? "" : ", ") + std::to_string(r);

@@ -34,6 +34,9 @@ std::vector<RankKernelReport> SessionKernelReports(const Session& session);
 void JoinKernelReports(const std::vector<RankKernelReport>& reports,
                        std::vector<Finding>* findings);
 
+// "rank 1 ran under ncu", or "rank 1's ncu report (of another run)".
+std::string DescribeToolRank(const RankKernelReport& r);
+
 // The verdict on one analysed launch.
 KernelVerdict VerdictOf(const KernelAnalysis& k);
 

@@ -990,7 +990,7 @@ std::string ToolSection(const Session& session) {
   std::string out = "<section id=\"ncu\"><h2>Nsight Compute and Nsight Systems</h2>\n<ul>";
   std::vector<KernelAnalysis> all;
   for (const RankKernelReport& r : reports) {
-    out += "<li>rank " + Num(r.rank) + " ran under " + HtmlEscape(r.tool) + ": <code>" +
+    out += "<li>" + HtmlEscape(DescribeToolRank(r)) + ": <code>" +
            HtmlEscape(r.host.empty() ? r.path : r.host + ":" + r.path) + "</code>" +
            (r.error.empty() ? "" : " &mdash; " + HtmlEscape(r.error)) + "</li>";
     all.insert(all.end(), r.kernels.begin(), r.kernels.end());

@@ -350,7 +350,7 @@ Rendered ToolSection(const std::vector<RankKernelReport>& reports, const Painter
   std::vector<std::string> lines;
   for (const RankKernelReport& r : reports) {
     const std::string where = r.host.empty() ? r.path : r.host + ":" + r.path;
-    lines.push_back("rank " + std::to_string(r.rank) + " ran under " + r.tool + ": " + where);
+    lines.push_back(DescribeToolRank(r) + ": " + where);
     if (!r.error.empty()) lines.push_back("  " + paint.Yellow("no report") + ": " + r.error);
     for (const KernelAnalysis& k : r.kernels) {
       const KernelVerdict v = VerdictOf(k);

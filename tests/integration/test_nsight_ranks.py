@@ -144,7 +144,9 @@ class NsightRanks(RankscopeTest):
         self.assertEqual(f["next_steps"][0]["command"],
                          "rankscope inspect ncu %s --html rank1_kernel.html" % NCU_CSV)
         with open(os.path.join(folder, "report.txt")) as t:
-            self.assertIn("kernel (ncu): heavy_stencil: compute-bound", t.read())
+            text = t.read()
+        self.assertIn("kernel (ncu): heavy_stencil: compute-bound", text)
+        self.assertIn("rank 1's ncu report (of another run): " + NCU_CSV, text)
 
         for arg, says in (("x=" + NCU_CSV, "give RANK=FILE"), ("7=" + NCU_CSV, "no rank 7"),
                           ("1=/nonexistent.csv", "/nonexistent.csv: cannot open")):

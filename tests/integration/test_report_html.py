@@ -122,6 +122,31 @@ class ReportHtml(RankscopeTest):
         self.assertEqual(html.count("<polyline"), 4)  # the H200's fp64, fp32, fp16, tensor roofs
         self.assertIn(">heavy_stencil #0<", html)
 
+    def test_report_html_draws_the_roofline_of_a_sessions_ncu_report(self):
+        """report.html of the recorded H100 GPU straggler session joined with ncu's report of its
+        kernel (`rankscope report --ncu`): the Nsight section's chart renders under the page's
+        policy, nothing in the console."""
+        folder = os.path.join(self.tmp, "gpu")
+        os.makedirs(folder)
+        shutil.copy(os.path.join(FIXTURES, "h100-mpi-gpu-steps", "heavy-rank1.sqlite"),
+                    os.path.join(folder, "session.sqlite"))
+        csv = os.path.join(FIXTURES, "h200-ncu", "heavy_stencil.raw.csv")
+        proc = subprocess.run([RANKSCOPE, "report", "-q", folder, "--ncu", "1=" + csv],
+                              capture_output=True, text=True, timeout=120)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        page = os.path.join(folder, "report.html")
+        with open(page) as f:
+            html = f.read()
+        section = html[html.index('<section id="ncu">'):]
+        self.assertIn("<polyline", section)  # the roofs
+        self.assertIn(">heavy_stencil #0<", section)  # the kernel's dot
+        png = os.path.join(self.tmp, "report.png")
+        rc, log = render(page, png)
+        self.assertEqual(rc, 0, log)
+        pixels, _, _ = png_pixels(png)
+        self.assertGreater(len(set(pixels)), 64)
+        self.assertEqual(console_lines(log), [])
+
     def test_the_console_check_sees_a_csp_violation(self):
         # The same check on a page that breaks its own policy must see the error, or the test
         # above proves nothing.
