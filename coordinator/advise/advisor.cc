@@ -288,6 +288,17 @@ NextStep InspectKnownReport(const AdviceFacts& f, const KernelVerdict& v) {
               "where the report is)"};
 }
 
+// The launch again under rankscope without the tool the finding's ranks ran under: whether they
+// straggle on their own. Null where the session's launch command is unknown.
+std::optional<NextStep> RunWithoutTool(const AdviceFacts& f, const std::string& tool) {
+  if (f.session == nullptr || f.session->command.empty()) return std::nullopt;
+  std::vector<std::string> argv = {"rankscope", "run", "-o", "rankscope-without-" + tool, "--"};
+  argv.insert(argv.end(), f.session->command.begin(), f.session->command.end());
+  return NextStep{"rankscope", ShellJoin(argv),
+                  "whether rank " + R(f) + " straggles without " + tool +
+                      " slowing it (this run's lateness is mostly the tool's)"};
+}
+
 NextStep TopoMatrix(const AdviceFacts& f) {
   return {"nvidia-smi", OnNode(f, {"nvidia-smi", "topo", "-m"}),
           "the link between the ranks' GPUs and to the NICs: NV# (NVLink) vs PIX/PXB (a PCIe "
@@ -579,6 +590,17 @@ AdviceFacts FactsOfFinding(const Session& session, const Finding& finding) {
 // The steps a finding calls for, before the way to the rest of its question's chain.
 std::vector<NextStep> StepsFor(const Finding& finding, const AdviceFacts& f) {
   const std::string& focus = finding.focus;
+  if (!finding.under_tool.empty()) {
+    // The tool slowed the rank: its own report first, then the run that says who straggles.
+    std::vector<NextStep> steps;
+    if (!finding.kernel_verdicts.empty()) {
+      steps.push_back(InspectKnownReport(f, finding.kernel_verdicts.front()));
+    }
+    if (std::optional<NextStep> again = RunWithoutTool(f, finding.under_tool)) {
+      steps.push_back(*again);
+    }
+    return steps;
+  }
   if (finding.cause == CauseKind::kCpuStarved) {
     // Starved from outside the program: what shares its CPUs, and its cgroup's quota.
     return {CpuShare(f), CgroupQuota(f, finding.quota_cgroup),

@@ -29,14 +29,15 @@ bool IsGpuCause(CauseKind cause) {
   return cause == CauseKind::kGpuKernels || cause == CauseKind::kGpuQueue;
 }
 
-// The verdicts `f` gets from `report`: the kernels it names, else (a GPU cause that names none)
-// every kernel of the report; one per kernel name, its first launch.
+// The verdicts `f` gets from `report`: the kernels it names, else (a GPU cause that names none,
+// or a rank that ran under ncu in this run, whose GPU work nothing else saw: the tool holds CUDA's
+// injection) every kernel of the report; one per kernel name, its first launch.
 std::vector<KernelVerdict> VerdictsFor(const Finding& f, const RankKernelReport& report) {
   std::set<std::string> named;
   if (f.kernels) {
     for (const KernelExcess& k : *f.kernels) named.insert(ShortKernelName(k.name));
   }
-  if (named.empty() && !IsGpuCause(f.cause)) return {};
+  if (named.empty() && !IsGpuCause(f.cause) && !report.same_run) return {};
   std::vector<KernelVerdict> out;
   std::set<std::string> seen;
   for (const KernelAnalysis& k : report.kernels) {
@@ -48,11 +49,24 @@ std::vector<KernelVerdict> VerdictsFor(const Finding& f, const RankKernelReport&
 }
 
 void JoinInto(const std::vector<RankKernelReport>& reports, Finding* f) {
+  size_t under_tool = 0;  // of the finding's ranks
   for (const RankKernelReport& report : reports) {
     if (std::find(f->ranks.begin(), f->ranks.end(), report.rank) == f->ranks.end()) continue;
-    if (report.same_run) f->under_tool = report.tool;
+    if (report.same_run) {
+      f->under_tool = report.tool;
+      ++under_tool;
+    }
     std::vector<KernelVerdict> verdicts = VerdictsFor(*f, report);
     f->kernel_verdicts.insert(f->kernel_verdicts.end(), verdicts.begin(), verdicts.end());
+  }
+  // Only ranks the tool slowed: measured on the H100, ncu's start-up alone held MPI_Init up 3 s
+  // and the rank sat in its wrapper's wait() 99 % of the run, so what the finding says is mostly
+  // the tool's. Kept (with the kernel's verdict, the reason for the run) but as information.
+  if (under_tool > 0 && under_tool == f->ranks.size()) {
+    f->severity = Severity::kInfo;
+    f->summary = UnderToolNote(*f) + ". As measured: " + f->summary;
+  } else if (under_tool > 0) {
+    f->summary += " Note: " + UnderToolNote(*f) + ".";
   }
 }
 
@@ -105,9 +119,9 @@ std::string UnderToolNote(const Finding& f) {
   const bool ncu = f.under_tool == "ncu";
   return std::string(f.ranks.size() == 1 ? "rank " : "ranks ") + ranks + " ran under " +
          f.under_tool +
-         (ncu ? ", whose kernel replay held it up while it profiled"
-              : ", whose tracing slowed it") +
-         ": its lateness is partly the tool's; a run without --" +
+         (ncu ? ", whose start-up, launch interception and kernel replay slow it"
+              : ", whose tracing slows it") +
+         ": its lateness here is mostly the tool's; a run without --" +
          (ncu ? "ncu-rank" : "nsys-ranks") + " says whether it straggles on its own";
 }
 

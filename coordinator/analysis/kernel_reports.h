@@ -28,9 +28,10 @@ struct RankKernelReport {
 std::vector<RankKernelReport> SessionKernelReports(const Session& session);
 
 // Gives each finding about a rank with an ncu report the verdicts on the kernels it names (a GPU
-// straggler's kernels; a finding that names none gets the report's kernels), and marks the
-// findings on a rank that ran under ncu or nsys: the tool's replay and tracing slowed it, so its
-// lateness is partly the tool's.
+// straggler's kernels; one that names none, on a GPU cause or a rank that ran under ncu in this
+// run, gets the report's kernels), and marks the findings on a rank that ran under ncu or nsys
+// in this run (under_tool): a finding about such ranks alone becomes information, its summary
+// opening with UnderToolNote.
 void JoinKernelReports(const std::vector<RankKernelReport>& reports,
                        std::vector<Finding>* findings);
 

@@ -74,8 +74,10 @@ TEST(KernelReports, TheStragglersChainEndsWithTheVerdictOnTheKernelItNames) {
 }
 
 TEST(KernelReports, AGpuFindingThatNamesNoKernelGetsTheReportsKernelsAndAHostOneNone) {
-  const std::vector<RankKernelReport> reports =
-      SessionKernelReports(SessionWithNcuOnRank1(Fixture("heavy_stencil.raw.csv")));
+  // A report of another run (rankscope report --ncu): the rank was not slowed by ncu here.
+  Session s = SessionWithNcuOnRank1(Fixture("heavy_stencil.raw.csv"));
+  s.ranks[1].tool_run->same_run = false;
+  const std::vector<RankKernelReport> reports = SessionKernelReports(s);
   std::vector<Finding> findings = {GpuStraggler(1, {})};
   Finding host = GpuStraggler(1, {});
   host.cause = CauseKind::kCpuStarved;
@@ -83,7 +85,35 @@ TEST(KernelReports, AGpuFindingThatNamesNoKernelGetsTheReportsKernelsAndAHostOne
   JoinKernelReports(reports, &findings);
   ASSERT_EQ(findings[0].kernel_verdicts.size(), 1u);
   EXPECT_TRUE(findings[1].kernel_verdicts.empty()) << "starved of CPU: no kernel to blame";
-  EXPECT_EQ(findings[1].under_tool, "ncu");
+  EXPECT_TRUE(findings[1].under_tool.empty());
+  EXPECT_EQ(findings[1].severity, Severity::kWarning);
+}
+
+TEST(KernelReports, AFindingOnlyOnRanksTheToolSlowedBecomesInformationWithTheVerdict) {
+  // Under ncu in this run the rank's GPU work is ncu's to see (no CUPTI): whatever cause the
+  // analyses named (ncu's wrapper waiting for its child looks like a blocked rank), the report's
+  // kernels are what the run was for.
+  const std::vector<RankKernelReport> reports =
+      SessionKernelReports(SessionWithNcuOnRank1(Fixture("heavy_stencil.raw.csv")));
+  Finding blocked = GpuStraggler(1, {});
+  blocked.cause = CauseKind::kBlocked;
+  blocked.severity = Severity::kCritical;
+  blocked.summary = "rank 1 was busy 5.16 s.";
+  Finding both = blocked;
+  both.ranks = {1, 2};
+  std::vector<Finding> findings = {blocked, both};
+  JoinKernelReports(reports, &findings);
+  ASSERT_EQ(findings[0].kernel_verdicts.size(), 1u);
+  EXPECT_EQ(findings[0].kernel_verdicts[0].kernel, "heavy_stencil");
+  EXPECT_EQ(findings[0].severity, Severity::kInfo);
+  EXPECT_EQ(findings[0].summary.rfind("rank 1 ran under ncu, whose start-up", 0), 0u)
+      << findings[0].summary;
+  EXPECT_NE(findings[0].summary.find("As measured: rank 1 was busy 5.16 s."), std::string::npos);
+  // Rank 2 ran without it: the finding stands, with the note.
+  EXPECT_EQ(findings[1].severity, Severity::kCritical);
+  EXPECT_EQ(findings[1].summary.rfind("rank 1 was busy 5.16 s. Note: ranks 1, 2 ran under ncu", 0),
+            0u)
+      << findings[1].summary;
 }
 
 TEST(KernelReports, ACsvThatIsNotARawPageIsAnErrorNamingTheReport) {

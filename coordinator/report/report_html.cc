@@ -137,7 +137,6 @@ std::string FindingCard(const Finding& f) {
     out += "<p><b>kernel (ncu)</b> " + HtmlEscape(DescribeVerdict(v)) +
            " <a href=\"#ncu\">roofline and stalls</a></p>\n";
   }
-  if (!f.under_tool.empty()) out += "<p class=\"dim\">" + HtmlEscape(UnderToolNote(f)) + "</p>\n";
   if (!f.next_steps.empty()) {
     out += "<p><b>Next steps</b></p><ol>";
     for (const NextStep& step : f.next_steps) {

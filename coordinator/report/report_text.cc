@@ -220,9 +220,6 @@ Rendered FindingsSection(const Session& session, const RecordFacts& facts,
     if (!f.kernel_verdicts.empty()) {
       out += "    kernel (ncu): " + Clean(DescribeVerdict(f.kernel_verdicts.front())) + "\n";
     }
-    if (!f.under_tool.empty()) {
-      out += paint.Yellow("    note: ") + Clean(UnderToolNote(f)) + "\n";
-    }
     if (!f.next_steps.empty()) {
       out += "    next: " + paint.Bold(Clean(f.next_steps.front().command)) + "\n";
     }

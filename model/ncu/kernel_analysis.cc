@@ -318,6 +318,12 @@ void Judge(KernelAnalysis* k) {
       k->why += "; the SM is busier than memory (SM " + Percent(sm) + ", memory " + Percent(mem) +
                 "): instructions the roofline does not count as FLOPs (conversions, special "
                 "functions, integer work) fill the issue slots";
+    } else if (!memory_side && k->pct_of_roof < kNearRoofPct && sm >= kNearRoofPct) {
+      // Far under its FLOP roof with a busy SM: something the roofline does not count bounds it.
+      k->why += "; the SM is " + Percent(sm) + " busy while " + k->dominant->precision +
+                " is far under its roof: instructions the roofline does not count as FLOPs "
+                "(special functions, conversions, integer work) or their latency bound it, as "
+                "the stalls say";
     }
     return;
   }

@@ -4,8 +4,8 @@ heavy:     a straggler on rank 1 naming heavy_stencil, its next steps include `r
            --ncu-rank 1 --ncu-kernel heavy_stencil`.
 heavy-ncu: rank1_kernel.ncu-rep in the folder, tool_reports with heavy_stencil analysed, the
            straggler on rank 1 carrying heavy_stencil's verdict and marked under_tool ncu.
-clean-ncu: a tool report for rank 0; the findings printed (ncu's replay of one launch may make
-           rank 0 late once: whatever is found is said, not failed).
+clean-ncu: a tool report for rank 0; any finding is information marked under_tool ncu (ncu slows
+           rank 0 all through the run: its start-up, launch interception and replay).
 """
 import json
 import os
@@ -18,7 +18,7 @@ tools = report.get("tool_reports", [])
 problems = []
 for f in findings:
     e = f.get("evidence", {})
-    print(f"  {variant}: {f['kind']} ranks {f['ranks']} confidence {f['confidence']:.2f} "
+    print(f"  {variant}: {f['severity']} {f['kind']} ranks {f['ranks']} confidence {f['confidence']:.2f} "
           f"cost {f['cost_ns'] / 1e9:.2f} s under_tool {e.get('under_tool')}")
     for v in e.get("kernel_verdicts", []):
         print(f"    kernel (ncu): {v['kernel']}: {v['bound']} ({v['why']}); {v['top_stall']}")
@@ -54,8 +54,14 @@ elif variant == "heavy-ncu":
             problems.append(f"kernel_verdicts: {e.get('kernel_verdicts')}")
         if e.get("under_tool") != "ncu":
             problems.append("not marked under_tool ncu")
+        if stragglers[0]["severity"] != "info":
+            problems.append("a finding on the rank ncu slowed is not information")
 elif variant == "clean-ncu":
     if [t["rank"] for t in tools] != [0] or not tools[0]["kernels"]:
         problems.append(f"tool_reports: {tools}")
+    # ncu slows rank 0 all through the run: whatever is found on it is said as the tool's.
+    for f in findings:
+        if f["severity"] != "info" or f["evidence"].get("under_tool") != "ncu":
+            problems.append(f"a {f['severity']} {f['kind']} on ranks {f['ranks']} in a clean run")
 print(f"ncu rank check {variant}:", "OK" if not problems else "FAILED " + "; ".join(problems))
 sys.exit(1 if problems else 0)

@@ -65,16 +65,25 @@ class NsightRanks(RankscopeTest):
         self.assertEqual([(t["rank"], t["tool"], t["path"], t["error"]) for t in tools],
                          [(1, "ncu", report + ".ncu-rep", None)])
         self.assertEqual([k["bound"] for k in tools[0]["kernels"]], ["compute-bound"])
-        # The program ran under ncu and still was rank 1: its straggling found, marked as slowed
-        # by the tool (its cause is host compute: no kernel to give a verdict on).
+        # The program ran under ncu and still was rank 1: its straggling found, but as
+        # information that opens with the tool's part in it, with the verdict on the kernel ncu
+        # measured, and the next steps: that report in full, then the run without ncu.
         stragglers = [f for f in s.findings if f["kind"] == "straggler"]
         self.assertEqual([f["ranks"] for f in stragglers], [[1]], proc.stderr)
-        self.assertEqual(stragglers[0]["evidence"].get("under_tool"), "ncu", stragglers[0])
-        self.assertNotIn("kernel_verdicts", stragglers[0]["evidence"])
+        f = stragglers[0]
+        self.assertEqual(f["evidence"].get("under_tool"), "ncu", f)
+        self.assertEqual(f["severity"], "info")
+        self.assertTrue(f["summary"].startswith("rank 1 ran under ncu, "), f["summary"])
+        self.assertEqual([v["kernel"] for v in f["evidence"]["kernel_verdicts"]], ["heavy_stencil"])
+        steps = [step["command"] for step in f["next_steps"]]
+        self.assertEqual(steps[0], "rankscope inspect ncu %s.ncu-rep --html rank1_kernel.html"
+                         % report)
+        self.assertTrue(steps[1].startswith("rankscope run -o rankscope-without-ncu -- mpirun "),
+                        steps)
         with open(os.path.join(out, "report.txt")) as f:
             text = f.read()
         self.assertIn("rank 1 ran under ncu: ", text)
-        self.assertIn("heavy_stencil: compute-bound", text)
+        self.assertIn("kernel (ncu): heavy_stencil: compute-bound", text)
         with open(os.path.join(out, "report.html")) as f:
             html = f.read()
         self.assertIn('<section id="ncu">', html)
