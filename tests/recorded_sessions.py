@@ -33,7 +33,7 @@ def all_sessions():
     for folder in ("h200x2-torchrun-launch", "h200x2-torchrun-sessions"):
         for stem in ("clean", "sleep-rank1-20ms"):
             sessions[f"{folder}-{stem}"] = os.path.join(FIXTURES, folder, stem + ".sqlite")
-    for stem in ("clean", "heavy-rank1"):
+    for stem in ("clean", "heavy-rank1", "heavy-rank1-ncu"):
         sessions[f"h100-mpi-gpu-steps-{stem}"] = os.path.join(FIXTURES, "h100-mpi-gpu-steps",
                                                               stem + ".sqlite")
     for entry in real_app_matrix()["sessions"]:
