@@ -6,6 +6,7 @@
 #include <set>
 
 #include "coordinator/advise/next_steps.h"
+#include "coordinator/analysis/kernel_reports.h"
 #include "core/format.h"
 #include "model/gpu/gpu_stats.h"
 #include "model/nccl/bus_bandwidth.h"
@@ -520,11 +521,21 @@ std::vector<Entry> Entries(const AdviceFacts& f) {
                  Pidstat(f),
                  Iostat(f)}},
                "data loader input io disk dataset batch prefetch"});
+  std::vector<NextStep> kernel_bound;
+  if (f.measured) {
+    // The session holds the answer: read it in full first.
+    NextStep known = InspectKnownReport(f, *f.measured);
+    known.look_for = "this session's ncu report says " + DescribeVerdict(*f.measured) +
+                     "; in full: " + known.look_for;
+    kernel_bound.push_back(std::move(known));
+  } else {
+    kernel_bound = {NcuFull(f), InspectNcuReport(f)};
+  }
   e.push_back({{"kernel-bound",
                 "kernel",
                 "Is this kernel memory-bound or compute-bound?",
-                {NcuFull(f),
-                 InspectNcuReport(f),
+                {kernel_bound[0],
+                 kernel_bound.size() > 1 ? kernel_bound[1] : NcuFull(f),
                  {"ncu",
                   "ncu --import rank" + rank +
                       "_kernel.ncu-rep --page details --section MemoryWorkloadAnalysis",
@@ -715,6 +726,13 @@ AdviceFacts FactsOf(const Session& session, const std::vector<Finding>& findings
         time_by_kernel.begin(), time_by_kernel.end(),
         [](const auto& a, const auto& b) { return a.second.total < b.second.total; });
     if (heaviest != time_by_kernel.end()) f.kernel = KernelRegex(heaviest->first);
+  }
+  // ncu's report of the rank (its first kernel: the launches ncu was told to profile).
+  for (const RankKernelReport& report : SessionKernelReports(session)) {
+    if (report.rank == f.rank && !report.kernels.empty()) {
+      f.measured = VerdictOf(report.kernels.front());
+      f.kernel = KernelRegex(report.kernels.front().kernel);
+    }
   }
   return f;
 }

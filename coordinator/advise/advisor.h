@@ -8,6 +8,7 @@
 // wrong. Pure.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -27,6 +28,9 @@ struct AdviceFacts {
   std::vector<std::string> nodes;  // a finding's nodes
   std::string kernel = "KERNEL";   // a regex for ncu -k: the rank's heaviest kernel
   std::string why;                 // why this rank: "rank 2 is the straggler" etc.
+  // What Nsight Compute measured of the rank's kernel in this session (`run --ncu-rank`,
+  // `report --ncu`): the verdict the kernel questions start from.
+  std::optional<KernelVerdict> measured;
 };
 
 // The facts of a session: the rank of its worst finding (else rank 0), its node, and the GPU

@@ -2,7 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <set>
+#include <sstream>
 
 namespace rankscope {
 namespace {
@@ -198,6 +200,34 @@ TEST(Advisor, FindingsGetThePlannersStepsForTheirQuestion) {
   for (const NextStep& step : measured[0].next_steps) {
     EXPECT_EQ(step.command.find("--ncu-rank"), std::string::npos) << step.command;
   }
+}
+
+// A session that holds ncu's report of the rank (run --ncu-rank, report --ncu): the kernel
+// question starts from its verdict, on that kernel, instead of running ncu again.
+TEST(Advisor, TheKernelQuestionStartsFromTheNcuReportTheSessionHolds) {
+  Session s = StragglerSession();
+  std::ifstream in(std::string(RANKSCOPE_FIXTURES_DIR) + "/h200-ncu/heavy_stencil.raw.csv");
+  std::stringstream csv;
+  csv << in.rdbuf();
+  s.ranks[3].tool_run = ToolRun{"ncu", "/runs/s1/rank3_kernel.ncu-rep", "n2", csv.str(), ""};
+  Finding f;
+  f.kind = FindingKind::kStraggler;
+  f.ranks = {3};
+  const AdviceFacts facts = FactsOf(s, {f});
+  ASSERT_TRUE(facts.measured.has_value());
+  EXPECT_EQ(facts.kernel, "heavy_stencil");
+  const Answer kernel = Ask("kernel-bound", facts).front();
+  EXPECT_EQ(kernel.steps[0].command,
+            "rankscope inspect ncu /runs/s1/rank3_kernel.ncu-rep --html rank3_kernel.html");
+  EXPECT_NE(kernel.steps[0].look_for.find("this session's ncu report says heavy_stencil: "
+                                          "compute-bound"),
+            std::string::npos)
+      << kernel.steps[0].look_for;
+  EXPECT_EQ(kernel.steps[1].tool, "ncu");  // to measure again, e.g. another launch
+
+  s.ranks[3].tool_run.reset();
+  EXPECT_FALSE(FactsOf(s, {f}).measured.has_value());
+  EXPECT_EQ(Ask("kernel-bound", FactsOf(s, {f})).front().steps[0].tool, "ncu");
 }
 
 // A rank off its CPU: who froze or stopped it, or what it blocked on, on its node or in the next
