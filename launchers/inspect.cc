@@ -1,12 +1,9 @@
 #include "launchers/inspect.h"
 
-#include <cerrno>
 #include <cstdio>
-#include <cstring>
 #include <fstream>
 #include <map>
 #include <set>
-#include <sstream>
 #include <string>
 #include <tuple>
 
@@ -16,6 +13,7 @@
 #include "model/nccl/nccl_log_json.h"
 #include "model/nccl/nccl_types.h"
 #include "model/ncu/kernel_analysis.h"
+#include "model/ncu/ncu_file.h"
 #include "model/ncu/ncu_html.h"
 #include "model/ncu/ncu_text.h"
 #include "model/topology/topology_file.h"
@@ -109,12 +107,7 @@ Result<std::string> NcuRawCsvText(const std::string& path) {
         "; or run `ncu --import " + path +
         " --csv --page raw > R.csv` where ncu is and pass R.csv");
   }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Result<std::string>::Error(path + ": cannot open: " + std::strerror(errno));
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (in.bad()) return Result<std::string>::Error(path + ": read failed");
-  return text.str();
+  return ReadNcuRawCsvText(path);
 }
 
 int InspectNcu(const std::vector<std::string>& files, bool json, const std::string& html_path) {

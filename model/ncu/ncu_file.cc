@@ -7,15 +7,19 @@
 
 namespace rankscope {
 
-Result<NcuReport> ParseNcuRawCsvFile(const std::string& path) {
+Result<std::string> ReadNcuRawCsvText(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    return Result<NcuReport>::Error(path + ": cannot open: " + std::strerror(errno));
-  }
+  if (!in) return Result<std::string>::Error(path + ": cannot open: " + std::strerror(errno));
   std::ostringstream text;
   text << in.rdbuf();
-  if (in.bad()) return Result<NcuReport>::Error(path + ": read failed");
-  return ParseNcuRawCsv(text.str(), path);
+  if (in.bad()) return Result<std::string>::Error(path + ": read failed");
+  return text.str();
+}
+
+Result<NcuReport> ParseNcuRawCsvFile(const std::string& path) {
+  Result<std::string> text = ReadNcuRawCsvText(path);
+  if (!text.ok()) return text.status();
+  return ParseNcuRawCsv(text.value(), path);
 }
 
 }  // namespace rankscope

@@ -9,6 +9,9 @@
 
 namespace rankscope {
 
+// The file at `path` as text (the raw page's CSV), or an error naming it: missing, unreadable.
+Result<std::string> ReadNcuRawCsvText(const std::string& path);
+
 // Reads the file at `path` and parses it. Errors name the file: missing, unreadable, empty, or
 // not a raw page.
 Result<NcuReport> ParseNcuRawCsvFile(const std::string& path);
